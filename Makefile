@@ -1,0 +1,40 @@
+# The two set-up commands of the README: `make run` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+
+.PHONY: run test bench clean
+
+$(VENV)/.installed-run: requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -r requirements.txt
+	touch $@
+
+$(VENV)/.installed-dev: requirements.txt requirements-dev.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -r requirements-dev.txt
+	touch $@ $(VENV)/.installed-run
+
+## make run: install, migrate, create the demo org (prints its login and API key once), serve
+## on 127.0.0.1:8000 with daphne plus a django-q2 cluster.
+run: $(VENV)/.installed-run
+	$(PY) manage.py migrate --noinput -v0
+	$(PY) manage.py migrate_orgs
+	$(PY) manage.py collectstatic --noinput -v0
+	$(PY) manage.py bootstrap_demo
+	@echo "Serving on http://127.0.0.1:$${PORT:-8000}/  (API docs: /v1/agents/docs, admin: /admin/)"
+	$(VENV)/bin/honcho start -f Procfile
+
+## make test: install the dev requirements and run the whole suite.
+test: $(VENV)/.installed-dev
+	bash scripts/test-prereqs.sh
+	$(PY) -m pytest
+
+bench: $(VENV)/.installed-dev
+	$(PY) bench/provision.py
+
+clean:
+	rm -rf $(VENV) data .pytest_cache

@@ -1,0 +1,22 @@
+"""Admin for agents and runs of the acting org (read from the org's own store)."""
+
+from django.contrib import admin
+
+from agents.models import Agent, Run
+from agents_site.admin_site import OrgModelAdmin
+
+
+@admin.register(Agent)
+class AgentAdmin(OrgModelAdmin):
+    editable = True
+    list_display = ("name", "model", "execution_mode", "schedule", "timezone", "updated_at")
+    list_filter = ("execution_mode", "status")
+    search_fields = ("name", "description")
+    readonly_fields = ("id", "created_at", "updated_at")
+
+
+@admin.register(Run)
+class RunAdmin(OrgModelAdmin):
+    list_display = ("id", "agent_name", "status", "model", "duration_ms", "finished_at")
+    list_filter = ("status",)
+    search_fields = ("agent_name", "id")

@@ -1,0 +1,74 @@
+"""Execution mode, cron schedule and timezone rules of an agent (reference §6.1).
+
+A long-running agent must carry a 5-field cron (croniter validates it; macros such as
+`@hourly` and 6-field crons with seconds are refused); a one-shot agent drops any schedule.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone as dt_timezone
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from croniter import croniter
+from croniter.croniter import CroniterError
+
+from agents_site.errors import InvalidRequest
+from agents_site.vocabulary import ExecutionMode
+
+
+def validate_cron(expr: str) -> str:
+    """Return `expr` trimmed if it is a valid 5-field cron; raise `InvalidRequest` otherwise.
+
+    Example: `"*/5 * * * *"` passes; `"0 0 * * * *"`, `"@daily"` and `"61 * * * *"` are 400.
+    """
+    expr = " ".join(expr.split())
+    fields = expr.split(" ") if expr else []
+    if expr.startswith("@") or len(fields) != 5:
+        raise InvalidRequest("invalid 'schedule': a schedule is a 5-field cron: minute hour day-of-month month day-of-week")
+    try:
+        croniter(expr)
+        if not croniter.is_valid(expr):
+            raise ValueError("not a valid cron expression")
+    except (CroniterError, ValueError, KeyError) as exc:
+        raise InvalidRequest(f"invalid 'schedule': {exc}") from exc
+    return expr
+
+
+def validate_timezone(name: str | None) -> str:
+    """Return an IANA timezone name (default `UTC`); raise `InvalidRequest` for an unknown one."""
+    name = (name or "").strip() or "UTC"
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise InvalidRequest(f"invalid 'timezone': {name!r} is not an IANA time zone") from exc
+    return name
+
+
+def validate_lifecycle(mode: str | None, schedule: str | None) -> tuple[str, str]:
+    """Return `(mode, schedule)` normalised; raise `InvalidRequest` (400) when invalid.
+
+    Empty mode → `one-shot`; one-shot drops the schedule; long-running needs a valid cron.
+    """
+    mode = (mode or "").strip() or ExecutionMode.ONE_SHOT
+    if mode == ExecutionMode.ONE_SHOT:
+        return str(ExecutionMode.ONE_SHOT), ""
+    if mode != ExecutionMode.LONG_RUNNING:
+        raise InvalidRequest("executionMode must be 'one-shot' or 'long-running'")
+    schedule = (schedule or "").strip()
+    if not schedule:
+        raise InvalidRequest("a long-running agent requires a 'schedule' (5-field cron)")
+    return str(ExecutionMode.LONG_RUNNING), validate_cron(schedule)
+
+
+def next_fire_utc(schedule: str, tz_name: str, after: datetime | None = None) -> datetime | None:
+    """Return the next fire time of `schedule` in zone `tz_name` after `after`, in UTC.
+
+    Example: `next_fire_utc("0 0 * * *", "America/Los_Angeles", 2026-01-10T12:00Z)` →
+    `2026-01-11T08:00Z`. Returns None for an empty schedule.
+    """
+    if not schedule:
+        return None
+    zone = ZoneInfo(tz_name or "UTC")
+    base = (after or datetime.now(dt_timezone.utc)).astimezone(zone)
+    nxt = croniter(schedule, base).get_next(datetime)
+    return nxt.astimezone(dt_timezone.utc)

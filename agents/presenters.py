@@ -1,0 +1,68 @@
+"""Turn agent and run rows into their wire views (spec 003 JSON names)."""
+
+from __future__ import annotations
+
+from agents.lifecycle import next_fire_utc
+from agents.models import Agent, Run
+from agents_site.vocabulary import ExecutionMode
+from agents_site.wire import compact, rfc3339
+
+
+def run_view(run: Run) -> dict:
+    """Return the wire view of `run` (`createdAt` = when it finished, or was accepted)."""
+    return compact(
+        {
+            "id": run.id,
+            "agent": run.agent_name,
+            "status": run.status,
+            "model": run.model,
+            "input": run.input,
+            "output": run.output,
+            "error": run.error,
+            "durationMs": run.duration_ms,
+            "attempts": run.attempts or None,
+            "promptTokens": run.prompt_tokens,
+            "completionTokens": run.completion_tokens,
+            "toolCalls": run.tool_calls or None,
+            "actor": run.actor,
+            "traceId": run.trace_id,
+            "sessionId": run.session_id,
+            "createdAt": rfc3339(run.finished_at or run.created_at),
+        },
+        keep=("id", "agent", "status", "model", "input", "durationMs", "createdAt"),
+    )
+
+
+def agent_view(agent: Agent, *, runs: int) -> dict:
+    """Return the wire view of `agent` with `runs` as its run count."""
+    next_run = None
+    if agent.execution_mode == ExecutionMode.LONG_RUNNING and agent.schedule:
+        next_run = rfc3339(next_fire_utc(agent.schedule, agent.timezone))
+    return compact(
+        {
+            "id": agent.id,
+            "name": agent.name,
+            "model": agent.model,
+            "description": agent.description,
+            "tools": list(agent.tools or []),
+            "status": agent.status,
+            "executionMode": agent.execution_mode,
+            "schedule": agent.schedule,
+            "timezone": agent.timezone,
+            "nextRunAt": next_run,
+            "computeRef": agent.compute_ref,
+            "serviceAccountId": agent.service_account_id,
+            "runs": runs,
+            "createdAt": rfc3339(agent.created_at),
+            "updatedAt": rfc3339(agent.updated_at),
+        },
+        keep=("id", "name", "model", "tools", "status", "executionMode", "timezone", "runs", "createdAt", "updatedAt"),
+    )
+
+
+def agent_detail_view(agent: Agent, *, recent_runs: list[Run]) -> dict:
+    """Return `agent_view` plus `instructions` and `recentRuns` (runs = len(recentRuns))."""
+    view = agent_view(agent, runs=len(recent_runs))
+    view["instructions"] = agent.instructions
+    view["recentRuns"] = [run_view(r) for r in recent_runs]
+    return view

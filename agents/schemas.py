@@ -1,0 +1,75 @@
+"""Wire shapes of the agent definition routes (spec 003 names on the wire)."""
+
+from __future__ import annotations
+
+from ninja import Schema
+from pydantic import ConfigDict, Field
+
+
+class AgentIn(Schema):
+    """Body of POST/PATCH /v1/agents. Every field optional on PATCH; `name` immutable there."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    name: str | None = None
+    model: str | None = None
+    instructions: str | None = None
+    description: str | None = None
+    tools: list[str] | None = None
+    executionMode: str | None = None
+    schedule: str | None = None
+    timezone: str | None = None
+    computeRef: str | None = None
+    serviceAccountId: str | None = None
+
+
+class RunOut(Schema):
+    """A run as answered by the run and history routes."""
+
+    id: str
+    agent: str
+    status: str
+    model: str
+    input: str
+    output: str | None = None
+    error: str | None = None
+    durationMs: int
+    attempts: int | None = None
+    promptTokens: int | None = None
+    completionTokens: int | None = None
+    toolCalls: int | None = None
+    actor: str | None = None
+    traceId: str | None = None
+    sessionId: str | None = None
+    createdAt: str
+
+
+class AgentOut(Schema):
+    """An agent view: the definition plus its run count."""
+
+    id: str
+    name: str
+    model: str
+    description: str | None = None
+    tools: list[str] = Field(default_factory=list)
+    status: str
+    executionMode: str
+    schedule: str | None = None
+    timezone: str
+    nextRunAt: str | None = None
+    computeRef: str | None = None
+    serviceAccountId: str | None = None
+    runs: int
+    createdAt: str
+    updatedAt: str
+
+
+class AgentDetailOut(AgentOut):
+    """One agent with its instructions and its 20 newest runs."""
+
+    instructions: str
+    recentRuns: list[RunOut]
+
+
+class AgentListOut(Schema):
+    agents: list[AgentOut]

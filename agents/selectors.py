@@ -1,0 +1,50 @@
+"""Reads of agent definitions and runs. Org context required."""
+
+from __future__ import annotations
+
+from django.db.models import Count, Q
+
+from agents.models import Agent, Run
+from agents_site.errors import NotFound
+from agents_site.vocabulary import RunStatus
+
+MAX_REF_LENGTH = 128
+
+
+def agent_get(*, ref: str) -> Agent:
+    """Return the agent whose id or name is `ref` (id wins); raise `NotFound` (404).
+
+    Another org's agent is not in this store, so it is a 404 exactly like a missing one.
+    """
+    ref = (ref or "").strip()
+    if not ref or len(ref) > MAX_REF_LENGTH:
+        raise NotFound("agent not found")
+    by_id = Agent.objects.filter(pk=ref).first()
+    if by_id is not None:
+        return by_id
+    by_name = Agent.objects.filter(name=ref).first()
+    if by_name is None:
+        raise NotFound("agent not found")
+    return by_name
+
+
+def agent_list() -> list[Agent]:
+    """Return every agent of the org, `updated_at` desc then name, each with `run_count`.
+
+    Only finished runs are counted. One query.
+    """
+    return list(
+        Agent.objects.annotate(run_count=Count("runs", filter=Q(runs__status__in=RunStatus.FINISHED))).order_by(
+            "-updated_at", "name"
+        )
+    )
+
+
+def run_count(*, agent: Agent) -> int:
+    """Return the number of finished runs of `agent`."""
+    return agent.runs.filter(status__in=RunStatus.FINISHED).count()
+
+
+def runs_recent(*, agent: Agent, limit: int = 20) -> list[Run]:
+    """Return `agent`'s newest finished runs, newest first, at most `limit`."""
+    return list(agent.runs.filter(status__in=RunStatus.FINISHED).order_by("-finished_at", "-id")[:limit])

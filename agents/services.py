@@ -1,0 +1,219 @@
+"""Writes of agent definitions (spec 003: POST/PATCH/DELETE /v1/agents). Org context required."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from agents.ids import mint_id
+from agents.inference import model_catalog
+from agents.lifecycle import validate_lifecycle, validate_timezone
+from agents.models import Agent
+from agents.selectors import agent_get
+from agents_site.errors import Conflict, InvalidRequest
+from agents_site.vocabulary import ErrorCode, ExecutionMode
+
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+NAME_RE = re.compile(NAME_PATTERN)
+MAX_INSTRUCTIONS_BYTES = 32 * 1024
+MAX_TOOLS = 64
+MAX_TOOL_NAME = 128
+MAX_REF_BYTES = 256
+
+UNSET = object()
+
+
+class AgentExists(Conflict):
+    """409: an agent with that name already exists in the org."""
+
+    code = ErrorCode.AGENT_EXISTS
+    default_message = "agent already exists in this org"
+
+
+class LongRunningLimit(Conflict):
+    """409: the org already has its cap of long-running agents."""
+
+    code = ErrorCode.LONG_RUNNING_LIMIT
+
+
+def _clean_name(name: str | None) -> str:
+    name = (name or "").strip()
+    if not name:
+        raise InvalidRequest("name is required")
+    if not NAME_RE.fullmatch(name):
+        raise InvalidRequest(f"name must match {NAME_PATTERN}")
+    return name
+
+
+def _clean_model(model: str | None, *, required: bool) -> str:
+    model = (model or "").strip()
+    if not model:
+        if required:
+            raise InvalidRequest("model cannot be empty")
+        return settings.AGENTS_DEFAULT_MODEL
+    catalog = model_catalog()
+    if catalog is not None and model not in catalog:
+        raise InvalidRequest(f'model "{model}" is not in this gateway\'s catalog')
+    return model
+
+
+def _clean_instructions(instructions: str | None) -> str:
+    instructions = instructions or ""
+    if len(instructions.encode()) > MAX_INSTRUCTIONS_BYTES:
+        raise InvalidRequest("instructions too large")
+    return instructions
+
+
+def clean_tools(tools: list[str] | None) -> list[str]:
+    """Return tool names trimmed, without blanks, de-duplicated in order.
+
+    Raises `InvalidRequest` for a name over 128 characters or more than 64 names.
+    """
+    cleaned: list[str] = []
+    for raw in tools or []:
+        name = raw.strip()
+        if not name or name in cleaned:
+            continue
+        if len(name) > MAX_TOOL_NAME:
+            raise InvalidRequest(f"tool names are at most {MAX_TOOL_NAME} characters")
+        cleaned.append(name)
+    if len(cleaned) > MAX_TOOLS:
+        raise InvalidRequest(f"an agent has at most {MAX_TOOLS} tools")
+    return cleaned
+
+
+def _validate_tools(tools: list[str], *, agent_name: str) -> list[str]:
+    # The tool registry (agents.tools) refuses unknown names once it is installed.
+    try:
+        from agents.tools.registry import validate_tool_names
+    except ImportError:
+        return tools
+    validate_tool_names(tools, agent_name=agent_name)
+    return tools
+
+
+def _clean_ref(value: str | None, label: str) -> str:
+    value = (value or "").strip()
+    if len(value.encode()) > MAX_REF_BYTES:
+        raise InvalidRequest(f"{label} too long")
+    return value
+
+
+def _check_long_running_cap(*, excluding: str | None = None) -> None:
+    cap = settings.CLOUD_AGENT_MAX_LONG_RUNNING
+    if cap <= 0:
+        cap = 100
+    qs = Agent.objects.filter(execution_mode=ExecutionMode.LONG_RUNNING).exclude(schedule="")
+    if excluding:
+        qs = qs.exclude(pk=excluding)
+    if qs.count() >= cap:
+        raise LongRunningLimit(f"long-running agent limit reached for this org (max {cap})")
+
+
+@dataclass
+class AgentInput:
+    """The fields of an agent create/patch; `UNSET` marks a field the request omitted."""
+
+    name: object = UNSET
+    model: object = UNSET
+    instructions: object = UNSET
+    description: object = UNSET
+    tools: object = UNSET
+    execution_mode: object = UNSET
+    schedule: object = UNSET
+    timezone: object = UNSET
+    compute_ref: object = UNSET
+    service_account_id: object = UNSET
+
+
+def _given(value: object) -> bool:
+    return value is not UNSET
+
+
+def agent_create(*, data: AgentInput) -> Agent:
+    """Define an agent in the current org; return it (spec 003: POST /v1/agents → 201).
+
+    Validation order and messages follow reference §2.1. Raises `InvalidRequest` (400),
+    `LongRunningLimit` (409) or `AgentExists` (409); nothing is written on any error.
+    """
+    name = _clean_name(data.name if _given(data.name) else None)
+    model = _clean_model(data.model if _given(data.model) else None, required=False)
+    instructions = _clean_instructions(data.instructions if _given(data.instructions) else None)
+    mode, schedule = validate_lifecycle(
+        data.execution_mode if _given(data.execution_mode) else None,
+        data.schedule if _given(data.schedule) else None,
+    )
+    tz = validate_timezone(data.timezone if _given(data.timezone) else None)
+    compute_ref = _clean_ref(data.compute_ref if _given(data.compute_ref) else None, "computeRef")
+    service_account_id = _clean_ref(data.service_account_id if _given(data.service_account_id) else None, "serviceAccountId")
+    tools = _validate_tools(clean_tools(data.tools if _given(data.tools) else None), agent_name=name)
+    description = ((data.description if _given(data.description) else "") or "").strip()
+    now = timezone.now()
+    try:
+        with transaction.atomic():
+            if mode == ExecutionMode.LONG_RUNNING:
+                _check_long_running_cap()
+            if Agent.objects.filter(name=name).exists():
+                raise AgentExists()
+            return Agent.objects.create(
+                id=mint_id("agent"),
+                name=name,
+                model=model,
+                instructions=instructions,
+                description=description,
+                tools=tools,
+                execution_mode=mode,
+                schedule=schedule,
+                timezone=tz,
+                compute_ref=compute_ref,
+                service_account_id=service_account_id,
+                created_at=now,
+                updated_at=now,
+            )
+    except IntegrityError as exc:
+        raise AgentExists() from exc
+
+
+def agent_update(*, ref: str, data: AgentInput) -> Agent:
+    """Change agent `ref` in place; omitted fields keep their value (spec 003: PATCH).
+
+    The resulting mode and schedule are validated together; a transition into long-running
+    counts against the org's cap (409). Raises `NotFound`, `InvalidRequest`, `LongRunningLimit`.
+    """
+    with transaction.atomic():
+        agent = agent_get(ref=ref)
+        was_long_running = agent.execution_mode == ExecutionMode.LONG_RUNNING and bool(agent.schedule)
+        if _given(data.model):
+            agent.model = _clean_model(data.model, required=True)
+        if _given(data.instructions):
+            agent.instructions = _clean_instructions(data.instructions)
+        mode = data.execution_mode if _given(data.execution_mode) else agent.execution_mode
+        schedule = data.schedule if _given(data.schedule) else agent.schedule
+        agent.execution_mode, agent.schedule = validate_lifecycle(mode, schedule)
+        if _given(data.timezone):
+            agent.timezone = validate_timezone(data.timezone)
+        if _given(data.compute_ref):
+            agent.compute_ref = _clean_ref(data.compute_ref, "computeRef")
+        if _given(data.service_account_id):
+            agent.service_account_id = _clean_ref(data.service_account_id, "serviceAccountId")
+        if _given(data.tools):
+            agent.tools = _validate_tools(clean_tools(data.tools), agent_name=agent.name)
+        if _given(data.description):
+            agent.description = (data.description or "").strip()
+        if agent.execution_mode == ExecutionMode.LONG_RUNNING and not was_long_running:
+            _check_long_running_cap(excluding=agent.pk)
+        agent.updated_at = timezone.now()
+        agent.save()
+    return agent
+
+
+def agent_delete(*, ref: str) -> None:
+    """Remove agent `ref` and every run recorded against it (spec 003: DELETE → 204)."""
+    with transaction.atomic():
+        agent = agent_get(ref=ref)
+        agent.runs.all().delete()
+        agent.delete()

@@ -1,0 +1,187 @@
+"""Settings for the Agents site, read from the environment.
+
+Every integration has a default that works with no environment at all (SQLite files, the
+in-memory channel layer, django-q2's ORM broker) and switches on by its variable
+(`DATABASE_URL`, `AGENTS_ORG_DATABASE`, `REDIS_URL`, `OTEL_EXPORTER_OTLP_ENDPOINT`). The README's
+table lists every variable read here.
+"""
+
+import os
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def _env_int(name: str, default: int) -> int:
+    """Return env `name` as an int, or `default` when unset, blank or unparseable."""
+    raw = os.environ.get(name, "").strip()
+    try:
+        return int(raw) if raw else default
+    except ValueError:
+        return default
+
+
+def _env_bool(name: str, default: bool = False) -> bool:
+    """Return env `name` as a bool (`1`, `true`, `yes`, `on` are true)."""
+    raw = os.environ.get(name, "").strip().lower()
+    if not raw:
+        return default
+    return raw in {"1", "true", "yes", "on"}
+
+
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "dev-only-insecure-secret-key-change-me")
+DEBUG = _env_bool("DJANGO_DEBUG", False)
+ALLOWED_HOSTS = [h.strip() for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",") if h.strip()]
+
+AGENTS_DATA_DIR = Path(os.environ.get("AGENTS_DATA_DIR", str(BASE_DIR / "data"))).resolve()
+AGENTS_DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+INSTALLED_APPS = [
+    "daphne",
+    "agents_site.apps.AgentsAdminConfig",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "ninja",
+    "django_q",
+    "tenancy",
+    "billing",
+    "agents",
+    "sessions.apps.AgentSessionsConfig",
+    "targets",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "tenancy.middleware.PrincipalMiddleware",
+]
+
+ROOT_URLCONF = "agents_site.urls"
+ASGI_APPLICATION = "agents_site.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# The default database holds users, orgs, API keys, the billing ledger and the task queue.
+# Each org's agents, runs, sessions, events and targets live in the org's own store
+# (tenancy/stores.py), never here.
+_default_sqlite = AGENTS_DATA_DIR / "default.db"
+if os.environ.get("DATABASE_URL"):
+    DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=0)}
+else:
+    DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": str(_default_sqlite)}}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 30,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+    )
+    DATABASES["default"]["TEST"] = {"NAME": str(AGENTS_DATA_DIR / "test-default.db")}
+DATABASES["default"]["CONN_MAX_AGE"] = 0
+DATABASE_ROUTERS = ["tenancy.db_router.OrgRouter"]
+
+# `sqlite` (one file per org under AGENTS_DATA_DIR) or `postgres` (one database per org on
+# DATABASE_URL's server).
+AGENTS_ORG_DATABASE = os.environ.get("AGENTS_ORG_DATABASE", "sqlite").strip().lower() or "sqlite"
+
+AUTH_PASSWORD_VALIDATORS = []
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = AGENTS_DATA_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"] if (BASE_DIR / "static").is_dir() else []
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = True
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+LOGIN_URL = "/console/login/"
+LOGIN_REDIRECT_URL = "/console/"
+AGENTS_HTTPS = _env_bool("AGENTS_HTTPS", False)
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+SESSION_COOKIE_SECURE = AGENTS_HTTPS
+CSRF_COOKIE_SECURE = AGENTS_HTTPS
+CSRF_COOKIE_SAMESITE = "Lax"
+
+# Bodies bigger than this are refused with 413 before any parsing (bytes). The largest field
+# the API accepts is a 128 KiB run input; JSON escaping can double it.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
+
+REDIS_URL = os.environ.get("REDIS_URL", "").strip()
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 60},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1000}}}
+
+Q_CLUSTER = {
+    "name": "agents",
+    "workers": _env_int("AGENTS_Q_WORKERS", 2),
+    "timeout": _env_int("AGENTS_RUN_TIMEOUT_SECONDS", 600),
+    "retry": _env_int("AGENTS_RUN_TIMEOUT_SECONDS", 600) + 60,
+    "max_attempts": 1,
+    "catch_up": False,
+    "label": "Tasks",
+}
+if REDIS_URL:
+    Q_CLUSTER["redis"] = REDIS_URL
+else:
+    Q_CLUSTER["orm"] = "default"
+
+# Gateway-minted JWTs (HS256) are accepted only when this key is set.
+AGENTS_GATEWAY_JWT_KEY = os.environ.get("AGENTS_GATEWAY_JWT_KEY", "")
+
+# Inference (an OpenAI-compatible gateway).
+INFERENCE_BASE_URL = os.environ.get("INFERENCE_BASE_URL", "").strip()
+INFERENCE_API_KEY = os.environ.get("INFERENCE_API_KEY", "").strip()
+INFERENCE_TIMEOUT_SECONDS = float(os.environ.get("INFERENCE_TIMEOUT_SECONDS", "120") or 120)
+AGENTS_DEFAULT_MODEL = os.environ.get("AGENTS_DEFAULT_MODEL", "gpt-4o-mini").strip()
+AGENTS_FAILOVER_MODEL = os.environ.get("AGENTS_FAILOVER_MODEL", "").strip()
+AGENTS_MODEL_CATALOG_TTL_SECONDS = _env_int("AGENTS_MODEL_CATALOG_TTL_SECONDS", 300)
+
+# Agent definitions and billing.
+CLOUD_AGENT_MAX_LONG_RUNNING = _env_int("CLOUD_AGENT_MAX_LONG_RUNNING", 100)
+CLOUD_AGENT_FEE_CENTS = _env_int("CLOUD_AGENT_FEE_CENTS", 100)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("AGENTS_LOG_LEVEL", "WARNING")},
+}

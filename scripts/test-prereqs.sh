@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# What the test suite needs from the machine beyond the venv. Idempotent; quiet when satisfied.
+set -euo pipefail
+# PostgreSQL and Redis: started if a local server is installed but not answering.
+if command -v pg_ctlcluster >/dev/null 2>&1 && ! pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; then
+  pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n1)" main start || true
+fi
+if command -v redis-server >/dev/null 2>&1 && ! (command -v redis-cli >/dev/null && redis-cli -h 127.0.0.1 ping >/dev/null 2>&1); then
+  redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no >/dev/null || true
+fi

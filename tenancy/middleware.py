@@ -1,0 +1,61 @@
+"""Resolve the principal once per request and act for its org while the view runs."""
+
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
+
+from agents_site.errors import ApiError
+from tenancy import stores
+from tenancy.principal import resolve_principal
+
+
+class PrincipalMiddleware:
+    """Set `request.principal` (or `request.principal_error`) and the current org.
+
+    The current org (a ContextVar) is set and reset in this one frame, around the view. A
+    streaming view whose body runs after the view returns (SSE) sets it again itself.
+    """
+
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        self.async_mode = iscoroutinefunction(get_response)
+        if self.async_mode:
+            markcoroutinefunction(self)
+
+    @staticmethod
+    def _resolve(request) -> str | None:
+        request.principal = None
+        request.principal_error = None
+        try:
+            request.principal = resolve_principal(request)
+        except ApiError as exc:
+            request.principal_error = exc
+            return None
+        principal = request.principal
+        if principal is not None and principal.org_slug:
+            stores.open_store(principal.org_slug)
+            return principal.org_slug
+        return None
+
+    def __call__(self, request):
+        if self.async_mode:
+            return self.__acall__(request)
+        slug = self._resolve(request)
+        if slug is None:
+            return self.get_response(request)
+        token = stores.set_current(slug)
+        try:
+            return self.get_response(request)
+        finally:
+            stores.reset_current(token)
+
+    async def __acall__(self, request):
+        slug = await sync_to_async(self._resolve)(request)
+        if slug is None:
+            return await self.get_response(request)
+        token = stores.set_current(slug)
+        try:
+            return await self.get_response(request)
+        finally:
+            stores.reset_current(token)

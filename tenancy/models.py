@@ -1,0 +1,60 @@
+"""Orgs, memberships and API keys. These live in the default database."""
+
+import re
+
+from django.conf import settings
+from django.core.validators import RegexValidator
+from django.db import models
+
+SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+
+
+class Org(models.Model):
+    """A tenant. `slug` names its store and matches `^[a-z0-9][a-z0-9-]{0,62}$`."""
+
+    slug = models.CharField(max_length=63, unique=True, validators=[RegexValidator(SLUG_RE)])
+    name = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Membership(models.Model):
+    """A user's membership of an org; `is_admin` makes the user an org admin."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="memberships")
+    is_admin = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "org"], name="uniq_membership_user_org")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.org}{' (admin)' if self.is_admin else ''}"
+
+
+class ApiKey(models.Model):
+    """An API key bound to one user and one org. Only its SHA-256 hex is stored.
+
+    The key itself (`ak_` + 48 hex) is shown once, when created (`tenancy.services.api_key_create`).
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys")
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=100, blank=True, default="")
+    prefix = models.CharField(max_length=16, help_text="first characters of the key, for recognising it")
+    key_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.user} @ {self.org})"

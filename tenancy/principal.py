@@ -1,0 +1,155 @@
+"""Who is calling: the validated principal and the org it acts for.
+
+Resolution order (first credential present wins):
+1. `Authorization: Bearer ak_…` — an API key bound to one user and one org (SHA-256 at rest).
+2. `Authorization: Bearer <jwt>` — a gateway JWT, only when `AGENTS_GATEWAY_JWT_KEY` is set
+   (HS256; claims `sub`, `org`, `org_admin`, `exp`).
+3. The Django session login — the org chosen among the user's memberships.
+
+A credential that is present but unknown, revoked, expired or forged raises `Forbidden`; it
+never falls through to the next kind. The org is never taken from a body, query or path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import timedelta
+
+import jwt
+from django.conf import settings
+from django.utils import timezone
+
+from agents_site.errors import Forbidden
+from agents_site.vocabulary import PrincipalVia
+from tenancy.models import ApiKey, Membership, Org
+from tenancy.stores import InvalidOrg, validate_slug
+
+API_KEY_PREFIX = "ak_"
+SESSION_ORG_KEY = "agents_org"
+LAST_USED_RESOLUTION = timedelta(seconds=60)
+
+
+@dataclass(frozen=True)
+class Principal:
+    """A validated caller: `subject` (username or JWT `sub`) acting for `org_slug`.
+
+    `org_slug` is None for a user with no membership (every org route answers 403 then).
+    """
+
+    subject: str
+    via: PrincipalVia
+    org_slug: str | None
+    is_org_admin: bool = False
+    user_id: int | None = None
+    api_key_id: int | None = None
+
+    @property
+    def actor(self) -> str:
+        """Return the billing actor `"<org>/<subject>"` (spec reference §5 billingActor)."""
+        if self.org_slug and self.subject:
+            return f"{self.org_slug}/{self.subject}"
+        return self.subject or self.org_slug or ""
+
+
+def hash_api_key(key: str) -> str:
+    """Return the SHA-256 hex of an API key, as stored."""
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def _bearer(request) -> str | None:
+    header = request.META.get("HTTP_AUTHORIZATION", "")
+    if not header:
+        return None
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Forbidden("the Authorization header must be 'Bearer <credential>'")
+    return token.strip()
+
+
+def _from_api_key(token: str) -> Principal:
+    key = ApiKey.objects.select_related("user", "org").filter(key_hash=hash_api_key(token)).first()
+    if key is None or key.revoked_at is not None or not key.user.is_active:
+        raise Forbidden("the API key is unknown or revoked")
+    membership = Membership.objects.filter(user_id=key.user_id, org_id=key.org_id).first()
+    if membership is None:
+        raise Forbidden("the API key's user is no longer a member of its org")
+    now = timezone.now()
+    if key.last_used_at is None or now - key.last_used_at > LAST_USED_RESOLUTION:
+        ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+    return Principal(
+        subject=key.user.get_username(),
+        via=PrincipalVia.API_KEY,
+        org_slug=key.org.slug,
+        is_org_admin=membership.is_admin,
+        user_id=key.user_id,
+        api_key_id=key.pk,
+    )
+
+
+def _from_jwt(token: str, secret: str) -> Principal:
+    try:
+        claims = jwt.decode(token, secret, algorithms=["HS256"], options={"require": ["sub", "org", "exp"]})
+    except jwt.PyJWTError as exc:
+        raise Forbidden("the gateway token is invalid or expired") from exc
+    subject = str(claims.get("sub") or "").strip()
+    org = str(claims.get("org") or "").strip()
+    if not subject:
+        raise Forbidden("a validated principal is required")
+    try:
+        validate_slug(org)
+    except InvalidOrg as exc:
+        raise Forbidden("an org scope is required") from exc
+    Org.objects.get_or_create(slug=org, defaults={"name": org})
+    return Principal(subject=subject, via=PrincipalVia.JWT, org_slug=org, is_org_admin=bool(claims.get("org_admin")))
+
+
+def _from_session(request) -> Principal | None:
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return None
+    memberships = list(Membership.objects.filter(user_id=user.pk).select_related("org").order_by("org__slug"))
+    chosen = None
+    wanted = request.session.get(SESSION_ORG_KEY) if hasattr(request, "session") else None
+    for membership in memberships:
+        if membership.org.slug == wanted:
+            chosen = membership
+    if chosen is None and memberships:
+        chosen = memberships[0]
+    return Principal(
+        subject=user.get_username(),
+        via=PrincipalVia.SESSION,
+        org_slug=chosen.org.slug if chosen else None,
+        is_org_admin=bool(chosen and chosen.is_admin),
+        user_id=user.pk,
+    )
+
+
+def resolve_principal(request) -> Principal | None:
+    """Return the principal of `request`, or None when it carries no credential at all.
+
+    Raises `Forbidden` (403) for a credential that is present but unknown, revoked, expired,
+    forged or malformed.
+    """
+    token = _bearer(request)
+    if token is not None:
+        if token.startswith(API_KEY_PREFIX):
+            return _from_api_key(token)
+        secret = settings.AGENTS_GATEWAY_JWT_KEY
+        if secret:
+            return _from_jwt(token, secret)
+        raise Forbidden("the bearer credential is not recognised")
+    return _from_session(request)
+
+
+def require_org(principal: Principal | None) -> Principal:
+    """Return `principal` if it acts for an org; raise `Forbidden` otherwise.
+
+    Messages follow the reference (§2.0): no principal → "a validated principal is required";
+    a principal with no org → "an org scope is required".
+    """
+    if principal is None or not principal.subject:
+        raise Forbidden("a validated principal is required")
+    if not principal.org_slug:
+        raise Forbidden("an org scope is required")
+    return principal

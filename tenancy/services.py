@@ -1,0 +1,68 @@
+"""Writes of the tenancy app: orgs, memberships and API keys (default database)."""
+
+import secrets
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.utils import timezone
+
+from agents_site.errors import InvalidRequest, NotFound
+from tenancy import stores
+from tenancy.models import ApiKey, Membership, Org
+from tenancy.principal import API_KEY_PREFIX, hash_api_key
+
+
+def org_create(*, slug: str, name: str = "") -> Org:
+    """Create org `slug` (or return the existing one) and open its store.
+
+    Raises `InvalidRequest` (400) for a slug outside `^[a-z0-9][a-z0-9-]{0,62}$`.
+    """
+    try:
+        stores.validate_slug(slug)
+    except stores.InvalidOrg as exc:
+        raise InvalidRequest("org slug must match ^[a-z0-9][a-z0-9-]{0,62}$") from exc
+    org, _ = Org.objects.get_or_create(slug=slug, defaults={"name": name or slug})
+    from billing.services import account_for
+
+    account_for(org=org)
+    stores.open_store(slug)
+    return org
+
+
+def membership_set(*, org: Org, username: str, password: str | None = None, is_admin: bool = False) -> Membership:
+    """Create user `username` if needed (with `password`) and make it a member of `org`."""
+    User = get_user_model()
+    with transaction.atomic():
+        user, created = User.objects.get_or_create(username=username)
+        if password:
+            user.set_password(password)
+            user.save()
+        elif created:
+            user.set_unusable_password()
+            user.save()
+        membership, _ = Membership.objects.update_or_create(user=user, org=org, defaults={"is_admin": is_admin})
+    return membership
+
+
+def api_key_create(*, org: Org, user, name: str = "") -> tuple[ApiKey, str]:
+    """Mint an API key for `user` in `org`; return `(row, key)`. The key is never stored.
+
+    Key: `ak_` + 48 hex characters (24 random bytes). Raises `NotFound` if `user` is not a
+    member of `org`.
+    """
+    if not Membership.objects.filter(user=user, org=org).exists():
+        raise NotFound("user is not a member of this org")
+    key = API_KEY_PREFIX + secrets.token_hex(24)
+    row = ApiKey.objects.create(org=org, user=user, name=name[:100], prefix=key[:10], key_hash=hash_api_key(key))
+    return row, key
+
+
+def api_key_revoke(*, org: Org, key_id: int) -> ApiKey:
+    """Revoke API key `key_id` of `org` (idempotent); raise `NotFound` for another org's key."""
+    row = ApiKey.objects.filter(org=org, pk=key_id).first()
+    if row is None:
+        raise NotFound("API key not found")
+    if row.revoked_at is None:
+        row.revoked_at = timezone.now()
+        row.save(update_fields=["revoked_at"])
+    return row

@@ -1,0 +1,15 @@
+"""Test settings: the site's settings with a fresh data directory per test run.
+
+Variables a developer may have exported (inference, Redis, Postgres mode) are cleared so the
+suite starts from the embedded defaults; tests that need them set them explicitly.
+"""
+
+import os
+import tempfile
+
+for _name in ("INFERENCE_BASE_URL", "INFERENCE_API_KEY", "AGENTS_FAILOVER_MODEL", "REDIS_URL", "DATABASE_URL",
+              "AGENTS_ORG_DATABASE", "AGENTS_GATEWAY_JWT_KEY", "CLOUD_AGENT_FEE_CENTS", "OTEL_EXPORTER_OTLP_ENDPOINT"):
+    os.environ.pop(_name, None)
+os.environ.setdefault("AGENTS_DATA_DIR", tempfile.mkdtemp(prefix="agents-test-"))
+
+from agents_site.settings import *  # noqa: E402,F401,F403

@@ -1,0 +1,89 @@
+"""Real daphne processes for streaming and end-to-end tests.
+
+`LiveServer(env).start()` runs `daphne agents_site.asgi:application` on a free loopback port
+with the test run's data directory and the pytest default database file, so rows the test
+commits (use `transactional_db`) are what the server sees.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    """Return a free TCP port on 127.0.0.1."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def server_env(extra: dict | None = None) -> dict:
+    """Return the environment a child server process of the tests runs with."""
+    from django.conf import settings
+    from django.db import connections
+
+    env = dict(os.environ)
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "agents_site.settings",
+            "AGENTS_DATA_DIR": str(settings.AGENTS_DATA_DIR),
+            "DATABASE_URL": "sqlite:///" + str(connections["default"].settings_dict["NAME"]),
+            "PYTHONPATH": str(ROOT),
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    env.update({k: str(v) for k, v in (extra or {}).items()})
+    return env
+
+
+class LiveServer:
+    """One daphne process; `url` is its base address."""
+
+    def __init__(self, env: dict | None = None) -> None:
+        self.port = free_port()
+        self.env = server_env(env)
+        self.proc: subprocess.Popen | None = None
+        self.log_path = Path(self.env["AGENTS_DATA_DIR"]) / f"daphne-{self.port}.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> LiveServer:
+        log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "agents_site.asgi:application"],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"daphne exited: {self.log_path.read_text()[-2000:]}")
+            try:
+                httpx.get(self.url + "/v1/agents/openapi.json", timeout=1.0)
+                return self
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("daphne did not start in time")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()

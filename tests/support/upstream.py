@@ -1,0 +1,150 @@
+"""A real OpenAI-compatible HTTP server on loopback, for inference tests (no SDK mocking).
+
+It speaks `GET /v1/models` and `POST /v1/chat/completions`. Tests script what it answers:
+
+    upstream.models = ["m1", "best"]
+    upstream.script(
+        Reply(status=429),                       # a busy answer
+        Reply(content="hello"),                  # a normal completion
+        Reply(tool_calls=[("calculator", {"expression": "2+2"})]),
+        Reply(delay=2.0, content="slow"),
+        Reply(empty=True),                       # 200 with no choices
+    )
+
+Unscripted requests answer `Reply(content=default_content)`. Every request body is kept in
+`upstream.requests` (parsed JSON) for assertions.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class Reply:
+    """One scripted answer of the upstream."""
+
+    content: str | None = "ok"
+    status: int = 200
+    tool_calls: list[tuple[str, dict]] | None = None
+    delay: float = 0.0
+    empty: bool = False
+    prompt_tokens: int = 11
+    completion_tokens: int = 7
+    error_body: dict | None = None
+    model: str | None = None  # scripted for this model only (None: any)
+    extra: dict = field(default_factory=dict)
+
+
+class Upstream:
+    """The loopback server: start with `Upstream().start()`, stop with `.stop()`."""
+
+    def __init__(self) -> None:
+        self.models: list[str] = ["test-model", "best"]
+        self.default_content = "ok"
+        self.requests: list[dict] = []
+        self._script: list[Reply] = []
+        self._lock = threading.Lock()
+        self.server: ThreadingHTTPServer | None = None
+        self.thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def script(self, *replies: Reply) -> None:
+        """Queue `replies`, answered in order by the next chat completions."""
+        with self._lock:
+            self._script.extend(replies)
+
+    def reset(self) -> None:
+        """Forget the script and recorded requests."""
+        with self._lock:
+            self._script.clear()
+            self.requests.clear()
+
+    @property
+    def chat_requests(self) -> list[dict]:
+        return [r for r in self.requests if r.get("_path", "").endswith("/chat/completions")]
+
+    def _next(self, model: str | None) -> Reply:
+        with self._lock:
+            for i, reply in enumerate(self._script):
+                if reply.model is None or reply.model == model:
+                    return self._script.pop(i)
+        return Reply(content=self.default_content)
+
+    def start(self) -> Upstream:
+        upstream = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):  # quiet
+                pass
+
+            def _send(self, status: int, body: dict) -> None:
+                raw = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def do_GET(self):
+                if self.path.rstrip("/").endswith("/models"):
+                    upstream.requests.append({"_path": self.path})
+                    self._send(200, {"object": "list", "data": [{"id": m, "object": "model", "created": 0, "owned_by": "test"} for m in upstream.models]})
+                else:
+                    self._send(404, {"error": {"message": "not found"}})
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                body["_path"] = self.path
+                upstream.requests.append(body)
+                if not self.path.rstrip("/").endswith("/chat/completions"):
+                    self._send(404, {"error": {"message": "not found"}})
+                    return
+                reply = upstream._next(body.get("model"))
+                if reply.delay:
+                    time.sleep(reply.delay)
+                if reply.status != 200:
+                    self._send(reply.status, reply.error_body or {"error": {"message": f"upstream says {reply.status}", "type": "test"}})
+                    return
+                base = {"id": "chatcmpl-" + uuid.uuid4().hex[:12], "object": "chat.completion", "created": int(time.time()), "model": body.get("model", "")}
+                if reply.empty:
+                    self._send(200, {**base, "choices": [], "usage": None})
+                    return
+                message: dict = {"role": "assistant", "content": reply.content}
+                finish = "stop"
+                if reply.tool_calls:
+                    message["tool_calls"] = [
+                        {"id": "call_" + uuid.uuid4().hex[:8], "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+                        for name, args in reply.tool_calls
+                    ]
+                    message["content"] = reply.content if reply.content != "ok" else None
+                    finish = "tool_calls"
+                self._send(200, {
+                    **base,
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                    "usage": {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens, "total_tokens": reply.prompt_tokens + reply.completion_tokens},
+                    **reply.extra,
+                })
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self.server:
+            self.server.shutdown()
+            self.server.server_close()
