@@ -19,7 +19,8 @@ from agents_site.vocabulary import ExecutionMode
 def validate_cron(expr: str) -> str:
     """Return `expr` trimmed if it is a valid 5-field cron; raise `InvalidRequest` otherwise.
 
-    Example: `"*/5 * * * *"` passes; `"0 0 * * * *"`, `"@daily"` and `"61 * * * *"` are 400.
+    Example: `"*/5 * * * *"` passes; `"0 0 * * * *"`, `"@daily"`, `"61 * * * *"` and
+    `"0 0 30 2 *"` (never fires) are 400.
     """
     expr = " ".join(expr.split())
     fields = expr.split(" ") if expr else []
@@ -31,6 +32,10 @@ def validate_cron(expr: str) -> str:
             raise ValueError("not a valid cron expression")
     except (CroniterError, ValueError, KeyError) as exc:
         raise InvalidRequest(f"invalid 'schedule': {exc}") from exc
+    try:
+        croniter(expr, datetime(2000, 1, 1)).get_next(datetime)
+    except CroniterError as exc:  # e.g. `0 0 30 2 *`: parses, but no date ever matches
+        raise InvalidRequest("invalid 'schedule': it never fires (no date matches it)") from exc
     return expr
 
 
@@ -63,12 +68,12 @@ def validate_lifecycle(mode: str | None, schedule: str | None) -> tuple[str, str
 def next_fire_utc(schedule: str, tz_name: str, after: datetime | None = None) -> datetime | None:
     """Return the next fire time of `schedule` in zone `tz_name` after `after`, in UTC.
 
-    Example: `next_fire_utc("0 0 * * *", "America/Los_Angeles", 2026-01-10T12:00Z)` →
+    Same rules as the scheduler (`agents.scheduling.slots`, DST included). Example:
+    `next_fire_utc("0 0 * * *", "America/Los_Angeles", 2026-01-10T12:00Z)` →
     `2026-01-11T08:00Z`. Returns None for an empty schedule.
     """
+    from agents.scheduling.slots import next_slot
+
     if not schedule:
         return None
-    zone = ZoneInfo(tz_name or "UTC")
-    base = (after or datetime.now(dt_timezone.utc)).astimezone(zone)
-    nxt = croniter(schedule, base).get_next(datetime)
-    return nxt.astimezone(dt_timezone.utc)
+    return next_slot(schedule, tz_name, after or datetime.now(dt_timezone.utc))
