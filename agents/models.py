@@ -66,3 +66,7 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return f"{self.id} ({self.status})"
+
+
+# Scheduler and background-task records live in agents/scheduling/models.py (same app).
+from agents.scheduling.models import RunTask, ScheduledAgent, ScheduleSlot, ScheduleState  # noqa: E402,F401

@@ -36,6 +36,15 @@ RunStatus.FINISHED = frozenset({RunStatus.OK, RunStatus.ERROR})
 RunStatus.IN_FLIGHT = frozenset({RunStatus.QUEUED, RunStatus.RUNNING})
 
 
+class SlotOutcome(models.TextChoices):
+    """What the scheduler decided for one (agent, scheduled minute); each slot is decided once."""
+
+    FIRED = "fired", "fired"  # a run was queued for this slot
+    BACKOFF = "backoff", "backoff"  # skipped: the agent backs off after failed runs
+    BUSY = "busy", "busy"  # skipped: the agent's previous run is still in flight
+    MISSED = "missed", "missed"  # skipped: older than AGENTS_CATCHUP_SECONDS, or a newer slot was due
+
+
 class SessionStatus(models.TextChoices):
     """The status of a live session (spec 003: sessions). Terminal statuses never reopen."""
 

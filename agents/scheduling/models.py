@@ -1,0 +1,82 @@
+"""Scheduler and background-task records, in the org's own store (app `agents`).
+
+- `ScheduleSlot`: one row per (agent, scheduled minute) the scheduler decided. Its unique
+  constraint is what makes a slot fire exactly once across scheduler processes, restarts and
+  clock steps: the second writer of a slot fails and does nothing.
+- `ScheduleState`: per agent, the newest slot decided (cursor), the failure streak, the slots
+  left to skip (backoff), the run in flight and the last outcome.
+- `RunTask`: the durable task carrying one queued run (background or scheduled): the task
+  queue's id, the worker executing it and its heartbeat lease, so a run whose worker died is
+  finished by recovery instead of staying `running` forever.
+"""
+
+from django.db import models
+
+from agents.models import Agent  # imported at the end of agents.models, after Agent exists
+from agents_site.vocabulary import RunStatus, SlotOutcome
+
+
+class ScheduleSlot(models.Model):
+    """The decision for one scheduled minute of one agent: fired (with its run) or skipped."""
+
+    agent = models.ForeignKey("agents.Agent", on_delete=models.CASCADE, related_name="schedule_slots")
+    slot_at = models.DateTimeField(help_text="the scheduled minute, UTC")
+    outcome = models.CharField(max_length=16, choices=SlotOutcome.choices)
+    run_id = models.CharField(max_length=64, blank=True, default="")
+    decided_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-slot_at"]
+        constraints = [models.UniqueConstraint(fields=["agent", "slot_at"], name="uniq_schedule_slot_per_agent_minute")]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id} @ {self.slot_at:%Y-%m-%d %H:%M}Z: {self.outcome}"
+
+
+class ScheduleState(models.Model):
+    """What the scheduler remembers about one long-running agent between ticks."""
+
+    agent = models.OneToOneField("agents.Agent", on_delete=models.CASCADE, primary_key=True, related_name="schedule_state")
+    schedule_key = models.CharField(max_length=300, default="", help_text="schedule|timezone the cursor belongs to")
+    cursor_at = models.DateTimeField(null=True, blank=True, help_text="newest slot decided, UTC")
+    fail_streak = models.IntegerField(default=0)
+    backoff_remaining = models.IntegerField(default=0, help_text="fireable slots still to skip")
+    in_flight_run_id = models.CharField(max_length=64, blank=True, default="")
+    last_run_id = models.CharField(max_length=64, blank=True, default="")
+    last_outcome = models.CharField(max_length=16, choices=RunStatus.choices, blank=True, default="")
+    last_error = models.TextField(blank=True, default="")
+    last_fired_at = models.DateTimeField(null=True, blank=True)
+    last_finished_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"schedule state of {self.agent_id}"
+
+
+class RunTask(models.Model):
+    """The durable task of one queued run: queue id, worker and heartbeat lease.
+
+    `task_id` is the django-q2 task id (the run's session carries it as `taskWorkflowId`);
+    empty until the queue accepted it. `worker` is `host:pid` of the process executing it;
+    `heartbeat_at` is renewed while it runs.
+    """
+
+    run = models.OneToOneField("agents.Run", on_delete=models.CASCADE, primary_key=True, related_name="task")
+    task_id = models.CharField(max_length=64, blank=True, default="", db_index=True)
+    enqueues = models.IntegerField(default=0)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    worker = models.CharField(max_length=200, blank=True, default="")
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"task {self.task_id or '(not queued)'} of {self.run_id}"
+
+
+class ScheduledAgent(Agent):
+    """A long-running agent seen as a schedule (the admin's schedules view; no table)."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "schedule"
+        verbose_name_plural = "schedules"
