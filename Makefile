@@ -19,12 +19,13 @@ $(VENV)/.installed-dev: requirements.txt requirements-dev.txt
 	touch $@ $(VENV)/.installed-run
 
 ## make run: install, migrate, create the demo org (prints its login and API key once), serve
-## on 127.0.0.1:8000 with daphne plus a django-q2 cluster.
+## on 127.0.0.1:8000 with daphne plus a django-q2 cluster (its minute schedules ensured first).
 run: $(VENV)/.installed-run
 	$(PY) manage.py migrate --noinput -v0
 	$(PY) manage.py migrate_orgs
 	$(PY) manage.py collectstatic --noinput -v0
 	$(PY) manage.py bootstrap_demo
+	$(PY) manage.py ensure_schedules
 	@echo "Serving on http://127.0.0.1:$${PORT:-8000}/  (API docs: /v1/agents/docs, admin: /admin/)"
 	$(VENV)/bin/honcho start -f Procfile
 

@@ -1,4 +1,22 @@
+import logging
+
 from django.apps import AppConfig
+
+logger = logging.getLogger(__name__)
+
+
+def _recover_on_spawn(sender, proc_name=None, **kwargs) -> None:
+    """Queue a recovery sweep when a django-q2 worker process starts.
+
+    A cluster restarted after a crash then finishes the runs its dead workers left `running`
+    within seconds, instead of waiting for the next minute's sweep.
+    """
+    from django_q.tasks import async_task
+
+    try:
+        async_task("agents.tasks.recover_runs", task_name=f"recover-on-spawn-{proc_name or ''}", group="agents.recover")
+    except Exception:
+        logger.warning("could not queue the start-up recovery sweep", exc_info=True)
 
 
 class AgentsConfig(AppConfig):
@@ -6,3 +24,8 @@ class AgentsConfig(AppConfig):
 
     name = "agents"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from django_q.signals import post_spawn
+
+        post_spawn.connect(_recover_on_spawn, dispatch_uid="agents.recover_on_spawn")

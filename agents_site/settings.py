@@ -163,6 +163,22 @@ if REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL
 else:
     Q_CLUSTER["orm"] = "default"
+    # Seconds between polls of the ORM broker when the queue is empty (django-q2's default 0.2).
+    Q_CLUSTER["poll"] = float(os.environ.get("AGENTS_Q_POLL_SECONDS", "0.2") or 0.2)
+
+# Durable execution (agents/scheduling, agents/background.py, agents/recovery.py).
+AGENTS_RUN_TIMEOUT_SECONDS = _env_int("AGENTS_RUN_TIMEOUT_SECONDS", 600)
+# A missed slot younger than this (seconds) fires once when the scheduler next ticks; older
+# ones are recorded as skipped.
+AGENTS_CATCHUP_SECONDS = _env_int("AGENTS_CATCHUP_SECONDS", 300)
+# A running background run whose worker has not renewed its lease for this long (seconds) is
+# finished "worker lost"; workers renew every quarter of it.
+AGENTS_RUN_LEASE_SECONDS = _env_int("AGENTS_RUN_LEASE_SECONDS", 60)
+# A queued run no worker started within this many seconds ends "never started".
+AGENTS_QUEUED_MAX_SECONDS = _env_int("AGENTS_QUEUED_MAX_SECONDS", 3600)
+# The platform ends a live session idle this long, or open this long (seconds).
+AGENTS_SESSION_IDLE_SECONDS = _env_int("AGENTS_SESSION_IDLE_SECONDS", 3600)
+AGENTS_SESSION_MAX_SECONDS = _env_int("AGENTS_SESSION_MAX_SECONDS", 86400)
 
 # Gateway-minted JWTs (HS256) are accepted only when this key is set.
 AGENTS_GATEWAY_JWT_KEY = os.environ.get("AGENTS_GATEWAY_JWT_KEY", "")

@@ -1,0 +1,137 @@
+"""Nothing is left running: finish runs whose worker died, re-hand runs the queue never got.
+
+Run by the django-q2 schedule `agents: sweep` every minute and once when a worker process
+starts (`agents.apps`), across every org (`tenancy.stores.existing_org_slugs`). Policy:
+
+- A `running` run whose worker is gone — its heartbeat is older than
+  `AGENTS_RUN_LEASE_SECONDS`, or its recorded `host:pid` is this host and that process no
+  longer exists — is finished `error` "worker lost". It is never re-run (a run may have
+  called tools with side effects) and never debited (only a successful run is billed; the
+  ledger's unique debit per run forbids a second one anyway).
+- A `running` run with no task record (a synchronous run whose web process died) is finished
+  the same way once it is older than `AGENTS_RUN_TIMEOUT_SECONDS` plus the lease.
+- A `queued` run whose task the queue never accepted (the process died between the commit
+  and the enqueue) is handed to the queue again after `AGENTS_RUN_LEASE_SECONDS`.
+- A `queued` run not started within `AGENTS_QUEUED_MAX_SECONDS` is finished `error`
+  "never started" (a Redis broker loses the tasks a killed cluster had prefetched).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from agents.background import NEVER_STARTED, WORKER_LOST, run_dispatch, run_finish_error
+from agents.models import Run
+from agents.scheduling.models import RunTask
+from agents_site.vocabulary import RunStatus
+from tenancy import stores
+
+logger = logging.getLogger(__name__)
+
+_RUNNING = frozenset({RunStatus.RUNNING})
+_QUEUED = frozenset({RunStatus.QUEUED})
+
+
+@dataclass
+class RecoveryReport:
+    """Runs finished as lost, runs re-handed to the queue, runs that never started."""
+
+    lost: list[str] = field(default_factory=list)
+    redispatched: list[str] = field(default_factory=list)
+    never_started: list[str] = field(default_factory=list)
+
+
+def _process_gone(worker: str) -> bool:
+    """Return True when `worker` (`host:pid`) is a process of this host that no longer exists."""
+    host, _, pid = worker.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return _is_zombie(int(pid))
+
+
+def _is_zombie(pid: int) -> bool:
+    """Return True when `pid` is a zombie (killed, not yet reaped by its parent) on Linux."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return False
+
+
+def runs_recover(*, now: datetime | None = None) -> RecoveryReport:
+    """Apply the recovery policy to every org; return what was done."""
+    now = now or timezone.now()
+    report = RecoveryReport()
+    for slug in stores.existing_org_slugs():
+        try:
+            with stores.org_context(slug, create=False):
+                recover_org(org=slug, now=now, report=report)
+        except Exception:
+            logger.exception("run recovery failed for org %s", slug)
+    return report
+
+
+def recover_org(*, org: str, now: datetime, report: RecoveryReport | None = None) -> RecoveryReport:
+    """Apply the recovery policy to the current org's runs. Org context required."""
+    report = report if report is not None else RecoveryReport()
+    lease = timedelta(seconds=settings.AGENTS_RUN_LEASE_SECONDS)
+    for run in Run.objects.filter(status=RunStatus.RUNNING).select_related("task").only(
+        "id", "started_at", "created_at", "task__worker", "task__heartbeat_at"
+    ):
+        if _is_lost(run, now) and run_finish_error(run_id=run.id, error=WORKER_LOST, from_statuses=_RUNNING, now=now):
+            logger.warning("run %s of %s finished: %s", run.id, org, WORKER_LOST)
+            report.lost.append(run.id)
+    queued = RunTask.objects.filter(run__status=RunStatus.QUEUED)
+    for task in queued.filter(task_id="", created_at__lt=now - lease).only("run_id"):
+        if run_dispatch(org=org, run_id=task.run_id):
+            report.redispatched.append(task.run_id)
+    too_old = now - timedelta(seconds=settings.AGENTS_QUEUED_MAX_SECONDS)
+    for task in queued.filter(Q(enqueued_at__lt=too_old) | Q(enqueued_at__isnull=True, created_at__lt=too_old)).only("run_id"):
+        if run_finish_error(run_id=task.run_id, error=NEVER_STARTED, from_statuses=_QUEUED, now=now):
+            report.never_started.append(task.run_id)
+    return report
+
+
+def recover_run(*, run_id: str, now: datetime | None = None) -> bool:
+    """Finish run `run_id` "worker lost" if it is `running` and its worker is gone.
+
+    Org context required. Returns True when this call finished it.
+    """
+    now = now or timezone.now()
+    run = Run.objects.filter(pk=run_id, status=RunStatus.RUNNING).select_related("task").first()
+    if run is None or not _is_lost(run, now):
+        return False
+    return run_finish_error(run_id=run_id, error=WORKER_LOST, from_statuses=_RUNNING, now=now)
+
+
+def _is_lost(run: Run, now: datetime) -> bool:
+    """Return True when `run` (status `running`) has no live worker by the policy above."""
+    lease = timedelta(seconds=settings.AGENTS_RUN_LEASE_SECONDS)
+    task = _task_of(run)
+    if task is None:
+        began = run.started_at or run.created_at
+        return now - began > timedelta(seconds=settings.AGENTS_RUN_TIMEOUT_SECONDS) + lease
+    if task.heartbeat_at is None or now - task.heartbeat_at > lease:
+        return True
+    return _process_gone(task.worker)
+
+
+def _task_of(run: Run) -> RunTask | None:
+    try:
+        return run.task
+    except RunTask.DoesNotExist:
+        return None

@@ -1,0 +1,63 @@
+"""The django-q2 wiring: `manage.py ensure_schedules` and the task entry points."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from io import StringIO
+
+from django.core.management import call_command
+from django.utils import timezone
+from django_q.models import OrmQ, Schedule
+
+from agents import tasks
+from agents.models import Run
+from agents_site.vocabulary import RunStatus
+
+
+def _ensure() -> str:
+    out = StringIO()
+    call_command("ensure_schedules", stdout=out)
+    return out.getvalue()
+
+
+def test_ensure_schedules_creates_the_minute_tick_and_sweep_once(db):
+    first = _ensure()
+    second = _ensure()
+
+    rows = {s.name: (s.func, s.schedule_type, s.cron, s.repeats) for s in Schedule.objects.all()}
+    assert rows == {
+        "agents: scheduler tick": ("agents.tasks.scheduler_tick", Schedule.CRON, "* * * * *", -1),
+        "agents: sweep": ("agents.tasks.sweep", Schedule.CRON, "* * * * *", -1),
+    }
+    assert "agents: scheduler tick: created" in first and "agents: sweep: created" in first
+    assert "agents: scheduler tick: unchanged" in second and "agents: sweep: unchanged" in second
+    next_run = Schedule.objects.get(name="agents: scheduler tick").next_run
+    assert next_run.second == 0 and next_run.microsecond == 0  # on a minute boundary
+
+
+def test_ensure_schedules_repairs_a_changed_schedule_and_drops_duplicates(db):
+    Schedule.objects.create(name="agents: scheduler tick", func="old.module.tick", schedule_type=Schedule.MINUTES, minutes=5)
+    Schedule.objects.create(name="agents: scheduler tick", func="old.module.tick", schedule_type=Schedule.MINUTES, minutes=5)
+
+    out = _ensure()
+
+    assert "agents: scheduler tick: updated" in out
+    (tick,) = Schedule.objects.filter(name="agents: scheduler tick")
+    assert (tick.func, tick.schedule_type, tick.cron) == ("agents.tasks.scheduler_tick", Schedule.CRON, "* * * * *")
+
+
+def test_the_tick_task_fires_due_agents_and_reports_counts(org_a, scheduled_agent):
+    # The task uses the real clock: an agent saved two minutes ago with a minutely cron is due.
+    scheduled_agent(org_a, schedule="* * * * *", at=timezone.now().replace(second=0, microsecond=0) - timedelta(minutes=2))
+
+    counts = tasks.scheduler_tick()
+
+    assert counts["fired"] == 1 and counts["failedOrgs"] == 0
+    with org_a.context():
+        (run,) = Run.objects.all()
+    assert run.status == RunStatus.QUEUED
+    assert [q.task["args"] for q in OrmQ.objects.all()] == [(org_a.slug, run.id)]
+
+
+def test_the_sweep_task_reports_what_it_recovered(db):
+    assert tasks.sweep() == {"lost": 0, "redispatched": 0, "neverStarted": 0}
