@@ -3,7 +3,10 @@
 from django.contrib import admin
 
 from agents.models import Agent, Run
+from agents.scheduling.models import RunTask, ScheduledAgent, ScheduleSlot
+from agents.scheduling.selectors import next_fire_of, recent_slots, schedule_state_of, scheduled_agents
 from agents_site.admin_site import OrgModelAdmin
+from agents_site.wire import rfc3339
 
 
 @admin.register(Agent)
@@ -20,3 +23,72 @@ class RunAdmin(OrgModelAdmin):
     list_display = ("id", "agent_name", "status", "model", "duration_ms", "finished_at")
     list_filter = ("status",)
     search_fields = ("agent_name", "id")
+
+
+@admin.register(ScheduledAgent)
+class ScheduleAdmin(OrgModelAdmin):
+    """Each long-running agent as a schedule: next fire time, last outcome, backoff state."""
+
+    list_display = ("name", "schedule", "timezone", "next_fire", "last_outcome", "fail_streak", "backoff", "in_flight", "last_fired")
+    search_fields = ("name",)
+    readonly_fields = ("name", "schedule", "timezone", "next_fire", "last_outcome", "last_error", "fail_streak", "backoff", "in_flight", "last_fired", "recent_slots")
+    fields = readonly_fields
+
+    def get_queryset(self, request):
+        return scheduled_agents()
+
+    @admin.display(description="next fire (UTC)")
+    def next_fire(self, obj):
+        return rfc3339(next_fire_of(obj)) or "—"
+
+    @admin.display(description="last outcome")
+    def last_outcome(self, obj):
+        state = schedule_state_of(obj)
+        return (state.last_outcome if state else "") or "—"
+
+    @admin.display(description="last error")
+    def last_error(self, obj):
+        state = schedule_state_of(obj)
+        return (state.last_error if state else "") or "—"
+
+    @admin.display(description="failure streak")
+    def fail_streak(self, obj):
+        state = schedule_state_of(obj)
+        return state.fail_streak if state else 0
+
+    @admin.display(description="backoff (slots to skip)")
+    def backoff(self, obj):
+        state = schedule_state_of(obj)
+        return state.backoff_remaining if state else 0
+
+    @admin.display(description="run in flight")
+    def in_flight(self, obj):
+        state = schedule_state_of(obj)
+        return (state.in_flight_run_id if state else "") or "—"
+
+    @admin.display(description="last fired (UTC)")
+    def last_fired(self, obj):
+        state = schedule_state_of(obj)
+        return rfc3339(state.last_fired_at) if state and state.last_fired_at else "—"
+
+    @admin.display(description="recent slots")
+    def recent_slots(self, obj):
+        rows = recent_slots(agent=obj, limit=20)
+        return "\n".join(f"{rfc3339(s.slot_at)} {s.outcome} {s.run_id}".rstrip() for s in rows) or "—"
+
+
+@admin.register(ScheduleSlot)
+class ScheduleSlotAdmin(OrgModelAdmin):
+    """Every slot the scheduler decided (read-only): fired with its run, or why it skipped."""
+
+    list_display = ("agent", "slot_at", "outcome", "run_id", "decided_at")
+    list_filter = ("outcome",)
+    search_fields = ("agent__name", "run_id")
+
+
+@admin.register(RunTask)
+class RunTaskAdmin(OrgModelAdmin):
+    """The durable task of each queued run: task id, worker and lease (read-only)."""
+
+    list_display = ("run", "task_id", "worker", "heartbeat_at", "enqueues", "enqueued_at")
+    search_fields = ("run__id", "task_id")
