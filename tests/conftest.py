@@ -11,6 +11,48 @@ from django.test import Client
 from tenancy import stores
 
 
+def pytest_configure(config):
+    """Let Django's TestCase guard admit org stores.
+
+    Org stores are real files opened on demand (aliases registered at first use), isolated by a
+    unique org per test rather than by a transaction. Django's TestCase blocks connections to
+    aliases outside `databases`; this admits the org aliases and nothing else.
+    """
+    from django.db import connections
+    from django.db.backends.base.base import BaseDatabaseWrapper
+    from django.test import testcases
+
+    case = testcases.SimpleTestCase
+    original_patch = case.ensure_connection_patch_method.__func__
+    original_add = case._add_databases_failures.__func__
+    original_remove = case._remove_databases_failures.__func__
+
+    def ensure_connection_patch_method(cls):
+        guarded = original_patch(cls)
+        real = BaseDatabaseWrapper.ensure_connection
+
+        def patched(self, *args, **kwargs):
+            if stores.is_org_alias(self.alias):
+                return real(self, *args, **kwargs)
+            return guarded(self, *args, **kwargs)
+
+        return patched
+
+    def without_org_aliases(method):
+        def wrapper(cls):
+            hidden = {a: connections.settings.pop(a) for a in list(connections.settings) if stores.is_org_alias(a)}
+            try:
+                return method(cls)
+            finally:
+                connections.settings.update(hidden)
+
+        return classmethod(wrapper)
+
+    case.ensure_connection_patch_method = classmethod(ensure_connection_patch_method)
+    case._add_databases_failures = without_org_aliases(original_add)
+    case._remove_databases_failures = without_org_aliases(original_remove)
+
+
 @dataclass
 class OrgHandle:
     """A test org: its row, an admin user, an API key for that user, and a client using it."""
