@@ -141,3 +141,16 @@ def test_only_stores_module_names_an_org_alias_or_touches_connections():
             if pattern.search(line):
                 offenders.append(f"{rel}:{lineno}: {line.strip()}")
     assert offenders == []
+
+
+def test_registered_aliases_are_capped_and_evicted_orgs_still_work(db, settings):
+    settings.AGENTS_STORE_CACHE_SIZE = 8
+    with stores.org_context("evict-first"):
+        Agent.objects.create(id="agent_e", name="kept", created_at="2026-01-01T00:00Z", updated_at="2026-01-01T00:00Z")
+    for i in range(20):
+        stores.open_store(f"evict-{i}")
+    registered = [a for a in connections.settings if a.startswith("org_")]
+    assert len(registered) <= 8
+    assert "org_evict-first" not in registered
+    with stores.org_context("evict-first"):
+        assert list(Agent.objects.values_list("name", flat=True)) == ["kept"]
