@@ -73,12 +73,9 @@ def test_the_same_tick_twice_fires_one_run(org_a, scheduled_agent):
     assert len(_runs(org_a)) == 1 and len(_queued_tasks()) == 1
 
 
-@pytest.mark.django_db(transaction=True)
-def test_two_scheduler_ticks_at_once_fire_one_run(make_org, scheduled_agent):
-    org = make_org("two")
-    agent = scheduled_agent(org, schedule="*/5 * * * *", at=T0)
-    at = utc(2026, 1, 10, 12, 35, 1)
-    barrier = threading.Barrier(2)
+def _tick_concurrently(at, n: int = 2) -> list:
+    """Run `n` scheduler ticks for instant `at` at once, each on its own connections."""
+    barrier = threading.Barrier(n)
     reports, errors = [], []
 
     def scheduler_process():
@@ -90,17 +87,41 @@ def test_two_scheduler_ticks_at_once_fire_one_run(make_org, scheduled_agent):
         finally:
             connections.close_all()
 
-    threads = [threading.Thread(target=scheduler_process) for _ in range(2)]
+    threads = [threading.Thread(target=scheduler_process) for _ in range(n)]
     for t in threads:
         t.start()
     for t in threads:
         t.join(timeout=30)
-
     assert errors == []
+    return reports
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_scheduler_ticks_at_once_fire_one_run(make_org, scheduled_agent):
+    org = make_org("two")
+    agent = scheduled_agent(org, schedule="*/5 * * * *", at=T0)
+
+    reports = _tick_concurrently(utc(2026, 1, 10, 12, 35, 1))
+
     assert sorted(len(r.outcomes(SlotOutcome.FIRED)) for r in reports) == [0, 1]
     assert len(_runs(org)) == 1
     assert _slots(org, agent) == [(utc(2026, 1, 10, 12, 35), SlotOutcome.FIRED)]
     assert len(_queued_tasks()) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_three_scheduler_ticks_at_once_on_postgresql_fire_one_run_per_slot(postgres_orgs, make_org, scheduled_agent):
+    org = make_org("pgtick")
+    postgres_orgs.append(org.slug)
+    agent = scheduled_agent(org, schedule="*/5 * * * *", at=T0)
+
+    first = _tick_concurrently(utc(2026, 1, 10, 12, 35, 1), n=3)  # the state row does not exist yet
+    second = _tick_concurrently(utc(2026, 1, 10, 12, 40, 1), n=3)  # now they queue on its row lock
+
+    assert sorted(len(r.outcomes(SlotOutcome.FIRED)) for r in first) == [0, 0, 1]
+    assert sum(len(r.decisions) for r in second) == 1  # 12:40 decided once (busy: 12:35 still queued)
+    assert _slots(org, agent) == [(utc(2026, 1, 10, 12, 35), SlotOutcome.FIRED), (utc(2026, 1, 10, 12, 40), SlotOutcome.BUSY)]
+    assert len(_runs(org)) == 1
 
 
 def test_backoff_skips_exactly_the_stated_slots_and_a_success_resets_it(org_a, scheduled_agent):
