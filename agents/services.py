@@ -24,6 +24,7 @@ MAX_INSTRUCTIONS_BYTES = 32 * 1024
 MAX_TOOLS = 64
 MAX_TOOL_NAME = 128
 MAX_REF_BYTES = 256
+MAX_MODEL_CHARS = 200  # the column's width; the catalog check does not bound a fail-open gateway
 
 UNSET = object()
 
@@ -56,6 +57,8 @@ def _clean_model(model: str | None, *, required: bool) -> str:
         if required:
             raise InvalidRequest("model cannot be empty")
         return settings.AGENTS_DEFAULT_MODEL
+    if len(model) > MAX_MODEL_CHARS:
+        raise InvalidRequest("model too long")
     catalog = model_catalog()
     if catalog is not None and model not in catalog:
         raise InvalidRequest(f'model "{model}" is not in this gateway\'s catalog')

@@ -62,6 +62,26 @@ def test_postgres_non_creating_resolver_never_creates(postgres_mode, db):
     assert stores.postgres_database_name(slug) not in _pg_databases()
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"name": "nul", "instructions": "a\u0000b"},
+        {"name": "nul", "tools": ["a\u0000b"]},
+        {"name": "long-model", "model": "m" * 300},
+        {"name": "long-cron", "executionMode": "long-running", "schedule": ",".join(["1"] * 120) + " * * * *"},
+    ],
+)
+def test_postgres_mode_refuses_text_its_columns_cannot_hold_with_400(postgres_mode, make_org, body):
+    # Each of these was a 500 from PostgreSQL (NUL in text, value wider than its column).
+    org = make_org("pgt")
+    postgres_mode.append(org.slug)
+    response = org.client.post("/v1/agents", json.dumps(body), content_type="application/json")
+    assert response.status_code == 400, response.content
+    assert response.json()["code"] == "invalid_request"
+    with org.context():
+        assert Agent.objects.count() == 0
+
+
 def test_postgres_existing_org_slugs_lists_orgs_with_a_database(postgres_mode, make_org):
     from tenancy.models import Org
 
