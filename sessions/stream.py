@@ -7,10 +7,9 @@ with the store as the source of truth behind it:
   `id: <position>` + `data: {"event": <eventView>}`. `position` is the event's org-wide,
   gap-free, commit-ordered number (sessions.models.EventClock).
 * Resume: a client reconnecting with `Last-Event-ID: k` (header, or `?lastEventId=k`) is
-  first replayed every event with position > k from the store (page by page, before it
-  subscribes, so a long replay cannot overflow its live buffer), then the live feed. For every
-  k the client gets exactly the events after k: no gap, no duplicate, for the whole life of
-  the log. Without it the stream starts at the head of the log.
+  first replayed every event with position > k from the store (page by page), then the live
+  feed. For every k the client gets exactly the events after k: no gap, no duplicate, for the
+  whole life of the log. Without it the stream starts at the head of the log.
 * Order and gaps: the stream keeps the org position it has covered. A live frame at or below
   it is a duplicate and skipped; one above the next expected position (frames from several
   processes can arrive out of order, and the layer may lose one) first pulls the missing
@@ -90,32 +89,31 @@ def resolve_root(*, session_id: str) -> str:
 
 
 async def session_stream(*, org: str, root: str | None, last_event_id: int | None) -> AsyncIterator[str]:
-    """Yield the SSE text of org `org`'s stream (see module doc); ends when the bus drops it."""
+    """Yield the SSE text of org `org`'s stream (see module doc); ends when the bus drops it.
+
+    The subscription is taken before the first byte, so `: stream open` means "live from
+    here": nothing committed after it can be missed. The replay (Last-Event-ID) then runs from
+    the store page by page while live frames wait in the subscription's buffer; a replay so
+    long that 256 live frames pile up drops the stream, and the client's next reconnect resumes
+    from the last id it got.
+    """
     ping_seconds = float(getattr(settings, "AGENTS_SSE_PING_SECONDS", 25))
     catchup_seconds = float(getattr(settings, "AGENTS_SSE_CATCHUP_SECONDS", 5))
     loop = asyncio.get_running_loop()
-    yield ": stream open\n\n"
+    subscription = await get_bus().subscribe(org)
+    state = {"cursor": 0}
 
-    async def catch_up(cursor: int) -> tuple[list[str], int]:
-        out: list[str] = []
+    async def from_store() -> AsyncIterator[str]:
         more = True
         while more:
-            chunks, cursor, more = await read_store(org, _replay_page, position=cursor, root=root)
-            out.extend(chunks)
-        return out, cursor
-
-    if last_event_id is None:
-        cursor = await read_store(org, selectors.stream_head)
-    else:
-        cursor, more = last_event_id, True
-        while more:  # replay before subscribing: the live buffer only ever holds live frames
-            chunks, cursor, more = await read_store(org, _replay_page, position=cursor, root=root)
+            chunks, state["cursor"], more = await read_store(org, _replay_page, position=state["cursor"], root=root)
             for chunk in chunks:
                 yield chunk
-    subscription = await get_bus().subscribe(org)
+
     try:
-        chunks, cursor = await catch_up(cursor)
-        for chunk in chunks:
+        yield ": stream open\n\n"
+        state["cursor"] = await read_store(org, selectors.stream_head) if last_event_id is None else last_event_id
+        async for chunk in from_store():
             yield chunk
         next_ping = loop.time() + ping_seconds
         next_catchup = loop.time() + catchup_seconds
@@ -128,8 +126,7 @@ async def session_stream(*, org: str, root: str | None, last_event_id: int | Non
             if frame is None:
                 now = loop.time()
                 if now >= next_catchup:
-                    chunks, cursor = await catch_up(cursor)
-                    for chunk in chunks:
+                    async for chunk in from_store():
                         yield chunk
                     next_catchup = now + catchup_seconds
                 if now >= next_ping:
@@ -143,15 +140,12 @@ async def session_stream(*, org: str, root: str | None, last_event_id: int | Non
                     yield render(StreamFrameKind.SESSION, frame["data"])
                 continue
             position = int(frame["position"])
-            if position <= cursor:
-                continue
-            if position > cursor + 1:
-                chunks, cursor = await catch_up(cursor)
-                for chunk in chunks:
+            if position > state["cursor"] + 1:  # frames of other processes came first, or one was lost
+                async for chunk in from_store():
                     yield chunk
-                if position <= cursor:
-                    continue
-            cursor = position
+            if position <= state["cursor"]:
+                continue
+            state["cursor"] = position
             if root is None or frame["root"] == root:
                 yield render(StreamFrameKind.EVENT, frame["data"], position)
             next_catchup = loop.time() + catchup_seconds

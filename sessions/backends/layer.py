@@ -68,6 +68,9 @@ class _LoopThread:
         if self.loop.is_running():
             self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=5)
+        if not self.thread.is_alive():
+            with contextlib.suppress(Exception):
+                self.loop.close()  # channels-redis closes its pools of this loop here
 
 
 @dataclass
@@ -266,8 +269,8 @@ class ChannelLayerBus(Bus):
         self._runner.stop()
 
     async def _shutdown(self) -> None:
-        tasks = [r.task for r in self._relays.values() if r.task is not None] + [self._sender_task]
         self._relays.clear()
+        tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

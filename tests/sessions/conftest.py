@@ -80,3 +80,53 @@ def redis_layer(settings, redis_url):
 
 def unique(prefix: str = "x") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def live_servers(transactional_db):
+    """Start real daphne processes: `live_servers(env) -> LiveServer`; all stopped after the test."""
+    from tests.support.live import LiveServer
+
+    started = []
+
+    def start(env: dict | None = None):
+        server = LiveServer({"AGENTS_SSE_PING_SECONDS": "0.5", "AGENTS_SSE_CATCHUP_SECONDS": "0.3", **(env or {})}).start()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def _shared_daphne(django_db_setup):
+    from tests.support.live import LiveServer
+
+    server = LiveServer({"AGENTS_SSE_PING_SECONDS": "0.1", "AGENTS_SSE_CATCHUP_SECONDS": "0.3"}).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def daphne(_shared_daphne, transactional_db):
+    """One daphne process for the run (in-memory channel layer; ping 0.1 s, store catch-up 0.3 s)."""
+    return _shared_daphne
+
+
+@pytest.fixture(scope="session")
+def _redis_daphnes(django_db_setup):
+    from tests.support.live import LiveServer
+
+    redis.Redis.from_url(REDIS_URL).ping()
+    env = {"REDIS_URL": REDIS_URL, "AGENTS_SSE_PING_SECONDS": "0.2", "AGENTS_SSE_CATCHUP_SECONDS": "60"}
+    servers = [LiveServer(env).start(), LiveServer(env).start()]
+    yield servers
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def redis_daphnes(_redis_daphnes, transactional_db, redis_layer):
+    """Two daphne processes sharing Redis (no store catch-up: only the bus brings frames)."""
+    return _redis_daphnes
