@@ -33,9 +33,9 @@ from sessions import fields, services
 from sessions.backends.base import BusError
 from sessions.bus import get_bus
 from sessions.errors import ForwardFailed, SessionFinished
-from sessions.models import Event, Session
+from sessions.models import Event
 from sessions.presenters import event_view
-from sessions.selectors import session_get
+from sessions.selectors import executor_channel, session_get
 from tenancy import stores
 
 logger = logging.getLogger(__name__)
@@ -78,7 +78,7 @@ def control_send(*, session_id: str, command: str, message: str | None = None, p
     text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
     actor = fields.bounded(actor, fields.MAX_ACTOR, "actor")
     event = services.append_checked(session_id=session.id, kind=EventKind.CONTROL, payload_text=text, actor=actor)
-    channel = Session.objects.filter(pk=session.id).values_list("executor_channel", flat=True).first() or ""
+    channel = executor_channel(session_id=session.id)
     if not channel:
         return event, False
     try:

@@ -45,6 +45,17 @@ def session_get(*, session_id: str) -> Session:
     return session
 
 
+def session_require(*, session_id: str) -> None:
+    """Raise `SessionNotFound` (404) unless session `session_id` is in the current org (one cheap query)."""
+    if not session_id or len(session_id) > fields.MAX_ID or not Session.objects.filter(pk=session_id).exists():
+        raise SessionNotFound()
+
+
+def executor_channel(*, session_id: str) -> str:
+    """Return the bus channel of the session's live executor, "" when none is registered."""
+    return Session.objects.filter(pk=session_id).values_list("executor_channel", flat=True).first() or ""
+
+
 def child_count(*, session_id: str) -> int:
     """Return the number of direct children of session `session_id`."""
     return Session.objects.filter(parent_id=session_id).count()

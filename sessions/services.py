@@ -9,7 +9,6 @@ org's stream (`sessions.bus`), after the commit, never failing the write.
 from __future__ import annotations
 
 from django.db import router, transaction
-from django.db.models import F
 from django.utils import timezone
 
 from agents.ids import mint_id
@@ -20,7 +19,7 @@ from sessions.errors import SecretInTranscript, SessionFinished, SessionNotFound
 from sessions.models import Event, EventClock, Session
 from sessions.presenters import event_view, session_view
 from sessions.scanner import rejection_message, scan_payload
-from sessions.selectors import child_count, session_get
+from sessions.selectors import child_count, session_require
 from tenancy import stores
 
 
@@ -231,7 +230,7 @@ def session_append_event(*, session_id: str, kind: str, payload, actor: str) -> 
     allocated in one transaction that also stamps the session's `updated_at`. Publishes an
     `event` frame after the commit.
     """
-    session_get(session_id=session_id)
+    session_require(session_id=session_id)
     kind = fields.clean_kind(kind)
     text = fields.dump_payload(payload)
     refuse_secrets(payload)
@@ -239,22 +238,44 @@ def session_append_event(*, session_id: str, kind: str, payload, actor: str) -> 
     return append_checked(session_id=session_id, kind=kind, payload_text=text, actor=actor)
 
 
+def _next_numbers(connection, *, session_id: str, now) -> tuple[int, str, int] | None:
+    """Take the session's next seq and the org's next position; None when the session is gone.
+
+    Two `UPDATE … RETURNING` statements (SQLite ≥ 3.35 and PostgreSQL): the session row first,
+    then the clock row — the one order every append takes.
+    """
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {quote(Session._meta.db_table)} SET last_seq = last_seq + 1, updated_at = %s WHERE id = %s RETURNING last_seq, root_id",
+            [connection.ops.adapt_datetimefield_value(now), session_id],
+        )
+        row = cursor.fetchone()
+        if row is None:
+            return None
+        cursor.execute(f"UPDATE {quote(EventClock._meta.db_table)} SET last = last + 1 WHERE id = 1 RETURNING last")
+        clock = cursor.fetchone()
+    if clock is None:  # the clock row was removed by hand: start it again
+        EventClock.objects.create(id=1, last=1)
+        clock = (1,)
+    return int(row[0]), row[1], int(clock[0])
+
+
 def append_checked(*, session_id: str, kind: str, payload_text: str, actor: str) -> Event:
     """Store one already-validated turn (see `session_append_event`); for this app's services.
 
-    The session row is updated first (a row lock on PostgreSQL, the write lock SQLite's
-    `BEGIN IMMEDIATE` already holds), then the org's event clock: the order every append
-    takes, so appends never deadlock and `position` follows commit order.
+    In one transaction: the session row is updated first (a row lock on PostgreSQL, under the
+    write lock SQLite's `BEGIN IMMEDIATE` already holds), then the org's event clock — the
+    order every append takes, so appends never deadlock and `position` follows commit order —
+    then the event is inserted. Publishes the `event` frame after the commit.
     """
     org, alias = _org(), _alias()
     now = timezone.now()
     with transaction.atomic(using=alias):
-        if not Session.objects.filter(pk=session_id).update(last_seq=F("last_seq") + 1, updated_at=now):
+        numbers = _next_numbers(transaction.get_connection(alias), session_id=session_id, now=now)
+        if numbers is None:
             raise SessionNotFound()
-        seq, root_id = Session.objects.filter(pk=session_id).values_list("last_seq", "root_id").get()
-        if not EventClock.objects.filter(pk=1).update(last=F("last") + 1):
-            EventClock.objects.create(id=1, last=1)
-        position = EventClock.objects.filter(pk=1).values_list("last", flat=True).get()
+        seq, root_id, position = numbers
         event = Event.objects.create(
             id=mint_id("evt"),
             session_id=session_id,

@@ -77,6 +77,17 @@ async def read_store(org: str, fn: Callable, **kwargs):
     return await sync_to_async(run, thread_sensitive=False)()
 
 
+def _rendered(frame: dict) -> str:
+    """Return the SSE text of a live event frame, rendered once per process and shared.
+
+    Every subscriber of this process is handed the same frame object by the bus.
+    """
+    text = frame.get("_sse")
+    if text is None:
+        text = frame["_sse"] = render(StreamFrameKind.EVENT, frame["data"], int(frame["position"]))
+    return text
+
+
 def _replay_page(*, position: int, root: str | None) -> tuple[list[str], int, bool]:
     events, horizon = selectors.events_after(position=position, root=root, limit=REPLAY_PAGE)
     chunks = [render(StreamFrameKind.EVENT, {"event": event_view(e)}, e.position) for e in events]
@@ -112,7 +123,9 @@ async def session_stream(*, org: str, root: str | None, last_event_id: int | Non
 
     try:
         yield ": stream open\n\n"
-        state["cursor"] = await read_store(org, selectors.stream_head) if last_event_id is None else last_event_id
+        head = await read_store(org, selectors.stream_head)
+        # An id beyond the head (a log that was reset, or a made-up id) resumes from the head.
+        state["cursor"] = head if last_event_id is None else min(last_event_id, head)
         async for chunk in from_store():
             yield chunk
         next_ping = loop.time() + ping_seconds
@@ -147,7 +160,7 @@ async def session_stream(*, org: str, root: str | None, last_event_id: int | Non
                 continue
             state["cursor"] = position
             if root is None or frame["root"] == root:
-                yield render(StreamFrameKind.EVENT, frame["data"], position)
+                yield _rendered(frame)
             next_catchup = loop.time() + catchup_seconds
     finally:
         subscription.close()

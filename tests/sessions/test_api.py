@@ -229,6 +229,10 @@ def test_detail_of_a_foreign_unknown_or_overlong_id_is_404(org_a, org_b, ref):
         response = org_a.client.get(path)
         assert response.status_code == 404
         assert response.json() == {"status": 404, "code": "not_found", "error": "session not found"}
+    for path, body in ((f"{BASE}/{ref}/events", {"kind": "log"}), (f"{BASE}/{ref}/pause", {})):
+        response = post(org_a.client, path, body)
+        assert response.status_code == 404 and response.json()["error"] == "session not found"
+    assert _count(org_a, Event) == 0
 
 
 # --- patch -------------------------------------------------------------------------------
@@ -401,3 +405,26 @@ def test_append_stamps_the_sessions_updated_at(org_a):
     append(org_a, session["id"], payload={"text": "x"})
     listed = org_a.client.get(f"{BASE}/{session['id']}").json()
     assert listed["updatedAt"] > "2020-01-01T00:00:00Z"
+
+
+def test_every_session_and_builds_route_of_spec_003_is_in_the_openapi_document(db):
+    paths = Client().get("/v1/agents/openapi.json").json()["paths"]
+    expected = {
+        "/v1/agents/sessions": {"get", "post"},
+        "/v1/agents/sessions/stream": {"get"},
+        "/v1/agents/sessions/{id}": {"get", "patch"},
+        "/v1/agents/sessions/{id}/tree": {"get"},
+        "/v1/agents/sessions/{id}/events": {"post"},
+        "/v1/agents/sessions/{id}/control": {"get"},
+        "/v1/agents/sessions/{id}/pause": {"post"},
+        "/v1/agents/sessions/{id}/resume": {"post"},
+        "/v1/agents/sessions/{id}/stop": {"post"},
+        "/v1/agents/sessions/{id}/message": {"post"},
+        "/v1/agents/builds": {"get"},
+        "/v1/agents/builds/{org}/{project}": {"get"},
+    }
+    for path, methods in expected.items():
+        assert path in paths and methods <= set(paths[path]), path
+    assert paths["/v1/agents/builds"]["get"].get("security") in (None, [])
+    events = paths["/v1/agents/sessions/{id}/events"]["post"]
+    assert "kind" in events["requestBody"]["content"]["application/json"]["schema"]["properties"]

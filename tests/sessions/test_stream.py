@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 
 import httpx
-import pytest
 from django.db import connections
 
 from sessions import services
@@ -82,6 +81,20 @@ def test_reconnecting_with_last_event_id_k_yields_exactly_the_events_after_k(dap
             assert [(f.id, f.data) for f in following] == [(total, {"event": live})]
         finally:
             stream.close()
+
+
+def test_an_id_beyond_the_head_resumes_from_the_head(daphne, make_org):
+    org = make_org("resume")
+    session = _api(daphne, org, "POST", "", {"agent": "coder"})
+    _api(daphne, org, "POST", f"/{session['id']}/events", {"kind": "log"})
+    stream = open_stream(daphne.url, org.key, headers={"Last-Event-ID": str(10**30)})
+    try:
+        assert stream.next_frame().comment == "stream open"
+        live = _api(daphne, org, "POST", f"/{session['id']}/events", {"kind": "log"})
+        frames = stream.collect(events=1)
+    finally:
+        stream.close()
+    assert [(f.id, f.data) for f in frames] == [(2, {"event": live})]
 
 
 def test_a_resumed_stream_narrowed_to_a_root_replays_only_that_flow(daphne, make_org):
