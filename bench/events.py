@@ -6,10 +6,13 @@ inserts (one transaction each, same pragmas: WAL, synchronous=NORMAL) measured i
 (the ratio says what the HTTP, auth, validation, credential scan and seq/position allocation
 cost on top of the bare write).
 
-Part 2 — fan-out: `--subscribers` SSE streams on one org while one appender posts `--rate`
-events/s for `--seconds`; latency from the moment the append is sent to the moment each
-subscriber has the frame, p50/p99 over every (subscriber, event) pair, next to the same run
-with one subscriber (the ratio says what 100 readers cost each reader).
+Part 2 — fan-out: `--subscribers` SSE streams on one org while `--rate` events/s are appended
+for `--seconds`; latency from the moment the append is made (`t0` in its payload) to the
+moment each subscriber has the frame, p50/p99 over every (subscriber, event) pair, next to the
+same run with one subscriber (the ratio says what 100 readers cost each reader). With
+`--redis` the appends are made by a separate writer process through `session_append_event`
+(how an executor writes) and reach daphne over Redis; without it they are POSTed to the same
+daphne process (the in-memory layer reaches no other process).
 
     .venv/bin/python bench/events.py                   # in-memory channel layer
     .venv/bin/python bench/events.py --redis redis://127.0.0.1:6379/3
@@ -285,10 +288,12 @@ def main() -> None:
 
         http_appends(url, key, session_id, 200, args.clients)  # warm up
         raw = raw_sqlite_inserts(data_dir, args.appends)
+        _, single = http_appends(url, key, session_id, 300, 1)
         rate, latencies = http_appends(url, key, session_id, args.appends, args.clients)
         print(f"raw SQLite single-row inserts : {raw:10.0f} /s (baseline)")
         print(f"HTTP appends ({args.clients} clients)     : {rate:10.0f} /s  = {rate / raw:.3f} x baseline")
-        print(f"HTTP append latency           : p50 {percentile(latencies, 0.5) * 1000:.1f} ms, p99 {percentile(latencies, 0.99) * 1000:.1f} ms")
+        print(f"HTTP append latency, 1 client : p50 {percentile(single, 0.5) * 1000:.1f} ms, p99 {percentile(single, 0.99) * 1000:.1f} ms")
+        print(f"HTTP append latency, {args.clients} clients: p50 {percentile(latencies, 0.5) * 1000:.1f} ms, p99 {percentile(latencies, 0.99) * 1000:.1f} ms")
 
         fan_session = httpx.post(f"{url}/v1/agents/sessions", json={"agent": "fanout"}, headers=headers).json()["id"]
         writer = None
