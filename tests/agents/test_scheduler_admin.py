@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from django.contrib.admin.utils import quote
 from django.test import Client
 
 from agents.models import Run
@@ -42,7 +43,7 @@ def test_admin_schedule_detail_shows_recent_slots(org_a, scheduled_agent):
     with org_a.context():
         tick_org(org=org_a.slug, now=utc(2026, 1, 10, 12, 35, 1))
 
-    response = _admin_client(org_a).get(f"/admin/agents/scheduledagent/{agent.pk}/change/")
+    response = _admin_client(org_a).get(f"/admin/agents/scheduledagent/{quote(agent.pk)}/change/")
 
     assert response.status_code == 200
     assert "2026-01-10T12:35:00Z fired run_" in response.content.decode()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.contrib.admin.utils import quote
 from django.test import Client
 
 from sessions.models import Event, Session
@@ -45,11 +46,11 @@ def test_sessions_filter_by_status_and_search_by_agent_or_title(org_a, admin_cli
 def test_events_are_read_only(org_a, admin_client):
     session = new_session(org_a)
     event = append(org_a, session["id"], payload={"text": "kept"})
-    url = f"{EVENTS}{event['id']}/change/"
+    url = f"{EVENTS}{quote(event['id'])}/change/"
     page = admin_client.get(url)
     assert page.status_code == 200 and b'name="_save"' not in page.content
     assert admin_client.post(url, {"kind": "log", "payload": "{}"}).status_code == 403
-    assert admin_client.post(f"{EVENTS}{event['id']}/delete/", {"post": "yes"}).status_code == 403
+    assert admin_client.post(f"{EVENTS}{quote(event['id'])}/delete/", {"post": "yes"}).status_code == 403
     assert admin_client.get(f"{EVENTS}add/").status_code == 403
     with org_a.context():
         assert Event.objects.get(pk=event["id"]).payload == '{"text":"kept"}'
@@ -57,7 +58,7 @@ def test_events_are_read_only(org_a, admin_client):
 
 def test_an_admin_edit_obeys_the_session_rules(org_a, admin_client):
     finished = new_session(org_a, status="done", title="done-title")
-    url = f"{SESSIONS}{finished['id']}/change/"
+    url = f"{SESSIONS}{quote(finished['id'])}/change/"
     reopened = admin_client.post(url, {"title": "done-title", "status": "running", "project": "", "published": ""})
     assert reopened.status_code == 200 and b"session is done; cannot change status" in reopened.content
     unpublishable = admin_client.post(url, {"title": "done-title", "status": "done", "project": "", "published": "on"})
