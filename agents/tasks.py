@@ -33,15 +33,18 @@ def scheduler_tick() -> dict:
 def sweep() -> dict:
     """Recover lost runs and end expired sessions (schedule `agents: sweep`, every minute).
 
-    Returns `{"lost": n, "redispatched": n, "neverStarted": n}`.
+    Returns `{"lost": n, "redispatched": n, "neverStarted": n, "reaped": n}`.
     """
+    from agents.reaper import sessions_reap
     from agents.recovery import runs_recover
 
     recovered = runs_recover()
+    reaped = sessions_reap()
     return {
         "lost": len(recovered.lost),
         "redispatched": len(recovered.redispatched),
         "neverStarted": len(recovered.never_started),
+        "reaped": len(reaped),
     }
 
 
