@@ -44,7 +44,7 @@ def activity(request):
 @router.get("/metrics", response=MetricsOut, summary="Invocations over time")
 def metrics(request, range: str | None = Query(None)):
     """Return one series of run counts per agent that ran in `?range=24h|7d|30d` (default 30d)."""
-    return dashboards.invocation_metrics(range=range)
+    return dashboards.invocation_metrics(window=range)
 
 
 @router.get("/billing", response={200: BillingOut, 503: ErrorOut}, summary="Balance and ledger", exclude_none=True)

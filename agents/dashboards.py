@@ -58,8 +58,9 @@ def metrics_range(value: str | None) -> MetricsRange:
     return MetricsRange(value) if value in MetricsRange.values else MetricsRange.MONTH
 
 
-def invocation_metrics(*, range: str | None = None, now: datetime | None = None) -> dict:
-    """Return the invocations histogram: `{range, series: [{key, points: [{t, v}]}], resource}`.
+def invocation_metrics(*, window: str | None = None, now: datetime | None = None) -> dict:
+    """Return the invocations histogram of `window` (`24h`, `7d`, `30d`): `{range, series: [{key,
+    points: [{t, v}]}], resource}`.
 
     The window is `buckets × step` back from now (24 × 1 h, 7 × 1 d or 30 × 1 d), not aligned to
     the clock. One series per agent name that finished a run in the window, sorted by name,
@@ -67,7 +68,7 @@ def invocation_metrics(*, range: str | None = None, now: datetime | None = None)
     `resource` carries `cpuVcpuHours`, `memGbHours`, `storageIoBytes`, `costCents`, all None:
     this store meters none of them. One query (at most 10 000 runs read).
     """
-    canonical = metrics_range(range)
+    canonical = metrics_range(window)
     buckets, step = _RANGES[canonical]
     now = now or timezone.now()
     start = now - buckets * step

@@ -3,7 +3,7 @@
 Routed by tenancy.db_router to the current org's database.
 """
 
-from django.core.validators import RegexValidator
+from django.core.validators import RegexValidator, URLValidator
 from django.db import models
 
 from agents.ids import mint_id
@@ -130,7 +130,13 @@ class McpServer(models.Model):
     transport = models.CharField(max_length=16, choices=McpTransport.choices)
     command = models.CharField(max_length=500, default="", blank=True, help_text="stdio: the executable")
     args = models.JSONField(default=list, blank=True, help_text="stdio: the argument list (JSON array of strings)")
-    url = models.URLField(max_length=500, default="", blank=True, help_text="http: the MCP endpoint, e.g. https://host/mcp")
+    url = models.CharField(
+        max_length=500,
+        default="",
+        blank=True,
+        validators=[URLValidator(schemes=["http", "https"])],
+        help_text="http: the MCP endpoint, e.g. https://host/mcp",
+    )
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -56,12 +56,15 @@ def _require_actor(actor: str) -> None:
         raise Forbidden("a validated principal is required to run an agent")
 
 
-def balance_authorize(*, org_slug: str, actor: str) -> int:
+def balance_authorize(*, org_slug: str, actor: str, held_runs: int = 0) -> int:
     """Authorize one run of org `org_slug`; return the fee in cents it will be debited if ok.
 
-    Fee 0 → returns 0 without reading the ledger (ungated). Raises `Forbidden` (403) without
-    an actor, `InsufficientBalance` (402, extras `feeCents`, `balanceCents`) when the balance
-    is below the fee, `BalanceUnavailable` (503) when the ledger cannot be read.
+    `held_runs` counts the org's runs still in flight: each holds one fee, so the gate needs
+    `balance − fee × held_runs ≥ fee` (an org with 100 cents cannot start a second run, nested
+    or parallel, while the first is unpaid). Fee 0 → returns 0 without reading the ledger
+    (ungated). Raises `Forbidden` (403) without an actor, `InsufficientBalance` (402, extras
+    `feeCents`, `balanceCents`, `heldCents`) when the available balance is below the fee,
+    `BalanceUnavailable` (503) when the ledger cannot be read.
     """
     _require_actor(actor)
     fee = run_fee_cents()
@@ -75,8 +78,9 @@ def balance_authorize(*, org_slug: str, actor: str) -> int:
         raise BalanceUnavailable() from exc
     if balance is None:
         raise BalanceUnavailable("billing has no account for this org; the run was not started")
-    if balance < fee:
-        raise InsufficientBalance(feeCents=fee, balanceCents=balance)
+    held = fee * max(held_runs, 0)
+    if balance - held < fee:
+        raise InsufficientBalance(feeCents=fee, balanceCents=balance, **({"heldCents": held} if held else {}))
     return fee
 
 

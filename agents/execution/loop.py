@@ -223,6 +223,7 @@ class RunLoop:
                     tracing.ATTR_TOOLS_OFFERED: len(offer or []),
                     tracing.ATTR_REQUEST_MODEL: models[0],
                 },
+                record_exception=False,
             ) as step:
                 try:
                     answered = complete(models=models, messages=messages, tools=offer, timeout=self._seconds_left, on_retry=self._on_retry)

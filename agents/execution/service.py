@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from datetime import timedelta
 
 from django.db import router, transaction
 from django.utils import timezone
@@ -25,12 +26,14 @@ from agents.models import Agent, Run
 from agents.run_session import RunSession, clip
 from agents_site.errors import ApiError, Conflict, InvalidRequest, NotFound, ServiceUnavailable
 from agents_site.vocabulary import ErrorCode, EventKind, RunStatus, SessionStatus
-from billing.meter import balance_authorize, run_charge
+from billing.meter import balance_authorize, run_charge, run_fee_cents
 from tenancy import stores
 
 logger = logging.getLogger(__name__)
 
 MAX_INPUT_BYTES = 128 * 1024
+# A run row left `running` longer than this (a crashed process) no longer holds a fee.
+HOLD_WINDOW = timedelta(hours=2)
 
 
 class InferenceUnavailable(ServiceUnavailable):
@@ -65,6 +68,11 @@ def run_queue(*, agent: Agent, input: str, actor: str, request_id: str = "") -> 
         id=mint_id("run"), agent=agent, agent_name=agent.name, status=RunStatus.QUEUED, model=agent.model,
         input=text, actor=actor[:300], request_id=request_id[:128], created_at=now,
     )
+
+
+def runs_in_flight() -> int:
+    """Return how many of the org's runs are running now (started within `HOLD_WINDOW`)."""
+    return Run.objects.filter(status=RunStatus.RUNNING, started_at__gte=timezone.now() - HOLD_WINDOW).count()
 
 
 def _start(*, agent: Agent, run_id: str, queued: Run | None, text: str, actor: str, request_id: str,
@@ -194,7 +202,8 @@ def run_execute(
     }
     with tracing.tracer().start_as_current_span(tracing.SPAN_RUN, attributes=attributes, record_exception=False) as span:
         try:
-            fee = balance_authorize(org_slug=org_slug, actor=actor)
+            held = runs_in_flight() if run_fee_cents() else 0
+            fee = balance_authorize(org_slug=org_slug, actor=actor, held_runs=held)
         except ApiError as exc:
             span.set_status(trace.Status(trace.StatusCode.ERROR, exc.message))
             if queued is not None:

@@ -12,7 +12,9 @@ from agents_site.vocabulary import LedgerKind
 
 @pytest.fixture(autouse=True)
 def fast_policy(settings):
-    """Keep the spec's retry policy but shrink its waits so the suite stays fast."""
+    """Keep the spec's retry policy but shrink its waits so the suite stays fast (and hash the
+    fixtures' test passwords cheaply: PBKDF2 would dominate the suite's time)."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     settings.AGENTS_RETRY_BASE_SECONDS = 0.001
     settings.AGENTS_RETRY_MAX_SECONDS = 0.004
     settings.AGENTS_FAILOVER_MODEL = ""

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
-from django.db import connection
 
 from agents.models import Run
 from agents_site.vocabulary import RunStatus
 from billing.models import Account
 from tests.agents.conftest import debits, fund, make_agent, run, stored_runs
+from tests.billing.conftest import ledger_refused
 from tests.support.upstream import Reply
 
 pytestmark = pytest.mark.django_db
@@ -132,19 +130,9 @@ def test_balance_equal_to_the_fee_is_enough(make_org, upstream):
 
 @pytest.fixture
 def ledger_unreadable():
-    """Make the ledger really refuse reads: SQLite's authorizer denies the billing tables, as a
-    revoked grant or a dead ledger server would. Everything else in the database still works."""
-    connection.ensure_connection()
-    raw = connection.connection
-
-    def authorizer(action, table, *_):
-        if action == sqlite3.SQLITE_READ and table in ("billing_account", "billing_ledgerentry"):
-            return sqlite3.SQLITE_DENY
-        return sqlite3.SQLITE_OK
-
-    raw.set_authorizer(authorizer)
-    yield
-    raw.set_authorizer(None)
+    """The ledger really refuses reads (SQLite's authorizer; see tests/billing/conftest.py)."""
+    with ledger_refused():
+        yield
 
 
 def test_ledger_that_cannot_answer_is_503_and_nothing_runs(funded, upstream, ledger_unreadable):
@@ -225,3 +213,20 @@ def test_running_run_rows_are_not_listed_as_history(funded, upstream):
 
         Run.objects.create(id="run_inflight", agent_id=agent["id"], agent_name="busy", status=RunStatus.RUNNING, created_at=timezone.now())
     assert funded.client.get("/v1/agents/busy/runs").json() == {"runs": []}
+
+
+def test_a_run_in_flight_holds_its_fee_at_the_gate(make_org, upstream):
+    org = make_org("held")
+    fund(org, 150)
+    agent = make_agent(org, "parallel")
+    with org.context():
+        from django.utils import timezone
+
+        now = timezone.now()
+        Run.objects.create(id="run_inflight", agent_id=agent["id"], agent_name="parallel", status=RunStatus.RUNNING, created_at=now, started_at=now)
+
+    response = run(org, "parallel")
+
+    assert response.status_code == 402
+    assert response.json()["heldCents"] == 100 and response.json()["balanceCents"] == 150
+    assert upstream.chat_requests == []
