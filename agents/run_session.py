@@ -121,6 +121,19 @@ class RunSession:
             time.sleep(max(timeout, 0))
             return None
 
+    def actor_of(self, seq: int | None) -> str:
+        """Return who recorded the control command with `seq` ("" when it cannot be read)."""
+        if not self.session_id or not seq:
+            return ""
+        try:
+            from sessions.selectors import control_commands
+
+            events, _ = control_commands(session_id=self.session_id, after=int(seq) - 1)
+            return next((e.actor for e in events if e.seq == int(seq)), "")
+        except Exception:
+            logger.warning("run session %s: actor of command %s unreadable", self.session_id, seq, exc_info=True)
+            return ""
+
     def close(self, *, status: SessionStatus) -> None:
         """End the session `done`/`error` and stop listening for commands."""
         self.set_status(status)

@@ -118,7 +118,8 @@ class RunLoop:
             for command in commands:
                 verb = command.get("command")
                 if verb == ControlCommand.STOP:
-                    raise RunEnded(f"stopped by {command.get('actor') or 'the control plane'}")
+                    actor = command.get("actor") or self.session.actor_of(command.get("seq")) or "the control plane"
+                    raise RunEnded(f"stopped by {actor}")
                 if verb == ControlCommand.PAUSE:
                     paused = True
                 elif verb == ControlCommand.RESUME:
