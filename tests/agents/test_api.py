@@ -281,7 +281,7 @@ def test_reference_cron_grammar_is_accepted(org_a):
 
 def test_patch_null_fields_are_omitted_not_cleared(org_a):
     lr = {"executionMode": "long-running", "schedule": "0 * * * *", "timezone": "Europe/Paris"}
-    post(org_a.client, {"name": "p", "instructions": "keep", "tools": ["a"], "description": "old", **lr})
+    post(org_a.client, {"name": "p", "instructions": "keep", "tools": ["calculator"], "description": "old", **lr})
     nulls = dict.fromkeys(["model", "instructions", "tools", "executionMode", "schedule", "timezone", "computeRef"])
     response = patch(org_a.client, "p", {**nulls, "description": "new"})
     assert response.status_code == 200, response.content
@@ -289,7 +289,7 @@ def test_patch_null_fields_are_omitted_not_cleared(org_a):
     assert body["executionMode"] == "long-running" and body["schedule"] == "0 * * * *" and body["timezone"] == "Europe/Paris"
     with org_a.context():
         agent = Agent.objects.get(name="p")
-        assert (agent.instructions, agent.tools, agent.description) == ("keep", ["a"], "new")
+        assert (agent.instructions, agent.tools, agent.description) == ("keep", ["calculator"], "new")
         assert (agent.execution_mode, agent.schedule, agent.timezone) == ("long-running", "0 * * * *", "Europe/Paris")
 
 
