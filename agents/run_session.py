@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 
 from agents_site.vocabulary import EventKind, SessionStatus
@@ -135,11 +136,24 @@ class RunSession:
             return ""
 
     def close(self, *, status: SessionStatus) -> None:
-        """End the session `done`/`error` and stop listening for commands."""
+        """End the session `done`/`error` and stop listening for commands.
+
+        The inbox is closed on a helper thread: closing joins its receiver (up to a poll
+        interval, ~0.2 s), which the run's answer need not wait for. Once the session is
+        finished every command is refused (409) anyway, so nothing can reach the closing inbox.
+        """
         self.set_status(status)
-        if self._inbox is not None:
-            try:
-                self._inbox.close()
-            except Exception:
-                logger.warning("run session %s: inbox close failed", self.session_id, exc_info=True)
-            self._inbox = None
+        inbox, self._inbox = self._inbox, None
+        if inbox is not None:
+            threading.Thread(target=_close_inbox, args=(inbox, self.session_id), name=f"agents-inbox-close-{self.session_id}", daemon=True).start()
+
+
+def _close_inbox(inbox, session_id: str) -> None:
+    from django.db import connections
+
+    try:
+        inbox.close()
+    except Exception:
+        logger.warning("run session %s: inbox close failed", session_id, exc_info=True)
+    finally:
+        connections.close_all()  # this thread's own connections

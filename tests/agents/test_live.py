@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -11,8 +12,11 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from tests.agents.conftest import debits, fund, stored_runs
+from tests.agents.test_run_session import running_session, session_status
 from tests.support.live import LiveServer
 from tests.support.upstream import Reply
+
+REDIS_URL = os.environ.get("AGENTS_TEST_REDIS_URL", "redis://127.0.0.1:6379/7")
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -74,3 +78,36 @@ def test_a_run_on_daphne_is_recorded_billed_and_traced_over_otlp(make_org, upstr
     assert {a.key: a.value.string_value for a in root.attributes if a.key == "agents.run_id"} == {"agents.run_id": body["id"]}
     assert [(r.id, r.status) for r in stored_runs(org)] == [(body["id"], "ok")]
     assert [d.run_id for d in debits(org)] == [body["id"]]
+
+
+def test_a_stop_posted_to_another_process_reaches_the_executing_run(make_org, upstream):
+    """Two daphne processes on one Redis channel layer: the run executes in A, the command is
+    posted to B, B forwards it to A's executor inbox and answers `forwarded: true`."""
+    org = make_org("xproc")
+    fund(org)
+    env = {"INFERENCE_BASE_URL": upstream.base_url, "AGENTS_DEFAULT_MODEL": "test-model", "REDIS_URL": REDIS_URL}
+    a, b = LiveServer(env).start(), LiveServer(env).start()
+    try:
+        headers = {"Authorization": f"Bearer {org.key}"}
+        client_a = httpx.Client(base_url=a.url, headers=headers, timeout=30)
+        client_b = httpx.Client(base_url=b.url, headers=headers, timeout=30)
+        assert client_a.post("/v1/agents", json={"name": "far"}).status_code == 201
+        slow = threading.Event()
+        upstream.script(Reply(hold=slow, content="too late"))
+        result: dict = {}
+        runner = threading.Thread(target=lambda: result.update(response=client_a.post("/v1/agents/far/run", json={"input": "x"})))
+        runner.start()
+        sid = running_session(org)
+
+        answer = client_b.post(f"/v1/agents/sessions/{sid}/stop", json={})
+        slow.set()
+        runner.join(30)
+    finally:
+        a.stop()
+        b.stop()
+    assert answer.status_code == 200 and answer.json()["forwarded"] is True and answer.json()["command"] == "stop"
+    response = result["response"]
+    assert response.status_code == 502
+    assert response.json()["error"] == f"stopped by {org.slug}/{org.user.username}"
+    assert session_status(org, sid) == "error"
+    assert debits(org) == []

@@ -8,6 +8,7 @@ It speaks `GET /v1/models` and `POST /v1/chat/completions`. Tests script what it
         Reply(content="hello"),                  # a normal completion
         Reply(tool_calls=[("calculator", {"expression": "2+2"})]),
         Reply(delay=2.0, content="slow"),
+        Reply(hold=event, content="when released"),  # answers once `event` is set (≤ 10 s)
         Reply(empty=True),                       # 200 with no choices
     )
 
@@ -38,7 +39,11 @@ class Reply:
     completion_tokens: int = 7
     error_body: dict | None = None
     model: str | None = None  # scripted for this model only (None: any)
+    hold: threading.Event | None = None  # answer only once this is set (at most HOLD_SECONDS)
     extra: dict = field(default_factory=dict)
+
+
+HOLD_SECONDS = 10.0
 
 
 class Upstream:
@@ -118,6 +123,8 @@ class Upstream:
                     self._send(404, {"error": {"message": "not found"}})
                     return
                 reply = upstream._next(body.get("model"))
+                if reply.hold is not None:
+                    reply.hold.wait(HOLD_SECONDS)
                 if reply.delay:
                     time.sleep(reply.delay)
                 if reply.status != 200:
