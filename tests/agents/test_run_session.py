@@ -270,3 +270,20 @@ class TestSteering:
         sid = run(funded, "over").json()["sessionId"]
         response = funded.client.post(f"/v1/agents/sessions/{sid}/pause", {}, content_type="application/json")
         assert response.status_code == 409 and response.json()["code"] == "session_finished"
+
+    def test_a_pause_never_resumed_ends_the_run_after_the_pause_timeout(self, funded, upstream, settings):
+        settings.AGENTS_PAUSE_TIMEOUT_SECONDS = 0.3
+        make_agent(funded, "forgotten")
+        slow = threading.Event()
+        upstream.script(Reply(hold=slow, content="unheard"))
+
+        def script(sid, steer):
+            steer.post(sid, "pause")
+            slow.set()
+
+        steer = Steer(funded, script)
+        steer.start()
+        response = run(funded, "forgotten")
+        steer.finish()
+        assert response.status_code == 502 and response.json()["error"] == "paused for longer than 0.3 s"
+        assert session_status(funded, response.json()["sessionId"]) == "error" and debits(funded) == []
