@@ -92,3 +92,17 @@ def reserve(*, key: str, digest: str, run_id: str) -> Run | None:
             raise IdempotencyInProgress() from None
         return run
     return None
+
+
+def recorded_run(*, key: str, digest: str) -> Run | None:
+    """Return the run bound to `key` in any status (a background submission), or None.
+
+    Unlike `replay`, a run still queued or running is returned (answered 202 again, not 409).
+    Raises `IdempotencyMismatch` (409) when the key was used with another request.
+    """
+    record = IdempotencyRecord.objects.filter(key=key, created_at__gte=_cutoff()).first()
+    if record is None:
+        return None
+    if record.request_hash != digest:
+        raise IdempotencyMismatch()
+    return Run.objects.filter(pk=record.run_id).first()

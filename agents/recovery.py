@@ -9,9 +9,10 @@ starts (`agents.apps`), across every org (`tenancy.stores.existing_org_slugs`). 
   called tools with side effects) and never debited (only a successful run is billed; the
   ledger's unique debit per run forbids a second one anyway).
 - A `running` run with no task record (a synchronous run whose web process died) is finished
-  the same way once it is older than `AGENTS_RUN_TIMEOUT_SECONDS` plus the lease.
+  the same way once it is older than the run path's fee hold window (2 h).
 - A `queued` run whose task the queue never accepted (the process died between the commit
-  and the enqueue) is handed to the queue again after `AGENTS_RUN_LEASE_SECONDS`.
+  and the enqueue), or whose lease holder died before starting it, is handed to the queue
+  again after `AGENTS_RUN_LEASE_SECONDS`.
 - A `queued` run not started within `AGENTS_QUEUED_MAX_SECONDS` is finished `error`
   "never started" (a Redis broker loses the tasks a killed cluster had prefetched).
 """
@@ -19,8 +20,6 @@ starts (`agents.apps`), across every org (`tenancy.stores.existing_org_slugs`). 
 from __future__ import annotations
 
 import logging
-import os
-import socket
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -29,6 +28,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from agents.background import NEVER_STARTED, WORKER_LOST, run_dispatch, run_finish_error
+from agents.lease import holder_gone
 from agents.models import Run
 from agents.scheduling.models import RunTask
 from agents_site.vocabulary import RunStatus
@@ -47,29 +47,6 @@ class RecoveryReport:
     lost: list[str] = field(default_factory=list)
     redispatched: list[str] = field(default_factory=list)
     never_started: list[str] = field(default_factory=list)
-
-
-def _process_gone(worker: str) -> bool:
-    """Return True when `worker` (`host:pid`) is a process of this host that no longer exists."""
-    host, _, pid = worker.rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return _is_zombie(int(pid))
-
-
-def _is_zombie(pid: int) -> bool:
-    """Return True when `pid` is a zombie (killed, not yet reaped by its parent) on Linux."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            return fh.read().rsplit(b")", 1)[1].split()[0] == b"Z"
-    except (OSError, IndexError):
-        return False
 
 
 def runs_recover(*, now: datetime | None = None) -> RecoveryReport:
@@ -99,6 +76,10 @@ def recover_org(*, org: str, now: datetime, report: RecoveryReport | None = None
     for task in queued.filter(task_id="", created_at__lt=now - lease).only("run_id"):
         if run_dispatch(org=org, run_id=task.run_id):
             report.redispatched.append(task.run_id)
+    for task in queued.exclude(worker="").only("run_id", "worker", "heartbeat_at"):
+        freed = holder_gone(task, now) and RunTask.objects.filter(run_id=task.run_id, worker=task.worker).update(worker="", heartbeat_at=None)
+        if freed and run_dispatch(org=org, run_id=task.run_id):
+            report.redispatched.append(task.run_id)
     too_old = now - timedelta(seconds=settings.AGENTS_QUEUED_MAX_SECONDS)
     for task in queued.filter(Q(enqueued_at__lt=too_old) | Q(enqueued_at__isnull=True, created_at__lt=too_old)).only("run_id"):
         if run_finish_error(run_id=task.run_id, error=NEVER_STARTED, from_statuses=_QUEUED, now=now):
@@ -120,14 +101,12 @@ def recover_run(*, run_id: str, now: datetime | None = None) -> bool:
 
 def _is_lost(run: Run, now: datetime) -> bool:
     """Return True when `run` (status `running`) has no live worker by the policy above."""
-    lease = timedelta(seconds=settings.AGENTS_RUN_LEASE_SECONDS)
     task = _task_of(run)
     if task is None:
-        began = run.started_at or run.created_at
-        return now - began > timedelta(seconds=settings.AGENTS_RUN_TIMEOUT_SECONDS) + lease
-    if task.heartbeat_at is None or now - task.heartbeat_at > lease:
-        return True
-    return _process_gone(task.worker)
+        from agents.execution.service import HOLD_WINDOW
+
+        return now - (run.started_at or run.created_at) > HOLD_WINDOW
+    return holder_gone(task, now)
 
 
 def _task_of(run: Run) -> RunTask | None:

@@ -48,6 +48,8 @@ class RunSession:
         self.session_id = ""
         self.actor = actor
         self._inbox = None
+        self._backlog: list[dict] = []  # commands recorded before the executor attached
+        self._seen: set[int] = set()  # seqs already handed to the loop (replay + live dedupe)
 
     @classmethod
     def open(cls, *, agent_name: str, actor: str, title: str, parent_session_id: str = "") -> RunSession:
@@ -77,6 +79,46 @@ class RunSession:
             logger.warning("run session %s: executor inbox unavailable", session.session_id, exc_info=True)
         return session
 
+    @classmethod
+    def attach(cls, *, session_id: str, actor: str) -> RunSession:
+        """Take over the existing session of a queued run (task-backed) and open its inbox.
+
+        Commands recorded on the session before the executor attached (a `pause` or `message`
+        sent while the run waited in the queue) are replayed first, oldest first; a command
+        that also arrives live is handed over once (by `seq`).
+        """
+        session = cls(actor=actor)
+        session.session_id = session_id
+        try:
+            from sessions.control import ExecutorInbox
+
+            session._inbox = ExecutorInbox.open(session_id=session_id)
+        except Exception:
+            logger.warning("run session %s: executor inbox unavailable", session_id, exc_info=True)
+        try:
+            from sessions.selectors import control_commands
+
+            events, _ = control_commands(session_id=session_id, after=0)
+            for event in events:
+                body = json.loads(event.payload or "{}")
+                session._backlog.append(
+                    {"command": body.get("command"), "message": body.get("message"), "payload": body.get("payload"), "seq": event.seq}
+                )
+        except Exception:
+            logger.warning("run session %s: earlier commands unreadable", session_id, exc_info=True)
+        return session
+
+    def _fresh(self, commands: list[dict]) -> list[dict]:
+        fresh = []
+        for command in commands:
+            seq = command.get("seq")
+            if seq in self._seen:
+                continue
+            if seq is not None:
+                self._seen.add(seq)
+            fresh.append(command)
+        return fresh
+
     def append(self, kind: EventKind, payload: dict) -> None:
         """Append one event (`message`, `tool-call`, `log`…) with a JSON-able `payload`."""
         if not self.session_id:
@@ -102,24 +144,33 @@ class RunSession:
 
     def pending(self) -> list[dict]:
         """Return the steering commands delivered since the last call (oldest first), or []."""
+        backlog, self._backlog = self._backlog, []
         if self._inbox is None:
-            return []
+            return self._fresh(backlog)
         try:
-            return list(self._inbox.pending() or [])
+            return self._fresh(backlog + list(self._inbox.pending() or []))
         except Exception:
             logger.warning("run session %s: inbox read failed", self.session_id, exc_info=True)
-            return []
+            return self._fresh(backlog)
 
     def wait(self, timeout: float) -> dict | None:
         """Wait up to `timeout` seconds for the next command; return it, or None."""
+        while self._backlog:
+            fresh = self._fresh([self._backlog.pop(0)])
+            if fresh:
+                return fresh[0]
         if self._inbox is None:
             time.sleep(max(timeout, 0))
             return None
+        deadline = time.monotonic() + max(timeout, 0)
         try:
-            return self._inbox.wait(timeout)
+            while True:
+                command = self._inbox.wait(max(deadline - time.monotonic(), 0))
+                if command is None or self._fresh([command]):
+                    return command
         except Exception:
             logger.warning("run session %s: inbox wait failed", self.session_id, exc_info=True)
-            time.sleep(max(timeout, 0))
+            time.sleep(max(deadline - time.monotonic(), 0))
             return None
 
     def actor_of(self, seq: int | None) -> str:

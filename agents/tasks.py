@@ -65,4 +65,4 @@ def execute_run(org: str, run_id: str) -> str:
     from agents.background import run_execute_queued
 
     with stores.org_context(org, create=False):
-        return run_execute_queued(org=org, run_id=run_id)
+        return run_execute_queued(run_id=run_id)

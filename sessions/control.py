@@ -8,8 +8,11 @@ Two sides, one bus (`sessions.bus.get_bus()`: the Channels layer, or in-process)
   channel and waits up to `AGENTS_CONTROL_FORWARD_TIMEOUT_SECONDS` (default 5) for
   `{"type": "control.ack", "seq"}` on `reply_to`. Acked → `forwarded` True; no ack or a
   failed send → 502 `forward_failed` "control recorded but forward failed: …" (the event
-  stays recorded). No executor → `forwarded` False: the running surface polls
-  `GET …/{id}/control` instead.
+  stays recorded). A task-backed session (`taskWorkflowId`, set by agents.background for a
+  background or scheduled run) with no executor yet hands the command to its task
+  (`agents.background.task_forward`): `stop` cancels a run not started, other commands are
+  replayed to the executor when it attaches — `forwarded` True. No executor and no task →
+  `forwarded` False: the running surface polls `GET …/{id}/control` instead.
 * The executor side, `ExecutorInbox`: a run opens one for its session; a background receiver
   acks every command the moment it is queued, and the run drains them between steps with
   `pending()` or blocks on `wait(timeout)`.
@@ -79,6 +82,14 @@ def control_send(*, session_id: str, command: str, message: str | None = None, p
     actor = fields.bounded(actor, fields.MAX_ACTOR, "actor")
     event = services.append_checked(session_id=session.id, kind=EventKind.CONTROL, payload_text=text, actor=actor)
     channel = executor_channel(session_id=session.id)
+    if not channel and session.task_workflow_id:
+        # Task-backed (a background or scheduled run): the durable task takes the command —
+        # `stop` cancels a run not yet started; the rest reach its executor when it attaches.
+        from agents.background import task_forward
+
+        if task_forward(session_id=session.id, command=command):
+            return event, True
+        channel = executor_channel(session_id=session.id)  # its executor attached meanwhile
     if not channel:
         return event, False
     try:

@@ -302,3 +302,16 @@ def session_set_executor_channel(*, session_id: str, channel: str) -> None:
 def session_clear_executor_channel(*, session_id: str, channel: str) -> bool:
     """Clear the executor channel if it is still `channel`; return True when it was."""
     return bool(Session.objects.filter(pk=session_id, executor_channel=channel).update(executor_channel=""))
+
+
+def session_set_task_refs(*, session_id: str, task_workflow_id: str, task_run_id: str = "") -> None:
+    """Record the durable task carrying this session (`taskWorkflowId`, `taskRunId`).
+
+    Set by the task engine (agents.background) once the queue accepted the task; from then on
+    the session is task-backed: its control commands are handed to that task. Each reference is
+    ≤256 characters (400). Raises `SessionNotFound`. Org context required.
+    """
+    task_workflow_id = fields.clean_task_ref(task_workflow_id)
+    task_run_id = fields.clean_task_ref(task_run_id)
+    if not Session.objects.filter(pk=session_id).update(task_workflow_id=task_workflow_id, task_run_id=task_run_id):
+        raise SessionNotFound()

@@ -214,8 +214,11 @@ def run_execute(
         if run.replayed:
             return run
         started = time.perf_counter()
-        session = RunSession.open(agent_name=agent.name, actor=run.actor, title=text, parent_session_id=parent_session_id)
-        if session.session_id:
+        if queued is not None and queued.session_id:  # a background/scheduled run: its session exists
+            session = RunSession.attach(session_id=queued.session_id, actor=run.actor)
+        else:
+            session = RunSession.open(agent_name=agent.name, actor=run.actor, title=text, parent_session_id=parent_session_id)
+        if session.session_id and session.session_id != run.session_id:
             run.session_id = session.session_id
             Run.objects.filter(pk=run.pk).update(session_id=session.session_id)
         outcome = RunLoop(agent=agent, text=text, run=run, session=session, org_slug=org_slug, deadline=deadline).execute()

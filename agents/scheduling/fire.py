@@ -12,6 +12,7 @@ from datetime import datetime
 
 from agents.background import run_enqueue
 from agents.models import Agent, Run
+from agents_site.wire import rfc3339
 
 
 def fire(*, agent: Agent, slot_at: datetime, actor: str) -> Run:
@@ -21,4 +22,4 @@ def fire(*, agent: Agent, slot_at: datetime, actor: str) -> Run:
     scheduler must handle: a queue that refuses the task leaves the run queued for the sweep
     to hand over again.
     """
-    return run_enqueue(agent=agent, input="", actor=actor)
+    return run_enqueue(agent=agent, input="", actor=actor, title=f"scheduled run {rfc3339(slot_at)}")
