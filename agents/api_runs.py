@@ -8,13 +8,16 @@ from __future__ import annotations
 import secrets
 
 from django.http import JsonResponse
+from django.urls import register_converter
 from ninja import Query, Router
 
 from agents import dashboards, selectors
+from agents.background import run_submit
 from agents.execution import run_execute
 from agents.presenters import run_view
-from agents.schemas import ActivityOut, BillingOut, ErrorOut, MetricsOut, RunIn, RunListOut, RunOut
+from agents.schemas import ActivityOut, BillingOut, ErrorOut, MetricsOut, RunAcceptedOut, RunIn, RunListOut, RunOut
 from agents_site.vocabulary import RunStatus
+from agents_site.wire import compact
 from billing.selectors import billing_summary
 from tenancy.principal import require_org
 
@@ -33,6 +36,37 @@ def list_org_runs(request, status: str | None = None, limit: int | None = None):
     """Return the org's runs across agents, newest first (`?status=ok|error|queued|running`,
     `?limit=` 1..200 else 50). 400 for an unknown status."""
     return {"runs": [run_view(r) for r in selectors.run_list_org(status=status, limit=limit)]}
+
+
+class RunIdConverter:
+    """Path converter matching a run id (`run_` + 32 hex), so `/runs/{id}` never shadows the
+    routes of an agent named `runs` (`/runs/run`, `/runs/runs`)."""
+
+    regex = r"run_[0-9a-f]{32}"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(RunIdConverter, "runid")
+
+
+@router.get("/runs/{runid:run_id}", response={200: RunOut, 404: ErrorOut}, summary="Read one run", exclude_none=True)
+def get_run(request, run_id: str):
+    """Return one run of the caller's org, in flight (`queued`, `running`) or finished (`ok`,
+    `error`). Another org's run is a 404 exactly like a missing one."""
+    return run_view(selectors.run_get(run_id=run_id))
+
+
+def _wants_async(request, payload: RunIn) -> bool:
+    """Return True for `"background": true` or a `Prefer` header naming `respond-async` (RFC 7240)."""
+    if payload.background:
+        return True
+    prefer = request.headers.get("Prefer", "")
+    return any(token.split(";")[0].strip().lower() == "respond-async" for token in prefer.split(","))
 
 
 @router.get("/activity", response=ActivityOut, summary="Recent activity of the org", exclude_none=True)
@@ -56,7 +90,7 @@ def billing(request, limit: int | None = None):
 
 @router.post(
     "/{ref}/run",
-    response={200: RunOut, 502: RunOut, 400: ErrorOut, 402: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut, 503: ErrorOut},
+    response={200: RunOut, 202: RunAcceptedOut, 502: RunOut, 400: ErrorOut, 402: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut, 503: ErrorOut},
     summary="Run an agent",
     exclude_none=True,
 )
@@ -67,9 +101,26 @@ def run_agent(request, ref: str, payload: RunIn):
     `Idempotency-Key` replay (409 on a different body) → inference configured (503) → balance
     gate (402 `insufficient_balance` / 503 `balance_unavailable`) → execute → record → debit.
     A replayed answer carries `Idempotent-Replayed: true`.
+    With `"background": true` or `Prefer: respond-async` the run is queued for a django-q2
+    worker after the same checks and the answer is 202 `{runId, sessionId}` at once
+    (`Preference-Applied: respond-async`, `Location: /v1/agents/runs/{runId}`).
     """
     principal = require_org(request.auth)  # checked again on purpose: this route moves money
     agent = selectors.agent_get(ref=ref)
+    if _wants_async(request, payload):
+        run, replayed = run_submit(
+            agent=agent,
+            input=payload.input,
+            actor=principal.actor,
+            request_id=_request_id(request),
+            idempotency_key=request.headers.get("Idempotency-Key", ""),
+        )
+        response = JsonResponse(compact({"runId": run.id, "sessionId": run.session_id}), status=202)
+        response["Preference-Applied"] = "respond-async"
+        response["Location"] = f"/v1/agents/runs/{run.id}"
+        if replayed:
+            response["Idempotent-Replayed"] = "true"
+        return response
     run = run_execute(
         agent=agent,
         input=payload.input,

@@ -9,7 +9,8 @@ from agents_site.wire import compact, rfc3339
 
 
 def run_view(run: Run) -> dict:
-    """Return the wire view of `run` (`createdAt` = when it finished, or was accepted)."""
+    """Return the wire view of `run` (`createdAt` = when it finished, or was accepted;
+    `startedAt` = when a worker or the request started executing it, absent while queued)."""
     return compact(
         {
             "id": run.id,
@@ -27,6 +28,7 @@ def run_view(run: Run) -> dict:
             "actor": run.actor,
             "traceId": run.trace_id,
             "sessionId": run.session_id,
+            "startedAt": rfc3339(run.started_at),
             "createdAt": rfc3339(run.finished_at or run.created_at),
         },
         keep=("id", "agent", "status", "model", "input", "durationMs", "createdAt"),

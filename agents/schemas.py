@@ -50,6 +50,7 @@ class RunOut(Schema):
     actor: str | None = None
     traceId: str | None = None
     sessionId: str | None = None
+    startedAt: str | None = None
     createdAt: str
 
 
@@ -85,9 +86,21 @@ class AgentListOut(Schema):
 
 
 class RunIn(Schema):
-    """Body of POST /v1/agents/{ref}/run: the caller's input (≤ 128 KiB; may be empty)."""
+    """Body of POST /v1/agents/{ref}/run: the caller's input (≤ 128 KiB; may be empty).
+
+    `background: true` (or the header `Prefer: respond-async`) queues the run for a worker
+    and answers 202 `{runId, sessionId}` at once.
+    """
 
     input: str = ""
+    background: bool | None = None
+
+
+class RunAcceptedOut(Schema):
+    """202 of a background run: the queued run's id and its (task-backed) session's id."""
+
+    runId: str
+    sessionId: str | None = None
 
 
 class ErrorOut(Schema):

@@ -40,6 +40,18 @@ def agent_list() -> list[Agent]:
     )
 
 
+def run_get(*, run_id: str) -> Run:
+    """Return the org's run `run_id` in any status; raise `NotFound` "run not found" (404).
+
+    Spec 003 (background runs): GET /v1/agents/runs/{id} reads one run in flight or finished.
+    """
+    run_id = (run_id or "").strip()
+    run = Run.objects.filter(pk=run_id).first() if 0 < len(run_id) <= MAX_REF_LENGTH else None
+    if run is None:
+        raise NotFound("run not found")
+    return run
+
+
 def run_count(*, agent: Agent) -> int:
     """Return the number of finished runs of `agent`."""
     return agent.runs.filter(status__in=RunStatus.FINISHED).count()
