@@ -83,10 +83,17 @@ def scheduler_tick(*, now: datetime | None = None, fire=None, catchup_seconds: i
 
     `now` (aware, default the clock) and `catchup_seconds` (default `AGENTS_CATCHUP_SECONDS`)
     are injectable for tests; `fire(agent=, slot_at=, actor=) -> Run` defaults to
-    `agents.scheduling.fire.fire`. An org whose store fails is logged and skipped.
+    `agents.scheduling.fire.fire`. An org whose store fails is logged and skipped. Without
+    inference configured (`INFERENCE_BASE_URL`) nothing is decided.
     """
+    from agents.inference import inference_configured
+
     now = now or timezone.now()
     report = TickReport()
+    if not inference_configured():
+        # Like the reference, no scheduler without a model to call: nothing is decided, so
+        # once inference is configured the catch-up rule applies to what was missed.
+        return report
     for slug in stores.existing_org_slugs():
         try:
             with stores.org_context(slug, create=False):

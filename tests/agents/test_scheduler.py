@@ -18,6 +18,12 @@ from tests.agents.conftest import utc
 T0 = utc(2026, 1, 10, 12, 30)
 
 
+@pytest.fixture(autouse=True)
+def inference(upstream):
+    """The scheduler runs only where a model can be called: wire the loopback upstream."""
+    return upstream
+
+
 def _queued_tasks() -> list[dict]:
     return [q.task for q in OrmQ.objects.all() if q.task.get("func") == "agents.tasks.execute_run"]
 
@@ -273,3 +279,13 @@ def test_deleting_an_agent_removes_its_schedule_records(org_a, scheduled_agent):
     with org_a.context():
         agent_delete(ref="cron")
         assert (ScheduleSlot.objects.filter(agent_id=agent.pk).count(), ScheduleState.objects.filter(agent_id=agent.pk).count(), RunTask.objects.count()) == (0, 0, 0)
+
+
+def test_without_inference_configured_the_scheduler_decides_nothing(org_a, scheduled_agent, settings):
+    scheduled_agent(org_a, schedule="*/5 * * * *", at=T0)
+    settings.INFERENCE_BASE_URL = ""
+
+    report = scheduler_tick(now=utc(2026, 1, 10, 12, 35, 1))
+
+    assert report.decisions == []
+    assert _runs(org_a) == [] and _queued_tasks() == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from io import StringIO
 
+import pytest
 from django.core.management import call_command
 from django.utils import timezone
 from django_q.models import OrmQ, Schedule
@@ -12,6 +13,12 @@ from django_q.models import OrmQ, Schedule
 from agents import tasks
 from agents.models import Run
 from agents_site.vocabulary import RunStatus
+
+
+@pytest.fixture(autouse=True)
+def inference(upstream):
+    """The scheduler runs only where a model can be called: wire the loopback upstream."""
+    return upstream
 
 
 def _ensure() -> str:
