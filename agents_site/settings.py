@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "agents",
     "sessions.apps.AgentSessionsConfig",
     "targets",
+    "console",
 ]
 
 MIDDLEWARE = [
@@ -81,6 +82,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "console.context.console_context",
             ],
         },
     },
