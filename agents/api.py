@@ -1,7 +1,7 @@
 """Agent definition routes (spec 003: /v1/agents, /v1/agents/{ref}). Thin: parse, call, shape."""
 
 from django.http import HttpResponse
-from ninja import Router
+from ninja import Router, Status
 
 from agents import selectors, services
 from agents.presenters import agent_detail_view, agent_view
@@ -42,7 +42,7 @@ def list_agents(request):
 def create_agent(request, payload: AgentIn):
     """Define an agent in the caller's org (spec 003: POST /v1/agents) → 201."""
     agent = services.agent_create(data=_input(payload, allow_name=True))
-    return 201, agent_view(agent, runs=0)
+    return Status(201, agent_view(agent, runs=0))
 
 
 @router.get("/{ref}", response=AgentDetailOut, summary="Read one agent", exclude_none=True)

@@ -187,3 +187,7 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("AGENTS_LOG_LEVEL", "WARNING")},
 }
+
+# How many org stores one process keeps registered as database aliases (LRU). Django walks
+# every registered alias per request, so this bounds a request's cost whatever the org count.
+AGENTS_STORE_CACHE_SIZE = _env_int("AGENTS_STORE_CACHE_SIZE", 64)

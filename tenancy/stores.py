@@ -29,6 +29,7 @@ import shutil
 import sqlite3
 import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,7 +47,12 @@ _TEMPLATE_PREFIX = "orgtemplate_"
 
 _current_org: contextvars.ContextVar[str | None] = contextvars.ContextVar("agents_current_org", default=None)
 _lock = threading.RLock()
-_ready: set[str] = set()  # aliases registered and provisioned in this process
+# Aliases registered in `connections.settings`, least recently used first. Django walks every
+# registered alias twice per request (`reset_queries`, `close_old_connections`), so the number
+# kept registered is capped (`AGENTS_STORE_CACHE_SIZE`) to keep a request's cost independent
+# of how many orgs the process has served.
+_ready: OrderedDict[str, None] = OrderedDict()
+_provisioned: set[str] = set()  # aliases whose store is known to exist (never shrinks)
 _code_version: str | None = None
 
 
@@ -266,24 +272,48 @@ def _provision_postgres(slug: str, alias: str) -> None:
             conn.execute("SELECT pg_advisory_unlock(%s)", (lock_key,))
 
 
+def _cache_size() -> int:
+    return max(8, int(getattr(settings, "AGENTS_STORE_CACHE_SIZE", 64)))
+
+
+def _evict_least_recent(keep: str) -> None:
+    # Caller holds _lock. An evicted alias is registered again on its next use; a connection
+    # another thread still holds keeps working (it carries its own settings dict).
+    protected = {keep, _alias_of_current()}
+    for alias in list(_ready):
+        if len(_ready) <= _cache_size():
+            return
+        if alias not in protected:
+            _ready.pop(alias)
+            _unregister(alias)
+
+
+def _alias_of_current() -> str | None:
+    slug = _current_org.get()
+    return _ALIAS_PREFIX + slug if slug else None
+
+
 def open_store(slug: str) -> str:
     """Return the database alias of org `slug`, creating its store on first use.
 
     Raises `InvalidOrg` for a bad slug (before any path is built). Thread- and process-safe.
     """
     alias = _alias(slug)
-    if alias in _ready:
-        return alias
     with _lock:
         if alias in _ready:
+            _ready.move_to_end(alias)
             return alias
         if _mode() == "postgres":
             _register(alias, _postgres_settings(slug))
-            _provision_postgres(slug, alias)
+            if alias not in _provisioned:
+                _provision_postgres(slug, alias)
         else:
-            _provision_sqlite(slug)
+            if alias not in _provisioned:
+                _provision_sqlite(slug)
             _register(alias, _sqlite_settings(store_path(slug)))
-        _ready.add(alias)
+        _provisioned.add(alias)
+        _ready[alias] = None
+        _evict_least_recent(keep=alias)
     return alias
 
 
@@ -293,7 +323,7 @@ def store_exists(slug: str) -> bool:
         validate_slug(slug)
     except InvalidOrg:
         return False
-    if _alias(slug) in _ready:
+    if _alias(slug) in _provisioned:
         return True
     if _mode() == "postgres":
         import psycopg

@@ -13,3 +13,6 @@ for _name in ("INFERENCE_BASE_URL", "INFERENCE_API_KEY", "AGENTS_FAILOVER_MODEL"
 os.environ.setdefault("AGENTS_DATA_DIR", tempfile.mkdtemp(prefix="agents-test-"))
 
 from agents_site.settings import *  # noqa: E402,F401,F403
+
+# Fast password hashing: test users are created per test.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
