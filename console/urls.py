@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from console.views import admin, agents, auth, dashboard
+from console.views import admin, agents, auth, dashboard, sessions
 
 app_name = "console"
 
@@ -17,6 +17,8 @@ urlpatterns = [
     path("agents/<str:ref>/edit/", agents.agent_edit, name="agent-edit"),
     path("agents/<str:ref>/delete/", agents.agent_delete, name="agent-delete"),
     path("agents/<str:ref>/runs/", agents.agent_runs, name="agent-runs"),
+    path("sessions/", sessions.session_list, name="sessions"),
+    path("sessions/<str:session_id>/", sessions.session_detail, name="session"),
     path("keys/", admin.api_keys, name="keys"),
     path("keys/<int:key_id>/revoke/", admin.api_key_revoke_view, name="key-revoke"),
     path("billing/", admin.billing, name="billing"),

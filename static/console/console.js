@@ -39,6 +39,26 @@
     return "The server answered " + res.status + ".";
   }
 
+  /* Fill `box` with the error in words and, for a refused secret (422 secret_in_transcript),
+     the findings exactly as the API answered them: rule, severity, line, masked preview and
+     fingerprint (the secret itself was never stored nor echoed). */
+  function showError(box, res, prefix) {
+    box.innerHTML = "";
+    box.appendChild(el("p", { text: (prefix || "") + errorText(res) }));
+    var findings = res.body && res.body.findings;
+    if (findings && findings.length) {
+      var rows = findings.map(function (f) {
+        return el("tr", {}, [el("td", { text: f.rule }), el("td", { text: f.severity }), el("td", { class: "num", text: String(f.line) }),
+          el("td", {}, [el("code", { text: f.preview })]), el("td", {}, [el("code", { class: "small", text: (f.fingerprint || "").slice(0, 16) + "…", title: f.fingerprint || "" })])]);
+      });
+      box.appendChild(el("table", { class: "table findings" }, [
+        el("thead", {}, [el("tr", {}, ["Rule", "Severity", "Line", "Preview (masked)", "Fingerprint"].map(function (h) { return el("th", { text: h }); }))]),
+        el("tbody", {}, rows)
+      ]));
+    }
+    box.hidden = false;
+  }
+
   function el(tag, attrs, children) {
     var node = document.createElement(tag);
     Object.keys(attrs || {}).forEach(function (k) {
@@ -111,5 +131,5 @@
   });
 
   window.Agents = { vocab: vocab, api: api, errorText: errorText, el: el, badge: badge, fmtTime: fmtTime,
-    payloadText: payloadText, eventItem: eventItem, isTerminal: isTerminal, csrfToken: csrfToken };
+    showError: showError, payloadText: payloadText, eventItem: eventItem, isTerminal: isTerminal, csrfToken: csrfToken };
 })();
