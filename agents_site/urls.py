@@ -11,6 +11,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("v1/", api.urls),
     path("console/", include("console.urls")),
+    path("builds/", include("console.urls_gallery")),
     path("", RedirectView.as_view(url="/console/", permanent=False)),
 ]
 
