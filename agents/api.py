@@ -26,7 +26,9 @@ _WIRE_TO_FIELD = {
 
 
 def _input(payload: AgentIn, *, allow_name: bool) -> AgentInput:
-    given = payload.model_dump(exclude_unset=True)
+    # JSON null is an omitted field (reference §2.1: optional pointers), never "clear it": a
+    # client echoing a view with `"schedule": null` must not turn a long-running agent one-shot.
+    given = {k: v for k, v in payload.model_dump(exclude_unset=True).items() if v is not None}
     if not allow_name:
         given.pop("name", None)
     return AgentInput(**{_WIRE_TO_FIELD[k]: v for k, v in given.items() if k in _WIRE_TO_FIELD})

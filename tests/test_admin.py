@@ -30,3 +30,23 @@ def test_plain_member_cannot_log_in_to_the_admin(org_a):
     assert client.get("/admin/agents/agent/").status_code == 302
     client.force_login(member.user)
     assert client.get("/admin/agents/agent/").status_code in (302, 403)
+
+
+def test_org_admin_cannot_add_or_change_agents_through_the_admin(org_a):
+    # The change form wrote around agents.services (an invalid name, a cron that breaks the
+    # list) and the add form was a 500; agents change through the API only.
+    from agents.models import Agent
+
+    org_a.client.post("/v1/agents", json.dumps({"name": "kept"}), content_type="application/json")
+    with org_a.context():
+        agent = Agent.objects.get(name="kept")
+    client = Client()
+    client.force_login(org_a.user)
+    assert client.get("/admin/agents/agent/").status_code == 200
+    assert client.get("/admin/agents/agent/add/").status_code == 403
+    form = {"name": "bad name!", "model": "m", "tools": "[]", "status": "ready", "execution_mode": "long-running", "schedule": "garbage", "timezone": "UTC"}
+    assert client.post("/admin/agents/agent/add/", form).status_code == 403
+    client.post(f"/admin/agents/agent/{agent.id}/change/", form)
+    with org_a.context():
+        assert list(Agent.objects.values_list("name", "execution_mode", "schedule")) == [("kept", "one-shot", "")]
+    assert org_a.client.get("/v1/agents").status_code == 200

@@ -118,7 +118,15 @@ def test_invalid_create_is_400_and_writes_nothing(org_a, body, message):
     assert agent_names(org_a) == []
 
 
-@pytest.mark.parametrize("schedule", ["0 0 * * * *", "@daily", "@hourly", "61 * * * *", "* * *", "not a cron"])
+@pytest.mark.parametrize(
+    "schedule",
+    [
+        "0 0 * * * *", "@daily", "@hourly", "61 * * * *", "* * *", "not a cron",
+        # Reference §6.1 grammar: no names, no 7 for Sunday, no L/?/#/W, no `n/step`.
+        "0 0 * * MON", "0 0 * JAN *", "0 0 * * 7", "0 0 * * 0-7", "0 0 L * *", "0 0 ? * *", "0 0 * * 1#2",
+        "0 0 15W * *", "5/10 * * * *", ",".join(["1"] * 120) + " * * * *",
+    ],
+)
 def test_bad_cron_is_400_and_writes_nothing(org_a, schedule):
     body = assert_error(post(org_a.client, {"name": "cron", "executionMode": "long-running", "schedule": schedule}), 400)
     assert body["error"].startswith("invalid 'schedule'")
@@ -252,3 +260,58 @@ def test_openapi_and_docs_are_served(client):
     assert "/v1/agents" in paths and "/v1/agents/{ref}" in paths
     docs = client.get("/v1/agents/docs")
     assert docs.status_code == 200 and b"openapi.json" in docs.content
+
+
+def test_schedule_that_never_fires_is_400_and_the_list_keeps_working(org_a):
+    # 31 February parses, but has no next fire time: storing it made every GET /v1/agents a 500.
+    body = {"name": "feb", "executionMode": "long-running", "schedule": "0 0 31 2 *"}
+    assert_error(post(org_a.client, body), 400, "invalid 'schedule': it never fires")
+    assert agent_names(org_a) == []
+    assert org_a.client.get("/v1/agents").status_code == 200
+    assert post(org_a.client, {**body, "schedule": "0 0 29 2 *"}).status_code == 201  # leap days fire
+
+
+def test_reference_cron_grammar_is_accepted(org_a):
+    for i, schedule in enumerate(["*/5 * * * *", "0 9 * * 1-5", "0,30 8-18/2 1-31/3 */2 0,6", "0 0 * * */7"]):
+        body = {"name": f"c{i}", "executionMode": "long-running", "schedule": schedule}
+        assert post(org_a.client, body).status_code == 201, schedule
+
+
+def test_patch_null_fields_are_omitted_not_cleared(org_a):
+    lr = {"executionMode": "long-running", "schedule": "0 * * * *", "timezone": "Europe/Paris"}
+    post(org_a.client, {"name": "p", "instructions": "keep", "tools": ["a"], "description": "old", **lr})
+    nulls = dict.fromkeys(["model", "instructions", "tools", "executionMode", "schedule", "timezone", "computeRef"])
+    response = patch(org_a.client, "p", {**nulls, "description": "new"})
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["executionMode"] == "long-running" and body["schedule"] == "0 * * * *" and body["timezone"] == "Europe/Paris"
+    with org_a.context():
+        agent = Agent.objects.get(name="p")
+        assert (agent.instructions, agent.tools, agent.description) == ("keep", ["a"], "new")
+        assert (agent.execution_mode, agent.schedule, agent.timezone) == ("long-running", "0 * * * *", "Europe/Paris")
+
+
+def test_create_null_fields_take_their_defaults(org_a, settings):
+    settings.AGENTS_DEFAULT_MODEL = "house-model"
+    body = post(org_a.client, {"name": "n", "model": None, "tools": None, "executionMode": None, "timezone": None}).json()
+    assert body["model"] == "house-model" and body["tools"] == [] and body["executionMode"] == "one-shot" and body["timezone"] == "UTC"
+
+
+@pytest.mark.parametrize("field", ["instructions", "description", "model", "computeRef", "tools"])
+def test_nul_character_is_400_with_its_field_and_writes_nothing(org_a, field):
+    value = ["a\u0000b"] if field == "tools" else "a\u0000b"
+    body = assert_error(post(org_a.client, {"name": "nul", field: value}), 400, code="invalid_request")
+    assert any(f["field"].startswith(f"body.payload.{field}") and "NUL" in f["message"] for f in body["fields"])
+    assert agent_names(org_a) == []
+
+
+def test_model_longer_than_its_column_is_400(org_a):
+    assert_error(post(org_a.client, {"name": "m", "model": "m" * 201}), 400, "model too long")
+    assert post(org_a.client, {"name": "m", "model": "m" * 200}).status_code == 201
+    assert_error(patch(org_a.client, "m", {"model": "m" * 201}), 400, "model too long")
+    with org_a.context():
+        assert Agent.objects.get(name="m").model == "m" * 200
+
+
+def test_patch_of_an_unknown_agent_with_a_bad_model_is_404(org_a):
+    assert_error(patch(org_a.client, "ghost", {"model": "m" * 201}), 404, "agent not found")

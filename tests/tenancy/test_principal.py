@@ -148,3 +148,15 @@ def test_session_write_needs_csrf(org_a):
         from agents.models import Agent
 
         assert not Agent.objects.filter(name="csrf-less").exists()
+
+
+@pytest.mark.parametrize(("claim", "is_admin"), [(True, True), ("true", True), (False, False), ("false", False), ("no", False), (1, False), (None, False)])
+def test_gateway_jwt_org_admin_claim_is_true_only_when_it_says_true(db, jwt_key, claim, is_admin):
+    from django.test import RequestFactory
+
+    from tenancy.principal import resolve_principal
+
+    claims = {"org_admin": claim} if claim is not None else {}
+    request = RequestFactory().get("/v1/agents", HTTP_AUTHORIZATION=f"Bearer {_token(jwt_key, **claims)}")
+    principal = resolve_principal(request)
+    assert principal.org_slug == "jwt-org" and principal.is_org_admin is is_admin

@@ -154,3 +154,75 @@ def test_registered_aliases_are_capped_and_evicted_orgs_still_work(db, settings)
     assert "org_evict-first" not in registered
     with stores.org_context("evict-first"):
         assert list(Agent.objects.values_list("name", flat=True)) == ["kept"]
+
+
+def test_alias_another_thread_acts_for_is_never_evicted(db, settings):
+    # The evicting thread used to protect only its own current org: a busy org of another
+    # thread was dropped from connections.settings under it (ConnectionDoesNotExist).
+    settings.AGENTS_STORE_CACHE_SIZE = 8
+    entered, evicted = threading.Event(), threading.Event()
+    seen: list[object] = []
+
+    def busy():
+        with stores.org_context("evict-busy") as alias:
+            entered.set()
+            evicted.wait(timeout=30)
+            try:
+                with connections[alias].cursor() as cursor:
+                    cursor.execute("SELECT count(*) FROM agents_agent")
+                    seen.append(cursor.fetchone()[0])
+            except Exception as exc:  # noqa: BLE001 — collected for the assertion
+                seen.append(exc)
+            finally:
+                connections[alias].close()
+
+    thread = threading.Thread(target=busy)
+    thread.start()
+    assert entered.wait(timeout=30)
+    try:
+        for i in range(20):
+            stores.open_store(f"evict-other-{i}")
+        assert "org_evict-busy" in connections.settings
+    finally:
+        evicted.set()
+        thread.join(timeout=30)
+    assert seen == [0]
+    for i in range(20):  # once nobody acts for it, it is an ordinary LRU entry again
+        stores.open_store(f"evict-later-{i}")
+    assert "org_evict-busy" not in connections.settings
+
+
+def test_org_atomic_is_a_transaction_on_the_current_org_store(org_a):
+    from django.db import transaction
+
+    with pytest.raises(stores.NoOrgSelected):
+        stores.org_atomic()
+    with org_a.context() as alias, stores.org_atomic():
+        assert transaction.get_connection(alias).in_atomic_block
+
+
+def test_registering_stores_never_breaks_a_thread_walking_the_connections(db, settings):
+    # Django walks connections.settings around every request (connections.all()); growing or
+    # shrinking that dict in place under another thread raised "dictionary changed size".
+    settings.AGENTS_STORE_CACHE_SIZE = 8
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def walker():
+        while not stop.is_set():
+            try:
+                connections.all(initialized_only=True)
+                list(connections)
+            except RuntimeError as exc:
+                errors.append(exc)
+                return
+
+    thread = threading.Thread(target=walker)
+    thread.start()
+    try:
+        for i in range(400):
+            stores.open_store(f"walk-{i % 24}")
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+    assert errors == []
