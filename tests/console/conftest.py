@@ -106,6 +106,7 @@ def console_server(django_db_setup, django_db_blocker, upstream_server):
                 "INFERENCE_API_KEY": "test-key",
                 "AGENTS_DEFAULT_MODEL": "test-model",
                 "CLOUD_AGENT_FEE_CENTS": "0",
+                "AGENTS_SSE_CATCHUP_SECONDS": "1",
             }
         ).start()
     yield server
