@@ -87,11 +87,13 @@
   function payloadText(payload) {
     if (payload == null) return "";
     if (typeof payload === "string") return payload;
-    var keys = ["text", "message", "output", "error", "command"];
+    if (typeof payload.command === "string" && payload.command) {
+      return payload.command + (typeof payload.message === "string" && payload.message ? ": " + payload.message : "");
+    }
+    var keys = ["text", "message", "output", "error"];
     for (var i = 0; i < keys.length; i++) {
       if (typeof payload[keys[i]] === "string" && payload[keys[i]]) {
-        var extra = keys[i] === "command" && payload.message ? ": " + payload.message : "";
-        return payload[keys[i]] + extra;
+        return payload[keys[i]];
       }
     }
     return JSON.stringify(payload);

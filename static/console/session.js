@@ -29,11 +29,14 @@
     eventsList.querySelectorAll("li").forEach(function (li) { if (!before && Number(li.dataset.seq) > ev.seq) before = li; });
     eventsList.insertBefore(item, before);
     eventsEmpty.hidden = true;
+    var turns = document.getElementById("fact-turns");
+    if (turns && Number(turns.textContent) < ev.seq) turns.textContent = String(ev.seq);
   }
 
-  function fact(label, value, code) {
+  function fact(label, value, code, id) {
     if (!value && value !== 0) return null;
-    return A.el("div", {}, [A.el("dt", { text: label }), A.el("dd", {}, [code ? A.el("code", { text: String(value) }) : String(value)])]);
+    var dd = A.el("dd", id ? { id: id } : {}, [code ? A.el("code", { text: String(value) }) : String(value)]);
+    return A.el("div", {}, [A.el("dt", { text: label }), dd]);
   }
 
   function showSession(s) {
@@ -45,7 +48,7 @@
     var facts = document.getElementById("session-facts");
     facts.innerHTML = "";
     [fact("Id", s.id, true), fact("Agent", s.agent), fact("Actor", s.actor), fact("Started", A.fmtTime(s.startedAt)),
-     fact("Ended", A.fmtTime(s.endedAt)), fact("Turns", s.events), fact("Repo", s.repo), fact("Project", s.project),
+     fact("Ended", A.fmtTime(s.endedAt)), fact("Turns", Math.max(s.events || 0, Object.keys(seen).length), false, "fact-turns"), fact("Repo", s.repo), fact("Project", s.project),
      fact("Target", s.target, true), fact("Parent", s.parentSessionId, true)].forEach(function (n) { if (n) facts.appendChild(n); });
     var finished = A.isTerminal(s.status);
     document.querySelectorAll("#controls button, #control-message").forEach(function (b) { b.disabled = finished; });
