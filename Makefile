@@ -36,7 +36,7 @@ test: $(VENV)/.installed-dev
 ## make screenshots: re-take docs/screenshots/*.png from the console's browser tests.
 screenshots: $(VENV)/.installed-dev
 	bash scripts/test-prereqs.sh
-	AGENTS_SCREENSHOT_DIR=$(CURDIR)/docs/screenshots $(PY) -m pytest tests/console/test_browser.py -q
+	AGENTS_SCREENSHOT_DIR=$(CURDIR)/docs/screenshots $(PY) -m pytest tests/console/test_browser.py tests/console/test_browser_live.py -q
 
 bench: $(VENV)/.installed-dev
 	$(PY) bench/provision.py

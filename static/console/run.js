@@ -90,6 +90,18 @@
     });
   }
 
+  /* Re-read this page and swap in its server-rendered history and run count. */
+  function refreshHistory() {
+    return fetch(window.location.href, { credentials: "same-origin" }).then(function (res) { return res.ok ? res.text() : null; }).then(function (html) {
+      if (!html) return;
+      var doc = new DOMParser().parseFromString(html, "text/html");
+      ["recent-runs", "run-count"].forEach(function (id) {
+        var fresh = doc.getElementById(id), old = document.getElementById(id);
+        if (fresh && old) old.replaceWith(fresh);
+      });
+    }, function () {});
+  }
+
   form.addEventListener("submit", function (e) {
     e.preventDefault();
     var input = document.getElementById("run-input").value;
@@ -105,7 +117,7 @@
       if ((res.status === 200 || res.status === 502) && res.body && res.body.id) {
         showRun(res.body);
         state.textContent = res.status === 200 ? "Finished." : "The run failed; it was recorded with its error.";
-        return backfill();
+        return Promise.all([backfill(), refreshHistory()]);
       }
       errorBox.textContent = A.errorText(res);
       errorBox.hidden = false;

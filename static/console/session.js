@@ -90,7 +90,7 @@
         done();
       };
       setTimeout(done, 2000);
-      source.addEventListener("event", function (e) { var ev = JSON.parse(e.data).event; if (ev) addEvent(ev, true); });
+      source.addEventListener("event", function (e) { var ev = JSON.parse(e.data).event; if (ev) { addEvent(ev, true); scheduleTree(); } });
       source.addEventListener("session", function (e) {
         var s = JSON.parse(e.data).session;
         if (!s) return;

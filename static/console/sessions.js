@@ -64,5 +64,12 @@
     source.onopen = function () { streamState.textContent = "● live"; };
     source.onerror = function () { streamState.textContent = source.readyState === EventSource.CLOSED ? "live updates unavailable" : "reconnecting…"; };
     source.addEventListener("session", function (e) { var s = JSON.parse(e.data).session; if (s) upsert(s); });
+    source.addEventListener("event", function (e) {
+      var ev = JSON.parse(e.data).event;
+      var tr = ev && body.querySelector('tr[data-session="' + CSS.escape(ev.sessionId) + '"]');
+      if (!tr) return;
+      if (Number(tr.children[2].textContent) < ev.seq) tr.children[2].textContent = String(ev.seq);
+      tr.children[4].textContent = (ev.kind + ": " + A.payloadText(ev.payload)).slice(0, 140);
+    });
   }
 })();

@@ -43,14 +43,14 @@ def test_empty_agent_list_tells_a_member_to_ask_an_admin(member):
 def test_create_form_defines_the_agent(org_a, admin_client, upstream):
     response = admin_client.post(
         "/console/agents/new/",
-        {"name": "triage", "model": "best", "instructions": "Be brief.", "tools": "calculator,\nclock",
+        {"name": "triage", "model": "best", "instructions": "Be brief.", "tools": "calculator,\ncurrent_time",
          "execution_mode": "one-shot", "schedule": "", "timezone": "UTC", "description": " sorts tickets "},
     )
     assert response.status_code == 302
     assert response["Location"] == "/console/agents/triage/"
     with org_a.context():
         agent = Agent.objects.get(name="triage")
-        assert (agent.model, agent.instructions, agent.tools, agent.description) == ("best", "Be brief.", ["calculator", "clock"], "sorts tickets")
+        assert (agent.model, agent.instructions, agent.tools, agent.description) == ("best", "Be brief.", ["calculator", "current_time"], "sorts tickets")
 
 
 @pytest.mark.parametrize(

@@ -35,12 +35,16 @@ def test_admin_runs_an_agent_and_sees_the_live_session_then_the_output(page, mak
     page.fill("#run-input", "What is 2+2?")
     page.click("#run-button")
     page.wait_for_selector("#run-live:not([hidden])")  # the session shows while the model thinks
+    assert page.locator("#run-result").is_hidden()
+    assert page.inner_text("#run-session-status") == "running"
     page.wait_for_selector("#run-result:not([hidden])")
     assert page.inner_text("#run-output") == "Four, of course."
     assert page.inner_text("#run-status") == "ok"
     session_id = page.inner_text("#run-session-link")
     assert session_id.startswith("sess_")
     page.wait_for_selector("#run-events li")
+    page.wait_for_selector("#recent-runs tr[data-run]")  # the history re-read after the run
+    assert page.inner_text("#run-count") == "1"
     with org.context():
         run = Run.objects.get(agent_name="writer")
         assert (run.status, run.output, run.input, run.session_id) == ("ok", "Four, of course.", "What is 2+2?", session_id)
@@ -78,12 +82,13 @@ def test_a_second_runs_session_and_events_arrive_live(page, make_org, make_agent
     page.wait_for_function("document.querySelectorAll('#sessions-table tbody tr').length === 2")
     newest = page.locator("#sessions-table tbody tr").first
     assert "second run" in newest.inner_text()
+    shoot(page, "sessions")
     newest.locator("a").first.click()
     page.wait_for_selector("#events li")
     worker.join(timeout=30)
     page.wait_for_selector("#session-status .badge[data-status=done]")
-    assert page.locator("#events li").count() >= 1
-    shoot(page, "sessions")
+    page.wait_for_selector("#tree .badge[data-status=done]")
+    assert "second answer" in page.inner_text("#events")
 
 
 def test_session_page_streams_turns_and_pause_stop_show_forwarded(page, make_org, login, console_server, shoot):
