@@ -391,6 +391,31 @@ def test_append_refuses_bad_input_and_stores_nothing(org_a, body, message):
     assert _count(org_a, Event) == 0 and _count(org_a, last_seq=0) == 1
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"kind": "message", "payload": {"text": "\\ud800"}}',  # an unpaired surrogate no UTF-8 store can hold
+        '{"kind": "message", "actor": "\\udfff"}',
+        '{"kind": "message", "payload": ' + "[" * 5000 + "]" * 5000 + "}",  # deeper than the JSON reader goes
+    ],
+)
+def test_append_refuses_a_body_no_store_can_hold_with_400(org_a, raw):
+    session = new_session(org_a)
+    response = post(org_a.client, f"{BASE}/{session['id']}/events", raw)
+    assert response.status_code == 400
+    body = response.json()
+    assert body["status"] == 400 and body["code"] == "invalid_request" and set(body) == {"status", "code", "error"}
+    assert _count(org_a, Event) == 0
+
+
+def test_a_blank_actor_defaults_to_the_caller(org_a):
+    session = new_session(org_a, actor="   ")
+    event = append(org_a, session["id"], "log", actor="   ")
+    caller = f"{org_a.slug}/{org_a.user.username}"
+    assert session["actor"] == caller and event["actor"] == caller
+    assert _count(org_a, actor=caller) == 1 and _count(org_a, Event, actor=caller) == 1
+
+
 def test_append_to_another_orgs_session_is_404_and_stores_nothing(org_a, org_b):
     session = new_session(org_b)
     response = post(org_a.client, f"{BASE}/{session['id']}/events", {"kind": "message", "payload": {"text": "x"}})
