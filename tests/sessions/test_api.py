@@ -302,6 +302,15 @@ def test_patch_refuses_bad_input_and_changes_nothing(org_a, change, message):
     assert stored.title == "kept" and (stored.status, stored.terminal, stored.project, stored.target) == ("running", "", "", "")
 
 
+def test_clearing_the_project_of_a_published_session_is_refused(org_a):
+    session = new_session(org_a, project="shop", published=True)
+    response = patch(org_a.client, f"{BASE}/{session['id']}", {"project": "", "title": "changed"})
+    assert response.status_code == 400 and response.json()["error"].startswith("published requires a project")
+    assert _count(org_a, published=True, project="shop", title="") == 1
+    cleared = patch(org_a.client, f"{BASE}/{session['id']}", {"project": "", "published": False}).json()
+    assert "project" not in cleared and "published" not in cleared
+
+
 def test_patch_of_another_orgs_session_is_404(org_a, org_b):
     session = new_session(org_b)
     response = patch(org_a.client, f"{BASE}/{session['id']}", {"title": "x"})
