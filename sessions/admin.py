@@ -3,7 +3,7 @@
 Sessions: filter by status, search by agent and title; title, status, project and publication
 can be changed, through `services.session_update`, so the admin obeys the API's rules (a
 finished session never reopens, publishing needs a project) and the change is streamed.
-Events are read-only: the log is append-only.
+Sessions cannot be added or deleted here; events are read-only: the log is append-only.
 """
 
 from django import forms
@@ -37,6 +37,9 @@ class SessionAdmin(OrgModelAdmin):
 
     def has_add_permission(self, request):
         return False  # sessions are opened by the surfaces that run agents, through the API
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # a session is a durable record: no route deletes one, subagents hang off it
 
     def save_model(self, request, obj, form, change):
         """Apply the changed fields through `session_update`; an ApiError becomes a form error."""

@@ -47,7 +47,7 @@ def _json_body(request, *, required: bool) -> dict:
         return {}
     try:
         body = json.loads(request.body)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than the reader goes
         raise InvalidRequest("payload must be valid JSON") from exc
     if not isinstance(body, dict):
         raise InvalidRequest("the body must be a JSON object")
@@ -81,7 +81,7 @@ def create_session(request, payload: SessionIn):
     body = payload.model_dump(exclude_none=True)
     session = services.session_create(
         agent=body.get("agent", ""),
-        actor=body.get("actor") or request.auth.actor,
+        actor=(body.get("actor") or "").strip() or request.auth.actor,  # a blank actor names none: the caller
         title=body.get("title", ""),
         status=body.get("status", SessionStatus.RUNNING),
         parent_session_id=body.get("parentSessionId"),
@@ -144,7 +144,7 @@ def append_event(request, id: str):
         session_id=id,
         kind=kind if isinstance(kind, str) else "",
         payload=body.get("payload"),
-        actor=actor or request.auth.actor,
+        actor=(actor or "").strip() or request.auth.actor,  # a blank actor names none: the caller
     )
     return Status(201, event_view(event))
 

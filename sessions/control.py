@@ -31,12 +31,12 @@ import time
 from django.conf import settings
 
 from agents_site.errors import InvalidRequest
-from agents_site.vocabulary import ControlCommand, EventKind
+from agents_site.vocabulary import ControlCommand, EventKind, SessionStatus
 from sessions import fields, services
 from sessions.backends.base import BusError
 from sessions.bus import get_bus
-from sessions.errors import ForwardFailed, SessionFinished
-from sessions.models import Event
+from sessions.errors import ForwardFailed, SessionFinished, SessionNotFound
+from sessions.models import Event, Session
 from sessions.presenters import event_view
 from sessions.selectors import executor_channel, session_get
 from tenancy import stores
@@ -66,8 +66,7 @@ def control_send(*, session_id: str, command: str, message: str | None = None, p
     session = session_get(session_id=session_id)
     if command not in ControlCommand.values:
         raise InvalidRequest(COMMAND_MESSAGE)
-    if session.is_finished:
-        raise SessionFinished(f"session is {session.status}; cannot {command} a finished session")
+    _refuse_finished(session.status, command)
     message = fields.clean_message(message)
     fields.dump_payload(payload)
     services.refuse_secrets(payload)
@@ -80,7 +79,12 @@ def control_send(*, session_id: str, command: str, message: str | None = None, p
         body["payload"] = payload
     text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
     actor = fields.bounded(actor, fields.MAX_ACTOR, "actor")
-    event = services.append_checked(session_id=session.id, kind=EventKind.CONTROL, payload_text=text, actor=actor)
+    with stores.org_atomic():  # the session cannot finish between this check and the append
+        status = Session.objects.select_for_update().filter(pk=session.id).values_list("status", flat=True).first()
+        if status is None:
+            raise SessionNotFound()
+        _refuse_finished(status, command)
+        event = services.append_checked(session_id=session.id, kind=EventKind.CONTROL, payload_text=text, actor=actor)
     channel = executor_channel(session_id=session.id)
     if not channel and session.task_workflow_id:
         # Task-backed (a background or scheduled run): the durable task takes the command —
@@ -97,6 +101,12 @@ def control_send(*, session_id: str, command: str, message: str | None = None, p
     except BusError as exc:
         raise ForwardFailed(f"control recorded but forward failed: {exc}", command=command, event=event_view(event)) from exc
     return event, True
+
+
+def _refuse_finished(status: str, command: str) -> None:
+    """Raise 409 `SessionFinished` when `status` is terminal: a run that ended cannot be steered."""
+    if status in SessionStatus.TERMINAL:
+        raise SessionFinished(f"session is {status}; cannot {command} a finished session")
 
 
 def _forward(channel: str, command: dict) -> None:

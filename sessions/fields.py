@@ -39,13 +39,25 @@ def _text(value) -> str:
     return "" if value is None else str(value)
 
 
+def _storable(text: str, label: str) -> str:
+    """Return `text` if UTF-8 can hold it; 400 for an unpaired surrogate (`"\\ud800"` parses as JSON)."""
+    try:
+        text.encode()
+    except UnicodeEncodeError as exc:
+        raise InvalidRequest(f"{label} must be valid UTF-8 text") from exc
+    return text
+
+
 def bounded(value, limit: int, label: str, *, trim: bool = True) -> str:
-    """Return `value` (trimmed) if at most `limit` characters, else 400 `"<label> too long"`."""
+    """Return `value` (trimmed) if at most `limit` characters, else 400 `"<label> too long"`.
+
+    A value no UTF-8 store can hold is 400 `"<label> must be valid UTF-8 text"`.
+    """
     text = _text(value)
     text = text.strip() if trim else text
     if len(text) > limit:
         raise InvalidRequest(f"{label} too long")
-    return text
+    return _storable(text, label)
 
 
 def clean_agent(value) -> str:
@@ -138,15 +150,17 @@ def dump_payload(payload) -> str:
     """Return `payload` as compact JSON text ("" for None), at most 64 KiB (bytes).
 
     Raises `InvalidRequest`: `"payload too large"` (over 65 536 bytes of compact UTF-8 JSON)
-    or `"payload must be valid JSON"` (a value JSON cannot carry: NaN, a set, an object).
+    or `"payload must be valid JSON"` (a value JSON cannot carry: NaN, a set, an object, an
+    unpaired surrogate, nesting deeper than the JSON writer goes).
     """
     if payload is None:
         return ""
     try:
         text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as exc:
+        size = len(text.encode())
+    except (TypeError, ValueError, RecursionError) as exc:  # UnicodeEncodeError is a ValueError
         raise InvalidRequest("payload must be valid JSON") from exc
-    if len(text.encode()) > MAX_PAYLOAD_BYTES:
+    if size > MAX_PAYLOAD_BYTES:
         raise InvalidRequest("payload too large")
     return text
 
@@ -157,6 +171,6 @@ def clean_message(value) -> str | None:
         return None
     if not isinstance(value, str):
         raise InvalidRequest("message must be a string")
-    if len(value.encode()) > MAX_MESSAGE_BYTES:
+    if len(_storable(value, "message").encode()) > MAX_MESSAGE_BYTES:
         raise InvalidRequest("message too long")
     return value

@@ -12,14 +12,26 @@ subset of its plugins, plus the reference's rules it lacks or gets wrong:
 * `aws-secret-access-key` — unquoted `aws_secret_access_key = …` (detect-secrets needs quotes).
 * `gcp-api-key`, `github-pat-fine`, `npm-token` — absent from detect-secrets.
 * `stripe-secret-key` — detect-secrets cuts the key at 24 characters.
+* `github-token`, `slack-token`, `slack-webhook`, `jwt` — detect-secrets has them in narrower
+  shapes (a 36-character GitHub token, Slack tokens with numeric parts, webhooks of the
+  `T…/B…/…` form, JWTs whose parts decode as JSON); the reference's patterns catch the rest.
 * `generic-secret` — `password|secret|api_key|… = <value>` gated on Shannon entropy ≥ 3.5
   bits/char (detect-secrets' keyword plugin flags any value, e.g. `password = changeme`).
 
+Every reference rule is applied as the reference writes it, so whatever §4 catches is caught
+here; detect-secrets adds the services the reference does not name.
+
 Left out on purpose: detect-secrets' high-entropy-string plugins (they flag hashes and UUIDs,
 which transcripts are full of), its keyword plugin (replaced by `generic-secret`), the public-IP
-plugin (not a credential) and the Artifactory plugin (it matches upper-case words such as
-`APACHECONFIG`). A reference to a secret by name (`kms://…`, `projects/shop/deploy-key`) is
-not a secret and is admitted.
+plugin (not a credential), the Artifactory plugin (it matches upper-case words such as
+`APACHECONFIG`), and the IBM Cloud IAM, IBM COS HMAC, Cloudant and SoftLayer plugins: their
+assignment regexes backtrack cubically on a run of spaces (a 64 KiB payload would hold a
+worker for days), and the IAM one flags any `key: <44 characters>`. A reference to a secret by
+name (`kms://…`, `projects/shop/deploy-key`) is not a secret and is admitted.
+
+The library sees each line in windows of 1024 characters overlapping by 256 (its regexes are
+quadratic on long runs such as `://://…` or `eyJeyJ…`); a token longer than the overlap that a
+window cuts is still caught whole by the reference rules, which read the full text.
 
 What is scanned: the payload's text content. A string payload is scanned as is; an object is
 flattened to one `key: value` line per leaf (nested values indented below their key), so a
@@ -36,15 +48,17 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
-from detect_secrets.plugins import aws, azure_storage_key, basic_auth, cloudant, discord, github_token, gitlab_token
-from detect_secrets.plugins import ibm_cloud_iam, ibm_cos_hmac, jwt, mailchimp, npm, openai, private_key, pypi_token
-from detect_secrets.plugins import sendgrid, slack, softlayer, square_oauth, stripe, telegram_token, twilio
+from detect_secrets.plugins import aws, azure_storage_key, basic_auth, discord, github_token, gitlab_token, jwt
+from detect_secrets.plugins import mailchimp, npm, openai, private_key, pypi_token, sendgrid, slack, square_oauth
+from detect_secrets.plugins import stripe, telegram_token, twilio
 
 from agents_site.vocabulary import SecretSeverity
 
 CRITICAL, HIGH, MEDIUM = SecretSeverity.CRITICAL, SecretSeverity.HIGH, SecretSeverity.MEDIUM
 GENERIC_MIN_ENTROPY = 3.5  # bits per byte (reference §4)
 _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-+/=.]*")
+LIBRARY_WINDOW = 1024  # characters of one line the library's regexes see at once
+LIBRARY_OVERLAP = 256  # consecutive windows share this much, so a shorter token is seen whole
 
 
 @dataclass(frozen=True)
@@ -103,33 +117,41 @@ _REFERENCE_RULES: list[tuple[str, str, re.Pattern, int]] = [
     (
         "private-key",
         CRITICAL,
-        re.compile(
+        re.compile(  # the block ends at its END line; it never runs past the next BEGIN (linear time)
             r"-----BEGIN ((?:RSA |EC |OPENSSH |DSA |PGP |ENCRYPTED )?PRIVATE KEY(?: BLOCK)?)-----"
-            r"(?:.*?-----END \1-----)?",
+            r"(?:(?:(?!-----BEGIN ).)*?-----END \1-----)?",
             re.DOTALL,
         ),
         0,
     ),
-    ("aws-secret-access-key", CRITICAL, re.compile(r"(?i)aws_?secret_?access_?key[\"' ]*[:=][\"' ]*([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"), 1),
-    ("gcp-api-key", HIGH, re.compile(r"\bAIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"), 0),
-    ("github-pat-fine", HIGH, re.compile(r"\bgithub_pat_[A-Za-z0-9_]{82}\b"), 0),
-    ("npm-token", HIGH, re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), 0),
-    ("stripe-secret-key", CRITICAL, re.compile(r"\b(?:sk|rk)_live_[0-9A-Za-z]{24,}\b"), 0),
+    ("aws-secret-access-key", CRITICAL, re.compile(r"(?i)aws_?secret_?access_?key[\"' ]*[:=][\"' ]*([A-Za-z0-9/+=]{40})", re.ASCII), 1),
+    ("gcp-api-key", HIGH, re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b", re.ASCII), 0),
+    ("github-token", HIGH, re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}\b", re.ASCII), 0),
+    ("github-pat-fine", HIGH, re.compile(r"\bgithub_pat_[A-Za-z0-9_]{82}\b", re.ASCII), 0),
+    ("slack-token", HIGH, re.compile(r"\bxox[baprs]-[0-9A-Za-z\-]{10,}\b", re.ASCII), 0),
+    ("stripe-secret-key", CRITICAL, re.compile(r"\b(?:sk|rk)_live_[0-9A-Za-z]{24,}\b", re.ASCII), 0),
+    ("npm-token", HIGH, re.compile(r"\bnpm_[A-Za-z0-9]{36}\b", re.ASCII), 0),
+    ("slack-webhook", MEDIUM, re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9_/]+", re.ASCII), 0),
+    ("jwt", MEDIUM, re.compile(r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\b", re.ASCII), 0),
     (
         "generic-secret",
         MEDIUM,
         re.compile(
             r"(?i)\b(?:password|passwd|secret|api_?key|access_?token|auth_?token|client_?secret)\b"
-            r"[\"' ]*[:=][\"' ]*[\"']?([A-Za-z0-9/+_\-.]{16,}={0,2})[\"']?"
+            r"[\"' ]*[:=][\"' ]*[\"']?([A-Za-z0-9/+_\-.]{16,}={0,2})[\"']?",
+            re.ASCII,
         ),
         1,
     ),
 ]
 
 # A value naming where a secret lives rather than being one: `projects/shop/deploy-key`,
-# `settings.DATABASE_PASSWORD`, `os.environ.get`.
+# `settings.DATABASE_PASSWORD`, `os.environ.get`, `self.config.clientSecret`. A dotted name's
+# parts must read as identifiers (snake_case, CONSTANT_CASE, or camelCase humps of a capital
+# and lower-case letters): a random `R_wlMgyczxxhRy.vGRcyAeU5` is a secret, not a name.
 _REFERENCE_PATH = re.compile(r"^[a-z0-9._-]+(?:/[a-z0-9._-]+)+$")
-_DOTTED_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")
+_IDENTIFIER = r"(?:[a-z_][a-z0-9_]*|[A-Z_][A-Z0-9_]*|[A-Za-z][a-z0-9]*(?:[A-Z][a-z0-9]+)+)"
+_DOTTED_NAME = re.compile(rf"^{_IDENTIFIER}(?:\.{_IDENTIFIER})+$")
 
 
 def _generic_is_secret(value: str) -> bool:
@@ -160,12 +182,9 @@ def _plugins() -> tuple[_Plugin, ...]:
         _Plugin(aws.AWSKeyDetector(), (("aws-access-key-id", CRITICAL), ("aws-secret-access-key", CRITICAL))),
         _Plugin(azure_storage_key.AzureStorageKeyDetector(), (("azure-storage-key", CRITICAL),)),
         _Plugin(basic_auth.BasicAuthDetector(), (("basic-auth-credentials", HIGH),)),
-        _Plugin(cloudant.CloudantDetector(), (("cloudant-credentials", HIGH),)),
         _Plugin(discord.DiscordBotTokenDetector(), (("discord-bot-token", HIGH),)),
         _Plugin(github_token.GitHubTokenDetector(), (("github-token", HIGH),), whole_match=True),
         _Plugin(gitlab_token.GitLabTokenDetector(), (("gitlab-token", HIGH),)),
-        _Plugin(ibm_cloud_iam.IbmCloudIamDetector(), (("ibm-cloud-iam-key", HIGH),)),
-        _Plugin(ibm_cos_hmac.IbmCosHmacDetector(), (("ibm-cos-hmac-credentials", HIGH),)),
         _Plugin(jwt_detector, (("jwt", MEDIUM),), extend=True, validate=jwt_detector.is_formally_valid),
         _Plugin(mailchimp.MailchimpDetector(), (("mailchimp-key", HIGH),)),
         _Plugin(npm.NpmDetector(), (("npm-token", HIGH),)),
@@ -174,7 +193,6 @@ def _plugins() -> tuple[_Plugin, ...]:
         _Plugin(pypi_token.PypiTokenDetector(), (("pypi-token", HIGH),)),
         _Plugin(sendgrid.SendGridDetector(), (("sendgrid-key", HIGH),)),
         _Plugin(slack.SlackDetector(), (("slack-token", HIGH), ("slack-webhook", MEDIUM))),
-        _Plugin(softlayer.SoftlayerDetector(), (("softlayer-credentials", HIGH),)),
         _Plugin(square_oauth.SquareOAuthDetector(), (("square-oauth-secret", HIGH),)),
         _Plugin(stripe.StripeDetector(), (("stripe-secret-key", CRITICAL),), extend=True),
         _Plugin(telegram_token.TelegramBotTokenDetector(), (("telegram-bot-token", HIGH),)),
@@ -191,24 +209,44 @@ def _secret_span(match: re.Match, *, whole: bool) -> tuple[int, int]:
     return match.span()
 
 
+def _windows(line: str):
+    """Yield `(begin, text)`: `line` cut in `LIBRARY_WINDOW`-character pieces overlapping by `LIBRARY_OVERLAP`."""
+    begin = 0
+    while True:
+        yield begin, line[begin : begin + LIBRARY_WINDOW]
+        if begin + LIBRARY_WINDOW >= len(line):
+            return
+        begin += LIBRARY_WINDOW - LIBRARY_OVERLAP
+
+
 def _library_hits(text: str) -> list[_Hit]:
     hits: list[_Hit] = []
     offset = 0
     for line in text.split("\n"):
-        for plugin in _plugins():
-            if not any(True for _ in plugin.detector.analyze_string(line)):
-                continue  # the library's own verdict gates the line
-            for index, regex in enumerate(plugin.detector.denylist):
-                rule, severity = plugin.rule_for(index)
-                for match in regex.finditer(line):
-                    start, end = _secret_span(match, whole=plugin.whole_match)
-                    if plugin.extend:
-                        end = start + len(_TOKEN_TAIL.match(line, start).group())
-                    value = line[start:end]
-                    if not value or (plugin.validate is not None and not plugin.validate(value)):
-                        continue
-                    hits.append(_Hit(rule, severity, offset + start, offset + end, value))
+        if line.strip():  # a blank line holds nothing; 64 Ki of them cost seconds of plugin calls
+            for begin, window in _windows(line):
+                hits.extend(_window_hits(line, begin, window, offset))
         offset += len(line) + 1
+    return hits
+
+
+def _window_hits(line: str, begin: int, window: str, offset: int) -> list[_Hit]:
+    """Return the library's hits in `window` (= `line[begin:…]`), spans in `text` coordinates."""
+    hits: list[_Hit] = []
+    for plugin in _plugins():
+        if not any(True for _ in plugin.detector.analyze_string(window)):
+            continue  # the library's own verdict gates the window
+        for index, regex in enumerate(plugin.detector.denylist):
+            rule, severity = plugin.rule_for(index)
+            for match in regex.finditer(window):
+                start, end = _secret_span(match, whole=plugin.whole_match)
+                start, end = begin + start, begin + end
+                if plugin.extend:  # on the whole line: a window may have cut the token
+                    end = start + len(_TOKEN_TAIL.match(line, start).group())
+                value = line[start:end]
+                if not value or (plugin.validate is not None and not plugin.validate(value)):
+                    continue
+                hits.append(_Hit(rule, severity, offset + start, offset + end, value))
     return hits
 
 
@@ -224,27 +262,32 @@ def _reference_hits(text: str) -> list[_Hit]:
     return hits
 
 
-def _flatten(value, indent: str = "") -> list[str]:
-    """Return the text lines of a JSON value: strings as they are, objects as `key: value`."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        lines: list[str] = []
-        for key, item in value.items():
-            if isinstance(item, (dict, list)):
-                lines.append(f"{indent}{key}:")
-                lines.extend(_flatten(item, indent + "  "))
-            elif isinstance(item, str):
-                lines.append(f"{indent}{key}: {item}")
-            else:
-                lines.append(f"{indent}{key}: {item}")
-        return lines
-    if isinstance(value, list):
-        lines = []
-        for item in value:
-            lines.extend(_flatten(item, indent) if isinstance(item, (dict, list, str)) else [f"{indent}{item}"])
-        return lines
-    return [] if value is None else [str(value)]
+def _flatten(value) -> list[str]:
+    """Return the text lines of a JSON value: strings as they are, objects as `key: value`.
+
+    Nested values are indented below their key. Iterative, so a payload nested deeper than
+    Python's stack is still read whole: `{"a": {"b": "x"}}` → `["a:", "  b: x"]`.
+    """
+    lines: list[str] = []
+    stack: list[tuple[object, str]] = [(value, "")]
+    while stack:
+        item, indent = stack.pop()
+        if isinstance(item, str):
+            lines.append(item)
+        elif isinstance(item, dict):
+            pending: list[tuple[object, str]] = []
+            for key, child in item.items():
+                if isinstance(child, (dict, list)):
+                    pending.append((f"{indent}{key}:", ""))
+                    pending.append((child, indent + "  "))
+                else:
+                    pending.append((f"{indent}{key}: {child}", ""))
+            stack.extend(reversed(pending))
+        elif isinstance(item, list):
+            stack.extend(reversed([(c, indent) if isinstance(c, (dict, list, str)) else (f"{indent}{c}", "") for c in item]))
+        elif item is not None:
+            lines.append(str(item))
+    return lines
 
 
 def scan_text(text: str) -> list[Finding]:

@@ -8,7 +8,7 @@ org's stream (`sessions.bus`), after the commit, never failing the write.
 
 from __future__ import annotations
 
-from django.db import router, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from agents.ids import mint_id
@@ -32,7 +32,7 @@ UNSET = _Unset()  # a field `session_update` leaves unchanged
 
 
 def _alias() -> str:
-    return router.db_for_write(Session)
+    return stores.current_alias()
 
 
 def _org() -> str:
@@ -103,7 +103,7 @@ def session_create(
     org, alias = _org(), _alias()
     now = timezone.now()
     session_id = mint_id("sess")
-    with transaction.atomic(using=alias):
+    with stores.org_atomic():
         session = Session.objects.create(
             id=session_id,
             agent=agent,
@@ -148,11 +148,12 @@ def session_update(
     Spec 003: PATCH /v1/agents/sessions/{id} → 200. A finished session keeps its status:
     another status is 409 `SessionFinished` ("session is done; cannot change status"). Moving
     into `done`/`error` stamps `ended_at` once. `target` "" detaches, `terminal` "" withdraws;
-    `published=True` needs a project (given now or stored) → else 400. Raises
+    `published=True` needs a project (given now or stored), and a published session cannot
+    drop its project (unpublish it in the same request) → else 400. Raises
     `SessionNotFound` (404), `InvalidRequest` (400). Publishes a `session` frame.
     """
     org, alias = _org(), _alias()
-    with transaction.atomic(using=alias):
+    with stores.org_atomic():
         session = _locked(session_id)
         now = timezone.now()
         if status is not UNSET:
@@ -173,9 +174,9 @@ def session_update(
         if cwd is not UNSET:
             session.cwd = fields.bounded(cwd, fields.MAX_CWD, "cwd")
         if published is not UNSET:
-            if published and not session.project:
-                raise InvalidRequest(fields.PUBLISH_MESSAGE)
             session.published = bool(published)
+        if session.published and not session.project:
+            raise InvalidRequest(fields.PUBLISH_MESSAGE)
         session.updated_at = now
         session.save()
         _publish_session(org, alias, session, children=child_count(session_id=session.id))
@@ -192,7 +193,7 @@ def validate_update(*, session_id: str, **changes) -> None:
     Runs the update inside a transaction that is always rolled back (no frame is published).
     """
     try:
-        with transaction.atomic(using=_alias()):
+        with stores.org_atomic():
             session_update(session_id=session_id, **changes)
             raise _DryRun()
     except _DryRun:
@@ -271,7 +272,7 @@ def append_checked(*, session_id: str, kind: str, payload_text: str, actor: str)
     """
     org, alias = _org(), _alias()
     now = timezone.now()
-    with transaction.atomic(using=alias):
+    with stores.org_atomic():
         numbers = _next_numbers(transaction.get_connection(alias), session_id=session_id, now=now)
         if numbers is None:
             raise SessionNotFound()

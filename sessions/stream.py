@@ -42,20 +42,23 @@ from sessions.presenters import event_view
 from tenancy import stores
 
 REPLAY_PAGE = 500
+MAX_POSITION_DIGITS = 19  # positions are 64-bit integers; a longer id is past any head
 
 
 def parse_last_event_id(header: str | None, query: str | None) -> int | None:
     """Return the resume position from the `Last-Event-ID` header or `?lastEventId=` (header wins).
 
-    Blank → None (start at the head). Raises 400 for anything but a non-negative integer.
+    Blank → None (start at the head). Raises 400 for anything but ASCII digits (`²` and `٣`
+    are digits to Python, not ids). An id of more than 19 digits is past any head and comes
+    back as 10**19 (the stream then resumes from the head).
     """
     raw = (header if header not in (None, "") else query) or ""
     raw = raw.strip()
     if not raw:
         return None
-    if not raw.isdigit():
+    if not (raw.isascii() and raw.isdigit()):
         raise InvalidRequest("Last-Event-ID must be a non-negative integer (the id: of an event frame)")
-    return int(raw)
+    return int(raw) if len(raw) <= MAX_POSITION_DIGITS else 10**MAX_POSITION_DIGITS
 
 
 def render(kind: str, data: dict, event_id: int | None = None) -> str:
@@ -131,6 +134,12 @@ async def session_stream(*, org: str, root: str | None, last_event_id: int | Non
         next_ping = loop.time() + ping_seconds
         next_catchup = loop.time() + catchup_seconds
         while True:
+            # The ping is checked every turn, not only when the feed is idle: frames of other
+            # flows, filtered out by `?root=`, must not starve it (it is also how a departed
+            # client is noticed).
+            if loop.time() >= next_ping:
+                yield ": ping\n\n"
+                next_ping = loop.time() + ping_seconds
             timeout = max(0.0, min(next_ping, next_catchup) - loop.time())
             try:
                 frame = await subscription.get(timeout)
@@ -142,9 +151,6 @@ async def session_stream(*, org: str, root: str | None, last_event_id: int | Non
                     async for chunk in from_store():
                         yield chunk
                     next_catchup = now + catchup_seconds
-                if now >= next_ping:
-                    yield ": ping\n\n"
-                    next_ping = now + ping_seconds
                 continue
             if frame.get("org") != org:  # never: the bus is per org; kept as the fail-closed proof
                 continue

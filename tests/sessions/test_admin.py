@@ -13,6 +13,11 @@ SESSIONS = "/admin/agent_sessions/session/"
 EVENTS = "/admin/agent_sessions/event/"
 
 
+def _url(base: str, pk: str, view: str) -> str:
+    """Return an admin object URL. The admin escapes pks (`_25` reads back as `%`), so `sess_25…` needs quote()."""
+    return f"{base}{quote(pk)}/{view}/"
+
+
 @pytest.fixture
 def admin_client(org_a) -> Client:
     client = Client()
@@ -46,11 +51,11 @@ def test_sessions_filter_by_status_and_search_by_agent_or_title(org_a, admin_cli
 def test_events_are_read_only(org_a, admin_client):
     session = new_session(org_a)
     event = append(org_a, session["id"], payload={"text": "kept"})
-    url = f"{EVENTS}{quote(event['id'])}/change/"
+    url = _url(EVENTS, event["id"], "change")
     page = admin_client.get(url)
     assert page.status_code == 200 and b'name="_save"' not in page.content
     assert admin_client.post(url, {"kind": "log", "payload": "{}"}).status_code == 403
-    assert admin_client.post(f"{EVENTS}{quote(event['id'])}/delete/", {"post": "yes"}).status_code == 403
+    assert admin_client.post(_url(EVENTS, event["id"], "delete"), {"post": "yes"}).status_code == 403
     assert admin_client.get(f"{EVENTS}add/").status_code == 403
     with org_a.context():
         assert Event.objects.get(pk=event["id"]).payload == '{"text":"kept"}'
@@ -58,7 +63,7 @@ def test_events_are_read_only(org_a, admin_client):
 
 def test_an_admin_edit_obeys_the_session_rules(org_a, admin_client):
     finished = new_session(org_a, status="done", title="done-title")
-    url = f"{SESSIONS}{quote(finished['id'])}/change/"
+    url = _url(SESSIONS, finished["id"], "change")
     reopened = admin_client.post(url, {"title": "done-title", "status": "running", "project": "", "published": ""})
     assert reopened.status_code == 200 and b"session is done; cannot change status" in reopened.content
     unpublishable = admin_client.post(url, {"title": "done-title", "status": "done", "project": "", "published": "on"})
@@ -69,3 +74,14 @@ def test_an_admin_edit_obeys_the_session_rules(org_a, admin_client):
         stored = Session.objects.get(pk=finished["id"])
     assert (stored.title, stored.status, stored.project, stored.published) == ("renamed", "done", "shop", True)
     assert admin_client.get(f"{SESSIONS}add/").status_code == 403
+
+
+def test_an_admin_cannot_delete_a_session(org_a, admin_client):
+    """Sessions are durable records (no route deletes one, children hang off them): nor does the admin."""
+    quiet, busy = new_session(org_a), new_session(org_a)
+    append(org_a, busy["id"], payload={"text": "kept"})
+    for session in (quiet, busy):
+        assert admin_client.post(_url(SESSIONS, session["id"], "delete"), {"post": "yes"}).status_code == 403
+    admin_client.post(SESSIONS, {"action": "delete_selected", "_selected_action": [quiet["id"], busy["id"]], "post": "yes"})
+    with org_a.context():
+        assert Session.objects.count() == 2 and Event.objects.count() == 1

@@ -302,6 +302,15 @@ def test_patch_refuses_bad_input_and_changes_nothing(org_a, change, message):
     assert stored.title == "kept" and (stored.status, stored.terminal, stored.project, stored.target) == ("running", "", "", "")
 
 
+def test_clearing_the_project_of_a_published_session_is_refused(org_a):
+    session = new_session(org_a, project="shop", published=True)
+    response = patch(org_a.client, f"{BASE}/{session['id']}", {"project": "", "title": "changed"})
+    assert response.status_code == 400 and response.json()["error"].startswith("published requires a project")
+    assert _count(org_a, published=True, project="shop", title="") == 1
+    cleared = patch(org_a.client, f"{BASE}/{session['id']}", {"project": "", "published": False}).json()
+    assert "project" not in cleared and "published" not in cleared
+
+
 def test_patch_of_another_orgs_session_is_404(org_a, org_b):
     session = new_session(org_b)
     response = patch(org_a.client, f"{BASE}/{session['id']}", {"title": "x"})
@@ -389,6 +398,31 @@ def test_append_refuses_bad_input_and_stores_nothing(org_a, body, message):
     assert response.status_code == 400
     assert response.json() == {"status": 400, "code": "invalid_request", "error": message}
     assert _count(org_a, Event) == 0 and _count(org_a, last_seq=0) == 1
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"kind": "message", "payload": {"text": "\\ud800"}}',  # an unpaired surrogate no UTF-8 store can hold
+        '{"kind": "message", "actor": "\\udfff"}',
+        '{"kind": "message", "payload": ' + "[" * 5000 + "]" * 5000 + "}",  # deeper than the JSON reader goes
+    ],
+)
+def test_append_refuses_a_body_no_store_can_hold_with_400(org_a, raw):
+    session = new_session(org_a)
+    response = post(org_a.client, f"{BASE}/{session['id']}/events", raw)
+    assert response.status_code == 400
+    body = response.json()
+    assert body["status"] == 400 and body["code"] == "invalid_request" and set(body) == {"status", "code", "error"}
+    assert _count(org_a, Event) == 0
+
+
+def test_a_blank_actor_defaults_to_the_caller(org_a):
+    session = new_session(org_a, actor="   ")
+    event = append(org_a, session["id"], "log", actor="   ")
+    caller = f"{org_a.slug}/{org_a.user.username}"
+    assert session["actor"] == caller and event["actor"] == caller
+    assert _count(org_a, actor=caller) == 1 and _count(org_a, Event, actor=caller) == 1
 
 
 def test_append_to_another_orgs_session_is_404_and_stores_nothing(org_a, org_b):

@@ -91,6 +91,33 @@ def test_a_finished_session_refuses_every_command(org_a, status, command):
     assert _controls(org_a, session["id"]) == []
 
 
+def test_a_session_finished_while_a_command_is_checked_refuses_it(org_a, monkeypatch):
+    """The finished check holds until the command is stored: a run ending meanwhile wins (409)."""
+    from sessions import control, services
+
+    session = new_session(org_a)
+    scan = services.refuse_secrets
+
+    def finish_then_scan(payload):  # the run reports `done` between the first check and the append
+        services.session_update(session_id=session["id"], status="done")
+        scan(payload)
+
+    monkeypatch.setattr(control.services, "refuse_secrets", finish_then_scan)
+    response = post(org_a.client, f"{BASE}/{session['id']}/pause")
+    assert response.status_code == 409
+    assert response.json() == {"status": 409, "code": "session_finished", "error": "session is done; cannot pause a finished session"}
+    assert _controls(org_a, session["id"]) == []
+
+
+@pytest.mark.parametrize("body", ['{"message": "\\ud800"}', '{"payload": {"t": "\\udfff"}}', '{"payload": ' + "[" * 5000 + "]" * 5000 + "}"])
+def test_a_command_no_store_can_hold_is_400(org_a, body):
+    session = new_session(org_a)
+    response = post(org_a.client, f"{BASE}/{session['id']}/message", body)
+    assert response.status_code == 400
+    assert response.json()["code"] == "invalid_request" and set(response.json()) == {"status", "code", "error"}
+    assert _controls(org_a, session["id"]) == []
+
+
 @pytest.mark.parametrize("command", ["pause", "resume", "stop", "message"])
 def test_commands_on_another_orgs_session_are_404(org_a, org_b, command):
     session = new_session(org_b)

@@ -5,8 +5,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
+import os
 import secrets
 import string
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -17,6 +20,7 @@ from sessions.models import Event
 from sessions.scanner import mask, scan_payload, shannon_entropy
 from tenancy import stores
 from tests.sessions.conftest import new_session, post
+from tests.support.live import ROOT
 
 ALNUM = string.ascii_letters + string.digits
 
@@ -139,3 +143,97 @@ def test_the_generic_rule_needs_entropy():
     assert shannon_entropy("aaaa") == 0.0 and shannon_entropy("ab") == 1.0
     assert scan_payload("password = abababababababababab") == []
     assert [f.rule for f in scan_payload("password = " + _rand(24))] == ["generic-secret"]
+
+
+def _reference_misses() -> list[tuple[str, str, str, str]]:
+    """(name, text, rule, the value the reference's §4 rule takes) — shapes the library alone lets through."""
+    aws_41 = _rand(41, ALNUM + "/+")
+    gcp = "AIza" + _rand(35)
+    slack = "xoxp-" + _rand(30, string.ascii_lowercase + string.digits)
+    hook = "https://hooks.slack.com/services/" + _rand(30)
+    github = "ghp_" + _rand(44)
+    jwt_like = "eyJ" + _rand(20) + ".eyJ" + _rand(30) + "." + _rand(30)  # not base64 JSON, still token-shaped
+    return [
+        ("aws secret longer than 40", f"aws_secret_access_key={aws_41}", "aws-secret-access-key", aws_41[:40]),
+        ("gcp key followed by a dash", f"key {gcp}-prod", "gcp-api-key", gcp),
+        ("slack token without numeric parts", f"SLACK={slack}", "slack-token", slack),
+        ("slack webhook of any path", f"post to {hook}", "slack-webhook", hook),
+        ("github token longer than 36", f"token {github}", "github-token", github),
+        ("jwt that does not decode", f"Bearer {jwt_like}", "jwt", jwt_like),
+    ]
+
+
+REFERENCE_MISSES = _reference_misses()
+
+
+@pytest.mark.parametrize("name, text, rule, value", REFERENCE_MISSES, ids=[case[0] for case in REFERENCE_MISSES])
+def test_what_the_reference_rules_catch_is_refused(name, text, rule, value):
+    findings = scan_payload({"text": text})
+    assert [(f.rule, f.line, f.fingerprint) for f in findings] == [(rule, 1, hashlib.sha256(value.encode()).hexdigest())]
+    assert findings[0].preview == mask(value)
+
+
+def test_a_payload_nested_deeper_than_the_stack_is_scanned_whole():
+    github = "ghp_" + _rand(36)
+    deep: object = {"text": github}
+    for _ in range(3000):
+        deep = [deep]
+    assert [f.rule for f in scan_payload(deep)] == ["github-token"]
+
+
+HOSTILE = {  # 64 KiB each; shapes that made detect-secrets' regexes backtrack for minutes or days
+    "keyword then spaces": "password" + " " * (64 * 1024 - 9) + "x",
+    "key then spaces": "cloudant_key" + " " * 4000 + "\nsl_key" + " " * 4000 + "\nibm_cos_hmac secret_key" + " " * 4000,
+    "url prefixes": "://" * (64 * 1024 // 3),
+    "jwt prefixes": "eyJ" * (64 * 1024 // 3),
+    "pem headers": "-----BEGIN PRIVATE KEY-----" * (64 * 1024 // 27),
+    "empty lines": "\n" * (64 * 1024),
+}
+
+
+def test_hostile_payloads_are_scanned_without_stalling_the_writer():
+    """Each 64 KiB payload scans in well under a second; the bound here only catches a stall.
+
+    A regex holds the GIL for its whole match, so the scan runs in a child process that can
+    be killed.
+    """
+    code = (
+        "import django; django.setup()\n"
+        "from sessions.scanner import scan_payload\n"
+        "from tests.sessions.test_scanner import HOSTILE\n"
+        "for name, payload in HOSTILE.items():\n"
+        "    scan_payload(payload)\n"
+        "    print(name, flush=True)\n"
+    )
+    try:
+        env = {**os.environ, "DJANGO_SETTINGS_MODULE": "agents_site.settings", "PYTHONPATH": str(ROOT)}
+        done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"the scanner stalled after {exc.stdout!r}")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == list(HOSTILE)
+
+
+def test_a_cache_key_of_44_characters_is_not_a_credential():
+    assert scan_payload({"text": "cache key: " + secrets.token_urlsafe(33)}) == []
+
+
+@pytest.mark.parametrize(
+    "value", ["R_wlMgyczxxhRy.vGRcyAeU5", "xIj5BXuuUAHBCNXtKeyJWp.LlehLdVl", "MYf4.ZzHOCg7ta6CXghu_meYOGf7q"]
+)
+def test_a_random_value_with_dots_is_not_taken_for_a_name_in_code(value):
+    findings = scan_payload(f"secret={value}")
+    assert [(f.rule, f.fingerprint) for f in findings] == [("generic-secret", hashlib.sha256(value.encode()).hexdigest())]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "password = settings.DATABASE_PASSWORD_FROM_VAULT",
+        "api_key = os.environ.OPENAI_API_KEY_PRODUCTION",
+        "client_secret = self.config.clientSecretValue",
+        "secret: ProviderSettings.StripeWebhookSecret",
+    ],
+)
+def test_a_name_in_code_is_not_a_credential(line):
+    assert scan_payload(line) == []

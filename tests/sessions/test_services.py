@@ -177,6 +177,17 @@ def test_payload_none_is_a_turn_without_payload_and_unjsonable_values_are_refuse
         assert Event.objects.count() == 1
 
 
+def test_a_payload_nested_deeper_than_json_can_write_is_refused(org_a):
+    deep: list = []
+    for _ in range(5000):
+        deep = [deep]
+    with org_a.context():
+        session = services.session_create(agent="deep", actor="t")
+        with pytest.raises(InvalidRequest, match="payload must be valid JSON"):
+            services.session_append_event(session_id=session.id, kind="log", payload=deep, actor="t")
+        assert Event.objects.count() == 0
+
+
 def test_writes_publish_frames_only_after_they_commit(org_a, settings):
     settings.AGENTS_SESSION_BUS = "local"
 

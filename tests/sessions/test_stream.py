@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 
 import httpx
+import pytest
 from django.db import connections
 
 from sessions import services
-from sessions.bus import get_bus
+from sessions.bus import get_bus, session_frame
 from sessions.models import Event
-from sessions.presenters import event_view
+from sessions.presenters import event_view, session_view
+from sessions.stream import parse_last_event_id, session_stream
 from tests.sessions.sse import open_stream
 
 BASE = "/v1/agents/sessions"
@@ -261,3 +263,43 @@ def test_a_stuck_client_is_dropped_while_writes_continue_and_can_resume(make_org
     assert dropped is True
     assert first_ids == list(range(1, len(first_ids) + 1)) and len(first_ids) <= 257 < total
     assert resumed_ids == list(range(first_ids[-1] + 1, total + 1))
+
+
+@pytest.mark.parametrize("last_event_id", ["²", "٣", "-1", "1e3", "0x10"])
+def test_a_last_event_id_that_is_not_a_plain_number_is_400(org_a, last_event_id):
+    for how in ({"HTTP_LAST_EVENT_ID": last_event_id}, {"data": {"lastEventId": last_event_id}}):
+        response = org_a.client.get(f"{BASE}/stream", **how)
+        assert response.status_code == 400
+        assert response.json() == {"status": 400, "code": "invalid_request", "error": "Last-Event-ID must be a non-negative integer (the id: of an event frame)"}
+
+
+def test_a_last_event_id_of_any_length_is_beyond_the_head_not_an_error():
+    assert parse_last_event_id("9" * 5000, None) >= 2**63 and parse_last_event_id(None, "0042") == 42
+
+
+def test_a_narrowed_stream_pings_on_time_while_other_flows_keep_it_busy(org_a, settings):
+    """Frames of other flows are filtered out, yet the ping still goes out when it is due."""
+    settings.AGENTS_SESSION_BUS = "local"
+    settings.AGENTS_SSE_PING_SECONDS = 0  # a ping is due at every turn of the loop
+    settings.AGENTS_SSE_CATCHUP_SECONDS = 60
+    with org_a.context():
+        mine = services.session_create(agent="watched", actor="t")
+        busy = services.session_create(agent="busy", actor="t")
+    busy_frame = session_frame(org=org_a.slug, session_view=session_view(busy, org=org_a.slug))
+    mine_frame = session_frame(org=org_a.slug, session_view=session_view(mine, org=org_a.slug))
+
+    async def scenario() -> list[str]:
+        stream = session_stream(org=org_a.slug, root=mine.id, last_event_id=None)
+        chunks = [await stream.__anext__()]
+        for _ in range(50):  # the busy flow's frames are waiting before the stream reads any
+            get_bus().publish(org_a.slug, busy_frame)
+        get_bus().publish(org_a.slug, mine_frame)
+        while not chunks[-1].startswith("event: session"):
+            chunks.append(await asyncio.wait_for(stream.__anext__(), 10))
+        await stream.aclose()
+        return chunks
+
+    chunks = asyncio.run(scenario())
+    assert chunks[0] == ": stream open\n\n"
+    assert ": ping\n\n" in chunks[1:-1]  # pinged while the 50 filtered frames were drained
+    assert f'"id":"{mine.id}"' in chunks[-1] and all(busy.id not in c for c in chunks)
