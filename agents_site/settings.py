@@ -179,6 +179,9 @@ AGENTS_MODEL_CATALOG_TTL_SECONDS = _env_int("AGENTS_MODEL_CATALOG_TTL_SECONDS", 
 CLOUD_AGENT_MAX_LONG_RUNNING = _env_int("CLOUD_AGENT_MAX_LONG_RUNNING", 100)
 CLOUD_AGENT_FEE_CENTS = _env_int("CLOUD_AGENT_FEE_CENTS", 100)
 
+# Run-targets: how long a machine's claim long-poll waits for work before answering 204 (seconds).
+AGENTS_CLAIM_WAIT_SECONDS = float(os.environ.get("AGENTS_CLAIM_WAIT_SECONDS", "25") or 25)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

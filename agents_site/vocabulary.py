@@ -87,6 +87,18 @@ class TargetStatus(models.TextChoices):
     DRAINING = "draining", "draining"  # finishing what it has, taking nothing new
 
 
+class RoutedRunState(models.TextChoices):
+    """Where one offer of the (org, target) mailbox stands (targets.models.RoutedRun)."""
+
+    OFFERED = "offered", "offered"  # waiting for the machine's claim
+    CLAIMED = "claimed", "claimed"  # won by exactly one claim; the machine is running it
+    REPORTED = "reported", "reported"  # the machine reported its result (terminal)
+    WITHDRAWN = "withdrawn", "withdrawn"  # the run was stopped or the target removed (terminal)
+
+
+RoutedRunState.OPEN = frozenset({RoutedRunState.OFFERED, RoutedRunState.CLAIMED})
+
+
 class LedgerKind(models.TextChoices):
     """The kind of a billing ledger row."""
 

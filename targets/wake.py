@@ -1,0 +1,124 @@
+"""Wake-ups for waiting claims, delivered over the Channels layer.
+
+Each (org, target) has one group. A waiting claim subscribes a fresh channel to its group and
+sleeps on `receive`; whoever changes that target's mailbox (an offer, a key rotation, a
+delete) sends one message to the group after its transaction commits. The message carries no
+data: the store is the source of truth, so a woken claim re-reads it. A lost wake-up costs
+latency, never a run (the claim re-checks the store once more when its wait ends).
+
+Loops: the in-memory layer's queues belong to the event loop that waits on them, and
+channels-redis allows one receiving loop per process. Waiting claims all run on the server's
+one loop (daphne's); `notify` delivers from sync code onto that loop, wherever it is called
+from (a request's worker thread, a plain thread, a task).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import threading
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+
+logger = logging.getLogger(__name__)
+
+_WAKE = {"type": "target.wake"}
+_home_loop: asyncio.AbstractEventLoop | None = None
+_home_lock = threading.Lock()
+
+
+def group_name(*, org: str, target_id: str) -> str:
+    """Return the channel-layer group of (org, target): `targets.<sha256[:40]>`.
+
+    Hashed because group names allow only ASCII letters, digits, `-_.` and < 100 characters.
+    """
+    digest = hashlib.sha256(f"{org}\x00{target_id}".encode()).hexdigest()[:40]
+    return f"targets.{digest}"
+
+
+def remember_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """Record the loop waiting claims run on (the loop `notify` delivers onto)."""
+    global _home_loop
+    with _home_lock:
+        _home_loop = loop
+
+
+def _live_home() -> asyncio.AbstractEventLoop | None:
+    loop = _home_loop
+    if loop is None or loop.is_closed() or not loop.is_running():
+        return None
+    return loop
+
+
+async def notify_async(*, org: str, target_id: str) -> None:
+    """Wake every claim waiting on (org, target). Errors are logged, never raised."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        await layer.group_send(group_name(org=org, target_id=target_id), dict(_WAKE))
+    except Exception:  # a lost wake-up costs latency only: the store is re-read at the end
+        logger.warning("could not wake claims of target %s", target_id, exc_info=True)
+
+
+def notify(*, org: str, target_id: str) -> None:
+    """Wake every claim waiting on (org, target) from sync code; best effort, never raises.
+
+    Call it after the change committed (`transaction.on_commit`). Not from inside a running
+    event loop's own thread (use `notify_async` there).
+    """
+    if get_channel_layer() is None:
+        return
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is not None:  # sync code on a loop's own thread: schedule, never block it
+        running.create_task(notify_async(org=org, target_id=target_id))
+        return
+    home = _live_home()
+    try:
+        if home is not None:
+            asyncio.run_coroutine_threadsafe(notify_async(org=org, target_id=target_id), home).result(timeout=5)
+        else:
+            async_to_sync(notify_async)(org=org, target_id=target_id)
+    except Exception:
+        logger.warning("could not wake claims of target %s", target_id, exc_info=True)
+
+
+class Subscription:
+    """A waiting claim's subscription to its (org, target) group (`async with`)."""
+
+    def __init__(self, *, org: str, target_id: str) -> None:
+        self.group = group_name(org=org, target_id=target_id)
+        self.layer = get_channel_layer()
+        self.channel: str | None = None
+
+    async def __aenter__(self) -> Subscription:
+        if self.layer is not None:
+            remember_loop(asyncio.get_running_loop())
+            self.channel = await self.layer.new_channel()
+            await self.layer.group_add(self.group, self.channel)
+        return self
+
+    async def wait(self, timeout: float) -> bool:
+        """Sleep until a wake-up arrives or `timeout` seconds pass; return True if woken."""
+        if timeout <= 0:
+            return False
+        if self.layer is None or self.channel is None:
+            await asyncio.sleep(timeout)
+            return False
+        try:
+            await asyncio.wait_for(self.layer.receive(self.channel), timeout)
+            return True
+        except asyncio.TimeoutError:
+            return False
+
+    async def __aexit__(self, *exc) -> None:
+        if self.layer is not None and self.channel is not None:
+            try:
+                await self.layer.group_discard(self.group, self.channel)
+            except Exception:
+                logger.warning("could not leave group %s", self.group, exc_info=True)
