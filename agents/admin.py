@@ -8,7 +8,9 @@ from agents_site.admin_site import OrgModelAdmin
 
 @admin.register(Agent)
 class AgentAdmin(OrgModelAdmin):
-    editable = True
+    # Read-only: a ModelForm would write around `agents.services` (no name, cron, tool or cap
+    # rules; an add without id or timestamps is a 500). Agents change through the API/console.
+    editable = False
     list_display = ("name", "model", "execution_mode", "schedule", "timezone", "updated_at")
     list_filter = ("execution_mode", "status")
     search_fields = ("name", "description")

@@ -1,7 +1,7 @@
 """Agent definition routes (spec 003: /v1/agents, /v1/agents/{ref}). Thin: parse, call, shape."""
 
 from django.http import HttpResponse
-from ninja import Router
+from ninja import Router, Status
 
 from agents import selectors, services
 from agents.presenters import agent_detail_view, agent_view
@@ -26,7 +26,9 @@ _WIRE_TO_FIELD = {
 
 
 def _input(payload: AgentIn, *, allow_name: bool) -> AgentInput:
-    given = payload.model_dump(exclude_unset=True)
+    # JSON null is an omitted field (reference §2.1: optional pointers), never "clear it": a
+    # client echoing a view with `"schedule": null` must not turn a long-running agent one-shot.
+    given = {k: v for k, v in payload.model_dump(exclude_unset=True).items() if v is not None}
     if not allow_name:
         given.pop("name", None)
     return AgentInput(**{_WIRE_TO_FIELD[k]: v for k, v in given.items() if k in _WIRE_TO_FIELD})
@@ -42,7 +44,7 @@ def list_agents(request):
 def create_agent(request, payload: AgentIn):
     """Define an agent in the caller's org (spec 003: POST /v1/agents) → 201."""
     agent = services.agent_create(data=_input(payload, allow_name=True))
-    return 201, agent_view(agent, runs=0)
+    return Status(201, agent_view(agent, runs=0))
 
 
 @router.get("/{ref}", response=AgentDetailOut, summary="Read one agent", exclude_none=True)

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
 from django.utils import timezone
 
 from agents.ids import mint_id
@@ -16,6 +16,7 @@ from agents.models import Agent
 from agents.selectors import agent_get
 from agents_site.errors import Conflict, InvalidRequest
 from agents_site.vocabulary import ErrorCode, ExecutionMode
+from tenancy import stores
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 NAME_RE = re.compile(NAME_PATTERN)
@@ -23,6 +24,7 @@ MAX_INSTRUCTIONS_BYTES = 32 * 1024
 MAX_TOOLS = 64
 MAX_TOOL_NAME = 128
 MAX_REF_BYTES = 256
+MAX_MODEL_CHARS = 200  # the column's width; the catalog check does not bound a fail-open gateway
 
 UNSET = object()
 
@@ -55,6 +57,8 @@ def _clean_model(model: str | None, *, required: bool) -> str:
         if required:
             raise InvalidRequest("model cannot be empty")
         return settings.AGENTS_DEFAULT_MODEL
+    if len(model) > MAX_MODEL_CHARS:
+        raise InvalidRequest("model too long")
     catalog = model_catalog()
     if catalog is not None and model not in catalog:
         raise InvalidRequest(f'model "{model}" is not in this gateway\'s catalog')
@@ -154,7 +158,7 @@ def agent_create(*, data: AgentInput) -> Agent:
     description = ((data.description if _given(data.description) else "") or "").strip()
     now = timezone.now()
     try:
-        with transaction.atomic():
+        with stores.org_atomic():
             if mode == ExecutionMode.LONG_RUNNING:
                 _check_long_running_cap()
             if Agent.objects.filter(name=name).exists():
@@ -184,11 +188,15 @@ def agent_update(*, ref: str, data: AgentInput) -> Agent:
     The resulting mode and schedule are validated together; a transition into long-running
     counts against the org's cap (409). Raises `NotFound`, `InvalidRequest`, `LongRunningLimit`.
     """
-    with transaction.atomic():
+    model = None
+    if _given(data.model):
+        agent_get(ref=ref)  # an unknown agent is a 404 before its model is judged
+        model = _clean_model(data.model, required=True)  # may ask the gateway: not under the write lock
+    with stores.org_atomic():
         agent = agent_get(ref=ref)
         was_long_running = agent.execution_mode == ExecutionMode.LONG_RUNNING and bool(agent.schedule)
-        if _given(data.model):
-            agent.model = _clean_model(data.model, required=True)
+        if model is not None:
+            agent.model = model
         if _given(data.instructions):
             agent.instructions = _clean_instructions(data.instructions)
         mode = data.execution_mode if _given(data.execution_mode) else agent.execution_mode
@@ -213,7 +221,7 @@ def agent_update(*, ref: str, data: AgentInput) -> Agent:
 
 def agent_delete(*, ref: str) -> None:
     """Remove agent `ref` and every run recorded against it (spec 003: DELETE → 204)."""
-    with transaction.atomic():
+    with stores.org_atomic():
         agent = agent_get(ref=ref)
         agent.runs.all().delete()
         agent.delete()

@@ -5,15 +5,18 @@ validation errors become 400 `invalid_request` with a `fields` list. OpenAPI is 
 `/v1/agents/openapi.json`, the docs page at `/v1/agents/docs`.
 """
 
+import json
 import logging
+import re
 
-from django.core.exceptions import RequestDataTooBig
-from django.http import JsonResponse
+from django.core.exceptions import PermissionDenied, RequestDataTooBig, SuspiciousOperation
+from django.http import Http404, JsonResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.parser import Parser
 from ninja.utils import check_csrf
 
-from agents_site.errors import ApiError, Forbidden, InvalidRequest, PayloadTooLarge
+from agents_site.errors import ApiError, Forbidden, InvalidRequest, NotFound, PayloadTooLarge
 from agents_site.vocabulary import ErrorCode, PrincipalVia
 from tenancy import stores
 from tenancy.principal import require_org
@@ -41,6 +44,50 @@ class OrgPrincipalAuth:
         return principal
 
 
+# After `json.loads` a valid pair has become one code point, so any surrogate left is unpaired.
+_UNPAIRED_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _has_unpaired_surrogate(data: object) -> bool:
+    stack = [data]
+    while stack:  # iterative: a deeply nested body must not overflow the stack
+        item = stack.pop()
+        if isinstance(item, str):
+            if _UNPAIRED_SURROGATE.search(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+class JsonObjectParser(Parser):
+    """Parse a request body as one JSON object of UTF-8 text, or refuse it with a 400.
+
+    Ninja's schemas read any value attribute by attribute, so without this an array, a string or
+    `null` would pass as an empty object (a PATCH that changes nothing but answers 200). A lone
+    `\\ud800` escape is valid JSON but no UTF-8 store can hold it.
+    """
+
+    def parse_body(self, request) -> dict:
+        """Return the body as a dict; raise `InvalidRequest` (400) naming what is wrong."""
+        try:
+            text = request.body.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidRequest("the request body is not UTF-8") from exc
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            raise InvalidRequest("the request body is not valid JSON") from exc
+        if not isinstance(data, dict):
+            raise InvalidRequest("the request body must be a JSON object")
+        if _has_unpaired_surrogate(data):
+            raise InvalidRequest("the request body holds an unpaired UTF-16 surrogate escape")
+        return data
+
+
 api = NinjaAPI(
     title="Agents",
     version="1.0.0",
@@ -49,6 +96,7 @@ api = NinjaAPI(
     docs_url="/agents/docs",
     openapi_url="/agents/openapi.json",
     auth=OrgPrincipalAuth(),
+    parser=JsonObjectParser(),
 )
 
 
@@ -80,6 +128,8 @@ def _auth_error(request, exc):
 
 @api.exception_handler(HttpError)
 def _http_error(request, exc: HttpError):
+    if isinstance(exc.__cause__, ApiError):  # Ninja wraps what the body parser raised
+        return error_response(exc.__cause__)
     code = {404: ErrorCode.NOT_FOUND, 403: ErrorCode.FORBIDDEN, 405: ErrorCode.METHOD_NOT_ALLOWED}.get(
         exc.status_code, ErrorCode.INVALID_REQUEST
     )
@@ -90,6 +140,21 @@ def _http_error(request, exc: HttpError):
 @api.exception_handler(RequestDataTooBig)
 def _too_big(request, exc):
     return error_response(PayloadTooLarge())
+
+
+@api.exception_handler(Http404)
+def _http404(request, exc):
+    return error_response(NotFound())
+
+
+@api.exception_handler(PermissionDenied)
+def _permission_denied(request, exc):
+    return error_response(Forbidden("permission denied"))
+
+
+@api.exception_handler(SuspiciousOperation)
+def _suspicious(request, exc):
+    return error_response(InvalidRequest("the request was refused as malformed"))
 
 
 @api.exception_handler(stores.InvalidOrg)

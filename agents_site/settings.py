@@ -57,6 +57,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "agents_site.middleware.api_error_shape",  # outermost: sees every error answered under /v1/
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -188,3 +189,7 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("AGENTS_LOG_LEVEL", "WARNING")},
 }
+
+# How many org stores one process keeps registered as database aliases (LRU). Django walks
+# every registered alias per request, so this bounds a request's cost whatever the org count.
+AGENTS_STORE_CACHE_SIZE = _env_int("AGENTS_STORE_CACHE_SIZE", 64)

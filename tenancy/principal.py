@@ -101,7 +101,10 @@ def _from_jwt(token: str, secret: str) -> Principal:
     except InvalidOrg as exc:
         raise Forbidden("an org scope is required") from exc
     Org.objects.get_or_create(slug=org, defaults={"name": org})
-    return Principal(subject=subject, via=PrincipalVia.JWT, org_slug=org, is_org_admin=bool(claims.get("org_admin")))
+    # Only a JSON true (or the string "true") grants admin: bool("false") would be True.
+    org_admin = claims.get("org_admin")
+    is_org_admin = org_admin is True or (isinstance(org_admin, str) and org_admin.strip().lower() == "true")
+    return Principal(subject=subject, via=PrincipalVia.JWT, org_slug=org, is_org_admin=is_org_admin)
 
 
 def _from_session(request) -> Principal | None:

@@ -13,6 +13,9 @@ A new SQLite org file is a copy of a template migrated once per code version (th
 org apps' migration files), so an org's first request costs a file copy, not a migration.
 Concurrent first use of one org from several threads or processes ends with one good file: each
 copies to a private temporary name and `os.link`s it into place, which fails if another won.
+Provisioning runs under a per-org lock, so a slow one (postgres: CREATE DATABASE and migrate)
+never stalls other orgs; `connections.settings` is replaced, never mutated, so a thread walking
+it is never broken; an alias some thread acts for is never evicted from the LRU.
 """
 
 from __future__ import annotations
@@ -29,11 +32,12 @@ import shutil
 import sqlite3
 import threading
 import uuid
+from collections import Counter, OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 
 from django.conf import settings
-from django.db import connections
+from django.db import connections, transaction
 
 logger = logging.getLogger(__name__)
 
@@ -45,8 +49,22 @@ _ALIAS_PREFIX = "org_"
 _TEMPLATE_PREFIX = "orgtemplate_"
 
 _current_org: contextvars.ContextVar[str | None] = contextvars.ContextVar("agents_current_org", default=None)
+# Guards `_ready`, `_in_use` and every change to `connections.settings`; held only briefly.
 _lock = threading.RLock()
-_ready: set[str] = set()  # aliases registered and provisioned in this process
+_template_lock = threading.Lock()
+# One lock per alias being provisioned: a new org's copy (or, in postgres mode, its CREATE
+# DATABASE and migration, seconds) never stalls the queries of every other org.
+_provision_locks: dict[str, threading.Lock] = {}
+# Aliases registered in `connections.settings`, least recently used first. Django walks every
+# registered alias twice per request (`reset_queries`, `close_old_connections`), so the number
+# kept registered is capped (`AGENTS_STORE_CACHE_SIZE`) to keep a request's cost independent
+# of how many orgs the process has served.
+_ready: OrderedDict[str, None] = OrderedDict()
+_provisioned: set[str] = set()  # aliases whose store is known to exist (never shrinks)
+# How many frames of any thread act for each alias right now (`set_current`, `org_context`).
+# Eviction skips these: another thread between its router call and `connections[alias]` would
+# otherwise find the alias gone (`ConnectionDoesNotExist`).
+_in_use: Counter[str] = Counter()
 _code_version: str | None = None
 
 
@@ -151,15 +169,20 @@ def _postgres_settings(slug: str) -> dict:
 
 
 def _register(alias: str, settings_dict: dict) -> None:
-    # Never `connections[alias] = …`: the handler builds a per-thread connection from settings.
+    # Caller holds _lock. Never `connections[alias] = …`: the handler builds a per-thread
+    # connection from settings. Copy-on-write: Django iterates `connections.settings` around
+    # every request (`connections.all()`), and a dict grown in place under another thread's
+    # iteration raises "dictionary changed size during iteration".
     if alias not in connections.settings:
-        connections.settings[alias] = settings_dict
+        connections.settings = {**connections.settings, alias: settings_dict}
 
 
 def _unregister(alias: str) -> None:
+    # Caller holds _lock. Copy-on-write, as `_register`.
     with contextlib.suppress(Exception):
         connections[alias].close()
-    connections.settings.pop(alias, None)
+    if alias in connections.settings:
+        connections.settings = {k: v for k, v in connections.settings.items() if k != alias}
     with contextlib.suppress(AttributeError):
         delattr(connections._connections, alias)
 
@@ -197,18 +220,20 @@ def template_path() -> Path:
     if path.exists():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
-    with _lock, open(path.with_suffix(".lock"), "w") as lock_file:
+    with _template_lock, open(path.with_suffix(".lock"), "w") as lock_file:
         fcntl.flock(lock_file, fcntl.LOCK_EX)
         if path.exists():
             return path
         building = path.with_name(f"{path.name}.building-{os.getpid()}")
         building.unlink(missing_ok=True)
         alias = f"{_TEMPLATE_PREFIX}{version}_{os.getpid()}"
-        _register(alias, _sqlite_settings(building))
+        with _lock:
+            _register(alias, _sqlite_settings(building))
         try:
             _migrate(alias)
         finally:
-            _unregister(alias)
+            with _lock:
+                _unregister(alias)
         with contextlib.closing(sqlite3.connect(building)) as conn:
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             conn.execute("PRAGMA journal_mode=DELETE")
@@ -234,20 +259,21 @@ def _provision_sqlite(slug: str) -> None:
         private.unlink(missing_ok=True)
 
 
-def _provision_postgres(slug: str, alias: str) -> None:
+def _server_connection():
+    """Open an autocommit psycopg connection to DATABASE_URL's database (for CREATE DATABASE)."""
     import psycopg
-    from psycopg import sql
 
     server = _postgres_server_settings()
+    keys = {"host": "HOST", "port": "PORT", "user": "USER", "password": "PASSWORD"}
+    conninfo = {k: server.get(v) for k, v in keys.items() if server.get(v)}
+    return psycopg.connect(dbname=server.get("NAME") or "postgres", autocommit=True, **conninfo)
+
+
+def _provision_postgres(slug: str, alias: str) -> None:
+    from psycopg import sql
+
     dbname = postgres_database_name(slug)
-    conninfo = {
-        "host": server.get("HOST") or None,
-        "port": server.get("PORT") or None,
-        "user": server.get("USER") or None,
-        "password": server.get("PASSWORD") or None,
-    }
-    conninfo = {k: v for k, v in conninfo.items() if v}
-    with psycopg.connect(dbname=server.get("NAME") or "postgres", autocommit=True, **conninfo) as conn:
+    with _server_connection() as conn:
         # One advisory lock per org serialises creation and migration across processes.
         lock_key = int.from_bytes(hashlib.sha256(dbname.encode()).digest()[:8], "big", signed=True)
         conn.execute("SELECT pg_advisory_lock(%s)", (lock_key,))
@@ -266,24 +292,67 @@ def _provision_postgres(slug: str, alias: str) -> None:
             conn.execute("SELECT pg_advisory_unlock(%s)", (lock_key,))
 
 
+def _cache_size() -> int:
+    return max(8, int(getattr(settings, "AGENTS_STORE_CACHE_SIZE", 64)))
+
+
+def _evict_least_recent(keep: str) -> None:
+    # Caller holds _lock. An evicted alias is registered again on its next use. Aliases some
+    # thread is acting for are never evicted (`_in_use`), so the cache may briefly exceed its
+    # size while more orgs than that are busy at once.
+    for alias in list(_ready):
+        if len(_ready) <= _cache_size():
+            return
+        if alias != keep and not _in_use[alias]:
+            _ready.pop(alias)
+            _unregister(alias)
+
+
+def _acquire(slug: str) -> str:
+    while True:  # provisioning runs outside _lock, so re-check the alias is still registered
+        alias = open_store(slug)
+        with _lock:
+            if alias in _ready:
+                _in_use[alias] += 1
+                return alias
+
+
+def _release(slug: str) -> None:
+    alias = _ALIAS_PREFIX + slug
+    with _lock:
+        _in_use[alias] -= 1
+        if _in_use[alias] <= 0:
+            del _in_use[alias]
+
+
 def open_store(slug: str) -> str:
     """Return the database alias of org `slug`, creating its store on first use.
 
     Raises `InvalidOrg` for a bad slug (before any path is built). Thread- and process-safe.
     """
     alias = _alias(slug)
-    if alias in _ready:
-        return alias
     with _lock:
         if alias in _ready:
+            _ready.move_to_end(alias)
             return alias
-        if _mode() == "postgres":
-            _register(alias, _postgres_settings(slug))
-            _provision_postgres(slug, alias)
+        provision_lock = _provision_locks.setdefault(alias, threading.Lock())
+    postgres = _mode() == "postgres"
+    with provision_lock:
+        if alias not in _provisioned:
+            if postgres:
+                with _lock:
+                    _register(alias, _postgres_settings(slug))
+                _provision_postgres(slug, alias)
+            else:
+                _provision_sqlite(slug)
+            _provisioned.add(alias)
+    with _lock:
+        if alias in _ready:
+            _ready.move_to_end(alias)
         else:
-            _provision_sqlite(slug)
-            _register(alias, _sqlite_settings(store_path(slug)))
-        _ready.add(alias)
+            _register(alias, _postgres_settings(slug) if postgres else _sqlite_settings(store_path(slug)))
+            _ready[alias] = None
+            _evict_least_recent(keep=alias)
     return alias
 
 
@@ -293,14 +362,10 @@ def store_exists(slug: str) -> bool:
         validate_slug(slug)
     except InvalidOrg:
         return False
-    if _alias(slug) in _ready:
+    if _alias(slug) in _provisioned:
         return True
     if _mode() == "postgres":
-        import psycopg
-
-        server = _postgres_server_settings()
-        conninfo = {k: v for k, v in {"host": server.get("HOST"), "port": server.get("PORT"), "user": server.get("USER"), "password": server.get("PASSWORD")}.items() if v}
-        with psycopg.connect(dbname=server.get("NAME") or "postgres", autocommit=True, **conninfo) as conn:
+        with _server_connection() as conn:
             return bool(conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (postgres_database_name(slug),)).fetchone())
     return store_path(slug).exists()
 
@@ -329,39 +394,63 @@ def current_alias() -> str:
 
 
 def set_current(slug: str) -> contextvars.Token:
-    """Open `slug`'s store and make it current; return the token for `reset_current`."""
-    open_store(slug)
+    """Open `slug`'s store and make it current; return the token for `reset_current`.
+
+    The store stays registered until the matching `reset_current` (never evicted meanwhile).
+    """
+    _acquire(slug)
     return _current_org.set(slug)
 
 
 def reset_current(token: contextvars.Token) -> None:
     """Undo the matching `set_current`."""
+    slug = _current_org.get()
     _current_org.reset(token)
+    if slug is not None:
+        _release(slug)
 
 
 @contextlib.contextmanager
 def org_context(slug: str, *, create: bool = True) -> Iterator[str]:
-    """Act for org `slug` inside the block; yield its alias.
+    """Act for org `slug` inside the block; yield its alias (registered for the whole block).
 
     With `create=False` the store must already exist (`StoreMissing` otherwise).
     """
-    alias = open_store(slug) if create else open_existing_store(slug)
+    if not create and not store_exists(slug):
+        raise StoreMissing(slug)
+    alias = _acquire(slug)
     token = _current_org.set(slug)
     try:
         yield alias
     finally:
         _current_org.reset(token)
+        _release(slug)
+
+
+def org_atomic(**kwargs):
+    """Return `transaction.atomic` on the current org's store (not on `default`).
+
+    Org writes that must hold together (check then insert, runs then agent) use this: a bare
+    `transaction.atomic()` opens its transaction on `default` and leaves the org store in
+    autocommit. Must run inside an org context (`NoOrgSelected` otherwise).
+    """
+    return transaction.atomic(using=current_alias(), **kwargs)
 
 
 def existing_org_slugs() -> list[str]:
     """Return the slugs of every org that has a store, sorted (for cross-org sweeps)."""
     from tenancy.models import Org
 
-    return [slug for slug in Org.objects.order_by("slug").values_list("slug", flat=True) if store_exists(slug)]
+    slugs = list(Org.objects.order_by("slug").values_list("slug", flat=True))
+    if _mode() == "postgres":  # one query for all orgs, not one connection per org
+        with _server_connection() as conn:
+            names = {row[0] for row in conn.execute("SELECT datname FROM pg_database")}
+        return [slug for slug in slugs if SLUG_RE.fullmatch(slug) and postgres_database_name(slug) in names]
+    return [slug for slug in slugs if store_exists(slug)]
 
 
 def migrate_store(slug: str) -> str:
     """Open org `slug`'s store and apply every pending migration to it; return its alias."""
-    alias = open_store(slug)
-    _migrate(alias)
+    with org_context(slug) as alias:
+        _migrate(alias)
     return alias

@@ -1,0 +1,128 @@
+"""PostgreSQL mode: each org gets its own database on DATABASE_URL's server (127.0.0.1:5432)."""
+
+import json
+import uuid
+
+import psycopg
+import pytest
+from django.db import connections
+from psycopg import sql
+
+from agents.models import Agent
+from tenancy import stores
+
+SERVER_URL = "postgres://postgres@127.0.0.1:5432/postgres"
+
+
+@pytest.fixture
+def postgres_mode(settings, monkeypatch):
+    settings.AGENTS_ORG_DATABASE = "postgres"
+    monkeypatch.setenv("DATABASE_URL", SERVER_URL)
+    created: list[str] = []
+    yield created
+    for slug in created:
+        for alias in list(connections):
+            if alias.endswith(slug):
+                connections[alias].close()
+        with psycopg.connect(SERVER_URL, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(stores.postgres_database_name(slug))))
+
+
+def _pg_databases() -> set[str]:
+    with psycopg.connect(SERVER_URL) as conn:
+        return {r[0] for r in conn.execute("SELECT datname FROM pg_database")}
+
+
+def test_postgres_mode_round_trips_an_agent(postgres_mode, make_org):
+    org = make_org("pg")
+    postgres_mode.append(org.slug)
+    assert stores.postgres_database_name(org.slug) in _pg_databases()
+    assert not stores.store_path(org.slug).exists()
+    created = org.client.post("/v1/agents", json.dumps({"name": "pg-agent", "instructions": "hi"}), content_type="application/json")
+    assert created.status_code == 201
+    fetched = org.client.get(f"/v1/agents/{created.json()['id']}")
+    assert fetched.status_code == 200 and fetched.json()["instructions"] == "hi"
+    with psycopg.connect(host="127.0.0.1", port=5432, user="postgres", dbname=stores.postgres_database_name(org.slug)) as conn:
+        assert conn.execute("SELECT name FROM agents_agent").fetchall() == [("pg-agent",)]
+
+
+def test_postgres_orgs_are_isolated(postgres_mode, make_org):
+    a, b = make_org("pga"), make_org("pgb")
+    postgres_mode.extend([a.slug, b.slug])
+    a.client.post("/v1/agents", json.dumps({"name": "only-a"}), content_type="application/json")
+    assert b.client.get("/v1/agents/only-a").status_code == 404
+    with b.context():
+        assert Agent.objects.count() == 0
+
+
+def test_postgres_non_creating_resolver_never_creates(postgres_mode, db):
+    slug = "pg-ghost-" + uuid.uuid4().hex[:6]
+    with pytest.raises(stores.StoreMissing):
+        stores.open_existing_store(slug)
+    assert stores.postgres_database_name(slug) not in _pg_databases()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"name": "nul", "instructions": "a\u0000b"},
+        {"name": "nul", "tools": ["a\u0000b"]},
+        {"name": "long-model", "model": "m" * 300},
+        {"name": "long-cron", "executionMode": "long-running", "schedule": ",".join(["1"] * 120) + " * * * *"},
+    ],
+)
+def test_postgres_mode_refuses_text_its_columns_cannot_hold_with_400(postgres_mode, make_org, body):
+    # Each of these was a 500 from PostgreSQL (NUL in text, value wider than its column).
+    org = make_org("pgt")
+    postgres_mode.append(org.slug)
+    response = org.client.post("/v1/agents", json.dumps(body), content_type="application/json")
+    assert response.status_code == 400, response.content
+    assert response.json()["code"] == "invalid_request"
+    with org.context():
+        assert Agent.objects.count() == 0
+
+
+def test_postgres_existing_org_slugs_lists_orgs_with_a_database(postgres_mode, make_org):
+    from tenancy.models import Org
+
+    org = make_org("pgl")
+    postgres_mode.append(org.slug)
+    Org.objects.create(slug="pg-row-only-" + uuid.uuid4().hex[:6])
+    slugs = stores.existing_org_slugs()
+    assert org.slug in slugs and not any(s.startswith("pg-row-only-") for s in slugs)
+
+
+def test_an_org_being_provisioned_elsewhere_does_not_stall_other_orgs(postgres_mode, make_org):
+    # Provisioning used to run under the process-wide store lock: while another process held
+    # org X's advisory lock (creating and migrating it), every org query here waited too.
+    import hashlib
+    import threading
+
+    ready = make_org("pgr")
+    postgres_mode.append(ready.slug)
+    slow = "pg-slow-" + uuid.uuid4().hex[:6]
+    postgres_mode.append(slow)
+    dbname = stores.postgres_database_name(slow)
+    key = int.from_bytes(hashlib.sha256(dbname.encode()).digest()[:8], "big", signed=True)
+    done: list[object] = []
+    with psycopg.connect(SERVER_URL, autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(%s)", (key,))
+        provisioning = threading.Thread(target=lambda: done.append(stores.open_store(slow)))
+        provisioning.start()
+        other = threading.Thread(target=lambda: done.append(_count_agents(ready)))
+        other.start()
+        other.join(timeout=15)
+        finished_while_locked = list(done)
+        holder.execute("SELECT pg_advisory_unlock(%s)", (key,))
+    provisioning.join(timeout=60)
+    other.join(timeout=60)
+    assert finished_while_locked == [0]
+    assert stores.postgres_database_name(slow) in _pg_databases()
+
+
+def _count_agents(org) -> int:
+    try:
+        with org.context():
+            return Agent.objects.count()
+    finally:
+        connections.close_all()
