@@ -145,7 +145,9 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 60},
+            # redis-py's default 5 s socket timeout equals channels-redis's 5 s BZPOPMIN, so an
+            # idle receive would fail as a read timeout; give reads room past it.
+            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 15}], "capacity": 1000, "expiry": 60},
         }
     }
 else:

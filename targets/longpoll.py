@@ -12,6 +12,7 @@ import asyncio
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import connections
 
 from targets import services, wake
 from targets.models import RoutedRun
@@ -33,7 +34,7 @@ async def claim_wait(*, target_id: str, subject: str, is_org_admin: bool, key: o
     """
     org = stores.current_org()
     wait_seconds = claim_wait_seconds() if wait_seconds is None else wait_seconds
-    key_hash = await sync_to_async(services.claim_verify)(target_id=target_id, subject=subject, is_org_admin=is_org_admin, key=key)
+    key_hash = await sync_to_async(_released(services.claim_verify))(target_id=target_id, subject=subject, is_org_admin=is_org_admin, key=key)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait_seconds
     async with wake.Subscription(org=org, target_id=target_id) as subscription:
@@ -49,8 +50,27 @@ async def claim_wait(*, target_id: str, subject: str, is_org_admin: bool, key: o
                 return await _claim_once(target_id=target_id, key_hash=key_hash)
 
 
+def _released(function):
+    """Wrap `function` to close this thread's idle database connections after it ran.
+
+    A waiting claim then holds no connection (nor its page cache) while it sleeps; the next
+    read reopens one. Django closes them at the end of the request anyway (CONN_MAX_AGE=0).
+    A connection inside a transaction is left alone.
+    """
+
+    def call(**kwargs):
+        try:
+            return function(**kwargs)
+        finally:
+            for connection in connections.all(initialized_only=True):
+                if not connection.in_atomic_block:
+                    connection.close()
+
+    return call
+
+
 async def _claim_once(*, target_id: str, key_hash: str) -> RoutedRun | None:
-    task = asyncio.ensure_future(sync_to_async(services.routed_claim_next)(target_id=target_id, key_hash=key_hash))
+    task = asyncio.ensure_future(sync_to_async(_released(services.routed_claim_next))(target_id=target_id, key_hash=key_hash))
     try:
         return await asyncio.shield(task)
     except asyncio.CancelledError:

@@ -27,6 +27,20 @@ logger = logging.getLogger(__name__)
 _WAKE = {"type": "target.wake"}
 _home_loop: asyncio.AbstractEventLoop | None = None
 _home_lock = threading.Lock()
+# Subscribing and leaving are short layer calls; a burst of a thousand claims would otherwise
+# open a thousand Redis connections at once (redis-py refuses past its pool's 100).
+MAX_CONCURRENT_LAYER_CALLS = 32
+_gates: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
+
+
+def _gate() -> asyncio.Semaphore:
+    loop = asyncio.get_running_loop()
+    gate = _gates.get(loop)
+    if gate is None:
+        for old in [known for known in _gates if known.is_closed()]:
+            del _gates[old]
+        gate = _gates[loop] = asyncio.Semaphore(MAX_CONCURRENT_LAYER_CALLS)
+    return gate
 
 
 def group_name(*, org: str, target_id: str) -> str:
@@ -58,7 +72,8 @@ async def notify_async(*, org: str, target_id: str) -> None:
     if layer is None:
         return
     try:
-        await layer.group_send(group_name(org=org, target_id=target_id), dict(_WAKE))
+        async with _gate():
+            await layer.group_send(group_name(org=org, target_id=target_id), dict(_WAKE))
     except Exception:  # a lost wake-up costs latency only: the store is re-read at the end
         logger.warning("could not wake claims of target %s", target_id, exc_info=True)
 
@@ -89,7 +104,11 @@ def notify(*, org: str, target_id: str) -> None:
 
 
 class Subscription:
-    """A waiting claim's subscription to its (org, target) group (`async with`)."""
+    """A waiting claim's subscription to its (org, target) group (`async with`).
+
+    If the layer fails (Redis down, pool exhausted), the subscription degrades to a plain
+    sleep: the claim then finds its work at the end-of-window read, never loses it.
+    """
 
     def __init__(self, *, org: str, target_id: str) -> None:
         self.group = group_name(org=org, target_id=target_id)
@@ -99,8 +118,13 @@ class Subscription:
     async def __aenter__(self) -> Subscription:
         if self.layer is not None:
             remember_loop(asyncio.get_running_loop())
-            self.channel = await self.layer.new_channel()
-            await self.layer.group_add(self.group, self.channel)
+            try:
+                async with _gate():
+                    channel = await self.layer.new_channel()
+                    await self.layer.group_add(self.group, channel)
+                self.channel = channel
+            except Exception:
+                logger.warning("could not subscribe to %s; waiting without wake-ups", self.group, exc_info=True)
         return self
 
     async def wait(self, timeout: float) -> bool:
@@ -110,15 +134,23 @@ class Subscription:
         if self.layer is None or self.channel is None:
             await asyncio.sleep(timeout)
             return False
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
         try:
             await asyncio.wait_for(self.layer.receive(self.channel), timeout)
             return True
         except asyncio.TimeoutError:
             return False
+        except Exception:
+            logger.warning("wake-ups of %s failed; waiting without them", self.group, exc_info=True)
+            self.channel = None
+            await asyncio.sleep(max(deadline - loop.time(), 0))
+            return False
 
     async def __aexit__(self, *exc) -> None:
         if self.layer is not None and self.channel is not None:
             try:
-                await self.layer.group_discard(self.group, self.channel)
+                async with _gate():
+                    await self.layer.group_discard(self.group, self.channel)
             except Exception:
                 logger.warning("could not leave group %s", self.group, exc_info=True)
