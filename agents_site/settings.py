@@ -153,6 +153,18 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1000}}}
 
+# Live sessions (sessions app). The bus carries stream frames and steering commands:
+# `channels` = the channel layer above (in-memory, or Redis when REDIS_URL is set: several
+# processes then serve one stream), `local` = in-process only.
+AGENTS_SESSION_BUS = os.environ.get("AGENTS_SESSION_BUS", "channels").strip().lower() or "channels"
+# SSE: a `: ping` comment every N seconds; a subscriber N frames behind is dropped; with no
+# live frame for N seconds the stream reads the store for events the bus did not bring.
+AGENTS_SSE_PING_SECONDS = float(os.environ.get("AGENTS_SSE_PING_SECONDS", "25") or 25)
+AGENTS_SSE_BUFFER_FRAMES = _env_int("AGENTS_SSE_BUFFER_FRAMES", 256)
+AGENTS_SSE_CATCHUP_SECONDS = float(os.environ.get("AGENTS_SSE_CATCHUP_SECONDS", "5") or 5)
+# How long a steering command waits for the live executor's acknowledgement (seconds).
+AGENTS_CONTROL_FORWARD_TIMEOUT_SECONDS = float(os.environ.get("AGENTS_CONTROL_FORWARD_TIMEOUT_SECONDS", "5") or 5)
+
 Q_CLUSTER = {
     "name": "agents",
     "workers": _env_int("AGENTS_Q_WORKERS", 2),

@@ -69,6 +69,25 @@ class ControlCommand(models.TextChoices):
     MESSAGE = "message", "message"  # add a user turn before the next step
 
 
+class StreamFrameKind(models.TextChoices):
+    """The kind of one frame of the live session stream (spec 003: GET …/sessions/stream)."""
+
+    SESSION = "session", "session"  # a session was registered or updated
+    EVENT = "event", "event"  # one turn was appended to a session's log
+
+
+class SecretSeverity(models.TextChoices):
+    """How bad a credential found in a transcript is (reference §4); findings sort by it."""
+
+    CRITICAL = "critical", "critical"  # grants broad access on its own (private key, cloud root key)
+    HIGH = "high", "high"  # a scoped token for a service (GitHub, Slack, npm)
+    MEDIUM = "medium", "medium"  # a likely secret recognised by shape or keyword
+    LOW = "low", "low"  # weak evidence
+
+
+SecretSeverity.RANK = {SecretSeverity.CRITICAL: 0, SecretSeverity.HIGH: 1, SecretSeverity.MEDIUM: 2, SecretSeverity.LOW: 3}
+
+
 class TargetKind(models.TextChoices):
     """The kind of a registered machine (spec 003: POST /v1/agents/targets)."""
 

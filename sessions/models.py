@@ -1,1 +1,111 @@
-"""Sessions and events (each org's own store). Filled in by the sessions capability."""
+"""Sessions, their ordered event log and the org's event clock (each org's own store).
+
+A session is one agent's live activity; subagents hang under a parent and share the flow's
+`root_id`, so a whole flow is one indexed read. Events are the session's turns, numbered by a
+dense per-session `seq` (1..N) and by the org-wide `position` the live stream resumes from.
+"""
+
+from django.db import models
+
+from agents_site.vocabulary import EventKind, SessionStatus
+
+
+class Session(models.Model):
+    """A live agent session (reference §1.5). `id` is `sess_` + 32 hex.
+
+    A root has `parent_id == ""` and `root_id == id`; a child inherits its parent's `root_id`.
+    `last_seq` is the seq of the newest event, so it is also the session's event count.
+    `executor_channel` names the bus channel of the live executor of this session, if any
+    (sessions.control): a steering command is forwarded there.
+    """
+
+    id = models.CharField(primary_key=True, max_length=64)
+    agent = models.CharField(max_length=128)
+    actor = models.CharField(max_length=256, default="", blank=True)
+    status = models.CharField(max_length=16, choices=SessionStatus.choices, default=SessionStatus.RUNNING)
+    parent_id = models.CharField(max_length=64, default="", blank=True)
+    root_id = models.CharField(max_length=64)
+    title = models.CharField(max_length=512, default="", blank=True)
+    task_workflow_id = models.CharField(max_length=256, default="", blank=True)
+    task_run_id = models.CharField(max_length=256, default="", blank=True)
+    host = models.CharField(max_length=256, default="", blank=True)
+    cwd = models.CharField(max_length=1024, default="", blank=True)
+    repo = models.CharField(max_length=512, default="", blank=True)
+    target = models.CharField(max_length=128, default="", blank=True)
+    terminal = models.CharField(max_length=512, default="", blank=True)
+    provider = models.CharField(max_length=64, default="", blank=True)
+    account = models.CharField(max_length=256, default="", blank=True)
+    project = models.CharField(max_length=128, default="", blank=True)
+    published = models.BooleanField(default=False)
+    executor_channel = models.CharField(max_length=200, default="", blank=True)
+    last_seq = models.PositiveBigIntegerField(default=0)
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-created_at", "id"]
+        indexes = [
+            models.Index(fields=["root_id", "created_at"], name="ix_sessions_root"),
+            models.Index(fields=["parent_id", "created_at"], name="ix_sessions_parent"),
+            models.Index(fields=["status", "updated_at"], name="ix_sessions_status"),
+            models.Index(fields=["project", "created_at"], name="ix_sessions_project"),
+            models.Index(fields=["published", "updated_at"], name="ix_sessions_published"),
+            models.Index(fields=["target"], name="ix_sessions_target"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} ({self.agent}, {self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        """Return True when the status is terminal (`done`/`error`): it never reopens."""
+        return self.status in SessionStatus.TERMINAL
+
+
+class Event(models.Model):
+    """One turn of a session's ordered log (reference §1.6). `id` is `evt_` + 32 hex.
+
+    `seq` is dense per session (1..N). `position` is dense per org (1..M) and follows commit
+    order: it is the `id:` of the stream frame and the cursor `Last-Event-ID` resumes from.
+    `payload` is compact JSON text ("" when the turn has none). `root_id` is the session's
+    flow, copied so a `?root=` replay is one indexed read.
+    """
+
+    id = models.CharField(primary_key=True, max_length=64)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="events", db_column="session_id")
+    root_id = models.CharField(max_length=64)
+    seq = models.PositiveBigIntegerField()
+    position = models.PositiveBigIntegerField(unique=True)
+    kind = models.CharField(max_length=16, choices=EventKind.choices)
+    actor = models.CharField(max_length=256, default="", blank=True)
+    payload = models.TextField(default="", blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [models.UniqueConstraint(fields=["session", "seq"], name="ux_events_session_seq")]
+        indexes = [
+            models.Index(fields=["root_id", "position"], name="ix_events_root_position"),
+            models.Index(fields=["session", "kind", "seq"], name="ix_events_session_kind_seq"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}#{self.seq} {self.kind}"
+
+
+class EventClock(models.Model):
+    """The org's event clock: one row (`id = 1`) holding the last `position` handed out.
+
+    Every append increments it inside its transaction, so appends of one org are serialised
+    (SQLite already does so with `BEGIN IMMEDIATE`; on PostgreSQL the row lock does it) and
+    `position` order is commit order, with no gap: a stream that has seen position p has seen,
+    or can read from the store, every position below p.
+    """
+
+    id = models.PositiveSmallIntegerField(primary_key=True)
+    last = models.PositiveBigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"event clock at {self.last}"

@@ -1,0 +1,98 @@
+"""The process's session bus and the frames the stream carries (spec 003: …/sessions/stream).
+
+`get_bus()` returns this process's bus, built from settings: `AGENTS_SESSION_BUS` = `channels`
+(default: the Channels layer of `CHANNEL_LAYERS` — in-memory, or channels-redis when
+`REDIS_URL` is set) or `local` (in-process only). `AGENTS_SSE_BUFFER_FRAMES` (256) is each
+subscriber's buffer. A forked child builds its own bus.
+
+A frame is a dict:
+`{"kind": "event"|"session", "org": <slug>, "root": <root session id>, "position": <int|None>,
+"data": {"event": <eventView>} | {"session": <sessionView>}}` — `position` (event frames only)
+is the event's org-wide position, the `id:` of its SSE frame.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+
+from django.conf import settings
+from django.core.signals import setting_changed
+
+from agents_site.vocabulary import StreamFrameKind
+from sessions.backends.base import Bus
+
+logger = logging.getLogger(__name__)
+_lock = threading.Lock()
+_bus: Bus | None = None
+_bus_pid: int | None = None
+_BUS_SETTINGS = {"AGENTS_SESSION_BUS", "AGENTS_SSE_BUFFER_FRAMES", "CHANNEL_LAYERS"}
+
+
+def _build() -> Bus:
+    kind = getattr(settings, "AGENTS_SESSION_BUS", "channels")
+    capacity = int(getattr(settings, "AGENTS_SSE_BUFFER_FRAMES", 256))
+    if kind == "local":
+        from sessions.backends.local import LocalBus
+
+        return LocalBus(capacity=capacity)
+    if kind == "channels":
+        from sessions.backends.layer import ChannelLayerBus
+
+        return ChannelLayerBus(capacity=capacity)
+    raise ValueError(f"AGENTS_SESSION_BUS must be 'channels' or 'local', not {kind!r}")
+
+
+def get_bus() -> Bus:
+    """Return this process's session bus, building it on first use (thread-safe)."""
+    global _bus, _bus_pid
+    bus = _bus
+    if bus is not None and _bus_pid == os.getpid():
+        return bus
+    with _lock:
+        if _bus is None or _bus_pid != os.getpid():
+            _bus = _build()
+            _bus_pid = os.getpid()
+        return _bus
+
+
+def reset_bus() -> None:
+    """Close this process's bus; the next `get_bus()` builds a new one from settings."""
+    global _bus, _bus_pid
+    with _lock:
+        bus, _bus, _bus_pid = _bus, None, None
+    if bus is not None:
+        bus.close()
+
+
+def _on_setting_changed(setting, **kwargs) -> None:
+    if setting in _BUS_SETTINGS:
+        reset_bus()
+
+
+setting_changed.connect(_on_setting_changed)
+
+
+def event_frame(*, org: str, root: str, position: int, event_view: dict) -> dict:
+    """Return the bus frame of one appended event (see module doc)."""
+    return {"kind": str(StreamFrameKind.EVENT), "org": org, "root": root, "position": position, "data": {"event": event_view}}
+
+
+def session_frame(*, org: str, session_view: dict) -> dict:
+    """Return the bus frame of a registered or updated session (see module doc)."""
+    return {
+        "kind": str(StreamFrameKind.SESSION),
+        "org": org,
+        "root": session_view["rootSessionId"],
+        "position": None,
+        "data": {"session": session_view},
+    }
+
+
+def publish(org: str, frame: dict) -> None:
+    """Publish `frame` on org `org`'s stream; never blocks, never raises into the writer."""
+    try:
+        get_bus().publish(org, frame)
+    except Exception:  # a live-feed failure must never fail a write that already committed
+        logger.warning("session bus publish failed for %s", org, exc_info=True)

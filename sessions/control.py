@@ -1,0 +1,196 @@
+"""Steering: record a control command, forward it to a live executor (spec 003: POST …/{id}/{command}).
+
+Two sides, one bus (`sessions.bus.get_bus()`: the Channels layer, or in-process):
+
+* The dashboard side, `control_send`: appends the durable `control` event FIRST, then — if
+  the session has a live executor (`Session.executor_channel` non-empty) — forwards
+  `{"type": "control.command", "command", "message", "payload", "seq", "reply_to"}` to that
+  channel and waits up to `AGENTS_CONTROL_FORWARD_TIMEOUT_SECONDS` (default 5) for
+  `{"type": "control.ack", "seq"}` on `reply_to`. Acked → `forwarded` True; no ack or a
+  failed send → 502 `forward_failed` "control recorded but forward failed: …" (the event
+  stays recorded). No executor → `forwarded` False: the running surface polls
+  `GET …/{id}/control` instead.
+* The executor side, `ExecutorInbox`: a run opens one for its session; a background receiver
+  acks every command the moment it is queued, and the run drains them between steps with
+  `pending()` or blocks on `wait(timeout)`.
+
+A command is an intent, never a status change: nothing here writes the session's status.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+import time
+
+from django.conf import settings
+
+from agents_site.errors import InvalidRequest
+from agents_site.vocabulary import ControlCommand, EventKind
+from sessions import fields, services
+from sessions.backends.base import BusError
+from sessions.bus import get_bus
+from sessions.errors import ForwardFailed, SessionFinished
+from sessions.models import Event
+from sessions.presenters import event_view
+from sessions.selectors import executor_channel, session_get
+from tenancy import stores
+
+logger = logging.getLogger(__name__)
+
+COMMAND_MESSAGE = "command must be " + "|".join(ControlCommand.values)
+
+
+def _forward_timeout() -> float:
+    return float(getattr(settings, "AGENTS_CONTROL_FORWARD_TIMEOUT_SECONDS", 5))
+
+
+def control_send(*, session_id: str, command: str, message: str | None = None, payload=None, actor: str) -> tuple[Event, bool]:
+    """Record steering `command` on a session and forward it to its live executor, if any.
+
+    Returns `(event, forwarded)`: the stored `control` event (payload
+    `{"command", "message"?, "payload"?}`) and whether a live executor acknowledged it.
+    Order (reference §2.3): 404 `SessionNotFound` (unknown or another org's) → 400 unknown
+    command → 409 `SessionFinished` ("session is done; cannot pause a finished session") →
+    400 "message too long" (16 KiB) → 400 "payload too large" (64 KiB) / invalid JSON →
+    422 `SecretInTranscript` (the payload is scanned; the message is bounded, not scanned)
+    → 400 for `message` without a non-empty message or a payload → append → forward.
+    Raises `ForwardFailed` (502, extras `command` and `event`) when an executor is registered
+    but did not acknowledge; the event is recorded regardless. Org context required.
+    """
+    session = session_get(session_id=session_id)
+    if command not in ControlCommand.values:
+        raise InvalidRequest(COMMAND_MESSAGE)
+    if session.is_finished:
+        raise SessionFinished(f"session is {session.status}; cannot {command} a finished session")
+    message = fields.clean_message(message)
+    fields.dump_payload(payload)
+    services.refuse_secrets(payload)
+    if command == ControlCommand.MESSAGE and not message and payload is None:
+        raise InvalidRequest("message requires a 'message' or 'payload'")
+    body: dict = {"command": command}
+    if message is not None:
+        body["message"] = message
+    if payload is not None:
+        body["payload"] = payload
+    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+    actor = fields.bounded(actor, fields.MAX_ACTOR, "actor")
+    event = services.append_checked(session_id=session.id, kind=EventKind.CONTROL, payload_text=text, actor=actor)
+    channel = executor_channel(session_id=session.id)
+    if not channel:
+        return event, False
+    try:
+        _forward(channel, {"type": "control.command", "command": command, "message": message, "payload": payload, "seq": event.seq})
+    except BusError as exc:
+        raise ForwardFailed(f"control recorded but forward failed: {exc}", command=command, event=event_view(event)) from exc
+    return event, True
+
+
+def _forward(channel: str, command: dict) -> None:
+    """Send `command` to `channel` and wait for its ack; raise `BusError` when none comes."""
+    bus = get_bus()
+    timeout = _forward_timeout()
+    deadline = time.monotonic() + timeout
+    with bus.mailbox_open() as reply:
+        bus.send(channel, {**command, "reply_to": reply.name}, timeout=timeout)
+        while (left := deadline - time.monotonic()) > 0:
+            answer = reply.receive(left)
+            if answer and answer.get("type") == "control.ack" and answer.get("seq") == command["seq"]:
+                return
+    raise BusError(f"the executor did not acknowledge within {timeout:g} s")
+
+
+class ExecutorInbox:
+    """The live executor's end of steering for one session (used by the run loop).
+
+    `ExecutorInbox.open(session_id=…)` (org context required) opens a bus mailbox, stores
+    its name as the session's `executor_channel` and starts a daemon receiver thread that,
+    for each `control.command`, queues `{"command", "message", "payload", "seq"}` and then
+    acks it on the command's `reply_to`. Use as a context manager or call `close()`.
+    """
+
+    POLL_SECONDS = 0.2  # how often the receiver checks that it should stop
+
+    def __init__(self, *, session_id: str, org: str, bus, mailbox) -> None:
+        self.session_id = session_id
+        self.org = org
+        self._bus = bus
+        self._mailbox = mailbox
+        self._commands: queue.Queue[dict] = queue.Queue()
+        self._stop = threading.Event()
+        self._closed = False
+        self._thread = threading.Thread(target=self._receive_loop, name=f"agents-inbox-{session_id}", daemon=True)
+
+    @classmethod
+    def open(cls, *, session_id: str) -> ExecutorInbox:
+        """Open the inbox of session `session_id` in the current org; raise `SessionNotFound`."""
+        org = stores.current_org()
+        if org is None:
+            raise stores.NoOrgSelected("an executor inbox is opened for an org")
+        session_get(session_id=session_id)
+        bus = get_bus()
+        mailbox = bus.mailbox_open()
+        try:
+            services.session_set_executor_channel(session_id=session_id, channel=mailbox.name)
+        except BaseException:
+            mailbox.close()
+            raise
+        inbox = cls(session_id=session_id, org=org, bus=bus, mailbox=mailbox)
+        inbox._thread.start()
+        return inbox
+
+    @property
+    def channel(self) -> str:
+        """Return the bus channel name commands are forwarded to."""
+        return self._mailbox.name
+
+    def _receive_loop(self) -> None:
+        while not self._stop.is_set():
+            message = self._mailbox.receive(self.POLL_SECONDS)
+            if not message or message.get("type") != "control.command":
+                continue
+            self._commands.put({k: message.get(k) for k in ("command", "message", "payload", "seq")})
+            reply_to = message.get("reply_to")
+            if reply_to:
+                try:
+                    self._bus.send(reply_to, {"type": "control.ack", "seq": message.get("seq")}, timeout=_forward_timeout())
+                except BusError:
+                    logger.warning("executor inbox of %s could not ack command %s", self.session_id, message.get("seq"))
+
+    def pending(self) -> list[dict]:
+        """Return (and remove) every command received so far, oldest first; never blocks."""
+        drained: list[dict] = []
+        while True:
+            try:
+                drained.append(self._commands.get_nowait())
+            except queue.Empty:
+                return drained
+
+    def wait(self, timeout: float) -> dict | None:
+        """Return the next command, or None after `timeout` seconds without one."""
+        try:
+            return self._commands.get(timeout=max(timeout, 0))
+        except queue.Empty:
+            return None
+
+    def close(self) -> None:
+        """Clear the session's executor channel (if still ours), stop the receiver (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            with stores.org_context(self.org):
+                services.session_clear_executor_channel(session_id=self.session_id, channel=self.channel)
+        except Exception:
+            logger.warning("executor inbox of %s could not clear its channel", self.session_id, exc_info=True)
+        self._stop.set()
+        self._thread.join(timeout=self.POLL_SECONDS * 5)
+        self._mailbox.close()
+
+    def __enter__(self) -> ExecutorInbox:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,162 @@
+"""Field rules of sessions and events: limits and messages from reference §2.3.
+
+Each `clean_*` returns the stored form of one field or raises `InvalidRequest` (400). Sizes
+are in characters unless they say bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import urlsplit
+
+from django.apps import apps
+
+from agents_site.errors import InvalidRequest
+from agents_site.vocabulary import EventKind, SessionStatus
+
+MAX_ID = 128
+MAX_AGENT = 128
+MAX_ACTOR = 256
+MAX_TITLE = 512
+MAX_TASK_REF = 256
+MAX_HOST = 256
+MAX_CWD = 1024
+MAX_REPO = 512
+MAX_TARGET = 128
+MAX_TERMINAL = 512
+MAX_PROVIDER = 64
+MAX_ACCOUNT = 256
+MAX_PROJECT = 128
+MAX_PAYLOAD_BYTES = 64 * 1024
+MAX_MESSAGE_BYTES = 16 * 1024
+
+STATUS_MESSAGE = "status must be " + "|".join(SessionStatus.values)
+KIND_MESSAGE = "kind must be " + "|".join(EventKind.values)
+PUBLISH_MESSAGE = "published requires a project — a build with no product is not a story anyone can open"
+
+
+def _text(value) -> str:
+    return "" if value is None else str(value)
+
+
+def bounded(value, limit: int, label: str, *, trim: bool = True) -> str:
+    """Return `value` (trimmed) if at most `limit` characters, else 400 `"<label> too long"`."""
+    text = _text(value)
+    text = text.strip() if trim else text
+    if len(text) > limit:
+        raise InvalidRequest(f"{label} too long")
+    return text
+
+
+def clean_agent(value) -> str:
+    """Return the agent label, trimmed; 400 when blank or over 128 characters."""
+    agent = _text(value).strip()
+    if not agent:
+        raise InvalidRequest("agent is required")
+    if len(agent) > MAX_AGENT:
+        raise InvalidRequest("agent too long")
+    return agent
+
+
+def clean_title(value) -> str:
+    """Return the title trimmed; the 512-character limit is checked before trimming."""
+    text = _text(value)
+    if len(text) > MAX_TITLE:
+        raise InvalidRequest("title too long")
+    return text.strip()
+
+
+def clean_status(value) -> str:
+    """Return a session status (`running|paused|done|error`); 400 for any other word."""
+    status = _text(value).strip()
+    if status not in SessionStatus.values:
+        raise InvalidRequest(STATUS_MESSAGE)
+    return status
+
+
+def clean_kind(value) -> str:
+    """Return an event kind (`message|tool-call|spawn|log|status|control`); else 400."""
+    kind = _text(value).strip()
+    if kind not in EventKind.values:
+        raise InvalidRequest(KIND_MESSAGE)
+    return kind
+
+
+def clean_task_ref(value) -> str:
+    """Return a task workflow/run reference (≤256); else 400."""
+    text = _text(value).strip()
+    if len(text) > MAX_TASK_REF:
+        raise InvalidRequest("task workflow/run reference too long")
+    return text
+
+
+def clean_terminal(value) -> str:
+    """Return a terminal URL: "" withdraws it, else `https://host…` of at most 512 characters.
+
+    `javascript:`, `http:`, `file:` and protocol-relative `//host` are refused (400).
+    """
+    text = _text(value).strip()
+    if not text:
+        return ""
+    if len(text) > MAX_TERMINAL:
+        raise InvalidRequest("terminal url too long")
+    if not text.lower().startswith("https://") or not urlsplit(text).hostname:
+        raise InvalidRequest("terminal url must be https")
+    return text
+
+
+def clean_project(value) -> str:
+    """Return the project slug (≤128), trimmed; else 400."""
+    return bounded(value, MAX_PROJECT, "project")
+
+
+def target_exists(target: str) -> bool:
+    """Return True when run-target `target` is registered in the current org.
+
+    The targets capability owns the `Target` model; until it is installed no target exists.
+    """
+    try:
+        model = apps.get_model("targets", "Target")
+    except LookupError:
+        return False
+    return model.objects.filter(pk=target).exists()
+
+
+def clean_target(value) -> str:
+    """Return a run-target id that exists in the org ("" detaches); else 400."""
+    target = _text(value).strip()
+    if not target:
+        return ""
+    if len(target) > MAX_TARGET:
+        raise InvalidRequest("target too long")
+    if not target_exists(target):
+        raise InvalidRequest("target not found in this org")
+    return target
+
+
+def dump_payload(payload) -> str:
+    """Return `payload` as compact JSON text ("" for None), at most 64 KiB (bytes).
+
+    Raises `InvalidRequest`: `"payload too large"` (over 65 536 bytes of compact UTF-8 JSON)
+    or `"payload must be valid JSON"` (a value JSON cannot carry: NaN, a set, an object).
+    """
+    if payload is None:
+        return ""
+    try:
+        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidRequest("payload must be valid JSON") from exc
+    if len(text.encode()) > MAX_PAYLOAD_BYTES:
+        raise InvalidRequest("payload too large")
+    return text
+
+
+def clean_message(value) -> str | None:
+    """Return a control message (≤16 KiB of UTF-8), None when absent; else 400."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidRequest("message must be a string")
+    if len(value.encode()) > MAX_MESSAGE_BYTES:
+        raise InvalidRequest("message too long")
+    return value

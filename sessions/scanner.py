@@ -1,0 +1,283 @@
+"""Credential scanning of transcript payloads (spec 003: POST …/events; reference §4).
+
+Policy: refuse, never redact. `scan_payload(value)` returns findings; the caller refuses the
+write with 422 `secret_in_transcript` when there is any. The raw value never leaves this
+module: a finding carries only a masked preview and the SHA-256 fingerprint of the value.
+
+Detectors: the maintained rule set of detect-secrets (pinned in requirements.txt), a curated
+subset of its plugins, plus the reference's rules it lacks or gets wrong:
+
+* `private-key` — the whole PEM block (its fingerprint matches the key, not the header every
+  key shares); detect-secrets only sees the `BEGIN … PRIVATE KEY` header.
+* `aws-secret-access-key` — unquoted `aws_secret_access_key = …` (detect-secrets needs quotes).
+* `gcp-api-key`, `github-pat-fine`, `npm-token` — absent from detect-secrets.
+* `stripe-secret-key` — detect-secrets cuts the key at 24 characters.
+* `generic-secret` — `password|secret|api_key|… = <value>` gated on Shannon entropy ≥ 3.5
+  bits/char (detect-secrets' keyword plugin flags any value, e.g. `password = changeme`).
+
+Left out on purpose: detect-secrets' high-entropy-string plugins (they flag hashes and UUIDs,
+which transcripts are full of), its keyword plugin (replaced by `generic-secret`), the public-IP
+plugin (not a credential) and the Artifactory plugin (it matches upper-case words such as
+`APACHECONFIG`). A reference to a secret by name (`kms://…`, `projects/shop/deploy-key`) is
+not a secret and is admitted.
+
+What is scanned: the payload's text content. A string payload is scanned as is; an object is
+flattened to one `key: value` line per leaf (nested values indented below their key), so a
+keyword sees its value and escaped newlines and quotes are decoded. `line` is the 1-based line
+of that text where the secret starts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from functools import lru_cache
+
+from detect_secrets.plugins import aws, azure_storage_key, basic_auth, cloudant, discord, github_token, gitlab_token
+from detect_secrets.plugins import ibm_cloud_iam, ibm_cos_hmac, jwt, mailchimp, npm, openai, private_key, pypi_token
+from detect_secrets.plugins import sendgrid, slack, softlayer, square_oauth, stripe, telegram_token, twilio
+
+from agents_site.vocabulary import SecretSeverity
+
+CRITICAL, HIGH, MEDIUM = SecretSeverity.CRITICAL, SecretSeverity.HIGH, SecretSeverity.MEDIUM
+GENERIC_MIN_ENTROPY = 3.5  # bits per byte (reference §4)
+_TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-+/=.]*")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One credential found: rule id, severity, 1-based line, masked preview, SHA-256 hex."""
+
+    rule: str
+    severity: str
+    line: int
+    preview: str
+    fingerprint: str
+
+    def as_dict(self) -> dict:
+        """Return the wire form `{rule, severity, line, preview, fingerprint}`."""
+        return {"rule": self.rule, "severity": str(self.severity), "line": self.line, "preview": self.preview, "fingerprint": self.fingerprint}
+
+
+@dataclass(frozen=True)
+class _Hit:
+    rule: str
+    severity: str
+    start: int
+    end: int
+    value: str
+
+
+def mask(value: str) -> str:
+    """Return `value` with all but its first and last 4 characters starred.
+
+    Values of 8 characters or fewer are starred entirely: `mask("AKIAABCDEFGHIJKLMNOP")` →
+    `"AKIA************MNOP"`, `mask("hunter2")` → `"*******"`.
+    """
+    if len(value) <= 8:
+        return "*" * len(value)
+    return value[:4] + "*" * (len(value) - 8) + value[-4:]
+
+
+def fingerprint(value: str) -> str:
+    """Return the lowercase SHA-256 hex of the UTF-8 bytes of `value`."""
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+def shannon_entropy(value: str) -> float:
+    """Return the Shannon entropy of `value`'s UTF-8 bytes, in bits per byte."""
+    data = value.encode()
+    if not data:
+        return 0.0
+    counts = Counter(data)
+    total = len(data)
+    return -sum(c / total * math.log2(c / total) for c in counts.values())
+
+
+# --- the reference's rules (regex, severity, group holding the secret, extra check) -------
+
+_REFERENCE_RULES: list[tuple[str, str, re.Pattern, int]] = [
+    (
+        "private-key",
+        CRITICAL,
+        re.compile(
+            r"-----BEGIN ((?:RSA |EC |OPENSSH |DSA |PGP |ENCRYPTED )?PRIVATE KEY(?: BLOCK)?)-----"
+            r"(?:.*?-----END \1-----)?",
+            re.DOTALL,
+        ),
+        0,
+    ),
+    ("aws-secret-access-key", CRITICAL, re.compile(r"(?i)aws_?secret_?access_?key[\"' ]*[:=][\"' ]*([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"), 1),
+    ("gcp-api-key", HIGH, re.compile(r"\bAIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"), 0),
+    ("github-pat-fine", HIGH, re.compile(r"\bgithub_pat_[A-Za-z0-9_]{82}\b"), 0),
+    ("npm-token", HIGH, re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), 0),
+    ("stripe-secret-key", CRITICAL, re.compile(r"\b(?:sk|rk)_live_[0-9A-Za-z]{24,}\b"), 0),
+    (
+        "generic-secret",
+        MEDIUM,
+        re.compile(
+            r"(?i)\b(?:password|passwd|secret|api_?key|access_?token|auth_?token|client_?secret)\b"
+            r"[\"' ]*[:=][\"' ]*[\"']?([A-Za-z0-9/+_\-.]{16,}={0,2})[\"']?"
+        ),
+        1,
+    ),
+]
+
+# A value naming where a secret lives rather than being one: `projects/shop/deploy-key`,
+# `settings.DATABASE_PASSWORD`, `os.environ.get`.
+_REFERENCE_PATH = re.compile(r"^[a-z0-9._-]+(?:/[a-z0-9._-]+)+$")
+_DOTTED_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")
+
+
+def _generic_is_secret(value: str) -> bool:
+    if _REFERENCE_PATH.fullmatch(value) or _DOTTED_NAME.fullmatch(value):
+        return False
+    return shannon_entropy(value) >= GENERIC_MIN_ENTROPY
+
+
+# --- detect-secrets plugins: (plugin, rule id per denylist regex, severity) ----------------
+
+
+@dataclass(frozen=True)
+class _Plugin:
+    detector: object
+    rules: tuple[tuple[str, str], ...]  # (rule id, severity) per denylist regex; last repeats
+    whole_match: bool = False  # the regex's group is not the secret (GitHub's is the prefix)
+    extend: bool = False  # the regex stops short of the token's end (JWT, Stripe)
+    validate: object = None  # extra library check on the value (JWT's formal validity)
+
+    def rule_for(self, index: int) -> tuple[str, str]:
+        return self.rules[min(index, len(self.rules) - 1)]
+
+
+@lru_cache(maxsize=1)
+def _plugins() -> tuple[_Plugin, ...]:
+    jwt_detector = jwt.JwtTokenDetector()
+    return (
+        _Plugin(aws.AWSKeyDetector(), (("aws-access-key-id", CRITICAL), ("aws-secret-access-key", CRITICAL))),
+        _Plugin(azure_storage_key.AzureStorageKeyDetector(), (("azure-storage-key", CRITICAL),)),
+        _Plugin(basic_auth.BasicAuthDetector(), (("basic-auth-credentials", HIGH),)),
+        _Plugin(cloudant.CloudantDetector(), (("cloudant-credentials", HIGH),)),
+        _Plugin(discord.DiscordBotTokenDetector(), (("discord-bot-token", HIGH),)),
+        _Plugin(github_token.GitHubTokenDetector(), (("github-token", HIGH),), whole_match=True),
+        _Plugin(gitlab_token.GitLabTokenDetector(), (("gitlab-token", HIGH),)),
+        _Plugin(ibm_cloud_iam.IbmCloudIamDetector(), (("ibm-cloud-iam-key", HIGH),)),
+        _Plugin(ibm_cos_hmac.IbmCosHmacDetector(), (("ibm-cos-hmac-credentials", HIGH),)),
+        _Plugin(jwt_detector, (("jwt", MEDIUM),), extend=True, validate=jwt_detector.is_formally_valid),
+        _Plugin(mailchimp.MailchimpDetector(), (("mailchimp-key", HIGH),)),
+        _Plugin(npm.NpmDetector(), (("npm-token", HIGH),)),
+        _Plugin(openai.OpenAIDetector(), (("openai-key", HIGH),)),
+        _Plugin(private_key.PrivateKeyDetector(), (("private-key", CRITICAL),)),
+        _Plugin(pypi_token.PypiTokenDetector(), (("pypi-token", HIGH),)),
+        _Plugin(sendgrid.SendGridDetector(), (("sendgrid-key", HIGH),)),
+        _Plugin(slack.SlackDetector(), (("slack-token", HIGH), ("slack-webhook", MEDIUM))),
+        _Plugin(softlayer.SoftlayerDetector(), (("softlayer-credentials", HIGH),)),
+        _Plugin(square_oauth.SquareOAuthDetector(), (("square-oauth-secret", HIGH),)),
+        _Plugin(stripe.StripeDetector(), (("stripe-secret-key", CRITICAL),), extend=True),
+        _Plugin(telegram_token.TelegramBotTokenDetector(), (("telegram-bot-token", HIGH),)),
+        _Plugin(twilio.TwilioKeyDetector(), (("twilio-key", HIGH),)),
+    )
+
+
+def _secret_span(match: re.Match, *, whole: bool) -> tuple[int, int]:
+    if whole or not match.re.groups:
+        return match.span()
+    for index in range(match.re.groups, 0, -1):
+        if match.group(index):
+            return match.span(index)
+    return match.span()
+
+
+def _library_hits(text: str) -> list[_Hit]:
+    hits: list[_Hit] = []
+    offset = 0
+    for line in text.split("\n"):
+        for plugin in _plugins():
+            if not any(True for _ in plugin.detector.analyze_string(line)):
+                continue  # the library's own verdict gates the line
+            for index, regex in enumerate(plugin.detector.denylist):
+                rule, severity = plugin.rule_for(index)
+                for match in regex.finditer(line):
+                    start, end = _secret_span(match, whole=plugin.whole_match)
+                    if plugin.extend:
+                        end = start + len(_TOKEN_TAIL.match(line, start).group())
+                    value = line[start:end]
+                    if not value or (plugin.validate is not None and not plugin.validate(value)):
+                        continue
+                    hits.append(_Hit(rule, severity, offset + start, offset + end, value))
+        offset += len(line) + 1
+    return hits
+
+
+def _reference_hits(text: str) -> list[_Hit]:
+    hits: list[_Hit] = []
+    for rule, severity, regex, group in _REFERENCE_RULES:
+        for match in regex.finditer(text):
+            start, end = match.span(group)
+            value = text[start:end]
+            if rule == "generic-secret" and not _generic_is_secret(value):
+                continue
+            hits.append(_Hit(rule, severity, start, end, value))
+    return hits
+
+
+def _flatten(value, indent: str = "") -> list[str]:
+    """Return the text lines of a JSON value: strings as they are, objects as `key: value`."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        lines: list[str] = []
+        for key, item in value.items():
+            if isinstance(item, (dict, list)):
+                lines.append(f"{indent}{key}:")
+                lines.extend(_flatten(item, indent + "  "))
+            elif isinstance(item, str):
+                lines.append(f"{indent}{key}: {item}")
+            else:
+                lines.append(f"{indent}{key}: {item}")
+        return lines
+    if isinstance(value, list):
+        lines = []
+        for item in value:
+            lines.extend(_flatten(item, indent) if isinstance(item, (dict, list, str)) else [f"{indent}{item}"])
+        return lines
+    return [] if value is None else [str(value)]
+
+
+def scan_text(text: str) -> list[Finding]:
+    """Return the credentials found in `text`, most severe first (then line, then rule).
+
+    Overlapping hits keep the widest (a PEM block over its header line); one value found by
+    two rules at one place is reported once, under the more severe rule.
+    """
+    hits = _reference_hits(text) + _library_hits(text)
+    hits.sort(key=lambda h: (h.start, -(h.end - h.start), SecretSeverity.RANK[h.severity]))
+    kept: list[_Hit] = []
+    for hit in hits:
+        if any(k.start <= hit.start and hit.end <= k.end for k in kept):
+            continue
+        kept.append(hit)
+    findings: dict[tuple, Finding] = {}
+    for hit in kept:
+        line = text.count("\n", 0, hit.start) + 1
+        finding = Finding(hit.rule, hit.severity, line, mask(hit.value), fingerprint(hit.value))
+        findings.setdefault((finding.rule, finding.line, finding.fingerprint), finding)
+    return sorted(findings.values(), key=lambda f: (SecretSeverity.RANK[f.severity], f.line, f.rule))
+
+
+def scan_payload(payload) -> list[Finding]:
+    """Return the credentials found in a JSON-able `payload` (None → none). See module doc."""
+    if payload is None:
+        return []
+    return scan_text("\n".join(_flatten(payload)))
+
+
+def rejection_message(findings: list[Finding]) -> str:
+    """Return the 422 sentence: `transcript rejected: <N> secret(s) detected (<first rule>). …`."""
+    return (
+        f"transcript rejected: {len(findings)} secret(s) detected ({findings[0].rule}). "
+        "Secrets belong in KMS and are referenced by name; rotate the exposed value."
+    )

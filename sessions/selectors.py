@@ -1,0 +1,183 @@
+"""Reads of sessions and their event log (spec 003: GET /v1/agents/sessions…). Org context required.
+
+Every read runs against the current org's store; another org's id is simply not there, so it
+is a 404 exactly like an unknown one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
+
+from agents_site.vocabulary import EventKind
+from sessions import fields
+from sessions.errors import SessionNotFound
+from sessions.models import Event, EventClock, Session
+
+LIST_DEFAULT_LIMIT = 100
+LIST_MAX_LIMIT = 500
+RECENT_EVENTS = 50
+TREE_MAX_NODES = 10_000
+CONTROL_PAGE = 200
+
+
+@dataclass
+class SessionRow:
+    """A session with its direct-child count and newest event (None when it has none)."""
+
+    session: Session
+    children: int
+    last_event: Event | None
+
+
+def session_get(*, session_id: str) -> Session:
+    """Return session `session_id` of the current org; raise `SessionNotFound` (404).
+
+    An empty id or one over 128 characters is a 404 too (reference §2.3).
+    """
+    if not session_id or len(session_id) > fields.MAX_ID:
+        raise SessionNotFound()
+    session = Session.objects.filter(pk=session_id).first()
+    if session is None:
+        raise SessionNotFound()
+    return session
+
+
+def session_require(*, session_id: str) -> None:
+    """Raise `SessionNotFound` (404) unless session `session_id` is in the current org (one cheap query)."""
+    if not session_id or len(session_id) > fields.MAX_ID or not Session.objects.filter(pk=session_id).exists():
+        raise SessionNotFound()
+
+
+def executor_channel(*, session_id: str) -> str:
+    """Return the bus channel of the session's live executor, "" when none is registered."""
+    return Session.objects.filter(pk=session_id).values_list("executor_channel", flat=True).first() or ""
+
+
+def child_count(*, session_id: str) -> int:
+    """Return the number of direct children of session `session_id`."""
+    return Session.objects.filter(parent_id=session_id).count()
+
+
+def clamp_limit(limit: int | None, *, default: int = LIST_DEFAULT_LIMIT, maximum: int = LIST_MAX_LIMIT) -> int:
+    """Return `limit` when it is in 1..maximum, else `default` (never an error; reference §2.0)."""
+    if limit is None or limit < 1 or limit > maximum:
+        return default
+    return limit
+
+
+def _rows(queryset: QuerySet) -> list[SessionRow]:
+    """Return `SessionRow`s for `queryset` in two queries (sessions with counts; last events)."""
+    children = (
+        Session.objects.filter(parent_id=OuterRef("id")).order_by().values("parent_id").annotate(n=Count("id")).values("n")
+    )
+    newest = Event.objects.filter(session_id=OuterRef("id")).order_by("-seq").values("id")[:1]
+    sessions = list(
+        queryset.annotate(
+            child_count=Coalesce(Subquery(children, output_field=IntegerField()), Value(0)),
+            last_event_id=Subquery(newest),
+        )
+    )
+    wanted = [s.last_event_id for s in sessions if s.last_event_id]
+    events = Event.objects.in_bulk(wanted) if wanted else {}
+    return [SessionRow(s, s.child_count, events.get(s.last_event_id)) for s in sessions]
+
+
+def session_list(
+    *, root: str | None = None, parent: str | None = None, status: str | None = None, project: str | None = None, limit: int | None = None
+) -> list[SessionRow]:
+    """Return the org's sessions, newest first (`created_at` desc, then id), two queries.
+
+    Scope: `root` → that whole flow; else `parent` → its direct children; else ROOT sessions
+    only. `status` must be one of the four words (400), `project` filters exactly; `limit` is
+    1..500, anything else means 100.
+    """
+    queryset = Session.objects.all()
+    if root:
+        queryset = queryset.filter(root_id=root)
+    elif parent:
+        queryset = queryset.filter(parent_id=parent)
+    else:
+        queryset = queryset.filter(parent_id="")
+    if status:
+        queryset = queryset.filter(status=fields.clean_status(status))
+    if project:
+        queryset = queryset.filter(project=project)
+    return _rows(queryset.order_by("-created_at", "id")[: clamp_limit(limit)])
+
+
+@dataclass
+class SessionDetail:
+    """One session with its direct children and its newest events (oldest of those first)."""
+
+    row: SessionRow
+    children: list[SessionRow]
+    recent_events: list[Event]
+
+
+def session_detail(*, session_id: str) -> SessionDetail:
+    """Return a session, its direct children (each with counts) and its 50 newest events.
+
+    Spec 003: GET /v1/agents/sessions/{id}. Raises `SessionNotFound` (404).
+    """
+    session = session_get(session_id=session_id)
+    recent = list(Event.objects.filter(session_id=session.id).order_by("-seq")[:RECENT_EVENTS])
+    recent.reverse()
+    children = _rows(Session.objects.filter(parent_id=session.id).order_by("created_at", "id"))
+    row = SessionRow(session, len(children), recent[-1] if recent else None)
+    return SessionDetail(row=row, children=children, recent_events=recent)
+
+
+def session_tree(*, session_id: str) -> tuple[Session, dict[str, list[Session]]]:
+    """Return `(session, children_by_parent_id)` for the subagent flow under `session_id`.
+
+    The flow is one indexed read on `root_id` (at most 10 000 nodes, oldest first); the shape
+    is assembled in memory. Raises `SessionNotFound` (404).
+    """
+    session = session_get(session_id=session_id)
+    flow = list(Session.objects.filter(root_id=session.root_id).order_by("created_at", "id")[:TREE_MAX_NODES])
+    by_parent: dict[str, list[Session]] = {}
+    for node in flow:
+        if node.parent_id:
+            by_parent.setdefault(node.parent_id, []).append(node)
+    return session, by_parent
+
+
+def control_commands(*, session_id: str, after: int | None) -> tuple[list[Event], int]:
+    """Return the session's `control` events with seq > `after` (oldest first, ≤200) and the next cursor.
+
+    Spec 003: GET …/{id}/control. A negative or absent `after` reads from 0; the cursor is
+    the highest seq returned, or `after` when nothing is newer. Raises `SessionNotFound`.
+    """
+    session = session_get(session_id=session_id)
+    cursor = max(after or 0, 0)
+    events = list(
+        Event.objects.filter(session_id=session.id, kind=EventKind.CONTROL, seq__gt=cursor).order_by("seq")[:CONTROL_PAGE]
+    )
+    return events, (events[-1].seq if events else cursor)
+
+
+def stream_head() -> int:
+    """Return the org's newest event position (0 for an empty log)."""
+    return EventClock.objects.filter(pk=1).values_list("last", flat=True).first() or 0
+
+
+def events_after(*, position: int, root: str | None = None, limit: int = 500) -> tuple[list[Event], int]:
+    """Return `(events, horizon)`: events with position > `position`, in position order.
+
+    `root` narrows to one flow. `horizon` is the highest position this read covers: every
+    event of the org up to it is either in `events` or outside `root` (so a reader can move
+    its cursor there). Positions follow commit order, so nothing at or below the head read
+    first can still appear later.
+    """
+    head = stream_head()
+    if head <= position:
+        return [], position
+    queryset = Event.objects.filter(position__gt=position, position__lte=head)
+    if root:
+        queryset = queryset.filter(root_id=root)
+    events = list(queryset.order_by("position")[:limit])
+    horizon = events[-1].position if len(events) == limit else max(head, position)
+    return events, horizon

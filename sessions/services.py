@@ -1,0 +1,304 @@
+"""Writes of sessions and their event log (spec 003: /v1/agents/sessions…). Org context required.
+
+Every function here runs for the current org (`tenancy.stores.org_context`, or the request's
+principal): the router sends Session and Event to that org's store and raises with no org.
+Nothing is written when a function raises. Each committed write publishes one frame on the
+org's stream (`sessions.bus`), after the commit, never failing the write.
+"""
+
+from __future__ import annotations
+
+from django.db import router, transaction
+from django.utils import timezone
+
+from agents.ids import mint_id
+from agents_site.errors import InvalidRequest
+from agents_site.vocabulary import SessionStatus
+from sessions import bus, fields
+from sessions.errors import SecretInTranscript, SessionFinished, SessionNotFound
+from sessions.models import Event, EventClock, Session
+from sessions.presenters import event_view, session_view
+from sessions.scanner import rejection_message, scan_payload
+from sessions.selectors import child_count, session_require
+from tenancy import stores
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET = _Unset()  # a field `session_update` leaves unchanged
+
+
+def _alias() -> str:
+    return router.db_for_write(Session)
+
+
+def _org() -> str:
+    slug = stores.current_org()
+    if slug is None:
+        raise stores.NoOrgSelected("sessions are written for an org")
+    return slug
+
+
+def _publish_session(org: str, alias: str, session: Session, *, children: int) -> None:
+    view = session_view(session, org=org, children=children)
+    transaction.on_commit(lambda: bus.publish(org, bus.session_frame(org=org, session_view=view)), using=alias)
+
+
+def session_create(
+    *,
+    agent: str,
+    actor: str,
+    title: str = "",
+    status: str = SessionStatus.RUNNING,
+    parent_session_id: str | None = None,
+    task_workflow_id: str = "",
+    task_run_id: str = "",
+    host: str = "",
+    cwd: str = "",
+    repo: str = "",
+    target: str = "",
+    terminal: str = "",
+    provider: str = "",
+    account: str = "",
+    project: str = "",
+    published: bool = False,
+) -> Session:
+    """Open a session in the current org and return it (spec 003: POST /v1/agents/sessions → 201).
+
+    A `parent_session_id` of this org makes a subagent that inherits the parent's root; a
+    foreign, unknown or over-long one is 400 "parentSessionId not found in this org". A
+    terminal `status` (`done`/`error`) records a finished session (`ended_at` = now).
+    Checks, in the reference's order (§2.3), each a 400 `InvalidRequest`: agent (required,
+    ≤128 after trim), actor ≤256, title ≤512, status one of four, parent, task refs ≤256,
+    host ≤256, cwd ≤1024, repo ≤512, target (exists in the org), terminal (https, ≤512),
+    provider ≤64, account ≤256, project ≤128, published requires a project.
+    Publishes a `session` frame.
+    """
+    agent = fields.clean_agent(agent)
+    actor = fields.bounded(actor, fields.MAX_ACTOR, "actor")
+    title = fields.clean_title(title)
+    status = fields.clean_status(status)
+    parent_id = (parent_session_id or "").strip()
+    root_id = ""
+    if parent_id:
+        parent = Session.objects.filter(pk=parent_id).only("root_id").first() if len(parent_id) <= fields.MAX_ID else None
+        if parent is None:
+            raise InvalidRequest("parentSessionId not found in this org")
+        root_id = parent.root_id
+    task_workflow_id = fields.clean_task_ref(task_workflow_id)
+    task_run_id = fields.clean_task_ref(task_run_id)
+    host = fields.bounded(host, fields.MAX_HOST, "host")
+    cwd = fields.bounded(cwd, fields.MAX_CWD, "cwd")
+    repo = fields.bounded(repo, fields.MAX_REPO, "repo")
+    target = fields.clean_target(target)
+    terminal = fields.clean_terminal(terminal)
+    provider = fields.bounded(provider, fields.MAX_PROVIDER, "provider")
+    account = fields.bounded(account, fields.MAX_ACCOUNT, "account")
+    project = fields.clean_project(project)
+    if published and not project:
+        raise InvalidRequest(fields.PUBLISH_MESSAGE)
+    org, alias = _org(), _alias()
+    now = timezone.now()
+    session_id = mint_id("sess")
+    with transaction.atomic(using=alias):
+        session = Session.objects.create(
+            id=session_id,
+            agent=agent,
+            actor=actor,
+            status=status,
+            parent_id=parent_id,
+            root_id=root_id or session_id,
+            title=title,
+            task_workflow_id=task_workflow_id,
+            task_run_id=task_run_id,
+            host=host,
+            cwd=cwd,
+            repo=repo,
+            target=target,
+            terminal=terminal,
+            provider=provider,
+            account=account,
+            project=project,
+            published=bool(published),
+            started_at=now,
+            ended_at=now if status in SessionStatus.TERMINAL else None,
+            created_at=now,
+            updated_at=now,
+        )
+        _publish_session(org, alias, session, children=0)
+    return session
+
+
+def session_update(
+    *,
+    session_id: str,
+    status=UNSET,
+    title=UNSET,
+    target=UNSET,
+    terminal=UNSET,
+    project=UNSET,
+    published=UNSET,
+    cwd=UNSET,
+) -> Session:
+    """Change a session's surface-owned fields; an omitted (`UNSET`) field keeps its value.
+
+    Spec 003: PATCH /v1/agents/sessions/{id} → 200. A finished session keeps its status:
+    another status is 409 `SessionFinished` ("session is done; cannot change status"). Moving
+    into `done`/`error` stamps `ended_at` once. `target` "" detaches, `terminal` "" withdraws;
+    `published=True` needs a project (given now or stored) → else 400. Raises
+    `SessionNotFound` (404), `InvalidRequest` (400). Publishes a `session` frame.
+    """
+    org, alias = _org(), _alias()
+    with transaction.atomic(using=alias):
+        session = _locked(session_id)
+        now = timezone.now()
+        if status is not UNSET:
+            status = fields.clean_status(status)
+            if session.is_finished and status != session.status:
+                raise SessionFinished(f"session is {session.status}; cannot change status")
+            if status in SessionStatus.TERMINAL and session.ended_at is None:
+                session.ended_at = now
+            session.status = status
+        if title is not UNSET:
+            session.title = fields.clean_title(title)
+        if target is not UNSET:
+            session.target = fields.clean_target(target)
+        if terminal is not UNSET:
+            session.terminal = fields.clean_terminal(terminal)
+        if project is not UNSET:
+            session.project = fields.clean_project(project)
+        if cwd is not UNSET:
+            session.cwd = fields.bounded(cwd, fields.MAX_CWD, "cwd")
+        if published is not UNSET:
+            if published and not session.project:
+                raise InvalidRequest(fields.PUBLISH_MESSAGE)
+            session.published = bool(published)
+        session.updated_at = now
+        session.save()
+        _publish_session(org, alias, session, children=child_count(session_id=session.id))
+    return session
+
+
+class _DryRun(Exception):
+    pass
+
+
+def validate_update(*, session_id: str, **changes) -> None:
+    """Check `session_update(session_id=…, **changes)` without keeping it; raise what it would.
+
+    Runs the update inside a transaction that is always rolled back (no frame is published).
+    """
+    try:
+        with transaction.atomic(using=_alias()):
+            session_update(session_id=session_id, **changes)
+            raise _DryRun()
+    except _DryRun:
+        return
+
+
+def _locked(session_id: str) -> Session:
+    """Return the session row locked for this transaction (FOR UPDATE on PostgreSQL)."""
+    if not session_id or len(session_id) > fields.MAX_ID:
+        raise SessionNotFound()
+    session = Session.objects.select_for_update().filter(pk=session_id).first()
+    if session is None:
+        raise SessionNotFound()
+    return session
+
+
+def refuse_secrets(payload) -> None:
+    """Raise 422 `SecretInTranscript` (with masked `findings`) if `payload` carries a credential."""
+    findings = scan_payload(payload)
+    if findings:
+        raise SecretInTranscript(rejection_message(findings), findings=[f.as_dict() for f in findings])
+
+
+def session_append_event(*, session_id: str, kind: str, payload, actor: str) -> Event:
+    """Append one turn to a session's log and return the stored event (spec 003: POST …/events → 201).
+
+    `payload` is any JSON-able Python value, or None for a turn without one; it is stored as
+    compact JSON text of at most 64 KiB. Order of checks (reference §2.3): session in this
+    org (404 `SessionNotFound`) → kind in `EventKind` (400) → payload JSON and size (400
+    "payload must be valid JSON" / "payload too large") → credential scan (422
+    `SecretInTranscript`, nothing stored) → actor ≤256 (400).
+
+    `seq` is the next of the session (dense 1..N even with concurrent appends from several
+    processes) and `position` the next of the org (the stream's resume cursor): both are
+    allocated in one transaction that also stamps the session's `updated_at`. Publishes an
+    `event` frame after the commit.
+    """
+    session_require(session_id=session_id)
+    kind = fields.clean_kind(kind)
+    text = fields.dump_payload(payload)
+    refuse_secrets(payload)
+    actor = fields.bounded(actor, fields.MAX_ACTOR, "actor")
+    return append_checked(session_id=session_id, kind=kind, payload_text=text, actor=actor)
+
+
+def _next_numbers(connection, *, session_id: str, now) -> tuple[int, str, int] | None:
+    """Take the session's next seq and the org's next position; None when the session is gone.
+
+    Two `UPDATE … RETURNING` statements (SQLite ≥ 3.35 and PostgreSQL): the session row first,
+    then the clock row — the one order every append takes.
+    """
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {quote(Session._meta.db_table)} SET last_seq = last_seq + 1, updated_at = %s WHERE id = %s RETURNING last_seq, root_id",
+            [connection.ops.adapt_datetimefield_value(now), session_id],
+        )
+        row = cursor.fetchone()
+        if row is None:
+            return None
+        cursor.execute(f"UPDATE {quote(EventClock._meta.db_table)} SET last = last + 1 WHERE id = 1 RETURNING last")
+        clock = cursor.fetchone()
+    if clock is None:  # the clock row was removed by hand: start it again
+        EventClock.objects.create(id=1, last=1)
+        clock = (1,)
+    return int(row[0]), row[1], int(clock[0])
+
+
+def append_checked(*, session_id: str, kind: str, payload_text: str, actor: str) -> Event:
+    """Store one already-validated turn (see `session_append_event`); for this app's services.
+
+    In one transaction: the session row is updated first (a row lock on PostgreSQL, under the
+    write lock SQLite's `BEGIN IMMEDIATE` already holds), then the org's event clock — the
+    order every append takes, so appends never deadlock and `position` follows commit order —
+    then the event is inserted. Publishes the `event` frame after the commit.
+    """
+    org, alias = _org(), _alias()
+    now = timezone.now()
+    with transaction.atomic(using=alias):
+        numbers = _next_numbers(transaction.get_connection(alias), session_id=session_id, now=now)
+        if numbers is None:
+            raise SessionNotFound()
+        seq, root_id, position = numbers
+        event = Event.objects.create(
+            id=mint_id("evt"),
+            session_id=session_id,
+            root_id=root_id,
+            seq=seq,
+            position=position,
+            kind=kind,
+            actor=actor,
+            payload=payload_text,
+            created_at=now,
+        )
+        view = event_view(event)
+        frame = bus.event_frame(org=org, root=root_id, position=position, event_view=view)
+        transaction.on_commit(lambda: bus.publish(org, frame), using=alias)
+    return event
+
+
+def session_set_executor_channel(*, session_id: str, channel: str) -> None:
+    """Record `channel` as the bus channel of the session's live executor (sessions.control)."""
+    if not Session.objects.filter(pk=session_id).update(executor_channel=channel):
+        raise SessionNotFound()
+
+
+def session_clear_executor_channel(*, session_id: str, channel: str) -> bool:
+    """Clear the executor channel if it is still `channel`; return True when it was."""
+    return bool(Session.objects.filter(pk=session_id, executor_channel=channel).update(executor_channel=""))

@@ -1,0 +1,174 @@
+"""The live session stream as Server-Sent Events (spec 003: GET /v1/agents/sessions/stream).
+
+An async generator (a sync one never streams under ASGI) over the org's bus subscription,
+with the store as the source of truth behind it:
+
+* Frames: `event: session` + `data: {"session": <sessionView>}`, and `event: event` +
+  `id: <position>` + `data: {"event": <eventView>}`. `position` is the event's org-wide,
+  gap-free, commit-ordered number (sessions.models.EventClock).
+* Resume: a client reconnecting with `Last-Event-ID: k` (header, or `?lastEventId=k`) is
+  first replayed every event with position > k from the store (page by page), then the live
+  feed. For every k the client gets exactly the events after k: no gap, no duplicate, for the
+  whole life of the log. Without it the stream starts at the head of the log.
+* Order and gaps: the stream keeps the org position it has covered. A live frame at or below
+  it is a duplicate and skipped; one above the next expected position (frames from several
+  processes can arrive out of order, and the layer may lose one) first pulls the missing
+  positions from the store. Every `AGENTS_SSE_CATCHUP_SECONDS` (5) without frames it also
+  reads the store, so an event appended by a process the bus does not reach still arrives.
+* Tenancy: the org comes from the principal, captured before the body streams (the request's
+  org context is gone by then; every store read runs in `tenancy.stores.org_context`). The
+  bus subscription is the org's own; `?root=` narrows to the flow of that session.
+* `: ping` every `AGENTS_SSE_PING_SECONDS` (25). A subscriber `AGENTS_SSE_BUFFER_FRAMES`
+  (256) frames behind is dropped by the bus; the stream then ends after what it holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import close_old_connections
+from django.http import StreamingHttpResponse
+
+from agents_site.errors import InvalidRequest
+from agents_site.vocabulary import StreamFrameKind
+from sessions import selectors
+from sessions.backends.base import SubscriberDropped
+from sessions.bus import get_bus
+from sessions.presenters import event_view
+from tenancy import stores
+
+REPLAY_PAGE = 500
+
+
+def parse_last_event_id(header: str | None, query: str | None) -> int | None:
+    """Return the resume position from the `Last-Event-ID` header or `?lastEventId=` (header wins).
+
+    Blank → None (start at the head). Raises 400 for anything but a non-negative integer.
+    """
+    raw = (header if header not in (None, "") else query) or ""
+    raw = raw.strip()
+    if not raw:
+        return None
+    if not raw.isdigit():
+        raise InvalidRequest("Last-Event-ID must be a non-negative integer (the id: of an event frame)")
+    return int(raw)
+
+
+def render(kind: str, data: dict, event_id: int | None = None) -> str:
+    """Return one SSE frame: `event:`, optional `id:`, one `data:` line of compact JSON."""
+    head = f"event: {kind}\n" + (f"id: {event_id}\n" if event_id is not None else "")
+    return head + "data: " + json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n\n"
+
+
+async def read_store(org: str, fn: Callable, **kwargs):
+    """Run store read `fn(**kwargs)` for org `org` in a worker thread; close its connections after."""
+
+    def run():
+        try:
+            with stores.org_context(org):
+                return fn(**kwargs)
+        finally:
+            close_old_connections()
+
+    return await sync_to_async(run, thread_sensitive=False)()
+
+
+def _rendered(frame: dict) -> str:
+    """Return the SSE text of a live event frame, rendered once per process and shared.
+
+    Every subscriber of this process is handed the same frame object by the bus.
+    """
+    text = frame.get("_sse")
+    if text is None:
+        text = frame["_sse"] = render(StreamFrameKind.EVENT, frame["data"], int(frame["position"]))
+    return text
+
+
+def _replay_page(*, position: int, root: str | None) -> tuple[list[str], int, bool]:
+    events, horizon = selectors.events_after(position=position, root=root, limit=REPLAY_PAGE)
+    chunks = [render(StreamFrameKind.EVENT, {"event": event_view(e)}, e.position) for e in events]
+    return chunks, horizon, len(events) == REPLAY_PAGE
+
+
+def resolve_root(*, session_id: str) -> str:
+    """Return the flow (`root_id`) of session `session_id`; 404 when it is not in the org."""
+    return selectors.session_get(session_id=session_id).root_id
+
+
+async def session_stream(*, org: str, root: str | None, last_event_id: int | None) -> AsyncIterator[str]:
+    """Yield the SSE text of org `org`'s stream (see module doc); ends when the bus drops it.
+
+    The subscription is taken before the first byte, so `: stream open` means "live from
+    here": nothing committed after it can be missed. The replay (Last-Event-ID) then runs from
+    the store page by page while live frames wait in the subscription's buffer; a replay so
+    long that 256 live frames pile up drops the stream, and the client's next reconnect resumes
+    from the last id it got.
+    """
+    ping_seconds = float(getattr(settings, "AGENTS_SSE_PING_SECONDS", 25))
+    catchup_seconds = float(getattr(settings, "AGENTS_SSE_CATCHUP_SECONDS", 5))
+    loop = asyncio.get_running_loop()
+    subscription = await get_bus().subscribe(org)
+    state = {"cursor": 0}
+
+    async def from_store() -> AsyncIterator[str]:
+        more = True
+        while more:
+            chunks, state["cursor"], more = await read_store(org, _replay_page, position=state["cursor"], root=root)
+            for chunk in chunks:
+                yield chunk
+
+    try:
+        yield ": stream open\n\n"
+        head = await read_store(org, selectors.stream_head)
+        # An id beyond the head (a log that was reset, or a made-up id) resumes from the head.
+        state["cursor"] = head if last_event_id is None else min(last_event_id, head)
+        async for chunk in from_store():
+            yield chunk
+        next_ping = loop.time() + ping_seconds
+        next_catchup = loop.time() + catchup_seconds
+        while True:
+            timeout = max(0.0, min(next_ping, next_catchup) - loop.time())
+            try:
+                frame = await subscription.get(timeout)
+            except SubscriberDropped:
+                return
+            if frame is None:
+                now = loop.time()
+                if now >= next_catchup:
+                    async for chunk in from_store():
+                        yield chunk
+                    next_catchup = now + catchup_seconds
+                if now >= next_ping:
+                    yield ": ping\n\n"
+                    next_ping = now + ping_seconds
+                continue
+            if frame.get("org") != org:  # never: the bus is per org; kept as the fail-closed proof
+                continue
+            if frame["kind"] == StreamFrameKind.SESSION:
+                if root is None or frame["root"] == root:
+                    yield render(StreamFrameKind.SESSION, frame["data"])
+                continue
+            position = int(frame["position"])
+            if position > state["cursor"] + 1:  # frames of other processes came first, or one was lost
+                async for chunk in from_store():
+                    yield chunk
+            if position <= state["cursor"]:
+                continue
+            state["cursor"] = position
+            if root is None or frame["root"] == root:
+                yield _rendered(frame)
+            next_catchup = loop.time() + catchup_seconds
+    finally:
+        subscription.close()
+
+
+def stream_response(*, org: str, root: str | None, last_event_id: int | None) -> StreamingHttpResponse:
+    """Return the streaming response: text/event-stream, not cached, not buffered, not gzipped."""
+    response = StreamingHttpResponse(session_stream(org=org, root=root, last_event_id=last_event_id), content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response

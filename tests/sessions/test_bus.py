@@ -1,0 +1,111 @@
+"""The session bus: org-filtered fan-out, dropping a stuck subscriber, mailboxes (every backend)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+from django.db import connections
+
+from sessions import services
+from sessions.backends.base import BusError, SubscriberDropped
+from sessions.bus import get_bus
+from sessions.models import Event
+
+
+async def _drain(subscription, *, idle: float = 0.2) -> list[dict]:
+    frames = []
+    try:
+        while (frame := await subscription.get(idle)) is not None:
+            frames.append(frame)
+    except SubscriberDropped:
+        frames.append({"dropped": True})
+    return frames
+
+
+@pytest.fixture(params=["channels", "local", "redis"])
+def any_bus(request, settings, redis_url):
+    if request.param == "redis":
+        settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [redis_url]}}}
+        settings.AGENTS_SESSION_BUS = "channels"
+    else:
+        settings.AGENTS_SESSION_BUS = request.param
+    return request.param
+
+
+def test_frames_reach_only_subscribers_of_their_org(any_bus):
+    async def scenario():
+        bus = get_bus()
+        a, also_a, b = await bus.subscribe("org-a"), await bus.subscribe("org-a"), await bus.subscribe("org-b")
+        await asyncio.to_thread(bus.publish, "org-a", {"kind": "event", "org": "org-a", "n": 1})
+        got = await _drain(a), await _drain(also_a), await _drain(b)
+        for s in (a, also_a, b):
+            s.close()
+        return got
+
+    got_a, got_also_a, got_b = asyncio.run(scenario())
+    assert got_a == got_also_a == [{"kind": "event", "org": "org-a", "n": 1}]
+    assert got_b == []
+
+
+def test_a_stuck_subscriber_is_dropped_while_writes_continue(any_bus, org_a, settings):
+    settings.AGENTS_SSE_BUFFER_FRAMES = 256
+    total = 400
+
+    def write() -> int:
+        with org_a.context():
+            session = services.session_create(agent="writer", actor="t")
+            for n in range(total):
+                services.session_append_event(session_id=session.id, kind="log", payload={"n": n}, actor="t")
+        connections.close_all()
+        return total
+
+    async def scenario():
+        bus = get_bus()
+        stuck = await bus.subscribe(org_a.slug)
+        live = await bus.subscribe(org_a.slug)
+
+        async def read_live():
+            frames = []
+            while len(frames) < total + 1 and (frame := await live.get(5)) is not None:
+                frames.append(frame)
+            return frames
+
+        reader = asyncio.create_task(read_live())
+        written = await asyncio.to_thread(write)
+        live_frames = await reader
+        stuck_frames = await _drain(stuck)
+        count_after = bus.subscriber_count(org_a.slug)
+        live.close()
+        return written, live_frames, stuck_frames, count_after, stuck
+
+    written, live_frames, stuck_frames, count_after, stuck = asyncio.run(scenario())
+    assert written == total
+    with org_a.context():
+        assert Event.objects.count() == total
+    assert [f["kind"] for f in live_frames] == ["session"] + ["event"] * total
+    assert [f["position"] for f in live_frames[1:]] == list(range(1, total + 1))
+    assert stuck.dropped is True
+    assert len(stuck_frames) == 256 + 1 and stuck_frames[-1] == {"dropped": True}
+    assert [f["position"] for f in stuck_frames[1:-1]] == list(range(1, 256))
+    assert count_after == 1  # only the live reader is left
+
+
+def test_a_mailbox_receives_what_is_sent_to_its_name_from_another_thread(any_bus):
+    bus = get_bus()
+    with bus.mailbox_open() as mailbox:
+        sender = threading.Thread(target=bus.send, args=(mailbox.name, {"type": "hello", "n": 1}))
+        sender.start()
+        sender.join()
+        assert mailbox.receive(5) == {"type": "hello", "n": 1}
+        assert mailbox.receive(0.1) is None
+
+
+def test_sending_to_a_closed_local_mailbox_fails_at_once(settings):
+    settings.AGENTS_SESSION_BUS = "local"
+    bus = get_bus()
+    mailbox = bus.mailbox_open()
+    mailbox.close()
+    with pytest.raises(BusError, match="no live receiver"):
+        bus.send(mailbox.name, {"type": "x"})

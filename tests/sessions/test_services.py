@@ -1,0 +1,208 @@
+"""The write services: dense seq and position under concurrency (threads, processes, PostgreSQL),
+frames published only after commit, and the Python-value contract of session_append_event."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import psycopg
+import pytest
+from django.db import connections, transaction
+from psycopg import sql
+
+from agents_site.errors import InvalidRequest
+from sessions import services
+from sessions.bus import get_bus
+from sessions.models import Event, EventClock, Session
+from tenancy import stores
+from tests.support.live import ROOT
+
+PG_SERVER = "postgres://postgres@127.0.0.1:5432/postgres"
+
+
+def _assert_dense(slug: str, session_ids: list[str], total: int) -> None:
+    with stores.org_context(slug):
+        for sid in session_ids:
+            seqs = list(Event.objects.filter(session_id=sid).order_by("seq").values_list("seq", flat=True))
+            assert seqs == list(range(1, len(seqs) + 1))
+            assert Session.objects.get(pk=sid).last_seq == len(seqs)
+        positions = list(Event.objects.order_by("position").values_list("position", flat=True))
+        assert positions == list(range(1, total + 1))
+        assert EventClock.objects.get(pk=1).last == total
+
+
+def test_64_concurrent_appends_get_seq_1_to_64(org_a):
+    with org_a.context():
+        session = services.session_create(agent="racer", actor="t")
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(64)
+
+    def append(n: int) -> None:
+        try:
+            barrier.wait()
+            with stores.org_context(org_a.slug):
+                services.session_append_event(session_id=session.id, kind="log", payload={"n": n}, actor="t")
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=append, args=(n,)) for n in range(64)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    _assert_dense(org_a.slug, [session.id], 64)
+
+
+APPENDER = textwrap.dedent(
+    """
+    import sys, threading, time, django
+    django.setup()
+    from django.db import connections
+    from tenancy import stores
+    from sessions.services import session_append_event
+    slug, per_thread = sys.argv[1], int(sys.argv[2])
+    session_ids = sys.argv[3:]
+    print("READY", flush=True)
+    sys.stdin.readline()  # the parent's go, once every process is ready
+    def work(t):
+        with stores.org_context(slug):
+            for i in range(per_thread):
+                sid = session_ids[(t + i) % len(session_ids)]
+                session_append_event(session_id=sid, kind="log", payload={"t": t, "i": i}, actor="proc")
+        connections.close_all()
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    """
+)
+
+
+def _run_appenders(slug: str, session_ids: list[str], *, processes: int, per_thread: int, env: dict) -> None:
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", APPENDER, slug, str(per_thread), *session_ids],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(processes)
+    ]
+    for proc in procs:
+        assert proc.stdout.readline().strip() == "READY", proc.stderr.read()
+    for proc in procs:
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+    for proc in procs:
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+
+
+def test_appends_from_three_processes_keep_seq_and_position_dense(org_a):
+    from django.conf import settings
+
+    with org_a.context():
+        one = services.session_create(agent="racer", actor="t")
+        two = services.session_create(agent="racer", actor="t")
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "agents_site.settings", "AGENTS_DATA_DIR": str(settings.AGENTS_DATA_DIR), "PYTHONPATH": str(ROOT)}
+    _run_appenders(org_a.slug, [one.id, two.id], processes=3, per_thread=6, env=env)
+    _assert_dense(org_a.slug, [one.id, two.id], 3 * 4 * 6)
+    with org_a.context():
+        assert Session.objects.get(pk=one.id).last_seq == Session.objects.get(pk=two.id).last_seq == 36
+
+
+@pytest.fixture
+def postgres_org(settings, monkeypatch, make_org):
+    settings.AGENTS_ORG_DATABASE = "postgres"
+    monkeypatch.setenv("DATABASE_URL", PG_SERVER)
+    org = make_org("pgs")
+    yield org
+    for alias in list(connections):
+        if alias.endswith(org.slug):
+            connections[alias].close()
+    with psycopg.connect(PG_SERVER, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(stores.postgres_database_name(org.slug))))
+
+
+def test_appends_from_three_processes_keep_seq_and_position_dense_on_postgresql(postgres_org):
+    from django.conf import settings
+
+    with postgres_org.context():
+        one = services.session_create(agent="racer", actor="t")
+        two = services.session_create(agent="racer", actor="t")
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "agents_site.settings",
+        "AGENTS_DATA_DIR": str(settings.AGENTS_DATA_DIR),
+        "AGENTS_ORG_DATABASE": "postgres",
+        "DATABASE_URL": PG_SERVER,
+        "PYTHONPATH": str(ROOT),
+    }
+    _run_appenders(postgres_org.slug, [one.id, two.id], processes=3, per_thread=6, env=env)
+    _assert_dense(postgres_org.slug, [one.id, two.id], 3 * 4 * 6)
+
+
+# --- the Python contract ------------------------------------------------------------------
+
+
+def test_session_update_leaves_omitted_fields_unchanged(org_a):
+    with org_a.context():
+        session = services.session_create(agent="a", actor="t", title="keep", project="shop", terminal="https://t.example.com")
+        updated = services.session_update(session_id=session.id, status="paused")
+        assert (updated.title, updated.project, updated.terminal, updated.status) == ("keep", "shop", "https://t.example.com", "paused")
+        services.session_update(session_id=session.id, title="", terminal="")
+        stored = Session.objects.get(pk=session.id)
+    assert (stored.title, stored.terminal, stored.project) == ("", "", "shop")
+
+
+def test_payload_none_is_a_turn_without_payload_and_unjsonable_values_are_refused(org_a):
+    with org_a.context():
+        session = services.session_create(agent="a", actor="t")
+        event = services.session_append_event(session_id=session.id, kind="log", payload=None, actor="t")
+        assert Event.objects.get(pk=event.id).payload == ""
+        with pytest.raises(InvalidRequest, match="payload must be valid JSON"):
+            services.session_append_event(session_id=session.id, kind="log", payload={1, 2}, actor="t")
+        with pytest.raises(InvalidRequest, match="payload must be valid JSON"):
+            services.session_append_event(session_id=session.id, kind="log", payload=float("nan"), actor="t")
+        assert Event.objects.count() == 1
+
+
+def test_writes_publish_frames_only_after_they_commit(org_a, settings):
+    settings.AGENTS_SESSION_BUS = "local"
+
+    async def scenario():
+        subscription = await get_bus().subscribe(org_a.slug)
+
+        def write():
+            with org_a.context():
+                session = services.session_create(agent="a", actor="t")
+                alias = stores.open_store(org_a.slug)
+                with pytest.raises(RuntimeError), transaction.atomic(using=alias):
+                    services.session_append_event(session_id=session.id, kind="log", payload={"rolled": "back"}, actor="t")
+                    raise RuntimeError("abort")
+                services.session_append_event(session_id=session.id, kind="log", payload={"kept": True}, actor="t")
+                return session
+
+        session = await asyncio.to_thread(write)
+        frames = []
+        while (frame := await subscription.get(0.5)) is not None:
+            frames.append(frame)
+        subscription.close()
+        return session, frames
+
+    session, frames = asyncio.run(scenario())
+    assert [f["kind"] for f in frames] == ["session", "event"]
+    assert frames[0]["data"]["session"]["id"] == session.id and frames[0]["org"] == org_a.slug
+    assert frames[1]["data"]["event"]["payload"] == {"kept": True} and frames[1]["position"] == 1
+    with org_a.context():
+        assert list(Event.objects.values_list("seq", "position")) == [(1, 1)]

@@ -1,0 +1,263 @@
+"""The live stream (spec 003: GET /v1/agents/sessions/stream) against real daphne processes,
+plus a stuck client driven through the ASGI application itself."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+from django.db import connections
+
+from sessions import services
+from sessions.bus import get_bus
+from sessions.models import Event
+from sessions.presenters import event_view
+from tests.sessions.sse import open_stream
+
+BASE = "/v1/agents/sessions"
+
+
+def _api(server, org, method: str, path: str, body=None) -> dict:
+    response = httpx.request(method, f"{server.url}{BASE}{path}", json=body, headers={"Authorization": f"Bearer {org.key}"}, timeout=10)
+    assert response.status_code in (200, 201), response.text
+    return response.json()
+
+
+def _store_views(org) -> dict[int, dict]:
+    with org.context():
+        return {e.position: event_view(e) for e in Event.objects.order_by("position")}
+
+
+def test_the_stream_carries_session_and_event_frames_with_ids(daphne, make_org):
+    org = make_org("sse")
+    server = daphne
+    stream = open_stream(server.url, org.key, headers={"Accept-Encoding": "gzip"})
+    try:
+        assert stream.response.status_code == 200
+        headers = stream.response.headers
+        assert headers["content-type"].startswith("text/event-stream")
+        assert headers["cache-control"] == "no-cache" and headers["x-accel-buffering"] == "no"
+        assert "content-encoding" not in headers
+        assert stream.next_frame().comment == "stream open"
+        session = _api(server, org, "POST", "", {"agent": "coder", "title": "live"})
+        first = _api(server, org, "POST", f"/{session['id']}/events", {"kind": "message", "payload": {"text": "hi"}})
+        second = _api(server, org, "POST", f"/{session['id']}/events", {"kind": "log"})
+        frames = stream.collect(events=3)
+    finally:
+        stream.close()
+    assert [(f.event, f.id) for f in frames] == [("session", None), ("event", 1), ("event", 2)]
+    assert frames[0].data == {"session": session}
+    assert frames[1].data == {"event": first} and frames[2].data == {"event": second}
+    assert any(f.comment == "ping" for f in stream.seen)
+
+
+def test_the_stream_needs_a_principal_and_a_sane_last_event_id(daphne, make_org):
+    org = make_org("sse")
+    server = daphne
+    anonymous = httpx.get(f"{server.url}{BASE}/stream", timeout=5)
+    assert anonymous.status_code == 403 and anonymous.json()["code"] == "forbidden"
+    bad = httpx.get(f"{server.url}{BASE}/stream", headers={"Authorization": f"Bearer {org.key}", "Last-Event-ID": "abc"}, timeout=5)
+    assert bad.status_code == 400 and bad.json()["error"].startswith("Last-Event-ID must be a non-negative integer")
+
+
+def test_reconnecting_with_last_event_id_k_yields_exactly_the_events_after_k(daphne, make_org):
+    org = make_org("resume")
+    server = daphne
+    roots = [_api(server, org, "POST", "", {"agent": "coder"}) for _ in range(2)]
+    for n in range(8):
+        _api(server, org, "POST", f"/{roots[n % 2]['id']}/events", {"kind": "message", "payload": {"n": n}})
+    total = 8
+    for k in range(0, total + 1):
+        how = {"headers": {"Last-Event-ID": str(k)}} if k % 2 else {"params": {"lastEventId": str(k)}}
+        stream = open_stream(server.url, org.key, **how)
+        try:
+            replayed = stream.collect(events=total - k)
+            views = _store_views(org)
+            assert [f.id for f in replayed] == list(range(k + 1, total + 1))
+            assert [f.data for f in replayed] == [{"event": views[p]} for p in range(k + 1, total + 1)]
+            live = _api(server, org, "POST", f"/{roots[k % 2]['id']}/events", {"kind": "log", "payload": {"live": k}})
+            total += 1
+            following = stream.collect(events=1)
+            assert [(f.id, f.data) for f in following] == [(total, {"event": live})]
+        finally:
+            stream.close()
+
+
+def test_an_id_beyond_the_head_resumes_from_the_head(daphne, make_org):
+    org = make_org("resume")
+    session = _api(daphne, org, "POST", "", {"agent": "coder"})
+    _api(daphne, org, "POST", f"/{session['id']}/events", {"kind": "log"})
+    stream = open_stream(daphne.url, org.key, headers={"Last-Event-ID": str(10**30)})
+    try:
+        assert stream.next_frame().comment == "stream open"
+        live = _api(daphne, org, "POST", f"/{session['id']}/events", {"kind": "log"})
+        frames = stream.collect(events=1)
+    finally:
+        stream.close()
+    assert [(f.id, f.data) for f in frames] == [(2, {"event": live})]
+
+
+def test_a_resumed_stream_narrowed_to_a_root_replays_only_that_flow(daphne, make_org):
+    org = make_org("resume")
+    server = daphne
+    mine = _api(server, org, "POST", "", {"agent": "coder"})
+    child = _api(server, org, "POST", "", {"agent": "coder", "parentSessionId": mine["id"]})
+    other = _api(server, org, "POST", "", {"agent": "coder"})
+    for target in (mine, other, child, other, mine):
+        _api(server, org, "POST", f"/{target['id']}/events", {"kind": "log"})
+    stream = open_stream(server.url, org.key, params={"root": mine["id"]}, headers={"Last-Event-ID": "1"})
+    try:
+        frames = stream.collect(events=2)
+    finally:
+        stream.close()
+    assert [f.id for f in frames] == [3, 5]
+
+
+def test_the_stream_delivers_an_event_appended_by_another_process(daphne, make_org):
+    org = make_org("xproc")
+    server = daphne  # in-memory layer: this test process's writes reach it through the store
+    session = _api(server, org, "POST", "", {"agent": "coder"})
+    stream = open_stream(server.url, org.key)
+    try:
+        assert stream.next_frame().comment == "stream open"
+        with org.context():
+            event = services.session_append_event(session_id=session["id"], kind="message", payload={"from": "elsewhere"}, actor="other-process")
+            view = event_view(event)
+        frames = stream.collect(events=1)
+    finally:
+        stream.close()
+    assert [(f.event, f.id, f.data) for f in frames] == [("event", event.position, {"event": view})]
+
+
+def test_two_daphne_processes_serve_one_stream_over_redis(redis_daphnes, make_org):
+    org = make_org("redis")
+    writer, reader = redis_daphnes  # no store catch-up there: only the bus can bring frames
+    stream = open_stream(reader.url, org.key)
+    try:
+        assert stream.next_frame().comment == "stream open"
+        session = _api(writer, org, "POST", "", {"agent": "coder"})
+        over_http = _api(writer, org, "POST", f"/{session['id']}/events", {"kind": "message", "payload": {"via": "daphne"}})
+        with org.context():
+            direct = event_view(services.session_append_event(session_id=session["id"], kind="log", payload={"via": "test"}, actor="t"))
+        frames = stream.collect(events=3)
+    finally:
+        stream.close()
+    assert [(f.event, f.id) for f in frames] == [("session", None), ("event", 1), ("event", 2)]
+    assert frames[0].data["session"]["id"] == session["id"]
+    assert frames[1].data == {"event": over_http} and frames[2].data == {"event": direct}
+
+
+def test_root_narrows_the_stream_and_never_widens(daphne, make_org):
+    org, stranger = make_org("root"), make_org("other")
+    server = daphne
+    mine = _api(server, org, "POST", "", {"agent": "coder"})
+    other = _api(server, org, "POST", "", {"agent": "coder"})
+    foreign = _api(server, stranger, "POST", "", {"agent": "coder"})
+    for root in (foreign["id"], "sess_" + "0" * 32):
+        refused = httpx.get(f"{server.url}{BASE}/stream", params={"root": root}, headers={"Authorization": f"Bearer {org.key}"}, timeout=5)
+        assert refused.status_code == 404 and refused.json()["error"] == "session not found"
+    stream = open_stream(server.url, org.key, params={"root": mine["id"]})
+    stranger_stream = open_stream(server.url, stranger.key)
+    try:
+        child = _api(server, org, "POST", "", {"agent": "coder", "parentSessionId": mine["id"]})
+        _api(server, org, "POST", f"/{other['id']}/events", {"kind": "log"})
+        _api(server, org, "PATCH", f"/{other['id']}", {"title": "not mine"})
+        in_child = _api(server, org, "POST", f"/{child['id']}/events", {"kind": "log"})
+        in_root = _api(server, org, "POST", f"/{mine['id']}/events", {"kind": "log"})
+        frames = stream.collect(events=3)
+        strangers = stranger_stream.collect(until_pings=2)
+    finally:
+        stream.close()
+        stranger_stream.close()
+    assert [(f.event, f.id) for f in frames] == [("session", None), ("event", 2), ("event", 3)]
+    assert frames[0].data["session"]["id"] == child["id"]
+    assert frames[1].data == {"event": in_child} and frames[2].data == {"event": in_root}
+    assert strangers == []
+
+
+def test_a_stuck_client_is_dropped_while_writes_continue_and_can_resume(make_org, transactional_db, settings):
+    settings.AGENTS_SSE_PING_SECONDS = 60
+    settings.AGENTS_SSE_CATCHUP_SECONDS = 60
+    settings.AGENTS_SSE_BUFFER_FRAMES = 256
+    from agents_site.asgi import django_asgi_app
+
+    org = make_org("stuck")
+    with org.context():
+        session = services.session_create(agent="writer", actor="t")
+    total = 500
+
+    def scope(last_event_id: str | None = None) -> dict:
+        headers = [(b"host", b"testserver"), (b"authorization", f"Bearer {org.key}".encode())]
+        if last_event_id:
+            headers.append((b"last-event-id", last_event_id.encode()))
+        path = f"{BASE}/stream"
+        return {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http", "path": path,
+                "raw_path": path.encode(), "query_string": b"", "root_path": "", "headers": headers,
+                "client": ("127.0.0.1", 50000), "server": ("testserver", 80)}
+
+    def write() -> int:
+        with org.context():
+            for n in range(total):
+                services.session_append_event(session_id=session.id, kind="log", payload={"n": n}, actor="t")
+        connections.close_all()
+        return total
+
+    async def receive():
+        if not getattr(receive, "sent", False):
+            receive.sent = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await asyncio.Event().wait()  # the client never hangs up
+
+    def ids(chunks: list[bytes]) -> list[int]:
+        text = b"".join(chunks).decode()
+        return [int(line[4:]) for line in text.splitlines() if line.startswith("id: ")]
+
+    async def scenario():
+        unblock = asyncio.Event()
+        body: list[bytes] = []
+        finished = asyncio.Event()
+
+        async def send(message):
+            if message["type"] == "http.response.body":
+                body.append(message.get("body", b""))
+                if not message.get("more_body", False):
+                    finished.set()
+                elif len(body) >= 2:
+                    await unblock.wait()  # the client stopped reading after its first event
+
+        app = asyncio.create_task(django_asgi_app(scope(), receive, send))
+        while get_bus().subscriber_count(org.slug) == 0:
+            await asyncio.sleep(0.01)
+        written = await asyncio.to_thread(write)
+        for _ in range(500):  # the bus drops the subscriber once it is 256 behind
+            if get_bus().subscriber_count(org.slug) == 0:
+                break
+            await asyncio.sleep(0.01)
+        dropped = get_bus().subscriber_count(org.slug) == 0
+        unblock.set()
+        await asyncio.wait_for(finished.wait(), 10)
+        await asyncio.wait_for(app, 10)
+        first_ids = ids(body)
+
+        receive.sent = False
+        resumed: list[bytes] = []
+
+        async def send_resumed(message):
+            if message["type"] == "http.response.body":
+                resumed.append(message.get("body", b""))
+
+        again = asyncio.create_task(django_asgi_app(scope(str(first_ids[-1])), receive, send_resumed))
+        for _ in range(500):
+            if ids(resumed) and ids(resumed)[-1] == total:
+                break
+            await asyncio.sleep(0.01)
+        again.cancel()
+        return written, dropped, first_ids, ids(resumed)
+
+    written, dropped, first_ids, resumed_ids = asyncio.run(scenario())
+    assert written == total
+    with org.context():
+        assert Event.objects.filter(session_id=session.id).count() == total
+    assert dropped is True
+    assert first_ids == list(range(1, len(first_ids) + 1)) and len(first_ids) <= 257 < total
+    assert resumed_ids == list(range(first_ids[-1] + 1, total + 1))
