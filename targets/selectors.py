@@ -11,7 +11,8 @@ from datetime import datetime, timedelta
 from django.db.models import Q
 from django.utils import timezone
 
-from agents_site.vocabulary import RoutedRunState, TargetStatus
+from agents_site.vocabulary import RoutedRunState, SessionStatus, TargetStatus
+from sessions.models import Session
 from targets.errors import TargetNotFound, TargetUnavailable
 from targets.models import ClaimKey, RoutedRun, Target
 
@@ -67,40 +68,27 @@ def target_list() -> list[Target]:
 
 
 def session_load(targets: list[Target]) -> dict[str, tuple[int, int]]:
-    """Return `{target_id: (sessions, running)}` for `targets` in at most one query.
+    """Return `{target_id: (sessions, running)}` for `targets` in one query.
 
     A session counts for a target when it names the target, or when both carry the same
-    non-empty host (reference §1.7). Zeros while the sessions capability stores no target.
+    non-empty host (reference §1.7); `running` counts those whose status is `running`.
     """
-    load = {t.id: (0, 0) for t in targets}
+    counts = {t.id: [0, 0] for t in targets}
     if not targets:
-        return load
-    try:
-        from sessions.models import Session
-    except ImportError:
-        return load
-    names = {f.name for f in Session._meta.get_fields()}
-    if not {"target", "host", "status"} <= names:
-        return load
-    from agents_site.vocabulary import SessionStatus
-
-    ids = [t.id for t in targets]
-    hosts = {t.host for t in targets if t.host}
-    rows = Session.objects.filter(Q(target__in=ids) | Q(host__in=hosts)).values_list("target", "host", "status")
+        return {}
     by_host: dict[str, list[str]] = {}
     for t in targets:
         if t.host:
             by_host.setdefault(t.host, []).append(t.id)
-    counts = {t.id: [0, 0] for t in targets}
+    rows = Session.objects.filter(Q(target__in=list(counts)) | Q(host__in=list(by_host))).values_list("target", "host", "status")
     for target_ref, host, status in rows:
         matched = set(by_host.get(host, [])) if host else set()
         if target_ref in counts:
             matched.add(target_ref)
-        for tid in matched:
-            counts[tid][0] += 1
-            if status == SessionStatus.RUNNING:
-                counts[tid][1] += 1
-    return {tid: (c[0], c[1]) for tid, c in counts.items()}
+        for target_id in matched:
+            counts[target_id][0] += 1
+            counts[target_id][1] += status == SessionStatus.RUNNING
+    return {target_id: (c[0], c[1]) for target_id, c in counts.items()}
 
 
 def target_dispatchable(*, target_id: str) -> Target:

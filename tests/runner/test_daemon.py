@@ -154,3 +154,53 @@ def test_without_allow_shell_the_shell_tool_is_not_offered(org_a, daphne_server,
     assert row.result["status"] == "ok" and row.result["output"] == "no shell here"
     assert "tools" not in upstream.chat_requests[0]
     assert runner.terminate() == 0
+
+
+def _events(handle, session_id):
+    from sessions.models import Event
+
+    with handle.context():
+        return [(e.kind, json.loads(e.payload or "null")) for e in Event.objects.filter(session_id=session_id).order_by("seq")]
+
+
+def test_the_runner_streams_its_steps_into_the_runs_session(org_a, daphne_server, upstream, runner_factory):
+    from sessions.services import session_create
+
+    upstream.script(Reply(tool_calls=[("calculator", {"expression": "2+2"})]), Reply(content="four"))
+    runner = runner_factory(daphne_server.url, org_a.key, env=inference_env(upstream))
+    runner.wait_for("claim key minted")
+    [target] = targets_of(org_a)
+    with org_a.context():
+        session = session_create(agent="calc", actor=f"{org_a.slug}/{org_a.user.username}", target=target.id)
+    payload = {"agent": {"name": "calc", "model": "test-model", "tools": ["calculator", "current_time_nope"]}, "input": "2+2?"}
+    offer(org_a, target.id, run_id="run_stream", session_id=session.id, payload=payload)
+    wait_until(lambda: routed(org_a, "run_stream").state == "reported", what="the report")
+    events = _events(org_a, session.id)
+    assert [kind for kind, _ in events] == ["log", "message", "tool-call", "message"]
+    assert events[0][1]["text"].startswith("tool current_time_nope not offered")
+    assert events[1][1] == {"role": "user", "text": "2+2?", "runId": "run_stream"}
+    assert events[2][1]["name"] == "calculator" and events[2][1]["result"] == "4" and events[2][1]["error"] is False
+    assert events[3][1]["text"] == "four" and events[3][1]["runId"] == "run_stream"
+    assert runner.terminate() == 0
+
+
+def test_a_stop_posted_to_the_session_ends_the_run_on_the_machine_as_an_error(org_a, daphne_server, upstream, runner_factory):
+    import httpx
+    from sessions.services import session_create
+
+    upstream.script(Reply(delay=1.5, tool_calls=[("calculator", {"expression": "1+1"})]), Reply(content="never"))
+    runner = runner_factory(daphne_server.url, org_a.key, env=inference_env(upstream))
+    runner.wait_for("claim key minted")
+    [target] = targets_of(org_a)
+    with org_a.context():
+        session = session_create(agent="calc", actor="x", target=target.id)
+    offer(org_a, target.id, run_id="run_stop", session_id=session.id,
+          payload={"agent": {"name": "calc", "model": "test-model", "tools": ["calculator"]}, "input": "go"})
+    wait_until(lambda: upstream.chat_requests, what="the first step")
+    stopped = httpx.post(daphne_server.url + f"/v1/agents/sessions/{session.id}/stop", json={"message": "enough"},
+                         headers={"Authorization": f"Bearer {org_a.key}"})
+    assert stopped.status_code == 200
+    row = wait_until(lambda: (r := routed(org_a, "run_stop")).state == "reported" and r, what="the report")
+    assert row.result["status"] == "error" and row.result["error"] == "stopped: enough"
+    assert len(upstream.chat_requests) == 1  # no step after the stop
+    assert runner.terminate() == 0

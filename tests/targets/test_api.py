@@ -313,3 +313,25 @@ def test_rotating_the_key_replaces_the_hash_and_resets_serving(org_a):
     with org_a.context():
         stored = ClaimKey.objects.get(target_id=target["id"])
     assert stored.key_hash == hashlib.sha256(second.encode()).hexdigest() and stored.serving_at is None
+
+
+# --- session load -------------------------------------------------------------------------
+
+
+def test_each_machine_carries_its_live_session_load(org_a, django_assert_max_num_queries):
+    from sessions.services import session_create
+
+    box = post(org_a.client, "", {"label": "box", "host": "box.local"}).json()
+    bare = post(org_a.client, "", {"label": "bare"}).json()
+    with org_a.context() as alias:
+        session_create(agent="a", actor="x", target=box["id"])
+        session_create(agent="a", actor="x", host="box.local", status="done")
+        session_create(agent="a", actor="x", target=box["id"], host="box.local")  # counted once
+        session_create(agent="a", actor="x", host="elsewhere.local")
+        session_create(agent="a", actor="x", target=bare["id"], status="error")
+        with django_assert_max_num_queries(2, connection=connections[alias]):
+            listed = org_a.client.get("/v1/agents/targets").json()["targets"]
+    load = {t["id"]: (t["sessions"], t["running"]) for t in listed}
+    assert load == {box["id"]: (3, 2), bare["id"]: (1, 0)}
+    one = org_a.client.get(f"/v1/agents/targets/{box['id']}").json()
+    assert (one["sessions"], one["running"]) == (3, 2)
