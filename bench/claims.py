@@ -165,7 +165,9 @@ async def measure(args, api_key: str, machines: list[tuple[str, str]], data_dir:
             while await asyncio.to_thread(stamped) < args.claims:
                 await asyncio.sleep(0.2)
             opened_in = time.monotonic() - open_started
-            await asyncio.sleep(1.0)
+            settle_started = time.monotonic()  # subscriptions finish after the stamps: wait for calm
+            while time.monotonic() - settle_started < 60 and (await window(daphne.pid, 1.0))[0] > 2.0:
+                pass
             busy_cpu, busy_rss = await window(daphne.pid, args.window)
             busy_threads = threads(daphne.pid)
 
@@ -200,16 +202,22 @@ async def measure(args, api_key: str, machines: list[tuple[str, str]], data_dir:
             await asyncio.gather(*holders, return_exceptions=True)
 
             # the design long-polling replaces: every machine asks "any work?" every few seconds
+            polls = [0]
+
             async def poll(i: int) -> None:
                 await asyncio.sleep(args.poll_interval * i / len(machines))
                 while True:
-                    await client.get("/v1/agents/targets/" + machines[i][0], headers=auth)
+                    r = await client.get("/v1/agents/targets/" + machines[i][0], headers=auth)
+                    assert r.status_code == 200
+                    polls[0] += 1
                     await asyncio.sleep(args.poll_interval)
 
             await asyncio.sleep(2.0)
             pollers = [asyncio.create_task(poll(i)) for i in range(len(machines))]
             await asyncio.sleep(args.poll_interval)
+            polls_before = polls[0]
             poll_cpu, poll_rss = await window(daphne.pid, args.window)
+            poll_rate = (polls[0] - polls_before) / args.window
             for task in pollers:
                 task.cancel()
             await asyncio.gather(*pollers, return_exceptions=True)
@@ -228,7 +236,7 @@ async def measure(args, api_key: str, machines: list[tuple[str, str]], data_dir:
           f"(ratio {busy_rss / idle_rss:.2f}; {(busy_rss - idle_rss) * 1024 / n:.0f} KiB per waiting claim)")
     print(f"  threads: idle {idle_threads} → {busy_threads} with {n} waiting")
     print(f"  CPU (share of one core): idle {idle_cpu:.2f}% → {busy_cpu:.2f}% while {n} claims wait; "
-          f"{poll_cpu:.2f}% while {n} machines short-poll every {args.poll_interval:g} s instead "
+          f"{poll_cpu:.2f}% while {n} machines short-poll every {args.poll_interval:g} s instead ({poll_rate:.0f} req/s) "
           f"(ratio waiting / polling {busy_cpu / max(poll_cpu, 0.01):.3f})")
     print(f"  offer → claim answered, {len(latencies)} offers: p50 {statistics.median(latencies) * 1000:.2f} ms, "
           f"p99 {pct(latencies, 0.99) * 1000:.2f} ms")
