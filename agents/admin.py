@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 
-from agents.models import Agent, Run
+from agents.models import Agent, McpServer, Run
 from agents_site.admin_site import OrgModelAdmin
 
 
@@ -22,3 +22,14 @@ class RunAdmin(OrgModelAdmin):
     list_display = ("id", "agent_name", "status", "model", "duration_ms", "finished_at")
     list_filter = ("status",)
     search_fields = ("agent_name", "id")
+
+
+@admin.register(McpServer)
+class McpServerAdmin(OrgModelAdmin):
+    """MCP servers of the acting org: registered and edited by org admins only."""
+
+    editable = True
+    list_display = ("name", "transport", "command", "url", "enabled", "updated_at")
+    list_filter = ("transport", "enabled")
+    search_fields = ("name", "command", "url")
+    readonly_fields = ("id", "created_at", "updated_at")

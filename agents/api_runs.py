@@ -1,8 +1,90 @@
-"""Run, history and dashboard routes (spec 003: POST /{ref}/run, /runs, /activity, /metrics).
-
-Filled in by the runs capability; fixed paths here are mounted before `/{ref}`.
+"""Run, history and dashboard routes (spec 003: POST /{ref}/run, /{ref}/runs, /runs, /activity,
+/metrics, /billing). Mounted before the agents router so `/{ref}` never shadows these paths.
+Thin: parse, call one service or selector, shape.
 """
 
-from ninja import Router
+from __future__ import annotations
+
+import secrets
+
+from django.http import JsonResponse
+from ninja import Query, Router
+
+from agents import dashboards, selectors
+from agents.execution import run_execute
+from agents.presenters import run_view
+from agents.schemas import ActivityOut, BillingOut, ErrorOut, MetricsOut, RunIn, RunListOut, RunOut
+from agents_site.vocabulary import RunStatus
+from billing.selectors import billing_summary
+from tenancy.principal import require_org
 
 router = Router(tags=["runs"])
+
+REQUEST_ID_MAX = 128
+
+
+def _request_id(request) -> str:
+    given = (request.headers.get("X-Request-Id") or "").strip()
+    return given[:REQUEST_ID_MAX] if given else "req_" + secrets.token_hex(12)
+
+
+@router.get("/runs", response=RunListOut, summary="List the org's runs", exclude_none=True)
+def list_org_runs(request, status: str | None = None, limit: int | None = None):
+    """Return the org's runs across agents, newest first (`?status=ok|error|queued|running`,
+    `?limit=` 1..200 else 50). 400 for an unknown status."""
+    return {"runs": [run_view(r) for r in selectors.run_list_org(status=status, limit=limit)]}
+
+
+@router.get("/activity", response=ActivityOut, summary="Recent activity of the org", exclude_none=True)
+def activity(request):
+    """Return the org's activity feed: runs as invoked/failed, agents created/updated, ≤ 50, newest first."""
+    return {"activity": dashboards.activity_feed()}
+
+
+@router.get("/metrics", response=MetricsOut, summary="Invocations over time")
+def metrics(request, range: str | None = Query(None)):
+    """Return one series of run counts per agent that ran in `?range=24h|7d|30d` (default 30d)."""
+    return dashboards.invocation_metrics(window=range)
+
+
+@router.get("/billing", response={200: BillingOut, 503: ErrorOut}, summary="Balance and ledger", exclude_none=True)
+def billing(request, limit: int | None = None):
+    """Return the caller org's balance, the run fee and its newest ledger rows (`?limit=` 1..200, 50)."""
+    principal = require_org(request.auth)
+    return billing_summary(org_slug=principal.org_slug, limit=selectors.history_limit(limit))
+
+
+@router.post(
+    "/{ref}/run",
+    response={200: RunOut, 502: RunOut, 400: ErrorOut, 402: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut, 503: ErrorOut},
+    summary="Run an agent",
+    exclude_none=True,
+)
+def run_agent(request, ref: str, payload: RunIn):
+    """Run agent `ref` on `input` and answer the recorded run: 200, or 502 whose body is the run.
+
+    Order: principal (403) → agent in the caller's org (404) → input ≤ 128 KiB (400) →
+    `Idempotency-Key` replay (409 on a different body) → inference configured (503) → balance
+    gate (402 `insufficient_balance` / 503 `balance_unavailable`) → execute → record → debit.
+    A replayed answer carries `Idempotent-Replayed: true`.
+    """
+    principal = require_org(request.auth)  # checked again on purpose: this route moves money
+    agent = selectors.agent_get(ref=ref)
+    run = run_execute(
+        agent=agent,
+        input=payload.input,
+        actor=principal.actor,
+        request_id=_request_id(request),
+        idempotency_key=request.headers.get("Idempotency-Key", ""),
+    )
+    response = JsonResponse(run_view(run), status=200 if run.status == RunStatus.OK else 502)
+    if getattr(run, "replayed", False):
+        response["Idempotent-Replayed"] = "true"
+    return response
+
+
+@router.get("/{ref}/runs", response=RunListOut, summary="One agent's run history", exclude_none=True)
+def list_agent_runs(request, ref: str, limit: int | None = None):
+    """Return agent `ref`'s finished runs, newest first (`?limit=` 1..200 else 50)."""
+    agent = selectors.agent_get(ref=ref)
+    return {"runs": [run_view(r) for r in selectors.run_list(agent=agent, limit=limit)]}

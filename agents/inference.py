@@ -1,7 +1,9 @@
-"""The inference gateway: one `openai` SDK client per process, and the served model catalog.
+"""The inference gateway: one `openai` SDK client per process, the served model catalog, and
+one chat completion with its failure classified.
 
 Configured by `INFERENCE_BASE_URL`, `INFERENCE_API_KEY` and `INFERENCE_TIMEOUT_SECONDS`. The
-SDK's own retries are off (`max_retries=0`): the run path applies the spec's retry policy.
+SDK's own retries are off (`max_retries=0`): the run path applies the spec's retry policy
+(`agents.execution.completion`) to the `UpstreamBusy` failures raised here.
 """
 
 from __future__ import annotations
@@ -67,6 +69,67 @@ def model_catalog() -> frozenset[str] | None:
     result = ids or None
     _catalog = (now, base, result)
     return result
+
+
+class UpstreamError(Exception):
+    """A chat completion failed; `reason` is one sentence for the run's `error` field."""
+
+    def __init__(self, reason: str, *, status: int | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.status = status
+
+
+class UpstreamBusy(UpstreamError):
+    """A transient failure the policy retries: 429, 5xx, a connection error or empty choices."""
+
+
+class UpstreamRefused(UpstreamError):
+    """A failure no retry can fix (a 4xx other than 429, an unreadable answer): fails at once."""
+
+
+def _status_reason(exc: openai.APIStatusError) -> str:
+    message = ""
+    body = exc.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        message = inner.get("message", "") if isinstance(inner, dict) else str(inner)
+    message = (message or exc.message or "").strip()
+    return f"upstream answered {exc.status_code}: {message}"[:500]
+
+
+def chat_completion(*, model: str, messages: list[dict], tools: list[dict] | None = None, timeout: float | None = None):
+    """Ask the gateway for one chat completion; return the SDK's `ChatCompletion` (≥1 choice).
+
+    In: `model`, OpenAI-shaped `messages`, optional OpenAI `tools` definitions, an optional
+    per-call `timeout` in seconds (default `INFERENCE_TIMEOUT_SECONDS`).
+    Raises `UpstreamBusy` for 429, 5xx, connection errors and timeouts, and for an answer with
+    no choices; `UpstreamRefused` for any other status; `UpstreamRefused` when no gateway is
+    configured.
+    """
+    client = get_client()
+    if client is None:
+        raise UpstreamRefused("inference is not configured on this deployment")
+    if timeout is not None:
+        client = client.with_options(timeout=max(timeout, 0.001))
+    kwargs: dict = {"model": model, "messages": messages}
+    if tools:
+        kwargs["tools"] = tools
+    try:
+        completion = client.chat.completions.create(**kwargs)
+    except openai.APIStatusError as exc:
+        if exc.status_code == 429 or exc.status_code >= 500:
+            raise UpstreamBusy(_status_reason(exc), status=exc.status_code) from exc
+        raise UpstreamRefused(_status_reason(exc), status=exc.status_code) from exc
+    except openai.APITimeoutError as exc:
+        raise UpstreamBusy("upstream timed out") from exc
+    except openai.APIConnectionError as exc:
+        raise UpstreamBusy(f"upstream unreachable: {exc.__cause__ or exc}"[:500]) from exc
+    except openai.OpenAIError as exc:
+        raise UpstreamRefused(f"upstream answer unreadable: {exc}"[:500]) from exc
+    if not getattr(completion, "choices", None):
+        raise UpstreamBusy("upstream answered with no choices")
+    return completion
 
 
 def reset_caches() -> None:

@@ -1,8 +1,15 @@
-"""Agents and runs. Both live in the org's own store (routed by tenancy.db_router)."""
+"""Agents, runs, idempotency records and MCP servers: all in the org's own store.
 
+Routed by tenancy.db_router to the current org's database.
+"""
+
+from django.core.validators import RegexValidator, URLValidator
 from django.db import models
 
-from agents_site.vocabulary import AgentStatus, ExecutionMode, RunStatus
+from agents.ids import mint_id
+from agents_site.vocabulary import AgentStatus, ExecutionMode, McpTransport, RunStatus
+
+MCP_SERVER_NAME_PATTERN = r"^[a-z0-9][a-z0-9-]{0,31}$"
 
 
 class Agent(models.Model):
@@ -33,6 +40,18 @@ class Agent(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def clean(self) -> None:
+        """Require `command` for stdio and an http(s) `url` for http; raise `ValidationError`."""
+        from django.core.exceptions import ValidationError
+
+        if self.transport == McpTransport.STDIO:
+            if not self.command.strip():
+                raise ValidationError({"command": "a stdio MCP server needs a command"})
+            if not isinstance(self.args, list) or not all(isinstance(a, str) for a in self.args):
+                raise ValidationError({"args": "args must be a JSON array of strings"})
+        elif self.transport == McpTransport.HTTP and not self.url.startswith(("http://", "https://")):
+            raise ValidationError({"url": "an http MCP server needs an http(s) URL"})
+
 
 class Run(models.Model):
     """One execution of an agent: input, output or error, model, tokens, duration.
@@ -56,6 +75,9 @@ class Run(models.Model):
     actor = models.CharField(max_length=300, default="", blank=True)
     trace_id = models.CharField(max_length=64, default="", blank=True)
     session_id = models.CharField(max_length=64, default="", blank=True)
+    request_id = models.CharField(max_length=128, default="", blank=True)
+    parent_run_id = models.CharField(max_length=64, default="", blank=True)
+    depth = models.PositiveSmallIntegerField(default=0)
     created_at = models.DateTimeField(db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True, db_index=True)
@@ -66,3 +88,74 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return f"{self.id} ({self.status})"
+
+
+class IdempotencyRecord(models.Model):
+    """The first run answered for an `Idempotency-Key` of the org (spec: POST …/run).
+
+    `request_hash` is the SHA-256 hex of the request (agent id and input); a later request
+    with the same key and hash is answered this run, a different hash is a 409. Records older
+    than `AGENTS_IDEMPOTENCY_TTL_SECONDS` are ignored and purged.
+    """
+
+    key = models.CharField(max_length=255, unique=True)
+    request_hash = models.CharField(max_length=64)
+    run_id = models.CharField(max_length=64)
+    created_at = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"{self.key} → {self.run_id}"
+
+
+def new_mcp_server_id() -> str:
+    """Return a fresh MCP server id, `mcp_` + 32 hex."""
+    return mint_id("mcp")
+
+
+class McpServer(models.Model):
+    """An MCP server the org registered (org admins only, through the admin).
+
+    Its tools are offered to agents as `mcp__<name>__<tool>`. `stdio`: `command` + `args`
+    started on this host (only when `AGENTS_MCP_STDIO` is on); `http`: `url` of a
+    streamable-HTTP endpoint.
+    """
+
+    id = models.CharField(primary_key=True, max_length=64, default=new_mcp_server_id, editable=False)
+    name = models.CharField(
+        max_length=32,
+        unique=True,
+        validators=[RegexValidator(MCP_SERVER_NAME_PATTERN, "lower-case letters, digits and '-', at most 32")],
+        help_text="tools are named mcp__<name>__<tool>",
+    )
+    transport = models.CharField(max_length=16, choices=McpTransport.choices)
+    command = models.CharField(max_length=500, default="", blank=True, help_text="stdio: the executable")
+    args = models.JSONField(default=list, blank=True, help_text="stdio: the argument list (JSON array of strings)")
+    url = models.CharField(
+        max_length=500,
+        default="",
+        blank=True,
+        validators=[URLValidator(schemes=["http", "https"])],
+        help_text="http: the MCP endpoint, e.g. https://host/mcp",
+    )
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "MCP server"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        """Require `command` for stdio and an http(s) `url` for http; raise `ValidationError`."""
+        from django.core.exceptions import ValidationError
+
+        if self.transport == McpTransport.STDIO:
+            if not self.command.strip():
+                raise ValidationError({"command": "a stdio MCP server needs a command"})
+            if not isinstance(self.args, list) or not all(isinstance(a, str) for a in self.args):
+                raise ValidationError({"args": "args must be a JSON array of strings"})
+        elif self.transport == McpTransport.HTTP and not self.url.startswith(("http://", "https://")):
+            raise ValidationError({"url": "an http MCP server needs an http(s) URL"})

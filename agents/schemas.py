@@ -82,3 +82,80 @@ class AgentDetailOut(AgentOut):
 
 class AgentListOut(Schema):
     agents: list[AgentOut]
+
+
+class RunIn(Schema):
+    """Body of POST /v1/agents/{ref}/run: the caller's input (≤ 128 KiB; may be empty)."""
+
+    input: str = ""
+
+
+class ErrorOut(Schema):
+    """The one error shape: `{"status", "code", "error"}` plus named extras."""
+
+    status: int
+    code: str
+    error: str
+
+
+class RunListOut(Schema):
+    runs: list[RunOut]
+
+
+class ActivityItemOut(Schema):
+    """One row of the activity feed."""
+
+    id: str
+    kind: str
+    agent: str
+    message: str | None = None
+    at: str
+
+
+class ActivityOut(Schema):
+    activity: list[ActivityItemOut]
+
+
+class MetricsPointOut(Schema):
+    t: str
+    v: int
+
+
+class MetricsSeriesOut(Schema):
+    key: str
+    points: list[MetricsPointOut]
+
+
+class MetricsResourceOut(Schema):
+    """Resource usage: always null here (this store meters no CPU, memory, storage or cost)."""
+
+    cpuVcpuHours: float | None = None
+    memGbHours: float | None = None
+    storageIoBytes: int | None = None
+    costCents: int | None = None
+
+
+class MetricsOut(Schema):
+    range: str
+    series: list[MetricsSeriesOut]
+    resource: MetricsResourceOut
+
+
+class LedgerEntryOut(Schema):
+    id: int
+    kind: str
+    amountCents: int
+    runId: str | None = None
+    model: str | None = None
+    actor: str | None = None
+    requestId: str | None = None
+    note: str | None = None
+    createdAt: str
+
+
+class BillingOut(Schema):
+    """The caller org's balance, the per-run fee and its newest ledger rows (cents)."""
+
+    balanceCents: int
+    feeCents: int
+    ledger: list[LedgerEntryOut]

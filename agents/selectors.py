@@ -48,3 +48,34 @@ def run_count(*, agent: Agent) -> int:
 def runs_recent(*, agent: Agent, limit: int = 20) -> list[Run]:
     """Return `agent`'s newest finished runs, newest first, at most `limit`."""
     return list(agent.runs.filter(status__in=RunStatus.FINISHED).order_by("-finished_at", "-id")[:limit])
+
+
+HISTORY_DEFAULT_LIMIT = 50
+HISTORY_MAX_LIMIT = 200
+
+
+def history_limit(limit: int | None) -> int:
+    """Return `limit` if it is 1..200, else the default 50 (out of range is never a 400)."""
+    return limit if isinstance(limit, int) and 1 <= limit <= HISTORY_MAX_LIMIT else HISTORY_DEFAULT_LIMIT
+
+
+def run_list(*, agent: Agent, limit: int | None = None) -> list[Run]:
+    """Return `agent`'s finished runs, newest first, at most `limit` (1..200, default 50). One query."""
+    return list(agent.runs.filter(status__in=RunStatus.FINISHED).order_by("-finished_at", "-id")[: history_limit(limit)])
+
+
+def run_list_org(*, status: str | None = None, limit: int | None = None) -> list[Run]:
+    """Return the org's runs across agents, newest first, at most `limit` (1..200, default 50).
+
+    Without `status`, finished runs (`ok` and `error`); with one of the run statuses, only
+    runs in it (`queued`/`running` list runs in flight). Raises `InvalidRequest` for any other
+    status. One query.
+    """
+    from agents_site.errors import InvalidRequest
+
+    status = (status or "").strip()
+    if status and status not in RunStatus.values:
+        raise InvalidRequest(f"status must be one of {'|'.join(RunStatus.values)}")
+    qs = Run.objects.filter(status=status) if status else Run.objects.filter(status__in=RunStatus.FINISHED)
+    order = ("-finished_at", "-id") if status in ("", *RunStatus.FINISHED) else ("-created_at", "-id")
+    return list(qs.order_by(*order)[: history_limit(limit)])

@@ -31,6 +31,20 @@ def _env_bool(name: str, default: bool = False) -> bool:
     return raw in {"1", "true", "yes", "on"}
 
 
+def _env_float(name: str, default: float) -> float:
+    """Return env `name` as a float, or `default` when unset, blank or unparseable."""
+    raw = os.environ.get(name, "").strip()
+    try:
+        return float(raw) if raw else default
+    except ValueError:
+        return default
+
+
+def _env_list(name: str) -> list[str]:
+    """Return env `name` split on commas, trimmed, blanks dropped."""
+    return [part.strip().lower() for part in os.environ.get(name, "").split(",") if part.strip()]
+
+
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "dev-only-insecure-secret-key-change-me")
 DEBUG = _env_bool("DJANGO_DEBUG", False)
 ALLOWED_HOSTS = [h.strip() for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",") if h.strip()]
@@ -190,7 +204,40 @@ AGENTS_DEFAULT_MODEL = os.environ.get("AGENTS_DEFAULT_MODEL", "gpt-4o-mini").str
 AGENTS_FAILOVER_MODEL = os.environ.get("AGENTS_FAILOVER_MODEL", "").strip()
 AGENTS_MODEL_CATALOG_TTL_SECONDS = _env_int("AGENTS_MODEL_CATALOG_TTL_SECONDS", 300)
 
-# Agent definitions and billing.
+
+
+# The run path (agents/execution). Retries: 429, 5xx, connection errors and empty choices are
+# retried up to AGENTS_MODEL_ATTEMPTS times per model with equal-jitter backoff: before retry n
+# the wait is d/2 + rand(0, d/2) with d = min(base * 2**(n-1), max) seconds.
+AGENTS_MODEL_ATTEMPTS = _env_int("AGENTS_MODEL_ATTEMPTS", 3)
+AGENTS_RETRY_BASE_SECONDS = _env_float("AGENTS_RETRY_BASE_SECONDS", 0.15)
+AGENTS_RETRY_MAX_SECONDS = _env_float("AGENTS_RETRY_MAX_SECONDS", 2.0)
+# The role the agent's instructions are sent as: `system` (default) or `user` (for gateways that
+# drop system turns; reference §3.3).
+AGENTS_INSTRUCTIONS_ROLE = os.environ.get("AGENTS_INSTRUCTIONS_ROLE", "system").strip().lower() or "system"
+# Tools: rounds per run (the last offered no tools), seconds per tool call, nesting depth of
+# agents called as tools, and the hosts `http_get` may fetch (empty: the tool is off).
+AGENTS_TOOL_ROUNDS = _env_int("AGENTS_TOOL_ROUNDS", 8)
+AGENTS_TOOL_CALL_TIMEOUT_SECONDS = _env_float("AGENTS_TOOL_CALL_TIMEOUT_SECONDS", 30.0)
+AGENTS_MAX_AGENT_DEPTH = _env_int("AGENTS_MAX_AGENT_DEPTH", 3)
+AGENTS_TOOL_HTTP_ALLOW = _env_list("AGENTS_TOOL_HTTP_ALLOW")
+# stdio MCP servers start a command on this host: allowed only when every org admin is trusted
+# with the host (single-tenant, self-hosted deployments).
+AGENTS_MCP_STDIO = _env_bool("AGENTS_MCP_STDIO", False)
+AGENTS_MCP_LIST_TTL_SECONDS = _env_int("AGENTS_MCP_LIST_TTL_SECONDS", 60)
+# Steering: how long a paused run is held before it ends as an error, and how often a held run
+# re-checks its inbox (seconds).
+AGENTS_PAUSE_TIMEOUT_SECONDS = _env_float("AGENTS_PAUSE_TIMEOUT_SECONDS", 600.0)
+AGENTS_CONTROL_POLL_SECONDS = _env_float("AGENTS_CONTROL_POLL_SECONDS", 1.0)
+# How long an Idempotency-Key on POST …/run is remembered (seconds).
+AGENTS_IDEMPOTENCY_TTL_SECONDS = _env_int("AGENTS_IDEMPOTENCY_TTL_SECONDS", 24 * 3600)
+
+# Traces: OTLP/HTTP export of the agent.run spans when the endpoint is set.
+OTEL_EXPORTER_OTLP_ENDPOINT = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
+OTEL_SERVICE_NAME = os.environ.get("OTEL_SERVICE_NAME", "agents").strip() or "agents"
+
+# Agent definitions and billing. The fee is cents per successful run; 0 makes runs free and
+# removes the balance gate; a negative value falls back to the default.
 CLOUD_AGENT_MAX_LONG_RUNNING = _env_int("CLOUD_AGENT_MAX_LONG_RUNNING", 100)
 CLOUD_AGENT_FEE_CENTS = _env_int("CLOUD_AGENT_FEE_CENTS", 100)
 

@@ -134,6 +134,29 @@ class ActivityKind(models.TextChoices):
     UPDATED = "updated", "updated"  # an agent's configuration changed
 
 
+class ToolSource(models.TextChoices):
+    """Where a tool an agent declares comes from (spec 003: POST /v1/agents `tools`)."""
+
+    BUILTIN = "builtin", "built-in"  # shipped with the platform (current_time, calculator, http_get)
+    AGENT = "agent", "agent"  # another agent of the org, named `agent_<name>`
+    MCP = "mcp", "MCP server"  # served by an MCP server the org registered, `mcp__<server>__<tool>`
+
+
+class McpTransport(models.TextChoices):
+    """How the platform talks to a registered MCP server."""
+
+    STDIO = "stdio", "stdio command"  # a command started on this host, spoken to over stdin/stdout
+    HTTP = "http", "streamable HTTP"  # an MCP endpoint URL (streamable-HTTP transport)
+
+
+class MetricsRange(models.TextChoices):
+    """The window of the invocations histogram (spec 003: GET /v1/agents/metrics `range`)."""
+
+    DAY = "24h", "24 hourly buckets"  # 24 buckets of 1 hour
+    WEEK = "7d", "7 daily buckets"  # 7 buckets of 24 hours
+    MONTH = "30d", "30 daily buckets"  # 30 buckets of 24 hours (the default)
+
+
 class PrincipalVia(models.TextChoices):
     """How a principal proved who it is."""
 
@@ -159,6 +182,8 @@ class ErrorCode(StrEnum):
     INSUFFICIENT_BALANCE = "insufficient_balance"  # the org cannot pay the run fee
     BALANCE_UNAVAILABLE = "balance_unavailable"  # the ledger could not answer
     IDEMPOTENCY_MISMATCH = "idempotency_mismatch"  # key reused with a different body
+    IDEMPOTENCY_IN_PROGRESS = "idempotency_in_progress"  # the key's first run has not finished yet
+    RUN_NOT_QUEUED = "run_not_queued"  # a worker asked to execute a run that is not queued
     TARGET_UNAVAILABLE = "target_unavailable"  # the dispatch gate refused the machine
     CLAIM_REJECTED = "claim_rejected"  # a claim/report failed one of its two proofs
     METHOD_NOT_ALLOWED = "method_not_allowed"  # the route exists without this method
@@ -185,7 +210,7 @@ def vocabulary_for_js() -> dict:
 
     Output: `{"runStatus": [...], "sessionStatus": [...], "sessionTerminal": [...],
     "eventKind": [...], "controlCommand": [...], "targetKind": [...], "targetStatus": [...],
-    "activityKind": [...], "badge": {word: colour}}`.
+    "activityKind": [...], "metricsRange": [...], "badge": {word: colour}}`.
     """
     return {
         "runStatus": list(RunStatus.values),
@@ -196,5 +221,6 @@ def vocabulary_for_js() -> dict:
         "targetKind": list(TargetKind.values),
         "targetStatus": list(TargetStatus.values),
         "activityKind": list(ActivityKind.values),
+        "metricsRange": list(MetricsRange.values),
         "badge": {str(k): v for k, v in BADGE_COLOURS.items()},
     }

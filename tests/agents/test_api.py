@@ -36,17 +36,17 @@ def assert_error(response, status, message=None, code=None):
 
 def test_create_answers_201_with_the_agent_view(org_a, settings):
     settings.AGENTS_DEFAULT_MODEL = "house-model"
-    response = post(org_a.client, {"name": "writer", "instructions": "Be brief.", "description": " d ", "tools": [" a ", "a", "", "b"]})
+    response = post(org_a.client, {"name": "writer", "instructions": "Be brief.", "description": " d ", "tools": [" calculator ", "calculator", "", "current_time"]})
     assert response.status_code == 201
     body = response.json()
     assert body["id"].startswith("agent_") and len(body["id"]) == len("agent_") + 32
     assert body["name"] == "writer" and body["model"] == "house-model" and body["runs"] == 0
-    assert body["tools"] == ["a", "b"] and body["description"] == "d"
+    assert body["tools"] == ["calculator", "current_time"] and body["description"] == "d"
     assert body["status"] == "ready" and body["executionMode"] == "one-shot" and "schedule" not in body
     assert body["createdAt"].endswith("Z")
     with org_a.context():
         stored = Agent.objects.get(name="writer")
-        assert stored.instructions == "Be brief." and stored.tools == ["a", "b"]
+        assert stored.instructions == "Be brief." and stored.tools == ["calculator", "current_time"]
 
 
 def test_list_gives_each_agent_its_run_count(org_a, django_assert_max_num_queries):
@@ -134,8 +134,10 @@ def test_bad_cron_is_400_and_writes_nothing(org_a, schedule):
 
 
 def test_64_tools_are_accepted_and_duplicates_do_not_count(org_a):
-    tools = [f"t{i}" for i in range(64)] + ["t0", " t1 "]
-    assert post(org_a.client, {"name": "many", "tools": tools}).json()["tools"] == [f"t{i}" for i in range(64)]
+    for i in range(64):  # 64 distinct tool names that resolve: the org's other agents
+        assert post(org_a.client, {"name": f"t{i}"}).status_code == 201
+    tools = [f"agent_t{i}" for i in range(64)] + ["agent_t0", " agent_t1 "]
+    assert post(org_a.client, {"name": "many", "tools": tools}).json()["tools"] == [f"agent_t{i}" for i in range(64)]
 
 
 def test_instructions_at_the_limit_are_accepted(org_a):
@@ -183,7 +185,7 @@ def test_long_running_cap_per_org(org_a, org_b, settings):
 
 
 def test_patch_changes_only_given_fields(org_a):
-    post(org_a.client, {"name": "p", "instructions": "keep", "description": "old", "tools": ["a"]})
+    post(org_a.client, {"name": "p", "instructions": "keep", "description": "old", "tools": ["calculator"]})
     response = patch(org_a.client, "p", {"description": "new", "tools": []})
     assert response.status_code == 200
     body = response.json()
@@ -279,7 +281,7 @@ def test_reference_cron_grammar_is_accepted(org_a):
 
 def test_patch_null_fields_are_omitted_not_cleared(org_a):
     lr = {"executionMode": "long-running", "schedule": "0 * * * *", "timezone": "Europe/Paris"}
-    post(org_a.client, {"name": "p", "instructions": "keep", "tools": ["a"], "description": "old", **lr})
+    post(org_a.client, {"name": "p", "instructions": "keep", "tools": ["calculator"], "description": "old", **lr})
     nulls = dict.fromkeys(["model", "instructions", "tools", "executionMode", "schedule", "timezone", "computeRef"])
     response = patch(org_a.client, "p", {**nulls, "description": "new"})
     assert response.status_code == 200, response.content
@@ -287,7 +289,7 @@ def test_patch_null_fields_are_omitted_not_cleared(org_a):
     assert body["executionMode"] == "long-running" and body["schedule"] == "0 * * * *" and body["timezone"] == "Europe/Paris"
     with org_a.context():
         agent = Agent.objects.get(name="p")
-        assert (agent.instructions, agent.tools, agent.description) == ("keep", ["a"], "new")
+        assert (agent.instructions, agent.tools, agent.description) == ("keep", ["calculator"], "new")
         assert (agent.execution_mode, agent.schedule, agent.timezone) == ("long-running", "0 * * * *", "Europe/Paris")
 
 

@@ -8,10 +8,11 @@ It speaks `GET /v1/models` and `POST /v1/chat/completions`. Tests script what it
         Reply(content="hello"),                  # a normal completion
         Reply(tool_calls=[("calculator", {"expression": "2+2"})]),
         Reply(delay=2.0, content="slow"),
+        Reply(hold=event, content="when released"),  # answers once `event` is set (≤ 10 s)
         Reply(empty=True),                       # 200 with no choices
     )
 
-Unscripted requests answer `Reply(content=default_content)`. Every request body is kept in
+Unscripted requests answer `Reply(content=default_content, delay=default_delay)`. Every request body is kept in
 `upstream.requests` (parsed JSON) for assertions.
 """
 
@@ -38,7 +39,11 @@ class Reply:
     completion_tokens: int = 7
     error_body: dict | None = None
     model: str | None = None  # scripted for this model only (None: any)
+    hold: threading.Event | None = None  # answer only once this is set (at most HOLD_SECONDS)
     extra: dict = field(default_factory=dict)
+
+
+HOLD_SECONDS = 10.0
 
 
 class Upstream:
@@ -47,6 +52,7 @@ class Upstream:
     def __init__(self) -> None:
         self.models: list[str] = ["test-model", "best"]
         self.default_content = "ok"
+        self.default_delay = 0.0  # seconds an unscripted reply waits (a model's latency, for benchmarks)
         self.requests: list[dict] = []
         self._script: list[Reply] = []
         self._lock = threading.Lock()
@@ -68,6 +74,7 @@ class Upstream:
         with self._lock:
             self._script.clear()
             self.requests.clear()
+            self.default_delay = 0.0
 
     @property
     def chat_requests(self) -> list[dict]:
@@ -78,13 +85,16 @@ class Upstream:
             for i, reply in enumerate(self._script):
                 if reply.model is None or reply.model == model:
                     return self._script.pop(i)
-        return Reply(content=self.default_content)
+        return Reply(content=self.default_content, delay=self.default_delay)
 
     def start(self) -> Upstream:
         upstream = self
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out as two writes; without TCP_NODELAY the second waits for
+            # the client's delayed ACK (~40 ms on Linux), which no real gateway adds.
+            disable_nagle_algorithm = True
 
             def log_message(self, *args):  # quiet
                 pass
@@ -113,6 +123,8 @@ class Upstream:
                     self._send(404, {"error": {"message": "not found"}})
                     return
                 reply = upstream._next(body.get("model"))
+                if reply.hold is not None:
+                    reply.hold.wait(HOLD_SECONDS)
                 if reply.delay:
                     time.sleep(reply.delay)
                 if reply.status != 200:

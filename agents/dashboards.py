@@ -1,0 +1,86 @@
+"""Reads behind the dashboards: the activity feed and the invocations histogram (reference §7).
+
+Every figure is a count of recorded runs or an agent's own timestamps; nothing is invented.
+Org context required.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.utils import timezone
+
+from agents.models import Agent, Run
+from agents_site.vocabulary import ActivityKind, MetricsRange, RunStatus
+from agents_site.wire import rfc3339
+
+ACTIVITY_RUNS = 200
+ACTIVITY_LIMIT = 50
+FAILED_MESSAGE_BYTES = 200
+METRICS_MAX_RUNS = 10_000
+
+_RANGES = {
+    MetricsRange.DAY: (24, timedelta(hours=1)),
+    MetricsRange.WEEK: (7, timedelta(days=1)),
+    MetricsRange.MONTH: (30, timedelta(days=1)),
+}
+
+
+def activity_feed() -> list[dict]:
+    """Return the org's recent activity, newest first, at most 50 rows.
+
+    Rows: each of the newest 200 finished runs as `invoked` ("Invoked <model>") or `failed`
+    (its error, trimmed, cut to 200 bytes, or "Run failed"); each agent as `created` and, when
+    it changed since, `updated`. Shape: `{id, kind, agent, message, at}` (`at` RFC 3339). Two queries.
+    """
+    rows: list[dict] = []
+    runs = Run.objects.filter(status__in=RunStatus.FINISHED).order_by("-finished_at", "-id")
+    for run in runs.only("id", "agent_name", "status", "model", "error", "finished_at")[:ACTIVITY_RUNS]:
+        if run.status == RunStatus.OK:
+            kind, message = ActivityKind.INVOKED, f"Invoked {run.model}"
+        else:
+            error = (run.error or "").strip().encode()[:FAILED_MESSAGE_BYTES].decode(errors="ignore")
+            kind, message = ActivityKind.FAILED, error or "Run failed"
+        rows.append({"id": run.id, "kind": str(kind), "agent": run.agent_name, "message": message, "at": rfc3339(run.finished_at)})
+    for agent in Agent.objects.only("id", "name", "created_at", "updated_at"):
+        rows.append({"id": f"{agent.id}:created", "kind": str(ActivityKind.CREATED), "agent": agent.name,
+                     "message": "Agent created", "at": rfc3339(agent.created_at)})
+        if rfc3339(agent.updated_at) > rfc3339(agent.created_at):
+            rows.append({"id": f"{agent.id}:updated", "kind": str(ActivityKind.UPDATED), "agent": agent.name,
+                         "message": "Configuration updated", "at": rfc3339(agent.updated_at)})
+    rows.sort(key=lambda row: row["at"], reverse=True)
+    return rows[:ACTIVITY_LIMIT]
+
+
+def metrics_range(value: str | None) -> MetricsRange:
+    """Return the canonical range for `value` (`24h`, `7d`; anything else is `30d`), case-insensitive."""
+    value = (value or "").strip().lower()
+    return MetricsRange(value) if value in MetricsRange.values else MetricsRange.MONTH
+
+
+def invocation_metrics(*, window: str | None = None, now: datetime | None = None) -> dict:
+    """Return the invocations histogram of `window` (`24h`, `7d`, `30d`): `{range, series: [{key,
+    points: [{t, v}]}], resource}`.
+
+    The window is `buckets × step` back from now (24 × 1 h, 7 × 1 d or 30 × 1 d), not aligned to
+    the clock. One series per agent name that finished a run in the window, sorted by name,
+    every bucket present (zeros included); `v` counts runs by `finished_at`. No runs → `series: []`.
+    `resource` carries `cpuVcpuHours`, `memGbHours`, `storageIoBytes`, `costCents`, all None:
+    this store meters none of them. One query (at most 10 000 runs read).
+    """
+    canonical = metrics_range(window)
+    buckets, step = _RANGES[canonical]
+    now = now or timezone.now()
+    start = now - buckets * step
+    counts: dict[str, list[int]] = {}
+    finished = Run.objects.filter(status__in=RunStatus.FINISHED, finished_at__gte=start).order_by("-finished_at")
+    for name, finished_at in finished.values_list("agent_name", "finished_at")[:METRICS_MAX_RUNS]:
+        index = min(max(int((finished_at - start) / step), 0), buckets - 1)
+        counts.setdefault(name, [0] * buckets)[index] += 1
+    times = [rfc3339(start + i * step) for i in range(buckets)]
+    series = [{"key": name, "points": [{"t": t, "v": v} for t, v in zip(times, counts[name], strict=True)]} for name in sorted(counts)]
+    return {
+        "range": str(canonical),
+        "series": series,
+        "resource": {"cpuVcpuHours": None, "memGbHours": None, "storageIoBytes": None, "costCents": None},
+    }

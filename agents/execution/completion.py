@@ -1,0 +1,124 @@
+"""The spec's retry and failover policy around one chat completion (reference §3.5).
+
+429, 5xx, connection errors and empty choices (`UpstreamBusy`) are retried up to
+`AGENTS_MODEL_ATTEMPTS` (3) times per model with equal-jitter backoff; then the failover model
+(`AGENTS_FAILOVER_MODEL`, when set and different) gets its own attempts. Any other failure
+(`UpstreamRefused`) fails at once, with no retry and no failover. tenacity drives the loop.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
+from tenacity.wait import wait_base
+
+from agents.inference import UpstreamBusy, UpstreamError, chat_completion
+
+
+class wait_equal_jitter(wait_base):
+    """tenacity wait: before retry n, `d/2 + uniform(0, d/2)` with `d = min(base·2^(n-1), cap)`.
+
+    Example with base 0.15 s and cap 2 s: the first retry waits 75–150 ms, the second 150–300 ms.
+    """
+
+    def __init__(self, *, base: float, cap: float) -> None:
+        self.base = max(base, 0.0)
+        self.cap = max(cap, 0.0)
+
+    def __call__(self, retry_state: RetryCallState) -> float:
+        exponent = max(retry_state.attempt_number - 1, 0)
+        d = min(self.base * (2**exponent), self.cap)
+        return d / 2 + random.uniform(0, d / 2)
+
+
+@dataclass
+class CompletionFailed(Exception):
+    """Every attempt the policy allowed failed; `reason` is the last failure's sentence."""
+
+    reason: str
+    model: str
+    attempts: int
+    busy: bool
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+@dataclass
+class Answered:
+    """A completion the gateway gave: the SDK object, the model that answered, attempts used."""
+
+    completion: object
+    model: str
+    attempts: int
+    failed_over: bool = False
+    retries: list[str] = field(default_factory=list)
+
+
+def models_for(primary: str) -> list[str]:
+    """Return the models to try in order: `primary`, then the failover model if set and different."""
+    models = [primary]
+    failover = (settings.AGENTS_FAILOVER_MODEL or "").strip()
+    if failover and failover != primary:
+        models.append(failover)
+    return models
+
+
+def complete(
+    *,
+    models: list[str],
+    messages: list[dict],
+    tools: list[dict] | None = None,
+    timeout: Callable[[], float | None] = lambda: None,
+    on_retry: Callable[[str, int, str], None] | None = None,
+) -> Answered:
+    """Return the first completion the policy obtains, trying `models` in order.
+
+    In: `models` (primary first), the conversation, optional tool definitions, `timeout` (a
+    callable giving the seconds left for one call, or None for the gateway default) and
+    `on_retry(model, attempt, reason)` called before each retry or failover (span events, logs).
+    Raises `CompletionFailed` carrying the last reason, the last model tried and the total
+    attempts: at once for `UpstreamRefused`, after every attempt for `UpstreamBusy`.
+    """
+    attempts = 0
+    retries: list[str] = []
+    last: UpstreamError | None = None
+    for index, model in enumerate(models):
+
+        def call(model: str = model):
+            nonlocal attempts
+            attempts += 1
+            return chat_completion(model=model, messages=messages, tools=tools, timeout=timeout())
+
+        def before_sleep(state: RetryCallState, model: str = model) -> None:
+            reason = str(state.outcome.exception()) if state.outcome else ""
+            retries.append(reason)
+            if on_retry:
+                on_retry(model, attempts, reason)
+
+        retrying = Retrying(
+            stop=stop_after_attempt(max(settings.AGENTS_MODEL_ATTEMPTS, 1)),
+            wait=wait_equal_jitter(base=settings.AGENTS_RETRY_BASE_SECONDS, cap=settings.AGENTS_RETRY_MAX_SECONDS),
+            retry=retry_if_exception_type(UpstreamBusy),
+            before_sleep=before_sleep,
+            sleep=time.sleep,
+            reraise=True,
+        )
+        try:
+            completion = retrying(call)
+        except UpstreamBusy as exc:
+            last = exc
+            if index + 1 < len(models) and on_retry:
+                on_retry(models[index + 1], attempts, f"failover after: {exc.reason}")
+            continue
+        except UpstreamError as exc:
+            raise CompletionFailed(reason=exc.reason, model=model, attempts=attempts, busy=False) from exc
+        return Answered(completion=completion, model=model, attempts=attempts, failed_over=index > 0, retries=retries)
+    tried = ", ".join(models)
+    reason = f"{last.reason if last else 'upstream busy'} (after {attempts} attempts; models tried: {tried})"
+    raise CompletionFailed(reason=reason, model=models[-1], attempts=attempts, busy=True)

@@ -1,0 +1,1 @@
+"""Tool sources: `builtin`, `agent` (agents as tools) and `mcp` (registered MCP servers)."""

@@ -1,0 +1,214 @@
+"""Tools served by MCP servers the org registered (`McpServer`), named `mcp__<server>__<tool>`.
+
+Talks to each server with the `mcp` SDK's `Client`: a stdio server is started as a command on
+this host for each listing or call (only when `AGENTS_MCP_STDIO` is on); an `http` server is a
+streamable-HTTP URL. Listings are cached per process for `AGENTS_MCP_LIST_TTL_SECONDS`; each
+call is bounded by `AGENTS_TOOL_CALL_TIMEOUT_SECONDS` (and the run's deadline).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import anyio
+from django.conf import settings
+
+from agents.models import McpServer
+from agents.tools.backends.base import Resolution, Tool, ToolBackend, ToolContext, ToolError
+from agents_site.errors import InvalidRequest
+from agents_site.vocabulary import McpTransport, ToolSource
+from tenancy import stores
+
+logger = logging.getLogger(__name__)
+
+PREFIX = "mcp__"
+SEPARATOR = "__"
+LIST_PAGES = 10
+
+_cache_lock = threading.Lock()
+_listings: dict[tuple, tuple[float, dict[str, dict]]] = {}
+
+
+class McpUnavailable(Exception):
+    """The server could not be reached or did not answer in time."""
+
+
+def parse_name(name: str) -> tuple[str, str] | None:
+    """Split `mcp__<server>__<tool>` into `(server, tool)`; None when malformed."""
+    if not name.startswith(PREFIX):
+        return None
+    server, sep, tool = name[len(PREFIX) :].partition(SEPARATOR)
+    if not sep or not server or not tool:
+        return None
+    return server, tool
+
+
+def _target(server: McpServer):
+    from mcp import StdioServerParameters
+
+    if server.transport == McpTransport.STDIO:
+        return StdioServerParameters(command=server.command, args=[str(a) for a in (server.args or [])])
+    return server.url
+
+
+def _run_async(fn, *args):
+    """Run the async `fn(*args)` to completion from sync code (in a helper thread if a loop runs here)."""
+    try:
+        import asyncio
+
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return anyio.run(fn, *args)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(anyio.run, fn, *args).result()
+
+
+async def _list(target, timeout: float) -> dict[str, dict]:
+    from mcp import Client
+
+    tools: dict[str, dict] = {}
+    with anyio.fail_after(timeout):
+        async with Client(target, read_timeout_seconds=timeout) as client:
+            cursor = None
+            for _ in range(LIST_PAGES):
+                page = await client.list_tools(cursor=cursor)
+                for tool in page.tools:
+                    tools[tool.name] = {"description": tool.description or "", "parameters": tool.input_schema or {}}
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+    return tools
+
+
+async def _call(target, name: str, arguments: dict, timeout: float):
+    from mcp import Client
+
+    with anyio.fail_after(timeout):
+        async with Client(target, read_timeout_seconds=timeout) as client:
+            return await client.call_tool(name, arguments)
+
+
+def _stdio_allowed(server: McpServer) -> bool:
+    return server.transport != McpTransport.STDIO or settings.AGENTS_MCP_STDIO
+
+
+def list_server_tools(server: McpServer, *, fresh: bool = False) -> dict[str, dict]:
+    """Return `{tool name: {"description", "parameters"}}` the server serves (cached).
+
+    Raises `McpUnavailable` when it cannot be reached or does not answer in time.
+    """
+    key = (stores.current_org(), server.pk, server.updated_at)
+    now = time.monotonic()
+    with _cache_lock:
+        cached = _listings.get(key)
+    if cached and not fresh and now - cached[0] < settings.AGENTS_MCP_LIST_TTL_SECONDS:
+        return cached[1]
+    try:
+        tools = _run_async(_list, _target(server), settings.AGENTS_TOOL_CALL_TIMEOUT_SECONDS)
+    except Exception as exc:  # the SDK raises transport, protocol and timeout errors alike
+        raise McpUnavailable(f"MCP server {server.name!r} did not answer: {type(exc).__name__}: {exc}"[:300]) from exc
+    with _cache_lock:
+        _listings[key] = (now, tools)
+    return tools
+
+
+def _render(result) -> str:
+    parts: list[str] = []
+    for block in result.content or []:
+        text = getattr(block, "text", None)
+        parts.append(text if text is not None else json.dumps(block.model_dump(mode="json", by_alias=True)))
+    if not parts and result.structured_content is not None:
+        parts.append(json.dumps(result.structured_content))
+    return "\n".join(parts)
+
+
+def _invoker(server: McpServer, tool: str):
+    def invoke(arguments: dict, context: ToolContext) -> str:
+        timeout = max(min(settings.AGENTS_TOOL_CALL_TIMEOUT_SECONDS, context.seconds_left()), 0.1)
+        try:
+            result = _run_async(_call, _target(server), tool, arguments, timeout)
+        except TimeoutError as exc:
+            raise ToolError(f"the MCP tool did not answer within {timeout:g} s") from exc
+        except Exception as exc:
+            raise ToolError(f"MCP call failed: {type(exc).__name__}: {exc}"[:500]) from exc
+        text = _render(result)
+        if result.is_error:
+            raise ToolError(text or "the MCP tool reported an error")
+        return text
+
+    return invoke
+
+
+def _servers(names: list[str]) -> dict[str, McpServer]:
+    wanted = {parsed[0] for parsed in map(parse_name, names) if parsed}
+    return {s.name: s for s in McpServer.objects.filter(name__in=wanted, enabled=True)}
+
+
+class McpTools(ToolBackend):
+    """Tools of the org's registered MCP servers."""
+
+    source = ToolSource.MCP
+
+    def owns(self, name: str) -> bool:
+        """Return True for names starting `mcp__`."""
+        return name.startswith(PREFIX)
+
+    def validate(self, names: list[str], *, agent_name: str) -> None:
+        """Refuse malformed names, unregistered or disabled servers, and tools a server does
+        not list (400). A registered server that cannot be reached is not held against the
+        name (fail-open, like the model catalog): it is checked again at run time."""
+        servers = _servers(names)
+        for name in names:
+            parsed = parse_name(name)
+            if parsed is None:
+                raise InvalidRequest(f'unknown tool "{name}": MCP tools are named mcp__<server>__<tool>')
+            server = servers.get(parsed[0])
+            if server is None:
+                raise InvalidRequest(f'unknown tool "{name}": no enabled MCP server "{parsed[0]}" in this org')
+            if not _stdio_allowed(server):
+                raise InvalidRequest(f'tool "{name}": stdio MCP servers are off on this deployment (AGENTS_MCP_STDIO)')
+            try:
+                listed = list_server_tools(server)
+            except McpUnavailable:
+                logger.warning("MCP server %s unreachable while validating %s", server.name, name)
+                continue
+            if parsed[1] not in listed:
+                raise InvalidRequest(f'unknown tool "{name}": MCP server "{server.name}" does not serve "{parsed[1]}"')
+
+    def resolve(self, names: list[str], *, agent_name: str) -> Resolution:
+        """Offer each named tool its server lists now; the rest are not offered, with a reason."""
+        resolution = Resolution()
+        servers = _servers(names)
+        for name in names:
+            parsed = parse_name(name)
+            server = servers.get(parsed[0]) if parsed else None
+            if server is None:
+                resolution.not_offered[name] = "no enabled MCP server of that name"
+                continue
+            if not _stdio_allowed(server):
+                resolution.not_offered[name] = "stdio MCP servers are off on this deployment"
+                continue
+            try:
+                listed = list_server_tools(server)
+            except McpUnavailable as exc:
+                resolution.not_offered[name] = str(exc)
+                continue
+            spec = listed.get(parsed[1])
+            if spec is None:
+                resolution.not_offered[name] = "the server does not serve this tool"
+                continue
+            parameters = spec["parameters"] or {"type": "object", "properties": {}}
+            resolution.tools.append(
+                Tool(
+                    name=name,
+                    description=spec["description"] or f"{parsed[1]} (MCP server {server.name})",
+                    parameters=parameters,
+                    source=self.source,
+                    invoke=_invoker(server, parsed[1]),
+                )
+            )
+        return resolution

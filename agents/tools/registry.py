@@ -1,0 +1,94 @@
+"""Resolve an agent's tool names against the sources: built-ins, agents, MCP servers.
+
+`validate_tool_names` is what agent create/patch calls (400 for an unknown name);
+`resolve_tools` is what a run calls to know what it offers. Org context required.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.conf import settings
+
+from agents.tools.backends.agents import AgentTools
+from agents.tools.backends.base import Resolution, Tool, ToolBackend
+from agents.tools.backends.builtin import BUILTIN_NAMES, BuiltinTools
+from agents.tools.backends.mcp import McpTools
+from agents_site.errors import InvalidRequest
+
+BACKENDS: tuple[ToolBackend, ...] = (BuiltinTools(), AgentTools(), McpTools())
+WIRE_NAME_RE = re.compile(r"[^A-Za-z0-9_-]")
+WIRE_NAME_MAX = 64
+
+
+def backend_for(name: str) -> ToolBackend | None:
+    """Return the source that owns `name`, or None when no source does."""
+    for backend in BACKENDS:
+        if backend.owns(name):
+            return backend
+    return None
+
+
+def _grouped(names: list[str]) -> dict[ToolBackend, list[str]]:
+    groups: dict[ToolBackend, list[str]] = {}
+    for name in names:
+        backend = backend_for(name)
+        if backend is None:
+            known = ", ".join(BUILTIN_NAMES)
+            raise InvalidRequest(f'unknown tool "{name}": tools are {known}, agent_<name> or mcp__<server>__<tool>')
+        groups.setdefault(backend, []).append(name)
+    return groups
+
+
+def validate_tool_names(names: list[str], *, agent_name: str) -> None:
+    """Raise `InvalidRequest` (400) unless every name in `names` can be served to `agent_name`.
+
+    Unknown built-ins, `agent_<self>`, agents the org lacks, and MCP tools of servers the org
+    has not registered (or that do not list the tool) are refused. Nothing is written.
+    """
+    for backend, group in _grouped(list(names)).items():
+        backend.validate(group, agent_name=agent_name)
+
+
+def _wire_name(name: str, taken: set[str]) -> str:
+    base = WIRE_NAME_RE.sub("_", name)[:WIRE_NAME_MAX] or "tool"
+    candidate, n = base, 2
+    while candidate in taken:
+        suffix = f"_{n}"
+        candidate, n = base[: WIRE_NAME_MAX - len(suffix)] + suffix, n + 1
+    taken.add(candidate)
+    return candidate
+
+
+def resolve_tools(names: list[str], *, agent_name: str, depth: int) -> Resolution:
+    """Return the tools a run of `agent_name` at nesting `depth` offers, each with a wire name.
+
+    Nothing is offered at depth ≥ `AGENTS_MAX_AGENT_DEPTH`. A name no source can serve now is
+    not offered; `not_offered` says why (the run logs it to its session).
+    """
+    resolution = Resolution()
+    if not names:
+        return resolution
+    if depth >= settings.AGENTS_MAX_AGENT_DEPTH:
+        resolution.not_offered = {name: f"nesting depth {depth} offers no tools" for name in names}
+        return resolution
+    taken: set[str] = set()
+    groups: dict[ToolBackend, list[str]] = {}
+    for name in names:
+        backend = backend_for(name)
+        if backend is None:
+            resolution.not_offered[name] = "unknown tool"
+        else:
+            groups.setdefault(backend, []).append(name)
+    offered: dict[str, Tool] = {}
+    for backend, group in groups.items():
+        part = backend.resolve(group, agent_name=agent_name)
+        resolution.not_offered.update(part.not_offered)
+        for tool in part.tools:
+            offered[tool.name] = tool
+    for name in names:  # keep the agent's declared order
+        tool = offered.get(name)
+        if tool is not None:
+            tool.wire_name = _wire_name(tool.name, taken)
+            resolution.tools.append(tool)
+    return resolution

@@ -1,0 +1,61 @@
+"""Fixtures of the run tests: fast retry waits, funded orgs, agents made through the API."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.models import Run
+from billing.models import LedgerEntry
+from billing.services import credit_add
+from agents_site.vocabulary import LedgerKind
+
+
+@pytest.fixture(autouse=True)
+def fast_policy(settings):
+    """Keep the spec's retry policy but shrink its waits so the suite stays fast (and hash the
+    fixtures' test passwords cheaply: PBKDF2 would dominate the suite's time)."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    settings.AGENTS_RETRY_BASE_SECONDS = 0.001
+    settings.AGENTS_RETRY_MAX_SECONDS = 0.004
+    settings.AGENTS_FAILOVER_MODEL = ""
+    settings.AGENTS_CONTROL_POLL_SECONDS = 0.05
+    settings.CLOUD_AGENT_FEE_CENTS = 100
+    settings.AGENTS_TOOL_HTTP_ALLOW = []
+    settings.AGENTS_MCP_STDIO = False
+    return settings
+
+
+def fund(org, cents: int = 1000) -> None:
+    """Credit `org` (an OrgHandle) with `cents`."""
+    credit_add(org=org.org, cents=cents, actor="test")
+
+
+def make_agent(org, name: str = "helper", **fields) -> dict:
+    """Create an agent through POST /v1/agents; return its view (asserts 201)."""
+    response = org.client.post("/v1/agents", {"name": name, **fields}, content_type="application/json")
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+def run(org, ref: str, text: str = "hello", **headers):
+    """POST /v1/agents/{ref}/run with `text` as input; return the response."""
+    extra = {f"HTTP_{k.upper().replace('-', '_')}": v for k, v in headers.items()}
+    return org.client.post(f"/v1/agents/{ref}/run", {"input": text}, content_type="application/json", **extra)
+
+
+def debits(org) -> list[LedgerEntry]:
+    """Return the org's run debits, oldest first."""
+    return list(LedgerEntry.objects.filter(org=org.org, kind=LedgerKind.AGENT).order_by("id"))
+
+
+def stored_runs(org) -> list[Run]:
+    """Return every run row in the org's store, oldest first."""
+    with org.context():
+        return list(Run.objects.order_by("created_at", "id"))
+
+
+@pytest.fixture
+def funded(org_a):
+    """`org_a` with 1000 cents of credit."""
+    fund(org_a)
+    return org_a

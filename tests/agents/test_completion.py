@@ -1,0 +1,130 @@
+"""The retry and failover policy against the real loopback upstream (reference §3.5)."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from tenacity import RetryCallState
+
+from agents.execution.completion import wait_equal_jitter
+from agents.inference import reset_caches
+from tests.agents.conftest import debits, make_agent, run, stored_runs
+from tests.support.upstream import Reply
+
+pytestmark = pytest.mark.django_db
+
+
+def _models(upstream) -> list[str]:
+    return [r["model"] for r in upstream.chat_requests]
+
+
+def test_busy_twice_then_ok_is_three_calls_and_one_debit(funded, upstream):
+    make_agent(funded, "steady")
+    upstream.script(Reply(status=429), Reply(status=503), Reply(content="third time"))
+
+    response = run(funded, "steady")
+
+    assert response.status_code == 200
+    body = response.json()
+    assert (body["output"], body["attempts"], body["model"]) == ("third time", 3, "test-model")
+    assert _models(upstream) == ["test-model"] * 3
+    assert [d.run_id for d in debits(funded)] == [body["id"]]
+
+
+def test_empty_choices_are_retried(funded, upstream):
+    make_agent(funded, "empty")
+    upstream.script(Reply(empty=True), Reply(content="filled"))
+    body = run(funded, "empty").json()
+    assert (body["status"], body["output"], body["attempts"]) == ("ok", "filled", 2)
+
+
+def test_primary_always_busy_fails_over_and_bills_the_failover_model(funded, upstream, settings):
+    settings.AGENTS_FAILOVER_MODEL = "best"
+    make_agent(funded, "fragile")
+    upstream.script(*[Reply(status=500, model="test-model")] * 3, Reply(content="from best", model="best"))
+
+    response = run(funded, "fragile")
+
+    assert response.status_code == 200
+    body = response.json()
+    assert (body["output"], body["model"], body["attempts"]) == ("from best", "best", 4)
+    assert _models(upstream) == ["test-model"] * 3 + ["best"]
+    [debit] = debits(funded)
+    assert (debit.run_id, debit.model) == (body["id"], "best")
+
+
+def test_everything_busy_is_six_calls_502_and_no_debit(funded, upstream, settings):
+    settings.AGENTS_FAILOVER_MODEL = "best"
+    make_agent(funded, "doomed")
+    upstream.script(*[Reply(status=429)] * 6)
+
+    response = run(funded, "doomed")
+
+    assert response.status_code == 502
+    body = response.json()
+    assert body["status"] == "error" and body["attempts"] == 6 and body["model"] == "best"
+    assert body["error"].startswith("upstream answered 429") and "models tried: test-model, best" in body["error"]
+    assert _models(upstream) == ["test-model"] * 3 + ["best"] * 3
+    assert debits(funded) == []
+    assert [r.status for r in stored_runs(funded)] == ["error"]
+
+
+def test_failover_equal_to_the_primary_is_not_tried_twice(funded, upstream, settings):
+    settings.AGENTS_FAILOVER_MODEL = "test-model"
+    make_agent(funded, "same")
+    upstream.script(*[Reply(status=500)] * 6)
+    assert run(funded, "same").status_code == 502
+    assert len(upstream.chat_requests) == 3
+
+
+def test_a_400_fails_at_once_without_failover(funded, upstream, settings):
+    settings.AGENTS_FAILOVER_MODEL = "best"
+    make_agent(funded, "strict")
+    upstream.script(Reply(status=400))
+
+    response = run(funded, "strict")
+
+    assert response.status_code == 502
+    assert response.json()["attempts"] == 1 and response.json()["model"] == "test-model"
+    assert _models(upstream) == ["test-model"]
+    assert debits(funded) == []
+
+
+def test_connection_errors_are_retried_then_the_run_fails(funded, upstream, settings):
+    make_agent(funded, "lonely")
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    settings.INFERENCE_BASE_URL = f"http://127.0.0.1:{port}/v1"
+    reset_caches()
+
+    response = run(funded, "lonely")
+
+    assert response.status_code == 502
+    body = response.json()
+    assert body["attempts"] == 3 and body["error"].startswith("upstream unreachable")
+    assert debits(funded) == []
+
+
+def test_once_failed_over_later_rounds_stay_on_the_failover_model(funded, upstream, settings):
+    settings.AGENTS_FAILOVER_MODEL = "best"
+    make_agent(funded, "sticky", tools=["calculator"])
+    upstream.script(
+        *[Reply(status=503, model="test-model")] * 3,
+        Reply(tool_calls=[("calculator", {"expression": "1+1"})], model="best"),
+        Reply(content="2", model="best"),
+    )
+    body = run(funded, "sticky").json()
+    assert body["status"] == "ok" and body["model"] == "best"
+    assert _models(upstream) == ["test-model"] * 3 + ["best", "best"]
+
+
+@pytest.mark.parametrize(("attempt", "low", "high"), [(1, 0.075, 0.15), (2, 0.15, 0.3), (3, 0.3, 0.6), (6, 1.0, 2.0)])
+def test_equal_jitter_waits_half_to_all_of_the_capped_delay(attempt, low, high):
+    wait = wait_equal_jitter(base=0.15, cap=2.0)
+    state = RetryCallState(retry_object=None, fn=None, args=(), kwargs={})
+    state.attempt_number = attempt
+    values = [wait(state) for _ in range(200)]
+    assert all(low <= v <= high for v in values)
+    assert max(values) - min(values) > (high - low) / 4  # jittered, not constant

@@ -1,0 +1,146 @@
+"""MCP servers an org registers: tools listed, validated, called in a run (stdio and HTTP)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agents.models import Agent, McpServer
+from agents_site.vocabulary import McpTransport
+from tests.agents.conftest import make_agent, run
+from tests.support.live import free_port
+from tests.support.upstream import Reply
+
+pytestmark = pytest.mark.django_db
+
+SERVER = Path(__file__).resolve().parents[1] / "support" / "mcp_server.py"
+
+
+@pytest.fixture(scope="module")
+def mcp_http_url():
+    """A real streamable-HTTP MCP server in its own process for this module."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(SERVER), str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}/mcp"
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def register_http(org, url: str, name: str = "remote") -> None:
+    with org.context():
+        McpServer.objects.create(name=name, transport=McpTransport.HTTP, url=url)
+
+
+def register_stdio(org, name: str = "local") -> None:
+    with org.context():
+        McpServer.objects.create(name=name, transport=McpTransport.STDIO, command=sys.executable, args=[str(SERVER)])
+
+
+def tool_results(request: dict) -> list[str]:
+    return [m["content"] for m in request["messages"] if m["role"] == "tool"]
+
+
+def test_http_mcp_tools_are_offered_called_and_their_errors_returned_as_text(funded, upstream, mcp_http_url):
+    register_http(funded, mcp_http_url)
+    make_agent(funded, "bridge", tools=["mcp__remote__add", "mcp__remote__fail"])
+    upstream.script(
+        Reply(tool_calls=[("mcp__remote__add", {"a": 2, "b": 40}), ("mcp__remote__fail", {"reason": "no luck"})]),
+        Reply(content="42"),
+    )
+
+    body = run(funded, "bridge").json()
+
+    assert body["status"] == "ok" and body["output"] == "42" and body["toolCalls"] == 2
+    first = upstream.chat_requests[0]
+    add = next(t["function"] for t in first["tools"] if t["function"]["name"] == "mcp__remote__add")
+    assert add["description"] == "Add two integers." and add["parameters"]["required"] == ["a", "b"]
+    added, failed = tool_results(upstream.chat_requests[1])
+    assert added == "42"
+    assert failed.startswith("error: ") and "no luck" in failed
+
+
+def test_tool_a_registered_server_does_not_serve_is_refused(org_a, upstream, mcp_http_url):
+    register_http(org_a, mcp_http_url)
+    response = org_a.client.post("/v1/agents", {"name": "x", "tools": ["mcp__remote__teleport"]}, content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["error"] == 'unknown tool "mcp__remote__teleport": MCP server "remote" does not serve "teleport"'
+    with org_a.context():
+        assert not Agent.objects.exists()
+
+
+def test_another_orgs_mcp_server_is_unknown(org_a, org_b, upstream, mcp_http_url):
+    register_http(org_b, mcp_http_url)
+    response = org_a.client.post("/v1/agents", {"name": "x", "tools": ["mcp__remote__add"]}, content_type="application/json")
+    assert response.status_code == 400
+    assert 'no enabled MCP server "remote"' in response.json()["error"]
+
+
+def test_unreachable_server_is_accepted_at_create_and_not_offered_at_run(funded, upstream):
+    register_http(funded, f"http://127.0.0.1:{free_port()}/mcp", name="down")
+    make_agent(funded, "hopeful", tools=["mcp__down__add", "calculator"])
+    assert run(funded, "hopeful").json()["status"] == "ok"
+    assert [t["function"]["name"] for t in upstream.chat_requests[0]["tools"]] == ["calculator"]
+
+
+def test_stdio_servers_are_refused_while_off(org_a, upstream):
+    register_stdio(org_a)
+    response = org_a.client.post("/v1/agents", {"name": "x", "tools": ["mcp__local__add"]}, content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["error"] == 'tool "mcp__local__add": stdio MCP servers are off on this deployment (AGENTS_MCP_STDIO)'
+
+
+def test_stdio_mcp_tool_runs_as_a_command_on_this_host(funded, upstream, settings):
+    settings.AGENTS_MCP_STDIO = True
+    register_stdio(funded)
+    make_agent(funded, "local", tools=["mcp__local__shout"])
+    upstream.script(Reply(tool_calls=[("mcp__local__shout", {"text": "quiet"})]), Reply(content="done"))
+
+    assert run(funded, "local").json()["status"] == "ok"
+    assert tool_results(upstream.chat_requests[1]) == ["QUIET"]
+
+
+def test_only_org_admins_register_mcp_servers_in_the_admin(make_org):
+    from django.test import Client
+
+    admin_org = make_org("adm")
+    member = make_org("mem", admin=False)
+    form = {"name": "tools", "transport": "http", "command": "", "args": "[]", "url": "https://mcp.example.com/mcp", "enabled": "on"}
+
+    refused = Client()
+    refused.force_login(member.user)
+    response = refused.post("/admin/agents/mcpserver/add/", form)
+    assert response.status_code in (302, 403)
+    with member.context():
+        assert not McpServer.objects.exists()
+
+    allowed = Client()
+    allowed.force_login(admin_org.user)
+    response = allowed.post("/admin/agents/mcpserver/add/", form)
+    assert response.status_code == 302, response.content[:2000]
+    with admin_org.context():
+        server = McpServer.objects.get()
+    assert (server.name, server.transport, server.url, server.id[:4]) == ("tools", "http", "https://mcp.example.com/mcp", "mcp_")
+
+
+def test_admin_refuses_an_http_server_without_url(make_org):
+    from django.test import Client
+
+    org = make_org("adm")
+    client = Client()
+    client.force_login(org.user)
+    response = client.post("/admin/agents/mcpserver/add/", {"name": "nourl", "transport": "http", "args": "[]", "url": ""})
+    assert response.status_code == 200 and b"needs an http(s) URL" in response.content
+    with org.context():
+        assert not McpServer.objects.exists()
