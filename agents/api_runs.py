@@ -56,7 +56,7 @@ def billing(request, limit: int | None = None):
 
 @router.post(
     "/{ref}/run",
-    response={200: RunOut, 502: RunOut, 400: ErrorOut, 402: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut, 503: ErrorOut},
+    response={200: RunOut, 202: RunOut, 502: RunOut, 400: ErrorOut, 402: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut, 503: ErrorOut},
     summary="Run an agent",
     exclude_none=True,
 )
@@ -66,10 +66,13 @@ def run_agent(request, ref: str, payload: RunIn):
     Order: principal (403) → agent in the caller's org (404) → input ≤ 128 KiB (400) →
     `Idempotency-Key` replay (409 on a different body) → inference configured (503) → balance
     gate (402 `insufficient_balance` / 503 `balance_unavailable`) → execute → record → debit.
-    A replayed answer carries `Idempotent-Replayed: true`.
+    A replayed answer carries `Idempotent-Replayed: true`. With `targetId` the run is routed to
+    that machine instead and answered 202 while it runs there (`targets.routing`).
     """
     principal = require_org(request.auth)  # checked again on purpose: this route moves money
     agent = selectors.agent_get(ref=ref)
+    if payload.targetId is not None:
+        return _routed(request, agent, payload, principal)
     run = run_execute(
         agent=agent,
         input=payload.input,
@@ -78,6 +81,20 @@ def run_agent(request, ref: str, payload: RunIn):
         idempotency_key=request.headers.get("Idempotency-Key", ""),
     )
     response = JsonResponse(run_view(run), status=200 if run.status == RunStatus.OK else 502)
+    if getattr(run, "replayed", False):
+        response["Idempotent-Replayed"] = "true"
+    return response
+
+
+def _routed(request, agent, payload: RunIn, principal):
+    from targets.routing import routed_run_start
+
+    run = routed_run_start(
+        agent=agent, input=payload.input, target_id=payload.targetId, actor=principal.actor,
+        request_id=_request_id(request), idempotency_key=request.headers.get("Idempotency-Key", ""),
+    )
+    status = 202 if run.status in RunStatus.IN_FLIGHT else 200 if run.status == RunStatus.OK else 502
+    response = JsonResponse(run_view(run), status=status)
     if getattr(run, "replayed", False):
         response["Idempotent-Replayed"] = "true"
     return response

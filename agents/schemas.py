@@ -85,9 +85,11 @@ class AgentListOut(Schema):
 
 
 class RunIn(Schema):
-    """Body of POST /v1/agents/{ref}/run: the caller's input (≤ 128 KiB; may be empty)."""
+    """Body of POST /v1/agents/{ref}/run: the caller's input (≤ 128 KiB; may be empty), and
+    optionally `targetId`: the registered machine to route the run to (→ 202, see targets.routing)."""
 
     input: str = ""
+    targetId: str | None = None
 
 
 class ErrorOut(Schema):

@@ -243,6 +243,9 @@ CLOUD_AGENT_FEE_CENTS = _env_int("CLOUD_AGENT_FEE_CENTS", 100)
 
 # Run-targets: how long a machine's claim long-poll waits for work before answering 204 (seconds).
 AGENTS_CLAIM_WAIT_SECONDS = float(os.environ.get("AGENTS_CLAIM_WAIT_SECONDS", "25") or 25)
+# How long a machine may take over a routed run (seconds); a claimed run not reported 60 s past
+# it is recorded as an error the next time that machine claims.
+AGENTS_ROUTED_RUN_TIMEOUT_SECONDS = _env_int("AGENTS_ROUTED_RUN_TIMEOUT_SECONDS", 600)
 
 LOGGING = {
     "version": 1,

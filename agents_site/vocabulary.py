@@ -140,6 +140,7 @@ class ToolSource(models.TextChoices):
     BUILTIN = "builtin", "built-in"  # shipped with the platform (current_time, calculator, http_get)
     AGENT = "agent", "agent"  # another agent of the org, named `agent_<name>`
     MCP = "mcp", "MCP server"  # served by an MCP server the org registered, `mcp__<server>__<tool>`
+    MACHINE = "machine", "machine"  # served only by a registered machine's runner (`shell`): routed runs
 
 
 class McpTransport(models.TextChoices):

@@ -22,7 +22,7 @@ from pathlib import Path
 import openai
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
 
-from runner import keyfile, machine
+from runner import gitinfo, keyfile, machine
 from runner.client import ClaimRefused, Fatal, ServerClient, Transient
 from runner.execute import Execution, RoutedRun
 from runner.tools import builtin_tools
@@ -214,7 +214,7 @@ class Daemon:
             if not done:
                 task.cancel()
         stop_wait.cancel()
-        report = await task
+        report = {**await task, **await gitinfo.describe(self.config.shell_root)}
         try:
             delivered = await self._call(self.client.report, attempts=6, target_id=self.target_id, run_id=run.run_id, key=self.key, result=report)
             logger.info("reported run %s: %s%s", run.run_id, report["status"], "" if delivered else " (already settled)")

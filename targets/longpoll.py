@@ -34,7 +34,7 @@ async def claim_wait(*, target_id: str, subject: str, is_org_admin: bool, key: o
     """
     org = stores.current_org()
     wait_seconds = claim_wait_seconds() if wait_seconds is None else wait_seconds
-    key_hash = await sync_to_async(_released(services.claim_verify))(target_id=target_id, subject=subject, is_org_admin=is_org_admin, key=key)
+    key_hash = await sync_to_async(_released(_begin))(target_id=target_id, subject=subject, is_org_admin=is_org_admin, key=key)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait_seconds
     async with wake.Subscription(org=org, target_id=target_id) as subscription:
@@ -48,6 +48,13 @@ async def claim_wait(*, target_id: str, subject: str, is_org_admin: bool, key: o
             woken = await subscription.wait(remaining)
             if not woken:  # the window elapsed: one last read of the store, then 204
                 return await _claim_once(target_id=target_id, key_hash=key_hash)
+
+
+def _begin(*, target_id: str, subject: str, is_org_admin: bool, key: object) -> str:
+    """Check both proofs and stamp liveness; give up runs this machine held and never reported."""
+    key_hash = services.claim_verify(target_id=target_id, subject=subject, is_org_admin=is_org_admin, key=key)
+    services.routed_expire(target_id=target_id)
+    return key_hash
 
 
 def _released(function):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -19,13 +20,17 @@ from django.utils import timezone
 
 from agents.ids import mint_id
 from agents_site.errors import Conflict, InvalidRequest
-from agents_site.vocabulary import RoutedRunState, RunStatus, TargetKind, TargetStatus
+from agents_site.vocabulary import ControlCommand, RoutedRunState, RunStatus, TargetKind, TargetStatus
 from targets import wake
 from targets.errors import ClaimRejected, TargetNotFound
 from targets.models import ClaimKey, RoutedRun, Target
 from targets.sanitize import clean_metrics, clean_report, clean_spec
 from targets.selectors import can_manage, target_get, target_get_managed
+from targets.settle import routed_run_settle
 from tenancy import stores
+
+#: Seconds past a routed run's own time limit after which an unreported claim is given up.
+REPORT_GRACE_SECONDS = 60
 
 MAX_LABEL = 128
 MAX_CAPACITY = 256
@@ -258,6 +263,8 @@ def routed_claim_next(*, target_id: str, key_hash: str) -> RoutedRun | None:
     if not current_key.exists():
         raise ClaimRejected()
     for run_id in candidates:
+        if _stopped_before_claim(run_id):
+            continue
         won = (
             RoutedRun.objects.filter(pk=run_id, state=RoutedRunState.OFFERED, claimed_at__isnull=True)
             .filter(Exists(ClaimKey.objects.filter(target_id=OuterRef("target_id"), key_hash=key_hash)))
@@ -266,6 +273,48 @@ def routed_claim_next(*, target_id: str, key_hash: str) -> RoutedRun | None:
         if won:
             return RoutedRun.objects.get(pk=run_id)
     return None
+
+
+def _stopped_before_claim(run_id: str) -> bool:
+    """Withdraw offer `run_id` if its session was stopped while it waited; return True if so."""
+    offer = RoutedRun.objects.filter(pk=run_id, state=RoutedRunState.OFFERED).first()
+    if offer is None or not offer.session_id:
+        return False
+    from sessions.errors import SessionNotFound
+    from sessions.selectors import control_commands
+
+    try:
+        commands, _ = control_commands(session_id=offer.session_id, after=0)
+    except SessionNotFound:  # nothing says the run was stopped
+        return False
+    if not any(_command_of(event) == ControlCommand.STOP for event in commands):
+        return False
+    routed_withdraw(run_id=run_id, reason="stopped before a machine claimed it")
+    return True
+
+
+def _command_of(event) -> str:
+    try:
+        return (json.loads(event.payload or "{}") or {}).get("command", "")
+    except (ValueError, AttributeError):
+        return ""
+
+
+def routed_expire(*, target_id: str) -> list[str]:
+    """Give up the runs target `target_id` claimed but never reported; return their ids.
+
+    A claimed run is given up once its time limit (`timeoutSeconds` of its offer) plus 60 s has
+    passed: the offer is withdrawn and the run recorded as an error. Called when the machine
+    claims again (a restarted daemon cannot finish what its predecessor held).
+    """
+    now = timezone.now()
+    expired = []
+    for offer in RoutedRun.objects.filter(target_id=target_id, state=RoutedRunState.CLAIMED):
+        limit = float((offer.payload or {}).get("timeoutSeconds") or 600) + REPORT_GRACE_SECONDS
+        if offer.claimed_at and (now - offer.claimed_at).total_seconds() > limit:
+            if routed_withdraw(run_id=offer.run_id, reason=f"the machine did not report the run within {limit:g} s"):
+                expired.append(offer.run_id)
+    return expired
 
 
 def routed_release(*, run_id: str) -> bool:
@@ -332,14 +381,20 @@ def routed_offer(*, target_id: str, run_id: str, session_id: str, payload: dict)
 def routed_withdraw(*, run_id: str, reason: str = "the run was stopped") -> RoutedRun | None:
     """Withdraw run `run_id` from its mailbox: no claim can win it, no report settles it.
 
-    Returns the withdrawn row, or None when the run was never routed or is already settled
-    (reported or withdrawn). Idempotent.
+    The run itself is recorded as an error with `reason` (its session ends `error`; nothing is
+    debited). Returns the withdrawn row, or None when the run was never routed or is already
+    settled (reported or withdrawn). Idempotent.
     """
     now = timezone.now()
-    withdrawn = RoutedRun.objects.filter(pk=run_id, state__in=RoutedRunState.OPEN).update(
-        state=RoutedRunState.WITHDRAWN, withdrawn_at=now, result={"error": reason}
-    )
-    return RoutedRun.objects.filter(pk=run_id).first() if withdrawn else None
+    with transaction.atomic(using=router.db_for_write(RoutedRun)):
+        withdrawn = RoutedRun.objects.filter(pk=run_id, state__in=RoutedRunState.OPEN).update(
+            state=RoutedRunState.WITHDRAWN, withdrawn_at=now, result={"status": RunStatus.ERROR, "error": reason}
+        )
+        if not withdrawn:
+            return None
+        offer = RoutedRun.objects.get(pk=run_id)
+        routed_run_settle(run_id=run_id, result=offer.result, target_id=offer.target_id)
+    return offer
 
 
 def routed_report(*, target_id: str, run_id: str, subject: str, is_org_admin: bool, key: object, result: dict | None) -> bool:
@@ -347,8 +402,9 @@ def routed_report(*, target_id: str, run_id: str, subject: str, is_org_admin: bo
 
     Both claim proofs are required (`ClaimRejected`, 403). The result is clamped, never refused
     (`sanitize.clean_report`). Only a run this target claimed and nobody settled is delivered
-    (True); an unknown, unclaimed, withdrawn or already reported run answers False, so a
-    retried report is harmless. Spec 003: POST …/targets/{id}/runs/{runId}/report.
+    (True) — and then recorded, its session closed and, if ok, debited (`targets.settle`); an
+    unknown, unclaimed, withdrawn or already reported run answers False, so a retried report
+    is harmless. Spec 003: POST …/targets/{id}/runs/{runId}/report.
     """
     claim_verify(target_id=target_id, subject=subject, is_org_admin=is_org_admin, key=key, stamp=False)
     report = clean_report(result, ok_word=RunStatus.OK, error_word=RunStatus.ERROR)
@@ -356,4 +412,6 @@ def routed_report(*, target_id: str, run_id: str, subject: str, is_org_admin: bo
         delivered = RoutedRun.objects.filter(
             pk=run_id, target_id=target_id, state=RoutedRunState.CLAIMED, reported_at__isnull=True
         ).update(state=RoutedRunState.REPORTED, reported_at=timezone.now(), result=report)
+        if delivered:
+            routed_run_settle(run_id=run_id, result=report, target_id=target_id)
     return bool(delivered)

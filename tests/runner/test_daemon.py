@@ -42,8 +42,14 @@ def inference_env(upstream) -> dict:
 
 
 def test_the_runner_completes_a_routed_run_end_to_end(org_a, daphne_server, upstream, runner_factory, tmp_path):
+    import subprocess
+
     workdir = tmp_path / "work"
     workdir.mkdir()
+    git = ["git", "-C", str(workdir), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q", "-b", "feature"], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "start"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
     upstream.script(
         Reply(tool_calls=[("shell", {"command": "echo built > out.txt && cat out.txt"})]),
         Reply(tool_calls=[("calculator", {"expression": "6*7"})]),
@@ -61,6 +67,9 @@ def test_the_runner_completes_a_routed_run_end_to_end(org_a, daphne_server, upst
     assert row.result["toolCalls"] == 2 and row.result["model"] == "test-model"
     assert row.result["promptTokens"] == 11 + 11 + 30 and row.result["completionTokens"] == 7 + 7 + 5
     assert (workdir / "out.txt").read_text() == "built\n"
+    # code work: the report carries the working copy's branch, commit and what changed
+    assert (row.result["branch"], row.result["commitSha"], row.result["changed"]) == ("feature", head, True)
+    assert "out.txt" in row.result["diffstat"]
     first = upstream.chat_requests[0]
     assert first["messages"][0] == {"role": "system", "content": "Build it."}
     assert sorted(t["function"]["name"] for t in first["tools"]) == ["calculator", "shell"]
@@ -204,3 +213,64 @@ def test_a_stop_posted_to_the_session_ends_the_run_on_the_machine_as_an_error(or
     assert row.result["status"] == "error" and row.result["error"] == "stopped: enough"
     assert len(upstream.chat_requests) == 1  # no step after the stop
     assert runner.terminate() == 0
+
+
+def test_a_run_posted_with_target_id_runs_on_the_machine_end_to_end(org_a, upstream, runner_factory, tmp_path):
+    """POST /run with targetId on a live daphne (no gateway of its own) → the runner, using the
+    machine's gateway, executes it with a tool and the shell, streams it, reports it; the server
+    records the run, closes its session and debits it. The claim window is 60 s: the run's
+    arrival within seconds is the in-process wake-up on daphne's own loop."""
+    import httpx
+
+    from agents.models import Run
+    from billing.models import LedgerEntry
+    from billing.services import credit_add
+    from sessions.models import Session
+
+    credit_add(org=org_a.org, cents=500, actor="test")
+    workdir = tmp_path / "repo"
+    workdir.mkdir()
+    upstream.script(
+        Reply(tool_calls=[("calculator", {"expression": "40+2"})]),
+        Reply(tool_calls=[("shell", {"command": "echo 42 > answer.txt && ls"})]),
+        Reply(content="wrote answer.txt", prompt_tokens=20, completion_tokens=3),
+    )
+    auth = {"Authorization": f"Bearer {org_a.key}"}
+    server = LiveServer({"AGENTS_CLAIM_WAIT_SECONDS": "60"}).start()
+    try:
+        created = httpx.post(server.url + "/v1/agents", json={"name": "writer", "model": "test-model", "instructions": "Write files.",
+                                                              "tools": ["calculator", "shell"]}, headers=auth)
+        assert created.status_code == 201, created.text
+        runner = runner_factory(server.url, org_a.key, "--allow-shell", str(workdir), env=inference_env(upstream))
+        runner.wait_for("claim key minted")
+        [target] = targets_of(org_a)
+        wait_until(lambda: (key := _claim_key(org_a, target.id)) and key.serving_at, what="the first claim")
+        started = httpx.post(server.url + "/v1/agents/writer/run", json={"input": "compute and write", "targetId": target.id}, headers=auth)
+        assert started.status_code == 202, started.text
+        run_id, session_id = started.json()["id"], started.json()["sessionId"]
+
+        def finished():
+            with org_a.context():
+                row = Run.objects.get(pk=run_id)
+            return row if row.status != "running" else None
+
+        row = wait_until(finished, timeout=15, what="the routed run to finish")
+        runs = httpx.get(server.url + "/v1/agents/writer/runs", headers=auth).json()["runs"]
+    finally:
+        server.stop()
+    assert (row.status, row.output, row.model, row.tool_calls) == ("ok", "wrote answer.txt", "test-model", 2)
+    assert (row.prompt_tokens, row.completion_tokens) == (11 + 11 + 20, 7 + 7 + 3)
+    assert [(r["id"], r["status"]) for r in runs] == [(run_id, "ok")]
+    assert (workdir / "answer.txt").read_text() == "42\n"
+    with org_a.context():
+        session = Session.objects.get(pk=session_id)
+    assert session.status == "done" and session.target == target.id
+    kinds = [kind for kind, _ in _events(org_a, session_id)]
+    assert kinds == ["message", "tool-call", "tool-call", "message", "log"]
+    assert LedgerEntry.objects.get(org=org_a.org, kind="agent").run_id == run_id
+    assert runner.terminate() == 0
+
+
+def _claim_key(handle, target_id):
+    with handle.context():
+        return ClaimKey.objects.filter(target_id=target_id).first()
