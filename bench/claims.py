@@ -1,18 +1,21 @@
 """Benchmark: what 1,000 idle claim long-polls cost one daphne process, and how fast an offer lands.
 
-1. One daphne process (REDIS_URL: the channel layer crosses processes, so offers made by this
-   script wake claims waiting in daphne). Baseline: its resident memory and CPU over a window
-   with no claims. Then 1,000 machines each hold one claim open (`POST …/claim`, waiting up to
+1. One daphne process. With `--layer redis` (default) the channel layer is Redis and the runs
+   are offered by this script's process (`targets.services.routed_offer`, as a run path in
+   another process would), so each wake-up crosses processes; with `--layer memory` the layer is
+   in-memory and the runs are offered inside daphne by `POST /v1/agents/{ref}/run` with
+   `targetId` (the whole route: gate, run, session, offer). Baseline: its resident memory and
+   CPU over a window with no claims. Then 1,000 machines each hold one claim open (`POST …/claim`, waiting up to
    `AGENTS_CLAIM_WAIT_SECONDS`=120): resident memory and CPU over the same window. Ratios:
    memory with/without and KiB per waiting claim; CPU against the design long-polling replaces
    (the same machines asking `GET /targets/{id}` every 5 s), measured on the same process.
-2. While the claims wait, runs are offered one at a time to machines with a waiting claim
-   (`targets.services.routed_offer`, as the run path does) and the time from the offer call to
-   the claim's 200 arriving is taken. Baseline in the same run and under the same load: the
+2. While the claims wait, runs are offered one at a time to machines with a waiting claim and
+   the time from the offer (the `routed_offer` call, or sending the `POST …/run`) to the claim's
+   200 arriving is taken. Baseline in the same run and under the same load: the
    round trip of a plain `GET /v1/agents/targets/{id}`. Ratio: offer→claim p99 / GET p99.
 
-Run: `.venv/bin/python bench/claims.py [--claims 1000] [--offers 200] [--window 10]`
-(needs Redis on 127.0.0.1:6379; uses a fresh temporary data directory and Redis db 11).
+Run: `.venv/bin/python bench/claims.py [--layer redis|memory] [--claims 1000] [--offers 200]
+[--window 10]` (a fresh temporary data directory; `redis` needs Redis on 127.0.0.1:6379, db 11).
 """
 
 from __future__ import annotations
@@ -84,6 +87,9 @@ def setup(n: int):
     machines = []
     now = timezone.now()
     with stores.org_context("bench"):
+        from agents.services import AgentInput, agent_create
+
+        agent_create(data=AgentInput(name="bench", model="bench-model"))
         rows, keys = [], []
         for i in range(n):
             target_id = f"tgt_{i:032x}"
@@ -102,14 +108,20 @@ def main() -> None:
     parser.add_argument("--offers", type=int, default=200)
     parser.add_argument("--window", type=float, default=10.0)
     parser.add_argument("--poll-interval", type=float, default=5.0)
+    parser.add_argument("--layer", choices=("redis", "memory"), default="redis",
+                        help="redis: offers made by this process (routed_offer) cross to daphne over Redis; "
+                             "memory: in-memory layer, offers made in daphne itself by POST /v1/agents/{ref}/run with targetId")
     args = parser.parse_args()
 
-    import redis
-
     data_dir = tempfile.mkdtemp(prefix="agents-bench-claims-")
-    os.environ.update({"AGENTS_DATA_DIR": data_dir, "DJANGO_SETTINGS_MODULE": "agents_site.settings", "REDIS_URL": REDIS_URL})
+    os.environ.update({"AGENTS_DATA_DIR": data_dir, "DJANGO_SETTINGS_MODULE": "agents_site.settings"})
     os.environ.pop("DATABASE_URL", None)
-    redis.Redis.from_url(REDIS_URL).flushdb()
+    os.environ.pop("REDIS_URL", None)
+    if args.layer == "redis":
+        import redis
+
+        os.environ["REDIS_URL"] = REDIS_URL
+        redis.Redis.from_url(REDIS_URL).flushdb()
     api_key, machines = setup(args.claims)
     asyncio.run(measure(args, api_key, machines, data_dir))
 
@@ -118,7 +130,7 @@ async def measure(args, api_key: str, machines: list[tuple[str, str]], data_dir:
     import httpx
 
     port = 18000 + os.getpid() % 1000
-    env = {**os.environ, "AGENTS_CLAIM_WAIT_SECONDS": "120", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "AGENTS_CLAIM_WAIT_SECONDS": "120", "PYTHONPATH": str(ROOT), "CLOUD_AGENT_FEE_CENTS": "0"}
     log = open(Path(data_dir) / "daphne.log", "wb")
     daphne = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agents_site.asgi:application"],
                               cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -187,10 +199,19 @@ async def measure(args, api_key: str, machines: list[tuple[str, str]], data_dir:
                     routed_offer(target_id=target_id, run_id=run_id, session_id="", payload={"input": "bench"})
                     return t0
 
+            async def post_run(target_id: str) -> tuple[str, float]:
+                t0 = time.perf_counter()
+                r = await client.post("/v1/agents/bench/run", json={"input": "bench", "targetId": target_id}, headers=auth)
+                assert r.status_code == 202, r.text
+                return r.json()["id"], t0
+
             latencies = []
             for i in range(args.offers):
-                run_id = f"run_bench_{i}"
-                t0 = await asyncio.to_thread(do_offer, machines[i][0], run_id)
+                if args.layer == "redis":
+                    run_id = f"run_bench_{i}"
+                    t0 = await asyncio.to_thread(do_offer, machines[i][0], run_id)
+                else:
+                    run_id, t0 = await post_run(machines[i][0])
                 for _ in range(10_000):
                     if run_id in answered:
                         break
@@ -230,7 +251,9 @@ async def measure(args, api_key: str, machines: list[tuple[str, str]], data_dir:
             daphne.wait()
 
     n = args.claims
-    print(f"claims.py — {n} idle claims on one daphne process (channel layer: Redis), window {args.window:g} s")
+    how = ("Redis; offers by routed_offer in the benchmark process" if args.layer == "redis"
+           else "in-memory; offers by POST /v1/agents/{ref}/run with targetId to the same daphne")
+    print(f"claims.py — {n} idle claims on one daphne process (channel layer: {how}), window {args.window:g} s")
     print(f"  all {n} claims open and waiting after {opened_in:.1f} s")
     print(f"  resident memory: idle {idle_rss:.1f} MiB → {busy_rss:.1f} MiB with {n} waiting "
           f"(ratio {busy_rss / idle_rss:.2f}; {(busy_rss - idle_rss) * 1024 / n:.0f} KiB per waiting claim)")
