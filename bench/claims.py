@@ -1,7 +1,7 @@
 """Benchmark: what 1,000 idle claim long-polls cost one daphne process, and how fast an offer lands.
 
 1. One daphne process. With `--layer redis` (default) the channel layer is Redis and the runs
-   are offered by this script's process (`targets.services.routed_offer`, as a run path in
+   are offered by this script's process (`targets.mailbox.routed_offer`, as a run path in
    another process would), so each wake-up crosses processes; with `--layer memory` the layer is
    in-memory and the runs are offered inside daphne by `POST /v1/agents/{ref}/run` with
    `targetId` (the whole route: gate, run, session, offer). Baseline: its resident memory and
@@ -75,7 +75,7 @@ def setup(n: int):
 
     call_command("migrate", verbosity=0)
     from targets.models import ClaimKey, Target
-    from targets.services import CLAIM_KEY_PREFIX, hash_claim_key
+    from targets.keys import CLAIM_KEY_PREFIX, hash_claim_key
     from tenancy import stores
     from tenancy.services import api_key_create, membership_set, org_create
     from django.utils import timezone
@@ -191,7 +191,7 @@ async def measure(args, api_key: str, machines: list[tuple[str, str]], data_dir:
                 gets.append(time.perf_counter() - t0)
                 assert r.status_code == 200
 
-            from targets.services import routed_offer
+            from targets.mailbox import routed_offer
 
             def do_offer(target_id: str, run_id: str) -> float:
                 with stores.org_context("bench"):

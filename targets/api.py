@@ -9,7 +9,7 @@ from django.http import HttpResponse, JsonResponse
 from ninja import Header, Router
 from ninja.responses import Status
 
-from targets import longpoll, selectors, services
+from targets import keys, longpoll, mailbox, selectors, services
 from targets.presenters import routed_run_view, target_view
 from targets.schemas import ClaimKeyOut, ReportIn, ReportOut, RoutedRunOut, TargetDeletedOut, TargetIn, TargetListOut, TargetOut
 from targets.services import TargetInput
@@ -65,7 +65,7 @@ def delete_target(request, target_id: str):
 @router.post("/{target_id}/key", response=ClaimKeyOut, summary="Mint or rotate the machine's claim key")
 def mint_key(request, target_id: str):
     """Return a new claim key once (only its SHA-256 is kept); the old daemon is superseded."""
-    key = services.claim_key_mint(target_id=target_id, subject=request.auth.subject, is_org_admin=request.auth.is_org_admin)
+    key = keys.claim_key_mint(target_id=target_id, subject=request.auth.subject, is_org_admin=request.auth.is_org_admin)
     return {"targetId": target_id, "claimKey": key}
 
 
@@ -83,7 +83,7 @@ async def claim(request, target_id: str, x_target_key: str = Header(default="", 
 @router.post("/{target_id}/runs/{run_id}/report", response=ReportOut, summary="Report a claimed run's result")
 def report(request, target_id: str, run_id: str, payload: ReportIn, x_target_key: str = Header(default="", alias="X-Target-Key")):
     """Settle a run this machine claimed → `{"delivered": bool}` (false: unknown or finished)."""
-    delivered = services.routed_report(
+    delivered = mailbox.routed_report(
         target_id=target_id,
         run_id=run_id,
         subject=request.auth.subject,

@@ -14,7 +14,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connections
 
-from targets import services, wake
+from targets import keys, mailbox, wake
 from targets.models import RoutedRun
 from tenancy import stores
 
@@ -52,8 +52,8 @@ async def claim_wait(*, target_id: str, subject: str, is_org_admin: bool, key: o
 
 def _begin(*, target_id: str, subject: str, is_org_admin: bool, key: object) -> str:
     """Check both proofs and stamp liveness; give up runs this machine held and never reported."""
-    key_hash = services.claim_verify(target_id=target_id, subject=subject, is_org_admin=is_org_admin, key=key)
-    services.routed_expire(target_id=target_id)
+    key_hash = keys.claim_verify(target_id=target_id, subject=subject, is_org_admin=is_org_admin, key=key)
+    mailbox.routed_expire(target_id=target_id)
     return key_hash
 
 
@@ -77,12 +77,12 @@ def _released(function):
 
 
 async def _claim_once(*, target_id: str, key_hash: str) -> RoutedRun | None:
-    task = asyncio.ensure_future(sync_to_async(_released(services.routed_claim_next))(target_id=target_id, key_hash=key_hash))
+    task = asyncio.ensure_future(sync_to_async(_released(mailbox.routed_claim_next))(target_id=target_id, key_hash=key_hash))
     try:
         return await asyncio.shield(task)
     except asyncio.CancelledError:
         # The client left while the store was being read: if this claim won, give it back.
         won = await task
         if won is not None:
-            await sync_to_async(services.routed_release)(run_id=won.run_id)
+            await sync_to_async(mailbox.routed_release)(run_id=won.run_id)
         raise

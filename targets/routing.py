@@ -24,7 +24,7 @@ from agents.models import Agent, Run
 from agents.run_session import session_title
 from agents_site.vocabulary import RunStatus, SessionStatus
 from billing.meter import balance_authorize, run_fee_cents
-from targets import services
+from targets import mailbox
 from targets.models import Target
 from targets.selectors import target_dispatchable
 from tenancy import stores
@@ -86,6 +86,6 @@ def _record_and_offer(*, agent: Agent, target: Target, text: str, actor: str, re
             id=run_id, agent=agent, agent_name=agent.name, status=RunStatus.RUNNING, model=agent.model, input=text,
             actor=actor[:300], request_id=request_id[:128], session_id=session.id, created_at=now, started_at=now,
         )
-        services.routed_offer(target_id=target.id, run_id=run.id, session_id=session.id, payload=routed_payload(agent=agent, text=text))
+        mailbox.routed_offer(target_id=target.id, run_id=run.id, session_id=session.id, payload=routed_payload(agent=agent, text=text))
     run.replayed = False
     return run

@@ -21,6 +21,9 @@ import threading
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from django.db import router, transaction
+
+from tenancy import stores
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +104,14 @@ def notify(*, org: str, target_id: str) -> None:
             async_to_sync(notify_async)(org=org, target_id=target_id)
     except Exception:
         logger.warning("could not wake claims of target %s", target_id, exc_info=True)
+
+
+def notify_on_commit(*, target_id: str) -> None:
+    """Wake the current org's claims waiting on `target_id` once the current transaction commits."""
+    from targets.models import RoutedRun
+
+    org = stores.current_org()
+    transaction.on_commit(lambda: notify(org=org, target_id=target_id), using=router.db_for_write(RoutedRun))
 
 
 class Subscription:

@@ -16,7 +16,7 @@ def test_org_admin_sees_the_orgs_machines_and_claim_keys_by_hash_prefix_only(org
     assert target_id.encode() in targets.content and b"machine-of-b" not in targets.content
     keys = client.get("/admin/targets/claimkey/")
     assert keys.status_code == 200
-    from targets.services import hash_claim_key
+    from targets.keys import hash_claim_key
 
     digest = hash_claim_key(key)
     assert digest[:12].encode() in keys.content

@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from agents_site.errors import NotFound
-from targets import selectors, services
+from targets import mailbox, selectors
 from targets.errors import TargetUnavailable
 from targets.models import ClaimKey, RoutedRun, Target
 from tests.targets.conftest import offer, patch, post
@@ -216,9 +216,9 @@ def test_an_offer_whose_run_was_stopped_is_withdrawn(org_a, machine):
     target_id, key = machine
     offer(org_a, target_id)
     with org_a.context():
-        withdrawn = services.routed_withdraw(run_id="run_1")
+        withdrawn = mailbox.routed_withdraw(run_id="run_1")
         assert withdrawn is not None and withdrawn.state == "withdrawn"
-        assert services.routed_withdraw(run_id="run_1") is None  # idempotent
+        assert mailbox.routed_withdraw(run_id="run_1") is None  # idempotent
     assert claim(org_a.client, target_id, key).status_code == 204
     assert report(org_a.client, target_id, "run_1", key, {"status": "ok"}).json() == {"delivered": False}
 
@@ -228,7 +228,7 @@ def test_a_claimed_run_that_is_stopped_can_no_longer_be_reported(org_a, machine)
     offer(org_a, target_id)
     claim(org_a.client, target_id, key)
     with org_a.context():
-        services.routed_withdraw(run_id="run_1")
+        mailbox.routed_withdraw(run_id="run_1")
     assert report(org_a.client, target_id, "run_1", key, {"status": "ok"}).json() == {"delivered": False}
     assert _offer_row(org_a, "run_1").state == "withdrawn"
 
@@ -238,7 +238,7 @@ def test_a_released_offer_can_be_claimed_again(org_a, machine):
     offer(org_a, target_id)
     assert claim(org_a.client, target_id, key).status_code == 200
     with org_a.context():
-        assert services.routed_release(run_id="run_1") is True
+        assert mailbox.routed_release(run_id="run_1") is True
     assert _offer_row(org_a, "run_1").state == "offered"
     assert claim(org_a.client, target_id, key).json()["runId"] == "run_1"
 

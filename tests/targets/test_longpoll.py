@@ -12,7 +12,7 @@ import pytest
 from asgiref.sync import sync_to_async as _sync_to_async
 from django.test import AsyncClient
 
-from targets import services
+from targets import mailbox
 from targets.models import RoutedRun
 from tests.targets.conftest import offer, post
 
@@ -105,13 +105,13 @@ async def test_a_waiting_claim_reads_the_store_only_at_start_on_wake_and_at_the_
     settings.AGENTS_CLAIM_WAIT_SECONDS = 1.5
     target_id, key = machine
     reads = []
-    real = services.routed_claim_next
+    real = mailbox.routed_claim_next
 
     def counted(**kwargs):
         reads.append(kwargs["target_id"])
         return real(**kwargs)
 
-    monkeypatch.setattr(services, "routed_claim_next", counted)
+    monkeypatch.setattr(mailbox, "routed_claim_next", counted)
     r = await aclaim(aclient, target_id, key)
     assert r.status_code == 204
     assert reads == [target_id, target_id]  # once at once, once when the window elapsed
@@ -145,7 +145,7 @@ async def test_a_claim_cancelled_after_winning_gives_the_offer_back(settings, or
     await sync_to_async(offer)(org_a, target_id, run_id="run_back")
     entered, release = asyncio.Event(), asyncio.Event()
     loop = asyncio.get_running_loop()
-    real = services.routed_claim_next
+    real = mailbox.routed_claim_next
 
     def slow_claim(**kwargs):
         won = real(**kwargs)
@@ -153,7 +153,7 @@ async def test_a_claim_cancelled_after_winning_gives_the_offer_back(settings, or
         asyncio.run_coroutine_threadsafe(release.wait(), loop).result()
         return won
 
-    monkeypatch.setattr(services, "routed_claim_next", slow_claim)
+    monkeypatch.setattr(mailbox, "routed_claim_next", slow_claim)
 
     async def run_claim():
         with stores.org_context(org_a.slug):
