@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: run test bench clean
+.PHONY: run test bench screenshots clean
 
 $(VENV)/.installed-run: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,11 @@ run: $(VENV)/.installed-run
 test: $(VENV)/.installed-dev
 	bash scripts/test-prereqs.sh
 	$(PY) -m pytest
+
+## make screenshots: re-take docs/screenshots/*.png from the console's browser tests.
+screenshots: $(VENV)/.installed-dev
+	bash scripts/test-prereqs.sh
+	AGENTS_SCREENSHOT_DIR=$(CURDIR)/docs/screenshots $(PY) -m pytest tests/console/test_browser.py tests/console/test_browser_live.py -q
 
 bench: $(VENV)/.installed-dev
 	$(PY) bench/provision.py

@@ -68,6 +68,7 @@ INSTALLED_APPS = [
     "agents",
     "sessions.apps.AgentSessionsConfig",
     "targets",
+    "console",
 ]
 
 MIDDLEWARE = [
@@ -96,6 +97,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "console.context.console_context",
             ],
         },
     },

@@ -1,7 +1,8 @@
-"""URL map: the JSON API at /v1/agents/, the Django admin at /admin/."""
+"""URL map: the JSON API at /v1/agents/, the console at /console/, the public gallery at
+/builds/, the Django admin at /admin/; `/` goes to the console."""
 
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 from django.views.generic import RedirectView
 
 from agents_site.api import api
@@ -9,5 +10,10 @@ from agents_site.api import api
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("v1/", api.urls),
-    path("", RedirectView.as_view(url="/v1/agents/docs", permanent=False)),
+    path("console/", include("console.urls")),
+    path("builds/", include("console.urls_gallery")),
+    path("", RedirectView.as_view(url="/console/", permanent=False)),
 ]
+
+handler403 = "console.views.errors.forbidden"
+handler404 = "console.views.errors.not_found"

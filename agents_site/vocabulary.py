@@ -203,6 +203,10 @@ BADGE_COLOURS = {
     TargetStatus.OFFLINE: "#6b7280",
     TargetStatus.DRAINING: "#b45309",
     AgentStatus.READY: "#15803d",
+    ActivityKind.INVOKED: "#15803d",
+    ActivityKind.FAILED: "#b91c1c",
+    ActivityKind.CREATED: "#2563eb",
+    ActivityKind.UPDATED: "#6b7280",
 }
 
 

@@ -8,3 +8,8 @@ fi
 if command -v redis-server >/dev/null 2>&1 && ! (command -v redis-cli >/dev/null && redis-cli -h 127.0.0.1 ping >/dev/null 2>&1); then
   redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no >/dev/null || true
 fi
+# Chromium for the console's browser tests (Debian's build, driven by Playwright; never a
+# downloaded browser). Skipped when already installed.
+if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1; then
+  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+fi

@@ -1,6 +1,8 @@
-"""Admin for orgs, memberships and API keys (superusers; keys are shown by hash only)."""
+"""Admin for orgs and memberships (superusers) and API keys (hash only; org admins see their org's)."""
 
 from django.contrib import admin
+
+from agents_site.admin_site import is_org_admin
 
 from tenancy.models import ApiKey, Membership, Org
 
@@ -36,10 +38,35 @@ class MembershipAdmin(SuperuserOnly):
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(SuperuserOnly):
+class ApiKeyAdmin(admin.ModelAdmin):
+    """API keys by prefix and SHA-256 only; read-only. An org admin sees the acting org's keys."""
+
     list_display = ("prefix", "name", "user", "org", "created_at", "last_used_at", "revoked_at")
+    list_filter = ("revoked_at",)
     search_fields = ("name", "prefix", "user__username")
-    readonly_fields = ("prefix", "key_hash", "created_at", "last_used_at")
+    readonly_fields = ("prefix", "key_hash", "name", "user", "org", "created_at", "last_used_at", "revoked_at")
+
+    def _allowed(self, request) -> bool:
+        return request.user.is_superuser or is_org_admin(request)
+
+    def has_module_permission(self, request):
+        return self._allowed(request)
+
+    def has_view_permission(self, request, obj=None):
+        return self._allowed(request)
 
     def has_add_permission(self, request):
         return False  # keys are minted by the console or `createapikey`, shown once
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def get_queryset(self, request):
+        qs = super().get_queryset(request).select_related("user", "org")
+        principal = getattr(request, "principal", None)
+        if principal and principal.org_slug:
+            return qs.filter(org__slug=principal.org_slug)
+        return qs if request.user.is_superuser else qs.none()

@@ -50,3 +50,20 @@ def test_org_admin_cannot_add_or_change_agents_through_the_admin(org_a):
     with org_a.context():
         assert list(Agent.objects.values_list("name", "execution_mode", "schedule")) == [("kept", "one-shot", "")]
     assert org_a.client.get("/v1/agents").status_code == 200
+
+
+def test_org_admin_sees_only_their_orgs_api_keys_by_hash(org_a, org_b):
+    client = Client()
+    _login(client, org_a.user.username)
+    page = client.get("/admin/tenancy/apikey/")
+    assert page.status_code == 200
+    from tenancy.models import ApiKey
+
+    key_a = ApiKey.objects.get(org=org_a.org)
+    key_b = ApiKey.objects.get(org=org_b.org)
+    assert key_a.prefix.encode() in page.content and key_b.prefix.encode() not in page.content
+    assert org_a.key.encode() not in page.content
+    detail = client.get(f"/admin/tenancy/apikey/{key_a.pk}/change/")
+    assert detail.status_code == 200 and key_a.key_hash.encode() in detail.content and org_a.key.encode() not in detail.content
+    assert client.get(f"/admin/tenancy/apikey/{key_b.pk}/change/").status_code == 302
+    assert client.get("/admin/tenancy/apikey/add/").status_code == 403

@@ -1,0 +1,27 @@
+"""Template context shared by every console page: the vocabulary, the principal, the org switcher."""
+
+from __future__ import annotations
+
+from agents_site.vocabulary import vocabulary_for_js
+from tenancy.models import Membership
+
+
+def console_context(request) -> dict:
+    """Return `{vocabulary, principal, memberships, acting_org}` for the console's templates.
+
+    `vocabulary` is `agents_site.vocabulary.vocabulary_for_js()` (rendered with `json_script`
+    in `console/base.html`, so JS never holds its own copy). `memberships` lists only the
+    signed-in user's own orgs (the org switcher offers nothing else); anonymous visitors get
+    an empty list.
+    """
+    user = getattr(request, "user", None)
+    memberships = []
+    if user is not None and user.is_authenticated:
+        memberships = list(Membership.objects.filter(user_id=user.pk).select_related("org").order_by("org__slug"))
+    principal = getattr(request, "principal", None)
+    return {
+        "vocabulary": vocabulary_for_js(),
+        "principal": principal,
+        "memberships": memberships,
+        "acting_org": principal.org_slug if principal is not None else None,
+    }

@@ -1,0 +1,83 @@
+"""Console forms. They only carry the fields; every rule and message is the service's.
+
+An agent form becomes an `agents.services.AgentInput` and goes through `agent_create` /
+`agent_update`, so the console refuses exactly what the API refuses, with the same words.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django import forms
+
+from agents.models import Agent
+from agents.services import AgentInput
+from agents_site.vocabulary import ExecutionMode
+
+_TOOL_SPLIT = re.compile(r"[,\n]")
+
+
+class AgentForm(forms.Form):
+    """The fields of an agent definition (spec 003: POST/PATCH /v1/agents body)."""
+
+    name = forms.CharField(required=False, max_length=200, strip=False)
+    model = forms.CharField(required=False, max_length=200, strip=False)
+    description = forms.CharField(required=False, strip=False, widget=forms.Textarea(attrs={"rows": 2}))
+    instructions = forms.CharField(required=False, strip=False, widget=forms.Textarea(attrs={"rows": 8}))
+    tools = forms.CharField(
+        required=False,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Tool names, one per line or separated by commas.",
+    )
+    execution_mode = forms.ChoiceField(required=False, choices=ExecutionMode.choices, initial=ExecutionMode.ONE_SHOT)
+    schedule = forms.CharField(required=False, max_length=200, strip=False, help_text="5-field cron, e.g. */15 * * * *")
+    timezone = forms.CharField(required=False, max_length=64, strip=False, initial="UTC")
+
+    @classmethod
+    def for_agent(cls, agent: Agent) -> AgentForm:
+        """Return a form filled with `agent`'s stored values."""
+        return cls(
+            initial={
+                "name": agent.name,
+                "model": agent.model,
+                "description": agent.description,
+                "instructions": agent.instructions,
+                "tools": "\n".join(agent.tools or []),
+                "execution_mode": agent.execution_mode,
+                "schedule": agent.schedule,
+                "timezone": agent.timezone,
+            }
+        )
+
+    def to_input(self, *, include_name: bool) -> AgentInput:
+        """Return the submitted fields as an `AgentInput` (call after `is_valid()`).
+
+        Tools are split on commas and newlines; the service trims, de-duplicates and checks them.
+        """
+        data = self.cleaned_data
+        tools = [t for t in _TOOL_SPLIT.split(data.get("tools") or "")]
+        values = dict(
+            model=data.get("model") or "",
+            description=data.get("description") or "",
+            instructions=data.get("instructions") or "",
+            tools=tools,
+            execution_mode=data.get("execution_mode") or "",
+            schedule=data.get("schedule") or "",
+            timezone=data.get("timezone") or "",
+        )
+        if include_name:
+            values["name"] = data.get("name") or ""
+        return AgentInput(**values)
+
+
+class ApiKeyForm(forms.Form):
+    """Name a new API key (the key itself is minted by `tenancy.services.api_key_create`)."""
+
+    name = forms.CharField(required=False, max_length=100)
+
+
+class RunForm(forms.Form):
+    """The input of one run (spec 003: POST /v1/agents/{ref}/run `{"input"}`)."""
+
+    input = forms.CharField(required=False, strip=False, widget=forms.Textarea(attrs={"rows": 4}))

@@ -1,0 +1,25 @@
+"""Console routes, mounted at /console/ (namespace `console`)."""
+
+from django.urls import path
+
+from console.views import admin, agents, auth, dashboard, sessions
+
+app_name = "console"
+
+urlpatterns = [
+    path("", dashboard.dashboard, name="dashboard"),
+    path("login/", auth.LoginView.as_view(), name="login"),
+    path("logout/", auth.LogoutView.as_view(), name="logout"),
+    path("org/", auth.org_switch, name="org-switch"),
+    path("agents/", agents.agent_list, name="agents"),
+    path("agents/new/", agents.agent_create, name="agent-create"),
+    path("agents/<str:ref>/", agents.agent_detail, name="agent"),
+    path("agents/<str:ref>/edit/", agents.agent_edit, name="agent-edit"),
+    path("agents/<str:ref>/delete/", agents.agent_delete, name="agent-delete"),
+    path("agents/<str:ref>/runs/", agents.agent_runs, name="agent-runs"),
+    path("sessions/", sessions.session_list, name="sessions"),
+    path("sessions/<str:session_id>/", sessions.session_detail, name="session"),
+    path("keys/", admin.api_keys, name="keys"),
+    path("keys/<int:key_id>/revoke/", admin.api_key_revoke_view, name="key-revoke"),
+    path("billing/", admin.billing, name="billing"),
+]

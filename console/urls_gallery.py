@@ -1,0 +1,12 @@
+"""Public gallery routes, mounted at /builds/ (namespace `gallery`); no login."""
+
+from django.urls import path
+
+from console.views import gallery
+
+app_name = "gallery"
+
+urlpatterns = [
+    path("", gallery.build_list, name="builds"),
+    path("<str:org>/<str:project>/", gallery.build_detail, name="build"),
+]

@@ -1,0 +1,65 @@
+"""Org-admin pages: API keys (created once-shown, listed, revoked) and billing."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from billing import selectors as billing_selectors
+from console.access import org_admin_required
+from console.forms import ApiKeyForm
+from tenancy.models import ApiKey, Org
+from tenancy.services import api_key_create, api_key_revoke
+
+LEDGER_ROWS = 100
+
+
+def _acting_org(request) -> Org:
+    return Org.objects.get(slug=request.principal.org_slug)
+
+
+@org_admin_required
+@require_http_methods(["GET", "POST"])
+def api_keys(request):
+    """List the org's API keys; on POST mint one for the signed-in user and show it once.
+
+    The new key is rendered only in the answer to the POST (`Cache-Control: no-store`) and
+    never stored in the session: after this page it exists only as its SHA-256 hash.
+    """
+    org = _acting_org(request)
+    form = ApiKeyForm(request.POST or None)
+    new_key = None
+    if request.method == "POST" and form.is_valid():
+        _, new_key = api_key_create(org=org, user=request.user, name=form.cleaned_data.get("name") or "")
+        form = ApiKeyForm()
+    keys = ApiKey.objects.filter(org=org).select_related("user").order_by("-created_at", "-id")
+    response = render(request, "console/keys.html", {"keys": keys, "form": form, "new_key": new_key, "nav": "keys"})
+    if new_key:
+        response["Cache-Control"] = "no-store"
+    return response
+
+
+@org_admin_required
+@require_POST
+def api_key_revoke_view(request, key_id: int):
+    """Revoke one of the org's API keys (idempotent); another org's key is a 404."""
+    row = api_key_revoke(org=_acting_org(request), key_id=key_id)
+    messages.success(request, f"API key {row.prefix}… revoked; it no longer authenticates.")
+    return redirect("console:keys")
+
+
+@org_admin_required
+def billing(request):
+    """Show the org's balance and its newest ledger rows (credits +, run debits −), in cents."""
+    org = _acting_org(request)
+    return render(
+        request,
+        "console/billing.html",
+        {
+            "balance_cents": billing_selectors.balance_cents(org=org),
+            "ledger": billing_selectors.ledger_recent(org=org, limit=LEDGER_ROWS),
+            "ledger_limit": LEDGER_ROWS,
+            "nav": "billing",
+        },
+    )

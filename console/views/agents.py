@@ -1,0 +1,119 @@
+"""Agent pages: list with run counts, create, edit, delete, detail with run form, history.
+
+Writes go through `agents.services` (the API's own services): the console shows an
+`ApiError`'s message word for word and writes nothing, exactly as the API answers 4xx.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+
+from agents import selectors, services
+from agents.inference import inference_configured, model_catalog
+from agents_site.errors import ApiError
+from console.access import member_required, org_admin_required
+from console.forms import AgentForm, RunForm
+from console.selectors import run_history_page
+
+
+def _catalog() -> list[str]:
+    return sorted(model_catalog() or [])
+
+
+@member_required
+def agent_list(request):
+    """List the org's agents with their run counts (spec 003: GET /v1/agents)."""
+    return render(request, "console/agents/list.html", {"agents": selectors.agent_list(), "nav": "agents"})
+
+
+@org_admin_required
+@require_http_methods(["GET", "POST"])
+def agent_create(request):
+    """Show the create form; on POST define the agent via `agents.services.agent_create`."""
+    form = AgentForm(request.POST or None)
+    error = None
+    if request.method == "POST" and form.is_valid():
+        try:
+            agent = services.agent_create(data=form.to_input(include_name=True))
+        except ApiError as exc:
+            error = exc.message
+        else:
+            messages.success(request, f"Agent {agent.name} created.")
+            return redirect("console:agent", ref=agent.name)
+    status = 400 if error else 200
+    return render(
+        request,
+        "console/agents/form.html",
+        {"form": form, "error": error, "creating": True, "catalog": _catalog(), "nav": "agents"},
+        status=status,
+    )
+
+
+@member_required
+def agent_detail(request, ref: str):
+    """Show one agent, its run form and its newest runs (spec 003: GET /v1/agents/{ref})."""
+    agent = selectors.agent_get(ref=ref)
+    return render(
+        request,
+        "console/agents/detail.html",
+        {
+            "agent": agent,
+            "runs": selectors.runs_recent(agent=agent, limit=10),
+            "run_count": selectors.run_count(agent=agent),
+            "run_form": RunForm(),
+            "inference_configured": inference_configured(),
+            "nav": "agents",
+        },
+    )
+
+
+@member_required
+def agent_runs(request, ref: str):
+    """Show `agent`'s run history, newest first, 20 a page (`?page=`)."""
+    agent = selectors.agent_get(ref=ref)
+    page = run_history_page(agent=agent, page_number=request.GET.get("page"))
+    return render(request, "console/agents/runs.html", {"agent": agent, "page": page, "nav": "agents"})
+
+
+@org_admin_required
+@require_http_methods(["GET", "POST"])
+def agent_edit(request, ref: str):
+    """Show the edit form; on POST change the agent via `agents.services.agent_update`."""
+    agent = selectors.agent_get(ref=ref)
+    error = None
+    if request.method == "POST":
+        form = AgentForm(request.POST)
+        if form.is_valid():
+            try:
+                agent = services.agent_update(ref=agent.pk, data=form.to_input(include_name=False))
+            except ApiError as exc:
+                error = exc.message
+            else:
+                messages.success(request, f"Agent {agent.name} saved.")
+                return redirect("console:agent", ref=agent.name)
+    else:
+        form = AgentForm.for_agent(agent)
+    return render(
+        request,
+        "console/agents/form.html",
+        {"form": form, "agent": agent, "error": error, "creating": False, "catalog": _catalog(), "nav": "agents"},
+        status=400 if error else 200,
+    )
+
+
+@org_admin_required
+@require_http_methods(["GET", "POST"])
+def agent_delete(request, ref: str):
+    """Ask for confirmation; on POST remove the agent and its runs (spec 003: DELETE)."""
+    agent = selectors.agent_get(ref=ref)
+    if request.method == "POST":
+        services.agent_delete(ref=agent.pk)
+        messages.success(request, f"Agent {agent.name} and its runs were deleted.")
+        return redirect("console:agents")
+    return render(
+        request,
+        "console/agents/delete.html",
+        {"agent": agent, "run_count": selectors.run_count(agent=agent), "nav": "agents"},
+    )

@@ -1,0 +1,34 @@
+"""The public build gallery (no login): published builds and one build turn by turn.
+
+Reads `sessions.builds` — the same functions behind `GET /v1/agents/builds` and
+`/v1/agents/builds/{org}/{project}` — so the page shows only what the public API shows:
+published root sessions with a project; an unpublished or unknown build is the 404 page, and
+no org store is ever created by a visit.
+"""
+
+from __future__ import annotations
+
+from django.http import Http404
+from django.shortcuts import render
+
+from agents_site.errors import ApiError
+
+GALLERY_LIMIT = 100
+
+
+def build_list(request):
+    """Show every org's published builds, most recently updated first (at most 100)."""
+    from sessions.builds import builds_index
+
+    return render(request, "console/gallery/list.html", {"builds": builds_index(limit=GALLERY_LIMIT)})
+
+
+def build_detail(request, org: str, project: str):
+    """Show one published build: its turns with their commits, and the `verify` command."""
+    from sessions.builds import build_detail as read_build
+
+    try:
+        build = read_build(org=org, project=project)
+    except ApiError as exc:
+        raise Http404(exc.message) from exc
+    return render(request, "console/gallery/detail.html", {"build": build})

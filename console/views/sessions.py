@@ -1,0 +1,35 @@
+"""Session pages: the roots list and one session (tree, live events, controls).
+
+The pages are shells: `static/console/sessions.js` and `session.js` read the JSON API with
+the session cookie (`GET /v1/agents/sessions…`, the SSE stream) and steer with the control
+routes (CSRF token from the page), so the console shows exactly what the API answers.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.http import Http404
+from django.shortcuts import render
+
+from console.access import member_required
+
+_SESSION_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+
+
+@member_required
+def session_list(request):
+    """Show the org's root sessions, newest first, updated live from the stream."""
+    return render(request, "console/sessions/list.html", {"nav": "sessions"})
+
+
+@member_required
+def session_detail(request, session_id: str):
+    """Show one session: its tree, its events streaming in, and pause/resume/stop/message.
+
+    An id that cannot be a session id is a 404 here; an unknown one is reported by the page
+    in the API's words (404 "session not found").
+    """
+    if not _SESSION_ID.fullmatch(session_id):
+        raise Http404("session not found")
+    return render(request, "console/sessions/detail.html", {"session_id": session_id, "nav": "sessions"})

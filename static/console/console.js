@@ -1,0 +1,137 @@
+/* Shared helpers of the console: the vocabulary, the JSON API with the session cookie and CSRF
+   token, badges, and small page behaviours. Exposed as window.Agents. No build step. */
+(function () {
+  "use strict";
+  var vocabNode = document.getElementById("agents-vocabulary");
+  // The one vocabulary (agents_site/vocabulary.py → json_script); never a copy here.
+  var vocab = vocabNode ? JSON.parse(vocabNode.textContent) : { badge: {} };
+
+  function csrfToken() {
+    var meta = document.querySelector('meta[name="csrf-token"]');
+    return meta ? meta.getAttribute("content") : "";
+  }
+
+  /* Call the JSON API. Resolves {ok, status, body} (body parsed JSON or null); never throws
+     for an HTTP status, only for a network failure (reported as status 0). */
+  function api(method, url, body) {
+    var opts = { method: method, credentials: "same-origin", headers: { Accept: "application/json" } };
+    if (method !== "GET" && method !== "HEAD") {
+      opts.headers["X-CSRFToken"] = csrfToken();
+      opts.headers["Content-Type"] = "application/json";
+      opts.body = JSON.stringify(body || {});
+    }
+    return fetch(url, opts).then(function (res) {
+      return res.text().then(function (text) {
+        var parsed = null;
+        try { parsed = text ? JSON.parse(text) : null; } catch (e) { parsed = null; }
+        return { ok: res.ok, status: res.status, body: parsed, text: text };
+      });
+    }, function (err) {
+      return { ok: false, status: 0, body: null, text: String(err) };
+    });
+  }
+
+  /* Say what went wrong in words: the error envelope's sentence and code, or the status. */
+  function errorText(res) {
+    if (res.status === 0) return "The server could not be reached (" + res.text + ").";
+    if (res.body && res.body.error) return res.body.error + " (" + res.status + " " + (res.body.code || "") + ")";
+    if (res.status === 404) return "Not available on this deployment (404).";
+    return "The server answered " + res.status + ".";
+  }
+
+  /* Fill `box` with the error in words and, for a refused secret (422 secret_in_transcript),
+     the findings exactly as the API answered them: rule, severity, line, masked preview and
+     fingerprint (the secret itself was never stored nor echoed). */
+  function showError(box, res, prefix) {
+    box.innerHTML = "";
+    box.appendChild(el("p", { text: (prefix || "") + errorText(res) }));
+    var findings = res.body && res.body.findings;
+    if (findings && findings.length) {
+      var rows = findings.map(function (f) {
+        return el("tr", {}, [el("td", { text: f.rule }), el("td", { text: f.severity }), el("td", { class: "num", text: String(f.line) }),
+          el("td", {}, [el("code", { text: f.preview })]), el("td", {}, [el("code", { class: "small", text: (f.fingerprint || "").slice(0, 16) + "…", title: f.fingerprint || "" })])]);
+      });
+      box.appendChild(el("table", { class: "table findings" }, [
+        el("thead", {}, [el("tr", {}, ["Rule", "Severity", "Line", "Preview (masked)", "Fingerprint"].map(function (h) { return el("th", { text: h }); }))]),
+        el("tbody", {}, rows)
+      ]));
+    }
+    box.hidden = false;
+  }
+
+  function el(tag, attrs, children) {
+    var node = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) {
+      if (k === "text") node.textContent = attrs[k];
+      else if (k === "class") node.className = attrs[k];
+      else node.setAttribute(k, attrs[k]);
+    });
+    (children || []).forEach(function (c) { if (c != null) node.appendChild(typeof c === "string" ? document.createTextNode(c) : c); });
+    return node;
+  }
+
+  /* A status badge coloured by vocab.badge (grey for a word without a colour). */
+  function badge(word) {
+    var node = el("span", { class: "badge", "data-status": word || "", text: word || "" });
+    node.style.setProperty("--badge", (vocab.badge || {})[word] || "#6b7280");
+    return node;
+  }
+
+  function fmtTime(iso) {
+    if (!iso) return "";
+    var d = new Date(iso);
+    return isNaN(d) ? iso : d.toLocaleString();
+  }
+
+  /* The readable text of an event payload: its text/message/output, else compact JSON. */
+  function payloadText(payload) {
+    if (payload == null) return "";
+    if (typeof payload === "string") return payload;
+    if (typeof payload.command === "string" && payload.command) {
+      return payload.command + (typeof payload.message === "string" && payload.message ? ": " + payload.message : "");
+    }
+    var keys = ["text", "message", "output", "error"];
+    for (var i = 0; i < keys.length; i++) {
+      if (typeof payload[keys[i]] === "string" && payload[keys[i]]) {
+        return payload[keys[i]];
+      }
+    }
+    return JSON.stringify(payload);
+  }
+
+  /* One <li> of an event log: seq, kind, actor and the payload's text. */
+  function eventItem(ev, fresh) {
+    var li = el("li", { class: (ev.kind || "") + (fresh ? " fresh" : ""), "data-seq": String(ev.seq), "data-kind": ev.kind || "" }, [
+      el("span", { class: "seq", text: "#" + ev.seq }),
+      el("span", {}, [el("span", { class: "chip", text: ev.kind || "" })]),
+      el("span", { class: "body", text: (ev.actor ? ev.actor + ": " : "") + payloadText(ev.payload) })
+    ]);
+    li.title = fmtTime(ev.createdAt);
+    return li;
+  }
+
+  function isTerminal(status) { return (vocab.sessionTerminal || []).indexOf(status) >= 0; }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll("form[data-autosubmit] select").forEach(function (s) {
+      s.addEventListener("change", function () { s.form.submit(); });
+    });
+    document.querySelectorAll("form[data-confirm]").forEach(function (f) {
+      f.addEventListener("submit", function (e) { if (!window.confirm(f.getAttribute("data-confirm"))) e.preventDefault(); });
+    });
+    document.querySelectorAll("[data-copy]").forEach(function (b) {
+      b.addEventListener("click", function () {
+        var src = document.querySelector(b.getAttribute("data-copy"));
+        if (!src) return;
+        var text = src.textContent.trim();
+        (navigator.clipboard ? navigator.clipboard.writeText(text) : Promise.reject()).then(
+          function () { b.textContent = "Copied"; },
+          function () { var r = document.createRange(); r.selectNodeContents(src); var s = window.getSelection(); s.removeAllRanges(); s.addRange(r); b.textContent = "Selected — press Ctrl+C"; }
+        );
+      });
+    });
+  });
+
+  window.Agents = { vocab: vocab, api: api, errorText: errorText, el: el, badge: badge, fmtTime: fmtTime,
+    showError: showError, payloadText: payloadText, eventItem: eventItem, isTerminal: isTerminal, csrfToken: csrfToken };
+})();

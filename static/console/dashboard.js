@@ -1,0 +1,89 @@
+/* The dashboard: the invocations chart (GET /v1/agents/metrics?range=24h|7d|30d, drawn as
+   inline SVG, one stacked colour per agent) and the activity feed (GET /v1/agents/activity). */
+(function () {
+  "use strict";
+  var A = window.Agents;
+  var chart = document.getElementById("chart");
+  var feed = document.getElementById("activity");
+  if (!chart) return;
+  var SVG = "http://www.w3.org/2000/svg";
+  var PALETTE = ["#4f46e5", "#0891b2", "#16a34a", "#d97706", "#db2777", "#7c3aed", "#0d9488", "#dc2626"];
+
+  function svg(tag, attrs) {
+    var n = document.createElementNS(SVG, tag);
+    Object.keys(attrs).forEach(function (k) { n.setAttribute(k, attrs[k]); });
+    return n;
+  }
+
+  function label(t, range) {
+    var d = new Date(t);
+    if (isNaN(d)) return t;
+    return range === "24h" ? d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }) : d.toLocaleDateString([], { month: "short", day: "numeric" });
+  }
+
+  function draw(data) {
+    chart.innerHTML = "";
+    var series = data.series || [];
+    if (!series.length) {
+      chart.appendChild(A.el("p", { class: "muted", id: "chart-empty", text: "No runs in this range yet — run an agent and its invocations are counted here." }));
+      return;
+    }
+    var n = series[0].points.length, W = 760, H = 200, pad = 28, bw = (W - pad) / n;
+    var totals = [];
+    for (var i = 0; i < n; i++) totals.push(series.reduce(function (s, x) { return s + (x.points[i] ? x.points[i].v : 0); }, 0));
+    var max = Math.max.apply(null, totals.concat([1]));
+    var root = svg("svg", { viewBox: "0 0 " + W + " " + (H + 22), role: "img", "aria-label": "Invocations per bucket", "data-total": String(totals.reduce(function (a, b) { return a + b; }, 0)) });
+    root.appendChild(svg("line", { x1: pad, y1: H, x2: W, y2: H, stroke: "#e5e7eb" }));
+    var maxLabel = svg("text", { x: 0, y: 12, "font-size": 11, fill: "#6b7280" }); maxLabel.textContent = String(max); root.appendChild(maxLabel);
+    for (var b = 0; b < n; b++) {
+      var y = H;
+      series.forEach(function (s, si) {
+        var v = s.points[b] ? s.points[b].v : 0;
+        if (!v) return;
+        var h = (v / max) * (H - 16);
+        y -= h;
+        var r = svg("rect", { x: pad + b * bw + 1, y: y, width: Math.max(bw - 2, 1), height: h, fill: PALETTE[si % PALETTE.length], rx: 2 });
+        var tip = svg("title", {}); tip.textContent = s.key + ": " + v + " at " + label(s.points[b].t, data.range); r.appendChild(tip);
+        root.appendChild(r);
+      });
+    }
+    [0, Math.floor(n / 2), n - 1].forEach(function (i) {
+      var t = svg("text", { x: pad + i * bw, y: H + 16, "font-size": 11, fill: "#6b7280" });
+      t.textContent = label(series[0].points[i].t, data.range);
+      root.appendChild(t);
+    });
+    chart.appendChild(root);
+    var legend = A.el("div", { class: "legend" });
+    series.forEach(function (s, si) {
+      var sum = s.points.reduce(function (a, p) { return a + p.v; }, 0);
+      var sw = A.el("i"); sw.style.background = PALETTE[si % PALETTE.length];
+      legend.appendChild(A.el("span", { "data-series": s.key }, [sw, s.key + " (" + sum + ")"]));
+    });
+    chart.appendChild(legend);
+  }
+
+  function load(range) {
+    document.querySelectorAll("[data-range]").forEach(function (b) { b.classList.toggle("on", b.dataset.range === range); });
+    chart.innerHTML = '<p class="muted">Loading…</p>';
+    A.api("GET", "/v1/agents/metrics?range=" + encodeURIComponent(range)).then(function (res) {
+      if (!res.ok || !res.body) { chart.innerHTML = ""; chart.appendChild(A.el("div", { class: "alert error", role: "alert", text: "Could not load the chart: " + A.errorText(res) })); return; }
+      draw(res.body);
+    });
+  }
+
+  function loadActivity() {
+    A.api("GET", "/v1/agents/activity").then(function (res) {
+      feed.innerHTML = "";
+      if (!res.ok || !res.body) { feed.appendChild(A.el("li", { class: "err", role: "alert", text: "Could not load the activity feed: " + A.errorText(res) })); return; }
+      var rows = res.body.activity || [];
+      if (!rows.length) { feed.appendChild(A.el("li", { class: "muted", text: "No activity yet — create an agent and run it." })); return; }
+      rows.forEach(function (r) {
+        feed.appendChild(A.el("li", { "data-kind": r.kind }, [A.badge(r.kind), A.el("strong", { text: r.agent || "" }), A.el("span", { text: r.message || "" }), A.el("time", { datetime: r.at, text: A.fmtTime(r.at) })]));
+      });
+    });
+  }
+
+  document.querySelectorAll("[data-range]").forEach(function (b) { b.addEventListener("click", function () { load(b.dataset.range); }); });
+  load("24h");
+  loadActivity();
+})();

@@ -1,0 +1,167 @@
+/* One session: its facts, its flow tree, its turns streaming in over EventSource, and the
+   pause/resume/stop/message controls (POST …/{id}/{command} → {command, event, forwarded}).
+
+   A first read learns the flow's root; the stream of that flow is opened; a second read closes
+   any gap between the two. Turns are kept by seq, so a replayed or re-read turn is never shown
+   twice. The browser reconnects by
+   itself after a drop and sends Last-Event-ID; the server replays what was missed. */
+(function () {
+  "use strict";
+  var A = window.Agents;
+  var page = document.getElementById("session-page");
+  if (!page) return;
+  var id = page.dataset.session;
+  var base = page.dataset.sessionBase;
+  var api = "/v1/agents/sessions/" + encodeURIComponent(id);
+  var eventsList = document.getElementById("events");
+  var eventsEmpty = document.getElementById("events-empty");
+  var errorBox = document.getElementById("session-error");
+  var streamState = document.getElementById("stream-state");
+  var controlResult = document.getElementById("control-result");
+  var seen = {}, session = null, source = null, treeTimer = null;
+
+  function addEvent(ev, fresh) {
+    if (ev.sessionId && ev.sessionId !== id) return;
+    if (seen[ev.seq]) return;
+    seen[ev.seq] = true;
+    var item = A.eventItem(ev, fresh);
+    var before = null;
+    eventsList.querySelectorAll("li").forEach(function (li) { if (!before && Number(li.dataset.seq) > ev.seq) before = li; });
+    eventsList.insertBefore(item, before);
+    eventsEmpty.hidden = true;
+    var turns = document.getElementById("fact-turns");
+    if (turns && Number(turns.textContent) < ev.seq) turns.textContent = String(ev.seq);
+  }
+
+  function fact(label, value, code, id) {
+    if (!value && value !== 0) return null;
+    var dd = A.el("dd", id ? { id: id } : {}, [code ? A.el("code", { text: String(value) }) : String(value)]);
+    return A.el("div", {}, [A.el("dt", { text: label }), dd]);
+  }
+
+  function showSession(s) {
+    session = s;
+    document.getElementById("session-title").textContent = s.title || s.agent || s.id;
+    var status = document.getElementById("session-status");
+    status.innerHTML = "";
+    status.appendChild(A.badge(s.status));
+    var facts = document.getElementById("session-facts");
+    facts.innerHTML = "";
+    [fact("Id", s.id, true), fact("Agent", s.agent), fact("Actor", s.actor), fact("Started", A.fmtTime(s.startedAt)),
+     fact("Ended", A.fmtTime(s.endedAt)), fact("Turns", Math.max(s.events || 0, Object.keys(seen).length), false, "fact-turns"), fact("Repo", s.repo), fact("Project", s.project),
+     fact("Target", s.target, true), fact("Parent", s.parentSessionId, true)].forEach(function (n) { if (n) facts.appendChild(n); });
+    var finished = A.isTerminal(s.status);
+    document.querySelectorAll("#controls button, #control-message").forEach(function (b) { b.disabled = finished; });
+    if (finished) controlResult.textContent = "This session is " + s.status + ": a finished session cannot be steered.";
+  }
+
+  function treeNode(node) {
+    var s = node.session;
+    var link = A.el("a", { href: base + encodeURIComponent(s.id) + "/", text: (s.title || s.agent) + " ", class: s.id === id ? "current" : "" });
+    var li = A.el("li", { "data-session": s.id }, [link, A.badge(s.status), A.el("span", { class: "muted small", text: " " + (s.events || 0) + " turns" })]);
+    if (node.children && node.children.length) li.appendChild(A.el("ul", {}, node.children.map(treeNode)));
+    return li;
+  }
+
+  function loadTree() {
+    var root = (session && session.rootSessionId) || id;
+    A.api("GET", "/v1/agents/sessions/" + encodeURIComponent(root) + "/tree").then(function (res) {
+      var tree = document.getElementById("tree");
+      tree.innerHTML = "";
+      if (!res.ok || !res.body) { tree.appendChild(A.el("li", { class: "err", text: "Could not load the flow: " + A.errorText(res) })); return; }
+      tree.appendChild(treeNode(res.body));
+    });
+  }
+
+  function scheduleTree() { clearTimeout(treeTimer); treeTimer = setTimeout(loadTree, 300); }
+
+  function openStream() {
+    if (!window.EventSource) return Promise.resolve();
+    return new Promise(function (resolve) {
+      var settled = false;
+      function done() { if (!settled) { settled = true; resolve(); } }
+      // Narrow to this flow; the root is this id or learnt from the first read.
+      var root = (session && session.rootSessionId) || "";
+      source = new EventSource("/v1/agents/sessions/stream" + (root ? "?root=" + encodeURIComponent(root) : ""));
+      source.onopen = function () { streamState.textContent = "● live"; streamState.dataset.state = "open"; done(); };
+      source.onerror = function () {
+        streamState.dataset.state = source.readyState === EventSource.CLOSED ? "closed" : "reconnecting";
+        streamState.textContent = source.readyState === EventSource.CLOSED ? "live updates unavailable" : "reconnecting…";
+        done();
+      };
+      setTimeout(done, 2000);
+      source.addEventListener("event", function (e) { var ev = JSON.parse(e.data).event; if (ev) { addEvent(ev, true); scheduleTree(); } });
+      source.addEventListener("session", function (e) {
+        var s = JSON.parse(e.data).session;
+        if (!s) return;
+        if (s.id === id) showSession(Object.assign({}, session || {}, s));
+        scheduleTree();
+      });
+    });
+  }
+
+  function read() {
+    return A.api("GET", api).then(function (res) {
+      if (!res.ok || !res.body) { A.showError(errorBox, res, "Could not load this session: "); return false; }
+      showSession(res.body);
+      var recent = res.body.recentEvents || [];
+      recent.forEach(function (ev) { addEvent(ev, false); });
+      document.getElementById("events-note").textContent = (res.body.events || 0) > recent.length ? "(the newest " + recent.length + " of " + res.body.events + ")" : "";
+      eventsEmpty.hidden = eventsList.children.length > 0;
+      return true;
+    });
+  }
+
+  function control(command) {
+    var body = {};
+    var input = document.getElementById("control-message");
+    if (command === "message" || (command === "stop" && input.value)) body.message = input.value;
+    controlResult.textContent = "Sending " + command + "…";
+    A.api("POST", api + "/" + command, body).then(function (res) {
+      if (res.ok && res.body) {
+        var ev = res.body.event || {};
+        addEvent(ev, true);
+        controlResult.innerHTML = "";
+        controlResult.appendChild(A.el("span", { class: "control-ok", "data-command": res.body.command, "data-forwarded": String(res.body.forwarded),
+          text: res.body.command + " recorded as turn #" + ev.seq + " — forwarded: " + res.body.forwarded +
+            (res.body.forwarded ? " (handed to the task engine)" : " (the running agent picks it up between steps)") }));
+        if (command === "message") input.value = "";
+        return;
+      }
+      controlResult.innerHTML = "";
+      var box = A.el("div", { class: "alert error", role: "alert" });
+      controlResult.appendChild(box);
+      A.showError(box, res);
+    });
+  }
+
+  document.querySelectorAll("#controls [data-command]").forEach(function (b) {
+    b.addEventListener("click", function () { control(b.dataset.command); });
+  });
+
+  var kind = document.getElementById("append-kind");
+  (A.vocab.eventKind || []).forEach(function (k) { kind.appendChild(A.el("option", { value: k, text: k })); });
+  document.getElementById("append-form").addEventListener("submit", function (e) {
+    e.preventDefault();
+    var text = document.getElementById("append-text");
+    var out = document.getElementById("append-result");
+    A.api("POST", api + "/events", { kind: kind.value, payload: { text: text.value } }).then(function (res) {
+      out.innerHTML = "";
+      if (res.ok && res.body) {
+        addEvent(res.body, true);
+        out.appendChild(A.el("p", { class: "small pos", text: "Stored as turn #" + res.body.seq + "." }));
+        text.value = "";
+        return;
+      }
+      var box = A.el("div", { class: "alert error", role: "alert", id: "append-error" });
+      out.appendChild(box);
+      A.showError(box, res, res.status === 422 ? "Refused, nothing was stored: " : "");
+    });
+  });
+
+  // Read once to learn the root, then stream that flow, then re-read to close any gap.
+  read().then(function (ok) {
+    if (!ok) return;
+    openStream().then(function () { read(); loadTree(); });
+  });
+})();

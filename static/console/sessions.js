@@ -1,0 +1,75 @@
+/* The sessions list: GET /v1/agents/sessions (roots, newest first), kept live by the org's
+   SSE stream (`event: session` frames upsert rows). Statuses come from the vocabulary. */
+(function () {
+  "use strict";
+  var A = window.Agents;
+  var table = document.getElementById("sessions-table");
+  if (!table) return;
+  var body = table.querySelector("tbody");
+  var empty = document.getElementById("sessions-empty");
+  var errorBox = document.getElementById("sessions-error");
+  var filter = document.getElementById("status-filter");
+  var streamState = document.getElementById("stream-state");
+  var base = window.location.pathname;
+
+  (A.vocab.sessionStatus || []).forEach(function (s) { filter.appendChild(A.el("option", { value: s, text: s })); });
+
+  function row(s) {
+    var title = s.title || s.agent || s.id;
+    var last = s.lastEvent ? (s.lastEvent.kind + ": " + (s.lastEvent.preview || "")) : "";
+    return A.el("tr", { "data-session": s.id, "data-status": s.status }, [
+      A.el("td", {}, [A.el("a", { href: base + encodeURIComponent(s.id) + "/", text: title }), A.el("div", { class: "muted small", text: s.agent + " · " + s.id })]),
+      A.el("td", {}, [A.badge(s.status)]),
+      A.el("td", { class: "num", text: String(s.events || 0) }),
+      A.el("td", { class: "num", text: String(s.children || 0) }),
+      A.el("td", { class: "clip small", text: last.slice(0, 140) }),
+      A.el("td", {}, [A.el("time", { datetime: s.startedAt || "", text: A.fmtTime(s.startedAt) })])
+    ]);
+  }
+
+  function render(list) {
+    body.innerHTML = "";
+    list.forEach(function (s) { body.appendChild(row(s)); });
+    table.hidden = !list.length;
+    empty.hidden = !!list.length;
+  }
+
+  function load() {
+    var q = filter.value ? "?status=" + encodeURIComponent(filter.value) : "";
+    A.api("GET", "/v1/agents/sessions" + q).then(function (res) {
+      if (!res.ok || !res.body) { A.showError(errorBox, res, "Could not list sessions: "); return; }
+      errorBox.hidden = true;
+      render(res.body.sessions || []);
+    });
+  }
+
+  function upsert(s) {
+    if (s.parentSessionId) return; // roots only, like the list
+    if (filter.value && s.status !== filter.value) return;
+    var existing = body.querySelector('tr[data-session="' + CSS.escape(s.id) + '"]');
+    var fresh = row(s);
+    if (existing) {
+      // a session frame carries no lastEvent; keep the one shown
+      var keep = existing.children[4].textContent;
+      if (!s.lastEvent) fresh.children[4].textContent = keep;
+      body.replaceChild(fresh, existing);
+    } else body.insertBefore(fresh, body.firstChild);
+    table.hidden = false; empty.hidden = true;
+  }
+
+  filter.addEventListener("change", load);
+  load();
+  if (window.EventSource) {
+    var source = new EventSource("/v1/agents/sessions/stream");
+    source.onopen = function () { streamState.textContent = "● live"; };
+    source.onerror = function () { streamState.textContent = source.readyState === EventSource.CLOSED ? "live updates unavailable" : "reconnecting…"; };
+    source.addEventListener("session", function (e) { var s = JSON.parse(e.data).session; if (s) upsert(s); });
+    source.addEventListener("event", function (e) {
+      var ev = JSON.parse(e.data).event;
+      var tr = ev && body.querySelector('tr[data-session="' + CSS.escape(ev.sessionId) + '"]');
+      if (!tr) return;
+      if (Number(tr.children[2].textContent) < ev.seq) tr.children[2].textContent = String(ev.seq);
+      tr.children[4].textContent = (ev.kind + ": " + A.payloadText(ev.payload)).slice(0, 140);
+    });
+  }
+})();

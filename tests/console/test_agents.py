@@ -1,0 +1,162 @@
+"""Agent pages: list with run counts, create/edit/delete through the API's services, history."""
+
+import json
+
+import pytest
+
+from agents.models import Agent, Run
+
+
+def _agents(handle) -> list[str]:
+    with handle.context():
+        return sorted(Agent.objects.values_list("name", flat=True))
+
+
+def test_agent_list_shows_each_agent_with_its_run_count(org_a, admin_client, make_agent, make_runs):
+    busy = make_agent(org_a, "busy")
+    make_agent(org_a, "idle")
+    make_runs(org_a, busy, 3)
+    make_runs(org_a, busy, 2, status="error")
+    response = admin_client.get("/console/agents/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    busy_row = html.split('data-agent="busy"')[1].split("</tr>")[0]
+    idle_row = html.split('data-agent="idle"')[1].split("</tr>")[0]
+    assert '<td class="num run-count">5</td>' in busy_row
+    assert '<td class="num run-count">0</td>' in idle_row
+
+
+def test_empty_agent_list_tells_an_admin_to_create_one(admin_client):
+    html = admin_client.get("/console/agents/").content.decode()
+    assert "No agents yet" in html
+    assert 'href="/console/agents/new/"' in html
+
+
+def test_empty_agent_list_tells_a_member_to_ask_an_admin(member):
+    from tests.console.conftest import signed_in
+
+    html = signed_in(member).get("/console/agents/").content.decode()
+    assert "ask an admin" in html
+    assert "/console/agents/new/" not in html
+
+
+def test_create_form_defines_the_agent(org_a, admin_client, upstream):
+    response = admin_client.post(
+        "/console/agents/new/",
+        {"name": "triage", "model": "best", "instructions": "Be brief.", "tools": "calculator,\ncurrent_time",
+         "execution_mode": "one-shot", "schedule": "", "timezone": "UTC", "description": " sorts tickets "},
+    )
+    assert response.status_code == 302
+    assert response["Location"] == "/console/agents/triage/"
+    with org_a.context():
+        agent = Agent.objects.get(name="triage")
+        assert (agent.model, agent.instructions, agent.tools, agent.description) == ("best", "Be brief.", ["calculator", "current_time"], "sorts tickets")
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"name": ""},
+        {"name": "bad name!"},
+        {"name": "ok", "execution_mode": "long-running", "schedule": ""},
+        {"name": "ok", "execution_mode": "long-running", "schedule": "61 * * * *"},
+        {"name": "ok", "timezone": "Mars/Olympus"},
+        {"name": "ok", "model": "not-served"},
+    ],
+    ids=["blank-name", "bad-name", "no-cron", "bad-cron", "bad-zone", "unknown-model"],
+)
+def test_create_form_refuses_what_the_api_refuses_with_the_same_words(org_a, admin_client, upstream, fields):
+    wire = {"name": fields["name"]}
+    for form_key, wire_key in (("execution_mode", "executionMode"), ("schedule", "schedule"), ("timezone", "timezone"), ("model", "model")):
+        if form_key in fields:
+            wire[wire_key] = fields[form_key]
+    api = org_a.client.post("/v1/agents", data=json.dumps(wire), content_type="application/json")
+    assert api.status_code == 400
+    response = admin_client.post("/console/agents/new/", {"execution_mode": "one-shot", "timezone": "UTC", **fields})
+    assert response.status_code == 400
+    assert response.context["error"] == api.json()["error"]
+    assert api.json()["error"] in response.content.decode().replace("&#x27;", "'").replace("&quot;", '"')
+    assert _agents(org_a) == []
+
+
+def test_create_form_refuses_a_duplicate_name(org_a, admin_client, make_agent):
+    make_agent(org_a, "twin", instructions="first")
+    response = admin_client.post("/console/agents/new/", {"name": "twin", "instructions": "second", "execution_mode": "one-shot"})
+    assert response.status_code == 400
+    assert response.context["error"] == "agent already exists in this org"
+    with org_a.context():
+        assert Agent.objects.get(name="twin").instructions == "first"
+
+
+def test_edit_form_changes_the_agent_but_never_its_name(org_a, admin_client, make_agent):
+    make_agent(org_a, "editme", instructions="old")
+    form = admin_client.get("/console/agents/editme/edit/")
+    assert form.status_code == 200 and "old" in form.content.decode()
+    response = admin_client.post(
+        "/console/agents/editme/edit/",
+        {"name": "renamed", "model": "gpt-4o-mini", "instructions": "new", "execution_mode": "long-running", "schedule": "*/5 * * * *", "timezone": "UTC"},
+    )
+    assert response.status_code == 302
+    with org_a.context():
+        agent = Agent.objects.get(name="editme")
+        assert (agent.instructions, agent.execution_mode, agent.schedule) == ("new", "long-running", "*/5 * * * *")
+    assert _agents(org_a) == ["editme"]
+
+
+def test_edit_form_shows_the_api_message_and_keeps_the_agent(org_a, admin_client, make_agent):
+    make_agent(org_a, "keepme", instructions="old")
+    response = admin_client.post("/console/agents/keepme/edit/", {"model": "gpt-4o-mini", "instructions": "new", "execution_mode": "long-running", "schedule": "", "timezone": "UTC"})
+    assert response.status_code == 400
+    assert response.context["error"] == "a long-running agent requires a 'schedule' (5-field cron)"
+    with org_a.context():
+        assert Agent.objects.get(name="keepme").instructions == "old"
+
+
+def test_delete_removes_the_agent_and_its_runs(org_a, admin_client, make_agent, make_runs):
+    agent = make_agent(org_a, "doomed")
+    make_runs(org_a, agent, 2)
+    confirm = admin_client.get("/console/agents/doomed/delete/")
+    assert "2 recorded runs" in confirm.content.decode()
+    response = admin_client.post("/console/agents/doomed/delete/")
+    assert response.status_code == 302
+    assert _agents(org_a) == []
+    with org_a.context():
+        assert Run.objects.count() == 0
+
+
+def test_another_orgs_agent_is_a_404_like_a_missing_one(org_a, org_b, admin_client, make_agent):
+    theirs = make_agent(org_b, "theirs")
+    for path in (f"/console/agents/{theirs.name}/", f"/console/agents/{theirs.id}/", "/console/agents/nope/"):
+        response = admin_client.get(path)
+        assert response.status_code == 404, path
+        assert "theirs" not in response.content.decode()
+    assert admin_client.post(f"/console/agents/{theirs.id}/delete/").status_code == 404
+    assert _agents(org_b) == ["theirs"]
+
+
+def test_detail_page_shows_recent_runs_and_the_run_form(org_a, admin_client, make_agent, make_runs):
+    agent = make_agent(org_a, "shown")
+    make_runs(org_a, agent, 1, status="error")
+    html = admin_client.get("/console/agents/shown/").content.decode()
+    assert 'id="run-form"' in html
+    assert f'data-run-url="/v1/agents/{agent.id}/run"' in html
+    assert "error 0" in html
+
+
+def test_run_history_pages_newest_first(org_a, admin_client, make_agent, make_runs):
+    agent = make_agent(org_a, "paged")
+    runs = make_runs(org_a, agent, 25)
+    first = admin_client.get("/console/agents/paged/runs/")
+    second = admin_client.get("/console/agents/paged/runs/?page=2")
+    beyond = admin_client.get("/console/agents/paged/runs/?page=99")
+    ids = lambda r: [row.split('"')[0] for row in r.content.decode().split('data-run="')[1:]]  # noqa: E731
+    assert ids(first) == [r.id for r in reversed(runs)][:20]
+    assert ids(second) == [r.id for r in reversed(runs)][20:]
+    assert ids(beyond) == ids(second)
+    assert "Page 1 of 2" in first.content.decode()
+
+
+def test_run_history_of_an_agent_without_runs_says_how_to_run_it(org_a, admin_client, make_agent):
+    make_agent(org_a, "fresh")
+    html = admin_client.get("/console/agents/fresh/runs/").content.decode()
+    assert "No runs yet" in html
