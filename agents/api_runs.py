@@ -90,7 +90,7 @@ def billing(request, limit: int | None = None):
 
 @router.post(
     "/{ref}/run",
-    response={200: RunOut, 202: RunAcceptedOut, 502: RunOut, 400: ErrorOut, 402: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut, 503: ErrorOut},
+    response={200: RunOut, 202: RunOut | RunAcceptedOut, 502: RunOut, 400: ErrorOut, 402: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut, 503: ErrorOut},
     summary="Run an agent",
     exclude_none=True,
 )
@@ -103,10 +103,14 @@ def run_agent(request, ref: str, payload: RunIn):
     A replayed answer carries `Idempotent-Replayed: true`.
     With `"background": true` or `Prefer: respond-async` the run is queued for a django-q2
     worker after the same checks and the answer is 202 `{runId, sessionId}` at once
-    (`Preference-Applied: respond-async`, `Location: /v1/agents/runs/{runId}`).
+    (`Preference-Applied: respond-async`, `Location: /v1/agents/runs/{runId}`). With `targetId`
+    the run is routed to that machine instead and answered 202 while it runs there
+    (`targets.routing`).
     """
     principal = require_org(request.auth)  # checked again on purpose: this route moves money
     agent = selectors.agent_get(ref=ref)
+    if payload.targetId is not None:
+        return _routed(request, agent, payload, principal)
     if _wants_async(request, payload):
         run, replayed = run_submit(
             agent=agent,
@@ -129,6 +133,20 @@ def run_agent(request, ref: str, payload: RunIn):
         idempotency_key=request.headers.get("Idempotency-Key", ""),
     )
     response = JsonResponse(run_view(run), status=200 if run.status == RunStatus.OK else 502)
+    if getattr(run, "replayed", False):
+        response["Idempotent-Replayed"] = "true"
+    return response
+
+
+def _routed(request, agent, payload: RunIn, principal):
+    from targets.routing import routed_run_start
+
+    run = routed_run_start(
+        agent=agent, input=payload.input, target_id=payload.targetId, actor=principal.actor,
+        request_id=_request_id(request), idempotency_key=request.headers.get("Idempotency-Key", ""),
+    )
+    status = 202 if run.status in RunStatus.IN_FLIGHT else 200 if run.status == RunStatus.OK else 502
+    response = JsonResponse(run_view(run), status=status)
     if getattr(run, "replayed", False):
         response["Idempotent-Replayed"] = "true"
     return response

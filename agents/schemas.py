@@ -89,11 +89,13 @@ class RunIn(Schema):
     """Body of POST /v1/agents/{ref}/run: the caller's input (≤ 128 KiB; may be empty).
 
     `background: true` (or the header `Prefer: respond-async`) queues the run for a worker
-    and answers 202 `{runId, sessionId}` at once.
+    and answers 202 `{runId, sessionId}` at once. `targetId` routes the run to that registered
+    machine instead (→ 202 with the run while it runs there, see targets.routing).
     """
 
     input: str = ""
     background: bool | None = None
+    targetId: str | None = None
 
 
 class RunAcceptedOut(Schema):

@@ -161,7 +161,9 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 60},
+            # redis-py's default 5 s socket timeout equals channels-redis's 5 s BZPOPMIN, so an
+            # idle receive would fail as a read timeout; give reads room past it.
+            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 15}], "capacity": 1000, "expiry": 60},
         }
     }
 else:
@@ -256,6 +258,12 @@ OTEL_SERVICE_NAME = os.environ.get("OTEL_SERVICE_NAME", "agents").strip() or "ag
 # removes the balance gate; a negative value falls back to the default.
 CLOUD_AGENT_MAX_LONG_RUNNING = _env_int("CLOUD_AGENT_MAX_LONG_RUNNING", 100)
 CLOUD_AGENT_FEE_CENTS = _env_int("CLOUD_AGENT_FEE_CENTS", 100)
+
+# Run-targets: how long a machine's claim long-poll waits for work before answering 204 (seconds).
+AGENTS_CLAIM_WAIT_SECONDS = float(os.environ.get("AGENTS_CLAIM_WAIT_SECONDS", "25") or 25)
+# How long a machine may take over a routed run (seconds); a claimed run not reported 60 s past
+# it is recorded as an error the next time that machine claims.
+AGENTS_ROUTED_RUN_TIMEOUT_SECONDS = _env_int("AGENTS_ROUTED_RUN_TIMEOUT_SECONDS", 600)
 
 LOGGING = {
     "version": 1,

@@ -115,6 +115,18 @@ class TargetStatus(models.TextChoices):
     DRAINING = "draining", "draining"  # finishing what it has, taking nothing new
 
 
+class RoutedRunState(models.TextChoices):
+    """Where one offer of the (org, target) mailbox stands (targets.models.RoutedRun)."""
+
+    OFFERED = "offered", "offered"  # waiting for the machine's claim
+    CLAIMED = "claimed", "claimed"  # won by exactly one claim; the machine is running it
+    REPORTED = "reported", "reported"  # the machine reported its result (terminal)
+    WITHDRAWN = "withdrawn", "withdrawn"  # the run was stopped or the target removed (terminal)
+
+
+RoutedRunState.OPEN = frozenset({RoutedRunState.OFFERED, RoutedRunState.CLAIMED})
+
+
 class LedgerKind(models.TextChoices):
     """The kind of a billing ledger row."""
 
@@ -137,6 +149,7 @@ class ToolSource(models.TextChoices):
     BUILTIN = "builtin", "built-in"  # shipped with the platform (current_time, calculator, http_get)
     AGENT = "agent", "agent"  # another agent of the org, named `agent_<name>`
     MCP = "mcp", "MCP server"  # served by an MCP server the org registered, `mcp__<server>__<tool>`
+    MACHINE = "machine", "machine"  # served only by a registered machine's runner (`shell`): routed runs
 
 
 class McpTransport(models.TextChoices):

@@ -13,10 +13,11 @@ from django.conf import settings
 from agents.tools.backends.agents import AgentTools
 from agents.tools.backends.base import Resolution, Tool, ToolBackend
 from agents.tools.backends.builtin import BUILTIN_NAMES, BuiltinTools
+from agents.tools.backends.machine import MachineTools
 from agents.tools.backends.mcp import McpTools
 from agents_site.errors import InvalidRequest
 
-BACKENDS: tuple[ToolBackend, ...] = (BuiltinTools(), AgentTools(), McpTools())
+BACKENDS: tuple[ToolBackend, ...] = (BuiltinTools(), AgentTools(), McpTools(), MachineTools())
 WIRE_NAME_RE = re.compile(r"[^A-Za-z0-9_-]")
 WIRE_NAME_MAX = 64
 

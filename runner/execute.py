@@ -1,0 +1,279 @@
+"""Execute one routed run on this machine: the agent's loop against the machine's own gateway.
+
+In: the claimed run (`runId`, `sessionId`, `agent {name, model, instructions, tools}`, `input`,
+and optional `instructionsRole`, `toolRounds`, `toolCallTimeoutSeconds`, `timeoutSeconds`).
+It carries no credential: inference uses this machine's `INFERENCE_BASE_URL` and
+`INFERENCE_API_KEY`. Out: the report body `{status, output|error, model, promptTokens,
+completionTokens, toolCalls, durationMs}`.
+
+The loop mirrors the server's run loop: instructions then the input; up to `toolRounds` (8)
+steps, the last offered no tools; 429, 5xx, connection errors and empty answers are retried 3
+times with equal-jitter backoff (tenacity); 30 s per tool call. Each step is appended to the
+run's session as an event. Between steps it applies the session's steering commands (stop,
+pause/resume, message) and the daemon's own stop (SIGTERM), which end the run as an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+
+import openai
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from runner.client import ServerClient
+from runner.tools import Tool, invoke
+
+logger = logging.getLogger(__name__)
+
+OK, ERROR = "ok", "error"  # the server's run statuses, as its report route reads them
+EVENT_TEXT_BYTES = 16 * 1024
+PAUSE_POLL_SECONDS = 1.0
+
+
+class EmptyAnswer(Exception):
+    """The gateway answered 200 with no choices (retried like a busy answer)."""
+
+
+class RunEnded(Exception):
+    """The run must end as an error with this sentence."""
+
+
+def _retryable(exc: BaseException) -> bool:
+    if isinstance(exc, (EmptyAnswer, openai.APIConnectionError, openai.RateLimitError)):
+        return True
+    return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
+
+
+def clip(text: str, limit: int = EVENT_TEXT_BYTES) -> str:
+    """Return `text` cut to `limit` UTF-8 bytes (whole characters)."""
+    raw = (text or "").encode()
+    return text if len(raw) <= limit else raw[:limit].decode(errors="ignore") + "…"
+
+
+@dataclass
+class RoutedRun:
+    """A claimed run, read from the claim's answer."""
+
+    run_id: str
+    session_id: str
+    agent_name: str
+    model: str
+    instructions: str
+    tools: list[str]
+    input: str
+    instructions_role: str = "system"
+    tool_rounds: int = 8
+    tool_call_timeout: float = 30.0
+    timeout_seconds: float = 600.0
+
+    @classmethod
+    def parse(cls, body: dict) -> RoutedRun:
+        """Build from the claim's JSON; unknown fields are ignored."""
+        agent = body.get("agent") or {}
+        return cls(
+            run_id=str(body.get("runId") or ""),
+            session_id=str(body.get("sessionId") or ""),
+            agent_name=str(agent.get("name") or ""),
+            model=str(agent.get("model") or ""),
+            instructions=str(agent.get("instructions") or ""),
+            tools=[str(t) for t in agent.get("tools") or []],
+            input=str(body.get("input") or ""),
+            instructions_role="user" if body.get("instructionsRole") == "user" else "system",
+            tool_rounds=max(int(body.get("toolRounds") or 8), 1),
+            tool_call_timeout=float(body.get("toolCallTimeoutSeconds") or 30),
+            timeout_seconds=float(body.get("timeoutSeconds") or 600),
+        )
+
+
+@dataclass
+class Outcome:
+    """What the loop produced; `report()` is the report route's body."""
+
+    status: str = ERROR
+    output: str = ""
+    error: str = ""
+    model: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    tool_calls: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+    def report(self) -> dict:
+        return {
+            "status": self.status,
+            "output": self.output if self.status == OK else "",
+            "error": self.error if self.status != OK else "",
+            "model": self.model,
+            "promptTokens": self.prompt_tokens,
+            "completionTokens": self.completion_tokens,
+            "toolCalls": self.tool_calls,
+            "durationMs": int((time.monotonic() - self.started) * 1000),
+        }
+
+
+class Execution:
+    """One routed run's loop on this machine (`await Execution(...).execute()` → report body)."""
+
+    def __init__(self, run: RoutedRun, *, server: ServerClient, inference: openai.AsyncOpenAI | None, tools: dict[str, Tool],
+                 stopping: asyncio.Event, model_override: str = "") -> None:
+        self.run = run
+        self.server = server
+        self.inference = inference
+        self.tools = tools
+        self.stopping = stopping
+        self.model = model_override or run.model
+        self.outcome = Outcome(model=self.model)
+        self.cursor = 0
+        self.deadline = time.monotonic() + run.timeout_seconds
+
+    async def event(self, kind: str, payload: dict) -> None:
+        """Append one event to the run's session (best effort)."""
+        await self.server.append_event(session_id=self.run.session_id, kind=kind, payload={**payload, "runId": self.run.run_id})
+
+    async def execute(self) -> dict:
+        """Run the loop; return the report body. Never raises (a failure is an `error` report)."""
+        try:
+            if self.inference is None:
+                raise RunEnded("inference is not configured on this machine (INFERENCE_BASE_URL)")
+            await self._loop()
+        except RunEnded as exc:
+            self.outcome.status, self.outcome.error = ERROR, str(exc)
+        except asyncio.CancelledError:
+            self.outcome.status, self.outcome.error = ERROR, "the runner stopped before the run finished"
+        except Exception as exc:  # the machine must always report: an unknown failure is an error
+            logger.exception("run %s failed", self.run.run_id)
+            self.outcome.status, self.outcome.error = ERROR, f"{exc.__class__.__name__}: {exc}"
+        return self.outcome.report()
+
+    # -- steering ---------------------------------------------------------------------------
+    def _check_stop(self) -> None:
+        if self.stopping.is_set():
+            raise RunEnded("the runner stopped (SIGTERM) before the run finished")
+        if time.monotonic() >= self.deadline:
+            raise RunEnded("the run ran out of time")
+
+    async def _steer(self, messages: list[dict]) -> None:
+        """Apply the session's new steering commands; hold while paused."""
+        paused = False
+        while True:
+            self._check_stop()
+            commands, self.cursor = await self.server.control(session_id=self.run.session_id, after=self.cursor)
+            for command in commands:
+                verb = command.get("command")
+                if verb == "stop":
+                    raise RunEnded("stopped: " + (command.get("message") or "a stop command was posted to the session"))
+                if verb == "message":
+                    text = command.get("message") or json.dumps(command.get("payload"))
+                    messages.append({"role": "user", "content": text})
+                    await self.event("message", {"role": "user", "text": clip(text), "steered": True})
+                elif verb == "pause" and not paused:
+                    paused = True
+                    await self.server.set_session_status(session_id=self.run.session_id, status="paused")
+                    await self.event("log", {"text": "run paused"})
+                elif verb == "resume" and paused:
+                    paused = False
+                    await self.server.set_session_status(session_id=self.run.session_id, status="running")
+                    await self.event("log", {"text": "run resumed"})
+            if not paused:
+                return
+            try:
+                await asyncio.wait_for(self.stopping.wait(), PAUSE_POLL_SECONDS)
+            except asyncio.TimeoutError:
+                pass
+
+    # -- inference ----------------------------------------------------------------------------
+    async def _complete(self, messages: list[dict], tools: list[dict] | None):
+        async for attempt in AsyncRetrying(
+            retry=retry_if_exception(_retryable),
+            stop=stop_after_attempt(3),
+            wait=wait_exponential_jitter(initial=0.15, max=2.0, jitter=0.15),
+            reraise=True,
+        ):
+            with attempt:
+                left = self.deadline - time.monotonic()
+                if left <= 0:
+                    raise RunEnded("the run ran out of time")
+                kwargs = {"model": self.model, "messages": messages, "timeout": left}
+                if tools:
+                    kwargs["tools"] = tools
+                completion = await self.inference.chat.completions.create(**kwargs)
+                if not completion.choices:
+                    raise EmptyAnswer("the gateway answered with no choices")
+                return completion
+
+    async def _answer(self, messages: list[dict], tools: list[dict] | None):
+        try:
+            completion = await self._complete(messages, tools)
+        except (RunEnded, asyncio.CancelledError):
+            raise
+        except EmptyAnswer as exc:
+            raise RunEnded(f"model {self.model}: {exc}") from exc
+        except openai.APIStatusError as exc:
+            raise RunEnded(f"model {self.model}: the gateway answered {exc.status_code}: {exc.message}") from exc
+        except openai.OpenAIError as exc:
+            raise RunEnded(f"model {self.model}: {exc.__class__.__name__}: {exc}") from exc
+        self.outcome.model = completion.model or self.model
+        if completion.usage is not None:
+            self.outcome.prompt_tokens += completion.usage.prompt_tokens or 0
+            self.outcome.completion_tokens += completion.usage.completion_tokens or 0
+        return completion.choices[0].message
+
+    # -- the loop -----------------------------------------------------------------------------
+    def _opening(self) -> list[dict]:
+        messages: list[dict] = []
+        instructions = self.run.instructions.strip()
+        if instructions:
+            messages.append({"role": self.run.instructions_role, "content": instructions})
+        text = self.run.input.strip()
+        if text or not messages:
+            messages.append({"role": "user", "content": text})
+        return messages
+
+    async def _loop(self) -> None:
+        messages = self._opening()
+        offered = {name: self.tools[name] for name in self.run.tools if name in self.tools}
+        for name in self.run.tools:
+            if name not in offered:
+                await self.event("log", {"text": f"tool {name} not offered: this machine has no such tool"})
+        definitions = [tool.definition() for tool in offered.values()]
+        if self.run.input.strip():
+            await self.event("message", {"role": "user", "text": clip(self.run.input)})
+        rounds = self.run.tool_rounds
+        for round_no in range(1, rounds + 1):
+            await self._steer(messages)
+            offer = definitions if definitions and round_no < rounds else None
+            message = await self._answer(messages, offer)
+            calls = list(message.tool_calls or [])
+            if calls and offer:
+                messages.append({"role": "assistant", "content": message.content,
+                                 "tool_calls": [call.model_dump(mode="json", exclude_none=True) for call in calls]})
+                if message.content:
+                    await self.event("message", {"role": "assistant", "text": clip(message.content), "model": self.outcome.model})
+                for call in calls:
+                    self._check_stop()
+                    result = await self._tool(call, offered, round_no)
+                    messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+                continue
+            text = message.content or ""
+            if calls and not text:
+                raise RunEnded("the model asked for tools after its last tool round and gave no answer")
+            await self.event("message", {"role": "assistant", "text": clip(text), "model": self.outcome.model})
+            self.outcome.status, self.outcome.output = OK, text
+            return
+
+    async def _tool(self, call, offered: dict[str, Tool], round_no: int) -> str:
+        name = call.function.name or ""
+        raw = call.function.arguments or ""
+        timeout = max(min(self.run.tool_call_timeout, self.deadline - time.monotonic()), 0.1)
+        result, failed = await invoke(offered.get(name), name=name, raw_arguments=raw, timeout=timeout)
+        self.outcome.tool_calls += 1
+        try:
+            arguments = json.loads(raw) if raw else {}
+        except ValueError:
+            arguments = clip(raw, 2048)
+        await self.event("tool-call", {"name": name, "arguments": arguments, "result": clip(result), "error": failed, "round": round_no})
+        return result

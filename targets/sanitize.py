@@ -1,0 +1,153 @@
+"""Sanitize a machine's `spec` and `metrics` before they are stored (reference §1.7).
+
+Strings are trimmed and cut at 64 characters; numbers are clamped to their range, with
+negatives, NaN and ±Inf stored as 0; `gpuUtil` is a fraction in [0, 1]; empty GPU entries are
+dropped and more than 32 GPUs is refused (`InvalidRequest` "too many gpus"). Unknown keys are
+dropped. An all-zero result is `{}` (no spec / no heartbeat).
+
+Example: `{"os": " linux ", "cpus": -4, "gpus": [{}, {"model": "A100"}], "x": 1}`
+→ `{"os": "linux", "gpus": [{"model": "A100"}]}`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from agents_site.errors import InvalidRequest
+
+MAX_STRING = 64
+MAX_GPUS = 32
+MAX_CPUS = 8192
+MAX_INT = 2**53 - 1  # the largest integer a JavaScript client reads exactly
+MAX_LOAD = 1_000_000.0
+
+
+def clean_string(value: Any) -> str:
+    """Return `value` as a trimmed string of at most 64 characters ("" for None/non-strings)."""
+    if not isinstance(value, str):
+        return ""
+    return value.strip()[:MAX_STRING].strip()
+
+
+def clean_number(value: Any, *, high: float, integer: bool = False) -> float | int:
+    """Return `value` clamped to [0, high]; NaN, ±Inf, negatives and non-numbers become 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0
+    number = float(value)
+    if math.isnan(number) or math.isinf(number) or number < 0:
+        number = 0.0
+    number = min(number, high)
+    return int(number) if integer else number
+
+
+def _drop_zero(values: dict) -> dict:
+    return {k: v for k, v in values.items() if v not in (0, 0.0, "", None, [])}
+
+
+def _clean_gpu(raw: Any) -> dict:
+    if not isinstance(raw, dict):
+        return {}
+    return _drop_zero(
+        {
+            "vendor": clean_string(raw.get("vendor")),
+            "model": clean_string(raw.get("model")),
+            "memory": clean_number(raw.get("memory"), high=MAX_INT, integer=True),
+        }
+    )
+
+
+def clean_spec(raw: dict | None) -> dict:
+    """Return the sanitized spec `{os, arch, cpus, memory, gpus: [{vendor, model, memory}]}`.
+
+    `memory` is in bytes. Raises `InvalidRequest` ("too many gpus") for more than 32 GPUs.
+    """
+    if not raw:
+        return {}
+    gpus_raw = raw.get("gpus") or []
+    if not isinstance(gpus_raw, list):
+        raise InvalidRequest("gpus must be a list")
+    if len(gpus_raw) > MAX_GPUS:
+        raise InvalidRequest("too many gpus")
+    gpus = [gpu for gpu in (_clean_gpu(g) for g in gpus_raw) if gpu]
+    return _drop_zero(
+        {
+            "os": clean_string(raw.get("os")),
+            "arch": clean_string(raw.get("arch")),
+            "cpus": clean_number(raw.get("cpus"), high=MAX_CPUS, integer=True),
+            "memory": clean_number(raw.get("memory"), high=MAX_INT, integer=True),
+            "gpus": gpus,
+        }
+    )
+
+
+def clean_metrics(raw: dict | None) -> dict:
+    """Return the sanitized metrics `{load1, load5, load15, memUsed, memFree, gpuUtil}`.
+
+    Loads are floats, memory figures bytes, `gpuUtil` a fraction in [0, 1]. The client's `at`
+    is ignored: the server stamps its own clock (`metricsAt`).
+    """
+    if not raw:
+        return {}
+    return _drop_zero(
+        {
+            "load1": clean_number(raw.get("load1"), high=MAX_LOAD),
+            "load5": clean_number(raw.get("load5"), high=MAX_LOAD),
+            "load15": clean_number(raw.get("load15"), high=MAX_LOAD),
+            "memUsed": clean_number(raw.get("memUsed"), high=MAX_INT, integer=True),
+            "memFree": clean_number(raw.get("memFree"), high=MAX_INT, integer=True),
+            "gpuUtil": clean_number(raw.get("gpuUtil"), high=1.0),
+        }
+    )
+
+
+MAX_OUTPUT_BYTES = 512 * 1024
+MAX_ERROR_BYTES = 64 * 1024
+MAX_DIFFSTAT_BYTES = 64 * 1024
+MAX_BRANCH = 512
+MAX_COMMIT = 128
+MAX_MODEL = 200
+MAX_COUNT = 2**31 - 1
+
+
+def _cut_bytes(value: Any, limit: int) -> str:
+    if not isinstance(value, str):
+        return ""
+    raw = value.encode("utf-8", "replace")
+    if len(raw) <= limit:
+        return value
+    return raw[:limit].decode("utf-8", "ignore")
+
+
+def clean_report(raw: dict | None, *, ok_word: str, error_word: str) -> dict:
+    """Return a machine's run report clamped to its limits; a report is never refused.
+
+    In: `{status|ok, output, error, model, promptTokens, completionTokens, toolCalls,
+    durationMs, changed, branch, commitSha, diffstat}` (any may be missing). Out: the same keys
+    with `status` one of `ok_word`/`error_word` (`ok: true` or `status == ok_word` means ok),
+    output ≤ 512 KiB, error and diffstat ≤ 64 KiB, branch ≤ 512, commitSha ≤ 128 characters,
+    counts clamped to [0, 2^31-1]. A failed report with no error text gets one.
+    """
+    raw = raw or {}
+    ok = raw.get("status") == ok_word if raw.get("status") is not None else raw.get("ok") is True
+
+    def count(name: str) -> int:
+        return clean_number(raw.get(name), high=MAX_COUNT, integer=True)
+
+    report = {
+        "status": ok_word if ok else error_word,
+        "output": _cut_bytes(raw.get("output"), MAX_OUTPUT_BYTES),
+        "error": _cut_bytes(raw.get("error"), MAX_ERROR_BYTES),
+        "model": _cut_bytes(raw.get("model"), MAX_MODEL),
+        "promptTokens": count("promptTokens"),
+        "completionTokens": count("completionTokens"),
+        "toolCalls": count("toolCalls"),
+        "durationMs": count("durationMs"),
+        "changed": raw.get("changed") is True,
+        "branch": _cut_bytes(raw.get("branch"), MAX_BRANCH),
+        "commitSha": _cut_bytes(raw.get("commitSha"), MAX_COMMIT),
+        "diffstat": _cut_bytes(raw.get("diffstat"), MAX_DIFFSTAT_BYTES),
+    }
+    if not ok and not report["error"]:
+        report["error"] = "the machine reported a failure without a reason"
+    return report

@@ -1,0 +1,80 @@
+"""The machine's tools: built-ins, the confined shell, and the result rules."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from runner.tools import EMPTY, TRUNCATED, Shell, Tool, ToolError, builtin_tools, calculate, invoke
+
+
+def test_the_shell_exists_only_with_a_root(tmp_path):
+    assert sorted(builtin_tools(shell_root=None)) == ["calculator", "current_time"]
+    assert "shell" in builtin_tools(shell_root=tmp_path)
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["cat /etc/passwd", "cat</etc/passwd", "cd .. && ls", "ls ~", "echo $(cat /etc/hostname)", "X=/etc ls", "cat ../secret"],
+)
+def test_the_shell_refuses_a_command_that_names_a_path_outside_its_root(tmp_path, command):
+    (tmp_path.parent / "secret").write_text("s")
+    with pytest.raises(ToolError, match="confined"):
+        Shell(tmp_path).check(command)
+
+
+async def test_the_shell_runs_inside_its_root_with_none_of_the_runners_keys(tmp_path, monkeypatch):
+    monkeypatch.setenv("INFERENCE_API_KEY", "sk-machine-secret")
+    monkeypatch.setenv("AGENTS_API_KEY", "ak_secret")
+    shell = Shell(tmp_path)
+    out = await shell({"command": f"pwd && env && echo hi > {tmp_path}/made.txt"})
+    assert out.startswith("exit 0\n")
+    assert str(tmp_path) in out
+    assert "sk-machine-secret" not in out and "ak_secret" not in out
+    assert (tmp_path / "made.txt").read_text() == "hi\n"
+
+
+async def test_a_shell_command_over_its_time_is_killed(tmp_path):
+    shell = Shell(tmp_path, timeout=0.3)
+    with pytest.raises(ToolError, match="killed"):
+        await shell({"command": "sleep 5; echo late > late.txt"})
+    assert not (tmp_path / "late.txt").exists()
+
+
+def test_the_calculator_does_arithmetic_and_nothing_else():
+    assert calculate("(2 + 3) * 4 / sqrt(16)") == "5"
+    for bad in ("__import__('os')", "open('x')", "2 ** 99999", "1/0", ""):
+        with pytest.raises(ToolError):
+            calculate(bad)
+
+
+async def _echo(arguments: dict) -> str:
+    return arguments.get("text", "")
+
+
+async def test_invoke_follows_the_servers_result_rules():
+    tool = Tool("echo", "", {}, _echo)
+    assert await invoke(tool, name="echo", raw_arguments=json.dumps({"text": "hi"}), timeout=1) == ("hi", False)
+    assert await invoke(tool, name="echo", raw_arguments="{}", timeout=1) == (EMPTY, False)
+    long, failed = await invoke(tool, name="echo", raw_arguments=json.dumps({"text": "x" * 20000}), timeout=1)
+    assert not failed and long.endswith(TRUNCATED) and len(long.encode()) == 16 * 1024 + len(TRUNCATED.encode())
+    assert (await invoke(tool, name="echo", raw_arguments="[1]", timeout=1))[1] is True
+    assert (await invoke(None, name="ghost", raw_arguments="{}", timeout=1)) == ("error: no tool named 'ghost' on this machine", True)
+    too_big, failed = await invoke(tool, name="echo", raw_arguments=json.dumps({"text": "y" * 40000}), timeout=1)
+    assert failed and too_big.startswith("error: the arguments")
+
+
+def test_the_runner_imports_nothing_from_the_server():
+    import pathlib
+    import re
+
+    root = pathlib.Path(__file__).resolve().parents[2] / "runner"
+    server_packages = {"agents", "agents_site", "tenancy", "billing", "sessions", "targets", "django", "ninja", "channels"}
+    for path in root.glob("*.py"):
+        for line in path.read_text().splitlines():
+            match = re.match(r"\s*(?:from|import)\s+([a-zA-Z_]+)", line)
+            if match:
+                assert match.group(1) not in server_packages, f"{path.name}: {line.strip()}"
+    assert os.path.exists(root / "__main__.py")
