@@ -40,18 +40,6 @@ class Agent(models.Model):
     def __str__(self) -> str:
         return self.name
 
-    def clean(self) -> None:
-        """Require `command` for stdio and an http(s) `url` for http; raise `ValidationError`."""
-        from django.core.exceptions import ValidationError
-
-        if self.transport == McpTransport.STDIO:
-            if not self.command.strip():
-                raise ValidationError({"command": "a stdio MCP server needs a command"})
-            if not isinstance(self.args, list) or not all(isinstance(a, str) for a in self.args):
-                raise ValidationError({"args": "args must be a JSON array of strings"})
-        elif self.transport == McpTransport.HTTP and not self.url.startswith(("http://", "https://")):
-            raise ValidationError({"url": "an http MCP server needs an http(s) URL"})
-
 
 class Run(models.Model):
     """One execution of an agent: input, output or error, model, tokens, duration.
