@@ -24,11 +24,14 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import queue
+import socket
 import threading
 import time
 
 from django.conf import settings
+from django.db import connections
 
 from agents_site.errors import InvalidRequest
 from agents_site.vocabulary import ControlCommand, EventKind, SessionStatus
@@ -38,7 +41,7 @@ from sessions.bus import get_bus
 from sessions.errors import ForwardFailed, SessionFinished, SessionNotFound
 from sessions.models import Event, Session
 from sessions.presenters import event_view
-from sessions.selectors import executor_channel, session_get
+from sessions.selectors import control_commands, executor_channel, session_get
 from tenancy import stores
 
 logger = logging.getLogger(__name__)
@@ -96,11 +99,33 @@ def control_send(*, session_id: str, command: str, message: str | None = None, p
         channel = executor_channel(session_id=session.id)  # its executor attached meanwhile
     if not channel:
         return event, False
+    channel = _reachable(channel)
+    if channel is None:
+        # The executor lives in another process and the bus cannot leave this one (the
+        # in-memory layer): it reads the command from the durable log between steps.
+        return event, False
     try:
         _forward(channel, {"type": "control.command", "command": command, "message": message, "payload": payload, "seq": event.seq})
     except BusError as exc:
         raise ForwardFailed(f"control recorded but forward failed: {exc}", command=command, event=event_view(event)) from exc
     return event, True
+
+
+#: Identifies this process in an executor channel recorded over a process-local bus.
+PROCESS_TAG = f"{socket.gethostname()}:{os.getpid()}"
+_LOCAL_MARK = "|"
+
+
+def _reachable(recorded: str) -> str | None:
+    """Return the bus channel of a recorded executor channel, or None if out of this process's reach.
+
+    Over a process-local bus the executor records `"<host>:<pid>|<channel>"`; from any other
+    process that name cannot be delivered to.
+    """
+    if _LOCAL_MARK not in recorded:
+        return recorded
+    tag, _, name = recorded.partition(_LOCAL_MARK)
+    return name if tag == PROCESS_TAG else None
 
 
 def _refuse_finished(status: str, command: str) -> None:
@@ -130,15 +155,26 @@ class ExecutorInbox:
     its name as the session's `executor_channel` and starts a daemon receiver thread that,
     for each `control.command`, queues `{"command", "message", "payload", "seq"}` and then
     acks it on the command's `reply_to`. Use as a context manager or call `close()`.
+
+    Over a process-local bus (the in-memory layer of `make run`, where the executor may be a
+    django-q2 worker process) the receiver also reads the session's durable control log every
+    `AGENTS_CONTROL_POLL_SECONDS`, so a command posted to any process still reaches the run;
+    the sender then answers `forwarded: false` (recorded, drained from the log).
     """
 
     POLL_SECONDS = 0.2  # how often the receiver checks that it should stop
 
-    def __init__(self, *, session_id: str, org: str, bus, mailbox) -> None:
+    def __init__(self, *, session_id: str, org: str, bus, mailbox, recorded: str = "", cursor: int = 0) -> None:
         self.session_id = session_id
         self.org = org
         self._bus = bus
         self._mailbox = mailbox
+        self._recorded = recorded or mailbox.name
+        self._cursor = cursor
+        self._seen: set[int] = set()
+        self._seen_lock = threading.Lock()
+        self._log_lock = threading.Lock()
+        self._poll_log = bool(getattr(bus, "process_local", False))
         self._commands: queue.Queue[dict] = queue.Queue()
         self._stop = threading.Event()
         self._closed = False
@@ -153,26 +189,57 @@ class ExecutorInbox:
         session_get(session_id=session_id)
         bus = get_bus()
         mailbox = bus.mailbox_open()
+        recorded = f"{PROCESS_TAG}{_LOCAL_MARK}{mailbox.name}" if bus.process_local else mailbox.name
+        cursor = Session.objects.filter(pk=session_id).values_list("last_seq", flat=True).first() or 0
         try:
-            services.session_set_executor_channel(session_id=session_id, channel=mailbox.name)
+            services.session_set_executor_channel(session_id=session_id, channel=recorded)
         except BaseException:
             mailbox.close()
             raise
-        inbox = cls(session_id=session_id, org=org, bus=bus, mailbox=mailbox)
+        inbox = cls(session_id=session_id, org=org, bus=bus, mailbox=mailbox, recorded=recorded, cursor=cursor)
         inbox._thread.start()
         return inbox
 
     @property
     def channel(self) -> str:
-        """Return the bus channel name commands are forwarded to."""
-        return self._mailbox.name
+        """Return the executor channel as recorded on the session (what senders read)."""
+        return self._recorded
+
+    def _queue_once(self, command: dict) -> None:
+        with self._seen_lock:
+            if command.get("seq") in self._seen:
+                return
+            self._seen.add(command.get("seq"))
+        self._commands.put(command)
+
+    def _read_log(self, *, close: bool) -> None:
+        """Queue control commands recorded after the cursor (the durable path)."""
+        with self._log_lock:
+            try:
+                with stores.org_context(self.org):
+                    events, self._cursor = control_commands(session_id=self.session_id, after=self._cursor)
+            except Exception:
+                logger.warning("executor inbox of %s could not read its control log", self.session_id, exc_info=True)
+                return
+            finally:
+                if close:  # the receiver thread's own connection; the caller's stays as it was
+                    connections.close_all()
+            for event in events:
+                body = json.loads(event.payload or "{}")
+                self._queue_once({"command": body.get("command"), "message": body.get("message"), "payload": body.get("payload"), "seq": event.seq})
 
     def _receive_loop(self) -> None:
+        poll_log = self._poll_log
+        interval = float(getattr(settings, "AGENTS_CONTROL_POLL_SECONDS", 1.0))
+        next_read = time.monotonic() + interval
         while not self._stop.is_set():
             message = self._mailbox.receive(self.POLL_SECONDS)
+            if poll_log and time.monotonic() >= next_read:
+                self._read_log(close=True)
+                next_read = time.monotonic() + interval
             if not message or message.get("type") != "control.command":
                 continue
-            self._commands.put({k: message.get(k) for k in ("command", "message", "payload", "seq")})
+            self._queue_once({k: message.get(k) for k in ("command", "message", "payload", "seq")})
             reply_to = message.get("reply_to")
             if reply_to:
                 try:
@@ -181,7 +248,13 @@ class ExecutorInbox:
                     logger.warning("executor inbox of %s could not ack command %s", self.session_id, message.get("seq"))
 
     def pending(self) -> list[dict]:
-        """Return (and remove) every command received so far, oldest first; never blocks."""
+        """Return (and remove) every command received so far, oldest first; never blocks.
+
+        Over a process-local bus it first reads the durable log, so a command recorded before
+        this call is never missed by a loop checking between steps.
+        """
+        if self._poll_log and not self._closed:
+            self._read_log(close=False)
         drained: list[dict] = []
         while True:
             try:

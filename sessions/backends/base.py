@@ -165,7 +165,13 @@ class Mailbox(ABC):
 
 
 class Bus(ABC):
-    """The session bus interface (see module doc). `capacity` is the per-subscriber buffer."""
+    """The session bus interface (see module doc). `capacity` is the per-subscriber buffer.
+
+    `process_local` is True when messages cannot leave this process (the in-memory layer, the
+    local backend): a mailbox name is then meaningful only inside the process that opened it.
+    """
+
+    process_local: bool = True
 
     def __init__(self, *, capacity: int = 256) -> None:
         self.capacity = capacity

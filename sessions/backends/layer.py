@@ -119,7 +119,10 @@ class ChannelLayerBus(Bus):
         self._runner.submit(self._start()).result(timeout=10)
 
     async def _start(self) -> None:
+        from channels.layers import InMemoryChannelLayer
+
         self.layer = channel_layers.make_backend(self.alias)
+        self.process_local = isinstance(self.layer, InMemoryChannelLayer)
         self._outbox: asyncio.Queue = asyncio.Queue()
         self._sender_task = asyncio.create_task(self._sender())
 

@@ -142,3 +142,35 @@ def test_on_redis_a_worker_runs_background_runs_and_a_stop_reaches_the_running_t
 def _executor_attached(org, session_id: str) -> bool:
     with org.context():
         return bool(Session.objects.filter(pk=session_id).exclude(executor_channel="").exists())
+
+
+def test_without_redis_a_stop_posted_to_the_web_process_reaches_the_worker_through_the_log(make_org, upstream):
+    """`make run`'s defaults: ORM broker, in-memory layer in each process (no shared bus).
+
+    The web process cannot reach the worker's inbox, so it answers at once with
+    `forwarded: false` (no 502 after a timeout); the worker drains the stop from the durable log.
+    """
+    org = make_org("memq")
+    fund(org, 1000)
+    env = {**_cluster_env(upstream), "AGENTS_CONTROL_POLL_SECONDS": "0.2"}
+    web = LiveServer(env).start()
+    cluster = QCluster(env, name="qcluster-memory").start()
+    released = threading.Event()
+    try:
+        client = httpx.Client(base_url=web.url, headers={"Authorization": f"Bearer {org.key}"}, timeout=30)
+        assert client.post("/v1/agents", json={"name": "near"}).status_code == 201
+        upstream.script(Reply(hold=released, content="too late"))
+        held = client.post("/v1/agents/near/run", json={"input": "work", "background": True}).json()
+        wait_for(lambda: _executor_attached(org, held["sessionId"]), timeout=30, message=f"the run to start\n{cluster.log()[-3000:]}")
+        stopped = client.post(f"/v1/agents/sessions/{held['sessionId']}/stop", json={})
+        released.set()
+        wait_for(lambda: client.get(f"/v1/agents/runs/{held['runId']}").json()["status"] == "error", timeout=30, message=f"the stop\n{cluster.log()[-3000:]}")
+        stopped_view = client.get(f"/v1/agents/runs/{held['runId']}").json()
+    finally:
+        released.set()
+        cluster.stop()
+        web.stop()
+
+    assert stopped.status_code == 200 and stopped.json()["forwarded"] is False
+    assert stopped_view["error"] == f"stopped by {org.slug}/{org.user.username}"
+    assert debits(org) == []

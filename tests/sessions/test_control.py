@@ -194,6 +194,34 @@ def test_a_failed_forward_is_502_and_the_command_stays_recorded(org_a, bus_backe
     assert _controls(org_a, session["id"]) == [{"command": "stop", "message": "enough"}]
 
 
+def test_an_executor_in_another_process_over_the_in_memory_layer_reads_the_log(org_a, settings):
+    # `make run`: daphne and a django-q2 worker share no channel layer. The worker's inbox is
+    # recorded with its process tag; other processes do not try the bus (no 5 s wait, no 502)
+    # and the executor drains the command from the durable log.
+    settings.AGENTS_CONTROL_POLL_SECONDS = 0.05
+    from sessions import control
+
+    session = new_session(org_a)
+    with org_a.context():
+        inbox = ExecutorInbox.open(session_id=session["id"])
+    try:
+        assert inbox.channel.startswith(control.PROCESS_TAG + "|")
+        foreign = "otherhost:1|" + inbox.channel.partition("|")[2]
+        with org_a.context():
+            Session.objects.filter(pk=session["id"]).update(executor_channel=foreign)
+        response = post(org_a.client, f"{BASE}/{session['id']}/pause")
+        assert response.status_code == 200 and response.json()["forwarded"] is False
+        assert inbox.wait(5) == {"command": "pause", "message": None, "payload": None, "seq": 1}
+        stop = post(org_a.client, f"{BASE}/{session['id']}/stop", {"message": "enough"})
+        assert stop.status_code == 200 and stop.json()["forwarded"] is False
+        assert inbox.wait(5) == {"command": "stop", "message": "enough", "payload": None, "seq": 2}
+        assert inbox.wait(0.2) is None  # each command once
+    finally:
+        with org_a.context():
+            Session.objects.filter(pk=session["id"]).update(executor_channel=inbox.channel)
+            inbox.close()
+
+
 def test_an_executor_inbox_needs_an_existing_session_of_the_org(org_a, org_b):
     from sessions.errors import SessionNotFound
 
