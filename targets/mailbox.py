@@ -181,6 +181,18 @@ def routed_withdraw(*, run_id: str, reason: str = "the run was stopped") -> Rout
     return offer
 
 
+def routed_stop(*, session_id: str) -> bool:
+    """Withdraw the unclaimed offer of the routed run in session `session_id` on a `stop`.
+
+    Called by `sessions.control.control_send` when the session has no live executor. Returns
+    True when an offer was withdrawn (the run recorded `error` "stopped before a machine
+    claimed it", no debit); False when there is none or a machine already claimed it (its
+    runner reads the stop from the session's control feed). Org context required.
+    """
+    run_id = RoutedRun.objects.filter(session_id=session_id, state=RoutedRunState.OFFERED).values_list("run_id", flat=True).first()
+    return bool(run_id and routed_withdraw(run_id=run_id, reason="stopped before a machine claimed it"))
+
+
 def routed_report(*, target_id: str, run_id: str, subject: str, is_org_admin: bool, key: object, result: dict | None) -> bool:
     """Settle run `run_id` with the machine's result; return whether it was delivered.
 

@@ -275,3 +275,23 @@ def test_the_servers_own_loop_lists_shell_as_a_machine_only_tool(funded, agent, 
     assert [t["function"]["name"] for t in upstream.chat_requests[0]["tools"]] == ["calculator"]
     logs = [p["text"] for kind, p in events(funded, r.json()["sessionId"]) if kind == "log" and "text" in p]
     assert "tool shell not offered: runs only on a registered machine (route the run with targetId)" in logs
+
+
+def test_a_stop_withdraws_an_unclaimed_offer_at_once_and_frees_its_fee_hold(org_a, agent, live_machine):
+    """No claim is needed: the run is an error right after the stop, and a 1-fee org can run again."""
+    from billing.services import credit_add
+
+    credit_add(org=org_a.org, cents=100, actor="test")
+    target_id, _ = live_machine
+    started = run(org_a, {"input": "go", "targetId": target_id}).json()
+    stop = org_a.client.post(f"/v1/agents/sessions/{started['sessionId']}/stop", {"message": "changed my mind"}, content_type="application/json")
+    assert stop.status_code == 200 and stop.json()["forwarded"] is True
+    with org_a.context():
+        row = Run.objects.get(pk=started["id"])
+        offer = RoutedRun.objects.get(pk=started["id"])
+        session = Session.objects.get(pk=started["sessionId"])
+    assert offer.state == "withdrawn"
+    assert (row.status, row.error) == ("error", "stopped before a machine claimed it")
+    assert session.status == "error"
+    assert run(org_a, {"input": "again", "targetId": target_id}).status_code == 202
+    assert not LedgerEntry.objects.filter(org=org_a.org, kind="agent").exists()
