@@ -16,6 +16,7 @@ from django.db import router, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from agents.models import Run
 from agents_site.errors import Conflict
 from agents_site.vocabulary import ControlCommand, RoutedRunState, RunStatus
 from targets import wake
@@ -208,6 +209,7 @@ def routed_report(*, target_id: str, run_id: str, subject: str, is_org_admin: bo
         delivered = RoutedRun.objects.filter(
             pk=run_id, target_id=target_id, state=RoutedRunState.CLAIMED, reported_at__isnull=True
         ).update(state=RoutedRunState.REPORTED, reported_at=timezone.now(), result=report)
-        if delivered:
-            routed_run_settle(run_id=run_id, result=report, target_id=target_id)
+        if delivered and routed_run_settle(run_id=run_id, result=report, target_id=target_id) is None:
+            # The run was finished meanwhile (recovery's "worker lost"): nothing moved, not delivered.
+            delivered = not Run.objects.filter(pk=run_id).exists()
     return bool(delivered)

@@ -295,3 +295,19 @@ def test_a_stop_withdraws_an_unclaimed_offer_at_once_and_frees_its_fee_hold(org_
     assert session.status == "error"
     assert run(org_a, {"input": "again", "targetId": target_id}).status_code == 202
     assert not LedgerEntry.objects.filter(org=org_a.org, kind="agent").exists()
+
+
+def test_a_report_of_a_run_the_platform_already_finished_is_not_delivered(funded, agent, live_machine):
+    """Recovery ended the run "worker lost" while the machine held it: the late report moves nothing."""
+    from agents.background import run_finish_error
+
+    target_id, key = live_machine
+    started = run(funded, {"input": "go", "targetId": target_id}).json()
+    claim(funded, target_id, key)
+    with funded.context():
+        assert run_finish_error(run_id=started["id"], error="worker lost", from_statuses=frozenset({"running"}))
+    assert report(funded, target_id, started["id"], key, {"status": "ok", "output": "late", "model": "m1"}).json() == {"delivered": False}
+    with funded.context():
+        row = Run.objects.get(pk=started["id"])
+    assert (row.status, row.error, row.output) == ("error", "worker lost", "")
+    assert not LedgerEntry.objects.filter(org=funded.org, kind="agent").exists()
