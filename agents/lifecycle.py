@@ -58,7 +58,7 @@ def validate_timezone(name: str | None) -> str:
     name = (name or "").strip() or "UTC"
     try:
         ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
+    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:  # OSError: a directory ("America"), a too-long name
         raise InvalidRequest(f"invalid 'timezone': {name!r} is not an IANA time zone") from exc
     return name
 

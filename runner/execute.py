@@ -48,6 +48,12 @@ def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
 
 
+def valid_text(text: str | None) -> str:
+    """Return `text` as valid UTF-8 ("" for None): a gateway may send a lone surrogate escape,
+    which the server refuses (400) in events and reports; it becomes `?`."""
+    return (text or "").encode("utf-8", "replace").decode("utf-8")
+
+
 def clip(text: str, limit: int = EVENT_TEXT_BYTES) -> str:
     """Return `text` cut to `limit` UTF-8 bytes (whole characters)."""
     raw = (text or "").encode()
@@ -247,18 +253,19 @@ class Execution:
             await self._steer(messages)
             offer = definitions if definitions and round_no < rounds else None
             message = await self._answer(messages, offer)
+            content = valid_text(message.content) if message.content is not None else None
             calls = list(message.tool_calls or [])
             if calls and offer:
-                messages.append({"role": "assistant", "content": message.content,
+                messages.append({"role": "assistant", "content": content,
                                  "tool_calls": [call.model_dump(mode="json", exclude_none=True) for call in calls]})
-                if message.content:
-                    await self.event("message", {"role": "assistant", "text": clip(message.content), "model": self.outcome.model})
+                if content:
+                    await self.event("message", {"role": "assistant", "text": clip(content), "model": self.outcome.model})
                 for call in calls:
                     self._check_stop()
-                    result = await self._tool(call, offered, round_no)
+                    result = valid_text(await self._tool(call, offered, round_no))
                     messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
                 continue
-            text = message.content or ""
+            text = content or ""
             if calls and not text:
                 raise RunEnded("the model asked for tools after its last tool round and gave no answer")
             await self.event("message", {"role": "assistant", "text": clip(text), "model": self.outcome.model})

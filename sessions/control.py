@@ -11,7 +11,9 @@ Two sides, one bus (`sessions.bus.get_bus()`: the Channels layer, or in-process)
   stays recorded). A task-backed session (`taskWorkflowId`, set by agents.background for a
   background or scheduled run) with no executor yet hands the command to its task
   (`agents.background.task_forward`): `stop` cancels a run not started, other commands are
-  replayed to the executor when it attaches — `forwarded` True. No executor and no task →
+  replayed to the executor when it attaches — `forwarded` True. A `stop` on a routed run no
+  machine has claimed yet withdraws its offer (`targets.mailbox.routed_stop`): the run ends
+  `error`, unbilled — `forwarded` True. No executor and no task →
   `forwarded` False: the running surface polls `GET …/{id}/control` instead.
 * The executor side, `ExecutorInbox`: a run opens one for its session; a background receiver
   acks every command the moment it is queued, and the run drains them between steps with
@@ -30,6 +32,7 @@ import socket
 import threading
 import time
 
+from django.apps import apps
 from django.conf import settings
 from django.db import connections
 
@@ -97,6 +100,12 @@ def control_send(*, session_id: str, command: str, message: str | None = None, p
         if task_forward(session_id=session.id, command=command):
             return event, True
         channel = executor_channel(session_id=session.id)  # its executor attached meanwhile
+    if not channel and command == ControlCommand.STOP and session.target and apps.is_installed("targets"):
+        # A routed run no machine has claimed yet: the stop withdraws its offer at once.
+        from targets.mailbox import routed_stop
+
+        if routed_stop(session_id=session.id):
+            return event, True
     if not channel:
         return event, False
     channel = _reachable(channel)

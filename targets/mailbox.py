@@ -16,6 +16,7 @@ from django.db import router, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from agents.models import Run
 from agents_site.errors import Conflict
 from agents_site.vocabulary import ControlCommand, RoutedRunState, RunStatus
 from targets import wake
@@ -181,6 +182,18 @@ def routed_withdraw(*, run_id: str, reason: str = "the run was stopped") -> Rout
     return offer
 
 
+def routed_stop(*, session_id: str) -> bool:
+    """Withdraw the unclaimed offer of the routed run in session `session_id` on a `stop`.
+
+    Called by `sessions.control.control_send` when the session has no live executor. Returns
+    True when an offer was withdrawn (the run recorded `error` "stopped before a machine
+    claimed it", no debit); False when there is none or a machine already claimed it (its
+    runner reads the stop from the session's control feed). Org context required.
+    """
+    run_id = RoutedRun.objects.filter(session_id=session_id, state=RoutedRunState.OFFERED).values_list("run_id", flat=True).first()
+    return bool(run_id and routed_withdraw(run_id=run_id, reason="stopped before a machine claimed it"))
+
+
 def routed_report(*, target_id: str, run_id: str, subject: str, is_org_admin: bool, key: object, result: dict | None) -> bool:
     """Settle run `run_id` with the machine's result; return whether it was delivered.
 
@@ -196,6 +209,7 @@ def routed_report(*, target_id: str, run_id: str, subject: str, is_org_admin: bo
         delivered = RoutedRun.objects.filter(
             pk=run_id, target_id=target_id, state=RoutedRunState.CLAIMED, reported_at__isnull=True
         ).update(state=RoutedRunState.REPORTED, reported_at=timezone.now(), result=report)
-        if delivered:
-            routed_run_settle(run_id=run_id, result=report, target_id=target_id)
+        if delivered and routed_run_settle(run_id=run_id, result=report, target_id=target_id) is None:
+            # The run was finished meanwhile (recovery's "worker lost"): nothing moved, not delivered.
+            delivered = not Run.objects.filter(pk=run_id).exists()
     return bool(delivered)

@@ -34,7 +34,10 @@ def clean_number(value: Any, *, high: float, integer: bool = False) -> float | i
     """Return `value` clamped to [0, high]; NaN, ±Inf, negatives and non-numbers become 0."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return 0
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer past 1e308: clamp it like any other too-large number
+        number = high
     if math.isnan(number) or math.isinf(number) or number < 0:
         number = 0.0
     number = min(number, high)

@@ -74,6 +74,12 @@ def _command_text(command: dict) -> str:
     return (text or "").strip()
 
 
+def valid_text(text: str | None) -> str:
+    """Return `text` as valid UTF-8 ("" for None): a gateway may send a lone surrogate escape
+    (`"\\ud800"`), which no store, event or response can encode; it becomes `?`."""
+    return (text or "").encode("utf-8", "replace").decode("utf-8")
+
+
 def _arguments_for_event(raw: str):
     try:
         return json.loads(raw) if len(raw.encode()) <= EVENT_ARGUMENT_BYTES else clip(raw, EVENT_ARGUMENT_BYTES)
@@ -183,6 +189,7 @@ class RunLoop:
                 deadline=min(self.deadline, time.monotonic() + settings.AGENTS_TOOL_CALL_TIMEOUT_SECONDS),
             )
             result, failed = invoke_tool(tool, wire_name=wire_name, raw_arguments=raw, context=context)
+            result = valid_text(result)
             span.set_attribute(tracing.ATTR_TOOL_FAILED, failed)
         self.outcome.tool_calls += 1
         self.session.append(
@@ -240,22 +247,23 @@ class RunLoop:
                     models = models[models.index(answered.model) :]
                 self._add_usage(answered.completion)
                 message = answered.completion.choices[0].message
+                content = valid_text(message.content) if message.content is not None else None
                 calls = list(message.tool_calls or [])
                 if calls and offer:
                     messages.append(
                         {
                             "role": "assistant",
-                            "content": message.content,
+                            "content": content,
                             "tool_calls": [call.model_dump(mode="json", exclude_none=True) for call in calls],
                         }
                     )
-                    if message.content:
-                        self.session.append(EventKind.MESSAGE, {"role": "assistant", "text": clip(message.content), "model": answered.model, "runId": self.run.id})
+                    if content:
+                        self.session.append(EventKind.MESSAGE, {"role": "assistant", "text": clip(content), "model": answered.model, "runId": self.run.id})
                     for call in calls:
                         result = self._run_tool(call, by_wire, round_no)
                         messages.append({"role": "tool", "tool_call_id": getattr(call, "id", ""), "content": result})
                     continue
-            text = message.content or ""
+            text = content or ""
             if calls and not text:
                 raise RunEnded("the model asked for tools after its last tool round and gave no answer")
             self.session.append(EventKind.MESSAGE, {"role": "assistant", "text": clip(text), "model": answered.model, "runId": self.run.id})

@@ -230,3 +230,20 @@ def test_a_run_in_flight_holds_its_fee_at_the_gate(make_org, upstream):
     assert response.status_code == 402
     assert response.json()["heldCents"] == 100 and response.json()["balanceCents"] == 150
     assert upstream.chat_requests == []
+
+
+def test_a_lone_surrogate_in_the_models_answer_is_replaced_and_the_run_recorded_and_billed(funded, upstream):
+    """A gateway may escape half an emoji (`"\\ud800"`): the run is still ok, stored, debited once."""
+    from sessions.models import Event
+
+    make_agent(funded, "helper", tools=["calculator"])
+    upstream.script(Reply(content="thinking \ud800", tool_calls=[("calculator", {"expression": "1+1"})]), Reply(content="bad \ud800 output"))
+    response = run(funded, "helper", "hi")
+    assert response.status_code == 200, response.content
+    assert response.json()["output"] == "bad ? output"
+    (stored,) = stored_runs(funded)
+    assert (stored.status, stored.output) == ("ok", "bad ? output")
+    assert len(debits(funded)) == 1
+    with funded.context():
+        texts = [e.payload for e in Event.objects.filter(session_id=stored.session_id, kind="message")]
+    assert any("bad ? output" in t for t in texts) and any("thinking ?" in t for t in texts)

@@ -48,6 +48,14 @@ def test_create_with_unknown_timezone_is_400_and_saves_nothing(org_a):
     assert _agent_count(org_a) == 0
 
 
+@pytest.mark.parametrize("tz", ["America", "Etc", "x" * 300])
+def test_a_timezone_naming_a_directory_or_too_long_is_400_not_a_500(org_a, tz):
+    response = _post(org_a, {"name": "cron", "executionMode": "long-running", "schedule": "*/5 * * * *", "timezone": tz})
+    assert response.status_code == 400, response.content
+    assert response.json() == {"status": 400, "code": "invalid_request", "error": f"invalid 'timezone': {tz!r} is not an IANA time zone"}
+    assert _agent_count(org_a) == 0
+
+
 @pytest.mark.parametrize(("schedule", "words"), BAD_SCHEDULES)
 def test_patch_with_bad_schedule_is_400_and_changes_nothing(org_a, schedule, words):
     created = _post(org_a, {"name": "cron", "executionMode": "long-running", "schedule": "*/5 * * * *", "timezone": "Europe/Paris"})

@@ -274,3 +274,16 @@ def test_a_run_posted_with_target_id_runs_on_the_machine_end_to_end(org_a, upstr
 def _claim_key(handle, target_id):
     with handle.context():
         return ClaimKey.objects.filter(target_id=target_id).first()
+
+
+def test_a_lone_surrogate_in_the_models_answer_is_replaced_so_the_report_is_taken(org_a, daphne_server, upstream, runner_factory):
+    """The server refuses `"\\ud800"` escapes (400); the runner sends valid UTF-8 so the run settles."""
+    upstream.script(Reply(content="done \ud800"))
+    runner = runner_factory(daphne_server.url, org_a.key, env=inference_env(upstream))
+    runner.wait_for("claim key minted")
+    [target] = targets_of(org_a)
+    payload = {"agent": {"name": "builder", "model": "test-model", "instructions": "", "tools": []}, "input": "go"}
+    offer(org_a, target.id, run_id="run_surrogate", session_id="", payload=payload)
+    row = wait_until(lambda: (r := routed(org_a, "run_surrogate")).state == "reported" and r, what="the report")
+    assert (row.result["status"], row.result["output"]) == ("ok", "done ?")
+    assert runner.terminate() == 0

@@ -275,3 +275,39 @@ def test_the_servers_own_loop_lists_shell_as_a_machine_only_tool(funded, agent, 
     assert [t["function"]["name"] for t in upstream.chat_requests[0]["tools"]] == ["calculator"]
     logs = [p["text"] for kind, p in events(funded, r.json()["sessionId"]) if kind == "log" and "text" in p]
     assert "tool shell not offered: runs only on a registered machine (route the run with targetId)" in logs
+
+
+def test_a_stop_withdraws_an_unclaimed_offer_at_once_and_frees_its_fee_hold(org_a, agent, live_machine):
+    """No claim is needed: the run is an error right after the stop, and a 1-fee org can run again."""
+    from billing.services import credit_add
+
+    credit_add(org=org_a.org, cents=100, actor="test")
+    target_id, _ = live_machine
+    started = run(org_a, {"input": "go", "targetId": target_id}).json()
+    stop = org_a.client.post(f"/v1/agents/sessions/{started['sessionId']}/stop", {"message": "changed my mind"}, content_type="application/json")
+    assert stop.status_code == 200 and stop.json()["forwarded"] is True
+    with org_a.context():
+        row = Run.objects.get(pk=started["id"])
+        offer = RoutedRun.objects.get(pk=started["id"])
+        session = Session.objects.get(pk=started["sessionId"])
+    assert offer.state == "withdrawn"
+    assert (row.status, row.error) == ("error", "stopped before a machine claimed it")
+    assert session.status == "error"
+    assert run(org_a, {"input": "again", "targetId": target_id}).status_code == 202
+    assert not LedgerEntry.objects.filter(org=org_a.org, kind="agent").exists()
+
+
+def test_a_report_of_a_run_the_platform_already_finished_is_not_delivered(funded, agent, live_machine):
+    """Recovery ended the run "worker lost" while the machine held it: the late report moves nothing."""
+    from agents.background import run_finish_error
+
+    target_id, key = live_machine
+    started = run(funded, {"input": "go", "targetId": target_id}).json()
+    claim(funded, target_id, key)
+    with funded.context():
+        assert run_finish_error(run_id=started["id"], error="worker lost", from_statuses=frozenset({"running"}))
+    assert report(funded, target_id, started["id"], key, {"status": "ok", "output": "late", "model": "m1"}).json() == {"delivered": False}
+    with funded.context():
+        row = Run.objects.get(pk=started["id"])
+    assert (row.status, row.error, row.output) == ("error", "worker lost", "")
+    assert not LedgerEntry.objects.filter(org=funded.org, kind="agent").exists()

@@ -39,3 +39,19 @@ def test_a_report_is_clamped_and_a_failure_always_has_a_reason():
     assert len(report["output"].encode()) == 512 * 1024 and report["toolCalls"] == 2**31 - 1
     assert clean_report({"status": "ok"}, ok_word="ok", error_word="error")["status"] == "ok"
     assert clean_report({"status": "weird", "ok": True}, ok_word="ok", error_word="error")["status"] == "error"
+
+
+def test_an_integer_too_large_for_a_float_is_clamped_not_a_500(org_a):
+    """A JSON integer past 1e308 cannot become a float; it is clamped to the range's top."""
+    from targets.models import Target
+
+    assert clean_metrics({"load1": 10**400}) == {"load1": 1_000_000.0}
+    assert clean_spec({"memory": 10**400}) == {"memory": 2**53 - 1}
+    r = org_a.client.post("/v1/agents/targets", {"label": "big", "host": "big"}, content_type="application/json")
+    target_id = r.json()["id"]
+    r = org_a.client.patch(f"/v1/agents/targets/{target_id}", '{"metrics": {"load1": 1' + "0" * 400 + "}}",
+                           content_type="application/json")
+    assert r.status_code == 200, r.content
+    assert r.json()["metrics"]["load1"] == 1_000_000.0
+    with org_a.context():
+        assert Target.objects.get(pk=target_id).metrics["load1"] == r.json()["metrics"]["load1"]
