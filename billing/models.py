@@ -35,6 +35,7 @@ class LedgerEntry(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        verbose_name_plural = "ledger entries"
         constraints = [
             models.UniqueConstraint(
                 fields=["org", "run_id"], condition=Q(kind=LedgerKind.AGENT), name="uniq_ledger_debit_per_run"

@@ -19,7 +19,11 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         User = get_user_model()
         if Org.objects.filter(slug="demo").exists() and User.objects.filter(username="admin").exists():
-            self.stdout.write("demo org exists; its login and key were printed when it was created")
+            self.stdout.write(
+                "demo org exists; its login and key were printed when it was created.\n"
+                "  lost them? a new key:      .venv/bin/python manage.py createapikey --org demo --user admin\n"
+                "             a new password: .venv/bin/python manage.py changepassword admin"
+            )
             return
         org = org_create(slug="demo", name="Demo")
         password = secrets.token_urlsafe(12)
