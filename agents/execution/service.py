@@ -76,10 +76,14 @@ def runs_in_flight() -> int:
 
 
 def _start(*, agent: Agent, run_id: str, queued: Run | None, text: str, actor: str, request_id: str,
-           key: str, digest: str, parent_run_id: str, depth: int) -> Run:
-    """Record the run `running` (binding the idempotency key in the same transaction); return it.
+           key: str, digest: str, parent_run_id: str, depth: int, authorize) -> tuple[Run, int]:
+    """Gate and record the run `running` in one org-store transaction; return `(run, fee)`.
 
-    Returns the key's earlier run instead (its `replayed` set) when a concurrent request bound it first.
+    `authorize()` (the balance gate, counting runs in flight) runs inside the transaction that
+    inserts the `running` row: on SQLite the transaction is `BEGIN IMMEDIATE`, so two runs of
+    one org cannot both pass the gate on the same last fee. Binds the idempotency key in the
+    same transaction; returns the key's earlier run instead (its `replayed` set, fee 0) when a
+    concurrent request bound it first. Raises the gate's `ApiError` (nothing written).
     """
     now = timezone.now()
     with transaction.atomic(using=router.db_for_write(Run)):
@@ -87,7 +91,8 @@ def _start(*, agent: Agent, run_id: str, queued: Run | None, text: str, actor: s
             earlier = reserve(key=key, digest=digest, run_id=run_id)
             if earlier is not None:
                 earlier.replayed = True
-                return earlier
+                return earlier, 0
+        fee = authorize()
         if queued is not None:
             if not Run.objects.filter(pk=queued.pk, status=RunStatus.QUEUED).update(status=RunStatus.RUNNING, started_at=now):
                 raise RunNotQueued()
@@ -100,7 +105,7 @@ def _start(*, agent: Agent, run_id: str, queued: Run | None, text: str, actor: s
                 depth=depth, created_at=now, started_at=now,
             )
     run.replayed = False
-    return run
+    return run, fee
 
 
 def _record(run: Run, outcome: Outcome, started: float, span) -> None:
@@ -201,16 +206,18 @@ def run_execute(
         tracing.ATTR_REQUEST_MODEL: agent.model,
     }
     with tracing.tracer().start_as_current_span(tracing.SPAN_RUN, attributes=attributes, record_exception=False) as span:
-        try:
+        def authorize() -> int:
             held = runs_in_flight() if run_fee_cents() else 0
-            fee = balance_authorize(org_slug=org_slug, actor=actor, held_runs=held)
+            return balance_authorize(org_slug=org_slug, actor=actor, held_runs=held)
+
+        try:
+            run, fee = _start(agent=agent, run_id=new_id, queued=queued, text=text, actor=actor, request_id=request_id,
+                              key=key, digest=digest, parent_run_id=parent_run_id, depth=depth, authorize=authorize)
         except ApiError as exc:
             span.set_status(trace.Status(trace.StatusCode.ERROR, exc.message))
             if queued is not None:
                 _fail_queued(queued, exc)
             raise
-        run = _start(agent=agent, run_id=new_id, queued=queued, text=text, actor=actor, request_id=request_id,
-                     key=key, digest=digest, parent_run_id=parent_run_id, depth=depth)
         if run.replayed:
             return run
         started = time.perf_counter()
