@@ -73,9 +73,13 @@ def run_submit(*, agent: Agent, input: str, actor: str, request_id: str = "", id
             return earlier, True
     if not inference_configured():
         raise InferenceUnavailable()
-    held = Run.objects.filter(status__in=RunStatus.IN_FLIGHT).count() if run_fee_cents() else 0
-    balance_authorize(org_slug=stores.current_org(), actor=actor, held_runs=held)
-    return run_enqueue(agent=agent, input=text, actor=actor, request_id=request_id, idempotency=(key, digest)), False
+    # Gate and queue in one org-store transaction (BEGIN IMMEDIATE on SQLite): simultaneous
+    # submissions of one org cannot both pass on the last fee.
+    with stores.org_atomic():
+        held = Run.objects.filter(status__in=RunStatus.IN_FLIGHT).count() if run_fee_cents() else 0
+        balance_authorize(org_slug=stores.current_org(), actor=actor, held_runs=held)
+        run = run_enqueue(agent=agent, input=text, actor=actor, request_id=request_id, idempotency=(key, digest))
+    return run, False
 
 
 def run_enqueue(*, agent: Agent, input: str, actor: str, request_id: str = "", title: str | None = None, idempotency: tuple[str, str] = ("", "")) -> Run:

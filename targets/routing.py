@@ -64,12 +64,22 @@ def routed_run_start(*, agent: Agent, input: str | None, target_id: str, actor: 
             earlier.replayed = True
             return earlier
     target = target_dispatchable(target_id=target_id)
-    held = runs_in_flight() if run_fee_cents() else 0
-    balance_authorize(org_slug=org_slug, actor=actor, held_runs=held)
-    return _record_and_offer(agent=agent, target=target, text=text, actor=actor, request_id=request_id, key=key, digest=digest)
+
+    def authorize() -> None:
+        held = runs_in_flight() if run_fee_cents() else 0
+        balance_authorize(org_slug=org_slug, actor=actor, held_runs=held)
+
+    return _record_and_offer(agent=agent, target=target, text=text, actor=actor, request_id=request_id, key=key, digest=digest,
+                             authorize=authorize)
 
 
-def _record_and_offer(*, agent: Agent, target: Target, text: str, actor: str, request_id: str, key: str, digest: str) -> Run:
+def _record_and_offer(*, agent: Agent, target: Target, text: str, actor: str, request_id: str, key: str, digest: str,
+                      authorize) -> Run:
+    """Gate (`authorize()`), record the run `running` with its session, and offer it — one transaction.
+
+    The gate runs inside the org-store transaction that inserts the run (BEGIN IMMEDIATE on
+    SQLite), so simultaneous runs of one org cannot both pass on the last fee.
+    """
     from sessions.services import session_create
 
     now = timezone.now()
@@ -80,6 +90,7 @@ def _record_and_offer(*, agent: Agent, target: Target, text: str, actor: str, re
             if earlier is not None:
                 earlier.replayed = True
                 return earlier
+        authorize()
         session = session_create(agent=agent.name, actor=actor, title=session_title(text), status=SessionStatus.RUNNING,
                                  target=target.id, host=target.host)
         run = Run.objects.create(

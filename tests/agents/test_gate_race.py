@@ -43,3 +43,26 @@ def test_simultaneous_runs_cannot_share_the_last_fee(org_a, upstream):
     assert len(debits(org_a)) == 1
     with org_a.context():
         assert [r.status for r in stored_runs(org_a)] == ["ok"]
+
+
+def test_simultaneous_background_submissions_cannot_share_the_last_fee(org_a, upstream):
+    fund(org_a, 100)  # exactly one fee; queued runs hold their fee
+    make_agent(org_a, "queuer")
+    barrier = threading.Barrier(6)
+    statuses: list[int] = []
+
+    def submit() -> None:
+        client = Client(HTTP_AUTHORIZATION=f"Bearer {org_a.key}")
+        barrier.wait()
+        response = client.post("/v1/agents/queuer/run", json.dumps({"input": "go", "background": True}), content_type="application/json")
+        statuses.append(response.status_code)
+        connections.close_all()
+
+    threads = [threading.Thread(target=submit) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert sorted(statuses) == [202, 402, 402, 402, 402, 402]
+    with org_a.context():
+        assert [r.status for r in stored_runs(org_a)] == ["queued"]
