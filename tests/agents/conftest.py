@@ -91,26 +91,3 @@ def scheduled_agent():
     return factory
 
 
-@pytest.fixture
-def postgres_orgs(settings, monkeypatch):
-    """Switch org stores to PostgreSQL (127.0.0.1:5432) for one test; drop the databases after.
-
-    Yields a list: append each org slug created so its database is dropped at teardown.
-    """
-    import psycopg
-    from django.db import connections
-    from psycopg import sql
-
-    from tenancy import stores
-
-    server = "postgres://postgres@127.0.0.1:5432/postgres"
-    settings.AGENTS_ORG_DATABASE = "postgres"
-    monkeypatch.setenv("DATABASE_URL", server)
-    created: list[str] = []
-    yield created
-    for slug in created:
-        for alias in list(connections):
-            if alias.endswith(slug):
-                connections[alias].close()
-        with psycopg.connect(server, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(stores.postgres_database_name(slug))))

@@ -6,7 +6,6 @@ import uuid
 import psycopg
 import pytest
 from django.db import connections
-from psycopg import sql
 
 from agents.models import Agent
 from tenancy import stores
@@ -14,28 +13,14 @@ from tenancy import stores
 SERVER_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 
 
-@pytest.fixture
-def postgres_mode(settings, monkeypatch):
-    settings.AGENTS_ORG_DATABASE = "postgres"
-    monkeypatch.setenv("DATABASE_URL", SERVER_URL)
-    created: list[str] = []
-    yield created
-    for slug in created:
-        for alias in list(connections):
-            if alias.endswith(slug):
-                connections[alias].close()
-        with psycopg.connect(SERVER_URL, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(stores.postgres_database_name(slug))))
-
-
 def _pg_databases() -> set[str]:
     with psycopg.connect(SERVER_URL) as conn:
         return {r[0] for r in conn.execute("SELECT datname FROM pg_database")}
 
 
-def test_postgres_mode_round_trips_an_agent(postgres_mode, make_org):
+def test_postgres_orgs_round_trips_an_agent(postgres_orgs, make_org):
     org = make_org("pg")
-    postgres_mode.append(org.slug)
+    postgres_orgs.append(org.slug)
     assert stores.postgres_database_name(org.slug) in _pg_databases()
     assert not stores.store_path(org.slug).exists()
     created = org.client.post("/v1/agents", json.dumps({"name": "pg-agent", "instructions": "hi"}), content_type="application/json")
@@ -46,16 +31,16 @@ def test_postgres_mode_round_trips_an_agent(postgres_mode, make_org):
         assert conn.execute("SELECT name FROM agents_agent").fetchall() == [("pg-agent",)]
 
 
-def test_postgres_orgs_are_isolated(postgres_mode, make_org):
+def test_postgres_orgs_are_isolated(postgres_orgs, make_org):
     a, b = make_org("pga"), make_org("pgb")
-    postgres_mode.extend([a.slug, b.slug])
+    postgres_orgs.extend([a.slug, b.slug])
     a.client.post("/v1/agents", json.dumps({"name": "only-a"}), content_type="application/json")
     assert b.client.get("/v1/agents/only-a").status_code == 404
     with b.context():
         assert Agent.objects.count() == 0
 
 
-def test_postgres_non_creating_resolver_never_creates(postgres_mode, db):
+def test_postgres_non_creating_resolver_never_creates(postgres_orgs, db):
     slug = "pg-ghost-" + uuid.uuid4().hex[:6]
     with pytest.raises(stores.StoreMissing):
         stores.open_existing_store(slug)
@@ -71,10 +56,10 @@ def test_postgres_non_creating_resolver_never_creates(postgres_mode, db):
         {"name": "long-cron", "executionMode": "long-running", "schedule": ",".join(["1"] * 120) + " * * * *"},
     ],
 )
-def test_postgres_mode_refuses_text_its_columns_cannot_hold_with_400(postgres_mode, make_org, body):
+def test_postgres_orgs_refuses_text_its_columns_cannot_hold_with_400(postgres_orgs, make_org, body):
     # Each of these was a 500 from PostgreSQL (NUL in text, value wider than its column).
     org = make_org("pgt")
-    postgres_mode.append(org.slug)
+    postgres_orgs.append(org.slug)
     response = org.client.post("/v1/agents", json.dumps(body), content_type="application/json")
     assert response.status_code == 400, response.content
     assert response.json()["code"] == "invalid_request"
@@ -82,26 +67,26 @@ def test_postgres_mode_refuses_text_its_columns_cannot_hold_with_400(postgres_mo
         assert Agent.objects.count() == 0
 
 
-def test_postgres_existing_org_slugs_lists_orgs_with_a_database(postgres_mode, make_org):
+def test_postgres_existing_org_slugs_lists_orgs_with_a_database(postgres_orgs, make_org):
     from tenancy.models import Org
 
     org = make_org("pgl")
-    postgres_mode.append(org.slug)
+    postgres_orgs.append(org.slug)
     Org.objects.create(slug="pg-row-only-" + uuid.uuid4().hex[:6])
     slugs = stores.existing_org_slugs()
     assert org.slug in slugs and not any(s.startswith("pg-row-only-") for s in slugs)
 
 
-def test_an_org_being_provisioned_elsewhere_does_not_stall_other_orgs(postgres_mode, make_org):
+def test_an_org_being_provisioned_elsewhere_does_not_stall_other_orgs(postgres_orgs, make_org):
     # Provisioning used to run under the process-wide store lock: while another process held
     # org X's advisory lock (creating and migrating it), every org query here waited too.
     import hashlib
     import threading
 
     ready = make_org("pgr")
-    postgres_mode.append(ready.slug)
+    postgres_orgs.append(ready.slug)
     slow = "pg-slow-" + uuid.uuid4().hex[:6]
-    postgres_mode.append(slow)
+    postgres_orgs.append(slow)
     dbname = stores.postgres_database_name(slow)
     key = int.from_bytes(hashlib.sha256(dbname.encode()).digest()[:8], "big", signed=True)
     done: list[object] = []
