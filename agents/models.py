@@ -7,7 +7,7 @@ from django.core.validators import RegexValidator, URLValidator
 from django.db import models
 
 from agents.ids import mint_id
-from agents_site.vocabulary import AgentStatus, ExecutionMode, McpTransport, RunStatus
+from agents_site.vocabulary import AgentHosting, AgentStatus, ExecutionMode, McpTransport, RunKind, RunStatus
 
 MCP_SERVER_NAME_PATTERN = r"^[a-z0-9][a-z0-9-]{0,31}$"
 
@@ -30,6 +30,12 @@ class Agent(models.Model):
     timezone = models.CharField(max_length=64, default="UTC")
     compute_ref = models.CharField(max_length=256, default="", blank=True)
     service_account_id = models.CharField(max_length=256, default="", blank=True)
+    hosting = models.CharField(max_length=16, choices=AgentHosting.choices, default=AgentHosting.PLATFORM)
+    # Generation settings passed to the gateway (None = the gateway's default; max_tokens is
+    # always capped by AGENTS_MAX_OUTPUT_TOKENS).
+    max_tokens = models.PositiveIntegerField(null=True, blank=True)
+    temperature = models.FloatField(null=True, blank=True)
+    top_p = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 
@@ -42,14 +48,18 @@ class Agent(models.Model):
 
 
 class Run(models.Model):
-    """One execution of an agent: input, output or error, model, tokens, duration.
+    """One execution: input, output or error, model, tokens, duration, its kind and fee.
 
-    `finished_at` is set when the run ends (`ok`/`error`); history routes list only those.
+    `agent` is None for a run no agent drives (a chat round of a preset). `fee_cents` is the
+    fee the run holds from its start and is debited if it ends `ok`. `finished_at` is set when
+    the run ends (`ok`/`error`); history routes list only those.
     """
 
     id = models.CharField(primary_key=True, max_length=64)
-    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="runs")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="runs", null=True, blank=True)
     agent_name = models.CharField(max_length=64)
+    kind = models.CharField(max_length=16, choices=RunKind.choices, default=RunKind.RUN)
+    fee_cents = models.IntegerField(default=0)
     status = models.CharField(max_length=16, choices=RunStatus.choices)
     model = models.CharField(max_length=200, default="", blank=True)
     input = models.TextField(default="", blank=True)
@@ -72,7 +82,10 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["-finished_at", "-created_at"]
-        indexes = [models.Index(fields=["agent", "finished_at"], name="ix_runs_agent_finished")]
+        indexes = [
+            models.Index(fields=["agent", "finished_at"], name="ix_runs_agent_finished"),
+            models.Index(fields=["status", "finished_at"], name="ix_runs_status_finished"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.id} ({self.status})"

@@ -34,6 +34,28 @@ class RunStatus(models.TextChoices):
 
 RunStatus.FINISHED = frozenset({RunStatus.OK, RunStatus.ERROR})
 RunStatus.IN_FLIGHT = frozenset({RunStatus.QUEUED, RunStatus.RUNNING})
+# The runs that hold one fee against the org's balance until they finish (the balance gate
+# counts them): every run accepted and not yet finished, queued or running, however old.
+RunStatus.HOLDS_FEE = RunStatus.IN_FLIGHT
+
+
+class RunKind(models.TextChoices):
+    """What started a run. Every kind starts and finishes through the one run lifecycle."""
+
+    RUN = "run", "run"  # POST /v1/agents/{ref}/run, answered at once or in the background
+    SCHEDULED = "scheduled", "scheduled"  # fired by a long-running agent's cron
+    ROUTED = "routed", "routed"  # executed on a registered machine (targetId)
+    TOOL = "tool", "agent as tool"  # another agent called it as `agent_<name>`
+    CHAT = "chat", "chat round"  # one round of POST /v1/agents/chat
+    OPENAI = "openai", "OpenAI-compatible call"  # POST /v1/agents/openai/v1/chat/completions
+    CODING = "coding", "coding run"  # POST /v1/agents/coding
+
+
+class AgentHosting(models.TextChoices):
+    """Where an agent's brain runs."""
+
+    PLATFORM = "platform", "platform"  # executed here, through the run lifecycle
+    EXTERNAL = "external", "external"  # an identity agent whose brain runs elsewhere; never executed here
 
 
 class SlotOutcome(models.TextChoices):
@@ -197,6 +219,7 @@ class ErrorCode(StrEnum):
     TARGET_UNAVAILABLE = "target_unavailable"  # the dispatch gate refused the machine
     CLAIM_REJECTED = "claim_rejected"  # a claim/report failed one of its two proofs
     METHOD_NOT_ALLOWED = "method_not_allowed"  # the route exists without this method
+    AGENT_EXTERNAL = "agent_external"  # the agent's brain runs elsewhere; it cannot be executed here
     INTERNAL = "internal_error"  # an unexpected fault; nothing half-written
 
 
@@ -222,12 +245,13 @@ BADGE_COLOURS = {
 def vocabulary_for_js() -> dict:
     """Return the vocabulary as plain JSON-able data for templates (`json_script`).
 
-    Output: `{"runStatus": [...], "sessionStatus": [...], "sessionTerminal": [...],
+    Output: `{"runStatus": [...], "runKind": [...], "sessionStatus": [...], "sessionTerminal": [...],
     "eventKind": [...], "controlCommand": [...], "targetKind": [...], "targetStatus": [...],
     "activityKind": [...], "metricsRange": [...], "badge": {word: colour}}`.
     """
     return {
         "runStatus": list(RunStatus.values),
+        "runKind": list(RunKind.values),
         "sessionStatus": list(SessionStatus.values),
         "sessionTerminal": sorted(SessionStatus.TERMINAL),
         "eventKind": list(EventKind.values),
