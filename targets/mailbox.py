@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.db import router, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
@@ -26,6 +25,7 @@ from targets.models import ClaimKey, RoutedRun
 from targets.sanitize import clean_report
 from targets.selectors import target_get
 from targets.settle import routed_run_settle
+from tenancy import stores
 
 #: Seconds past a routed run's own time limit after which an unreported claim is given up.
 REPORT_GRACE_SECONDS = 60
@@ -141,7 +141,7 @@ def routed_offer(*, target_id: str, run_id: str, session_id: str, payload: dict)
     """
     _refuse_credentials(payload)
     now = timezone.now()
-    with transaction.atomic(using=router.db_for_write(RoutedRun)):
+    with stores.org_atomic():
         target = target_get(target_id=target_id)
         existing = RoutedRun.objects.filter(pk=run_id).first()
         if existing is not None:
@@ -171,7 +171,7 @@ def routed_withdraw(*, run_id: str, reason: str = "the run was stopped") -> Rout
     settled (reported or withdrawn). Idempotent.
     """
     now = timezone.now()
-    with transaction.atomic(using=router.db_for_write(RoutedRun)):
+    with stores.org_atomic():
         withdrawn = RoutedRun.objects.filter(pk=run_id, state__in=RoutedRunState.OPEN).update(
             state=RoutedRunState.WITHDRAWN, withdrawn_at=now, result={"status": RunStatus.ERROR, "error": reason}
         )
@@ -205,7 +205,7 @@ def routed_report(*, target_id: str, run_id: str, subject: str, is_org_admin: bo
     """
     claim_verify(target_id=target_id, subject=subject, is_org_admin=is_org_admin, key=key, stamp=False)
     report = clean_report(result, ok_word=RunStatus.OK, error_word=RunStatus.ERROR)
-    with transaction.atomic(using=router.db_for_write(RoutedRun)):
+    with stores.org_atomic():
         delivered = RoutedRun.objects.filter(
             pk=run_id, target_id=target_id, state=RoutedRunState.CLAIMED, reported_at__isnull=True
         ).update(state=RoutedRunState.REPORTED, reported_at=timezone.now(), result=report)
