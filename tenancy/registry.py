@@ -82,6 +82,16 @@ def admit(alias: str, settings_dict: dict, release: Callable[[str], None]) -> No
         _evict_least_recent(keep=alias, release=release)
 
 
+def evict(alias: str, release: Callable[[str], None]) -> bool:
+    """Drop `alias` now unless some frame acts for it; return True when it was dropped."""
+    with lock:
+        if _in_use[alias]:
+            return False
+        _ready.pop(alias, None)
+        unregister(alias, release)
+        return True
+
+
 def hold(alias: str) -> bool:
     """Count one more frame acting for `alias`; return False when it is not registered."""
     with lock:

@@ -35,7 +35,7 @@ from tenancy.slugs import SLUG_RE, InvalidOrg, validate_slug
 
 __all__ = [
     "ORG_APP_LABELS", "SLUG_RE", "InvalidOrg", "NoOrgSelected", "StoreMissing", "validate_slug", "is_org_alias",
-    "store_path", "postgres_database_name", "code_version", "template_path", "open_store", "store_exists",
+    "store_path", "postgres_database_name", "code_version", "template_path", "open_store", "close_store", "store_exists",
     "open_existing_store", "current_org", "current_alias", "set_current", "reset_current", "org_context",
     "org_atomic", "existing_org_slugs", "migrate_store",
 ]
@@ -93,6 +93,15 @@ def open_store(slug: str) -> str:
             _provisioned.add(alias)
     registry.admit(alias, backend.settings_for(slug), backend.release)
     return alias
+
+
+def close_store(slug: str) -> bool:
+    """Drop org `slug`'s alias from this process: its connections and pool closed, settings forgotten.
+
+    The next use registers it again from fresh settings (e.g. after the file was replaced or
+    its limits changed). Returns False, and drops nothing, while some frame acts for the org.
+    """
+    return registry.evict(_alias(slug), get_backend().release)
 
 
 def store_exists(slug: str) -> bool:
