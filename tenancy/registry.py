@@ -4,8 +4,8 @@ Django walks every registered alias twice per request (`reset_queries`, `close_o
 so the number kept registered is capped (`AGENTS_STORE_CACHE_SIZE`) to keep a request's cost
 independent of how many orgs the process has served. `connections.settings` is replaced, never
 mutated, so a thread walking it is never broken; an alias some thread acts for (`hold`) is never
-evicted. An evicted alias's connections (and, in PostgreSQL mode, its pool) are closed by the
-backend's `release`. This module deals in aliases only; `tenancy.stores` turns orgs into them.
+evicted. An evicted alias's connections, and its pool in PostgreSQL mode, are closed. This
+module deals in aliases only; `tenancy.stores` turns orgs into them.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Callable
 
 from django.conf import settings
 from django.db import connections
@@ -48,14 +47,18 @@ def register(alias: str, settings_dict: dict) -> None:
             connections.settings = {**connections.settings, alias: settings_dict}
 
 
-def unregister(alias: str, release: Callable[[str], None] | None = None) -> None:
-    """Close this thread's connection of `alias`, call `release(alias)`, and drop the alias."""
+def unregister(alias: str) -> None:
+    """Close this thread's connection of `alias` and the process's pool of it; drop the alias.
+
+    Callers make sure no frame acts for `alias` (see `hold`): its pooled connections end now.
+    """
     with lock:
         with contextlib.suppress(Exception):
-            connections[alias].close()
-        if release is not None:
-            with contextlib.suppress(Exception):
-                release(alias)
+            connection = connections[alias]
+            connection.close()
+            close_pool = getattr(connection, "close_pool", None)  # PostgreSQL's wrapper has a pool
+            if close_pool is not None:
+                close_pool()
         if alias in connections.settings:
             connections.settings = {k: v for k, v in connections.settings.items() if k != alias}
         with contextlib.suppress(AttributeError):
@@ -71,7 +74,7 @@ def touch(alias: str) -> bool:
         return False
 
 
-def admit(alias: str, settings_dict: dict, release: Callable[[str], None]) -> None:
+def admit(alias: str, settings_dict: dict) -> None:
     """Register `alias` for use and evict least recently used idle aliases above the cap."""
     with lock:
         if alias in _ready:
@@ -79,16 +82,16 @@ def admit(alias: str, settings_dict: dict, release: Callable[[str], None]) -> No
             return
         register(alias, settings_dict)
         _ready[alias] = None
-        _evict_least_recent(keep=alias, release=release)
+        _evict_least_recent(keep=alias)
 
 
-def evict(alias: str, release: Callable[[str], None]) -> bool:
+def evict(alias: str) -> bool:
     """Drop `alias` now unless some frame acts for it; return True when it was dropped."""
     with lock:
         if _in_use[alias]:
             return False
         _ready.pop(alias, None)
-        unregister(alias, release)
+        unregister(alias)
         return True
 
 
@@ -113,7 +116,7 @@ def _cache_size() -> int:
     return max(8, int(getattr(settings, "AGENTS_STORE_CACHE_SIZE", 64)))
 
 
-def _evict_least_recent(*, keep: str, release: Callable[[str], None]) -> None:
+def _evict_least_recent(*, keep: str) -> None:
     # Caller holds `lock`. An evicted alias is registered again on its next use. Held aliases
     # are never evicted, so the cache may briefly exceed its size while more orgs are busy.
     for alias in list(_ready):
@@ -121,4 +124,4 @@ def _evict_least_recent(*, keep: str, release: Callable[[str], None]) -> None:
             return
         if alias != keep and not _in_use[alias]:
             _ready.pop(alias)
-            unregister(alias, release)
+            unregister(alias)

@@ -91,7 +91,7 @@ def open_store(slug: str) -> str:
         if alias not in _provisioned:
             backend.provision(slug, alias)
             _provisioned.add(alias)
-    registry.admit(alias, backend.settings_for(slug), backend.release)
+    registry.admit(alias, backend.settings_for(slug))
     return alias
 
 
@@ -101,7 +101,7 @@ def close_store(slug: str) -> bool:
     The next use registers it again from fresh settings (e.g. after the file was replaced or
     its limits changed). Returns False, and drops nothing, while some frame acts for the org.
     """
-    return registry.evict(_alias(slug), get_backend().release)
+    return registry.evict(_alias(slug))
 
 
 def store_exists(slug: str) -> bool:

@@ -54,9 +54,6 @@ class OrgStoreBackend(ABC):
         """Return those of `slugs` that have a store, in the given order."""
         return [slug for slug in slugs if self.exists(slug)]
 
-    def release(self, alias: str) -> None:
-        """Free what the process keeps for `alias` beyond this thread's connection (its pool)."""
-
     def serialize(self, alias: str, key: str) -> None:
         """Inside an open transaction on `alias`, wait until no other `key`-serialised one is open.
 

@@ -41,6 +41,7 @@ def org_pool_options() -> dict:
         "min_size": 0,
         "max_size": max_size,
         "max_idle": ORG_POOL_MAX_IDLE_SECONDS,
+        "num_workers": 1,  # background threads per pool (psycopg-pool's default is 3); one per cached org
         "timeout": float(getattr(settings, "AGENTS_DB_POOL_TIMEOUT_SECONDS", 10.0)),
     }
 
@@ -124,10 +125,6 @@ class PostgresBackend(OrgStoreBackend):
         with server_connection() as conn:
             names = {row[0] for row in conn.execute("SELECT datname FROM pg_database")}
         return [slug for slug in slugs if database_name(slug) in names]
-
-    def release(self, alias: str) -> None:
-        """Close the process's pool of `alias` (its idle connections end at once)."""
-        connections[alias].close_pool()
 
     def serialize(self, alias: str, key: str) -> None:
         """Take a transaction-level advisory lock on (`alias`'s database, `key`); wait for it.
