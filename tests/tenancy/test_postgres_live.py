@@ -7,7 +7,7 @@ dense, and the process never holds more connections than its pools allow.
 
 from __future__ import annotations
 
-import os
+import contextlib
 import subprocess
 import sys
 import threading
@@ -22,6 +22,7 @@ from tests.support.live import ROOT, LiveServer, server_env
 
 SERVER = "postgres://postgres@127.0.0.1:5432/postgres"
 DEFAULT_POOL, ORG_POOL = 4, 4
+POOL_TIMEOUT = 5  # seconds a request waits for a pooled connection (generous for a loaded CI box)
 
 _SETUP_ORG = """
 import django
@@ -53,6 +54,7 @@ def postgres_deployment(db):
             "AGENTS_ORG_DATABASE": "postgres",
             "AGENTS_DB_POOL_MAX_SIZE": DEFAULT_POOL,
             "AGENTS_ORG_DB_POOL_MAX_SIZE": ORG_POOL,
+            "AGENTS_DB_POOL_TIMEOUT_SECONDS": POOL_TIMEOUT,
         }
     )
     server = None
@@ -61,7 +63,7 @@ def postgres_deployment(db):
         key = subprocess.run(
             [sys.executable, "-c", _SETUP_ORG.format(slug=slug)], cwd=ROOT, env=env, check=True, capture_output=True, text=True
         ).stdout.strip().splitlines()[-1]
-        server = LiveServer({k: env[k] for k in ("DATABASE_URL", "AGENTS_ORG_DATABASE", "AGENTS_DB_POOL_MAX_SIZE", "AGENTS_ORG_DB_POOL_MAX_SIZE")})
+        server = LiveServer({k: env[k] for k in ("DATABASE_URL", "AGENTS_ORG_DATABASE", "AGENTS_DB_POOL_MAX_SIZE", "AGENTS_ORG_DB_POOL_MAX_SIZE", "AGENTS_DB_POOL_TIMEOUT_SECONDS")})
         server.start()
         yield server, key, (default_db, org_db)
     finally:
@@ -103,3 +105,22 @@ def test_64_simultaneous_appends_on_postgres_mode_are_all_served_with_a_dense_se
     assert events["events"] == clients
     # The process holds no more connections than its two pools allow (the second is one org's).
     assert _connections_to(databases) <= DEFAULT_POOL + ORG_POOL
+
+
+def test_open_streams_do_not_hold_pooled_connections(postgres_deployment):
+    # A stream lasts as long as its client stays; a connection it kept for that long would
+    # starve the pool, and requests behind it would wait, then answer 503 store_busy.
+    server, key, _ = postgres_deployment
+    headers = {"Authorization": f"Bearer {key}"}
+    opened = httpx.post(server.url + "/v1/agents/sessions", json={"agent": "coder"}, headers=headers, timeout=30)
+    assert opened.status_code == 201, opened.text
+    session_id = opened.json()["id"]
+    with contextlib.ExitStack() as streams:
+        for _ in range(DEFAULT_POOL + ORG_POOL + 2):
+            client = streams.enter_context(httpx.Client(headers=headers, timeout=httpx.Timeout(30, read=None)))
+            response = streams.enter_context(client.stream("GET", f"{server.url}/v1/agents/sessions/stream"))
+            assert response.status_code == 200
+        appended = httpx.post(
+            f"{server.url}/v1/agents/sessions/{session_id}/events", json={"kind": "message"}, headers=headers, timeout=60
+        )
+        assert appended.status_code == 201, appended.text
