@@ -196,3 +196,24 @@ def test_a_full_sqlite_org_store_answers_503_store_unavailable_and_writes_nothin
     assert listed.status_code == 200
     with org.context():
         assert list(Agent.objects.values_list("name", flat=True)) == ["kept"]
+
+
+def test_a_busy_pool_met_before_the_api_answers_503_store_busy_in_the_error_shape(org_a, monkeypatch):
+    # The principal is looked up by a middleware, outside the API's own error handler.
+    from django.db import OperationalError
+    from django.test import Client
+    from psycopg_pool import PoolTimeout
+
+    import tenancy.middleware
+
+    def busy(request):
+        try:
+            raise PoolTimeout("couldn't get a connection after 10.00 sec")
+        except PoolTimeout as exc:
+            raise OperationalError(str(exc)) from exc
+
+    monkeypatch.setattr(tenancy.middleware, "resolve_principal", busy)
+    response = Client(HTTP_AUTHORIZATION=f"Bearer {org_a.key}", raise_request_exception=False).get("/v1/agents")
+    assert response.status_code == 503
+    assert response["Retry-After"] == "2"
+    assert response.json()["code"] == "store_busy"
