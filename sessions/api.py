@@ -62,7 +62,17 @@ def _openapi_body(schema) -> dict:
 
 @sessions_router.get("/stream", summary="Live session and event updates (Server-Sent Events)", response={200: None, 403: ErrorOut, 404: ErrorOut})
 async def stream_sessions(request, root: str | None = None, lastEventId: str | None = None):
-    """Stream the org's session and event frames as SSE, resumable by Last-Event-ID (spec 003: GET …/sessions/stream)."""
+    """Stream the org's session and event frames as Server-Sent Events.
+
+    Frames: `event: session` (`{"session": …}`, no id) and `event: event` (`{"event": …}`,
+    `id:` the event's org-wide position); `: ping` comments keep the connection open.
+    Reconnect with `Last-Event-ID` (or `?lastEventId=`) to be replayed every event after that
+    id, with no gap and no duplicate. An id beyond the log's head (a log restored from a backup
+    or reset, or an id this server never sent) is never ignored in silence: the stream opens
+    with `event: reset`, `id: <head>`, `data: {"head": <head>}` and continues live from the
+    head; re-read sessions and events with the GET routes, as after any drop. `?root=`
+    narrows the stream to one flow. A non-numeric Last-Event-ID is a 400.
+    """
     org = request.auth.org_slug
     last_event_id = parse_last_event_id(request.headers.get("Last-Event-ID"), lastEventId)
     root_id = await read_store(org, resolve_root, session_id=root) if root else None
