@@ -13,8 +13,8 @@ def balance_cents(*, org) -> int:
 
 
 def ledger_recent(*, org, limit: int = 50) -> list[LedgerEntry]:
-    """Return `org`'s newest ledger rows, newest first, at most `limit`."""
-    return list(LedgerEntry.objects.filter(org=org).order_by("-created_at", "-id")[:limit])
+    """Return `org`'s newest ledger rows, newest first, at most `limit` (≤ 200): the first page of `ledger_page`."""
+    return ledger_page(org=org, limit=limit).items
 
 
 def ledger_page(*, org, limit: int | None = None, cursor: str | None = None) -> Page[LedgerEntry]:
