@@ -93,15 +93,12 @@ def _run_status(status: str | None) -> str:
     return status
 
 
-def runs_finished(
-    *, agent: Agent | None = None, status: str | None = None, limit: int | None = None, cursor: str | None = None,
-    default_limit: int = HISTORY_DEFAULT_LIMIT,
-) -> Page[Run]:
+def runs_finished(*, agent: Agent | None = None, status: str | None = None, limit: int | None = None, cursor: str | None = None) -> Page[Run]:
     """Return one page of finished runs, newest first (`finished_at` desc, id desc) — THE list of
     finished runs every route, console page and dashboard reads.
 
     `agent` narrows to one agent; `status` (`ok`|`error`, or None for both) to one outcome.
-    `limit`: None → `default_limit`, above 200 → 200, below 1 → `InvalidRequest` (400);
+    `limit`: None → 50, above 200 → 200, below 1 → `InvalidRequest` (400);
     `cursor`: a `nextCursor` of this list with the same filters (400 otherwise). One query.
     """
     status = _run_status(status)
@@ -113,7 +110,7 @@ def runs_finished(
     return keyset_page(
         queryset,
         order=FINISHED_ORDER,
-        limit=page_limit(limit, default=default_limit, maximum=HISTORY_MAX_LIMIT),
+        limit=page_limit(limit, default=HISTORY_DEFAULT_LIMIT, maximum=HISTORY_MAX_LIMIT),
         cursor=cursor,
         tag="runs.finished",
     )
