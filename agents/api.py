@@ -5,9 +5,10 @@ from ninja import Router, Status
 
 from agents import selectors, services
 from agents.presenters import agent_detail_view, agent_view
-from agents.schemas import AgentDetailOut, AgentIn, AgentListOut, AgentOut
+from agents.schemas import AgentDetailOut, AgentIn, AgentListOut, AgentOut, ErrorOut
 from agents.services import AgentInput
 from agents_site.errors import ApiError
+from agents_site.pagination import cursor_param, limit_param
 
 router = Router(tags=["agents"])
 
@@ -34,10 +35,16 @@ def _input(payload: AgentIn, *, allow_name: bool) -> AgentInput:
     return AgentInput(**{_WIRE_TO_FIELD[k]: v for k, v in given.items() if k in _WIRE_TO_FIELD})
 
 
-@router.get("", response=AgentListOut, summary="List the org's agents", exclude_none=True)
-def list_agents(request):
-    """Return every agent of the caller's org with its run count (spec 003: GET /v1/agents)."""
-    return {"agents": [agent_view(a, runs=a.run_count) for a in selectors.agent_list()]}
+@router.get("", response={200: AgentListOut, 400: ErrorOut}, summary="List the org's agents", exclude_none=True)
+def list_agents(
+    request,
+    limit: int = limit_param(default=selectors.AGENTS_DEFAULT_LIMIT, maximum=selectors.AGENTS_MAX_LIMIT),
+    cursor: str = cursor_param(),
+):
+    """Return one page of the caller org's agents, most recently changed first, each with its run
+    count; `nextCursor` reads the next page."""
+    page = selectors.agent_page(limit=limit, cursor=cursor)
+    return {"agents": [agent_view(a, runs=a.run_count) for a in page.items], "nextCursor": page.next_cursor}
 
 
 @router.post("", response={201: AgentOut}, summary="Define an agent", exclude_none=True)

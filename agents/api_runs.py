@@ -19,7 +19,8 @@ from agents.runs.routed import routed_start
 from agents.schemas import ActivityOut, BillingOut, ErrorOut, MetricsOut, RunAcceptedOut, RunIn, RunListOut, RunOut
 from agents_site.vocabulary import RunStatus
 from agents_site.wire import compact
-from billing.selectors import billing_summary
+from agents_site.pagination import cursor_param, limit_param
+from billing.selectors import LEDGER_DEFAULT_LIMIT, LEDGER_MAX_LIMIT, billing_summary
 from tenancy.principal import require_org
 
 router = Router(tags=["runs"])
@@ -32,11 +33,16 @@ def _request_id(request) -> str:
     return given[:REQUEST_ID_MAX] if given else "req_" + secrets.token_hex(12)
 
 
-@router.get("/runs", response=RunListOut, summary="List the org's runs", exclude_none=True)
-def list_org_runs(request, status: str | None = None, limit: int | None = None):
-    """Return the org's runs across agents, newest first (`?status=ok|error|queued|running`,
-    `?limit=` 1..200 else 50). 400 for an unknown status."""
-    return {"runs": [run_view(r) for r in selectors.run_list_org(status=status, limit=limit)]}
+def _run_limit():
+    return limit_param(default=selectors.HISTORY_DEFAULT_LIMIT, maximum=selectors.HISTORY_MAX_LIMIT)
+
+
+@router.get("/runs", response={200: RunListOut, 400: ErrorOut}, summary="List the org's runs", exclude_none=True)
+def list_org_runs(request, status: str | None = None, limit: int = _run_limit(), cursor: str = cursor_param()):
+    """Return one page of the org's runs across agents, newest first: finished runs by default,
+    or only those in `?status=ok|error|queued|running`; `nextCursor` reads the next page."""
+    page = selectors.run_list_org(status=status, limit=limit, cursor=cursor)
+    return {"runs": [run_view(r) for r in page.items], "nextCursor": page.next_cursor}
 
 
 class RunIdConverter:
@@ -82,11 +88,16 @@ def metrics(request, range: str | None = Query(None)):
     return dashboards.invocation_metrics(window=range)
 
 
-@router.get("/billing", response={200: BillingOut, 503: ErrorOut}, summary="Balance and ledger", exclude_none=True)
-def billing(request, limit: int | None = None):
-    """Return the caller org's balance, the run fee and its newest ledger rows (`?limit=` 1..200, 50)."""
+@router.get("/billing", response={200: BillingOut, 400: ErrorOut, 503: ErrorOut}, summary="Balance and ledger", exclude_none=True)
+def billing(
+    request,
+    limit: int = limit_param(default=LEDGER_DEFAULT_LIMIT, maximum=LEDGER_MAX_LIMIT),
+    cursor: str = cursor_param(),
+):
+    """Return the caller org's balance, the run fee and one page of its ledger, newest first;
+    `nextCursor` reads the next page."""
     principal = require_org(request.auth)
-    return billing_summary(org_slug=principal.org_slug, limit=selectors.history_limit(limit))
+    return billing_summary(org_slug=principal.org_slug, limit=limit, cursor=cursor)
 
 
 @router.post(
@@ -151,8 +162,9 @@ def _routed(request, agent, payload: RunIn, principal):
     return response
 
 
-@router.get("/{ref}/runs", response=RunListOut, summary="One agent's run history", exclude_none=True)
-def list_agent_runs(request, ref: str, limit: int | None = None):
-    """Return agent `ref`'s finished runs, newest first (`?limit=` 1..200 else 50)."""
+@router.get("/{ref}/runs", response={200: RunListOut, 400: ErrorOut, 404: ErrorOut}, summary="One agent's run history", exclude_none=True)
+def list_agent_runs(request, ref: str, limit: int = _run_limit(), cursor: str = cursor_param()):
+    """Return one page of agent `ref`'s finished runs, newest first; `nextCursor` reads the next page."""
     agent = selectors.agent_get(ref=ref)
-    return {"runs": [run_view(r) for r in selectors.run_list(agent=agent, limit=limit)]}
+    page = selectors.run_list(agent=agent, limit=limit, cursor=cursor)
+    return {"runs": [run_view(r) for r in page.items], "nextCursor": page.next_cursor}

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from django.utils import timezone
 
 from agents.models import Agent, Run
+from agents.selectors import runs_finished
 from agents_site.vocabulary import ActivityKind, MetricsRange, RunStatus
 from agents_site.wire import rfc3339
 
@@ -34,8 +35,7 @@ def activity_feed() -> list[dict]:
     it changed since, `updated`. Shape: `{id, kind, agent, message, at}` (`at` RFC 3339). Two queries.
     """
     rows: list[dict] = []
-    runs = Run.objects.filter(status__in=RunStatus.FINISHED).order_by("-finished_at", "-id")
-    for run in runs.only("id", "agent_name", "status", "model", "error", "finished_at")[:ACTIVITY_RUNS]:
+    for run in runs_finished(limit=ACTIVITY_RUNS).items:
         if run.status == RunStatus.OK:
             kind, message = ActivityKind.INVOKED, f"Invoked {run.model}"
         else:

@@ -74,6 +74,7 @@ class AgentDetailOut(AgentOut):
 
 class AgentListOut(Schema):
     agents: list[AgentOut]
+    nextCursor: str | None = Field(None, description="Pass as `?cursor=` for the next page; absent on the last page.")
 
 
 class RunIn(Schema):
@@ -106,6 +107,7 @@ class ErrorOut(Schema):
 
 class RunListOut(Schema):
     runs: list[RunOut]
+    nextCursor: str | None = Field(None, description="Pass as `?cursor=` for the next page; absent on the last page.")
 
 
 class ActivityItemOut(Schema):
@@ -165,3 +167,4 @@ class BillingOut(Schema):
     balanceCents: int
     feeCents: int
     ledger: list[LedgerEntryOut]
+    nextCursor: str | None = Field(None, description="Pass as `?cursor=` for the next page; absent on the last page.")

@@ -5,7 +5,8 @@ from __future__ import annotations
 from django.db.models import Count, Q
 
 from agents.models import Agent, Run
-from agents_site.errors import NotFound
+from agents_site.errors import InvalidRequest, NotFound
+from agents_site.pagination import Page, keyset_page, page_limit
 from agents_site.vocabulary import RunStatus
 
 MAX_REF_LENGTH = 128
@@ -29,14 +30,33 @@ def agent_get(*, ref: str) -> Agent:
 
 
 def agent_list() -> list[Agent]:
-    """Return every agent of the org, `updated_at` desc then name, each with `run_count`.
+    """Return every agent of the org, `updated_at` desc then name, each with `run_count` (the console's list).
 
     Only finished runs are counted. One query.
     """
-    return list(
-        Agent.objects.annotate(run_count=Count("runs", filter=Q(runs__status__in=RunStatus.FINISHED))).order_by(
-            "-updated_at", "name"
-        )
+    return list(_agents_with_counts().order_by("-updated_at", "name"))
+
+
+def _agents_with_counts():
+    return Agent.objects.annotate(run_count=Count("runs", filter=Q(runs__status__in=RunStatus.FINISHED)))
+
+
+AGENTS_DEFAULT_LIMIT = 100
+AGENTS_MAX_LIMIT = 500
+
+
+def agent_page(*, limit: int | None = None, cursor: str | None = None) -> Page[Agent]:
+    """Return one page of the org's agents, `updated_at` desc then name (unique), each with `run_count`.
+
+    `limit` 1.. (default 100, clamped to 500); `cursor` a `nextCursor` of this list. Raises
+    `InvalidRequest` (400) for a bad limit or cursor. One query.
+    """
+    return keyset_page(
+        _agents_with_counts(),
+        order=("-updated_at", "name"),
+        limit=page_limit(limit, default=AGENTS_DEFAULT_LIMIT, maximum=AGENTS_MAX_LIMIT),
+        cursor=cursor,
+        tag="agents",
     )
 
 
@@ -57,37 +77,69 @@ def run_count(*, agent: Agent) -> int:
     return agent.runs.filter(status__in=RunStatus.FINISHED).count()
 
 
-def runs_recent(*, agent: Agent, limit: int = 20) -> list[Run]:
-    """Return `agent`'s newest finished runs, newest first, at most `limit`."""
-    return list(agent.runs.filter(status__in=RunStatus.FINISHED).order_by("-finished_at", "-id")[:limit])
-
-
 HISTORY_DEFAULT_LIMIT = 50
 HISTORY_MAX_LIMIT = 200
+#: The order of every list of finished runs: newest finish first, the id breaking ties.
+FINISHED_ORDER = ("-finished_at", "-id")
+#: The order of runs in flight (no `finished_at` yet): newest first by creation.
+IN_FLIGHT_ORDER = ("-created_at", "-id")
 
 
-def history_limit(limit: int | None) -> int:
-    """Return `limit` if it is 1..200, else the default 50 (out of range is never a 400)."""
-    return limit if isinstance(limit, int) and 1 <= limit <= HISTORY_MAX_LIMIT else HISTORY_DEFAULT_LIMIT
-
-
-def run_list(*, agent: Agent, limit: int | None = None) -> list[Run]:
-    """Return `agent`'s finished runs, newest first, at most `limit` (1..200, default 50). One query."""
-    return list(agent.runs.filter(status__in=RunStatus.FINISHED).order_by("-finished_at", "-id")[: history_limit(limit)])
-
-
-def run_list_org(*, status: str | None = None, limit: int | None = None) -> list[Run]:
-    """Return the org's runs across agents, newest first, at most `limit` (1..200, default 50).
-
-    Without `status`, finished runs (`ok` and `error`); with one of the run statuses, only
-    runs in it (`queued`/`running` list runs in flight). Raises `InvalidRequest` for any other
-    status. One query.
-    """
-    from agents_site.errors import InvalidRequest
-
+def _run_status(status: str | None) -> str:
+    """Return `status` stripped ("" for none); raise `InvalidRequest` (400) unless it is a run status."""
     status = (status or "").strip()
     if status and status not in RunStatus.values:
         raise InvalidRequest(f"status must be one of {'|'.join(RunStatus.values)}")
-    qs = Run.objects.filter(status=status) if status else Run.objects.filter(status__in=RunStatus.FINISHED)
-    order = ("-finished_at", "-id") if status in ("", *RunStatus.FINISHED) else ("-created_at", "-id")
-    return list(qs.order_by(*order)[: history_limit(limit)])
+    return status
+
+
+def runs_finished(*, agent: Agent | None = None, status: str | None = None, limit: int | None = None, cursor: str | None = None) -> Page[Run]:
+    """Return one page of finished runs, newest first (`finished_at` desc, id desc) — THE list of
+    finished runs every route, console page and dashboard reads.
+
+    `agent` narrows to one agent; `status` (`ok`|`error`, or None for both) to one outcome.
+    `limit`: None → 50, above 200 → 200, below 1 → `InvalidRequest` (400);
+    `cursor`: a `nextCursor` of this list with the same filters (400 otherwise). One query.
+    """
+    status = _run_status(status)
+    if status and status not in RunStatus.FINISHED:
+        raise InvalidRequest(f"status must be one of {'|'.join(sorted(RunStatus.FINISHED))}")
+    queryset = Run.objects.filter(status=status) if status else Run.objects.filter(status__in=RunStatus.FINISHED)
+    if agent is not None:
+        queryset = queryset.filter(agent=agent)
+    return keyset_page(
+        queryset,
+        order=FINISHED_ORDER,
+        limit=page_limit(limit, default=HISTORY_DEFAULT_LIMIT, maximum=HISTORY_MAX_LIMIT),
+        cursor=cursor,
+        tag="runs.finished",
+    )
+
+
+def runs_recent(*, agent: Agent, limit: int = 20) -> list[Run]:
+    """Return `agent`'s newest finished runs, newest first, at most `limit` (≤ 200)."""
+    return runs_finished(agent=agent, limit=limit).items
+
+
+def run_list(*, agent: Agent, limit: int | None = None, cursor: str | None = None) -> Page[Run]:
+    """Return one page of `agent`'s finished runs, newest first (`limit` default 50, clamped to 200). One query."""
+    return runs_finished(agent=agent, limit=limit, cursor=cursor)
+
+
+def run_list_org(*, status: str | None = None, limit: int | None = None, cursor: str | None = None) -> Page[Run]:
+    """Return one page of the org's runs across agents, newest first (`limit` default 50, clamped to 200).
+
+    Without `status`, finished runs (`ok` and `error`, by `finished_at`); with `queued` or
+    `running`, the runs in flight in it (by `created_at`). Raises `InvalidRequest` (400) for
+    any other status, a bad limit or a foreign cursor. One query.
+    """
+    status = _run_status(status)
+    if status not in RunStatus.IN_FLIGHT:
+        return runs_finished(status=status or None, limit=limit, cursor=cursor)
+    return keyset_page(
+        Run.objects.filter(status=status),
+        order=IN_FLIGHT_ORDER,
+        limit=page_limit(limit, default=HISTORY_DEFAULT_LIMIT, maximum=HISTORY_MAX_LIMIT),
+        cursor=cursor,
+        tag=f"runs.{status}",
+    )

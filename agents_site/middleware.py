@@ -114,3 +114,39 @@ def api_error_shape(get_response):
             return _refused(request) or _shaped(request, get_response(request))
 
     return middleware
+
+
+@sync_and_async_middleware
+def static_files(get_response):
+    """Middleware factory: serve static files with WhiteNoise without making the chain sync.
+
+    WhiteNoise's middleware is sync-only, so Django ran every async view (the claim long-poll)
+    inside the process's one thread-sensitive worker thread: a claim waiting 25 s held that
+    thread, and every other claim (and every sync view) of the process queued behind it. Here
+    WhiteNoise only looks the path up; a static file is served (a cheap file open) and
+    anything else goes straight on, async or sync as the chain is.
+    """
+    from whitenoise.middleware import WhiteNoiseMiddleware
+
+    whitenoise = WhiteNoiseMiddleware(get_response)
+
+    def lookup(request):
+        return whitenoise.find_file(request.path_info) if whitenoise.autorefresh else whitenoise.files.get(request.path_info)
+
+    if iscoroutinefunction(get_response):
+
+        async def middleware(request):
+            static_file = lookup(request)
+            if static_file is not None:
+                return whitenoise.serve(static_file, request)
+            return await get_response(request)
+
+    else:
+
+        def middleware(request):
+            static_file = lookup(request)
+            if static_file is not None:
+                return whitenoise.serve(static_file, request)
+            return get_response(request)
+
+    return middleware

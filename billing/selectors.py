@@ -1,6 +1,10 @@
 """Reads of the billing app."""
 
+from agents_site.pagination import Page, keyset_page, page_limit
 from billing.models import Account, LedgerEntry
+
+LEDGER_DEFAULT_LIMIT = 50
+LEDGER_MAX_LIMIT = 200
 
 
 def balance_cents(*, org) -> int:
@@ -9,15 +13,30 @@ def balance_cents(*, org) -> int:
 
 
 def ledger_recent(*, org, limit: int = 50) -> list[LedgerEntry]:
-    """Return `org`'s newest ledger rows, newest first, at most `limit`."""
-    return list(LedgerEntry.objects.filter(org=org).order_by("-created_at", "-id")[:limit])
+    """Return `org`'s newest ledger rows, newest first, at most `limit` (≤ 200): the first page of `ledger_page`."""
+    return ledger_page(org=org, limit=limit).items
 
 
-def billing_summary(*, org_slug: str, limit: int = 50) -> dict:
-    """Return `{"balanceCents", "feeCents", "ledger": [ledger view…]}` for org `org_slug`.
+def ledger_page(*, org, limit: int | None = None, cursor: str | None = None) -> Page[LedgerEntry]:
+    """Return one page of `org`'s ledger, newest first (`created_at` desc, id desc).
 
-    `ledger` is the newest `limit` rows, newest first. Raises `BalanceUnavailable` (503) when
-    the ledger cannot be read. Two queries plus the org lookup.
+    `limit` default 50, clamped to 200; raises `InvalidRequest` (400) for a bad limit or cursor.
+    """
+    return keyset_page(
+        LedgerEntry.objects.filter(org=org),
+        order=("-created_at", "-id"),
+        limit=page_limit(limit, default=LEDGER_DEFAULT_LIMIT, maximum=LEDGER_MAX_LIMIT),
+        cursor=cursor,
+        tag="ledger",
+    )
+
+
+def billing_summary(*, org_slug: str, limit: int | None = None, cursor: str | None = None) -> dict:
+    """Return `{"balanceCents", "feeCents", "ledger": [ledger view…], "nextCursor"}` for org `org_slug`.
+
+    `ledger` is one page of rows, newest first (see `ledger_page`); `nextCursor` is None on the
+    last page. Raises `InvalidRequest` (400) for a bad limit or cursor, `BalanceUnavailable`
+    (503) when the ledger cannot be read. Two queries plus the org lookup.
     """
     from django.db import DatabaseError
 
@@ -28,7 +47,13 @@ def billing_summary(*, org_slug: str, limit: int = 50) -> dict:
     try:
         org = Org.objects.filter(slug=org_slug).first()
         balance = balance_cents(org=org) if org else 0
-        rows = ledger_recent(org=org, limit=limit) if org else []
+        page_size = page_limit(limit, default=LEDGER_DEFAULT_LIMIT, maximum=LEDGER_MAX_LIMIT)
+        page = ledger_page(org=org, limit=page_size, cursor=cursor) if org else Page()
     except DatabaseError as exc:
         raise BalanceUnavailable("the ledger cannot be read right now") from exc
-    return {"balanceCents": balance, "feeCents": run_fee_cents(), "ledger": [ledger_entry_view(r) for r in rows]}
+    return {
+        "balanceCents": balance,
+        "feeCents": run_fee_cents(),
+        "ledger": [ledger_entry_view(r) for r in page.items],
+        "nextCursor": page.next_cursor,
+    }

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from django.core.paginator import Page, Paginator
-
-from agents.models import Agent
-from agents_site.vocabulary import RunStatus
+from agents.models import Agent, Run
+from agents.selectors import runs_finished
+from agents_site.pagination import Page
 
 RUNS_PER_PAGE = 20
 
 
-def run_history_page(*, agent: Agent, page_number, per_page: int = RUNS_PER_PAGE) -> Page:
-    """Return one page of `agent`'s finished runs, newest first (`per_page` rows, ≥1).
+def run_history_page(*, agent: Agent, cursor: str | None, per_page: int = RUNS_PER_PAGE) -> Page[Run]:
+    """Return one page of `agent`'s finished runs, newest first (`per_page` rows), after `cursor`.
 
-    An out-of-range or malformed `page_number` gives the nearest valid page (first or last),
-    like the API's silently-defaulted `limit`; an agent with no runs gives one empty page.
+    The same keyset list as `GET /v1/agents/{ref}/runs` (`agents.selectors.runs_finished`), so
+    a page never repeats or skips a run while new runs finish. Raises `InvalidRequest` for a
+    cursor that list did not hand out.
     """
-    runs = agent.runs.filter(status__in=RunStatus.FINISHED).order_by("-finished_at", "-id")
-    return Paginator(runs, max(1, per_page)).get_page(page_number)
+    return runs_finished(agent=agent, limit=per_page, cursor=cursor or None)

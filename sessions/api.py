@@ -15,6 +15,7 @@ from django.http import JsonResponse
 from ninja import Router, Status
 
 from agents_site.errors import InvalidRequest
+from agents_site.pagination import cursor_param, limit_param
 from agents_site.vocabulary import ControlCommand, SessionStatus
 from sessions import builds, control, selectors, services
 from sessions.presenters import control_command_view, event_view, session_view, tree_view
@@ -26,6 +27,7 @@ from sessions.schemas import (
     ControlPollOut,
     ErrorOut,
     EventIn,
+    EventListOut,
     EventOut,
     SecretErrorOut,
     SessionDetailOut,
@@ -62,7 +64,17 @@ def _openapi_body(schema) -> dict:
 
 @sessions_router.get("/stream", summary="Live session and event updates (Server-Sent Events)", response={200: None, 403: ErrorOut, 404: ErrorOut})
 async def stream_sessions(request, root: str | None = None, lastEventId: str | None = None):
-    """Stream the org's session and event frames as SSE, resumable by Last-Event-ID (spec 003: GET …/sessions/stream)."""
+    """Stream the org's session and event frames as Server-Sent Events.
+
+    Frames: `event: session` (`{"session": …}`, no id) and `event: event` (`{"event": …}`,
+    `id:` the event's org-wide position); `: ping` comments keep the connection open.
+    Reconnect with `Last-Event-ID` (or `?lastEventId=`) to be replayed every event after that
+    id, with no gap and no duplicate. An id beyond the log's head (a log restored from a backup
+    or reset, or an id this server never sent) is never ignored in silence: the stream opens
+    with `event: reset`, `id: <head>`, `data: {"head": <head>}` and continues live from the
+    head; re-read sessions and events with the GET routes, as after any drop. `?root=`
+    narrows the stream to one flow. A non-numeric Last-Event-ID is a 400.
+    """
     org = request.auth.org_slug
     last_event_id = parse_last_event_id(request.headers.get("Last-Event-ID"), lastEventId)
     root_id = await read_store(org, resolve_root, session_id=root) if root else None
@@ -72,12 +84,24 @@ async def stream_sessions(request, root: str | None = None, lastEventId: str | N
     return stream_response(org=org, root=root_id, last_event_id=last_event_id)
 
 
-@sessions_router.get("", response=SessionListOut, summary="List the org's sessions", exclude_none=True)
-def list_sessions(request, root: str | None = None, parent: str | None = None, status: str | None = None, project: str | None = None, limit: int | None = None):
-    """Return the org's sessions, newest first; roots only unless ?root= or ?parent= (spec 003: GET /v1/agents/sessions)."""
+@sessions_router.get("", response={200: SessionListOut, 400: ErrorOut}, summary="List the org's sessions", exclude_none=True)
+def list_sessions(
+    request,
+    root: str | None = None,
+    parent: str | None = None,
+    status: str | None = None,
+    project: str | None = None,
+    limit: int = limit_param(default=selectors.LIST_DEFAULT_LIMIT, maximum=selectors.LIST_MAX_LIMIT),
+    cursor: str = cursor_param(),
+):
+    """Return one page of the org's sessions, newest first; root sessions only unless `?root=`
+    (a whole flow) or `?parent=` (direct children); `nextCursor` reads the next page."""
     org = request.auth.org_slug
-    rows = selectors.session_list(root=root, parent=parent, status=status, project=project, limit=limit)
-    return {"sessions": [session_view(r.session, org=org, children=r.children, last_event=r.last_event) for r in rows]}
+    page = selectors.session_list(root=root, parent=parent, status=status, project=project, limit=limit, cursor=cursor)
+    return {
+        "sessions": [session_view(r.session, org=org, children=r.children, last_event=r.last_event) for r in page.items],
+        "nextCursor": page.next_cursor,
+    }
 
 
 @sessions_router.post("", response={201: SessionOut}, summary="Open a live session", exclude_none=True)
@@ -129,6 +153,19 @@ def session_tree(request, id: str):
     """Return the flow rooted at this session from one indexed read; a leaf's children is null (spec 003: GET …/{id}/tree)."""
     session, by_parent = selectors.session_tree(session_id=id)
     return JsonResponse(tree_view(session, org=request.auth.org_slug, by_parent=by_parent))
+
+
+@sessions_router.get("/{id}/events", response={200: EventListOut, 400: ErrorOut, 404: ErrorOut}, summary="Read a session's log, page by page", exclude_none=True)
+def list_events(
+    request,
+    id: str,
+    limit: int = limit_param(default=selectors.EVENTS_DEFAULT_LIMIT, maximum=selectors.EVENTS_MAX_LIMIT),
+    cursor: str = cursor_param(),
+):
+    """Return one page of the session's events, oldest first (by `seq`); follow `nextCursor` to
+    read the whole log. `GET /sessions/{id}` shows only the newest 50."""
+    page = selectors.session_events(session_id=id, limit=limit, cursor=cursor)
+    return {"events": [event_view(e) for e in page.items], "nextCursor": page.next_cursor}
 
 
 @sessions_router.post(

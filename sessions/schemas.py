@@ -109,10 +109,18 @@ class EventOut(Schema):
     createdAt: str
 
 
+class EventListOut(Schema):
+    """`{"events": [...], "nextCursor"?}`: one page of a session's log, oldest first."""
+
+    events: list[EventOut]
+    nextCursor: str | None = Field(None, description="Pass as `?cursor=` for the next page; absent on the last page.")
+
+
 class SessionListOut(Schema):
-    """`{"sessions": [...]}`."""
+    """`{"sessions": [...], "nextCursor"?}`."""
 
     sessions: list[SessionOut]
+    nextCursor: str | None = Field(None, description="Pass as `?cursor=` for the next page; absent on the last page.")
 
 
 class SessionDetailOut(SessionOut):

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
+from agents_site.pagination import Page, keyset_page, page_limit
 from agents_site.vocabulary import EventKind
 from sessions import fields
 from sessions.errors import SessionNotFound
@@ -62,37 +63,54 @@ def child_count(*, session_id: str) -> int:
 
 
 def clamp_limit(limit: int | None, *, default: int = LIST_DEFAULT_LIMIT, maximum: int = LIST_MAX_LIMIT) -> int:
-    """Return `limit` when it is in 1..maximum, else `default` (never an error; reference §2.0)."""
+    """Return `limit` when it is in 1..maximum, else `default` (never an error; reference §2.0).
+
+    Only the public builds index keeps this silent rule; the org's lists use
+    `agents_site.pagination.page_limit` (clamped, 400 below 1).
+    """
     if limit is None or limit < 1 or limit > maximum:
         return default
     return limit
 
 
-def _rows(queryset: QuerySet) -> list[SessionRow]:
-    """Return `SessionRow`s for `queryset` in two queries (sessions with counts; last events)."""
+def _annotated(queryset: QuerySet) -> QuerySet:
+    """Return `queryset` annotated with `child_count` and `last_event_id` (subqueries, no extra query)."""
     children = (
         Session.objects.filter(parent_id=OuterRef("id")).order_by().values("parent_id").annotate(n=Count("id")).values("n")
     )
     newest = Event.objects.filter(session_id=OuterRef("id")).order_by("-seq").values("id")[:1]
-    sessions = list(
-        queryset.annotate(
-            child_count=Coalesce(Subquery(children, output_field=IntegerField()), Value(0)),
-            last_event_id=Subquery(newest),
-        )
+    return queryset.annotate(
+        child_count=Coalesce(Subquery(children, output_field=IntegerField()), Value(0)),
+        last_event_id=Subquery(newest),
     )
+
+
+def _rows(queryset: QuerySet) -> list[SessionRow]:
+    """Return `SessionRow`s for `queryset` in two queries (sessions with counts; last events)."""
+    return _with_last_events(list(_annotated(queryset)))
+
+
+def _with_last_events(sessions: list[Session]) -> list[SessionRow]:
+    """Return `SessionRow`s for sessions read through `_annotated`, fetching their last events in one query."""
     wanted = [s.last_event_id for s in sessions if s.last_event_id]
     events = Event.objects.in_bulk(wanted) if wanted else {}
     return [SessionRow(s, s.child_count, events.get(s.last_event_id)) for s in sessions]
 
 
 def session_list(
-    *, root: str | None = None, parent: str | None = None, status: str | None = None, project: str | None = None, limit: int | None = None
-) -> list[SessionRow]:
-    """Return the org's sessions, newest first (`created_at` desc, then id), two queries.
+    *,
+    root: str | None = None,
+    parent: str | None = None,
+    status: str | None = None,
+    project: str | None = None,
+    limit: int | None = None,
+    cursor: str | None = None,
+) -> Page[SessionRow]:
+    """Return one page of the org's sessions, newest first (`created_at` desc, then id asc), two queries.
 
     Scope: `root` → that whole flow; else `parent` → its direct children; else ROOT sessions
-    only. `status` must be one of the four words (400), `project` filters exactly; `limit` is
-    1..500, anything else means 100.
+    only. `status` must be one of the four words (400), `project` filters exactly; `limit`
+    default 100, clamped to 500, below 1 a 400; `cursor` a `nextCursor` of this list (400 otherwise).
     """
     queryset = Session.objects.all()
     if root:
@@ -105,7 +123,35 @@ def session_list(
         queryset = queryset.filter(status=fields.clean_status(status))
     if project:
         queryset = queryset.filter(project=project)
-    return _rows(queryset.order_by("-created_at", "id")[: clamp_limit(limit)])
+    page = keyset_page(
+        _annotated(queryset),
+        order=("-created_at", "id"),
+        limit=page_limit(limit, default=LIST_DEFAULT_LIMIT, maximum=LIST_MAX_LIMIT),
+        cursor=cursor,
+        tag="sessions",
+    )
+    return Page(items=_with_last_events(page.items), next_cursor=page.next_cursor)
+
+
+EVENTS_DEFAULT_LIMIT = 100
+EVENTS_MAX_LIMIT = 500
+
+
+def session_events(*, session_id: str, limit: int | None = None, cursor: str | None = None) -> Page[Event]:
+    """Return one page of session `session_id`'s log, oldest first (by `seq`, dense 1..N).
+
+    `limit` default 100, clamped to 500; `cursor` a `nextCursor` of this list. Walking the
+    pages reads the whole log once, in order; events appended during the walk come at its end.
+    Raises `SessionNotFound` (404), `InvalidRequest` (400) for a bad limit or cursor. Two queries.
+    """
+    session = session_get(session_id=session_id)
+    return keyset_page(
+        Event.objects.filter(session_id=session.id),
+        order=("seq",),
+        limit=page_limit(limit, default=EVENTS_DEFAULT_LIMIT, maximum=EVENTS_MAX_LIMIT),
+        cursor=cursor,
+        tag="events",
+    )
 
 
 @dataclass

@@ -10,6 +10,10 @@ with the store as the source of truth behind it:
   first replayed every event with position > k from the store (page by page), then the live
   feed. For every k the client gets exactly the events after k: no gap, no duplicate, for the
   whole life of the log. Without it the stream starts at the head of the log.
+* Resume is never silent: a `Last-Event-ID` beyond the log's head (a log restored from a
+  backup or reset, a made-up id) opens the stream with `event: reset`, `id: <head>`,
+  `data: {"head": <head>}` and the stream goes on live from the head. The client re-reads
+  what it shows with the GET routes (as after any drop); its next reconnect sends the head.
 * Order and gaps: the stream keeps the org position it has covered. A live frame at or below
   it is a duplicate and skipped; one above the next expected position (frames from several
   processes can arrive out of order, and the layer may lose one) first pulls the missing
@@ -125,10 +129,15 @@ async def session_stream(*, org: str, root: str | None, last_event_id: int | Non
                 yield chunk
 
     try:
-        yield ": stream open\n\n"
+        # The head is read before the first byte: everything committed after it arrives through
+        # the subscription taken above, so `: stream open` means "live from here".
         head = await read_store(org, selectors.stream_head)
-        # An id beyond the head (a log that was reset, or a made-up id) resumes from the head.
-        state["cursor"] = head if last_event_id is None else min(last_event_id, head)
+        yield ": stream open\n\n"
+        if last_event_id is not None and last_event_id > head:
+            # A restored or reset log, or a made-up id: say so, never replay nothing in silence.
+            yield render(StreamFrameKind.RESET, {"head": head}, head)
+            last_event_id = head
+        state["cursor"] = head if last_event_id is None else last_event_id
         async for chunk in from_store():
             yield chunk
         next_ping = loop.time() + ping_seconds

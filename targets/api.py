@@ -9,6 +9,8 @@ from django.http import HttpResponse, JsonResponse
 from ninja import Header, Router
 from ninja.responses import Status
 
+from agents.schemas import ErrorOut
+from agents_site.pagination import cursor_param, limit_param
 from targets import keys, longpoll, mailbox, selectors, services
 from targets.presenters import routed_run_view, target_view
 from targets.schemas import ClaimKeyOut, ReportIn, ReportOut, RoutedRunOut, TargetDeletedOut, TargetIn, TargetListOut, TargetOut
@@ -25,12 +27,17 @@ def _view(target) -> dict:
     return target_view(target, load=selectors.session_load([target])[target.id])
 
 
-@router.get("", response=TargetListOut, summary="List the org's machines", exclude_none=True)
-def list_targets(request):
-    """Return every machine of the caller's org, newest first, each with its session load."""
-    targets = selectors.target_list()
-    load = selectors.session_load(targets)
-    return {"targets": [target_view(t, load=load[t.id]) for t in targets]}
+@router.get("", response={200: TargetListOut, 400: ErrorOut}, summary="List the org's machines", exclude_none=True)
+def list_targets(
+    request,
+    limit: int = limit_param(default=selectors.TARGETS_DEFAULT_LIMIT, maximum=selectors.TARGETS_MAX_LIMIT),
+    cursor: str = cursor_param(),
+):
+    """Return one page of the caller org's machines, newest first, each with its session load;
+    `nextCursor` reads the next page."""
+    page = selectors.target_list(limit=limit, cursor=cursor)
+    load = selectors.session_load(page.items)
+    return {"targets": [target_view(t, load=load[t.id]) for t in page.items], "nextCursor": page.next_cursor}
 
 
 @router.post("", response={200: TargetOut, 201: TargetOut}, summary="Register or re-link a machine", exclude_none=True)

@@ -65,6 +65,7 @@ class TargetOut(Schema):
 
 class TargetListOut(Schema):
     targets: list[TargetOut]
+    nextCursor: str | None = Field(None, description="Pass as `?cursor=` for the next page; absent on the last page.")
 
 
 class TargetDeletedOut(Schema):

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from django.db.models import Q
 from django.utils import timezone
 
+from agents_site.pagination import Page, keyset_page, page_limit
 from agents_site.vocabulary import RoutedRunState, SessionStatus, TargetStatus
 from sessions.models import Session
 from targets.errors import TargetNotFound, TargetUnavailable
@@ -62,9 +63,22 @@ def target_get_managed(*, target_id: str, subject: str, is_org_admin: bool) -> T
     return target
 
 
-def target_list() -> list[Target]:
-    """Return every target of the current org, newest first."""
-    return list(Target.objects.order_by("-created_at", "-id"))
+TARGETS_DEFAULT_LIMIT = 100
+TARGETS_MAX_LIMIT = 500
+
+
+def target_list(*, limit: int | None = None, cursor: str | None = None) -> Page[Target]:
+    """Return one page of the current org's targets, newest first (`created_at` desc, id desc).
+
+    `limit` default 100, clamped to 500; raises `InvalidRequest` (400) for a bad limit or cursor.
+    """
+    return keyset_page(
+        Target.objects.all(),
+        order=("-created_at", "-id"),
+        limit=page_limit(limit, default=TARGETS_DEFAULT_LIMIT, maximum=TARGETS_MAX_LIMIT),
+        cursor=cursor,
+        tag="targets",
+    )
 
 
 def session_load(targets: list[Target]) -> dict[str, tuple[int, int]]:

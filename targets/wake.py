@@ -34,6 +34,28 @@ _home_lock = threading.Lock()
 # open a thousand Redis connections at once (redis-py refuses past its pool's 100).
 MAX_CONCURRENT_LAYER_CALLS = 32
 _gates: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
+# Claims of this process subscribed to each group right now (see `waiting_claims`).
+_waiting: dict[str, int] = {}
+_waiting_lock = threading.Lock()
+
+
+def waiting_claims(*, org: str, target_id: str) -> int:
+    """Return how many claims of this process are subscribed to (org, target)'s wake-ups now.
+
+    A claim counts from the moment an offer would wake it until it leaves; tests wait on this
+    instead of sleeping "until the claim waits", and it tells an operator what a process holds.
+    """
+    with _waiting_lock:
+        return _waiting.get(group_name(org=org, target_id=target_id), 0)
+
+
+def _count(group: str, delta: int) -> None:
+    with _waiting_lock:
+        left = _waiting.get(group, 0) + delta
+        if left > 0:
+            _waiting[group] = left
+        else:
+            _waiting.pop(group, None)
 
 
 def _gate() -> asyncio.Semaphore:
@@ -136,6 +158,7 @@ class Subscription:
                 self.channel = channel
             except Exception:
                 logger.warning("could not subscribe to %s; waiting without wake-ups", self.group, exc_info=True)
+        _count(self.group, +1)
         return self
 
     async def wait(self, timeout: float) -> bool:
@@ -159,6 +182,7 @@ class Subscription:
             return False
 
     async def __aexit__(self, *exc) -> None:
+        _count(self.group, -1)
         if self.layer is not None and self.channel is not None:
             try:
                 async with _gate():

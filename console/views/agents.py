@@ -12,7 +12,7 @@ from django.views.decorators.http import require_http_methods
 
 from agents import selectors, services
 from agents.inference import inference_configured, model_catalog
-from agents_site.errors import ApiError
+from agents_site.errors import ApiError, InvalidRequest
 from console.access import member_required, org_admin_required
 from console.forms import AgentForm, RunForm
 from console.selectors import run_history_page
@@ -71,10 +71,19 @@ def agent_detail(request, ref: str):
 
 @member_required
 def agent_runs(request, ref: str):
-    """Show `agent`'s run history, newest first, 20 a page (`?page=`)."""
+    """Show `agent`'s run history, newest first, 20 a page (`?cursor=` from the "Older" link).
+
+    A cursor the list did not hand out (edited by hand, or from another list) starts over at
+    the newest page.
+    """
     agent = selectors.agent_get(ref=ref)
-    page = run_history_page(agent=agent, page_number=request.GET.get("page"))
-    return render(request, "console/agents/runs.html", {"agent": agent, "page": page, "nav": "agents"})
+    cursor = request.GET.get("cursor") or None
+    try:
+        page = run_history_page(agent=agent, cursor=cursor)
+    except InvalidRequest:
+        return redirect("console:agent-runs", ref=agent.name)
+    context = {"agent": agent, "page": page, "paged": cursor is not None, "run_count": selectors.run_count(agent=agent), "nav": "agents"}
+    return render(request, "console/agents/runs.html", context)
 
 
 @org_admin_required

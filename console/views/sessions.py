@@ -13,6 +13,7 @@ from django.http import Http404
 from django.shortcuts import render
 
 from console.access import member_required
+from sessions.selectors import session_require
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 
@@ -27,9 +28,9 @@ def session_list(request):
 def session_detail(request, session_id: str):
     """Show one session: its tree, its events streaming in, and pause/resume/stop/message.
 
-    An id that cannot be a session id is a 404 here; an unknown one is reported by the page
-    in the API's words (404 "session not found").
+    An id that cannot be a session id, an unknown one and another org's are the same 404 page.
     """
     if not _SESSION_ID.fullmatch(session_id):
         raise Http404("session not found")
+    session_require(session_id=session_id)  # SessionNotFound → the 404 page (member_required)
     return render(request, "console/sessions/detail.html", {"session_id": session_id, "nav": "sessions"})

@@ -90,6 +90,8 @@
         done();
       };
       setTimeout(done, 2000);
+      // The server's log is behind the last id this page saw (restored or reset): re-read it.
+      source.addEventListener("reset", function () { read(); scheduleTree(); });
       source.addEventListener("event", function (e) { var ev = JSON.parse(e.data).event; if (ev) { addEvent(ev, true); scheduleTree(); } });
       source.addEventListener("session", function (e) {
         var s = JSON.parse(e.data).session;

@@ -1,6 +1,9 @@
 """Agent pages: list with run counts, create/edit/delete through the API's services, history."""
 
+import html
 import json
+import re
+from urllib.parse import unquote
 
 import pytest
 
@@ -147,13 +150,14 @@ def test_run_history_pages_newest_first(org_a, admin_client, make_agent, make_ru
     agent = make_agent(org_a, "paged")
     runs = make_runs(org_a, agent, 25)
     first = admin_client.get("/console/agents/paged/runs/")
-    second = admin_client.get("/console/agents/paged/runs/?page=2")
-    beyond = admin_client.get("/console/agents/paged/runs/?page=99")
+    older = re.search(r'href="\?cursor=([^"]+)" rel="next"', first.content.decode())
+    second = admin_client.get("/console/agents/paged/runs/", {"cursor": unquote(html.unescape(older.group(1)))})
+    forged = admin_client.get("/console/agents/paged/runs/?cursor=AAA")
     ids = lambda r: [row.split('"')[0] for row in r.content.decode().split('data-run="')[1:]]  # noqa: E731
     assert ids(first) == [r.id for r in reversed(runs)][:20]
     assert ids(second) == [r.id for r in reversed(runs)][20:]
-    assert ids(beyond) == ids(second)
-    assert "Page 1 of 2" in first.content.decode()
+    assert 'rel="next"' not in second.content.decode() and "25 runs" in first.content.decode()
+    assert forged.status_code == 302 and forged["Location"] == "/console/agents/paged/runs/"
 
 
 def test_run_history_of_an_agent_without_runs_says_how_to_run_it(org_a, admin_client, make_agent):

@@ -176,13 +176,14 @@ def test_list_filters_by_status_and_project(org_a):
     assert bad.status_code == 400 and bad.json()["error"] == "status must be running|paused|done|error"
 
 
-def test_list_limit_out_of_range_means_100(org_a):
+def test_list_limit_defaults_to_100_is_clamped_to_500_and_below_1_is_400(org_a):
     with org_a.context():
         for _ in range(102):
             services.session_create(agent="bulk", actor="t")
     assert len(org_a.client.get(BASE, {"limit": 2}).json()["sessions"]) == 2
-    assert len(org_a.client.get(BASE, {"limit": 0}).json()["sessions"]) == 100
-    assert len(org_a.client.get(BASE, {"limit": 501}).json()["sessions"]) == 100
+    assert len(org_a.client.get(BASE).json()["sessions"]) == 100
+    assert org_a.client.get(BASE, {"limit": 0}).status_code == 400
+    assert len(org_a.client.get(BASE, {"limit": 501}).json()["sessions"]) == 102
     assert len(org_a.client.get(BASE, {"limit": 500}).json()["sessions"]) == 102
 
 

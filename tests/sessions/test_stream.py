@@ -86,18 +86,48 @@ def test_reconnecting_with_last_event_id_k_yields_exactly_the_events_after_k(dap
             stream.close()
 
 
-def test_an_id_beyond_the_head_resumes_from_the_head(daphne, make_org):
+@pytest.mark.parametrize("beyond", [3, 10**30])  # a log restored to an older backup; a made-up id
+def test_an_id_beyond_the_head_opens_with_a_reset_frame_then_goes_on_live_from_the_head(daphne, make_org, beyond):
     org = make_org("resume")
     session = _api(daphne, org, "POST", "", {"agent": "coder"})
     _api(daphne, org, "POST", f"/{session['id']}/events", {"kind": "log"})
-    stream = open_stream(daphne.url, org.key, headers={"Last-Event-ID": str(10**30)})
+    stream = open_stream(daphne.url, org.key, headers={"Last-Event-ID": str(beyond)})
+    try:
+        assert stream.next_frame().comment == "stream open"
+        reset = stream.next_frame()
+        live = _api(daphne, org, "POST", f"/{session['id']}/events", {"kind": "log"})
+        frames = stream.collect(events=1)
+    finally:
+        stream.close()
+    assert (reset.event, reset.id, reset.data) == ("reset", 1, {"head": 1})
+    assert [(f.event, f.id, f.data) for f in frames] == [("event", 2, {"event": live})]
+
+
+def test_an_id_at_the_head_resumes_without_a_reset(daphne, make_org):
+    org = make_org("resume")
+    session = _api(daphne, org, "POST", "", {"agent": "coder"})
+    _api(daphne, org, "POST", f"/{session['id']}/events", {"kind": "log"})
+    stream = open_stream(daphne.url, org.key, headers={"Last-Event-ID": "1"})
     try:
         assert stream.next_frame().comment == "stream open"
         live = _api(daphne, org, "POST", f"/{session['id']}/events", {"kind": "log"})
         frames = stream.collect(events=1)
     finally:
         stream.close()
-    assert [(f.id, f.data) for f in frames] == [(2, {"event": live})]
+    assert [(f.event, f.id, f.data) for f in frames] == [("event", 2, {"event": live})]
+
+
+def test_any_id_on_an_empty_log_is_a_reset_to_zero(org_a, settings):
+    settings.AGENTS_SSE_CATCHUP_SECONDS = 60
+
+    async def scenario() -> list[str]:
+        stream = session_stream(org=org_a.slug, root=None, last_event_id=7)
+        try:
+            return [await stream.__anext__(), await stream.__anext__()]
+        finally:
+            await stream.aclose()
+
+    assert asyncio.run(scenario()) == [": stream open\n\n", 'event: reset\nid: 0\ndata: {"head":0}\n\n']
 
 
 def test_a_resumed_stream_narrowed_to_a_root_replays_only_that_flow(daphne, make_org):
@@ -229,8 +259,13 @@ def test_a_stuck_client_is_dropped_while_writes_continue_and_can_resume(make_org
                     await unblock.wait()  # the client stopped reading after its first event
 
         app = asyncio.create_task(django_asgi_app(scope(), receive, send))
-        while get_bus().subscriber_count(org.slug) == 0:
+        # `: stream open` is sent after the subscription is taken and the head is read: from
+        # then on every write arrives live (waiting only for the subscriber let the head read
+        # race the first writes on a loaded machine).
+        deadline = time.monotonic() + 30
+        while not any(b"stream open" in chunk for chunk in body) and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
+        assert get_bus().subscriber_count(org.slug) == 1
         written = await asyncio.to_thread(write)
         deadline = time.monotonic() + 30  # bounded; generous for a loaded CI machine
         while time.monotonic() < deadline:  # the bus drops the subscriber once it is 256 behind
@@ -274,6 +309,11 @@ def test_a_last_event_id_that_is_not_a_plain_number_is_400(org_a, last_event_id)
         response = org_a.client.get(f"{BASE}/stream", **how)
         assert response.status_code == 400
         assert response.json() == {"status": 400, "code": "invalid_request", "error": "Last-Event-ID must be a non-negative integer (the id: of an event frame)"}
+
+
+def test_the_openapi_description_of_the_stream_explains_the_reset_frame(org_a):
+    operation = org_a.client.get("/v1/agents/openapi.json").json()["paths"][f"{BASE}/stream"]["get"]
+    assert "event: reset" in operation["description"] and '{"head": <head>}' in operation["description"]
 
 
 def test_a_last_event_id_of_any_length_is_beyond_the_head_not_an_error():

@@ -12,7 +12,7 @@ import pytest
 from asgiref.sync import sync_to_async as _sync_to_async
 from django.test import AsyncClient
 
-from targets import mailbox
+from targets import mailbox, wake
 from targets.models import RoutedRun
 from tests.targets.conftest import offer, post
 
@@ -25,6 +25,9 @@ def sync_to_async(func):
 
 # A window far longer than any assertion waits for: an answer well inside it came from a wake-up.
 LONG_WAIT = 60.0
+# The window of tests where the losing claims must end by themselves (204): all claims are
+# waiting before the offers go out, so this only bounds how long the losers take to answer.
+SHORT_WAIT = 4.0
 WOKEN_WITHIN = 10.0
 
 
@@ -41,6 +44,18 @@ def aclient(org_a):
     return Caller(org_a.key)
 
 
+async def until_waiting(org, target_id: str, claims: list, n: int = 1) -> None:
+    """Return once `n` claims on `target_id` are subscribed to its wake-ups (an offer now wakes them).
+
+    Fails at once if a claim answered before, and after 30 s (a loaded machine is slow, never that slow).
+    """
+    deadline = asyncio.get_running_loop().time() + 30
+    while wake.waiting_claims(org=org.slug, target_id=target_id) < n:
+        assert not any(claim.done() for claim in claims), "a claim answered before it waited"
+        assert asyncio.get_running_loop().time() < deadline, "the claims never started waiting"
+        await asyncio.sleep(0.005)
+
+
 async def aclaim(caller: Caller, target_id: str, key: str):
     headers = {"Authorization": f"Bearer {caller.api_key}", "X-Target-Key": key}
     return await caller.client.post(f"/v1/agents/targets/{target_id}/claim", headers=headers)
@@ -50,7 +65,7 @@ async def test_a_waiting_claim_is_woken_by_an_offer(settings, org_a, machine, ac
     settings.AGENTS_CLAIM_WAIT_SECONDS = LONG_WAIT
     target_id, key = machine
     waiting = asyncio.ensure_future(aclaim(aclient, target_id, key))
-    await asyncio.sleep(0.3)
+    await until_waiting(org_a, target_id, [waiting])
     assert not waiting.done()
     await sync_to_async(offer)(org_a, target_id, run_id="run_wake")
     r = await asyncio.wait_for(waiting, WOKEN_WITHIN)
@@ -59,11 +74,25 @@ async def test_a_waiting_claim_is_woken_by_an_offer(settings, org_a, machine, ac
     assert row == "claimed"
 
 
+async def test_a_waiting_claim_holds_up_neither_other_claims_nor_other_requests(settings, org_a, machine, aclient):
+    settings.AGENTS_CLAIM_WAIT_SECONDS = LONG_WAIT
+    target_id, key = machine
+    first = asyncio.ensure_future(aclaim(aclient, target_id, key))
+    await until_waiting(org_a, target_id, [first])
+    second = asyncio.ensure_future(aclaim(Caller(org_a.key), target_id, key))
+    await until_waiting(org_a, target_id, [first, second], n=2)  # a sync-only middleware once made this wait 60 s
+    listed = await asyncio.wait_for(aclient.client.get("/v1/agents", headers={"Authorization": f"Bearer {org_a.key}"}), WOKEN_WITHIN)
+    assert listed.status_code == 200 and not first.done() and not second.done()
+    for claim in (first, second):
+        claim.cancel()
+    await asyncio.gather(first, second, return_exceptions=True)
+
+
 async def test_an_offer_made_from_a_plain_thread_wakes_the_claim(settings, org_a, machine, aclient):
     settings.AGENTS_CLAIM_WAIT_SECONDS = LONG_WAIT
     target_id, key = machine
     waiting = asyncio.ensure_future(aclaim(aclient, target_id, key))
-    await asyncio.sleep(0.3)
+    await until_waiting(org_a, target_id, [waiting])
     import contextvars
     import threading
 
@@ -75,11 +104,11 @@ async def test_an_offer_made_from_a_plain_thread_wakes_the_claim(settings, org_a
 
 
 async def test_two_concurrent_claimers_on_one_offer_exactly_one_wins(settings, org_a, machine):
-    settings.AGENTS_CLAIM_WAIT_SECONDS = 1.0
+    settings.AGENTS_CLAIM_WAIT_SECONDS = SHORT_WAIT
     target_id, key = machine
     clients = [Caller(org_a.key) for _ in range(2)]
     claims = [asyncio.ensure_future(aclaim(c, target_id, key)) for c in clients]
-    await asyncio.sleep(0.3)
+    await until_waiting(org_a, target_id, claims, n=2)
     await sync_to_async(offer)(org_a, target_id, run_id="run_once")
     answers = await asyncio.gather(*claims)
     assert sorted(r.status_code for r in answers) == [200, 204]
@@ -88,11 +117,11 @@ async def test_two_concurrent_claimers_on_one_offer_exactly_one_wins(settings, o
 
 
 async def test_many_concurrent_claimers_on_many_offers_win_each_offer_once(settings, org_a, machine):
-    settings.AGENTS_CLAIM_WAIT_SECONDS = 1.0
+    settings.AGENTS_CLAIM_WAIT_SECONDS = SHORT_WAIT
     target_id, key = machine
     clients = [Caller(org_a.key) for _ in range(8)]
     claims = [asyncio.ensure_future(aclaim(c, target_id, key)) for c in clients]
-    await asyncio.sleep(0.3)
+    await until_waiting(org_a, target_id, claims, n=8)
     for i in range(5):
         await sync_to_async(offer)(org_a, target_id, run_id=f"run_{i}", session_id=f"s_{i}")
     answers = await asyncio.gather(*claims)
@@ -121,7 +150,7 @@ async def test_rotating_the_key_ends_the_old_daemons_waiting_claim_with_403(sett
     settings.AGENTS_CLAIM_WAIT_SECONDS = LONG_WAIT
     target_id, old_key = machine
     waiting = asyncio.ensure_future(aclaim(aclient, target_id, old_key))
-    await asyncio.sleep(0.3)
+    await until_waiting(org_a, target_id, [waiting])
     await sync_to_async(lambda: post(org_a.client, f"/{target_id}/key"))()
     r = await asyncio.wait_for(waiting, WOKEN_WITHIN)
     assert r.status_code == 403 and r.json()["code"] == "claim_rejected"
@@ -131,7 +160,7 @@ async def test_deleting_the_machine_ends_its_waiting_claim_with_403(settings, or
     settings.AGENTS_CLAIM_WAIT_SECONDS = LONG_WAIT
     target_id, key = machine
     waiting = asyncio.ensure_future(aclaim(aclient, target_id, key))
-    await asyncio.sleep(0.3)
+    await until_waiting(org_a, target_id, [waiting])
     await sync_to_async(lambda: org_a.client.delete(f"/v1/agents/targets/{target_id}"))()
     r = await asyncio.wait_for(waiting, WOKEN_WITHIN)
     assert r.status_code == 403 and r.json()["code"] == "claim_rejected"
