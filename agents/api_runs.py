@@ -16,7 +16,8 @@ from agents.background import run_submit
 from agents.execution import run_execute
 from agents.presenters import run_view
 from agents.schemas import ActivityOut, BillingOut, ErrorOut, MetricsOut, RunAcceptedOut, RunIn, RunListOut, RunOut
-from agents_site.vocabulary import RunStatus
+from agents.services import AgentExternal
+from agents_site.vocabulary import AgentHosting, RunStatus
 from agents_site.wire import compact
 from billing.selectors import billing_summary
 from tenancy.principal import require_org
@@ -109,6 +110,8 @@ def run_agent(request, ref: str, payload: RunIn):
     """
     principal = require_org(request.auth)  # checked again on purpose: this route moves money
     agent = selectors.agent_get(ref=ref)
+    if agent.hosting == AgentHosting.EXTERNAL:  # TODO(lead): move into the run lifecycle's start
+        raise AgentExternal()
     if payload.targetId is not None:
         return _routed(request, agent, payload, principal)
     if _wants_async(request, payload):
