@@ -193,8 +193,9 @@ def identity_cascade_delete(agent: Agent) -> None:
     if agent.hosting != AgentHosting.EXTERNAL:
         return
     org = stores.current_org()
+    agent_id = agent.id  # the row's pk is cleared once the delete runs, before the commit hooks
     now = timezone.now()
-    profile = IdentityProfile.objects.filter(agent_id=agent.id).first()
+    profile = IdentityProfile.objects.filter(agent_id=agent_id).first()
     display_name = profile.display_name if profile else agent.name
     relations = list(selectors.active_relations(agent_id=agent.id))
     users = sorted({r.user_id for r in relations})
@@ -220,7 +221,7 @@ def identity_cascade_delete(agent: Agent) -> None:
     )
 
     def after_commit() -> None:
-        live.revoke_connections(org, agent.id, None)
+        live.revoke_connections(org, agent_id, None)
         for user in users:
             live.wake_inbox(org, user)
 
