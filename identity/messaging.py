@@ -21,6 +21,7 @@ from agents_site.errors import InvalidRequest, NotFound, PayloadTooLarge
 from agents_site.vocabulary import ConnectionMode, DeliveryStatus, EnvelopeDirection, InboxItemKind
 from identity import live, selectors
 from identity.models import Delivery, Envelope, IdentityProfile, InboxItem
+from identity.services import lock_key
 from tenancy import stores
 
 
@@ -91,6 +92,7 @@ def envelope_to_user(*, agent_id: str, user_id: str, envelope: object) -> tuple[
     org = stores.current_org()
     now = timezone.now()
     with stores.org_atomic():
+        lock_key("identity-inbox:" + user_id)  # inbox ids commit in id order per user (the SSE cursor)
         if not selectors.has_active_relation(agent_id=agent_id, user_id=user_id):
             raise NotFound("user not found")
         row = Envelope.objects.create(

@@ -58,7 +58,7 @@ def check_custom_id(custom_id: str) -> str:
     return custom_id
 
 
-def _lock(key: str) -> None:
+def lock_key(key: str) -> None:
     """Serialise writers of `key` inside the current org transaction.
 
     SQLite org stores take the write lock at BEGIN (IMMEDIATE), which already serialises every
@@ -118,7 +118,7 @@ def identity_agent_create(*, creator_id: str, data: IdentityInput) -> tuple[Iden
     org_slug = stores.current_org()
     now = timezone.now()
     with stores.org_atomic():
-        _lock("identity-quota:" + creator_id)
+        lock_key("identity-quota:" + creator_id)
         if selectors.identity_count(creator_id=creator_id) >= quota:
             raise AgentLimitExceeded(quota)
         agent = agent_services.agent_create_external(name=name, description=str(data.bio) if _given(data.bio) else "")
@@ -199,6 +199,8 @@ def identity_cascade_delete(agent: Agent) -> None:
     display_name = profile.display_name if profile else agent.name
     relations = list(selectors.active_relations(agent_id=agent.id))
     users = sorted({r.user_id for r in relations})
+    for user in users:  # inbox ids commit in order per user (sorted: no deadlock)
+        lock_key("identity-inbox:" + user)
     Relation.objects.filter(pk__in=[r.pk for r in relations]).update(status=RelationStatus.TERMINATED_BY_DELETION, ended_at=now)
     InboxItem.objects.bulk_create(
         [
@@ -242,7 +244,7 @@ def token_regenerate(*, profile: IdentityProfile, emergency: bool, actor: str) -
     org = stores.current_org()
     now = timezone.now()
     with stores.org_atomic():
-        _lock("identity-rotate:" + agent_id)
+        lock_key("identity-rotate:" + agent_id)
         recent = list(TokenRotation.objects.filter(agent_id=agent_id, created_at__gt=now - ROTATION_WINDOW).order_by("created_at").values_list("created_at", flat=True))
         if len(recent) >= limit:
             retry_after = max(1, int((recent[0] + ROTATION_WINDOW - now).total_seconds()) + 1)
