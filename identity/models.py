@@ -233,3 +233,16 @@ class InboxItem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id}: {self.system_code or self.kind}"
+
+
+class IdentityLock(models.Model):
+    """A row to lock (`SELECT … FOR UPDATE`) so that writers of one key take turns.
+
+    Keys: `identity-quota:<user>` (the quota count and insert), `identity-rotate:<agent>` (the
+    rotation limit), `identity-inbox:<user>` (inbox ids commit in order).
+    """
+
+    key = models.CharField(max_length=200, unique=True)
+
+    def __str__(self) -> str:
+        return self.key

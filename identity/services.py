@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connections, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from agents import services as agent_services
@@ -32,7 +32,7 @@ from identity import live, selectors
 from identity.destinations import clean_url
 from identity.errors import AgentLimitExceeded, RotationLimit
 from identity.keys import validate_ed25519, validate_webhook_secret, validate_x25519
-from identity.models import AgentCredential, AgentKeySet, Delivery, IdentityProfile, InboxItem, Relation, TokenRotation
+from identity.models import AgentCredential, AgentKeySet, Delivery, IdentityLock, IdentityProfile, InboxItem, Relation, TokenRotation
 from identity.secretbox import encrypt_secret
 from identity.tokens import credential_is_valid, mint_token
 from tenancy import stores
@@ -59,15 +59,14 @@ def check_custom_id(custom_id: str) -> str:
 
 
 def lock_key(key: str) -> None:
-    """Serialise writers of `key` inside the current org transaction.
+    """Serialise writers of `key` until the current org transaction ends.
 
-    SQLite org stores take the write lock at BEGIN (IMMEDIATE), which already serialises every
-    writer; PostgreSQL stores take a transaction-scoped advisory lock on the key.
+    Takes a row lock (`SELECT … FOR UPDATE`) on the key's `IdentityLock` row, created on first
+    use. PostgreSQL stores block a second writer there; SQLite stores take the write lock at
+    BEGIN (IMMEDIATE), which already serialises every writer. Must run inside `org_atomic`.
     """
-    connection = connections[stores.current_alias()]
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [key])
+    IdentityLock.objects.get_or_create(key=key[:200])
+    IdentityLock.objects.select_for_update().filter(key=key[:200]).first()
 
 
 @dataclass
