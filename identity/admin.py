@@ -13,6 +13,7 @@ from identity.models import (
     Delivery,
     DeliveryAttempt,
     Envelope,
+    IdentityLock,
     IdentityProfile,
     InboxItem,
     Relation,
@@ -89,3 +90,9 @@ class InboxItemAdmin(OrgModelAdmin):
     list_display = ("id", "user_id", "kind", "system_code", "agent_id", "created_at")
     list_filter = ("kind", "system_type")
     search_fields = ("user_id", "agent_id")
+
+
+@admin.register(IdentityLock)
+class IdentityLockAdmin(OrgModelAdmin):
+    list_display = ("key",)
+    search_fields = ("key",)
