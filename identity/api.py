@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agents_site.errors import Forbidden, NotFound
+from agents_site.vocabulary import DeliveryStatus
 from agents_site.wire import rfc3339
 from identity import messaging, selectors, services
 from identity import serializers as s
@@ -29,6 +30,10 @@ from identity.presenters import (
 from identity.services import IdentityInput
 from identity.throttles import IdentityCreateThrottle
 from tenancy import stores
+
+
+CURSOR = OpenApiParameter("cursor", str, pattern=r"^([0-9]{1,18})?$", description="next_cursor of the previous page")
+LIMIT = OpenApiParameter("limit", int, description="page size 1..200 (out of range: 50)")
 
 
 def _errors(*codes: int) -> dict:
@@ -244,7 +249,7 @@ class InboxView(IdentityView):
     @extend_schema(
         operation_id="identity_inbox",
         summary="Your inbox: envelopes and system messages",
-        parameters=[OpenApiParameter("cursor", str, description="next_cursor of the previous page"), OpenApiParameter("limit", int, description="1..200 (50)")],
+        parameters=[CURSOR, LIMIT],
         responses={200: s.InboxOut, **_errors(400, 403)},
     )
     def get(self, request):
@@ -257,7 +262,7 @@ class DeliveriesView(IdentityView):
     @extend_schema(
         operation_id="identity_deliveries",
         summary="The agent's webhook delivery log",
-        parameters=[OpenApiParameter("status", str), OpenApiParameter("cursor", str), OpenApiParameter("limit", int)],
+        parameters=[OpenApiParameter("status", str, enum=DeliveryStatus.values, description="only deliveries in this status"), CURSOR, LIMIT],
         responses={200: s.DeliveryListOut, **_errors(400, 403, 404)},
     )
     def get(self, request, ref: str):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from django.conf import settings
 from django.db.models import Prefetch
 
@@ -17,11 +19,13 @@ PAGE_MAX = 200
 
 
 def page_limit(limit: object) -> int:
-    """Return `limit` if it is an int 1..200, else 50."""
-    try:
-        value = int(limit)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    """Return `limit` if it is 1..200; 50 when absent or out of range; 400 when not an integer."""
+    if limit is None or limit == "":
         return PAGE_DEFAULT
+    raw = str(limit).strip()
+    if not re.fullmatch(r"-?[0-9]{1,18}", raw):
+        raise InvalidRequest("limit must be an integer")
+    value = int(raw)
     return value if 1 <= value <= PAGE_MAX else PAGE_DEFAULT
 
 

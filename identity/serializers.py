@@ -15,6 +15,15 @@ CUSTOM_ID_PATTERN = r"^[a-z0-9_]{4,30}$"
 _CUSTOM_ID_AGENT_NAME = r"^[a-z0-9][a-z0-9_]{3,29}$"  # also a valid agent name: no leading "_"
 
 
+class StrictCharField(serializers.CharField):
+    """A CharField that refuses numbers and booleans (DRF would turn `0` into `"0"`)."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class _Strict(serializers.Serializer):
     """Refuse fields the route does not know (a typo must not pass silently)."""
 
@@ -37,20 +46,20 @@ def _custom_id_rule(value: str) -> str:
 class AgentCreateIn(_Strict):
     """POST /v1/identity/agents: the creation form (spec 001)."""
 
-    display_name = serializers.CharField(min_length=2, max_length=32)
-    custom_id = serializers.CharField(required=False, allow_blank=True, allow_null=True, max_length=30, validators=[_custom_id_rule])
-    bio = serializers.CharField(required=False, allow_blank=True, max_length=500, trim_whitespace=False)
-    avatar_url = serializers.CharField(required=False, allow_blank=True, allow_null=True, max_length=2048)
+    display_name = StrictCharField(min_length=2, max_length=32)
+    custom_id = StrictCharField(required=False, allow_blank=True, allow_null=True, max_length=30, validators=[_custom_id_rule])
+    bio = StrictCharField(required=False, allow_blank=True, max_length=500, trim_whitespace=False)
+    avatar_url = StrictCharField(required=False, allow_blank=True, allow_null=True, max_length=2048)
     category = serializers.ChoiceField(choices=IdentityCategory.choices, required=False, allow_blank=True, allow_null=True)
     connection_mode = serializers.ChoiceField(choices=ConnectionMode.choices)
-    webhook_url = serializers.CharField(required=False, allow_blank=True, allow_null=True, max_length=2048)
-    health_check_url = serializers.CharField(required=False, allow_blank=True, allow_null=True, max_length=2048)
+    webhook_url = StrictCharField(required=False, allow_blank=True, allow_null=True, max_length=2048)
+    health_check_url = StrictCharField(required=False, allow_blank=True, allow_null=True, max_length=2048)
 
 
 class AgentPatchIn(AgentCreateIn):
     """PATCH /v1/identity/agents/{id}: any subset of the creation fields; custom_id immutable."""
 
-    display_name = serializers.CharField(min_length=2, max_length=32, required=False)
+    display_name = StrictCharField(min_length=2, max_length=32, required=False)
     connection_mode = serializers.ChoiceField(choices=ConnectionMode.choices, required=False)
 
 
@@ -63,15 +72,15 @@ class RegenerateIn(_Strict):
 class KeysRegisterIn(_Strict):
     """POST …/keys/register (agent token): base64 X25519 and Ed25519 public keys, webhook secret."""
 
-    public_key = serializers.CharField(trim_whitespace=True, max_length=100)
-    signing_public_key = serializers.CharField(trim_whitespace=True, max_length=100)
-    webhook_secret = serializers.CharField(required=False, allow_blank=True, allow_null=True, max_length=400)
+    public_key = StrictCharField(trim_whitespace=True, max_length=100)
+    signing_public_key = StrictCharField(trim_whitespace=True, max_length=100)
+    webhook_secret = StrictCharField(required=False, allow_blank=True, allow_null=True, max_length=400)
 
 
 class EnvelopeIn(_Strict):
     """An opaque envelope: base64 ciphertext, at most 256 KiB decoded."""
 
-    envelope = serializers.CharField(trim_whitespace=True, max_length=None)
+    envelope = StrictCharField(trim_whitespace=True, max_length=None)
 
 
 # ---- answers (documentation) ----
@@ -86,10 +95,10 @@ class ErrorOut(serializers.Serializer):
 
 
 class LimitErrorOut(ErrorOut):
-    """409 agent_limit_exceeded: `error_code` AGT_008 and the `limit`."""
+    """409: `agent_exists`, or `agent_limit_exceeded` with `error_code` AGT_008 and the `limit`."""
 
-    error_code = serializers.CharField()
-    limit = serializers.IntegerField()
+    error_code = serializers.CharField(required=False)
+    limit = serializers.IntegerField(required=False)
 
 
 class RateErrorOut(ErrorOut):

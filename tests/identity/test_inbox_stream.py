@@ -13,7 +13,7 @@ from tests.sessions.sse import SSEStream
 def daphne_server(transactional_db):
     from tests.support.live import LiveServer
 
-    server = LiveServer({"AGENTS_SSE_PING_SECONDS": "0.5", "AGENTS_SSE_CATCHUP_SECONDS": "0.3"}).start()
+    server = LiveServer({"AGENTS_SSE_PING_SECONDS": "0.5", "AGENTS_SSE_CATCHUP_SECONDS": "0.3"}).start(timeout=120)  # a loaded CI box starts slowly
     yield server
     server.stop()
 
