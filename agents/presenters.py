@@ -49,6 +49,7 @@ def agent_view(agent: Agent, *, runs: int) -> dict:
             "tools": list(agent.tools or []),
             "status": agent.status,
             "executionMode": agent.execution_mode,
+            "hosting": agent.hosting,
             "schedule": agent.schedule,
             "timezone": agent.timezone,
             "nextRunAt": next_run,
@@ -58,7 +59,7 @@ def agent_view(agent: Agent, *, runs: int) -> dict:
             "createdAt": rfc3339(agent.created_at),
             "updatedAt": rfc3339(agent.updated_at),
         },
-        keep=("id", "name", "model", "tools", "status", "executionMode", "timezone", "runs", "createdAt", "updatedAt"),
+        keep=("id", "name", "model", "tools", "status", "executionMode", "hosting", "timezone", "runs", "createdAt", "updatedAt"),
     )
 
 

@@ -55,6 +55,7 @@ class AgentOut(Schema):
     tools: list[str] = Field(default_factory=list)
     status: str
     executionMode: str
+    hosting: str = "platform"
     schedule: str | None = None
     timezone: str
     nextRunAt: str | None = None

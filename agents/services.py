@@ -9,13 +9,14 @@ from django.conf import settings
 from django.db import IntegrityError
 from django.utils import timezone
 
+from agents.hooks import run_agent_delete_handlers
 from agents_site.ids import mint_id
 from agents.inference import model_catalog
 from agents.lifecycle import validate_lifecycle, validate_timezone
 from agents.models import Agent
 from agents.selectors import agent_get
 from agents_site.errors import Conflict, InvalidRequest
-from agents_site.vocabulary import ErrorCode, ExecutionMode
+from agents_site.vocabulary import AgentHosting, ErrorCode, ExecutionMode
 from tenancy import stores
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -225,9 +226,41 @@ def agent_update(*, ref: str, data: AgentInput) -> Agent:
     return agent
 
 
+def agent_create_external(*, name: str, description: str = "") -> Agent:
+    """Define an agent whose brain runs elsewhere (`hosting: external`) in the current org.
+
+    For identity agents (spec 001): no model, instructions or tools; never executed here.
+    `name` must be a valid agent name (`NAME_PATTERN`). Raises `InvalidRequest` (400) or
+    `AgentExists` (409). Joins the caller's org-store transaction when there is one.
+    """
+    name = _clean_name(name)
+    now = timezone.now()
+    try:
+        with stores.org_atomic():
+            if Agent.objects.filter(name=name).exists():
+                raise AgentExists()
+            return Agent.objects.create(
+                id=mint_id("agent"),
+                name=name,
+                model="",
+                description=(description or "").strip(),
+                hosting=AgentHosting.EXTERNAL,
+                created_at=now,
+                updated_at=now,
+            )
+    except IntegrityError as exc:
+        raise AgentExists() from exc
+
+
 def agent_delete(*, ref: str) -> None:
-    """Remove agent `ref` and every run recorded against it (spec 003: DELETE → 204)."""
+    """Remove agent `ref` and every run recorded against it (spec 003: DELETE → 204).
+
+    Every handler registered with `agents.hooks.register_agent_delete_handler` runs first, in
+    the same org-store transaction (e.g. identity's cascade: relations terminated, users
+    alerted, credentials revoked); if one raises, nothing is deleted.
+    """
     with stores.org_atomic():
         agent = agent_get(ref=ref)
+        run_agent_delete_handlers(agent)
         agent.runs.all().delete()
         agent.delete()

@@ -1,4 +1,7 @@
-"""ASGI entry point (daphne): Django's HTTP app under Channels' protocol router."""
+"""ASGI entry point (daphne): Django's HTTP app and the WebSocket routes under Channels' protocol router.
+
+WebSocket: `/v1/identity/ws` (identity agents, authenticated by their agent token).
+"""
 
 import os
 
@@ -8,6 +11,11 @@ from django.core.asgi import get_asgi_application  # noqa: E402
 
 django_asgi_app = get_asgi_application()
 
-from channels.routing import ProtocolTypeRouter  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from django.urls import path  # noqa: E402
 
-application = ProtocolTypeRouter({"http": django_asgi_app})
+from identity.consumers import IdentityAgentConsumer  # noqa: E402
+
+websocket_routes = [path("v1/identity/ws", IdentityAgentConsumer.as_asgi())]
+
+application = ProtocolTypeRouter({"http": django_asgi_app, "websocket": URLRouter(websocket_routes)})

@@ -69,6 +69,9 @@ INSTALLED_APPS = [
     "agents",
     "sessions.apps.AgentSessionsConfig",
     "targets",
+    "rest_framework",
+    "drf_spectacular",
+    "identity.apps.IdentityConfig",
     "console",
 ]
 
@@ -300,3 +303,45 @@ LOGGING = {
 # How many org stores one process keeps registered as database aliases (LRU). Django walks
 # every registered alias per request, so this bounds a request's cost whatever the org count.
 AGENTS_STORE_CACHE_SIZE = _env_int("AGENTS_STORE_CACHE_SIZE", 64)
+
+
+# Agent identity (spec 001; the identity app, DRF under /v1/identity/).
+AGENTS_IDENTITY_QUOTA = _env_int("AGENTS_IDENTITY_QUOTA", 50)  # identity agents per creating user per org
+AGENTS_IDENTITY_CREATE_RATE = os.environ.get("AGENTS_IDENTITY_CREATE_RATE", "20/min").strip() or "20/min"
+AGENTS_IDENTITY_GRACE_SECONDS = _env_int("AGENTS_IDENTITY_GRACE_SECONDS", 7 * 24 * 3600)
+AGENTS_IDENTITY_ROTATIONS_PER_DAY = _env_int("AGENTS_IDENTITY_ROTATIONS_PER_DAY", 5)
+AGENTS_IDENTITY_RESERVED_PREFIXES = _env_list("AGENTS_IDENTITY_RESERVED_PREFIXES") or ["hashee", "system", "admin", "official"]
+AGENTS_IDENTITY_HEALTH_TIMEOUT_SECONDS = _env_float("AGENTS_IDENTITY_HEALTH_TIMEOUT_SECONDS", 5.0)
+AGENTS_ENVELOPE_MAX_BYTES = _env_int("AGENTS_ENVELOPE_MAX_BYTES", 256 * 1024)
+AGENTS_ENVELOPE_RETENTION_DAYS = _env_int("AGENTS_ENVELOPE_RETENTION_DAYS", 30)
+# Fernet key(s) encrypting webhook secrets at rest (comma-separated; the first encrypts). Unset:
+# a development key derived from DJANGO_SECRET_KEY.
+AGENTS_SECRETS_KEY = os.environ.get("AGENTS_SECRETS_KEY", "").strip()
+# Webhook deliveries: hosts that may be private/loopback and plain http (local set-ups, tests).
+AGENTS_WEBHOOK_ALLOW_HOSTS = _env_list("AGENTS_WEBHOOK_ALLOW_HOSTS")
+AGENTS_WEBHOOK_TIMEOUT_SECONDS = _env_float("AGENTS_WEBHOOK_TIMEOUT_SECONDS", 10.0)
+AGENTS_WEBHOOK_MAX_ATTEMPTS = _env_int("AGENTS_WEBHOOK_MAX_ATTEMPTS", 6)
+AGENTS_WEBHOOK_RETRY_BASE_SECONDS = _env_float("AGENTS_WEBHOOK_RETRY_BASE_SECONDS", 30.0)
+AGENTS_WEBHOOK_RETRY_MAX_SECONDS = _env_float("AGENTS_WEBHOOK_RETRY_MAX_SECONDS", 3600.0)
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": [],
+    "DEFAULT_THROTTLE_CLASSES": [],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "EXCEPTION_HANDLER": "identity.exceptions.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Agents identity API",
+    "DESCRIPTION": "Agents as identities (spec 001): tokens, keys, relations, opaque envelopes, webhook and WebSocket delivery.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "identity.openapi.add_stream_path"],
+}
+# Throttle counters (and any other cache use): per process by default, Redis when REDIS_URL is set.
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}

@@ -9,6 +9,7 @@ from agents_site.api import api
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("v1/identity/", include("identity.urls")),
     path("v1/", api.urls),
     path("console/", include("console.urls")),
     path("builds/", include("console.urls_gallery")),

@@ -190,6 +190,84 @@ class MetricsRange(models.TextChoices):
     MONTH = "30d", "30 daily buckets"  # 30 buckets of 24 hours (the default)
 
 
+class IdentityCategory(models.TextChoices):
+    """What kind of identity agent it is (spec 001: the creation form's `category`)."""
+
+    ASSISTANT = "assistant", "assistant"  # a general helper people talk to
+    TOOL = "tool", "tool"  # does one job when asked
+    BOT = "bot", "bot"  # automated account (notifications, feeds)
+    INTEGRATION = "integration", "integration"  # a bridge to another system
+
+
+class ConnectionMode(models.TextChoices):
+    """How an identity agent receives its envelopes (spec 001: `connection_mode`)."""
+
+    WEBSOCKET = "websocket", "WebSocket"  # connects to /v1/identity/ws with its token
+    WEBHOOK = "webhook", "webhook"  # envelopes are POSTed to its webhook_url, signed
+
+
+class RelationStatus(models.TextChoices):
+    """The state of a human-to-agent relation (H2A, spec 001)."""
+
+    ACTIVE = "active", "active"  # the user added the agent; messages may flow both ways
+    REMOVED = "removed", "removed"  # the user removed the agent (terminal)
+    TERMINATED_BY_DELETION = "terminated_by_deletion", "terminated by deletion"  # the agent was deleted (terminal)
+
+
+class EnvelopeDirection(models.TextChoices):
+    """Which way an opaque envelope travels through the blind pipe."""
+
+    TO_AGENT = "to_agent", "user to agent"  # delivered by webhook or WebSocket
+    TO_USER = "to_user", "agent to user"  # lands in the user's inbox
+
+
+class DeliveryStatus(models.TextChoices):
+    """Where one webhook delivery of an envelope stands."""
+
+    PENDING = "pending", "pending"  # queued, first attempt not made yet
+    RETRYING = "retrying", "retrying"  # an attempt failed; the next one is due at next_attempt_at
+    SUCCEEDED = "succeeded", "succeeded"  # the receiver answered 2xx (terminal)
+    DEAD = "dead", "dead-lettered"  # every attempt failed; kept for replay (terminal)
+    CANCELLED = "cancelled", "cancelled"  # the agent was deleted before delivery (terminal)
+
+
+DeliveryStatus.OPEN = frozenset({DeliveryStatus.PENDING, DeliveryStatus.RETRYING})
+DeliveryStatus.TERMINAL = frozenset({DeliveryStatus.SUCCEEDED, DeliveryStatus.DEAD, DeliveryStatus.CANCELLED})
+
+
+class InboxItemKind(models.TextChoices):
+    """What one item of a user's identity inbox is."""
+
+    ENVELOPE = "envelope", "envelope"  # an opaque envelope an agent sent the user
+    SYSTEM = "system", "system message"  # a platform notification (e.g. a security alert)
+
+
+class SystemMessageType(models.TextChoices):
+    """The type of a platform system message in a user's inbox."""
+
+    SECURITY_ALERT = "security_alert", "security alert"  # something changed that affects the user's safety
+
+
+class SystemMessageCode(models.TextChoices):
+    """What a system message reports (spec 001)."""
+
+    AGENT_DELETED_BY_CREATOR = "agent.deleted_by_creator", "agent deleted by its creator"  # relation terminated by a cascade delete
+
+
+class AgentHealth(models.TextChoices):
+    """The last health probe of an identity agent's health_check_url."""
+
+    UNKNOWN = "unknown", "unknown"  # no URL, or not probed yet
+    HEALTHY = "healthy", "healthy"  # answered 2xx
+    UNHEALTHY = "unhealthy", "unhealthy"  # answered otherwise, timed out or was refused
+
+
+class WebhookEventType(models.TextChoices):
+    """The `type` of a webhook body sent to an identity agent."""
+
+    ENVELOPE = "envelope.created", "envelope created"  # a user sent the agent an envelope
+
+
 class PrincipalVia(models.TextChoices):
     """How a principal proved who it is."""
 
@@ -223,6 +301,9 @@ class ErrorCode(StrEnum):
     AGENT_EXTERNAL = "agent_external"  # the agent's brain runs elsewhere; it cannot be executed here
     STORE_BUSY = "store_busy"  # no database connection came free within the pool wait; retry
     STORE_UNAVAILABLE = "store_unavailable"  # the org's store cannot take writes (read-only, full)
+    AGENT_LIMIT_EXCEEDED = "agent_limit_exceeded"  # the user's identity-agent quota is used up (spec 001 AGT_008)
+    RATE_LIMITED = "rate_limited"  # too many requests of this kind from this caller; retry later
+    ROTATION_LIMIT = "rotation_limit"  # the agent's token was rotated 5 times in 24 h already
     INTERNAL = "internal_error"  # an unexpected fault; nothing half-written
 
 
@@ -249,6 +330,14 @@ BADGE_COLOURS = {
     ActivityKind.FAILED: "#b91c1c",
     ActivityKind.CREATED: "#2563eb",
     ActivityKind.UPDATED: "#6b7280",
+    AgentHealth.HEALTHY: "#15803d",
+    AgentHealth.UNHEALTHY: "#b91c1c",
+    AgentHealth.UNKNOWN: "#6b7280",
+    DeliveryStatus.PENDING: "#6b7280",
+    DeliveryStatus.RETRYING: "#b45309",
+    DeliveryStatus.SUCCEEDED: "#15803d",
+    DeliveryStatus.DEAD: "#b91c1c",
+    DeliveryStatus.CANCELLED: "#6b7280",
 }
 
 

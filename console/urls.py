@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from console.views import admin, agents, auth, dashboard, sessions
+from console.views import admin, agents, auth, dashboard, identity, sessions
 
 app_name = "console"
 
@@ -19,6 +19,9 @@ urlpatterns = [
     path("agents/<str:ref>/runs/", agents.agent_runs, name="agent-runs"),
     path("sessions/", sessions.session_list, name="sessions"),
     path("sessions/<str:session_id>/", sessions.session_detail, name="session"),
+    path("identity/", identity.identity_agents, name="identity"),
+    path("identity/inbox/", identity.identity_inbox, name="identity-inbox"),
+    path("identity/<str:ref>/deliveries/", identity.identity_deliveries, name="identity-deliveries"),
     path("keys/", admin.api_keys, name="keys"),
     path("keys/<int:key_id>/revoke/", admin.api_key_revoke_view, name="key-revoke"),
     path("billing/", admin.billing, name="billing"),

@@ -1,0 +1,52 @@
+"""Identity pages (spec 001): your identity agents, their delivery log, your inbox.
+
+Reads use `identity.selectors` as the API does; every write (create, edit, rotate, delete,
+replay) is made by the page's JS against `/v1/identity/` with the session login, so the
+console answers exactly what the API answers and shows tokens only where the API does (once).
+"""
+
+from __future__ import annotations
+
+from django.shortcuts import render
+
+from agents_site.vocabulary import ConnectionMode, IdentityCategory
+from console.access import member_required
+from identity import selectors
+from identity.presenters import delivery_view, identity_view, inbox_item_view
+
+
+@member_required
+def identity_agents(request):
+    """List the identity agents the signed-in user created, with create/edit/rotate/delete."""
+    creator = request.principal.subject
+    profiles = selectors.identity_list(creator_id=creator)
+    keys = selectors.valid_keysets(agent_ids=[p.agent_id for p in profiles])
+    agents = [identity_view(p, keysets=keys.get(p.agent_id)) for p in profiles]
+    return render(
+        request,
+        "console/identity/list.html",
+        {"agents": agents, "identity_categories": IdentityCategory.values, "connection_modes": ConnectionMode.values, "nav": "identity"},
+    )
+
+
+@member_required
+def identity_deliveries(request, ref: str):
+    """Show one identity agent's webhook delivery log (creator only; 404 otherwise) with replay."""
+    profile = selectors.identity_get_owned(ref=ref, creator_id=request.principal.subject)
+    rows, cursor = selectors.delivery_page(agent_id=profile.agent_id, cursor=request.GET.get("cursor"), limit=50)
+    return render(
+        request,
+        "console/identity/deliveries.html",
+        {"agent": identity_view(profile), "deliveries": [delivery_view(r) for r in rows], "next_cursor": cursor, "nav": "identity"},
+    )
+
+
+@member_required
+def identity_inbox(request):
+    """Show the signed-in user's inbox: envelopes from agents and security alerts (live via SSE)."""
+    items, cursor = selectors.inbox_page(user_id=request.principal.subject, cursor=request.GET.get("cursor"), limit=50)
+    return render(
+        request,
+        "console/identity/inbox.html",
+        {"items": [inbox_item_view(i) for i in items], "next_cursor": cursor, "nav": "inbox"},
+    )

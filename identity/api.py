@@ -1,0 +1,283 @@
+"""The identity API under /v1/identity/ (spec 001), on Django REST framework. Thin: parse, call, shape.
+
+Two credentials: the user principal (API key, gateway JWT or console session — exactly as
+/v1/agents) on every route except the three spec 001 marks "agent token"
+(`…/keys/register`, `…/user-context/{user_id}/agents`, `/users/{user_id}/messages`), which take
+`Authorization: Bearer agt_…`. Every error is the one error shape (`identity.exceptions`).
+"""
+
+from __future__ import annotations
+
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from agents_site.errors import Forbidden, NotFound
+from agents_site.vocabulary import DeliveryStatus
+from agents_site.wire import rfc3339
+from identity import messaging, selectors, services
+from identity import serializers as s
+from identity.authentication import AgentTokenAuthentication, UserPrincipalAuthentication
+from identity.presenters import (
+    delivery_view,
+    identity_view,
+    inbox_item_view,
+    keyset_view,
+    public_identity_view,
+    relation_view,
+)
+from identity.services import IdentityInput
+from identity.throttles import IdentityCreateThrottle
+from tenancy import stores
+
+
+CURSOR = OpenApiParameter("cursor", str, pattern=r"^([0-9]{1,18})?$", description="next_cursor of the previous page")
+LIMIT = OpenApiParameter("limit", int, description="page size 1..200 (out of range: 50)")
+
+
+def _errors(*codes: int) -> dict:
+    special = {409: s.ErrorOut, 429: s.RateErrorOut}
+    return {code: special.get(code, s.ErrorOut) for code in codes}
+
+
+class IdentityView(APIView):
+    """Base view: user-principal authentication, no DRF permissions (authentication decides)."""
+
+    authentication_classes = [UserPrincipalAuthentication]
+    permission_classes: list = []
+    throttle_classes: list = []
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        caller = request.auth
+        # An agent-token request acts for the token's org (the middleware set none for it).
+        if hasattr(caller, "credential_id") and stores.current_org() != caller.org_slug:
+            self._org_token = stores.set_current(caller.org_slug)
+
+    def dispatch(self, request, *args, **kwargs):
+        self._org_token = None
+        try:
+            return super().dispatch(request, *args, **kwargs)
+        finally:
+            if self._org_token is not None:
+                stores.reset_current(self._org_token)
+
+    def parse(self, serializer_class, request, *, partial: bool = False) -> dict:
+        """Validate the JSON body with `serializer_class`; return only the fields sent."""
+        data = request.data if request.data is not None else {}
+        serializer = serializer_class(data=data, partial=partial)
+        serializer.is_valid(raise_exception=True)
+        sent = set(data) if isinstance(data, dict) else set()
+        return {k: v for k, v in serializer.validated_data.items() if k in sent or k in ("emergency",)}
+
+    @staticmethod
+    def user_id(request) -> str:
+        """Return the calling user's id on the identity wire: the principal's subject."""
+        return request.auth.subject
+
+
+class AgentTokenView(IdentityView):
+    """Base of the agent-token routes."""
+
+    authentication_classes = [AgentTokenAuthentication]
+
+    @staticmethod
+    def own_agent(request, ref: str):
+        """Return the calling agent's profile if `ref` names it; 403 for any other agent."""
+        try:
+            profile = selectors.identity_get(ref=ref)
+        except NotFound:
+            profile = None
+        if profile is None or profile.agent_id != request.auth.agent_id:
+            raise Forbidden("the agent token belongs to another agent")
+        return profile
+
+
+def _input(fields: dict) -> IdentityInput:
+    return IdentityInput(**{k: ("" if v is None else v) for k, v in fields.items()})
+
+
+class AgentsView(IdentityView):
+    throttle_scope = "identity_create"
+
+    def get_throttles(self):
+        return [IdentityCreateThrottle()] if self.request.method == "POST" else []
+
+    @extend_schema(operation_id="identity_agents_list", summary="List your identity agents", responses={200: s.AgentListOut, **_errors(403)})
+    def get(self, request):
+        """Return the identity agents the caller created in the org (spec 001: the agent list)."""
+        profiles = selectors.identity_list(creator_id=self.user_id(request))
+        keys = selectors.valid_keysets(agent_ids=[p.agent_id for p in profiles])
+        return Response({"agents": [identity_view(p, keysets=keys.get(p.agent_id)) for p in profiles]})
+
+    @extend_schema(
+        operation_id="identity_agents_create",
+        summary="Create an identity agent (its token is shown once)",
+        request=s.AgentCreateIn,
+        responses={201: s.AgentCreatedOut, **_errors(400, 403, 409, 413, 429), 409: s.LimitErrorOut},
+    )
+    def post(self, request):
+        """Create an identity agent (spec 001: POST /agents) → 201 with `agent_token`, once."""
+        fields = self.parse(s.AgentCreateIn, request)
+        profile, token = services.identity_agent_create(creator_id=self.user_id(request), data=_input(fields))
+        return Response({**identity_view(profile, keysets=[]), "agent_token": token}, status=201)
+
+
+class AgentView(IdentityView):
+    @extend_schema(operation_id="identity_agents_get", summary="Read one of your identity agents", responses={200: s.AgentOut, **_errors(403, 404)})
+    def get(self, request, ref: str):
+        """Return identity agent `ref` (id or custom_id) if the caller created it; else 404."""
+        profile = selectors.identity_get_owned(ref=ref, creator_id=self.user_id(request))
+        keys = selectors.valid_keysets(agent_ids=[profile.agent_id])
+        return Response(identity_view(profile, keysets=keys.get(profile.agent_id)))
+
+    @extend_schema(operation_id="identity_agents_patch", summary="Change an identity agent", request=s.AgentPatchIn, responses={200: s.AgentOut, **_errors(400, 403, 404)})
+    def patch(self, request, ref: str):
+        """Change identity agent `ref`; omitted fields keep their value; custom_id is immutable."""
+        profile = selectors.identity_get_owned(ref=ref, creator_id=self.user_id(request))
+        fields = self.parse(s.AgentPatchIn, request, partial=True)
+        profile = services.identity_agent_update(profile=profile, data=_input(fields))
+        keys = selectors.valid_keysets(agent_ids=[profile.agent_id])
+        return Response(identity_view(profile, keysets=keys.get(profile.agent_id)))
+
+    @extend_schema(operation_id="identity_agents_delete", summary="Delete an identity agent (cascade)", responses={204: None, **_errors(403, 404)})
+    def delete(self, request, ref: str):
+        """Delete identity agent `ref`: relations terminated, users alerted, token and keys revoked → 204."""
+        profile = selectors.identity_get_owned(ref=ref, creator_id=self.user_id(request))
+        services.identity_agent_delete(profile=profile)
+        return Response(status=204)
+
+
+class DeletionPreviewView(IdentityView):
+    @extend_schema(operation_id="identity_agents_deletion_preview", summary="What deleting the agent would affect", responses={200: s.PreviewOut, **_errors(403, 404)})
+    def get(self, request, ref: str):
+        """Return `{affected_h2a_count, affected_users_count}` (spec 001 cascade preview)."""
+        profile = selectors.identity_get_owned(ref=ref, creator_id=self.user_id(request))
+        return Response(selectors.deletion_preview(agent_id=profile.agent_id))
+
+
+class RegenerateView(IdentityView):
+    @extend_schema(operation_id="identity_token_regenerate", summary="Rotate the agent token", request=s.RegenerateIn, responses={200: s.TokenOut, **_errors(400, 403, 404, 429)})
+    def post(self, request, ref: str):
+        """Mint a new token (shown once); old one valid 7 days, or revoked at once when `emergency`."""
+        profile = selectors.identity_get_owned(ref=ref, creator_id=self.user_id(request))
+        emergency = bool(self.parse(s.RegenerateIn, request).get("emergency", False))
+        token = services.token_regenerate(profile=profile, emergency=emergency, actor=request.auth.actor)
+        until = None
+        if not emergency:
+            from datetime import timedelta
+
+            from django.conf import settings
+
+            until = rfc3339(timezone.now() + timedelta(seconds=int(settings.AGENTS_IDENTITY_GRACE_SECONDS)))
+        return Response({"agent_id": profile.agent_id, "agent_token": token, "emergency": emergency, "previous_valid_until": until})
+
+
+class KeysRegisterView(AgentTokenView):
+    @extend_schema(operation_id="identity_keys_register", summary="Register public keys (agent token)", request=s.KeysRegisterIn, responses={200: s.KeySetOut, **_errors(400, 403)})
+    def post(self, request, ref: str):
+        """Register the agent's X25519 + Ed25519 public keys (and webhook secret) with its own token."""
+        profile = self.own_agent(request, ref)
+        fields = self.parse(s.KeysRegisterIn, request)
+        keyset = services.keys_register(
+            agent_id=profile.agent_id,
+            public_key=fields.get("public_key"),
+            signing_public_key=fields.get("signing_public_key"),
+            webhook_secret=fields.get("webhook_secret"),
+        )
+        return Response(keyset_view(keyset))
+
+
+class RelationsView(IdentityView):
+    @extend_schema(operation_id="identity_relations_add", summary="Add the agent (H2A relation)", request=None, responses={201: s.RelationOut, 200: s.RelationOut, **_errors(403, 404)})
+    def post(self, request, ref: str):
+        """Add identity agent `ref` for the caller → 201 (200 when already added)."""
+        profile = selectors.identity_get(ref=ref)
+        relation, created = services.relation_add(profile=profile, user_id=self.user_id(request))
+        return Response(relation_view(relation), status=201 if created else 200)
+
+    @extend_schema(operation_id="identity_relations_remove", summary="Remove the agent (end the relation)", responses={204: None, **_errors(403, 404)})
+    def delete(self, request, ref: str):
+        """End the caller's relation with identity agent `ref` → 204 (404 without one)."""
+        profile = selectors.identity_get(ref=ref)
+        services.relation_remove(profile=profile, user_id=self.user_id(request))
+        return Response(status=204)
+
+
+class MyRelationsView(IdentityView):
+    @extend_schema(operation_id="identity_relations_mine", summary="Your active relations", responses={200: s.RelationListOut, **_errors(403)})
+    def get(self, request):
+        """Return the caller's active relations with identity agents, newest first."""
+        return Response({"relations": [relation_view(r) for r in selectors.user_relations(user_id=self.user_id(request))]})
+
+
+class UserContextView(AgentTokenView):
+    @extend_schema(operation_id="identity_user_context", summary="The user's agents (agent token)", responses={200: s.UserContextOut, **_errors(403, 404)})
+    def get(self, request, ref: str, user_id: str):
+        """Return the identity agents `user_id` has active relations with, if one is with the caller (else 404)."""
+        profile = self.own_agent(request, ref)
+        agents = selectors.user_context_agents(agent_id=profile.agent_id, user_id=user_id)
+        return Response({"user_id": user_id, "agents": [public_identity_view(p) for p in agents]})
+
+
+class AgentMessagesView(IdentityView):
+    @extend_schema(operation_id="identity_messages_to_agent", summary="Send the agent an envelope", request=s.EnvelopeIn, responses={202: s.EnvelopeAcceptedOut, **_errors(400, 403, 404, 413)})
+    def post(self, request, ref: str):
+        """Store and forward an opaque envelope to identity agent `ref` → 202 (webhook or WebSocket)."""
+        profile = selectors.identity_get(ref=ref)
+        fields = self.parse(s.EnvelopeIn, request)
+        envelope, delivery = messaging.envelope_to_agent(profile=profile, user_id=self.user_id(request), envelope=fields.get("envelope"))
+        return Response(
+            {"envelope_id": envelope.public_id, "delivery_id": delivery.public_id if delivery else None, "created_at": rfc3339(envelope.created_at)},
+            status=202,
+        )
+
+
+class UserMessagesView(AgentTokenView):
+    @extend_schema(operation_id="identity_messages_to_user", summary="Send a user an envelope (agent token)", request=s.EnvelopeIn, responses={201: s.EnvelopeOut, **_errors(400, 403, 404, 413)})
+    def post(self, request, user_id: str):
+        """Put an opaque envelope in `user_id`'s inbox; only with an active relation (else 404) → 201."""
+        fields = self.parse(s.EnvelopeIn, request)
+        envelope, _ = messaging.envelope_to_user(agent_id=request.auth.agent_id, user_id=user_id, envelope=fields.get("envelope"))
+        from identity.presenters import envelope_view
+
+        return Response(envelope_view(envelope), status=201)
+
+
+class InboxView(IdentityView):
+    @extend_schema(
+        operation_id="identity_inbox",
+        summary="Your inbox: envelopes and system messages",
+        parameters=[CURSOR, LIMIT],
+        responses={200: s.InboxOut, **_errors(400, 403)},
+    )
+    def get(self, request):
+        """Return one page of the caller's inbox, newest first, and `next_cursor` (null at the end)."""
+        items, cursor = selectors.inbox_page(user_id=self.user_id(request), cursor=request.query_params.get("cursor"), limit=request.query_params.get("limit"))
+        return Response({"items": [inbox_item_view(i) for i in items], "next_cursor": cursor})
+
+
+class DeliveriesView(IdentityView):
+    @extend_schema(
+        operation_id="identity_deliveries",
+        summary="The agent's webhook delivery log",
+        parameters=[OpenApiParameter("status", str, enum=DeliveryStatus.values, description="only deliveries in this status"), CURSOR, LIMIT],
+        responses={200: s.DeliveryListOut, **_errors(400, 403, 404)},
+    )
+    def get(self, request, ref: str):
+        """Return the webhook deliveries of identity agent `ref` (creator only), newest first, with attempts."""
+        profile = selectors.identity_get_owned(ref=ref, creator_id=self.user_id(request))
+        q = request.query_params
+        rows, cursor = selectors.delivery_page(agent_id=profile.agent_id, status=q.get("status"), cursor=q.get("cursor"), limit=q.get("limit"))
+        return Response({"deliveries": [delivery_view(r) for r in rows], "next_cursor": cursor})
+
+
+class ReplayView(IdentityView):
+    @extend_schema(operation_id="identity_delivery_replay", summary="Deliver an envelope again", request=None, responses={202: s.DeliveryOut, **_errors(403, 404, 409)})
+    def post(self, request, delivery_id: str):
+        """Queue a new delivery of a finished (e.g. dead-lettered) delivery's envelope → 202 (creator only)."""
+        delivery = selectors.delivery_get(public_id=delivery_id)
+        profile = selectors.identity_get_owned(ref=delivery.agent_id, creator_id=self.user_id(request))
+        replay = messaging.delivery_replay(delivery=delivery, profile=profile)
+        return Response(delivery_view(replay, with_attempts=False), status=202)

@@ -1,0 +1,248 @@
+"""Identity agents (spec 001) and everything they own: all in the creating org's store.
+
+An identity agent is an `agents.Agent` with `hosting = external`; its identity fields live on
+`IdentityProfile` (one-to-one). Credentials, keys, rotations, relations, envelopes, deliveries
+and inbox items name the agent by its id (a plain column, not a foreign key) so that a cascade
+delete keeps them: relations marked terminated, envelopes stored, credentials revoked.
+Routed by `tenancy.db_router` to the current org's database (`identity` is an org app).
+"""
+
+from django.db import models
+
+from agents.models import Agent
+from agents_site.vocabulary import (
+    AgentHealth,
+    ConnectionMode,
+    DeliveryStatus,
+    EnvelopeDirection,
+    IdentityCategory,
+    InboxItemKind,
+    RelationStatus,
+    SystemMessageCode,
+    SystemMessageType,
+)
+
+
+class IdentityProfile(models.Model):
+    """The identity fields of an external agent (spec 001 creation form) and its creator.
+
+    `creator_id` is the creating principal's subject (username, or the gateway JWT's `sub`);
+    only that user lists, edits, rotates and deletes it through `/v1/identity/`.
+    """
+
+    agent = models.OneToOneField(Agent, on_delete=models.CASCADE, primary_key=True, related_name="identity")
+    display_name = models.CharField(max_length=32)
+    bio = models.CharField(max_length=500, default="", blank=True)
+    avatar_url = models.CharField(max_length=2048, default="", blank=True)
+    category = models.CharField(max_length=16, choices=IdentityCategory.choices, default="", blank=True)
+    connection_mode = models.CharField(max_length=16, choices=ConnectionMode.choices)
+    webhook_url = models.CharField(max_length=2048, default="", blank=True)
+    health_check_url = models.CharField(max_length=2048, default="", blank=True)
+    creator_id = models.CharField(max_length=300, db_index=True)
+    health = models.CharField(max_length=16, choices=AgentHealth.choices, default=AgentHealth.UNKNOWN)
+    health_detail = models.CharField(max_length=300, default="", blank=True)
+    health_checked_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.display_name} ({self.agent_id})"
+
+
+class AgentCredential(models.Model):
+    """One agent token: `agt_<org>_<token_id>_<secret>`; only bcrypt(secret) is stored.
+
+    `token_id` (non-secret) selects the row; bcrypt (cost 10) checks the secret. Valid while
+    `revoked_at` is unset and `expires_at` is unset or in the future (a normal rotation sets it
+    to now + the grace period; an emergency rotation or a delete sets `revoked_at`).
+    """
+
+    token_id = models.CharField(max_length=32, unique=True)
+    agent_id = models.CharField(max_length=64, db_index=True)
+    token_hash = models.CharField(max_length=100)
+    created_at = models.DateTimeField()
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"agt_…{self.token_id} ({self.agent_id})"
+
+
+class AgentKeySet(models.Model):
+    """Public keys an agent registered (X25519 `public_key`, Ed25519 `signing_public_key`,
+    base64) and its webhook secret, Fernet-encrypted under the deployment key.
+
+    Same validity rule as `AgentCredential`: superseded sets stay valid through the grace
+    period of a normal rotation; an emergency rotation or a delete revokes them at once.
+    """
+
+    agent_id = models.CharField(max_length=64, db_index=True)
+    public_key = models.CharField(max_length=64)
+    signing_public_key = models.CharField(max_length=64)
+    webhook_secret_encrypted = models.TextField(default="", blank=True)
+    created_at = models.DateTimeField()
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = "agent key set"
+
+    def __str__(self) -> str:
+        return f"keys of {self.agent_id} ({self.created_at:%Y-%m-%d})"
+
+
+class TokenRotation(models.Model):
+    """One token rotation, durable: the 5-per-24-h limit counts these rows."""
+
+    agent_id = models.CharField(max_length=64, db_index=True)
+    emergency = models.BooleanField(default=False)
+    actor = models.CharField(max_length=300, default="", blank=True)
+    created_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id} rotated{' (emergency)' if self.emergency else ''}"
+
+
+class Relation(models.Model):
+    """A human-to-agent relation (H2A): user `user_id` added identity agent `agent_id`.
+
+    At most one active relation per (agent, user). Removed by the user, or terminated by the
+    agent's deletion (kept, never deleted).
+    """
+
+    agent_id = models.CharField(max_length=64, db_index=True)
+    user_id = models.CharField(max_length=300, db_index=True)
+    status = models.CharField(max_length=32, choices=RelationStatus.choices, default=RelationStatus.ACTIVE)
+    created_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agent_id", "user_id"], condition=models.Q(status="active"), name="uniq_active_relation"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} ↔ {self.agent_id} ({self.status})"
+
+
+class Envelope(models.Model):
+    """An opaque envelope (ciphertext, base64 as given) between a user and an identity agent.
+
+    The platform stores and forwards it and never parses it. `pk` orders envelopes (and is the
+    WebSocket delivery order); `acked_at` is set when a WebSocket agent acknowledged it (a
+    webhook agent's envelopes are tracked by their `Delivery`). Kept
+    `AGENTS_ENVELOPE_RETENTION_DAYS`, also after the agent is deleted.
+    """
+
+    public_id = models.CharField(max_length=64, unique=True)
+    direction = models.CharField(max_length=16, choices=EnvelopeDirection.choices)
+    agent_id = models.CharField(max_length=64, db_index=True)
+    user_id = models.CharField(max_length=300, db_index=True)
+    body = models.TextField()
+    size_bytes = models.PositiveIntegerField()
+    created_at = models.DateTimeField(db_index=True)
+    acked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["agent_id", "direction", "acked_at", "id"], name="ix_env_agent_pending")]
+
+    def __str__(self) -> str:
+        return f"{self.public_id} ({self.direction}, {self.size_bytes} bytes)"
+
+
+class Delivery(models.Model):
+    """One webhook delivery of an envelope: attempts, backoff, dead letter, replays.
+
+    `public_id` is the Standard Webhooks `webhook-id` (the same on every retry, so receivers
+    can de-duplicate). `next_attempt_at` is when the next attempt is due while `retrying`.
+    """
+
+    public_id = models.CharField(max_length=64, unique=True)
+    agent_id = models.CharField(max_length=64, db_index=True)
+    envelope = models.ForeignKey(Envelope, on_delete=models.CASCADE, related_name="deliveries")
+    url = models.CharField(max_length=2048)
+    status = models.CharField(max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    last_status_code = models.PositiveIntegerField(null=True, blank=True)
+    last_error = models.CharField(max_length=500, default="", blank=True)
+    next_attempt_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    created_at = models.DateTimeField(db_index=True)
+    updated_at = models.DateTimeField()
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        verbose_name_plural = "deliveries"
+
+    def __str__(self) -> str:
+        return f"{self.public_id} ({self.status})"
+
+
+class DeliveryAttempt(models.Model):
+    """One HTTP attempt of a delivery: status code or error, and how long it took."""
+
+    delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="attempt_log")
+    number = models.PositiveIntegerField()
+    status_code = models.PositiveIntegerField(null=True, blank=True)
+    error = models.CharField(max_length=500, default="", blank=True)
+    duration_ms = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["delivery_id", "number"]
+
+    def __str__(self) -> str:
+        return f"{self.delivery_id} #{self.number}: {self.status_code or self.error}"
+
+
+class InboxItem(models.Model):
+    """One item of a user's identity inbox: an envelope from an agent, or a system message.
+
+    System messages are the platform's notifications (`security_alert` /
+    `agent.deleted_by_creator` after a cascade delete). `pk` is the inbox cursor and the SSE
+    `id:` of the inbox stream.
+    """
+
+    user_id = models.CharField(max_length=300)
+    kind = models.CharField(max_length=16, choices=InboxItemKind.choices)
+    agent_id = models.CharField(max_length=64, db_index=True)
+    envelope = models.ForeignKey(Envelope, on_delete=models.CASCADE, null=True, blank=True, related_name="inbox_items")
+    system_type = models.CharField(max_length=32, choices=SystemMessageType.choices, default="", blank=True)
+    system_code = models.CharField(max_length=64, choices=SystemMessageCode.choices, default="", blank=True)
+    data = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["user_id", "id"], name="ix_inbox_user_id")]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}: {self.system_code or self.kind}"
+
+
+class IdentityLock(models.Model):
+    """A row to lock (`SELECT … FOR UPDATE`) so that writers of one key take turns.
+
+    Keys: `identity-quota:<user>` (the quota count and insert), `identity-rotate:<agent>` (the
+    rotation limit), `identity-inbox:<user>` (inbox ids commit in order).
+    """
+
+    key = models.CharField(max_length=200, unique=True)
+
+    def __str__(self) -> str:
+        return self.key

@@ -1,0 +1,107 @@
+"""Wire views of the identity API (spec 001: snake_case field names)."""
+
+from __future__ import annotations
+
+from agents_site.wire import rfc3339
+from identity.models import AgentKeySet, Delivery, Envelope, IdentityProfile, InboxItem, Relation
+
+
+def keyset_view(keyset: AgentKeySet) -> dict:
+    """Return a registered key set: the public keys, whether a webhook secret is set, validity."""
+    return {
+        "public_key": keyset.public_key,
+        "signing_public_key": keyset.signing_public_key,
+        "webhook_secret_set": bool(keyset.webhook_secret_encrypted),
+        "registered_at": rfc3339(keyset.created_at),
+        "expires_at": rfc3339(keyset.expires_at) or None,
+    }
+
+
+def identity_view(profile: IdentityProfile, *, keysets: list[AgentKeySet] | None = None) -> dict:
+    """Return the wire view of an identity agent (never a token or secret)."""
+    agent = profile.agent
+    return {
+        "agent_id": agent.id,
+        "custom_id": agent.name,
+        "display_name": profile.display_name,
+        "bio": profile.bio,
+        "avatar_url": profile.avatar_url or None,
+        "category": profile.category or None,
+        "connection_mode": profile.connection_mode,
+        "webhook_url": profile.webhook_url or None,
+        "health_check_url": profile.health_check_url or None,
+        "health": {"status": profile.health, "detail": profile.health_detail or None, "checked_at": rfc3339(profile.health_checked_at) or None},
+        "hosting": agent.hosting,
+        "creator_id": profile.creator_id,
+        "public_keys": [keyset_view(k) for k in (keysets or [])],
+        "created_at": rfc3339(profile.created_at),
+        "updated_at": rfc3339(profile.updated_at),
+    }
+
+
+def public_identity_view(profile: IdentityProfile) -> dict:
+    """Return what another agent may see of an identity agent (user-context route)."""
+    return {
+        "agent_id": profile.agent_id,
+        "custom_id": profile.agent.name,
+        "display_name": profile.display_name,
+        "avatar_url": profile.avatar_url or None,
+        "category": profile.category or None,
+    }
+
+
+def relation_view(relation: Relation) -> dict:
+    """Return the wire view of an H2A relation."""
+    return {
+        "agent_id": relation.agent_id,
+        "user_id": relation.user_id,
+        "status": relation.status,
+        "created_at": rfc3339(relation.created_at),
+        "ended_at": rfc3339(relation.ended_at) or None,
+    }
+
+
+def envelope_view(envelope: Envelope) -> dict:
+    """Return the wire view of an envelope (the opaque body included)."""
+    return {
+        "envelope_id": envelope.public_id,
+        "direction": envelope.direction,
+        "agent_id": envelope.agent_id,
+        "user_id": envelope.user_id,
+        "envelope": envelope.body,
+        "size_bytes": envelope.size_bytes,
+        "created_at": rfc3339(envelope.created_at),
+    }
+
+
+def inbox_item_view(item: InboxItem) -> dict:
+    """Return one inbox item: `{id, kind, agent_id, created_at}` plus `envelope` or `system`."""
+    view = {"id": str(item.id), "kind": item.kind, "agent_id": item.agent_id, "created_at": rfc3339(item.created_at)}
+    if item.envelope_id is not None:
+        view["envelope"] = envelope_view(item.envelope)
+    if item.system_code:
+        view["system"] = {"type": item.system_type, "code": item.system_code, "data": item.data}
+    return view
+
+
+def delivery_view(delivery: Delivery, *, with_attempts: bool = True) -> dict:
+    """Return the wire view of a webhook delivery and its attempt log."""
+    view = {
+        "delivery_id": delivery.public_id,
+        "envelope_id": delivery.envelope.public_id,
+        "agent_id": delivery.agent_id,
+        "url": delivery.url,
+        "status": delivery.status,
+        "attempts": delivery.attempts,
+        "last_status_code": delivery.last_status_code,
+        "last_error": delivery.last_error or None,
+        "next_attempt_at": rfc3339(delivery.next_attempt_at) or None,
+        "created_at": rfc3339(delivery.created_at),
+        "delivered_at": rfc3339(delivery.delivered_at) or None,
+    }
+    if with_attempts:
+        view["attempt_log"] = [
+            {"number": a.number, "status_code": a.status_code, "error": a.error or None, "duration_ms": a.duration_ms, "at": rfc3339(a.created_at)}
+            for a in delivery.attempt_log.all()
+        ]
+    return view

@@ -1,0 +1,190 @@
+"""Reads of identity agents, relations, envelopes, deliveries and inboxes. Org context required."""
+
+from __future__ import annotations
+
+import re
+
+from django.conf import settings
+from django.db.models import Prefetch
+
+from agents.models import Agent
+from agents_site.errors import InvalidRequest, NotFound
+from agents_site.vocabulary import AgentHosting, EnvelopeDirection, RelationStatus
+from identity.models import AgentKeySet, Delivery, DeliveryAttempt, Envelope, IdentityProfile, InboxItem, Relation
+from identity.tokens import credential_is_valid
+
+MAX_REF = 128
+PAGE_DEFAULT = 50
+PAGE_MAX = 200
+
+
+def page_limit(limit: object) -> int:
+    """Return `limit` if it is 1..200; 50 when absent or out of range; 400 when not an integer."""
+    if limit is None or limit == "":
+        return PAGE_DEFAULT
+    raw = str(limit).strip()
+    if not re.fullmatch(r"-?[0-9]{1,18}", raw):
+        raise InvalidRequest("limit must be an integer")
+    value = int(raw)
+    return value if 1 <= value <= PAGE_MAX else PAGE_DEFAULT
+
+
+def parse_cursor(cursor: object) -> int | None:
+    """Return the integer cursor (an item id) or None when blank; 400 for anything else."""
+    raw = str(cursor or "").strip()
+    if not raw:
+        return None
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
+        raise InvalidRequest("cursor must be the next_cursor of a previous page")
+    return int(raw)
+
+
+def identity_get(*, ref: str) -> IdentityProfile:
+    """Return the identity profile of the org's external agent `ref` (id or custom_id); 404 otherwise."""
+    ref = (ref or "").strip()
+    if not ref or len(ref) > MAX_REF:
+        raise NotFound("agent not found")
+    agent = Agent.objects.filter(pk=ref, hosting=AgentHosting.EXTERNAL).first() or Agent.objects.filter(
+        name=ref, hosting=AgentHosting.EXTERNAL
+    ).first()
+    profile = IdentityProfile.objects.select_related("agent").filter(agent=agent).first() if agent else None
+    if profile is None:
+        raise NotFound("agent not found")
+    return profile
+
+
+def identity_get_owned(*, ref: str, creator_id: str) -> IdentityProfile:
+    """Return identity agent `ref` if `creator_id` created it; 404 exactly like a missing one."""
+    profile = identity_get(ref=ref)
+    if profile.creator_id != creator_id:
+        raise NotFound("agent not found")
+    return profile
+
+
+def identity_list(*, creator_id: str) -> list[IdentityProfile]:
+    """Return the identity agents `creator_id` created, newest first (one query)."""
+    return list(IdentityProfile.objects.select_related("agent").filter(creator_id=creator_id).order_by("-created_at"))
+
+
+def identity_count(*, creator_id: str) -> int:
+    """Return how many identity agents `creator_id` has in the org (the quota counter)."""
+    return IdentityProfile.objects.filter(creator_id=creator_id).count()
+
+
+def valid_keysets(*, agent_ids: list[str]) -> dict[str, list[AgentKeySet]]:
+    """Return each agent's currently valid key sets, newest first (one query)."""
+    result: dict[str, list[AgentKeySet]] = {a: [] for a in agent_ids}
+    for keyset in AgentKeySet.objects.filter(agent_id__in=agent_ids, revoked_at__isnull=True).order_by("-created_at", "-id"):
+        if credential_is_valid(keyset):
+            result.setdefault(keyset.agent_id, []).append(keyset)
+    return result
+
+
+def signing_keyset(*, agent_id: str) -> AgentKeySet | None:
+    """Return the newest valid key set of `agent_id` holding a webhook secret, or None."""
+    for keyset in valid_keysets(agent_ids=[agent_id]).get(agent_id, []):
+        if keyset.webhook_secret_encrypted:
+            return keyset
+    return None
+
+
+def active_relations(*, agent_id: str):
+    """Return the queryset of `agent_id`'s active relations."""
+    return Relation.objects.filter(agent_id=agent_id, status=RelationStatus.ACTIVE)
+
+
+def has_active_relation(*, agent_id: str, user_id: str) -> bool:
+    """Return True when `user_id` has an active relation with `agent_id`."""
+    return active_relations(agent_id=agent_id).filter(user_id=user_id).exists()
+
+
+def user_relations(*, user_id: str) -> list[Relation]:
+    """Return `user_id`'s active relations, newest first."""
+    return list(Relation.objects.filter(user_id=user_id, status=RelationStatus.ACTIVE).order_by("-created_at"))
+
+
+def user_context_agents(*, agent_id: str, user_id: str) -> list[IdentityProfile]:
+    """Return the identity agents `user_id` has active relations with (spec 001 user-context).
+
+    Only when `user_id` has an active relation with the calling agent `agent_id`; else 404.
+    """
+    if not has_active_relation(agent_id=agent_id, user_id=user_id):
+        raise NotFound("user not found")
+    ids = list(Relation.objects.filter(user_id=user_id, status=RelationStatus.ACTIVE).values_list("agent_id", flat=True))
+    return list(IdentityProfile.objects.select_related("agent").filter(agent_id__in=ids).order_by("display_name"))
+
+
+def deletion_preview(*, agent_id: str) -> dict:
+    """Return `{"affected_h2a_count", "affected_users_count"}` of deleting `agent_id` (spec 001)."""
+    relations = active_relations(agent_id=agent_id)
+    return {
+        "affected_h2a_count": relations.count(),
+        "affected_users_count": relations.values("user_id").distinct().count(),
+    }
+
+
+def pending_envelopes(*, agent_id: str, after_id: int = 0, limit: int = 100) -> list[Envelope]:
+    """Return `agent_id`'s unacknowledged envelopes with id > `after_id`, oldest first (WebSocket)."""
+    return list(
+        Envelope.objects.filter(agent_id=agent_id, direction=EnvelopeDirection.TO_AGENT, acked_at__isnull=True, id__gt=after_id)
+        .order_by("id")[:limit]
+    )
+
+
+def inbox_page(*, user_id: str, cursor: object = None, limit: object = None) -> tuple[list[InboxItem], str | None]:
+    """Return one page of `user_id`'s inbox, newest first, and the next cursor (None at the end).
+
+    `cursor` is the previous page's `next_cursor` (items with a smaller id follow).
+    """
+    size = page_limit(limit)
+    before = parse_cursor(cursor)
+    qs = InboxItem.objects.filter(user_id=user_id).select_related("envelope")
+    if before is not None:
+        qs = qs.filter(id__lt=before)
+    items = list(qs.order_by("-id")[: size + 1])
+    more = len(items) > size
+    items = items[:size]
+    return items, (str(items[-1].id) if more and items else None)
+
+
+def inbox_after(*, user_id: str, after_id: int, limit: int = 500) -> list[InboxItem]:
+    """Return `user_id`'s inbox items with id > `after_id`, oldest first (the SSE stream)."""
+    return list(InboxItem.objects.filter(user_id=user_id, id__gt=after_id).select_related("envelope").order_by("id")[:limit])
+
+
+def inbox_head(*, user_id: str) -> int:
+    """Return the id of `user_id`'s newest inbox item (0 when empty)."""
+    last = InboxItem.objects.filter(user_id=user_id).order_by("-id").values_list("id", flat=True).first()
+    return last or 0
+
+
+def delivery_page(*, agent_id: str, status: str | None = None, cursor: object = None, limit: object = None) -> tuple[list[Delivery], str | None]:
+    """Return one page of `agent_id`'s webhook deliveries (newest first) with their attempts."""
+    from agents_site.vocabulary import DeliveryStatus
+
+    size = page_limit(limit)
+    before = parse_cursor(cursor)
+    qs = Delivery.objects.filter(agent_id=agent_id).select_related("envelope")
+    if status:
+        if status not in DeliveryStatus.values:
+            raise InvalidRequest(f"status must be one of {'|'.join(DeliveryStatus.values)}")
+        qs = qs.filter(status=status)
+    if before is not None:
+        qs = qs.filter(id__lt=before)
+    rows = list(qs.order_by("-id").prefetch_related(Prefetch("attempt_log", queryset=DeliveryAttempt.objects.order_by("number")))[: size + 1])
+    more = len(rows) > size
+    rows = rows[:size]
+    return rows, (str(rows[-1].id) if more and rows else None)
+
+
+def delivery_get(*, public_id: str) -> Delivery:
+    """Return delivery `public_id`; 404 when it is not in the org."""
+    row = Delivery.objects.select_related("envelope").filter(public_id=(public_id or "")[:64]).first()
+    if row is None:
+        raise NotFound("delivery not found")
+    return row
+
+
+def retention_days() -> int:
+    """Return `AGENTS_ENVELOPE_RETENTION_DAYS` (at least 1)."""
+    return max(1, int(getattr(settings, "AGENTS_ENVELOPE_RETENTION_DAYS", 30)))

@@ -1,0 +1,254 @@
+"""Request and response shapes of the identity API (spec 001 field rules, snake_case wire).
+
+Input serializers check each field's shape and rule (lengths, patterns, choices); the rules
+that need the store or settings run in `identity.services`. Output serializers document the
+answers in the OpenAPI document (views render `identity.presenters`).
+"""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from agents_site.vocabulary import ConnectionMode, IdentityCategory
+
+CUSTOM_ID_PATTERN = r"^[a-z0-9_]{4,30}$"
+_CUSTOM_ID_AGENT_NAME = r"^[a-z0-9][a-z0-9_]{3,29}$"  # also a valid agent name: no leading "_"
+
+
+class StrictCharField(serializers.CharField):
+    """A CharField that refuses numbers and booleans (DRF would turn `0` into `"0"`)."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class _Strict(serializers.Serializer):
+    """Refuse fields the route does not know (a typo must not pass silently)."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
+        return super().to_internal_value(data)
+
+
+def _custom_id_rule(value: str) -> str:
+    import re
+
+    if value and not re.fullmatch(_CUSTOM_ID_AGENT_NAME, value):
+        raise serializers.ValidationError(f"must match {CUSTOM_ID_PATTERN} and start with a letter or digit")
+    return value
+
+
+class AgentCreateIn(_Strict):
+    """POST /v1/identity/agents: the creation form (spec 001)."""
+
+    display_name = StrictCharField(min_length=2, max_length=32)
+    custom_id = StrictCharField(required=False, allow_blank=True, allow_null=True, max_length=30, validators=[_custom_id_rule])
+    bio = StrictCharField(required=False, allow_blank=True, max_length=500, trim_whitespace=False)
+    avatar_url = StrictCharField(required=False, allow_blank=True, allow_null=True, max_length=2048)
+    category = serializers.ChoiceField(choices=IdentityCategory.choices, required=False, allow_blank=True, allow_null=True)
+    connection_mode = serializers.ChoiceField(choices=ConnectionMode.choices)
+    webhook_url = StrictCharField(required=False, allow_blank=True, allow_null=True, max_length=2048)
+    health_check_url = StrictCharField(required=False, allow_blank=True, allow_null=True, max_length=2048)
+
+
+class AgentPatchIn(AgentCreateIn):
+    """PATCH /v1/identity/agents/{id}: any subset of the creation fields; custom_id immutable."""
+
+    display_name = StrictCharField(min_length=2, max_length=32, required=False)
+    connection_mode = serializers.ChoiceField(choices=ConnectionMode.choices, required=False)
+
+
+class RegenerateIn(_Strict):
+    """POST …/token/regenerate: `emergency` revokes the old token and keys at once."""
+
+    emergency = serializers.BooleanField(required=False, default=False)
+
+
+class KeysRegisterIn(_Strict):
+    """POST …/keys/register (agent token): base64 X25519 and Ed25519 public keys, webhook secret."""
+
+    public_key = StrictCharField(trim_whitespace=True, max_length=100)
+    signing_public_key = StrictCharField(trim_whitespace=True, max_length=100)
+    webhook_secret = StrictCharField(required=False, allow_blank=True, allow_null=True, max_length=400)
+
+
+class EnvelopeIn(_Strict):
+    """An opaque envelope: base64 ciphertext, at most 256 KiB decoded."""
+
+    envelope = StrictCharField(trim_whitespace=True, max_length=None)
+
+
+# ---- answers (documentation) ----
+
+
+class ErrorOut(serializers.Serializer):
+    """The one error shape: `{status, code, error}` plus named extras."""
+
+    status = serializers.IntegerField()
+    code = serializers.CharField()
+    error = serializers.CharField()
+
+
+class LimitErrorOut(ErrorOut):
+    """409: `agent_exists`, or `agent_limit_exceeded` with `error_code` AGT_008 and the `limit`."""
+
+    error_code = serializers.CharField(required=False)
+    limit = serializers.IntegerField(required=False)
+
+
+class RateErrorOut(ErrorOut):
+    """429: `retry_after` seconds."""
+
+    retry_after = serializers.IntegerField()
+
+
+class HealthOut(serializers.Serializer):
+    status = serializers.CharField()
+    detail = serializers.CharField(allow_null=True)
+    checked_at = serializers.CharField(allow_null=True)
+
+
+class KeySetOut(serializers.Serializer):
+    public_key = serializers.CharField()
+    signing_public_key = serializers.CharField()
+    webhook_secret_set = serializers.BooleanField()
+    registered_at = serializers.CharField()
+    expires_at = serializers.CharField(allow_null=True)
+
+
+class AgentOut(serializers.Serializer):
+    """An identity agent (never its token or secrets)."""
+
+    agent_id = serializers.CharField()
+    custom_id = serializers.CharField()
+    display_name = serializers.CharField()
+    bio = serializers.CharField()
+    avatar_url = serializers.CharField(allow_null=True)
+    category = serializers.CharField(allow_null=True)
+    connection_mode = serializers.CharField()
+    webhook_url = serializers.CharField(allow_null=True)
+    health_check_url = serializers.CharField(allow_null=True)
+    health = HealthOut()
+    hosting = serializers.CharField()
+    creator_id = serializers.CharField()
+    public_keys = KeySetOut(many=True)
+    created_at = serializers.CharField()
+    updated_at = serializers.CharField()
+
+
+class AgentCreatedOut(AgentOut):
+    """201: the agent and its token (shown this once)."""
+
+    agent_token = serializers.CharField()
+
+
+class AgentListOut(serializers.Serializer):
+    agents = AgentOut(many=True)
+
+
+class TokenOut(serializers.Serializer):
+    """A regenerated token (shown this once) and until when the old one stays valid."""
+
+    agent_id = serializers.CharField()
+    agent_token = serializers.CharField()
+    emergency = serializers.BooleanField()
+    previous_valid_until = serializers.CharField(allow_null=True)
+
+
+class PreviewOut(serializers.Serializer):
+    affected_h2a_count = serializers.IntegerField()
+    affected_users_count = serializers.IntegerField()
+
+
+class RelationOut(serializers.Serializer):
+    agent_id = serializers.CharField()
+    user_id = serializers.CharField()
+    status = serializers.CharField()
+    created_at = serializers.CharField()
+    ended_at = serializers.CharField(allow_null=True)
+
+
+class RelationListOut(serializers.Serializer):
+    relations = RelationOut(many=True)
+
+
+class PublicAgentOut(serializers.Serializer):
+    agent_id = serializers.CharField()
+    custom_id = serializers.CharField()
+    display_name = serializers.CharField()
+    avatar_url = serializers.CharField(allow_null=True)
+    category = serializers.CharField(allow_null=True)
+
+
+class UserContextOut(serializers.Serializer):
+    user_id = serializers.CharField()
+    agents = PublicAgentOut(many=True)
+
+
+class EnvelopeOut(serializers.Serializer):
+    envelope_id = serializers.CharField()
+    direction = serializers.CharField()
+    agent_id = serializers.CharField()
+    user_id = serializers.CharField()
+    envelope = serializers.CharField()
+    size_bytes = serializers.IntegerField()
+    created_at = serializers.CharField()
+
+
+class EnvelopeAcceptedOut(serializers.Serializer):
+    envelope_id = serializers.CharField()
+    delivery_id = serializers.CharField(allow_null=True)
+    created_at = serializers.CharField()
+
+
+class SystemOut(serializers.Serializer):
+    type = serializers.CharField()
+    code = serializers.CharField()
+    data = serializers.DictField()
+
+
+class InboxItemOut(serializers.Serializer):
+    id = serializers.CharField()
+    kind = serializers.CharField()
+    agent_id = serializers.CharField()
+    created_at = serializers.CharField()
+    envelope = EnvelopeOut(required=False)
+    system = SystemOut(required=False)
+
+
+class InboxOut(serializers.Serializer):
+    items = InboxItemOut(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+class AttemptOut(serializers.Serializer):
+    number = serializers.IntegerField()
+    status_code = serializers.IntegerField(allow_null=True)
+    error = serializers.CharField(allow_null=True)
+    duration_ms = serializers.IntegerField()
+    at = serializers.CharField()
+
+
+class DeliveryOut(serializers.Serializer):
+    delivery_id = serializers.CharField()
+    envelope_id = serializers.CharField()
+    agent_id = serializers.CharField()
+    url = serializers.CharField()
+    status = serializers.CharField()
+    attempts = serializers.IntegerField()
+    last_status_code = serializers.IntegerField(allow_null=True)
+    last_error = serializers.CharField(allow_null=True)
+    next_attempt_at = serializers.CharField(allow_null=True)
+    created_at = serializers.CharField()
+    delivered_at = serializers.CharField(allow_null=True)
+    attempt_log = AttemptOut(many=True)
+
+
+class DeliveryListOut(serializers.Serializer):
+    deliveries = DeliveryOut(many=True)
+    next_cursor = serializers.CharField(allow_null=True)

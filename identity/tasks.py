@@ -1,0 +1,65 @@
+"""django-q2 task entry points of the identity app (worker processes).
+
+Plain arguments (an org slug, a delivery id); each acts for its org only inside
+`tenancy.stores.org_context(slug)` and is safe to run twice (attempts are claimed).
+Schedules (installed by `manage.py ensure_schedules` through `agents.hooks.register_schedule`):
+`identity: deliveries` every minute (due retries), `identity: health probes` every 5 minutes,
+`identity: retention` hourly.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from tenancy import stores
+
+logger = logging.getLogger(__name__)
+
+
+def deliver(org: str, delivery_id: str) -> str:
+    """Make one attempt of delivery `delivery_id` of org `org`; return its status (or "skipped")."""
+    from identity.delivery import delivery_attempt
+
+    with stores.org_context(org, create=False):
+        row = delivery_attempt(delivery_id=delivery_id)
+        return row.status if row is not None else "skipped"
+
+
+def _each_org(fn) -> dict:
+    done, failed = 0, 0
+    for slug in stores.existing_org_slugs():
+        try:
+            with stores.org_context(slug, create=False):
+                done += fn(slug) or 0
+        except Exception:
+            failed += 1
+            logger.warning("identity task failed for org %s", slug, exc_info=True)
+    return {"done": done, "failedOrgs": failed}
+
+
+def deliveries_tick() -> dict:
+    """Queue an attempt of every due webhook delivery of every org; return counts."""
+    from identity.delivery import deliveries_due
+    from identity.messaging import enqueue_delivery
+
+    def run(slug: str) -> int:
+        due = deliveries_due()
+        for delivery_id in due:
+            enqueue_delivery(slug, delivery_id)
+        return len(due)
+
+    return _each_org(run)
+
+
+def health_probes() -> dict:
+    """Probe the health_check_url of every identity agent of every org; return counts."""
+    from identity.health import health_probe_all
+
+    return _each_org(lambda slug: health_probe_all())
+
+
+def retention() -> dict:
+    """Delete envelopes and delivery logs older than AGENTS_ENVELOPE_RETENTION_DAYS in every org."""
+    from identity.messaging import envelopes_purge
+
+    return _each_org(lambda slug: envelopes_purge())

@@ -1,0 +1,52 @@
+"""GET /v1/identity/inbox/stream under a real daphne: replay from Last-Event-ID, then live."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.identity.conftest import envelope
+from tests.sessions.sse import SSEStream
+
+
+@pytest.fixture
+def daphne_server(transactional_db):
+    from tests.support.live import LiveServer
+
+    server = LiveServer({"AGENTS_SSE_PING_SECONDS": "0.5", "AGENTS_SSE_CATCHUP_SECONDS": "0.3"}).start(timeout=120)  # a loaded CI box starts slowly
+    yield server
+    server.stop()
+
+
+def _open(base: str, key: str, headers: dict | None = None) -> SSEStream:
+    client = httpx.Client(timeout=httpx.Timeout(10.0))
+    request = client.build_request("GET", f"{base}/v1/identity/inbox/stream", headers={"Authorization": f"Bearer {key}", **(headers or {})})
+    return SSEStream(response=client.send(request, stream=True), client=client)
+
+
+def test_inbox_stream_replays_after_last_event_id_then_streams_live(org_a, daphne_server):
+    base, auth = daphne_server.url, {"Authorization": f"Bearer {org_a.key}"}
+    created = httpx.post(f"{base}/v1/identity/agents", json={"display_name": "Streamer", "connection_mode": "websocket"}, headers=auth).json()
+    agent_auth = {"Authorization": f"Bearer {created['agent_token']}"}
+    assert httpx.post(f"{base}/v1/identity/agents/{created['agent_id']}/relations", headers=auth).status_code == 201
+    user = org_a.user.get_username()
+    sent = [httpx.post(f"{base}/v1/identity/users/{user}/messages", json={"envelope": envelope()}, headers=agent_auth).json()["envelope_id"] for _ in range(3)]
+    items = httpx.get(f"{base}/v1/identity/inbox", headers=auth).json()["items"]
+    first_id = items[-1]["id"]  # the oldest item
+
+    stream = _open(base, org_a.key, {"Last-Event-ID": first_id})
+    try:
+        assert stream.response.status_code == 200
+        assert stream.response.headers["content-type"].startswith("text/event-stream")
+        replayed = stream.collect(events=2, timeout=10)
+        assert [f.data["envelope"]["envelope_id"] for f in replayed] == sent[1:]
+        assert all(f.event == "inbox" for f in replayed)
+        live = httpx.post(f"{base}/v1/identity/users/{user}/messages", json={"envelope": envelope()}, headers=agent_auth).json()["envelope_id"]
+        more = stream.collect(events=1, timeout=10)
+        assert [f.data["envelope"]["envelope_id"] for f in more] == [live]
+        assert more[0].id > replayed[-1].id
+    finally:
+        stream.close()
+    refused = httpx.get(f"{base}/v1/identity/inbox/stream", headers={"Last-Event-ID": "x"} | auth)
+    assert refused.status_code == 400 and refused.json()["code"] == "invalid_request"
+    assert httpx.get(f"{base}/v1/identity/inbox/stream").status_code == 403
