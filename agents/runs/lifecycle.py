@@ -317,6 +317,7 @@ def run_finish(
     session: RunSession | None = None,
     span=None,
     span_attributes: dict | None = None,
+    summary: dict | None = None,
 ) -> Run | None:
     """End run `run_id` with `outcome`; return the finished run, or None if it was not in `from_statuses`.
 
@@ -327,8 +328,9 @@ def run_finish(
     row commits (with the caller's transaction, if any): the `agent.run` span gets the
     outcome (`span`, else a new span with `span_attributes`), the session gets the one summary
     `log` event and ends `done`/`error` (through the run's `RunSession` when the executor
-    holds one, closing its inbox), and an `ok` run is debited its `fee_cents` once, for the
-    model that answered. Org context required.
+    holds one, closing its inbox; `summary` adds fields to that event, e.g. a coding run's
+    branch), and an `ok` run is debited its `fee_cents` once, for the model that answered.
+    Org context required.
     """
     org_slug = stores.current_org()
     now = timezone.now()
@@ -362,7 +364,7 @@ def run_finish(
             return None
         run = Run.objects.get(pk=run_id)
         transaction.on_commit(lambda: _after_finish(run, org_slug=org_slug, session=session, span=span,
-                                                    span_attributes=span_attributes), using=alias, robust=True)
+                                                    span_attributes=span_attributes, summary=summary), using=alias, robust=True)
     return run
 
 
@@ -371,22 +373,23 @@ def _close_inbox_only(session: RunSession | None) -> None:
         session.release()
 
 
-def _after_finish(run: Run, *, org_slug: str, session: RunSession | None, span, span_attributes: dict | None) -> None:
+def _after_finish(run: Run, *, org_slug: str, session: RunSession | None, span, span_attributes: dict | None,
+                  summary: dict | None = None) -> None:
     """Span, summary event, session end and debit of a finished run (its row is committed)."""
     _trace(run, org_slug=org_slug, span=span, extra=span_attributes)
-    _close_session(run, session=session)
+    _close_session(run, session=session, extra=summary)
     if run.status == RunStatus.OK and run.fee_cents:
         run_charge(org_slug=org_slug, run_id=run.id, cents=run.fee_cents, model=run.model, actor=run.actor, request_id=run.request_id)
 
 
-def _close_session(run: Run, *, session: RunSession | None) -> None:
-    """Append the run's summary `log` event and end its session (`done` for ok, else `error`)."""
+def _close_session(run: Run, *, session: RunSession | None, extra: dict | None = None) -> None:
+    """Append the run's summary `log` event (plus `extra` fields) and end its session (`done` for ok, else `error`)."""
     if session is None:
         if not run.session_id:
             return
         session = RunSession.bind(session_id=run.session_id, actor=run.actor)
     summary = {"runId": run.id, "status": run.status, "model": run.model, "durationMs": run.duration_ms,
-               "error": clip(run.error, SUMMARY_ERROR_BYTES)}
+               "error": clip(run.error, SUMMARY_ERROR_BYTES), **(extra or {})}
     session.append(EventKind.LOG, summary)
     session.close(status=SessionStatus.DONE if run.status == RunStatus.OK else SessionStatus.ERROR)
 
