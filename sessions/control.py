@@ -77,7 +77,7 @@ def control_send(*, session_id: str, command: str, message: str | None = None, p
     Order (reference §2.3): 404 `SessionNotFound` (unknown or another org's) → 400 unknown
     command → 409 `SessionFinished` ("session is done; cannot pause a finished session") →
     400 "message too long" (16 KiB) → 400 "payload too large" (64 KiB) / invalid JSON →
-    422 `SecretInTranscript` (the payload is scanned; the message is bounded, not scanned)
+    422 `SecretInTranscript` (the payload and the message are scanned)
     → 400 for `message` without a non-empty message or a payload → append → forward.
     Raises `ForwardFailed` (502, extras `command` and `event`) when an executor is registered
     but did not acknowledge; the event is recorded regardless. Org context required.
@@ -89,6 +89,7 @@ def control_send(*, session_id: str, command: str, message: str | None = None, p
     message = fields.clean_message(message)
     fields.dump_payload(payload)
     services.refuse_secrets(payload)
+    services.refuse_secrets(message)  # stricter than spec 003: a credential is stored nowhere
     if command == ControlCommand.MESSAGE and not message and payload is None:
         raise InvalidRequest("message requires a 'message' or 'payload'")
     body: dict = {"command": command}

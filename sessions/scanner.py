@@ -290,12 +290,8 @@ def _flatten(value) -> list[str]:
     return lines
 
 
-def scan_text(text: str) -> list[Finding]:
-    """Return the credentials found in `text`, most severe first (then line, then rule).
-
-    Overlapping hits keep the widest (a PEM block over its header line); one value found by
-    two rules at one place is reported once, under the more severe rule.
-    """
+def _kept_hits(text: str) -> list[_Hit]:
+    """Return the hits in `text`, overlapping ones reduced to the widest (then most severe)."""
     hits = _reference_hits(text) + _library_hits(text)
     hits.sort(key=lambda h: (h.start, -(h.end - h.start), SecretSeverity.RANK[h.severity]))
     kept: list[_Hit] = []
@@ -303,12 +299,50 @@ def scan_text(text: str) -> list[Finding]:
         if any(k.start <= hit.start and hit.end <= k.end for k in kept):
             continue
         kept.append(hit)
+    return kept
+
+
+def scan_text(text: str) -> list[Finding]:
+    """Return the credentials found in `text`, most severe first (then line, then rule).
+
+    Overlapping hits keep the widest (a PEM block over its header line); one value found by
+    two rules at one place is reported once, under the more severe rule.
+    """
     findings: dict[tuple, Finding] = {}
-    for hit in kept:
+    for hit in _kept_hits(text):
         line = text.count("\n", 0, hit.start) + 1
         finding = Finding(hit.rule, hit.severity, line, mask(hit.value), fingerprint(hit.value))
         findings.setdefault((finding.rule, finding.line, finding.fingerprint), finding)
     return sorted(findings.values(), key=lambda f: (SecretSeverity.RANK[f.severity], f.line, f.rule))
+
+
+#: What a masked credential becomes: its rule and the first 12 hex of its SHA-256 (never the value).
+REDACTION = "[redacted:{rule}:{fingerprint}]"
+REDACTION_PREFIX = "[redacted:"
+
+
+def redact_text(text: str) -> tuple[str, list[Finding]]:
+    """Return `text` with every credential replaced by `[redacted:<rule>:<fingerprint>]`, and the findings.
+
+    Used where a credential arrives from a source that cannot be refused (a model's reply, a
+    tool's result): the turn is kept, the value never is. `<fingerprint>` is the first 12 hex
+    of the value's SHA-256, so the same value is recognisable across turns. Example:
+    `"key ghp_abc…"` → `"key [redacted:github-token:3f2a…]"`.
+    """
+    if not text:
+        return text or "", []
+    kept = _kept_hits(text)
+    if not kept:
+        return text, []
+    pieces, cursor = [], 0
+    for hit in sorted(kept, key=lambda h: h.start):
+        if hit.start < cursor:
+            continue
+        pieces.append(text[cursor:hit.start])
+        pieces.append(REDACTION.format(rule=hit.rule, fingerprint=fingerprint(hit.value)[:12]))
+        cursor = hit.end
+    pieces.append(text[cursor:])
+    return "".join(pieces), scan_text(text)
 
 
 def scan_payload(payload) -> list[Finding]:
@@ -319,8 +353,13 @@ def scan_payload(payload) -> list[Finding]:
 
 
 def rejection_message(findings: list[Finding]) -> str:
-    """Return the 422 sentence: `transcript rejected: <N> secret(s) detected (<first rule>). …`."""
+    """Return the 422 sentence naming every rule that fired and what to do instead.
+
+    Example: `transcript rejected: 2 secret(s) detected (github-token, aws-access-key). …`.
+    """
+    rules = ", ".join(dict.fromkeys(f.rule for f in findings))
     return (
-        f"transcript rejected: {len(findings)} secret(s) detected ({findings[0].rule}). "
-        "Secrets belong in KMS and are referenced by name; rotate the exposed value."
+        f"transcript rejected: {len(findings)} secret(s) detected ({rules}). Nothing was stored. "
+        "Never paste a credential: refer to it by name (a credential the operator granted to this "
+        "org, e.g. a repository's push credential), and rotate the exposed value."
     )

@@ -26,6 +26,7 @@ from agents.tools.backends.base import ToolContext
 from agents.tools.invoke import invoke_tool
 from agents.tools.registry import resolve_tools
 from agents_site.vocabulary import ControlCommand, EventKind, RunStatus, SessionStatus
+from sessions.scanner import redact_text
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +65,24 @@ def valid_text(text: str | None) -> str:
     """Return `text` as valid UTF-8 ("" for None): a gateway may send a lone surrogate escape
     (`"\\ud800"`), which no store, event or response can encode; it becomes `?`."""
     return (text or "").encode("utf-8", "replace").decode("utf-8")
+
+
+def masked(text: str) -> str:
+    """Return `text` with every credential replaced by `[redacted:<rule>:<fingerprint>]`.
+
+    A model's reply or a tool's result cannot be refused (the run must go on), so a credential
+    in one is masked before it is stored, returned, published or sent back to the model.
+    """
+    return redact_text(text)[0] if text else text
+
+
+def _masked_call(call) -> dict:
+    """Return a tool call as sent back to the model, its arguments masked (the tool got them whole)."""
+    dumped = call.model_dump(mode="json", exclude_none=True)
+    function = dumped.get("function") or {}
+    if function.get("arguments"):
+        function["arguments"] = masked(function["arguments"])
+    return dumped
 
 
 def _arguments_for_event(raw: str):
@@ -175,14 +194,14 @@ class RunLoop:
                 deadline=min(self.deadline, time.monotonic() + settings.AGENTS_TOOL_CALL_TIMEOUT_SECONDS),
             )
             result, failed = invoke_tool(tool, wire_name=wire_name, raw_arguments=raw, context=context)
-            result = valid_text(result)
+            result = masked(valid_text(result))
             span.set_attribute(tracing.ATTR_TOOL_FAILED, failed)
         self.outcome.tool_calls += 1
         self.session.append(
             EventKind.TOOL_CALL,
             {
                 "name": name,
-                "arguments": _arguments_for_event(raw),
+                "arguments": _arguments_for_event(masked(raw)),
                 "result": clip(result, EVENT_RESULT_BYTES),
                 "error": failed,
                 "round": round_no,
@@ -233,14 +252,14 @@ class RunLoop:
                     models = models[models.index(answered.model) :]
                 self._add_usage(answered.completion)
                 message = answered.completion.choices[0].message
-                content = valid_text(message.content) if message.content is not None else None
+                content = masked(valid_text(message.content)) if message.content is not None else None
                 calls = list(message.tool_calls or [])
                 if calls and offer:
                     messages.append(
                         {
                             "role": "assistant",
                             "content": content,
-                            "tool_calls": [call.model_dump(mode="json", exclude_none=True) for call in calls],
+                            "tool_calls": [_masked_call(call) for call in calls],
                         }
                     )
                     if content:

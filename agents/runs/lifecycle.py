@@ -6,7 +6,8 @@ OpenAI-compatible call, coding run (`RunKind`) — is started by `run_start` and
 moves a queued run to `running` when a worker takes it.
 
 `run_start` (spec 003 POST /v1/agents/{ref}/run; DESIGN §4), in order: org context → agent
-executable here (409 `agent_external`) → input ≤ 128 KiB (400) → `Idempotency-Key` replay
+executable here (409 `agent_external`) → input ≤ 128 KiB (400) → no credential in the input
+(422 `secret_in_transcript`) → `Idempotency-Key` replay
 (409s) → inference configured (503, unless a machine infers) → then ONE serialised org-store
 transaction: the key bound, the balance gate (402 `insufficient_balance` / 503
 `balance_unavailable`: balance − the fees runs in flight hold ≥ this run's fee), the run row
@@ -41,6 +42,7 @@ from agents.run_session import RunSession, clip, session_title
 from agents_site.errors import ApiError, Conflict, InvalidRequest, ServiceUnavailable
 from agents_site.vocabulary import AgentHosting, ErrorCode, EventKind, RunKind, RunStatus, SessionStatus
 from billing.meter import balance_authorize, fee_for_kind, run_charge
+from sessions.services import refuse_secrets
 from tenancy import stores
 
 logger = logging.getLogger(__name__)
@@ -166,7 +168,7 @@ def run_start(
     in flight only for `queued` or routed runs (answered 202); a synchronous run still running
     is 409 `idempotency_in_progress`.
     Raises, with nothing written: `NoOrgSelected`, `AgentExternal` (409), `InvalidRequest`
-    (400), `IdempotencyMismatch` / `IdempotencyInProgress` (409), `InferenceUnavailable`
+    (400), `SecretInTranscript` (422: the input carries a credential; findings masked), `IdempotencyMismatch` / `IdempotencyInProgress` (409), `InferenceUnavailable`
     (503), `Forbidden` (403, no actor), `InsufficientBalance` (402), `BalanceUnavailable`
     (503), and whatever `within` raises.
     """
@@ -176,6 +178,7 @@ def run_start(
     if agent is not None and agent.hosting == AgentHosting.EXTERNAL:
         raise AgentExternal()
     text = check_input(input)
+    refuse_secrets(text)  # a credential is refused before anything is stored (422, findings)
     name = agent.name if agent is not None else agent_name
     key = clean_key(idempotency_key)
     in_flight_ok = queued or kind == RunKind.ROUTED

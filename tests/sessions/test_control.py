@@ -70,15 +70,17 @@ def test_a_message_of_16_kib_is_admitted_and_one_byte_more_is_refused(org_a):
     assert len(_controls(org_a, session["id"])) == 1
 
 
-def test_a_control_payload_is_scanned_and_the_message_is_not(org_a):
+def test_a_control_payload_and_its_message_are_both_scanned(org_a):
     session = new_session(org_a)
     key = "AKIA" + "QWERTYUIOPASDFGH"
     refused = post(org_a.client, f"{BASE}/{session['id']}/pause", {"payload": {"creds": key}})
     assert refused.status_code == 422 and refused.json()["code"] == "secret_in_transcript"
     assert key not in refused.content.decode()
     assert _controls(org_a, session["id"]) == []
-    admitted = post(org_a.client, f"{BASE}/{session['id']}/message", {"message": f"rotate {key}"})
-    assert admitted.status_code == 200  # bounded but not scanned (spec 003)
+    # Stricter than spec 003 (which leaves the message unscanned): a credential is stored nowhere.
+    refused = post(org_a.client, f"{BASE}/{session['id']}/message", {"message": f"rotate {key}"})
+    assert refused.status_code == 422 and refused.json()["code"] == "secret_in_transcript"
+    assert _controls(org_a, session["id"]) == []
 
 
 @pytest.mark.parametrize("status", ["done", "error"])

@@ -95,9 +95,11 @@ def test_a_credential_is_refused_with_findings_and_stored_nowhere(org_a, caplog,
     assert response.status_code == 422
     body = response.json()
     assert body["status"] == 422 and body["code"] == "secret_in_transcript"
+    rules = ", ".join(dict.fromkeys(rule for rule, _, _, _ in expected))  # every rule that fired, named
     assert body["error"] == (
-        f"transcript rejected: {len(expected)} secret(s) detected ({expected[0][0]}). "
-        "Secrets belong in KMS and are referenced by name; rotate the exposed value."
+        f"transcript rejected: {len(expected)} secret(s) detected ({rules}). Nothing was stored. "
+        "Never paste a credential: refer to it by name (a credential the operator granted to this "
+        "org, e.g. a repository's push credential), and rotate the exposed value."
     )
     assert body["findings"] == [
         {"rule": rule, "severity": severity, "line": line, "preview": mask(value), "fingerprint": hashlib.sha256(value.encode()).hexdigest()}
