@@ -42,7 +42,7 @@ from django.db import connections, transaction
 logger = logging.getLogger(__name__)
 
 #: App labels whose models live in an org's store, never in `default`.
-ORG_APP_LABELS = frozenset({"agents", "agent_sessions", "targets"})
+ORG_APP_LABELS = frozenset({"agents", "agent_sessions", "targets", "coding"})
 
 SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 _ALIAS_PREFIX = "org_"
