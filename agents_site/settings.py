@@ -281,9 +281,9 @@ AGENTS_CODING_MAX_REPO_MB = _env_int("AGENTS_CODING_MAX_REPO_MB", 200)
 AGENTS_CODING_MAX_CONCURRENT = _env_int("AGENTS_CODING_MAX_CONCURRENT", 2)
 # The fee of a successful coding run, in cents (unset or negative: the run fee).
 AGENTS_CODING_FEE_CENTS = _env_int("AGENTS_CODING_FEE_CENTS", -1)
-# A coding run's whole time (seconds) when the request names none, and the most it may ask for.
-AGENTS_CODING_TIMEOUT_SECONDS = _env_int("AGENTS_CODING_TIMEOUT_SECONDS", 900)
-AGENTS_CODING_MAX_TIMEOUT_SECONDS = _env_int("AGENTS_CODING_MAX_TIMEOUT_SECONDS", 3600)
+# A coding run's whole time (seconds) when the request names none. A request may ask for up to
+# AGENTS_RUN_TIMEOUT_SECONDS − 60 (the task queue kills a task at AGENTS_RUN_TIMEOUT_SECONDS).
+AGENTS_CODING_TIMEOUT_SECONDS = _env_int("AGENTS_CODING_TIMEOUT_SECONDS", 540)
 # Model turns one coding run may take before it must finish.
 AGENTS_CODING_MAX_TURNS = _env_int("AGENTS_CODING_MAX_TURNS", 40)
 # Where working copies are made (a fresh directory per run, removed at its end).
