@@ -146,7 +146,7 @@ class CodingLoop(RunLoop):
         self.workspace: gitops.Workspace | None = None
         self.git: gitops.Git | None = None
         self.start_sha = ""
-        self.author = (agent.name if agent else coding.tool) or "agent"
+        self.author = run.agent_name or "agent"
 
     # -- session bookkeeping ---------------------------------------------------------------
     def _append(self, kind: EventKind, payload: dict) -> int | None:

@@ -217,7 +217,7 @@ class Git:
     def init(self) -> None:
         """Create the run's own git database (no template: no sample hooks)."""
         subprocess.run(
-            ["git", "init", "-q", "--template=", str(self.workspace.git_dir)],
+            ["git", "init", "-q", "--bare", "--template=", str(self.workspace.git_dir)],
             env=_base_env(self.workspace), check=True, capture_output=True,
         )
         self.run("config", "core.bare", "false")
