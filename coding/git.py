@@ -226,6 +226,8 @@ class Git:
     def fetch(self, url: str, refs: list[str], *, max_bytes: int) -> None:
         """Fetch `refs` (refspecs) from `url`; raise `GitError` (git's reason, or too large)."""
         self.run("fetch", "--no-tags", "--no-recurse-submodules", "--quiet", "--", url, *refs, max_bytes=max_bytes)
+        if tree_bytes(self.workspace.git_dir) > max_bytes:  # finished between two size checks
+            raise GitError(f"the repository is larger than the {max_bytes // (1024 * 1024)} MiB a coding run may clone")
 
     def clone(self, url: str, *, max_bytes: int) -> None:
         """Fetch every branch of `url` into `refs/remotes/origin/*` of a new database."""
