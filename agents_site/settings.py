@@ -267,7 +267,7 @@ AGENTS_CLAIM_WAIT_SECONDS = float(os.environ.get("AGENTS_CLAIM_WAIT_SECONDS", "2
 AGENTS_ROUTED_RUN_TIMEOUT_SECONDS = _env_int("AGENTS_ROUTED_RUN_TIMEOUT_SECONDS", 600)
 
 # The coding engine (POST /v1/agents/coding, /v1/agents/repos). Push credentials are operator
-# configuration: a JSON object {"<name>": {"ref": "env:VAR" | "file:/path", "orgs": ["slug", …]}};
+# configuration: a JSON object {"<name>": {"ref": "env:VAR" | "file:/path", "grantedTo": ["slug", …]}};
 # an org admin names one of them, never a variable or a file, and the value is read only when
 # a push happens on this server.
 AGENTS_REPO_CREDENTIALS = os.environ.get("AGENTS_REPO_CREDENTIALS", "").strip()

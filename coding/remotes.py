@@ -12,7 +12,7 @@ Clone URLs (POST /v1/agents/repos `cloneUrl`; issue 14 item 1):
 - Anything else (other schemes, `ext::`, a leading `-`, whitespace or control characters) is 400.
 
 Push credentials are operator configuration (`AGENTS_REPO_CREDENTIALS`, JSON
-`{"<name>": {"ref": "env:VAR" | "file:/path", "orgs": ["slug", …]}}`): an org admin names one
+`{"<name>": {"ref": "env:VAR" | "file:/path", "grantedTo": ["slug", …]}}`): an org admin names one
 granted to the org; the value is read only by `credential_value` at push time on this server.
 """
 
@@ -175,7 +175,7 @@ def credential_grants() -> dict[str, Grant]:
         ref = entry["ref"].strip()
         if not (ref.startswith("env:") or ref.startswith("file:")):
             continue
-        orgs = entry.get("orgs") or []
+        orgs = entry.get("grantedTo") or []
         grants[str(name)] = Grant(name=str(name), ref=ref, orgs=frozenset(str(o) for o in orgs if isinstance(o, str)))
     return grants
 

@@ -102,7 +102,7 @@ def test_public_https_and_ssh_urls_are_accepted(org_a):
 
 def test_credential_must_be_granted_to_the_org(org_a, org_b, remote, settings, monkeypatch):
     monkeypatch.setenv("SHOP_PUSH_TOKEN", "ghp_notreallyusedhere")
-    settings.AGENTS_REPO_CREDENTIALS = json.dumps({"shop-bot": {"ref": "env:SHOP_PUSH_TOKEN", "orgs": [org_a.slug]}})
+    settings.AGENTS_REPO_CREDENTIALS = json.dumps({"shop-bot": {"ref": "env:SHOP_PUSH_TOKEN", "grantedTo": [org_a.slug]}})
     ok = register(org_a, remote, credential="shop-bot")
     assert ok.status_code == 201 and ok.json()["credential"] == "shop-bot"
     assert "ghp_" not in ok.content.decode()
