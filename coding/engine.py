@@ -37,7 +37,7 @@ from coding.models import CodingRun, Repo
 from coding.remotes import RepoScheme, check_reachable, credential_value
 from coding.sandbox import default_limits
 from coding.sandbox.backends.base import SandboxBackend
-from coding.tools import FINISH, ToolBox, tool_definitions
+from coding.tools import FINISH, WRITING_TOOLS, ToolBox, tool_definitions
 
 logger = logging.getLogger(__name__)
 
@@ -265,9 +265,8 @@ class CodingLoop(RunLoop):
             calls = list(message.tool_calls or [])
             if content:
                 self._append(EventKind.MESSAGE, {"role": "assistant", "text": clip(content), "model": answered.model, "runId": self.run.id})
-            if not calls:
+            if not calls:  # a plain answer ends the run like finish; no tool ran, so nothing changed
                 self.outcome.summary = content
-                self._commit_turn(subject=_subject(content, "Agent changes"), turn=None, messages=messages)
                 return
             messages.append({"role": "assistant", "content": content or None,
                              "tool_calls": [call.model_dump(mode="json", exclude_none=True) for call in calls]})
@@ -298,7 +297,8 @@ class CodingLoop(RunLoop):
                 last_seq = seq if seq is not None else last_seq
                 messages.append({"role": "tool", "tool_call_id": getattr(call, "id", ""), "content": result})
             fallback = finished if finished else _describe(described)
-            self._commit_turn(subject=_subject(content, _subject(fallback, "Agent changes")), turn=last_seq, messages=messages)
+            if any(name in WRITING_TOOLS for name, _ in described):  # read-only turns cannot change the tree
+                self._commit_turn(subject=_subject(content, _subject(fallback, "Agent changes")), turn=last_seq, messages=messages)
             if finished is not None:
                 self.outcome.summary = finished
                 return
