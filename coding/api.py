@@ -109,4 +109,9 @@ def get_coding_run(request, run_id: str):
     coding = selectors.coding_run_get(run_id=run_id)
     if coding is None:
         raise NotFound("coding run not found")
-    return coding_run_view(coding, Run.objects.filter(pk=run_id).first())
+    routed = None
+    if coding.target_id:
+        from coding.routing import routed_result
+
+        routed = routed_result(run_id=run_id)
+    return coding_run_view(coding, Run.objects.filter(pk=run_id).first(), routed=routed)

@@ -180,13 +180,13 @@ def coding_start(*, principal, prompt: object, repo: object, project: object = N
             after=earlier.session_id if earlier else "", start_ref=start_ref, branch=branch_for(session_id), tool=tool,
             target_id=target, timeout_seconds=timeout, created_at=run.created_at,
         )
-
-    def dispatch(run: Run) -> None:
-        if target:
+        if target:  # a routed run is running from its offer on; the machine's report settles it
             from coding.routing import routed_coding_offer
 
-            routed_coding_offer(org=org, run_id=run.id)
-        else:
+            routed_coding_offer(run=runs.coding_run_begin(run_id=run.id), coding=record["coding"], repo=the_repo)
+
+    def dispatch(run: Run) -> None:
+        if not target:
             coding_dispatch(org=org, run_id=run.id)
 
     with stores.org_atomic():
