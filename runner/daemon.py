@@ -209,7 +209,10 @@ class Daemon:
         """Execute one claimed run and report it (as an error if it cannot finish)."""
         run = RoutedRun.parse(body)
         coding = body.get("kind") == CODING_KIND
-        logger.info("claimed %s run %s (%s)", "coding" if coding else "agent", run.run_id, body.get("repo") if coding else run.agent_name)
+        if coding:
+            logger.info("claimed run %s (coding %s)", run.run_id, body.get("repo"))
+        else:
+            logger.info("claimed run %s (agent %s)", run.run_id, run.agent_name)
         if coding:
             execution = CodingExecution(body, server=self.client, inference=self.inference, stopping=self.stopping, sandbox=self.sandbox,
                                         model_override=self.config.model_override, work_dir=self.config.coding_work_dir)
