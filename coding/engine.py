@@ -59,9 +59,12 @@ class Commit:
     subject: str
     turn: int
     diffstat: str
+    patch: str = ""
 
-    def as_dict(self) -> dict:
-        return {"sha": self.sha, "subject": self.subject, "turn": self.turn, "diffstat": self.diffstat}
+    def as_dict(self, *, with_patch: bool = False) -> dict:
+        """Return `{sha, subject, turn, diffstat}` (plus `patch` when asked: the stored record)."""
+        view = {"sha": self.sha, "subject": self.subject, "turn": self.turn, "diffstat": self.diffstat}
+        return {**view, "patch": self.patch} if with_patch else view
 
 
 @dataclass
@@ -224,7 +227,7 @@ class CodingLoop(RunLoop):
         parent = self.git.head()
         sha = self.git.commit(message=message, author_name=self.author, author_email=f"{self.author}@agents.invalid")
         stat = self.git.diffstat(parent, sha)
-        commit = Commit(sha=sha, subject=subject, turn=turn, diffstat=stat)
+        commit = Commit(sha=sha, subject=subject, turn=turn, diffstat=stat, patch=self.git.patch(sha))
         self.outcome.commits.append(commit)
         self._append(EventKind.COMMIT, {"text": subject, "commit": sha, "subject": subject, "diffstat": clip(stat, EVENT_TEXT_BYTES),
                                         "turn": turn, "branch": self.coding.branch, "runId": self.run.id})

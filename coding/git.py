@@ -282,6 +282,12 @@ class Git:
         """Return `git diff --stat start end` (the summary line last), "" when equal."""
         return self.run("diff", "--stat", "--no-ext-diff", "--no-textconv", "--no-color", start, end).stdout.rstrip()
 
+    def patch(self, sha: str, *, limit: int = 32 * 1024) -> str:
+        """Return the patch commit `sha` introduced (no external diff, no textconv), cut to `limit` bytes."""
+        text = self.run("show", "--format=", "--no-ext-diff", "--no-textconv", "--no-color", sha).stdout
+        raw = text.encode()
+        return text if len(raw) <= limit else raw[:limit].decode(errors="ignore") + "\n…[patch cut]"
+
     def commits_since(self, start: str) -> list[str]:
         """Return the shas from `start` (exclusive) to HEAD, oldest first."""
         out = self.run("rev-list", "--reverse", f"{start}..HEAD").stdout

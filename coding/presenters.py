@@ -27,6 +27,6 @@ def coding_run_view(coding: CodingRun, run, *, routed: dict | None = None) -> di
     return {
         "runId": coding.run_id, "sessionId": coding.session_id, "repo": coding.repo, "branch": coding.branch,
         "base": coding.start_ref, "after": coding.after, "status": run.status if run else "", "changed": coding.changed,
-        "pushed": coding.pushed, "commitSha": coding.head_sha, "diffstat": coding.diffstat, "commits": coding.commits or [],
+        "pushed": coding.pushed, "commitSha": coding.head_sha, "diffstat": coding.diffstat, "commits": [{k: v for k, v in c.items() if k != "patch"} for c in coding.commits or []],
         "targetId": coding.target_id, "error": (run.error if run else ""), "createdAt": rfc3339(coding.created_at),
     }

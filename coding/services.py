@@ -239,7 +239,7 @@ def coding_execute(*, run_id: str) -> str:
         return runs.coding_run_finish(run=run, session=session, status=RunStatus.ERROR, error=f"internal error: {type(exc).__name__}").status
     CodingRun.objects.filter(pk=run_id).update(
         changed=outcome.changed, pushed=outcome.pushed, head_sha=outcome.head_sha, diffstat=outcome.diffstat,
-        commits=[c.as_dict() for c in outcome.commits],
+        commits=[c.as_dict(with_patch=True) for c in outcome.commits],
     )
     finished = runs.coding_run_finish(
         run=run, session=session, status=outcome.status, output=outcome.output, error=outcome.error, model=outcome.model,

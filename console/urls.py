@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from console.views import admin, agents, auth, dashboard, sessions
+from console.views import admin, agents, auth, coding, dashboard, sessions
 
 app_name = "console"
 
@@ -19,6 +19,9 @@ urlpatterns = [
     path("agents/<str:ref>/runs/", agents.agent_runs, name="agent-runs"),
     path("sessions/", sessions.session_list, name="sessions"),
     path("sessions/<str:session_id>/", sessions.session_detail, name="session"),
+    path("coding/", coding.coding_run_list, name="coding"),
+    path("coding/<str:run_id>/", coding.coding_run_detail, name="coding-run"),
+    path("machines/", coding.machine_list, name="machines"),
     path("keys/", admin.api_keys, name="keys"),
     path("keys/<int:key_id>/revoke/", admin.api_key_revoke_view, name="key-revoke"),
     path("billing/", admin.billing, name="billing"),
