@@ -324,7 +324,7 @@ class CodingLoop(RunLoop):
         except gitops.GitError as exc:
             raise RunEnded(f"push of {self.coding.branch} was rejected: {exc.reason}") from exc
         self.outcome.pushed = True
-        self._log(f"pushed {self.coding.branch} ({head[:12]})", branch=self.coding.branch, commit=head)
+        self._log(f"pushed {self.coding.branch} ({head[:12]})", branch=self.coding.branch, head=head)
 
     def _final_text(self) -> str:
         lines = [self.outcome.summary.strip() or "(no summary)", ""]

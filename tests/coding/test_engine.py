@@ -194,3 +194,29 @@ def test_masked_placeholder_is_never_written(shop, upstream):
     assert call["error"] is True and "placeholder" in call["result"]
     final = json.loads(_events(shop, started["sessionId"])[-1].payload)
     assert final["changed"] is False
+
+
+def test_published_build_shows_commits_per_turn_and_verify_rederives_them(shop, remote, upstream):
+    import subprocess
+
+    upstream.script(
+        Reply(content="Add a", tool_calls=[("write_file", {"path": "a.txt", "content": "a\n"})]),
+        Reply(content="Add b", tool_calls=[("write_file", {"path": "b.txt", "content": "b\n"})]),
+        Reply(tool_calls=[("finish", {"summary": "a and b"})]),
+    )
+    started = _started(shop, project="shop-build")
+    assert execute(shop, started["runId"]) == "ok"
+    patched = shop.client.patch(f"/v1/agents/sessions/{started['sessionId']}", {"published": True}, content_type="application/json")
+    assert patched.status_code == 200, patched.content
+    build = shop.client.get(f"/v1/agents/builds/{shop.slug}/shop-build").json()
+    assert build["repo"] == "acme/shop"
+    with_commits = [t for t in build["turns"] if t.get("commit")]
+    assert [t["subject"] for t in with_commits] == ["Add a", "Add b"]
+    # `verify`, run in the repository, re-derives every binding from git alone.
+    command = build["verify"] + " " + started["branch"]
+    output = subprocess.run(command, shell=True, cwd=remote, capture_output=True, text=True, check=True,
+                            env={"PATH": "/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent"}).stdout
+    links = {l.commit: l.turn for l in parse_links(output)}
+    tool_turns = [t["turn"] for t in build["turns"] if t["kind"] == "tool-call"]
+    assert set(links) == {t["commit"] for t in with_commits}
+    assert sorted(links.values()) == tool_turns[:2]
