@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ninja import Schema
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field
 
 
 class AgentIn(Schema):
@@ -21,15 +21,6 @@ class AgentIn(Schema):
     timezone: str | None = None
     computeRef: str | None = None
     serviceAccountId: str | None = None
-
-    @field_validator("*")
-    @classmethod
-    def _no_nul(cls, value):
-        # PostgreSQL text cannot hold U+0000 (a 500 there); sqlite mode answers the same 400.
-        texts = value if isinstance(value, list) else [value]
-        if any(isinstance(text, str) and "\x00" in text for text in texts):
-            raise ValueError("must not contain a NUL character")
-        return value
 
 
 class RunOut(Schema):

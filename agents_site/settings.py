@@ -62,6 +62,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "ninja",
+    "agents_site",  # before django_q: its `qcluster` command overrides django-q2's
     "django_q",
     "tenancy",
     "billing",
@@ -121,7 +122,22 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         }
     )
     DATABASES["default"]["TEST"] = {"NAME": str(AGENTS_DATA_DIR / "test-default.db")}
-DATABASES["default"]["CONN_MAX_AGE"] = 0
+DATABASES["default"]["CONN_MAX_AGE"] = 0  # pooled or not, a request hands its connection back at its end
+
+# PostgreSQL connections come from bounded per-process pools (Django's native pool, psycopg-pool):
+# the default database's holds at most AGENTS_DB_POOL_MAX_SIZE, each org database's (PostgreSQL
+# org mode, tenancy/backends/postgres.py) at most AGENTS_ORG_DB_POOL_MAX_SIZE. A request waits up
+# to AGENTS_DB_POOL_TIMEOUT_SECONDS for a free connection; past that it is answered 503
+# `store_busy`. The README's scaling section says how to size them against max_connections.
+AGENTS_DB_POOL_MAX_SIZE = max(1, _env_int("AGENTS_DB_POOL_MAX_SIZE", 10))
+AGENTS_ORG_DB_POOL_MAX_SIZE = max(1, _env_int("AGENTS_ORG_DB_POOL_MAX_SIZE", 4))
+AGENTS_DB_POOL_TIMEOUT_SECONDS = max(0.1, _env_float("AGENTS_DB_POOL_TIMEOUT_SECONDS", 10.0))
+if "postgresql" in DATABASES["default"]["ENGINE"]:
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": min(2, AGENTS_DB_POOL_MAX_SIZE),
+        "max_size": AGENTS_DB_POOL_MAX_SIZE,
+        "timeout": AGENTS_DB_POOL_TIMEOUT_SECONDS,
+    }
 DATABASE_ROUTERS = ["tenancy.db_router.OrgRouter"]
 
 # `sqlite` (one file per org under AGENTS_DATA_DIR) or `postgres` (one database per org on
@@ -200,6 +216,9 @@ else:
 
 # Durable execution (agents/scheduling, agents/background.py, agents/recovery.py).
 AGENTS_RUN_TIMEOUT_SECONDS = _env_int("AGENTS_RUN_TIMEOUT_SECONDS", 600)
+# How long a stopping worker (SIGTERM/Ctrl-C on qcluster) lets its run in flight finish before
+# ending it "worker stopped" (seconds).
+AGENTS_SHUTDOWN_GRACE_SECONDS = _env_float("AGENTS_SHUTDOWN_GRACE_SECONDS", 10.0)
 # A missed slot younger than this (seconds) fires once when the scheduler next ticks; older
 # ones are recorded as skipped.
 AGENTS_CATCHUP_SECONDS = _env_int("AGENTS_CATCHUP_SECONDS", 300)
@@ -259,12 +278,18 @@ OTEL_SERVICE_NAME = os.environ.get("OTEL_SERVICE_NAME", "agents").strip() or "ag
 # removes the balance gate; a negative value falls back to the default.
 CLOUD_AGENT_MAX_LONG_RUNNING = _env_int("CLOUD_AGENT_MAX_LONG_RUNNING", 100)
 CLOUD_AGENT_FEE_CENTS = _env_int("CLOUD_AGENT_FEE_CENTS", 100)
+# Fees per kind of run (cents; unset = the run fee): a chat round or an OpenAI-compatible call
+# need not cost what a whole run costs.
+AGENTS_CHAT_FEE_CENTS = _env_int("AGENTS_CHAT_FEE_CENTS", -1)
+AGENTS_OPENAI_FEE_CENTS = _env_int("AGENTS_OPENAI_FEE_CENTS", -1)
+AGENTS_CODING_FEE_CENTS = _env_int("AGENTS_CODING_FEE_CENTS", -1)
 
 # Run-targets: how long a machine's claim long-poll waits for work before answering 204 (seconds).
 AGENTS_CLAIM_WAIT_SECONDS = float(os.environ.get("AGENTS_CLAIM_WAIT_SECONDS", "25") or 25)
-# How long a machine may take over a routed run (seconds); a claimed run not reported 60 s past
-# it is recorded as an error the next time that machine claims.
+# How long a machine may take over a routed run (seconds); a claimed run not reported
+# AGENTS_ROUTED_RUN_GRACE_SECONDS past it is recorded as an error by the periodic sweep.
 AGENTS_ROUTED_RUN_TIMEOUT_SECONDS = _env_int("AGENTS_ROUTED_RUN_TIMEOUT_SECONDS", 600)
+AGENTS_ROUTED_RUN_GRACE_SECONDS = _env_int("AGENTS_ROUTED_RUN_GRACE_SECONDS", 60)
 
 # The coding engine (POST /v1/agents/coding, /v1/agents/repos). Push credentials are operator
 # configuration: a JSON object {"<name>": {"ref": "env:VAR" | "file:/path", "grantedTo": ["slug", …]}};

@@ -5,7 +5,7 @@ Routed by tenancy.db_router to the current org's database (label `coding` is an 
 
 from django.db import models
 
-from agents.ids import mint_id
+from agents_site.ids import mint_id
 
 
 def new_repo_id() -> str:

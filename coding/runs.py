@@ -20,9 +20,10 @@ import logging
 from collections.abc import Callable
 
 from django.db import transaction
+from django.db.models import Sum
 from django.utils import timezone
 
-from agents.ids import mint_id
+from agents_site.ids import mint_id
 from agents.models import Agent, Run
 from agents.run_session import RunSession, clip, session_title
 from agents_site.vocabulary import EventKind, RunKind, RunStatus, SessionStatus
@@ -56,8 +57,8 @@ def coding_run_start(
     now = timezone.now()
     with stores.org_atomic():
         if fee_cents:
-            held = Run.objects.filter(status__in=RunStatus.HOLDS_FEE).count()
-            balance_authorize(org_slug=org, actor=actor, held_runs=held)
+            held = Run.objects.filter(status__in=RunStatus.HOLDS_FEE).aggregate(total=Sum("fee_cents"))["total"] or 0
+            balance_authorize(org_slug=org, actor=actor, fee_cents=fee_cents, held_cents=held)
         run = Run.objects.create(
             id=mint_id("run"), agent=agent, agent_name=agent_name, kind=RunKind.CODING, fee_cents=fee_cents,
             status=RunStatus.QUEUED, model=(agent.model if agent else ""), input=input, actor=actor[:300],

@@ -131,7 +131,7 @@ def coding_start(*, principal, prompt: object, repo: object, project: object = N
     `AGENTS_CODING_MAX_CONCURRENT`), the balance gate (402/503), the run, its session and
     this record; the task is queued once that commits. `base` wins over `after`.
     """
-    from agents.execution.service import InferenceUnavailable
+    from agents.runs.lifecycle import InferenceUnavailable
     from agents.inference import inference_configured
     from agents.selectors import agent_get
     from coding.sandbox import require_sandbox
