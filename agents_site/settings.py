@@ -72,6 +72,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "identity.apps.IdentityConfig",
+    "coding",
     "console",
 ]
 
@@ -292,6 +293,36 @@ AGENTS_CLAIM_WAIT_SECONDS = float(os.environ.get("AGENTS_CLAIM_WAIT_SECONDS", "2
 # AGENTS_ROUTED_RUN_GRACE_SECONDS past it is recorded as an error by the periodic sweep.
 AGENTS_ROUTED_RUN_TIMEOUT_SECONDS = _env_int("AGENTS_ROUTED_RUN_TIMEOUT_SECONDS", 600)
 AGENTS_ROUTED_RUN_GRACE_SECONDS = _env_int("AGENTS_ROUTED_RUN_GRACE_SECONDS", 60)
+
+# The coding engine (POST /v1/agents/coding, /v1/agents/repos). Push credentials are operator
+# configuration: a JSON object {"<name>": {"ref": "env:VAR" | "file:/path", "grantedTo": ["slug", …]}};
+# an org admin names one of them, never a variable or a file, and the value is read only when
+# a push happens on this server.
+AGENTS_REPO_CREDENTIALS = os.environ.get("AGENTS_REPO_CREDENTIALS", "").strip()
+# Directories under which `file:` clone URLs may point (local set-ups and tests); empty = none.
+AGENTS_REPO_FILE_ROOTS = [p.strip() for p in os.environ.get("AGENTS_REPO_FILE_ROOTS", "").split(",") if p.strip()]
+# Private, loopback and link-local hosts a clone URL may name anyway (e.g. an in-house forge).
+AGENTS_REPO_ALLOW_HOSTS = _env_list("AGENTS_REPO_ALLOW_HOSTS")
+# Bound on one clone and on the working copy's disk use (MiB).
+AGENTS_CODING_MAX_REPO_MB = _env_int("AGENTS_CODING_MAX_REPO_MB", 200)
+# Coding runs one org may have in flight (queued or running); one more answers 429.
+AGENTS_CODING_MAX_CONCURRENT = _env_int("AGENTS_CODING_MAX_CONCURRENT", 2)
+# The fee of a successful coding run, in cents (unset or negative: the run fee).
+AGENTS_CODING_FEE_CENTS = _env_int("AGENTS_CODING_FEE_CENTS", -1)
+# A coding run's whole time (seconds) when the request names none. A request may ask for up to
+# AGENTS_RUN_TIMEOUT_SECONDS − 60 (the task queue kills a task at AGENTS_RUN_TIMEOUT_SECONDS).
+AGENTS_CODING_TIMEOUT_SECONDS = _env_int("AGENTS_CODING_TIMEOUT_SECONDS", 540)
+# Model turns one coding run may take before it must finish.
+AGENTS_CODING_MAX_TURNS = _env_int("AGENTS_CODING_MAX_TURNS", 40)
+# Where working copies are made (a fresh directory per run, removed at its end).
+AGENTS_CODING_WORK_DIR = os.environ.get("AGENTS_CODING_WORK_DIR", "").strip()
+# The sandbox of the `run` tool: `bubblewrap` (the only one) or `none` (coding runs refused, 503).
+AGENTS_CODING_SANDBOX = os.environ.get("AGENTS_CODING_SANDBOX", "bubblewrap").strip().lower() or "bubblewrap"
+# Limits of one sandboxed command: wall time (s), CPU time (s), address space (MiB), output (bytes).
+AGENTS_SANDBOX_TIMEOUT_SECONDS = _env_int("AGENTS_SANDBOX_TIMEOUT_SECONDS", 120)
+AGENTS_SANDBOX_CPU_SECONDS = _env_int("AGENTS_SANDBOX_CPU_SECONDS", 120)
+AGENTS_SANDBOX_MEMORY_MB = _env_int("AGENTS_SANDBOX_MEMORY_MB", 1024)
+AGENTS_SANDBOX_OUTPUT_BYTES = _env_int("AGENTS_SANDBOX_OUTPUT_BYTES", 64 * 1024)
 
 LOGGING = {
     "version": 1,

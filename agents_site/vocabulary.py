@@ -89,6 +89,21 @@ class EventKind(models.TextChoices):
     LOG = "log", "log"  # bookkeeping, e.g. the run summary
     STATUS = "status", "status"  # a status report from the running surface
     CONTROL = "control", "control"  # a steering command (pause/resume/stop/message)
+    COMMIT = "commit", "commit"  # a coding run committed its working copy (sha, subject, diffstat)
+
+
+class CodingTool(models.TextChoices):
+    """The engine a coding run uses (POST /v1/agents/coding `tool`; reference §8.2)."""
+
+    DEV = "dev", "built-in engine"  # the platform's own tool-calling loop over the coding tools
+
+
+class RepoScheme(models.TextChoices):
+    """The URL schemes a repository's `cloneUrl` may use (POST /v1/agents/repos)."""
+
+    HTTPS = "https", "https"  # a public host over HTTPS
+    SSH = "ssh", "ssh"  # ssh://host/path or scp-like user@host:path
+    FILE = "file", "file"  # a local repository under AGENTS_REPO_FILE_ROOTS (local set-ups, tests)
 
 
 class ControlCommand(models.TextChoices):
@@ -304,6 +319,9 @@ class ErrorCode(StrEnum):
     AGENT_LIMIT_EXCEEDED = "agent_limit_exceeded"  # the user's identity-agent quota is used up (spec 001 AGT_008)
     RATE_LIMITED = "rate_limited"  # too many requests of this kind from this caller; retry later
     ROTATION_LIMIT = "rotation_limit"  # the agent's token was rotated 5 times in 24 h already
+    REPO_EXISTS = "repo_exists"  # a repository of that owner/name is already registered in the org
+    SANDBOX_UNAVAILABLE = "sandbox_unavailable"  # no sandbox for commands: coding runs refused, never unconfined
+    CODING_BUSY = "coding_busy"  # the org has AGENTS_CODING_MAX_CONCURRENT coding runs in flight
     INTERNAL = "internal_error"  # an unexpected fault; nothing half-written
 
 

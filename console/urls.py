@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from console.views import admin, agents, auth, dashboard, identity, sessions
+from console.views import admin, agents, auth, coding, dashboard, identity, sessions
 
 app_name = "console"
 
@@ -22,6 +22,9 @@ urlpatterns = [
     path("identity/", identity.identity_agents, name="identity"),
     path("identity/inbox/", identity.identity_inbox, name="identity-inbox"),
     path("identity/<str:ref>/deliveries/", identity.identity_deliveries, name="identity-deliveries"),
+    path("coding/", coding.coding_run_list, name="coding"),
+    path("coding/<str:run_id>/", coding.coding_run_detail, name="coding-run"),
+    path("machines/", coding.machine_list, name="machines"),
     path("keys/", admin.api_keys, name="keys"),
     path("keys/<int:key_id>/revoke/", admin.api_key_revoke_view, name="key-revoke"),
     path("billing/", admin.billing, name="billing"),

@@ -30,6 +30,12 @@ def parse(argv: list[str] | None = None) -> Config:
     parser.add_argument("--host", default="", help="the re-link key (default: this host's name)")
     parser.add_argument("--allow-shell", metavar="DIR", default=env.get("RUNNER_ALLOW_SHELL", ""),
                         help="offer the shell tool, confined to DIR (off by default)")
+    parser.add_argument("--allow-unsandboxed-commands", action="store_true",
+                        default=env.get("RUNNER_ALLOW_UNSANDBOXED", "").strip().lower() in {"1", "true", "yes", "on"},
+                        help="on a machine without bubblewrap, let coding runs' `run` tool execute commands unconfined "
+                             "(the machine then shows \"sandbox\": \"none\")")
+    parser.add_argument("--coding-work-dir", metavar="DIR", default=env.get("RUNNER_CODING_WORK_DIR", ""),
+                        help="where routed coding runs make their working copies (default: the temp dir)")
     parser.add_argument("--key-dir", metavar="DIR", default="", help="where the claim key file lives (default ~/.config/agents-runner)")
     parser.add_argument("--model", default=env.get("RUNNER_MODEL", ""), help="use this model instead of the agent's")
     parser.add_argument("--heartbeat", type=float, default=30.0, help="seconds between heartbeats (default 30)")
@@ -59,6 +65,8 @@ def parse(argv: list[str] | None = None) -> Config:
         inference_api_key=env.get("INFERENCE_API_KEY", "").strip(),
         model_override=args.model.strip(),
         stop_grace=max(args.stop_grace, 0.0),
+        allow_unsandboxed=bool(args.allow_unsandboxed_commands),
+        coding_work_dir=str(Path(args.coding_work_dir).expanduser()) if args.coding_work_dir else None,
     )
 
 

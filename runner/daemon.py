@@ -25,6 +25,8 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt,
 from runner import gitinfo, keyfile, machine
 from runner.client import ClaimRefused, Fatal, ServerClient, Transient
 from runner.execute import Execution, RoutedRun
+from runner.coding import CODING_KIND, CodingExecution
+from runner.sandbox import machine_sandbox
 from runner.tools import builtin_tools
 
 logger = logging.getLogger("runner")
@@ -51,6 +53,8 @@ class Config:
     backoff_initial: float = 1.0
     backoff_max: float = 30.0
     stop_grace: float = 10.0
+    allow_unsandboxed: bool = False  # --allow-unsandboxed-commands: coding `run` without bubblewrap
+    coding_work_dir: str | None = None
 
 
 class Stopped(Exception):
@@ -72,6 +76,7 @@ class Daemon:
         if config.inference_base_url:
             self.inference = openai.AsyncOpenAI(base_url=config.inference_base_url, api_key=config.inference_api_key or "none", max_retries=0)
         self.tools = builtin_tools(shell_root=config.shell_root)
+        self.sandbox = machine_sandbox(allow_unsandboxed=config.allow_unsandboxed)
 
     # -- stopping ---------------------------------------------------------------------------
     def stop(self) -> None:
@@ -143,7 +148,7 @@ class Daemon:
         config = self.config
         target = await self._call(
             self.client.register, label=config.label, kind=config.kind, host=config.host or machine.hostname(),
-            spec=machine.spec(), metrics=machine.metrics(),
+            spec={**machine.spec(), "sandbox": self.sandbox.name if self.sandbox else "unavailable"}, metrics=machine.metrics(),
         )
         self.target_id = target["id"]
         logger.info("registered machine %s (%s) with %s", self.target_id, target.get("label"), config.server)
@@ -203,9 +208,17 @@ class Daemon:
     async def _serve(self, body: dict) -> None:
         """Execute one claimed run and report it (as an error if it cannot finish)."""
         run = RoutedRun.parse(body)
-        logger.info("claimed run %s (agent %s)", run.run_id, run.agent_name)
-        execution = Execution(run, server=self.client, inference=self.inference, tools=self.tools, stopping=self.stopping,
-                              model_override=self.config.model_override)
+        coding = body.get("kind") == CODING_KIND
+        if coding:
+            logger.info("claimed run %s (coding %s)", run.run_id, body.get("repo"))
+        else:
+            logger.info("claimed run %s (agent %s)", run.run_id, run.agent_name)
+        if coding:
+            execution = CodingExecution(body, server=self.client, inference=self.inference, stopping=self.stopping, sandbox=self.sandbox,
+                                        model_override=self.config.model_override, work_dir=self.config.coding_work_dir)
+        else:
+            execution = Execution(run, server=self.client, inference=self.inference, tools=self.tools, stopping=self.stopping,
+                                  model_override=self.config.model_override)
         task = asyncio.create_task(execution.execute())
         stop_wait = asyncio.create_task(self.stopping.wait())
         await asyncio.wait({task, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
@@ -214,7 +227,7 @@ class Daemon:
             if not done:
                 task.cancel()
         stop_wait.cancel()
-        report = {**await task, **await gitinfo.describe(self.config.shell_root)}
+        report = await task if coding else {**await task, **await gitinfo.describe(self.config.shell_root)}
         try:
             delivered = await self._call(self.client.report, attempts=6, target_id=self.target_id, run_id=run.run_id, key=self.key, result=report)
             logger.info("reported run %s: %s%s", run.run_id, report["status"], "" if delivered else " (already settled)")

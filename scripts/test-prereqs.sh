@@ -29,3 +29,7 @@ if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1; then
   apt_update
   DEBIAN_FRONTEND=noninteractive apt-get "${APT_WAIT[@]}" install -y -qq chromium chromium-driver >/dev/null
 fi
+# bubblewrap: the sandbox of the coding engine's `run` tool (coding runs answer 503 without it).
+if ! command -v bwrap >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null
+fi

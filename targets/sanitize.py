@@ -61,7 +61,7 @@ def _clean_gpu(raw: Any) -> dict:
 
 
 def clean_spec(raw: dict | None) -> dict:
-    """Return the sanitized spec `{os, arch, cpus, memory, gpus: [{vendor, model, memory}]}`.
+    """Return the sanitized spec `{os, arch, cpus, memory, gpus: [{vendor, model, memory}], sandbox}`.
 
     `memory` is in bytes. Raises `InvalidRequest` ("too many gpus") for more than 32 GPUs.
     """
@@ -80,6 +80,9 @@ def clean_spec(raw: dict | None) -> dict:
             "cpus": clean_number(raw.get("cpus"), high=MAX_CPUS, integer=True),
             "memory": clean_number(raw.get("memory"), high=MAX_INT, integer=True),
             "gpus": gpus,
+            # How the machine's runner confines coding commands: bubblewrap, none (the owner
+            # accepted unsandboxed commands) or unavailable (coding `run` refused there).
+            "sandbox": clean_string(raw.get("sandbox")),
         }
     )
 

@@ -384,8 +384,8 @@ def test_a_payload_of_exactly_64_kib_is_admitted(org_a):
 @pytest.mark.parametrize(
     "body, message",
     [
-        ({"kind": "thought"}, "kind must be message|tool-call|spawn|log|status|control"),
-        ({"payload": {"x": 1}}, "kind must be message|tool-call|spawn|log|status|control"),
+        ({"kind": "thought"}, "kind must be message|tool-call|spawn|log|status|control|commit"),
+        ({"payload": {"x": 1}}, "kind must be message|tool-call|spawn|log|status|control|commit"),
         ({"kind": "message", "payload": "x" * (64 * 1024 - 1)}, "payload too large"),
         ({"kind": "message", "actor": "a" * 257}, "actor too long"),
         ('{"kind": "message", "payload": {bad json}}', "payload must be valid JSON"),

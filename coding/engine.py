@@ -1,0 +1,372 @@
+"""The coding engine: one autonomous run from prompt to a pushed branch (issue 14 item 3).
+
+    clone (fetch every branch into a fresh database outside the working copy)
+    → check out the start (`base`, else the branch of the `after` run, else the default branch)
+    → create the run's own branch `agents/<short session id>`
+    → turns: one completion (retries and failover as every run, `agents.execution.completion`),
+      then the coding tools it asks for; every call is a `tool-call` event of the session;
+      after a turn that changed files the platform commits them (author: the agent; subject:
+      the turn's summary line; trailers `Agents-Session` and `Agents-Turn` = the seq of the
+      turn's last tool-call event) and records a `commit` event (sha, subject, diffstat)
+    → `finish` (or a plain answer) ends the loop → push the branch (only when commits exist).
+
+Between turns the session's steering commands apply exactly as for every run (`RunLoop.steer`):
+`pause` holds, `message` adds a user turn, `stop` ends the run `error` "stopped by …"
+(nothing pushed; commits made so far are reported). Before each commit the staged diff goes
+through the project's secret scanner; a credential is unstaged, never committed, and the model
+is told why. The working copy is removed whatever happens.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from agents.execution.completion import CompletionFailed, complete, models_for
+from agents.execution.loop import Outcome, RunEnded, RunLoop, valid_text
+from agents.models import Agent, Run
+from agents.run_session import RunSession, clip
+from agents_site.vocabulary import EventKind, RunStatus
+from coding import git as gitops
+from coding.models import CodingRun, Repo
+from coding.remotes import RepoScheme, check_reachable, credential_value
+from coding.sandbox import default_limits
+from coding.sandbox.backends.base import SandboxBackend
+from coding.tools import FINISH, WRITING_TOOLS, ToolBox, tool_definitions
+
+logger = logging.getLogger(__name__)
+
+EVENT_TEXT_BYTES = 4 * 1024
+SUBJECT_CHARS = 72
+SYSTEM_PROMPT = (
+    "You are a coding agent working in a git repository checked out at the working directory. "
+    "Use the tools to inspect and change files and to run commands (no network; only the repository is writable). "
+    "The platform commits your changes after each turn with your one-line summary as the subject, so start each "
+    "reply that changes files with a short summary line. When the task is done, call finish with a summary."
+)
+
+
+@dataclass
+class Commit:
+    """One commit the run made: sha, subject, the seq of its turn's tool-call event, diffstat."""
+
+    sha: str
+    subject: str
+    turn: int
+    diffstat: str
+    patch: str = ""
+
+    def as_dict(self, *, with_patch: bool = False) -> dict:
+        """Return `{sha, subject, turn, diffstat}` (plus `patch` when asked: the stored record)."""
+        view = {"sha": self.sha, "subject": self.subject, "turn": self.turn, "diffstat": self.diffstat}
+        return {**view, "patch": self.patch} if with_patch else view
+
+
+@dataclass
+class CodingOutcome(Outcome):
+    """What a coding run produced, beyond a run's outcome: branch, head, diffstat, commits, push."""
+
+    changed: bool = False
+    pushed: bool = False
+    branch: str = ""
+    head_sha: str = ""
+    diffstat: str = ""
+    summary: str = ""
+    commits: list[Commit] = field(default_factory=list)
+
+    def report(self) -> dict:
+        """Return the wire summary `{changed, pushed, branch, commitSha, diffstat, commits}`."""
+        return {
+            "changed": self.changed, "pushed": self.pushed, "branch": self.branch, "commitSha": self.head_sha,
+            "diffstat": self.diffstat, "commits": [c.as_dict() for c in self.commits],
+        }
+
+
+def short_session_id(session_id: str) -> str:
+    """Return the 12 hex characters naming a run's branch: `sess_0123456789ab…` → `0123456789ab`."""
+    return session_id.split("_", 1)[-1][:12]
+
+
+def branch_for(session_id: str) -> str:
+    """Return the run's own branch, `agents/<short session id>`."""
+    return f"agents/{short_session_id(session_id)}"
+
+
+def _subject(text: str, fallback: str) -> str:
+    for line in (text or "").splitlines():
+        line = line.strip().lstrip("#").strip()
+        if line:
+            return line[:SUBJECT_CHARS]
+    return fallback[:SUBJECT_CHARS]
+
+
+def _describe(calls: list[tuple[str, dict]]) -> str:
+    parts = []
+    for name, arguments in calls:
+        target = arguments.get("path") or arguments.get("command") or ""
+        parts.append(f"{name} {target}".strip() if isinstance(target, str) else name)
+    return "Agent: " + "; ".join(parts) if parts else "Agent changes"
+
+
+def _diff_findings(diff: str) -> list:
+    """Return the scanner's findings over the added lines of a staged diff (file names kept)."""
+    from sessions.scanner import scan_text
+
+    added = []
+    for line in diff.splitlines():
+        if line.startswith("+++ "):
+            added.append(line[4:])
+        elif line.startswith("+"):
+            added.append(line[1:])
+    return scan_text("\n".join(added)) if added else []
+
+
+class CodingLoop(RunLoop):
+    """One coding run inside an org context; `execute()` returns a `CodingOutcome`, never raises.
+
+    Reuses `RunLoop`'s steering (`steer`), retry reporting and token accounting; the tools,
+    the commits and the push are its own.
+    """
+
+    def __init__(self, *, run: Run, coding: CodingRun, repo: Repo, agent: Agent | None, session: RunSession,
+                 org_slug: str, sandbox: SandboxBackend, deadline: float | None = None) -> None:
+        self.agent = agent
+        self.text = run.input
+        self.run = run
+        self.coding = coding
+        self.repo = repo
+        self.session = session
+        self.org_slug = org_slug
+        self.sandbox = sandbox
+        self.deadline = deadline if deadline is not None else math.inf
+        self.outcome = CodingOutcome(model=(agent.model if agent and agent.model else settings.AGENTS_DEFAULT_MODEL), branch=coding.branch)
+        self._held = False
+        self.workspace: gitops.Workspace | None = None
+        self.git: gitops.Git | None = None
+        self.start_sha = ""
+        self.author = run.agent_name or "agent"
+
+    # -- session bookkeeping ---------------------------------------------------------------
+    def _append(self, kind: EventKind, payload: dict) -> int | None:
+        """Append one event; return its seq (None when it could not be recorded).
+
+        A payload the transcript scanner refuses (a credential in a tool's arguments or
+        result) is recorded with those fields withheld, so the turn still has its event.
+        """
+        if not self.session.session_id:
+            return None
+        from sessions.errors import SecretInTranscript
+        from sessions.services import session_append_event
+
+        try:
+            return session_append_event(session_id=self.session.session_id, kind=str(kind), payload=payload, actor=self.session.actor).seq
+        except SecretInTranscript:
+            withheld = {k: v for k, v in payload.items() if k not in ("arguments", "result", "text")}
+            withheld["withheld"] = "arguments and result held a credential; not recorded"
+            try:
+                return session_append_event(session_id=self.session.session_id, kind=str(kind), payload=withheld, actor=self.session.actor).seq
+            except Exception:
+                logger.warning("coding run %s: %s event not recorded", self.run.id, kind, exc_info=True)
+        except Exception:
+            logger.warning("coding run %s: %s event not recorded", self.run.id, kind, exc_info=True)
+        return None
+
+    def _log(self, text: str, **extra) -> None:
+        self._append(EventKind.LOG, {"text": text, "runId": self.run.id, **extra})
+
+    # -- preparing the working copy -----------------------------------------------------------
+    def _max_bytes(self) -> int:
+        return max(settings.AGENTS_CODING_MAX_REPO_MB, 1) * 1024 * 1024
+
+    def _prepare(self) -> None:
+        remote = check_reachable(self.repo.clone_url)
+        self.workspace = gitops.workspace_create(settings.AGENTS_CODING_WORK_DIR or None)
+        self.git = gitops.Git(self.workspace, allow_file=remote.scheme == RepoScheme.FILE)
+        try:
+            self.git.clone(self.repo.clone_url, max_bytes=self._max_bytes())
+        except gitops.GitError as exc:
+            raise RunEnded(f"clone failed: {exc.reason}") from exc
+        start = self.coding.start_ref
+        if not self.git.has_ref(f"refs/remotes/origin/{start}"):
+            raise RunEnded(f"branch {start!r} does not exist in {self.repo.full_name}")
+        try:
+            self.start_sha = self.git.checkout_new_branch(self.coding.branch, f"refs/remotes/origin/{start}")
+        except gitops.GitError as exc:
+            raise RunEnded(f"checkout failed: {exc.reason}") from exc
+        if gitops.tree_bytes(self.workspace.root) > self._max_bytes() * 2:
+            raise RunEnded(f"the working copy is larger than {settings.AGENTS_CODING_MAX_REPO_MB} MiB")
+        self._log(f"cloned {self.repo.full_name} at {start} ({self.start_sha[:12]}); working on {self.coding.branch}",
+                  branch=self.coding.branch, base=start, baseCommit=self.start_sha)
+
+    # -- commits ---------------------------------------------------------------------------
+    def _commit_turn(self, *, subject: str, turn: int | None, messages: list[dict]) -> None:
+        """Commit what the turn changed, unless the scanner finds a credential (then tell the model)."""
+        if not self.git.changed():
+            return
+        if gitops.tree_bytes(self.workspace.work) > self._max_bytes():
+            raise RunEnded(f"the working copy grew past {settings.AGENTS_CODING_MAX_REPO_MB} MiB")
+        diff = self.git.stage_all()
+        findings = _diff_findings(diff)
+        if findings:
+            self.git.unstage()
+            first = findings[0]
+            reason = (f"refused to commit: the changes hold {len(findings)} credential(s) "
+                      f"({first.rule}, {first.preview}). Remove them (reference secrets by name, e.g. an environment variable); "
+                      "nothing was committed.")
+            self._log(reason, findings=[f.as_dict() for f in findings])
+            messages.append({"role": "user", "content": f"The platform {reason}"})
+            return
+        if turn is None:
+            turn = self._append(EventKind.LOG, {"text": "commit of changes made outside a recorded turn", "runId": self.run.id}) or 1
+        message = f"{subject}\n\nAgents-Session: {self.session.session_id}\nAgents-Turn: {turn}\n"
+        parent = self.git.head()
+        sha = self.git.commit(message=message, author_name=self.author, author_email=f"{self.author}@agents.invalid")
+        stat = self.git.diffstat(parent, sha)
+        commit = Commit(sha=sha, subject=subject, turn=turn, diffstat=stat, patch=self.git.patch(sha))
+        self.outcome.commits.append(commit)
+        self._append(EventKind.COMMIT, {"text": subject, "commit": sha, "subject": subject, "diffstat": clip(stat, EVENT_TEXT_BYTES),
+                                        "turn": turn, "branch": self.coding.branch, "runId": self.run.id})
+
+    # -- the loop -------------------------------------------------------------------------------
+    def _messages(self) -> list[dict]:
+        system = SYSTEM_PROMPT
+        if self.agent and (self.agent.instructions or "").strip():
+            system += "\n\n" + self.agent.instructions.strip()
+        return [{"role": "system", "content": system}, {"role": "user", "content": self.text}]
+
+    def _loop(self) -> None:
+        self._prepare()
+        toolbox = ToolBox(root=self.workspace.work, sandbox=self.sandbox, limits=default_limits(),
+                          seconds_left=lambda: max(self.deadline - time.monotonic(), 0.1) if self.deadline != math.inf else 3600.0)
+        definitions = tool_definitions()
+        messages = self._messages()
+        models = models_for(self.outcome.model)
+        self._append(EventKind.MESSAGE, {"role": "user", "text": clip(self.text), "runId": self.run.id})
+        turns = max(settings.AGENTS_CODING_MAX_TURNS, 1)
+        for turn_no in range(1, turns + 1):
+            self.steer(messages)
+            if time.monotonic() >= self.deadline:
+                raise RunEnded("the run ran out of time")
+            try:
+                answered = complete(models=models, messages=messages, tools=definitions, timeout=self._seconds_left, on_retry=self._on_retry)
+            except CompletionFailed as exc:
+                self.outcome.attempts += exc.attempts
+                self.outcome.model = exc.model
+                raise RunEnded(exc.reason) from exc
+            self.outcome.attempts += answered.attempts
+            self.outcome.model = answered.model
+            if answered.failed_over:
+                models = models[models.index(answered.model):]
+            self._add_usage(answered.completion)
+            message = answered.completion.choices[0].message
+            content = valid_text(message.content) if message.content is not None else ""
+            calls = list(message.tool_calls or [])
+            if content:
+                self._append(EventKind.MESSAGE, {"role": "assistant", "text": clip(content), "model": answered.model, "runId": self.run.id})
+            if not calls:  # a plain answer ends the run like finish; no tool ran, so nothing changed
+                self.outcome.summary = content
+                return
+            messages.append({"role": "assistant", "content": content or None,
+                             "tool_calls": [call.model_dump(mode="json", exclude_none=True) for call in calls]})
+            described: list[tuple[str, dict]] = []
+            last_seq = None
+            finished = None
+            for call in calls:
+                name = getattr(call.function, "name", "") or ""
+                raw = getattr(call.function, "arguments", "") or ""
+                try:
+                    arguments = json.loads(raw or "{}")
+                except json.JSONDecodeError:
+                    arguments = {}
+                arguments = arguments if isinstance(arguments, dict) else {}
+                if name == FINISH:
+                    summary = arguments.get("summary")
+                    finished = summary if isinstance(summary, str) else ""
+                    result, failed = "finished", False
+                else:
+                    result, failed = toolbox.call(name, raw)
+                    described.append((name, arguments))
+                result = valid_text(result)
+                self.outcome.tool_calls += 1
+                seq = self._append(EventKind.TOOL_CALL, {
+                    "name": name, "arguments": arguments if len(raw.encode()) <= EVENT_TEXT_BYTES else clip(raw, EVENT_TEXT_BYTES),
+                    "result": clip(result, EVENT_TEXT_BYTES), "error": failed, "round": turn_no, "runId": self.run.id,
+                })
+                last_seq = seq if seq is not None else last_seq
+                messages.append({"role": "tool", "tool_call_id": getattr(call, "id", ""), "content": result})
+            fallback = finished if finished else _describe(described)
+            if any(name in WRITING_TOOLS for name, _ in described):  # read-only turns cannot change the tree
+                self._commit_turn(subject=_subject(content, _subject(fallback, "Agent changes")), turn=last_seq, messages=messages)
+            if finished is not None:
+                self.outcome.summary = finished
+                return
+        raise RunEnded(f"the run took {turns} turns without calling finish")
+
+    def _push(self) -> None:
+        head = self.git.head()
+        self.outcome.head_sha = head
+        self.outcome.changed = head != self.start_sha
+        if not self.outcome.changed:
+            return
+        self.outcome.diffstat = self.git.diffstat(self.start_sha, head)
+        remote_url = self.repo.clone_url
+        check_reachable(remote_url)
+        credential = credential_value(self.repo.credential, org=self.org_slug) if self.repo.credential else None
+        if self.repo.credential and credential is None:
+            raise RunEnded(f"push credential {self.repo.credential!r} is not available on this server; {len(self.outcome.commits)} commit(s) kept unpushed")
+        try:
+            self.git.push(remote_url, self.coding.branch, credential=credential)
+        except gitops.GitError as exc:
+            raise RunEnded(f"push of {self.coding.branch} was rejected: {exc.reason}") from exc
+        self.outcome.pushed = True
+        self._log(f"pushed {self.coding.branch} ({head[:12]})", branch=self.coding.branch, head=head)
+
+    def _final_text(self) -> str:
+        lines = [self.outcome.summary.strip() or "(no summary)", ""]
+        if self.outcome.changed:
+            lines += [f"branch: {self.coding.branch}", f"commit: {self.outcome.head_sha}", "", self.outcome.diffstat]
+        else:
+            lines += ["no changes; nothing pushed"]
+        return "\n".join(lines).strip()
+
+    def execute(self) -> CodingOutcome:
+        """Run clone → turns → push; return the outcome (`ok` with output, or `error` saying why)."""
+        from agents_site.errors import ApiError
+
+        try:
+            self._loop()
+            self._push()
+            self.outcome.status = RunStatus.OK
+            self.outcome.output = self._final_text()
+        except (RunEnded, ApiError) as exc:
+            self.outcome.status = RunStatus.ERROR
+            self.outcome.error = getattr(exc, "message", None) or str(exc)
+            self._record_state()
+        except gitops.GitError as exc:
+            self.outcome.status = RunStatus.ERROR
+            self.outcome.error = f"git failed: {exc.reason}"
+            self._record_state()
+        except Exception as exc:
+            logger.exception("coding run %s failed unexpectedly", self.run.id)
+            self.outcome.status = RunStatus.ERROR
+            self.outcome.error = f"internal error: {type(exc).__name__}"
+        finally:
+            gitops.workspace_remove(self.workspace)
+        return self.outcome
+
+    def _record_state(self) -> None:
+        """After a failure, keep what the working copy had (head, diffstat) in the outcome."""
+        try:
+            if self.git is not None and self.start_sha:
+                head = self.git.head()
+                self.outcome.head_sha = head
+                self.outcome.changed = head != self.start_sha
+                if self.outcome.changed:
+                    self.outcome.diffstat = self.git.diffstat(self.start_sha, head)
+        except Exception:
+            logger.warning("coding run %s: final state unreadable", self.run.id, exc_info=True)

@@ -1,0 +1,99 @@
+"""The one seam between coding runs and the run lifecycle, kept thin on purpose.
+
+Coding runs start and finish through the platform's one run lifecycle
+(`agents.runs.lifecycle`); these three calls only adapt its arguments to the coding engine's.
+
+- `coding_run_start` → `run_start(kind=coding, queued=True)`: the balance gate counting the
+  fees held by the org's runs in flight, the `Run` row (`kind=coding`, `fee_cents`, `queued`)
+  and its session (`running`, `taskRunId`), in one serialised org-store transaction; the
+  caller's `prepare(run, session_id)` writes its own rows in the same transaction and
+  `on_commit(run)` hands the run to the task queue once it commits.
+- `coding_run_begin` → `run_mark_running` (exactly one worker wins; a run the balance no longer
+  covers ends "not started").
+- `coding_run_finish` → `run_finish`: the outcome, the summary `log` event (with the coding
+  fields), the session closed `done`/`error`, and the fee debited once for an `ok` run.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from django.db import transaction
+
+from agents.models import Agent, Run
+from agents.run_session import RunSession
+from agents.runs.lifecycle import Outcome, RunNotQueued, run_finish, run_mark_running, run_start
+from agents_site.errors import ApiError
+from agents_site.vocabulary import RunKind, RunStatus
+from tenancy import stores
+
+logger = logging.getLogger(__name__)
+
+_QUEUED = frozenset({RunStatus.QUEUED})
+
+
+def coding_run_start(
+    *,
+    agent: Agent | None,
+    agent_name: str,
+    input: str,
+    actor: str,
+    request_id: str,
+    fee_cents: int,
+    session_fields: dict,
+    prepare: Callable[[Run, str], None],
+    on_commit: Callable[[Run], None],
+) -> Run:
+    """Gate and record a queued coding run with its session; return the run.
+
+    `session_fields` go to `session_create` (`repo`, `project`, `target`). Raises the gate's
+    errors (402 `insufficient_balance`, 503 `balance_unavailable`, 403 without an actor) and
+    whatever `prepare` raises; then nothing is written. Org context required.
+    """
+    alias = stores.current_alias()
+
+    def within(run: Run) -> None:
+        prepare(run, run.session_id)
+        transaction.on_commit(lambda: on_commit(run), using=alias)
+
+    return run_start(kind=RunKind.CODING, agent=agent, agent_name=agent_name, input=input, actor=actor,
+                     request_id=request_id, queued=True, needs_inference=False, fee_cents=fee_cents,
+                     session_fields=session_fields, within=within)
+
+
+def coding_run_begin(*, run_id: str) -> Run | None:
+    """Move queued coding run `run_id` to `running`; return it, or None when it is not queued (or can no longer be paid)."""
+    try:
+        return run_mark_running(run_id=run_id)
+    except RunNotQueued:
+        return None
+    except ApiError as exc:
+        run_finish(run_id=run_id, outcome=Outcome.failed(f"not started: {exc.message}"), from_statuses=_QUEUED)
+        return None
+
+
+def coding_run_finish(
+    *,
+    run: Run,
+    session: RunSession | None,
+    status: str,
+    output: str = "",
+    error: str = "",
+    model: str = "",
+    attempts: int = 0,
+    prompt_tokens: int | None = None,
+    completion_tokens: int | None = None,
+    tool_calls: int = 0,
+    summary: dict | None = None,
+) -> Run:
+    """Record the outcome of running coding run `run` through the lifecycle's `run_finish`; return the run.
+
+    A run someone else finished meanwhile (a stop before start, recovery) is left as it is.
+    `summary` is merged into the final `log` event's payload. Org context required.
+    """
+    outcome = Outcome(status=status, output=output, error=error, model=model, attempts=attempts,
+                      prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, tool_calls=tool_calls)
+    run_finish(run_id=run.id, outcome=outcome, session=session, summary=summary)
+    run.refresh_from_db()
+    return run

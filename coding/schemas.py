@@ -1,0 +1,84 @@
+"""Wire shapes of /v1/agents/repos and /v1/agents/coding (camelCase on the wire)."""
+
+from __future__ import annotations
+
+from ninja import Schema
+
+
+class RepoIn(Schema):
+    """Body of POST /v1/agents/repos (`owner` + `name`, or `repo` "owner/name") and of PATCH."""
+
+    repo: str | None = None
+    owner: str | None = None
+    name: str | None = None
+    cloneUrl: str | None = None
+    defaultBranch: str | None = None
+    credential: str | None = None
+
+
+class RepoOut(Schema):
+    """A registered repository. `credential` is the name of a granted credential, never its value."""
+
+    id: str
+    repo: str
+    owner: str
+    name: str
+    cloneUrl: str
+    defaultBranch: str
+    credential: str
+    createdAt: str
+    updatedAt: str
+
+
+class RepoListOut(Schema):
+    repos: list[RepoOut]
+
+
+class RepoDeletedOut(Schema):
+    deleted: bool
+    repo: str
+
+
+class CodingIn(Schema):
+    """Body of POST /v1/agents/coding (reference §8.2)."""
+
+    prompt: str | None = None
+    repo: str | None = None
+    project: str | None = None
+    base: str | None = None
+    after: str | None = None
+    agentRef: str | None = None
+    targetId: str | None = None
+    timeoutSeconds: int | None = None
+    tool: str | None = None
+
+
+class CodingStartedOut(Schema):
+    """202 answer: the run's handle (its session id) and where its work lands."""
+
+    sessionId: str
+    runId: str
+    branch: str
+    repo: str
+    routed: bool
+    targetId: str
+
+
+class CodingRunOut(Schema):
+    """A coding run's record: its branch, commits and the push."""
+
+    runId: str
+    sessionId: str
+    repo: str
+    branch: str
+    base: str
+    after: str
+    status: str
+    changed: bool
+    pushed: bool
+    commitSha: str
+    diffstat: str
+    commits: list[dict]
+    targetId: str
+    error: str
+    createdAt: str

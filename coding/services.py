@@ -1,0 +1,249 @@
+"""Writes of the coding surface: repositories (POST/PATCH/DELETE /v1/agents/repos) and coding
+runs (POST /v1/agents/coding → 202; executed by `coding_execute` in a django-q2 worker).
+Org context required throughout.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from django.conf import settings
+from django.db import IntegrityError
+from django.utils import timezone
+
+from agents.models import Agent, Run
+from agents.run_session import RunSession
+from agents_site.errors import Forbidden, InvalidRequest, NotFound
+from agents_site.vocabulary import CodingTool, RunStatus
+from billing.meter import run_fee_cents
+from coding import runs
+from coding.errors import CodingBusy, RepoExists
+from coding.git import valid_branch
+from coding.models import CodingRun, Repo
+from coding.remotes import check_credential_name, parse_clone_url
+from coding.selectors import NAME_RE, coding_run_by_session, coding_runs_in_flight, repo_get_by_full_name
+from tenancy import stores
+
+logger = logging.getLogger(__name__)
+
+MAX_PROMPT_BYTES = 128 * 1024
+EXECUTE_TASK = "coding.tasks.execute_coding_run"
+UNSET = object()
+
+
+def _require_admin(principal) -> None:
+    if not getattr(principal, "is_org_admin", False):
+        raise Forbidden("only an org admin can manage repos")
+
+
+def _clean_name(value: object, field: str) -> str:
+    if not isinstance(value, str) or not NAME_RE.fullmatch(value.strip()):
+        raise InvalidRequest(f"{field} must be 1–100 letters, digits, '.', '_' or '-', starting with a letter or digit")
+    return value.strip()
+
+
+def _clean_branch(value: object, field: str) -> str:
+    if not isinstance(value, str) or not valid_branch(value.strip()):
+        raise InvalidRequest(f"{field} is not a valid branch name")
+    return value.strip()
+
+
+# -- repositories ----------------------------------------------------------------------------
+
+
+def repo_create(*, principal, owner: object, name: object, clone_url: object, default_branch: object = None, credential: object = None) -> Repo:
+    """Register repository `owner/name` in the caller's org; return it.
+
+    Raises `Forbidden` (403) for a non-admin, `InvalidRequest` (400) for a bad name, clone URL
+    (`coding.remotes`), branch or a credential the operator did not grant to this org,
+    `RepoExists` (409) for a duplicate. Nothing is stored on error.
+    """
+    _require_admin(principal)
+    owner, name = _clean_name(owner, "owner"), _clean_name(name, "name")
+    url = parse_clone_url(clone_url).url
+    branch = _clean_branch(default_branch, "defaultBranch") if default_branch not in (None, "") else "main"
+    credential = check_credential_name(credential, org=principal.org_slug)
+    now = timezone.now()
+    try:
+        with stores.org_atomic():
+            if Repo.objects.filter(owner=owner, name=name).exists():
+                raise RepoExists()
+            return Repo.objects.create(owner=owner, name=name, clone_url=url, default_branch=branch, credential=credential,
+                                       created_by=principal.actor[:300], created_at=now, updated_at=now)
+    except IntegrityError as exc:
+        raise RepoExists() from exc
+
+
+def repo_update(*, principal, repo: Repo, clone_url=UNSET, default_branch=UNSET, credential=UNSET) -> Repo:
+    """Change a repository's clone URL, default branch or credential name; return it (admins only)."""
+    _require_admin(principal)
+    if clone_url is not UNSET:
+        repo.clone_url = parse_clone_url(clone_url).url
+    if default_branch is not UNSET:
+        repo.default_branch = _clean_branch(default_branch, "defaultBranch")
+    if credential is not UNSET:
+        repo.credential = check_credential_name(credential, org=principal.org_slug)
+    repo.updated_at = timezone.now()
+    repo.save()
+    return repo
+
+
+def repo_delete(*, principal, repo: Repo) -> None:
+    """Remove a repository (admins only). Runs keep their recorded `owner/name`."""
+    _require_admin(principal)
+    repo.delete()
+
+
+# -- coding runs -------------------------------------------------------------------------------
+
+
+def coding_fee_cents() -> int:
+    """Return the fee of one successful coding run (`AGENTS_CODING_FEE_CENTS`, else the run fee)."""
+    fee = settings.AGENTS_CODING_FEE_CENTS
+    return run_fee_cents() if fee is None or fee < 0 else int(fee)
+
+
+def max_timeout_seconds() -> int:
+    """Return the longest time a coding run may ask for (the task queue's timeout less 60 s)."""
+    return max(settings.AGENTS_RUN_TIMEOUT_SECONDS - 60, 30)
+
+
+def _clean_timeout(value: object) -> int:
+    if value is None:
+        return min(settings.AGENTS_CODING_TIMEOUT_SECONDS, max_timeout_seconds())
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= max_timeout_seconds():
+        raise InvalidRequest(f"timeoutSeconds must be an integer from 1 to {max_timeout_seconds()}")
+    return value
+
+
+def coding_start(*, principal, prompt: object, repo: object, project: object = None, base: object = None, after: object = None,
+                 agent_ref: object = None, target_id: object = None, timeout_seconds: object = None, tool: object = None,
+                 request_id: str = "") -> tuple[Run, CodingRun]:
+    """Admit one coding run (spec 000; reference §8.2) and queue it; return `(run, coding run)`.
+
+    Order: tool (`dev` only, else 400 naming what is supported) → prompt (required, ≤ 128 KiB)
+    → repo `owner/name` of this org (404) → `base` (a branch name, 400) → `after` (an earlier
+    coding run's session of this org on the same repo that pushed its branch: 404 / 400) →
+    `agentRef` (404) → `timeoutSeconds` (400) → `targetId` (routed: the machine must pass the
+    dispatch gate) → the sandbox (503 `sandbox_unavailable`) and inference (503) for a run
+    here → in one org-store transaction: the org's coding runs in flight (429 at
+    `AGENTS_CODING_MAX_CONCURRENT`), the balance gate (402/503), the run, its session and
+    this record; the task is queued once that commits. `base` wins over `after`.
+    """
+    from agents.runs.lifecycle import InferenceUnavailable
+    from agents.inference import inference_configured
+    from agents.selectors import agent_get
+    from coding.sandbox import require_sandbox
+
+    tool = CodingTool.DEV if tool in (None, "") else tool
+    if tool not in CodingTool.values:
+        raise InvalidRequest(f"tool {tool!r} is not supported; supported: {', '.join(CodingTool.values)}")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise InvalidRequest("prompt is required")
+    if len(prompt.encode()) > MAX_PROMPT_BYTES:
+        raise InvalidRequest("prompt too large")
+    the_repo = repo_get_by_full_name(repo)
+    project = project.strip() if isinstance(project, str) else ""
+    if project and len(project) > 128:
+        raise InvalidRequest("project too long")
+    base = _clean_branch(base, "base") if base not in (None, "") else ""
+    earlier = None
+    if after not in (None, ""):
+        earlier = coding_run_by_session(session_id=after) if isinstance(after, str) else None
+        if earlier is None:
+            raise NotFound("after: no coding run with that session id")
+        if earlier.repo_id != the_repo.id:
+            raise InvalidRequest("after: that coding run worked on another repo")
+        if not earlier.pushed:
+            raise InvalidRequest("after: that coding run pushed no branch to continue from")
+    agent: Agent | None = agent_get(ref=agent_ref) if agent_ref not in (None, "") else None
+    timeout = _clean_timeout(timeout_seconds)
+    target = ""
+    if target_id not in (None, ""):
+        from coding.routing import check_target
+
+        target = check_target(target_id)
+    else:
+        require_sandbox()
+    if not inference_configured() and not target:
+        raise InferenceUnavailable()
+    start_ref = base or (earlier.branch if earlier else "") or the_repo.default_branch
+    org = stores.current_org()
+    record: dict = {}
+
+    def prepare(run: Run, session_id: str) -> None:
+        from coding.engine import branch_for
+
+        record["coding"] = CodingRun.objects.create(
+            run_id=run.id, session_id=session_id, repo_id=the_repo.id, repo=the_repo.full_name, project=project, base=base,
+            after=earlier.session_id if earlier else "", start_ref=start_ref, branch=branch_for(session_id), tool=tool,
+            target_id=target, timeout_seconds=timeout, created_at=run.created_at,
+        )
+        if target:  # a routed run is running from its offer on; the machine's report settles it
+            from coding.routing import routed_coding_offer
+
+            routed_coding_offer(run=runs.coding_run_begin(run_id=run.id), coding=record["coding"], repo=the_repo)
+
+    def dispatch(run: Run) -> None:
+        if not target:
+            coding_dispatch(org=org, run_id=run.id)
+
+    with stores.org_atomic():
+        if coding_runs_in_flight() >= settings.AGENTS_CODING_MAX_CONCURRENT:
+            raise CodingBusy(f"the org has {settings.AGENTS_CODING_MAX_CONCURRENT} coding runs in flight; wait for one to finish")
+        run = runs.coding_run_start(
+            agent=agent, agent_name=agent.name if agent else f"coding-{tool}", input=prompt, actor=principal.actor,
+            request_id=request_id, fee_cents=coding_fee_cents(),
+            session_fields={"repo": the_repo.full_name, "project": project, "target": target},
+            prepare=prepare, on_commit=dispatch,
+        )
+    return run, record["coding"]
+
+
+def coding_dispatch(*, org: str, run_id: str) -> str | None:
+    """Hand coding run `run_id` of `org` to django-q2; return the task id (None when the broker refused)."""
+    from django_q.tasks import async_task
+
+    try:
+        return async_task(EXECUTE_TASK, org, run_id, task_name=run_id, group="coding.run")
+    except Exception:
+        logger.exception("could not enqueue coding run %s of %s", run_id, org)
+        return None
+
+
+def coding_execute(*, run_id: str) -> str:
+    """Execute queued coding run `run_id` here (in a worker); return its final status ("" if unknown).
+
+    A run no longer queued (cancelled, taken by another worker) is left alone. Org context required.
+    """
+    from coding.engine import CodingLoop
+    from coding.sandbox import get_sandbox
+
+    run = runs.coding_run_begin(run_id=run_id)
+    if run is None:
+        return Run.objects.filter(pk=run_id).values_list("status", flat=True).first() or ""
+    coding = CodingRun.objects.get(pk=run_id)
+    session = RunSession.attach(session_id=run.session_id, actor=run.actor) if run.session_id else RunSession(actor=run.actor)
+    repo = Repo.objects.filter(pk=coding.repo_id).first()
+    sandbox = get_sandbox()
+    if repo is None or not sandbox.available():
+        error = "the repo was removed before the run started" if repo is None else f"no sandbox: {sandbox.unavailable_reason()}"
+        return runs.coding_run_finish(run=run, session=session, status=RunStatus.ERROR, error=error).status
+    deadline = time.monotonic() + coding.timeout_seconds
+    try:
+        outcome = CodingLoop(run=run, coding=coding, repo=repo, agent=run.agent, session=session,
+                             org_slug=stores.current_org(), sandbox=sandbox, deadline=deadline).execute()
+    except Exception as exc:  # CodingLoop never raises; this guards a bug so the run cannot stay running
+        logger.exception("coding run %s crashed", run_id)
+        return runs.coding_run_finish(run=run, session=session, status=RunStatus.ERROR, error=f"internal error: {type(exc).__name__}").status
+    CodingRun.objects.filter(pk=run_id).update(
+        changed=outcome.changed, pushed=outcome.pushed, head_sha=outcome.head_sha, diffstat=outcome.diffstat,
+        commits=[c.as_dict(with_patch=True) for c in outcome.commits],
+    )
+    finished = runs.coding_run_finish(
+        run=run, session=session, status=outcome.status, output=outcome.output, error=outcome.error, model=outcome.model,
+        attempts=outcome.attempts, prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens,
+        tool_calls=outcome.tool_calls, summary=outcome.report(),
+    )
+    return finished.status

@@ -1,0 +1,240 @@
+"""A routed coding run on this machine: the server's engine, run locally (issue 14 item 5).
+
+In: a claim whose `kind` is `coding`: `{runId, sessionId, repo, project, base, branch, prompt,
+cloneUrl, timeoutSeconds, tool}` — no credential. The machine clones `cloneUrl` with its OWN
+access (its SSH keys, agent and credential helpers: the server sends none), into a fresh
+directory whose git database sits outside the working copy; checks out `base` as `branch`;
+runs the same tools the server offers (`runner.coding_tools`); commits after every turn that
+changed files with the trailers `Agents-Session` / `Agents-Turn` (the seq of the turn's last
+tool-call event); pushes `branch`; and returns the report `{status, output|error, model,
+tokens, toolCalls, durationMs, changed, branch, commitSha, diffstat}`.
+
+`run` executes in bubblewrap when the machine has it; without it, `run` is refused unless the
+daemon was started with `--allow-unsandboxed-commands` (the target's spec then says
+`"sandbox": "none"`). The platform's git runs with hooks, fsmonitor, external diff and textconv
+off. Steering (stop, pause, message) and the daemon's SIGTERM apply between turns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.coding_tools import FINISH, WRITING_TOOLS, ToolBox, ToolError, tool_definitions
+from runner.execute import OK, Execution, RoutedRun, RunEnded, clip, valid_text
+from runner.sandbox import Limits, SandboxBackend
+
+logger = logging.getLogger(__name__)
+
+CODING_KIND = "coding"
+MAX_TURNS = 40
+SUBJECT_CHARS = 72
+SYSTEM_PROMPT = (
+    "You are a coding agent working in a git repository checked out at the working directory. "
+    "Use the tools to inspect and change files and to run commands. The platform commits your changes "
+    "after each turn with your one-line summary as the subject. When the task is done, call finish with a summary."
+)
+_SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "diff.external=", "-c", "core.pager=cat",
+         "-c", "core.editor=true", "-c", "commit.gpgSign=false", "-c", "submodule.recurse=false", "-c", "gc.auto=0")
+
+
+class GitFailed(Exception):
+    """A git command failed; the message is git's reason."""
+
+
+@dataclass
+class CodingClaim:
+    """The routed coding run as claimed."""
+
+    run_id: str
+    session_id: str
+    repo: str
+    base: str
+    branch: str
+    prompt: str
+    clone_url: str
+    timeout_seconds: float
+
+    @classmethod
+    def parse(cls, body: dict) -> CodingClaim:
+        return cls(run_id=str(body.get("runId") or ""), session_id=str(body.get("sessionId") or ""), repo=str(body.get("repo") or ""),
+                   base=str(body.get("base") or "main"), branch=str(body.get("branch") or ""), prompt=str(body.get("prompt") or ""),
+                   clone_url=str(body.get("cloneUrl") or ""), timeout_seconds=float(body.get("timeoutSeconds") or 600))
+
+
+class LocalGit:
+    """git over a git database outside the working copy, with the machine user's own access."""
+
+    def __init__(self, root: Path) -> None:
+        self.git_dir, self.work = root / "git", root / "work"
+        self.work.mkdir(parents=True)
+
+    def run(self, *args: str, input: str | None = None, env: dict | None = None) -> str:
+        argv = ["git", "--git-dir", str(self.git_dir), "--work-tree", str(self.work), *_SAFE, *args]
+        result = subprocess.run(argv, cwd=self.work, input=input, capture_output=True, text=True, timeout=300,
+                                env={**os.environ, "GIT_TERMINAL_PROMPT": "0", **(env or {})})
+        if result.returncode != 0:
+            lines = [line for line in result.stderr.splitlines() if line.strip() and not line.startswith("hint:")]
+            raise GitFailed("\n".join(lines[-6:]) or f"git {args[0]} failed")
+        return result.stdout
+
+    def clone(self, url: str) -> None:
+        subprocess.run(["git", "init", "-q", "--bare", "--template=", str(self.git_dir)], check=True, capture_output=True)
+        self.run("config", "core.bare", "false")
+        self.run("fetch", "--no-tags", "--quiet", "--", url, "+refs/heads/*:refs/remotes/origin/*")
+
+    def head(self) -> str:
+        return self.run("rev-parse", "HEAD").strip()
+
+
+def _subject(text: str, fallback: str) -> str:
+    for line in (text or "").splitlines():
+        if line.strip().lstrip("#").strip():
+            return line.strip().lstrip("#").strip()[:SUBJECT_CHARS]
+    return fallback[:SUBJECT_CHARS]
+
+
+def _refuse_run(arguments: dict) -> str:
+    raise ToolError("commands cannot run on this machine: it has no bubblewrap sandbox and its owner did not allow unsandboxed commands")
+
+
+class CodingExecution(Execution):
+    """One routed coding run (`await CodingExecution(...).execute()` → the report body)."""
+
+    def __init__(self, body: dict, *, server, inference, stopping: asyncio.Event, sandbox: SandboxBackend | None,
+                 model_override: str = "", work_dir: str | None = None) -> None:
+        claim = CodingClaim.parse(body)
+        run = RoutedRun(run_id=claim.run_id, session_id=claim.session_id, agent_name="coding-dev", model=model_override or "",
+                        instructions="", tools=[], input=claim.prompt, timeout_seconds=claim.timeout_seconds)
+        super().__init__(run, server=server, inference=inference, tools={}, stopping=stopping, model_override=model_override)
+        self.claim = claim
+        self.sandbox = sandbox
+        self.work_dir = work_dir
+        self.git: LocalGit | None = None
+        self.start_sha = ""
+        self.head = ""
+        self.pushed = False
+        self.commits: list[dict] = []
+
+    async def _git(self, *args: str, **kwargs) -> str:
+        return await asyncio.to_thread(self.git.run, *args, **kwargs)
+
+    async def _commit(self, subject: str, turn: int) -> None:
+        if not (await self._git("status", "--porcelain", "--untracked-files=all")).strip():
+            return
+        await self._git("add", "-A", "--", ".")
+        message = f"{subject}\n\nAgents-Session: {self.claim.session_id}\nAgents-Turn: {turn}\n"
+        author = {"GIT_AUTHOR_NAME": "coding-dev", "GIT_AUTHOR_EMAIL": "coding-dev@agents.invalid",
+                  "GIT_COMMITTER_NAME": "coding-dev", "GIT_COMMITTER_EMAIL": "coding-dev@agents.invalid"}
+        parent = await asyncio.to_thread(self.git.head)
+        await self._git("commit", "-q", "--no-verify", "--cleanup=verbatim", "-F", "-", input=message, env=author)
+        sha = await asyncio.to_thread(self.git.head)
+        stat = (await self._git("diff", "--stat", "--no-ext-diff", "--no-textconv", parent, sha)).rstrip()
+        self.commits.append({"sha": sha, "subject": subject, "turn": turn, "diffstat": stat})
+        await self.event("commit", {"text": subject, "commit": sha, "subject": subject, "diffstat": clip(stat, 4096), "turn": turn,
+                                    "branch": self.claim.branch})
+
+    async def _loop(self) -> None:
+        root = Path(tempfile.mkdtemp(prefix="agents-coding-", dir=self.work_dir))
+        try:
+            self.git = LocalGit(root)
+            try:
+                await asyncio.to_thread(self.git.clone, self.claim.clone_url)
+                await self._git("checkout", "-q", "-f", "-B", self.claim.branch, f"refs/remotes/origin/{self.claim.base}")
+            except GitFailed as exc:
+                raise RunEnded(f"clone failed: {exc}") from exc
+            self.start_sha = await asyncio.to_thread(self.git.head)
+            await self.event("log", {"text": f"cloned {self.claim.repo} at {self.claim.base} ({self.start_sha[:12]}); working on {self.claim.branch}"})
+            await self._turns()
+            self.head = await asyncio.to_thread(self.git.head)
+            if self.head != self.start_sha:
+                try:
+                    await self._git("push", "--no-verify", "--", self.claim.clone_url, f"HEAD:refs/heads/{self.claim.branch}")
+                except GitFailed as exc:
+                    raise RunEnded(f"push of {self.claim.branch} was rejected: {exc}") from exc
+                self.pushed = True
+            self.outcome.status = OK
+        finally:
+            if self.git is not None and self.start_sha and not self.head:
+                try:
+                    self.head = self.git.head()
+                except GitFailed:
+                    pass
+            self.diffstat = ""
+            if self.git is not None and self.start_sha and self.head and self.head != self.start_sha:
+                try:
+                    self.diffstat = self.git.run("diff", "--stat", "--no-ext-diff", self.start_sha, self.head).rstrip()
+                except GitFailed:
+                    pass
+            shutil.rmtree(root, ignore_errors=True)
+
+    async def _turns(self) -> None:
+        limits = Limits(timeout_seconds=120)
+        toolbox = ToolBox(root=self.git.work, sandbox=self.sandbox, limits=limits,
+                          seconds_left=lambda: max(self.deadline - time.monotonic(), 0.1))
+        if self.sandbox is None:
+            toolbox.handlers["run"] = _refuse_run
+        messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": self.claim.prompt}]
+        await self.event("message", {"role": "user", "text": clip(self.claim.prompt)})
+        for turn_no in range(1, MAX_TURNS + 1):
+            await self._steer(messages)
+            message = await self._answer(messages, tool_definitions())
+            content = valid_text(message.content) if message.content is not None else ""
+            calls = list(message.tool_calls or [])
+            if content:
+                await self.event("message", {"role": "assistant", "text": clip(content), "model": self.outcome.model})
+            if not calls:
+                self.outcome.output = content
+                return
+            messages.append({"role": "assistant", "content": content or None,
+                             "tool_calls": [call.model_dump(mode="json", exclude_none=True) for call in calls]})
+            finished, wrote, last_seq, described = None, False, None, []
+            for call in calls:
+                self._check_stop()
+                name, raw = call.function.name or "", call.function.arguments or ""
+                try:
+                    arguments = json.loads(raw or "{}")
+                except ValueError:
+                    arguments = {}
+                arguments = arguments if isinstance(arguments, dict) else {}
+                if name == FINISH:
+                    finished = arguments.get("summary") if isinstance(arguments.get("summary"), str) else ""
+                    result, failed = "finished", False
+                else:
+                    result, failed = await asyncio.to_thread(toolbox.call, name, raw)
+                    wrote = wrote or name in WRITING_TOOLS
+                    described.append(f"{name} {arguments.get('path') or arguments.get('command') or ''}".strip())
+                self.outcome.tool_calls += 1
+                stored = await self.server.append_event(session_id=self.claim.session_id, kind="tool-call", payload={
+                    "name": name, "arguments": arguments, "result": clip(valid_text(result), 4096), "error": failed,
+                    "round": turn_no, "runId": self.claim.run_id})
+                if stored and isinstance(stored.get("seq"), int):
+                    last_seq = stored["seq"]
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": valid_text(result)})
+            if wrote:
+                fallback = finished or ("Agent: " + "; ".join(described))
+                await self._commit(_subject(content, _subject(fallback, "Agent changes")), last_seq or turn_no)
+            if finished is not None:
+                self.outcome.output = finished
+                return
+        raise RunEnded(f"the run took {MAX_TURNS} turns without calling finish")
+
+    async def execute(self) -> dict:
+        """Run clone → turns → push; return the report (never raises)."""
+        report = await super().execute()
+        changed = bool(self.start_sha and self.head and self.head != self.start_sha)
+        report.update({"changed": changed, "branch": self.claim.branch, "commitSha": self.head, "diffstat": getattr(self, "diffstat", ""),
+                       "pushed": self.pushed, "commits": self.commits})
+        if report["status"] == OK:
+            lines = [self.outcome.output.strip() or "(no summary)", ""]
+            lines += [f"branch: {self.claim.branch}", f"commit: {self.head}", "", report["diffstat"]] if changed else ["no changes; nothing pushed"]
+            report["output"] = "\n".join(lines).strip()
+        return report

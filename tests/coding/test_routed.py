@@ -1,0 +1,68 @@
+"""Routed coding runs: offered to a machine with the routed-run fields and no credential; the
+machine's report settles the run (issue 14 item 5, server side)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agents.models import Run
+from tests.coding.conftest import start
+from tests.targets.conftest import add_member, machine, post  # noqa: F401 - fixtures
+
+pytestmark = pytest.mark.usefixtures("short_wait")
+
+
+@pytest.fixture
+def short_wait(settings):
+    settings.AGENTS_CLAIM_WAIT_SECONDS = 0.2
+
+
+@pytest.fixture
+def live_machine(org_a, machine):
+    target_id, key = machine
+    assert post(org_a.client, f"/{target_id}/claim", **{"X-Target-Key": key}).status_code == 204
+    return target_id, key
+
+
+def test_routed_coding_run_is_offered_with_its_fields_and_no_credential(shop, live_machine, remote, settings, monkeypatch):
+    monkeypatch.setenv("SHOP_TOKEN", "ghp_" + "a" * 36)
+    settings.AGENTS_REPO_CREDENTIALS = json.dumps({"bot": {"ref": "env:SHOP_TOKEN", "grantedTo": [shop.slug]}})
+    assert shop.client.patch("/v1/agents/repos/acme/shop", {"credential": "bot"}, content_type="application/json").status_code == 200
+    target_id, key = live_machine
+    response = start(shop, targetId=target_id, project="shop", timeoutSeconds=300)
+    assert response.status_code == 202, response.content
+    body = response.json()
+    assert body["routed"] is True and body["targetId"] == target_id
+
+    claimed = post(shop.client, f"/{target_id}/claim", **{"X-Target-Key": key})
+    assert claimed.status_code == 200
+    offer = claimed.json()
+    assert offer["sessionId"] == body["sessionId"] and offer["runId"] == body["runId"]
+    assert {k: offer[k] for k in ("kind", "repo", "project", "base", "branch", "prompt", "cloneUrl", "timeoutSeconds")} == {
+        "kind": "coding", "repo": "acme/shop", "project": "shop", "base": "main", "branch": body["branch"],
+        "prompt": "add a test", "cloneUrl": f"file://{remote}", "timeoutSeconds": 300,
+    }
+    assert "ghp_" not in claimed.content.decode() and "credential" not in offer
+
+    reported = post(shop.client, f"/{target_id}/runs/{body['runId']}/report",
+                    {"ok": True, "changed": True, "branch": body["branch"], "commitSha": "ab" * 20, "diffstat": " 1 file changed", "output": "done"},
+                    **{"X-Target-Key": key})
+    assert reported.status_code == 200 and reported.json() == {"delivered": True}
+    view = shop.client.get(f"/v1/agents/coding/{body['runId']}").json()
+    assert view["status"] == "ok" and view["changed"] is True and view["pushed"] is True and view["commitSha"] == "ab" * 20
+    with shop.context():
+        assert Run.objects.get(pk=body["runId"]).status == "ok"
+
+
+def test_routed_coding_run_to_an_unknown_machine_is_404(shop):
+    response = start(shop, targetId="tgt_unknown")
+    assert response.status_code == 404
+    with shop.context():
+        assert Run.objects.count() == 0
+
+
+def test_routed_coding_run_needs_no_sandbox_here(shop, live_machine, settings):
+    settings.AGENTS_CODING_SANDBOX = "none"
+    assert start(shop, targetId=live_machine[0]).status_code == 202

@@ -1,0 +1,86 @@
+"""A routed coding run on a machine running `python -m runner` (issue 14 item 5): the runner
+clones with its own access, runs the same tools (bubblewrap here), commits with the trailers,
+pushes, streams its events into the session and reports; the server settles the run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from agents.models import Run
+from coding.sandbox import get_sandbox
+from sessions.models import Event
+from sessions.provenance import parse_links
+from tests.coding.conftest import git
+from tests.runner.test_daemon import inference_env, targets_of, wait_until
+from tests.support.upstream import Reply
+
+pytestmark = [pytest.mark.django_db(transaction=True),
+              pytest.mark.skipif(not get_sandbox().available(), reason="bubblewrap is not installed")]
+
+
+@pytest.fixture
+def bare_remote(tmp_path, settings):
+    root = tmp_path / "remotes"
+    root.mkdir()
+    settings.AGENTS_REPO_FILE_ROOTS = [str(root)]
+    bare = root / "shop.git"
+    git("init", "-q", "--bare", "-b", "main", str(bare))
+    seed = tmp_path / "seed"
+    git("init", "-q", "-b", "main", str(seed))
+    (seed / "README.md").write_text("# shop\n")
+    git("add", "-A", cwd=seed)
+    git("commit", "-q", "-m", "seed", cwd=seed)
+    git("push", "-q", str(bare), "HEAD:refs/heads/main", cwd=seed)
+    return bare
+
+
+def test_a_routed_coding_run_is_pushed_by_the_machine_with_provenance(org_a, daphne_server, upstream, runner_factory, bare_remote, settings):
+    from billing.services import credit_add
+
+    settings.CLOUD_AGENT_FEE_CENTS = 100
+    credit_add(org=org_a.org, cents=1000, actor="test")
+    assert org_a.client.post("/v1/agents/repos", {"repo": "acme/shop", "cloneUrl": f"file://{bare_remote}"},
+                             content_type="application/json").status_code == 201
+    upstream.script(
+        Reply(content="Add a test", tool_calls=[("write_file", {"path": "t.py", "content": "print('PASSED')\n"})]),
+        Reply(tool_calls=[("run", {"command": "python3 t.py"})]),
+        Reply(tool_calls=[("finish", {"summary": "added t.py"})]),
+    )
+    runner = runner_factory(daphne_server.url, org_a.key, env=inference_env(upstream))
+    runner.wait_for("claim key minted")
+    [target] = targets_of(org_a)
+    assert target.spec["sandbox"] == "bubblewrap"
+    from targets.models import ClaimKey
+
+    def serving():
+        with org_a.context():
+            return ClaimKey.objects.filter(target_id=target.id, serving_at__isnull=False).exists()
+
+    wait_until(serving, what="the first claim")
+    started = org_a.client.post("/v1/agents/coding", {"repo": "acme/shop", "prompt": "add a test", "targetId": target.id},
+                                content_type="application/json")
+    assert started.status_code == 202, started.content
+    body = started.json()
+
+    def finished():
+        with org_a.context():
+            row = Run.objects.get(pk=body["runId"])
+        return row if row.status not in ("queued", "running") else None
+
+    row = wait_until(finished, timeout=30, what="the routed coding run to finish")
+    assert row.status == "ok", (row.error, runner.log()[-2000:])
+    assert body["branch"] in row.output
+    links = parse_links(git("--git-dir", str(bare_remote), "log", "--format=%x00%H%n%B%n%N", body["branch"]))
+    with org_a.context():
+        events = list(Event.objects.filter(session_id=body["sessionId"]).order_by("seq"))
+    tool_calls = [e for e in events if e.kind == "tool-call"]
+    assert [json.loads(e.payload)["name"] for e in tool_calls] == ["write_file", "run", "finish"]
+    assert "PASSED" in json.loads(tool_calls[1].payload)["result"]
+    assert [(l.session, l.turn) for l in links] == [(body["sessionId"], tool_calls[0].seq)]
+    assert [e.kind for e in events].count("commit") == 1
+    view = org_a.client.get(f"/v1/agents/coding/{body['runId']}").json()
+    assert view["changed"] is True and view["pushed"] is True and view["commitSha"] == links[0].commit
+    assert runner.terminate() == 0
