@@ -42,7 +42,7 @@ def machine_list(request):
     from targets import selectors
     from targets.presenters import target_view
 
-    targets = selectors.target_list()
+    targets = selectors.target_list(limit=selectors.TARGETS_MAX_LIMIT).items
     load = selectors.session_load(targets)
     machines = [target_view(t, load=load[t.id]) for t in targets]
     return render(request, "console/machines.html", {"machines": machines, "nav": "machines"})
