@@ -14,6 +14,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_identity_api_matches_its_openapi_document(org_a):
+    from django.conf import settings
+
     from tests.support.live import LiveServer
 
     server = LiveServer({"AGENTS_IDENTITY_CREATE_RATE": "1000/min"}).start(timeout=120)
@@ -28,6 +30,7 @@ def test_identity_api_matches_its_openapi_document(org_a):
                 "-n", "15", "--seed", "20261201",
             ],
             capture_output=True, text=True, timeout=600,
+            cwd=str(settings.AGENTS_DATA_DIR),  # its cache directory goes there, not into the checkout
         )
     finally:
         server.stop()
