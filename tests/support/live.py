@@ -58,7 +58,7 @@ class LiveServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 30.0) -> LiveServer:
+    def start(self, timeout: float = 120.0) -> LiveServer:  # a loaded 2-core CI box takes > 30 s
         log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "agents_site.asgi:application"],
