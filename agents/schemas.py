@@ -28,13 +28,13 @@ class AgentIn(Schema):
 
     model_config = ConfigDict(populate_by_name=True)
 
-    name: str | None = text(description="The agent's current name (a different name is refused: names are immutable).")
-    model: str | None = text(description="Model id at the inference gateway (at most 200 characters; when the gateway lists models, one of them).", maxLength=200)
+    name: str | None = text(description="The agent's current name (a different name is refused: names are immutable).", pattern=NAME_PATTERN)
+    model: str | None = text(description="Model id at the inference gateway (at most 200 characters; when the gateway lists models, one of them).", maxLength=200, pattern=r"\S")
     instructions: str | None = text(description="System prompt, at most 32 KiB of UTF-8.")
     description: str | None = None
     tools: list[str] | None = Field(None, description=_TOOLS, json_schema_extra=declare(on="array", items={"type": "string"}))
     executionMode: str | None = choice(ExecutionMode, description="`long-running` agents fire on their `schedule`; `one-shot` agents run when asked (and drop any schedule).")
-    schedule: str | None = text(description="5-field cron (minute hour day-of-month month day-of-week, Sunday = 0); required for `long-running`.", maxLength=200)
+    schedule: str | None = text(description="5-field cron (minute hour day-of-month month day-of-week, Sunday = 0) of at most 200 characters; required for `long-running`, ignored for `one-shot`.")
     timezone: str | None = text(description="IANA time zone of the schedule (default `UTC`).")
     computeRef: str | None = text(description="Opaque reference, at most 256 bytes.")
     serviceAccountId: str | None = text(description="Opaque reference, at most 256 bytes.")
@@ -49,12 +49,20 @@ class AgentIn(Schema):
         return value
 
 
+def _create_schema(schema: dict, model: type | None = None) -> None:
+    required_in_docs("name")(schema, model)
+    # A long-running agent needs its schedule (agents.lifecycle.validate_lifecycle).
+    schema["if"] = {"properties": {"executionMode": {"const": str(ExecutionMode.LONG_RUNNING)}}, "required": ["executionMode"]}
+    schema["then"] = {"required": ["schedule"], "properties": {"schedule": {"type": "string", "pattern": r"\S", "maxLength": 200}}}
+
+
 class AgentCreateIn(AgentIn):
     """Define an agent: only `name` is required."""
 
-    model_config = ConfigDict(populate_by_name=True, json_schema_extra=required_in_docs("name"))
+    model_config = ConfigDict(populate_by_name=True, json_schema_extra=_create_schema)
 
     name: str | None = text(description=_NAME, pattern=NAME_PATTERN)
+    model: str | None = text(description="Model id at the inference gateway (at most 200 characters; when the gateway lists models, one of them). Default: the deployment's.", maxLength=200)
 
 
 class RunOut(Schema):

@@ -85,9 +85,8 @@ def run_list_org(*, status: str | None = None, limit: int | None = None) -> list
     """
     from agents_site.errors import InvalidRequest
 
-    status = status or ""
-    if status and status not in RunStatus.values:  # exactly a word of the vocabulary, as documented
+    if status is not None and status not in RunStatus.values:  # exactly a word, as documented ("" too)
         raise InvalidRequest(f"status must be one of {'|'.join(RunStatus.values)}")
     qs = Run.objects.filter(status=status) if status else Run.objects.filter(status__in=RunStatus.FINISHED)
-    order = ("-finished_at", "-id") if status in ("", *RunStatus.FINISHED) else ("-created_at", "-id")
+    order = ("-finished_at", "-id") if status in (None, *RunStatus.FINISHED) else ("-created_at", "-id")
     return list(qs.order_by(*order)[: history_limit(limit)])

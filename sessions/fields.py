@@ -12,7 +12,7 @@ import re
 from django.apps import apps
 
 from agents_site.errors import InvalidRequest
-from agents_site.vocabulary import EventKind, SessionStatus
+from agents_site.vocabulary import ControlCommand, EventKind, SessionStatus
 
 MAX_ID = 128
 MAX_AGENT = 128
@@ -152,6 +152,23 @@ def clean_target(value) -> str:
     if not target_exists(target):
         raise InvalidRequest("target not found in this org")
     return target
+
+
+CONTROL_PAYLOAD_MESSAGE = (
+    "a control turn's payload is {command, message?, payload?} with command " + "|".join(ControlCommand.values) + " and message a string"
+)
+
+
+def check_control_payload(payload) -> None:
+    """Refuse (400) a `control` turn whose payload is not a steering command.
+
+    `control` turns are what `GET …/{id}/control` hands to a running executor, so each must be
+    `{"command": "pause"|"resume"|"stop"|"message", "message"?: str, "payload"?: any}`.
+    """
+    if not isinstance(payload, dict) or payload.get("command") not in ControlCommand.values:
+        raise InvalidRequest(CONTROL_PAYLOAD_MESSAGE)
+    if not isinstance(payload.get("message", ""), str):
+        raise InvalidRequest(CONTROL_PAYLOAD_MESSAGE)
 
 
 def dump_payload(payload) -> str:

@@ -24,10 +24,17 @@ def _limited(limit: int, what: str = "") -> object:
     return text(description=f"{what}At most {limit} characters.".strip(), maxLength=limit)
 
 
+def _create_schema(schema: dict, model: type | None = None) -> None:
+    required_in_docs("agent")(schema, model)
+    # Publishing needs a project (sessions.fields.PUBLISH_MESSAGE).
+    schema["if"] = {"properties": {"published": {"const": True}}, "required": ["published"]}
+    schema["then"] = {"required": ["project"], "properties": {"project": {"type": "string", "pattern": r"\S"}}}
+
+
 class SessionIn(Schema):
     """Open a session. Only `agent` is required; text fields are trimmed."""
 
-    model_config = ConfigDict(json_schema_extra=required_in_docs("agent"))
+    model_config = ConfigDict(json_schema_extra=_create_schema)
 
     agent: str | None = text(description="Name of the agent (or surface) working in the session, at most 128 characters.", maxLength=fields.MAX_AGENT, pattern=r"\S")
     actor: str | None = _limited(fields.MAX_ACTOR, "Who acts (default: the caller). ")
@@ -59,8 +66,26 @@ class SessionPatchIn(Schema):
     cwd: str | None = _limited(fields.MAX_CWD)
 
 
+def _control_turn(schema: dict, model: type | None = None) -> None:
+    # A `control` turn is a steering command (sessions.fields.check_control_payload).
+    schema["if"] = {"properties": {"kind": {"const": str(EventKind.CONTROL)}}, "required": ["kind"]}
+    schema["then"] = {
+        "required": ["payload"],
+        "properties": {
+            "payload": {
+                "type": "object",
+                "required": ["command"],
+                "properties": {"command": {"type": "string", "enum": list(ControlCommand.values)}, "message": {"type": "string"}},
+            }
+        },
+    }
+
+
 class EventIn(Schema):
-    """Append one turn. A payload carrying a credential is refused (422) and nothing is stored."""
+    """Append one turn. A payload carrying a credential is refused (422) and nothing is stored.
+    A `control` turn's payload is a steering command: `{command, message?, payload?}`."""
+
+    model_config = ConfigDict(json_schema_extra=_control_turn)
 
     kind: str = choice(EventKind, ...)
     payload: Any = Field(None, description="Any JSON, at most 64 KiB once serialised.")

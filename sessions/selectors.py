@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
-from agents_site.vocabulary import EventKind
+from agents_site.errors import InvalidRequest
+from agents_site.vocabulary import EventKind, SessionStatus
 from sessions import fields
 from sessions.errors import SessionNotFound
 from sessions.models import Event, EventClock, Session
@@ -101,8 +102,10 @@ def session_list(
         queryset = queryset.filter(parent_id=parent)
     else:
         queryset = queryset.filter(parent_id="")
-    if status:
-        queryset = queryset.filter(status=fields.clean_status(status))
+    if status is not None:  # exactly one of the four words, as documented ("" included: 400)
+        if status not in SessionStatus.values:
+            raise InvalidRequest(fields.STATUS_MESSAGE)
+        queryset = queryset.filter(status=status)
     if project:
         queryset = queryset.filter(project=project)
     return _rows(queryset.order_by("-created_at", "id")[: clamp_limit(limit)])

@@ -37,9 +37,10 @@ def list_targets(request):
     return {"targets": [target_view(t, load=load[t.id]) for t in targets]}
 
 
-@router.post("", response={200: TargetOut, 201: TargetOut}, summary="Register or re-link a machine", exclude_none=True)
+@router.post("", response={200: TargetOut, 201: TargetOut, 409: ErrorOut}, summary="Register or re-link a machine", exclude_none=True)
 def register_target(request, payload: TargetCreateIn):
-    """Register a machine (201) or re-link the caller's machine on the same host (200)."""
+    """Register a machine (201) or re-link the caller's machine on the same host (200). 409
+    when the same host was registered at the same moment: retry."""
     target, created = services.target_register(owner=request.auth.subject, data=_input(payload))
     return Status(201 if created else 200, _view(target))
 
@@ -50,10 +51,11 @@ def get_target(request, target_id: str):
     return _view(selectors.target_get(target_id=target_id))
 
 
-@router.patch("/{target_id}", response=TargetOut, summary="Change a machine (owner or org admin)", exclude_none=True)
+@router.patch("/{target_id}", response={200: TargetOut, 409: ErrorOut}, summary="Change a machine (owner or org admin)", exclude_none=True)
 def patch_target(request, target_id: str, payload: TargetIn):
     """Change a machine in place; a `metrics` change is a heartbeat stamped by the server. A
-    machine that is not the caller's (unless an org admin) answers 404 like an unknown one."""
+    machine that is not the caller's (unless an org admin) answers 404 like an unknown one; 409
+    when another of the owner's machines already has the `host` asked for."""
     target = services.target_update(
         target_id=target_id, subject=request.auth.subject, is_org_admin=request.auth.is_org_admin, data=_input(payload)
     )
