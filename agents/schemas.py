@@ -36,8 +36,8 @@ class AgentIn(Schema):
     executionMode: str | None = choice(ExecutionMode, description="`long-running` agents fire on their `schedule`; `one-shot` agents run when asked (and drop any schedule).")
     schedule: str | None = text(description="5-field cron (minute hour day-of-month month day-of-week, Sunday = 0) of at most 200 characters; required for `long-running`, ignored for `one-shot`.")
     timezone: str | None = text(description="IANA time zone of the schedule (default `UTC`).")
-    computeRef: str | None = text(description="Opaque reference, at most 256 bytes.")
-    serviceAccountId: str | None = text(description="Opaque reference, at most 256 bytes.")
+    computeRef: str | None = text(description="An opaque identifier of yours, at most 256 bytes.")
+    serviceAccountId: str | None = text(description="An opaque identifier of yours, at most 256 bytes.")
 
     @field_validator("*")
     @classmethod

@@ -480,3 +480,16 @@ def test_every_session_and_builds_route_of_spec_003_is_in_the_openapi_document(d
     assert paths["/v1/agents/builds"]["get"].get("security") in (None, [])
     events = paths["/v1/agents/sessions/{id}/events"]["post"]
     assert "kind" in events["requestBody"]["content"]["application/json"]["schema"]["properties"]
+
+
+@pytest.mark.parametrize("published", [0, 1, "true", "yes", "false"])
+def test_published_must_be_a_json_boolean(org_a, published):
+    # `"published": 0` was once accepted.
+    created = post(org_a.client, BASE, {"agent": "coder", "project": "shop", "published": published})
+    assert created.status_code == 400 and created.json()["fields"][0]["field"].endswith("published")
+    assert _count(org_a) == 0
+    session = new_session(org_a, project="shop")
+    changed = patch(org_a.client, f"{BASE}/{session['id']}", {"published": published})
+    assert changed.status_code == 400 and created.json()["code"] == "invalid_request"
+    with org_a.context():
+        assert Session.objects.get(pk=session["id"]).published is False
