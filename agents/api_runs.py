@@ -9,7 +9,7 @@ import secrets
 
 from django.http import JsonResponse
 from django.urls import register_converter
-from ninja import Query, Router
+from ninja import Path, Query, Router
 
 from agents import dashboards, selectors
 from agents.background import run_submit
@@ -63,7 +63,7 @@ register_converter(RunIdConverter, "runid")
 
 
 @router.get("/runs/{runid:run_id}", response={200: RunOut}, summary="Read one run", exclude_none=True)
-def get_run(request, run_id: str):
+def get_run(request, run_id: str = Path(..., pattern=f"^{RunIdConverter.regex}$", description="A run id: `run_` and 32 hex digits.")):
     """Return one run of the caller's org, in flight (`queued`, `running`) or finished (`ok`,
     `error`). Another org's run is a 404 exactly like a missing one."""
     return run_view(selectors.run_get(run_id=run_id))
