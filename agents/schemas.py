@@ -132,7 +132,7 @@ class RunIn(Schema):
 
 
 class RunAcceptedOut(Schema):
-    """202 of a background run: the queued run's id and its (task-backed) session's id."""
+    """The answer of a background run (202): the queued run's id and the id of its session."""
 
     runId: str
     sessionId: str | None = None
