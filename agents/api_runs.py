@@ -69,6 +69,10 @@ def get_run(request, run_id: str = Path(..., pattern=f"^{RunIdConverter.regex}$"
     return run_view(selectors.run_get(run_id=run_id))
 
 
+# The recorded run can be read again by its id (an OpenAPI link: clients and schemathesis follow it).
+_RUN_LINK = {"operationId": "agents_api_runs_get_run", "parameters": {"run_id": "$response.body#/id"}}
+
+
 def _wants_async(request, payload: RunIn) -> bool:
     """Return True for `"background": true` or a `Prefer` header naming `respond-async` (RFC 7240)."""
     if payload.background:
@@ -106,6 +110,7 @@ def billing(request, limit: int | None = None):
     response={200: RunOut, 202: RunOut | RunAcceptedOut, 502: RunOut, 402: ErrorOut, 409: ErrorOut, 503: ErrorOut},
     summary="Run an agent",
     exclude_none=True,
+    openapi_extra={"responses": {status: {"links": {"GetRun": _RUN_LINK}} for status in (200, 502)}},
 )
 def run_agent(request, ref: str, payload: RunIn):
     """Run agent `ref` on `input` and answer the recorded run: 200, or 502 whose body is the

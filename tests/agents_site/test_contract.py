@@ -22,6 +22,7 @@ explores other cases, `AGENTS_CONTRACT_EXAMPLES` sets the examples per operation
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -93,7 +94,7 @@ def test_schemathesis_finds_nothing_against_a_live_server(make_org, live, tmp_pa
 
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-20000:]
-    assert "No issues found" in output, output[-5000:]
+    assert not re.search(r"\d+ (failures?|errors?)\b", output.splitlines()[-1]), output[-5000:]
 
 
 def test_every_operation_refuses_a_call_without_a_credential_with_403(live):

@@ -153,3 +153,10 @@ def test_descriptions_are_written_for_users_without_internal_references(document
     leaks = [(where, INTERNAL.search(text).group(0)) for where, text in texts if INTERNAL.search(text)]
     assert leaks == []
     assert json.dumps(document).count("spec 003") == 0
+
+
+def test_a_recorded_run_links_to_the_route_that_reads_it_again(document):
+    run = document["paths"]["/v1/agents/{ref}/run"]["post"]["responses"]
+    get_run = document["paths"]["/v1/agents/runs/{run_id}"]["get"]["operationId"]
+    for status in ("200", "502"):
+        assert run[status]["links"]["GetRun"] == {"operationId": get_run, "parameters": {"run_id": "$response.body#/id"}}
