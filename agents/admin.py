@@ -5,7 +5,7 @@ from django.contrib import admin
 from agents.models import Agent, McpServer, Run
 from agents.scheduling.models import RunTask, ScheduledAgent, ScheduleSlot
 from agents.scheduling.selectors import next_fire_of, recent_slots, schedule_state_of, scheduled_agents
-from agents_site.admin_site import OrgModelAdmin
+from tenancy.admin_site import OrgModelAdmin
 from agents_site.wire import rfc3339
 
 

@@ -15,6 +15,7 @@ from agents import dashboards, selectors
 from agents.background import run_submit
 from agents.execution import run_execute
 from agents.presenters import run_view
+from agents.runs.routed import routed_start
 from agents.schemas import ActivityOut, BillingOut, MetricsOut, RunAcceptedOut, RunIn, RunListOut, RunOut
 from agents_site.schemas import ErrorOut, word_param
 from agents_site.vocabulary import MetricsRange, RunStatus
@@ -159,9 +160,7 @@ def run_agent(request, ref: str, payload: RunIn):
 
 
 def _routed(request, agent, payload: RunIn, principal):
-    from targets.routing import routed_run_start
-
-    run = routed_run_start(
+    run = routed_start(
         agent=agent, input=payload.input, target_id=payload.targetId, actor=principal.actor,
         request_id=_request_id(request), idempotency_key=request.headers.get("Idempotency-Key", ""),
     )

@@ -5,6 +5,19 @@ from django.apps import AppConfig
 logger = logging.getLogger(__name__)
 
 
+def _on_worker_spawn(sender, proc_name=None, **kwargs) -> None:
+    """Prepare a django-q2 worker process that just started (in that process).
+
+    It answers the cluster's stop signal gracefully (`agents.shutdown`), and a recovery sweep
+    is queued: a cluster restarted after a crash then finishes the runs its dead workers left
+    `running` within seconds, instead of waiting for the next minute's sweep.
+    """
+    from agents.shutdown import install_worker_handler
+
+    install_worker_handler()
+    _recover_on_spawn(sender, proc_name=proc_name)
+
+
 def _recover_on_spawn(sender, proc_name=None, **kwargs) -> None:
     """Queue a recovery sweep when a django-q2 worker process starts.
 
@@ -28,4 +41,8 @@ class AgentsConfig(AppConfig):
     def ready(self) -> None:
         from django_q.signals import post_spawn
 
-        post_spawn.connect(_recover_on_spawn, dispatch_uid="agents.recover_on_spawn")
+        from agents.background import task_command
+        from sessions.control import register_command_handler
+
+        post_spawn.connect(_on_worker_spawn, dispatch_uid="agents.recover_on_spawn")
+        register_command_handler(task_command)

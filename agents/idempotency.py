@@ -14,7 +14,6 @@ import json
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from agents.models import IdempotencyRecord, Run
@@ -55,54 +54,43 @@ def _cutoff():
     return timezone.now() - timedelta(seconds=settings.AGENTS_IDEMPOTENCY_TTL_SECONDS)
 
 
-def _answer(record: IdempotencyRecord, digest: str) -> Run | None:
+def _answer(record: IdempotencyRecord, digest: str, *, in_flight: bool) -> Run | None:
     if record.request_hash != digest:
         raise IdempotencyMismatch()
     run = Run.objects.filter(pk=record.run_id).first()
     if run is None:  # the agent and its runs were deleted: the key is free again
         record.delete()
         return None
-    if run.status in RunStatus.IN_FLIGHT:
+    if run.status in RunStatus.IN_FLIGHT and not in_flight:
         raise IdempotencyInProgress()
     return run
 
 
-def replay(*, key: str, digest: str) -> Run | None:
+def replay(*, key: str, digest: str, in_flight: bool = False) -> Run | None:
     """Return the run first answered for `key`, or None when the key is unused (or expired).
 
-    Raises `IdempotencyMismatch` or `IdempotencyInProgress` (409).
+    `in_flight=True` (a background or routed run, answered 202 while it runs) returns a run
+    still queued or running; otherwise such a run is 409 `IdempotencyInProgress`. Raises
+    `IdempotencyMismatch` (409) when the key was used with another request.
     """
     record = IdempotencyRecord.objects.filter(key=key, created_at__gte=_cutoff()).first()
-    return _answer(record, digest) if record else None
+    return _answer(record, digest, in_flight=in_flight) if record else None
 
 
-def reserve(*, key: str, digest: str, run_id: str) -> Run | None:
-    """Bind `key` to `run_id` (call in the transaction that creates the run); return None.
+def reserve(*, key: str, digest: str, run_id: str, in_flight: bool = False) -> Run | None:
+    """Bind `key` to `run_id`, or return the run another request bound it to first.
 
-    When another request bound the key first (a race), return that request's run or raise its
-    409, exactly as `replay` would. Expired records of the key are purged first.
+    Call inside the serialised org-store transaction that creates the run
+    (`stores.org_atomic(serialize=True)`): requests of one org pass through it one at a
+    time, so the record is read and written with no race and no savepoint. Returns None when
+    `key` is now bound to `run_id`; the earlier run (or its 409, exactly as `replay` with the
+    same `in_flight`) when it was bound before. Expired records are purged first.
     """
     IdempotencyRecord.objects.filter(created_at__lt=_cutoff()).delete()
-    try:
-        with transaction.atomic():
-            IdempotencyRecord.objects.create(key=key, request_hash=digest, run_id=run_id, created_at=timezone.now())
-    except IntegrityError:
-        run = _answer(IdempotencyRecord.objects.get(key=key), digest)
-        if run is None:
-            raise IdempotencyInProgress() from None
-        return run
+    record = IdempotencyRecord.objects.filter(key=key).first()
+    if record is not None:
+        earlier = _answer(record, digest, in_flight=in_flight)
+        if earlier is not None:
+            return earlier
+    IdempotencyRecord.objects.create(key=key, request_hash=digest, run_id=run_id, created_at=timezone.now())
     return None
-
-
-def recorded_run(*, key: str, digest: str) -> Run | None:
-    """Return the run bound to `key` in any status (a background submission), or None.
-
-    Unlike `replay`, a run still queued or running is returned (answered 202 again, not 409).
-    Raises `IdempotencyMismatch` (409) when the key was used with another request.
-    """
-    record = IdempotencyRecord.objects.filter(key=key, created_at__gte=_cutoff()).first()
-    if record is None:
-        return None
-    if record.request_hash != digest:
-        raise IdempotencyMismatch()
-    return Run.objects.filter(pk=record.run_id).first()

@@ -6,7 +6,7 @@ Routed by tenancy.db_router to the current org's database.
 from django.core.validators import RegexValidator, URLValidator
 from django.db import models
 
-from agents.ids import mint_id
+from agents_site.ids import mint_id
 from agents_site.vocabulary import AgentHosting, AgentStatus, ExecutionMode, McpTransport, RunKind, RunStatus
 
 MCP_SERVER_NAME_PATTERN = r"^[a-z0-9][a-z0-9-]{0,31}$"

@@ -9,7 +9,7 @@ starts (`agents.apps`), across every org (`tenancy.stores.existing_org_slugs`). 
   called tools with side effects) and never debited (only a successful run is billed; the
   ledger's unique debit per run forbids a second one anyway).
 - A `running` run with no task record (a synchronous run whose web process died) is finished
-  the same way once it is older than the run path's fee hold window (2 h).
+  the same way once it is older than `SYNC_RUN_MAX` (2 h): until then it holds its fee.
 - A `queued` run whose task the queue never accepted (the process died between the commit
   and the enqueue), or whose lease holder died before starting it, is handed to the queue
   again after `AGENTS_RUN_LEASE_SECONDS`.
@@ -27,14 +27,22 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from agents.background import NEVER_STARTED, WORKER_LOST, run_dispatch, run_finish_error
+from agents.dispatch import run_dispatch
 from agents.lease import holder_gone
 from agents.models import Run
+from agents.runs.lifecycle import Outcome, run_finish
 from agents.scheduling.models import RunTask
-from agents_site.vocabulary import RunStatus
+from agents_site.vocabulary import RunKind, RunStatus
 from tenancy import stores
 
 logger = logging.getLogger(__name__)
+
+#: The error of a run whose worker died while it ran (recovery finished it).
+WORKER_LOST = "worker lost"
+#: The error of a queued run the task queue never started within AGENTS_QUEUED_MAX_SECONDS.
+NEVER_STARTED = "never started: the task queue did not deliver it in time"
+#: A synchronous run (no task record) still `running` after this was lost with its web process.
+SYNC_RUN_MAX = timedelta(hours=2)
 
 _RUNNING = frozenset({RunStatus.RUNNING})
 _QUEUED = frozenset({RunStatus.QUEUED})
@@ -66,10 +74,10 @@ def recover_org(*, org: str, now: datetime, report: RecoveryReport | None = None
     """Apply the recovery policy to the current org's runs. Org context required."""
     report = report if report is not None else RecoveryReport()
     lease = timedelta(seconds=settings.AGENTS_RUN_LEASE_SECONDS)
-    for run in Run.objects.filter(status=RunStatus.RUNNING).select_related("task").only(
-        "id", "started_at", "created_at", "task__worker", "task__heartbeat_at"
+    for run in Run.objects.filter(status=RunStatus.RUNNING).exclude(kind=RunKind.ROUTED).select_related("task").only(
+        "id", "kind", "started_at", "created_at", "task__worker", "task__heartbeat_at"
     ):
-        if _is_lost(run, now) and run_finish_error(run_id=run.id, error=WORKER_LOST, from_statuses=_RUNNING, now=now):
+        if _is_lost(run, now) and _fail(run.id, WORKER_LOST, _RUNNING):
             logger.warning("run %s of %s finished: %s", run.id, org, WORKER_LOST)
             report.lost.append(run.id)
     queued = RunTask.objects.filter(run__status=RunStatus.QUEUED)
@@ -82,7 +90,7 @@ def recover_org(*, org: str, now: datetime, report: RecoveryReport | None = None
             report.redispatched.append(task.run_id)
     too_old = now - timedelta(seconds=settings.AGENTS_QUEUED_MAX_SECONDS)
     for task in queued.filter(Q(enqueued_at__lt=too_old) | Q(enqueued_at__isnull=True, created_at__lt=too_old)).only("run_id"):
-        if run_finish_error(run_id=task.run_id, error=NEVER_STARTED, from_statuses=_QUEUED, now=now):
+        if _fail(task.run_id, NEVER_STARTED, _QUEUED):
             report.never_started.append(task.run_id)
     return report
 
@@ -93,19 +101,22 @@ def recover_run(*, run_id: str, now: datetime | None = None) -> bool:
     Org context required. Returns True when this call finished it.
     """
     now = now or timezone.now()
-    run = Run.objects.filter(pk=run_id, status=RunStatus.RUNNING).select_related("task").first()
+    run = Run.objects.filter(pk=run_id, status=RunStatus.RUNNING).exclude(kind=RunKind.ROUTED).select_related("task").first()
     if run is None or not _is_lost(run, now):
         return False
-    return run_finish_error(run_id=run_id, error=WORKER_LOST, from_statuses=_RUNNING, now=now)
+    return _fail(run_id, WORKER_LOST, _RUNNING)
+
+
+def _fail(run_id: str, error: str, from_statuses: frozenset) -> bool:
+    """End run `run_id` `error` with `error` through the lifecycle; return True when this call did."""
+    return run_finish(run_id=run_id, outcome=Outcome.failed(error), from_statuses=from_statuses) is not None
 
 
 def _is_lost(run: Run, now: datetime) -> bool:
     """Return True when `run` (status `running`) has no live worker by the policy above."""
     task = _task_of(run)
     if task is None:
-        from agents.execution.service import HOLD_WINDOW
-
-        return now - (run.started_at or run.created_at) > HOLD_WINDOW
+        return now - (run.started_at or run.created_at) > SYNC_RUN_MAX
     return holder_gone(task, now)
 
 

@@ -1,7 +1,7 @@
 """The thin seam between a run and its live session (issue 4 item 4, spec 003 POST …/run).
 
-A run opens a root session when it starts (`agent` = the agent's name, `title` = the start of
-the input), appends `message` / `tool-call` / `log` events as it goes, reports `paused` /
+The run lifecycle (`agents.runs.lifecycle.run_start`) opens a run's root session (`agent` =
+the agent's name, `title` = the start of the input); the executor attaches to it here, appends `message` / `tool-call` / `log` events as it goes, reports `paused` /
 `running` while it is held, and ends the session `done` or `error`. While it runs, an executor
 inbox (`sessions.control.ExecutorInbox`) delivers the pause/resume/stop/message commands posted
 to the session, so those commands answer `forwarded: true`.
@@ -41,7 +41,7 @@ def clip(text: str, limit: int = TEXT_PREVIEW_BYTES) -> str:
 class RunSession:
     """One run's session: `session_id` ("" when none could be opened) and its inbox.
 
-    Build with `RunSession.open(...)`; every method swallows its own failures.
+    Build with `RunSession.attach(...)` (or `bind` to record only); every method swallows its own failures.
     """
 
     def __init__(self, *, actor: str) -> None:
@@ -52,36 +52,15 @@ class RunSession:
         self._seen: set[int] = set()  # seqs already handed to the loop (replay + live dedupe)
 
     @classmethod
-    def open(cls, *, agent_name: str, actor: str, title: str, parent_session_id: str = "") -> RunSession:
-        """Open a `running` root session (or a child of `parent_session_id`) and its inbox."""
+    def bind(cls, *, session_id: str, actor: str) -> RunSession:
+        """Return the seam to an existing session without an inbox (to record and close it)."""
         session = cls(actor=actor)
-        try:
-            from sessions import services as session_services
-        except ImportError:
-            return session
-        try:
-            created = session_services.session_create(
-                agent=agent_name,
-                actor=actor,
-                title=session_title(title),
-                status=SessionStatus.RUNNING,
-                parent_session_id=parent_session_id or None,
-            )
-            session.session_id = str(created.id)
-        except Exception:
-            logger.warning("run session could not be opened", exc_info=True)
-            return session
-        try:
-            from sessions.control import ExecutorInbox
-
-            session._inbox = ExecutorInbox.open(session_id=session.session_id)
-        except Exception:
-            logger.warning("run session %s: executor inbox unavailable", session.session_id, exc_info=True)
+        session.session_id = session_id
         return session
 
     @classmethod
     def attach(cls, *, session_id: str, actor: str) -> RunSession:
-        """Take over the existing session of a queued run (task-backed) and open its inbox.
+        """Take over the run's session (opened by `run_start`) and open its executor inbox.
 
         Commands recorded on the session before the executor attached (a `pause` or `message`
         sent while the run waited in the queue) are replayed first, oldest first; a command
@@ -186,17 +165,23 @@ class RunSession:
             logger.warning("run session %s: actor of command %s unreadable", self.session_id, seq, exc_info=True)
             return ""
 
+    def release(self) -> None:
+        """Stop listening for commands without touching the session (its run was finished elsewhere)."""
+        inbox, self._inbox = self._inbox, None
+        if inbox is not None:
+            threading.Thread(target=_close_inbox, args=(inbox, self.session_id), name=f"agents-inbox-close-{self.session_id}", daemon=True).start()
+
     def close(self, *, status: SessionStatus) -> None:
         """End the session `done`/`error` and stop listening for commands.
+
+        Called only by the run lifecycle's `run_finish` (the one place a run's session ends).
 
         The inbox is closed on a helper thread: closing joins its receiver (up to a poll
         interval, ~0.2 s), which the run's answer need not wait for. Once the session is
         finished every command is refused (409) anyway, so nothing can reach the closing inbox.
         """
         self.set_status(status)
-        inbox, self._inbox = self._inbox, None
-        if inbox is not None:
-            threading.Thread(target=_close_inbox, args=(inbox, self.session_id), name=f"agents-inbox-close-{self.session_id}", daemon=True).start()
+        self.release()
 
 
 def _close_inbox(inbox, session_id: str) -> None:

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import IntegrityError
 from django.utils import timezone
 
-from agents.ids import mint_id
+from agents_site.ids import mint_id
 from agents.inference import model_catalog
 from agents.lifecycle import validate_lifecycle, validate_timezone
 from agents.models import Agent

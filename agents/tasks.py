@@ -33,10 +33,12 @@ def scheduler_tick() -> dict:
 def sweep() -> dict:
     """Recover lost runs and end expired sessions (schedule `agents: sweep`, every minute).
 
-    Returns `{"lost": n, "redispatched": n, "neverStarted": n, "reaped": n}`.
+    Returns `{"lost": n, "redispatched": n, "neverStarted": n, "reaped": n, …}` plus one count
+    per sweeper a higher app registered (`agents.sweeps`, e.g. `routedExpired`).
     """
     from agents.reaper import sessions_reap
     from agents.recovery import runs_recover
+    from agents.sweeps import org_sweeps_run
 
     recovered = runs_recover()
     reaped = sessions_reap()
@@ -45,6 +47,7 @@ def sweep() -> dict:
         "redispatched": len(recovered.redispatched),
         "neverStarted": len(recovered.never_started),
         "reaped": len(reaped),
+        **org_sweeps_run(),
     }
 
 

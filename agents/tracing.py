@@ -27,6 +27,8 @@ ATTR_ORG = "agents.org"
 ATTR_AGENT = "agents.agent"
 ATTR_ACTOR = "agents.actor"
 ATTR_DEPTH = "agents.depth"
+ATTR_KIND = "agents.run_kind"
+ATTR_TARGET_ID = "agents.target_id"
 ATTR_STATUS = "agents.run_status"
 ATTR_DURATION_MS = "agents.duration_ms"
 ATTR_ATTEMPTS = "agents.model_attempts"
@@ -82,3 +84,8 @@ def trace_id_hex(span: trace.Span) -> str:
     """Return `span`'s trace id as 32 hex characters ("" for a non-recording span)."""
     context = span.get_span_context()
     return format(context.trace_id, "032x") if context.is_valid else ""
+
+
+def error_status(message: str) -> trace.Status:
+    """Return an ERROR span status carrying the first 200 characters of `message`."""
+    return trace.Status(trace.StatusCode.ERROR, (message or "")[:200])

@@ -1,7 +1,16 @@
-from django.contrib.admin.apps import AdminConfig
+from django.apps import AppConfig
+from django.contrib.admin import apps as admin_apps
 
 
-class AgentsAdminConfig(AdminConfig):
+class AgentsSiteConfig(AppConfig):
+    """The composition root: its management commands (an override of django-q2's `qcluster`)."""
+
+    default = True
+    name = "agents_site"
+
+
+class AgentsAdminConfig(admin_apps.AdminConfig):
     """The Django admin, served by `AgentsAdminSite` (org admins act for their org)."""
 
-    default_site = "agents_site.admin_site.AgentsAdminSite"
+    default = False
+    default_site = "tenancy.admin_site.AgentsAdminSite"

@@ -62,6 +62,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "ninja",
+    "agents_site",  # before django_q: its `qcluster` command overrides django-q2's
     "django_q",
     "tenancy",
     "billing",
@@ -199,6 +200,9 @@ else:
 
 # Durable execution (agents/scheduling, agents/background.py, agents/recovery.py).
 AGENTS_RUN_TIMEOUT_SECONDS = _env_int("AGENTS_RUN_TIMEOUT_SECONDS", 600)
+# How long a stopping worker (SIGTERM/Ctrl-C on qcluster) lets its run in flight finish before
+# ending it "worker stopped" (seconds).
+AGENTS_SHUTDOWN_GRACE_SECONDS = _env_float("AGENTS_SHUTDOWN_GRACE_SECONDS", 10.0)
 # A missed slot younger than this (seconds) fires once when the scheduler next ticks; older
 # ones are recorded as skipped.
 AGENTS_CATCHUP_SECONDS = _env_int("AGENTS_CATCHUP_SECONDS", 300)
@@ -258,12 +262,18 @@ OTEL_SERVICE_NAME = os.environ.get("OTEL_SERVICE_NAME", "agents").strip() or "ag
 # removes the balance gate; a negative value falls back to the default.
 CLOUD_AGENT_MAX_LONG_RUNNING = _env_int("CLOUD_AGENT_MAX_LONG_RUNNING", 100)
 CLOUD_AGENT_FEE_CENTS = _env_int("CLOUD_AGENT_FEE_CENTS", 100)
+# Fees per kind of run (cents; unset = the run fee): a chat round or an OpenAI-compatible call
+# need not cost what a whole run costs.
+AGENTS_CHAT_FEE_CENTS = _env_int("AGENTS_CHAT_FEE_CENTS", -1)
+AGENTS_OPENAI_FEE_CENTS = _env_int("AGENTS_OPENAI_FEE_CENTS", -1)
+AGENTS_CODING_FEE_CENTS = _env_int("AGENTS_CODING_FEE_CENTS", -1)
 
 # Run-targets: how long a machine's claim long-poll waits for work before answering 204 (seconds).
 AGENTS_CLAIM_WAIT_SECONDS = float(os.environ.get("AGENTS_CLAIM_WAIT_SECONDS", "25") or 25)
-# How long a machine may take over a routed run (seconds); a claimed run not reported 60 s past
-# it is recorded as an error the next time that machine claims.
+# How long a machine may take over a routed run (seconds); a claimed run not reported
+# AGENTS_ROUTED_RUN_GRACE_SECONDS past it is recorded as an error by the periodic sweep.
 AGENTS_ROUTED_RUN_TIMEOUT_SECONDS = _env_int("AGENTS_ROUTED_RUN_TIMEOUT_SECONDS", 600)
+AGENTS_ROUTED_RUN_GRACE_SECONDS = _env_int("AGENTS_ROUTED_RUN_GRACE_SECONDS", 60)
 
 LOGGING = {
     "version": 1,

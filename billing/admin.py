@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 
-from agents_site.admin_site import is_org_admin
+from tenancy.admin_site import is_org_admin
 from billing.models import Account, LedgerEntry
 
 

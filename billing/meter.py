@@ -17,7 +17,7 @@ from django.db import DatabaseError
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from agents_site.errors import ApiError, Forbidden
-from agents_site.vocabulary import ErrorCode
+from agents_site.vocabulary import ErrorCode, RunKind
 from billing.models import LedgerEntry
 from billing.selectors import balance_cents
 from billing.services import run_debit
@@ -51,23 +51,45 @@ def run_fee_cents() -> int:
     return DEFAULT_FEE_CENTS if fee is None or fee < 0 else int(fee)
 
 
+#: The setting naming the fee of each kind of run that does not cost the run fee.
+_KIND_FEE_SETTINGS = {
+    RunKind.CHAT: "AGENTS_CHAT_FEE_CENTS",
+    RunKind.OPENAI: "AGENTS_OPENAI_FEE_CENTS",
+    RunKind.CODING: "AGENTS_CODING_FEE_CENTS",
+}
+
+
+def fee_for_kind(kind: str) -> int:
+    """Return the fee in cents of one successful run of `kind` (a `RunKind`).
+
+    Chat rounds, OpenAI-compatible calls and coding runs cost their own setting
+    (`AGENTS_CHAT_FEE_CENTS`, `AGENTS_OPENAI_FEE_CENTS`, `AGENTS_CODING_FEE_CENTS`) when it is
+    set to 0 or more; every other kind, and an unset one, costs `run_fee_cents()`.
+    Example: run fee 100, `AGENTS_CHAT_FEE_CENTS=5` → chat 5, scheduled 100.
+    """
+    name = _KIND_FEE_SETTINGS.get(kind)
+    value = getattr(settings, name, -1) if name else -1
+    return run_fee_cents() if value is None or value < 0 else int(value)
+
+
 def _require_actor(actor: str) -> None:
     if not (actor or "").strip():
         raise Forbidden("a validated principal is required to run an agent")
 
 
-def balance_authorize(*, org_slug: str, actor: str, held_runs: int = 0) -> int:
-    """Authorize one run of org `org_slug`; return the fee in cents it will be debited if ok.
+def balance_authorize(*, org_slug: str, actor: str, fee_cents: int | None = None, held_cents: int = 0) -> int:
+    """Authorize one run of org `org_slug` costing `fee_cents`; return that fee in cents.
 
-    `held_runs` counts the org's runs still in flight: each holds one fee, so the gate needs
-    `balance − fee × held_runs ≥ fee` (an org with 100 cents cannot start a second run, nested
-    or parallel, while the first is unpaid). Fee 0 → returns 0 without reading the ledger
-    (ungated). Raises `Forbidden` (403) without an actor, `InsufficientBalance` (402, extras
-    `feeCents`, `balanceCents`, `heldCents`) when the available balance is below the fee,
-    `BalanceUnavailable` (503) when the ledger cannot be read.
+    `fee_cents` defaults to `run_fee_cents()`. `held_cents` is the sum of the fees the org's
+    runs in flight already hold (`RunStatus.HOLDS_FEE`): the gate needs
+    `balance − held ≥ fee`, so an org with 100 cents cannot start a second 100-cent run,
+    nested or parallel, while the first is unpaid. Fee 0 → returns 0 without reading the
+    ledger (ungated). Raises `Forbidden` (403) without an actor, `InsufficientBalance` (402,
+    extras `feeCents`, `balanceCents`, `heldCents`) when the available balance is below the
+    fee, `BalanceUnavailable` (503) when the ledger cannot be read.
     """
     _require_actor(actor)
-    fee = run_fee_cents()
+    fee = run_fee_cents() if fee_cents is None else max(int(fee_cents), 0)
     if fee == 0:
         return 0
     try:
@@ -78,7 +100,7 @@ def balance_authorize(*, org_slug: str, actor: str, held_runs: int = 0) -> int:
         raise BalanceUnavailable() from exc
     if balance is None:
         raise BalanceUnavailable("billing has no account for this org; the run was not started")
-    held = fee * max(held_runs, 0)
+    held = max(int(held_cents), 0)
     if balance - held < fee:
         raise InsufficientBalance(feeCents=fee, balanceCents=balance, **({"heldCents": held} if held else {}))
     return fee

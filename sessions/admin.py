@@ -9,7 +9,7 @@ Sessions cannot be added or deleted here; events are read-only: the log is appen
 from django import forms
 from django.contrib import admin
 
-from agents_site.admin_site import OrgModelAdmin
+from tenancy.admin_site import OrgModelAdmin
 from agents_site.errors import ApiError
 from sessions import services
 from sessions.models import Event, Session

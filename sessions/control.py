@@ -8,13 +8,11 @@ Two sides, one bus (`sessions.bus.get_bus()`: the Channels layer, or in-process)
   channel and waits up to `AGENTS_CONTROL_FORWARD_TIMEOUT_SECONDS` (default 5) for
   `{"type": "control.ack", "seq"}` on `reply_to`. Acked → `forwarded` True; no ack or a
   failed send → 502 `forward_failed` "control recorded but forward failed: …" (the event
-  stays recorded). A task-backed session (`taskWorkflowId`, set by agents.background for a
-  background or scheduled run) with no executor yet hands the command to its task
-  (`agents.background.task_forward`): `stop` cancels a run not started, other commands are
-  replayed to the executor when it attaches — `forwarded` True. A `stop` on a routed run no
-  machine has claimed yet withdraws its offer (`targets.mailbox.routed_stop`): the run ends
-  `error`, unbilled — `forwarded` True. No executor and no task →
-  `forwarded` False: the running surface polls `GET …/{id}/control` instead.
+  stays recorded). A session with no executor yet is offered to the handlers higher layers
+  register (`register_command_handler`): a task-backed session's queued run takes it (`stop`
+  cancels a run not started, other commands are replayed when its executor attaches), a
+  routed run no machine has claimed yet is withdrawn on `stop` — `forwarded` True. No
+  executor and no handler → `forwarded` False: the running surface polls `GET …/{id}/control`.
 * The executor side, `ExecutorInbox`: a run opens one for its session; a background receiver
   acks every command the moment it is queued, and the run drains them between steps with
   `pending()` or blocks on `wait(timeout)`.
@@ -32,7 +30,6 @@ import socket
 import threading
 import time
 
-from django.apps import apps
 from django.conf import settings
 from django.db import connections
 
@@ -50,6 +47,22 @@ from tenancy import stores
 logger = logging.getLogger(__name__)
 
 COMMAND_MESSAGE = "command must be " + "|".join(ControlCommand.values)
+
+
+#: Handlers of commands for sessions with no live executor, registered by the apps that own
+#: runs (`AppConfig.ready`): `handler(*, session, command, message) -> bool` (True = taken).
+_command_handlers: list = []
+
+
+def register_command_handler(handler) -> None:
+    """Register `handler(*, session, command, message) -> bool` for commands no executor receives.
+
+    A higher layer that owns the run behind a session (agents: a queued run's task; targets: a
+    routed run's offer) registers here, so this lower layer reaches it without importing it.
+    A handler returns True when it took the command (answered `forwarded: true`). Idempotent.
+    """
+    if handler not in _command_handlers:
+        _command_handlers.append(handler)
 
 
 def _forward_timeout() -> float:
@@ -92,20 +105,13 @@ def control_send(*, session_id: str, command: str, message: str | None = None, p
         _refuse_finished(status, command)
         event = services.append_checked(session_id=session.id, kind=EventKind.CONTROL, payload_text=text, actor=actor)
     channel = executor_channel(session_id=session.id)
-    if not channel and session.task_workflow_id:
-        # Task-backed (a background or scheduled run): the durable task takes the command —
-        # `stop` cancels a run not yet started; the rest reach its executor when it attaches.
-        from agents.background import task_forward
-
-        if task_forward(session_id=session.id, command=command):
-            return event, True
+    if not channel:
+        # No live executor: a higher layer may own the run behind this session (a queued
+        # background run's task, a routed run's unclaimed offer) and take the command.
+        for handler in list(_command_handlers):
+            if handler(session=session, command=command, message=message):
+                return event, True
         channel = executor_channel(session_id=session.id)  # its executor attached meanwhile
-    if not channel and command == ControlCommand.STOP and session.target and apps.is_installed("targets"):
-        # A routed run no machine has claimed yet: the stop withdraws its offer at once.
-        from targets.mailbox import routed_stop
-
-        if routed_stop(session_id=session.id):
-            return event, True
     if not channel:
         return event, False
     channel = _reachable(channel)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from agents.ids import mint_id
+from agents_site.ids import mint_id
 from agents_site.errors import InvalidRequest
 from agents_site.vocabulary import EventKind, SessionStatus
 from sessions import bus, fields

@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 
-from agents_site.admin_site import OrgModelAdmin
+from tenancy.admin_site import OrgModelAdmin
 from targets.models import ClaimKey, RoutedRun, Target
 
 

@@ -6,3 +6,15 @@ class TargetsConfig(AppConfig):
 
     name = "targets"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        """Reach the lower layers' registries: routed runs, stops of unclaimed offers, the unreported-run sweep."""
+        from agents.runs.routed import register_routed_start
+        from agents.sweeps import register_sweep
+        from sessions.control import register_command_handler
+        from targets.mailbox import routed_expire, routed_stop_command
+        from targets.routing import routed_run_start
+
+        register_routed_start(routed_run_start)
+        register_command_handler(routed_stop_command)
+        register_sweep("routedExpired", routed_expire)

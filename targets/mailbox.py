@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.db import router, transaction
+from django.conf import settings
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from agents.models import Run
+from agents.runs.lifecycle import stop_reason
 from agents_site.errors import Conflict
 from agents_site.vocabulary import ControlCommand, RoutedRunState, RunStatus
 from targets import wake
@@ -26,9 +27,12 @@ from targets.models import ClaimKey, RoutedRun
 from targets.sanitize import clean_report
 from targets.selectors import target_get
 from targets.settle import routed_run_settle
+from tenancy import stores
 
-#: Seconds past a routed run's own time limit after which an unreported claim is given up.
-REPORT_GRACE_SECONDS = 60
+#: The error of a routed run whose machine claimed it and never reported in time.
+NOT_REPORTED = "the machine did not report the run in time"
+#: The error of a routed run stopped before any machine claimed it.
+STOPPED_BEFORE_CLAIM = "stopped before a machine claimed it"
 #: Keys a routed run's payload may never carry: the machine uses its own credentials.
 CREDENTIAL_KEYS = frozenset({"apikey", "api_key", "authorization", "token", "secret", "password", "credential", "claimkey"})
 
@@ -72,9 +76,10 @@ def _stopped_before_claim(run_id: str) -> bool:
         commands, _ = control_commands(session_id=offer.session_id, after=0)
     except SessionNotFound:  # nothing says the run was stopped
         return False
-    if not any(_command_of(event) == ControlCommand.STOP for event in commands):
+    stop = next((event for event in commands if _command_of(event) == ControlCommand.STOP), None)
+    if stop is None:
         return False
-    routed_withdraw(run_id=run_id, reason="stopped before a machine claimed it")
+    routed_withdraw(run_id=run_id, reason=stop_reason(STOPPED_BEFORE_CLAIM, _message_of(stop)))
     return True
 
 
@@ -85,19 +90,41 @@ def _command_of(event) -> str:
         return ""
 
 
-def routed_expire(*, target_id: str) -> list[str]:
-    """Give up the runs target `target_id` claimed but never reported; return their ids.
+def _message_of(event) -> str | None:
+    try:
+        return (json.loads(event.payload or "{}") or {}).get("message")
+    except (ValueError, AttributeError):
+        return None
 
-    A claimed run is given up once its time limit (`timeoutSeconds` of its offer) plus 60 s has
-    passed: the offer is withdrawn and the run recorded as an error. Called when the machine
-    claims again (a restarted daemon cannot finish what its predecessor held).
+
+def report_deadline_seconds(offer: RoutedRun) -> float:
+    """Return the seconds a machine has to report `offer` after claiming it.
+
+    The offer's own `timeoutSeconds` (default `AGENTS_ROUTED_RUN_TIMEOUT_SECONDS`) plus
+    `AGENTS_ROUTED_RUN_GRACE_SECONDS`.
+    """
+    timeout = (offer.payload or {}).get("timeoutSeconds") or settings.AGENTS_ROUTED_RUN_TIMEOUT_SECONDS
+    return float(timeout) + float(settings.AGENTS_ROUTED_RUN_GRACE_SECONDS)
+
+
+def routed_expire(*, target_id: str | None = None) -> list[str]:
+    """Give up the runs claimed but never reported in time; return their ids.
+
+    A claimed run is given up once its time limit plus its grace (`report_deadline_seconds`)
+    has passed since the claim: the offer is withdrawn and the run ends `error` "the machine
+    did not report the run in time", unbilled — whether or not the machine ever returns (a
+    late report then answers `delivered: false`). Run by the periodic sweep for every target
+    of the org (`target_id` None) and when a machine claims again (its own target).
     """
     now = timezone.now()
     expired = []
-    for offer in RoutedRun.objects.filter(target_id=target_id, state=RoutedRunState.CLAIMED):
-        limit = float((offer.payload or {}).get("timeoutSeconds") or 600) + REPORT_GRACE_SECONDS
+    offers = RoutedRun.objects.filter(state=RoutedRunState.CLAIMED)
+    if target_id is not None:
+        offers = offers.filter(target_id=target_id)
+    for offer in offers.only("run_id", "payload", "claimed_at"):
+        limit = report_deadline_seconds(offer)
         if offer.claimed_at and (now - offer.claimed_at).total_seconds() > limit:
-            if routed_withdraw(run_id=offer.run_id, reason=f"the machine did not report the run within {limit:g} s"):
+            if routed_withdraw(run_id=offer.run_id, reason=NOT_REPORTED):
                 expired.append(offer.run_id)
     return expired
 
@@ -141,7 +168,7 @@ def routed_offer(*, target_id: str, run_id: str, session_id: str, payload: dict)
     """
     _refuse_credentials(payload)
     now = timezone.now()
-    with transaction.atomic(using=router.db_for_write(RoutedRun)):
+    with stores.org_atomic():
         target = target_get(target_id=target_id)
         existing = RoutedRun.objects.filter(pk=run_id).first()
         if existing is not None:
@@ -171,7 +198,7 @@ def routed_withdraw(*, run_id: str, reason: str = "the run was stopped") -> Rout
     settled (reported or withdrawn). Idempotent.
     """
     now = timezone.now()
-    with transaction.atomic(using=router.db_for_write(RoutedRun)):
+    with stores.org_atomic():
         withdrawn = RoutedRun.objects.filter(pk=run_id, state__in=RoutedRunState.OPEN).update(
             state=RoutedRunState.WITHDRAWN, withdrawn_at=now, result={"status": RunStatus.ERROR, "error": reason}
         )
@@ -182,16 +209,19 @@ def routed_withdraw(*, run_id: str, reason: str = "the run was stopped") -> Rout
     return offer
 
 
-def routed_stop(*, session_id: str) -> bool:
-    """Withdraw the unclaimed offer of the routed run in session `session_id` on a `stop`.
+def routed_stop_command(*, session, command: str, message: str | None = None) -> bool:
+    """Withdraw the unclaimed offer of the routed run in `session` on a `stop`.
 
-    Called by `sessions.control.control_send` when the session has no live executor. Returns
+    Registered with `sessions.control` (called when the session has no live executor). Returns
     True when an offer was withdrawn (the run recorded `error` "stopped before a machine
-    claimed it", no debit); False when there is none or a machine already claimed it (its
-    runner reads the stop from the session's control feed). Org context required.
+    claimed it", then `: <message>` when the stop gave one; no debit); False for any other
+    command, when there is no offer, or when a machine already claimed it (its runner reads
+    the stop from the session's control feed). Org context required.
     """
-    run_id = RoutedRun.objects.filter(session_id=session_id, state=RoutedRunState.OFFERED).values_list("run_id", flat=True).first()
-    return bool(run_id and routed_withdraw(run_id=run_id, reason="stopped before a machine claimed it"))
+    if command != ControlCommand.STOP or not session.target:
+        return False
+    run_id = RoutedRun.objects.filter(session_id=session.id, state=RoutedRunState.OFFERED).values_list("run_id", flat=True).first()
+    return bool(run_id and routed_withdraw(run_id=run_id, reason=stop_reason(STOPPED_BEFORE_CLAIM, message)))
 
 
 def routed_report(*, target_id: str, run_id: str, subject: str, is_org_admin: bool, key: object, result: dict | None) -> bool:
@@ -201,11 +231,16 @@ def routed_report(*, target_id: str, run_id: str, subject: str, is_org_admin: bo
     (`sanitize.clean_report`). Only a run this target claimed and nobody settled is delivered
     (True) — and then recorded, its session closed and, if ok, debited (`targets.settle`); an
     unknown, unclaimed, withdrawn or already reported run answers False, so a retried report
-    is harmless. Spec 003: POST …/targets/{id}/runs/{runId}/report.
+    is harmless. `run_id` may also be the routed run's session id (the public implementation
+    matches the session: a runner that knows only the session it streamed into can report).
+    Spec 003: POST …/targets/{id}/runs/{runId}/report.
     """
     claim_verify(target_id=target_id, subject=subject, is_org_admin=is_org_admin, key=key, stamp=False)
     report = clean_report(result, ok_word=RunStatus.OK, error_word=RunStatus.ERROR)
-    with transaction.atomic(using=router.db_for_write(RoutedRun)):
+    if not RoutedRun.objects.filter(pk=run_id, target_id=target_id).exists():
+        by_session = RoutedRun.objects.filter(session_id=run_id, target_id=target_id).order_by("-offered_at").values_list("run_id", flat=True).first()
+        run_id = by_session or run_id
+    with stores.org_atomic():
         delivered = RoutedRun.objects.filter(
             pk=run_id, target_id=target_id, state=RoutedRunState.CLAIMED, reported_at__isnull=True
         ).update(state=RoutedRunState.REPORTED, reported_at=timezone.now(), result=report)

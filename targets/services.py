@@ -13,7 +13,7 @@ from django.db import IntegrityError, router, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from agents.ids import mint_id
+from agents_site.ids import mint_id
 from agents_site.errors import Conflict, InvalidRequest
 from agents_site.vocabulary import RoutedRunState, TargetKind, TargetStatus
 from targets import wake

@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from agents_site.errors import InvalidRequest, NotFound
 from tenancy import stores
+from tenancy.signals import org_created
 from tenancy.models import ApiKey, Membership, Org
 from tenancy.principal import API_KEY_PREFIX, hash_api_key
 
@@ -22,9 +23,7 @@ def org_create(*, slug: str, name: str = "") -> Org:
     except stores.InvalidOrg as exc:
         raise InvalidRequest("org slug must match ^[a-z0-9][a-z0-9-]{0,62}$") from exc
     org, _ = Org.objects.get_or_create(slug=slug, defaults={"name": name or slug})
-    from billing.services import account_for
-
-    account_for(org=org)
+    org_created.send(sender=Org, org=org)  # billing opens the org's account
     stores.open_store(slug)
     return org
 

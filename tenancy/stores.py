@@ -427,14 +427,31 @@ def org_context(slug: str, *, create: bool = True) -> Iterator[str]:
         _release(slug)
 
 
-def org_atomic(**kwargs):
-    """Return `transaction.atomic` on the current org's store (not on `default`).
+@contextlib.contextmanager
+def org_atomic(*, serialize: bool = False, **kwargs) -> Iterator[str]:
+    """Run the block in one transaction on the current org's store (not on `default`); yield its alias.
 
     Org writes that must hold together (check then insert, runs then agent) use this: a bare
     `transaction.atomic()` opens its transaction on `default` and leaves the org store in
-    autocommit. Must run inside an org context (`NoOrgSelected` otherwise).
+    autocommit. With `serialize=True` the transaction is also serialised against every other
+    serialising transaction of the org, so a count-then-insert (the balance gate, the
+    long-running cap) cannot be passed twice on the same last place: on PostgreSQL (READ
+    COMMITTED) a transaction-level advisory lock on the org; on SQLite nothing more is needed
+    (its transactions are `BEGIN IMMEDIATE`: one writer per file at a time). Must run inside
+    an org context (`NoOrgSelected` otherwise).
     """
-    return transaction.atomic(using=current_alias(), **kwargs)
+    alias = current_alias()
+    with transaction.atomic(using=alias, **kwargs):
+        connection = connections[alias]
+        if serialize and connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_serialize_key(current_org())])
+        yield alias
+
+
+def _serialize_key(slug: str) -> int:
+    """Return the signed 64-bit advisory-lock key serialising org `slug`'s gated writes."""
+    return int.from_bytes(hashlib.sha256(f"agents-org-serialize:{slug}".encode()).digest()[:8], "big", signed=True)
 
 
 def existing_org_slugs() -> list[str]:

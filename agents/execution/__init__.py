@@ -1,5 +1,5 @@
-"""The one run path (DESIGN §4): `run_execute` for every caller, `run_queue` for background runs."""
+"""Executing a run in this process (DESIGN §4): `run_execute` (sync) and `run_execute_started` (a worker's)."""
 
-from agents.execution.service import InferenceUnavailable, RunNotQueued, check_input, run_execute, run_queue
+from agents.execution.service import run_execute, run_execute_started, run_span
 
-__all__ = ["InferenceUnavailable", "RunNotQueued", "check_input", "run_execute", "run_queue"]
+__all__ = ["run_execute", "run_execute_started", "run_span"]

@@ -13,7 +13,6 @@ import json
 import logging
 import math
 import time
-from dataclasses import dataclass
 
 from django.conf import settings
 from opentelemetry import trace
@@ -22,6 +21,7 @@ from agents import tracing
 from agents.execution.completion import CompletionFailed, complete, models_for
 from agents.models import Agent, Run
 from agents.run_session import RunSession, clip
+from agents.runs.lifecycle import Outcome, stop_reason
 from agents.tools.backends.base import ToolContext
 from agents.tools.invoke import invoke_tool
 from agents.tools.registry import resolve_tools
@@ -31,20 +31,6 @@ logger = logging.getLogger(__name__)
 
 EVENT_ARGUMENT_BYTES = 4 * 1024
 EVENT_RESULT_BYTES = 4 * 1024
-
-
-@dataclass
-class Outcome:
-    """What a run produced: status, output or error, the model that answered, usage."""
-
-    status: str = RunStatus.ERROR
-    output: str = ""
-    error: str = ""
-    model: str = ""
-    attempts: int = 0
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    tool_calls: int = 0
 
 
 class RunEnded(Exception):
@@ -125,7 +111,7 @@ class RunLoop:
                 verb = command.get("command")
                 if verb == ControlCommand.STOP:
                     actor = command.get("actor") or self.session.actor_of(command.get("seq")) or "the control plane"
-                    raise RunEnded(f"stopped by {actor}")
+                    raise RunEnded(stop_reason(f"stopped by {actor}", command.get("message")))
                 if verb == ControlCommand.PAUSE:
                     paused = True
                 elif verb == ControlCommand.RESUME:

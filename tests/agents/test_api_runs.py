@@ -223,7 +223,7 @@ def test_a_run_in_flight_holds_its_fee_at_the_gate(make_org, upstream):
         from django.utils import timezone
 
         now = timezone.now()
-        Run.objects.create(id="run_inflight", agent_id=agent["id"], agent_name="parallel", status=RunStatus.RUNNING, created_at=now, started_at=now)
+        Run.objects.create(id="run_inflight", agent_id=agent["id"], agent_name="parallel", status=RunStatus.RUNNING, fee_cents=100, created_at=now, started_at=now)
 
     response = run(org, "parallel")
 

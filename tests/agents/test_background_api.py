@@ -115,7 +115,7 @@ def test_stop_on_a_queued_run_cancels_it_without_a_debit_or_a_model_call(funded,
     assert stopped.status_code == 200 and stopped.json()["forwarded"] is True
     assert late == RunStatus.ERROR
     view = funded.client.get(f"/v1/agents/runs/{accepted['runId']}").json()
-    assert (view["status"], view["error"]) == ("error", CANCELLED_BEFORE_START)
+    assert (view["status"], view["error"]) == ("error", f"{CANCELLED_BEFORE_START}: never mind")  # the stop's message is the reason
     assert upstream.chat_requests == []
     assert debits(funded) == []
     session, events = _session(funded, accepted["sessionId"])

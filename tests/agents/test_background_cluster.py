@@ -15,7 +15,8 @@ import redis
 from django.utils import timezone
 from django_q.models import OrmQ
 
-from agents.background import WORKER_LOST, run_enqueue
+from agents.background import run_submit
+from agents.recovery import WORKER_LOST
 from agents.models import Run
 from agents.scheduling.models import RunTask
 from agents.services import AgentInput, agent_create
@@ -39,11 +40,13 @@ def _status(org, run_id) -> tuple[str, str]:
         return run.status, run.error
 
 
-def test_a_restarted_cluster_finishes_runs_its_dead_workers_left_running(make_org):
+def test_a_restarted_cluster_finishes_runs_its_dead_workers_left_running(make_org, settings):
     org = make_org("crash")
+    settings.INFERENCE_BASE_URL = "http://127.0.0.1:9/v1"  # accepted here; the run never reaches a model
+    settings.CLOUD_AGENT_FEE_CENTS = 0
     with org.context():
         agent = agent_create(data=AgentInput(name="bg"))
-        run_id = run_enqueue(agent=agent, input="hello", actor="tester").id
+        run_id = run_submit(agent=agent, input="hello", actor="tester")[0].id
         # As a worker killed mid-run leaves it: running, leased to a process that is gone.
         dead = subprocess.Popen([sys.executable, "-c", "pass"])
         dead.wait()

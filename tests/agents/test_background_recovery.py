@@ -12,7 +12,8 @@ import pytest
 from django.utils import timezone
 from django_q.models import OrmQ
 
-from agents.background import CANCELLED_BEFORE_START, NEVER_STARTED, WORKER_LOST, run_cancel_queued, run_enqueue
+from agents.background import CANCELLED_BEFORE_START, run_cancel_queued, run_submit
+from agents.recovery import NEVER_STARTED, WORKER_LOST
 from agents.lease import lease_take, worker_identity
 from agents.models import Run
 from agents.recovery import recover_org, recover_run
@@ -24,14 +25,17 @@ from sessions.models import Event, Session
 
 
 @pytest.fixture
-def queued_run(org_a):
-    """Return a factory queueing a run of agent `bg` in org_a; returns the run id."""
+def queued_run(org_a, upstream):
+    """Return a factory queueing a run of agent `bg` in org_a (funded, inference wired); returns the run id."""
+    from billing.services import credit_add
+
+    credit_add(org=org_a.org, cents=10_000)
     with org_a.context():
         agent = agent_create(data=AgentInput(name="bg"))
 
     def factory(input: str = "hello") -> str:
         with org_a.context():
-            return run_enqueue(agent=agent, input=input, actor=f"{org_a.slug}/tester").id
+            return run_submit(agent=agent, input=input, actor=f"{org_a.slug}/tester")[0].id
 
     return factory
 

@@ -1,14 +1,18 @@
-"""run_execute for callers other than HTTP: keyword arguments, queued runs, org context."""
+"""Executing runs for callers other than HTTP: keyword arguments, queued runs, org context."""
 
 from __future__ import annotations
 
 import pytest
 
-from agents.execution import RunNotQueued, run_execute, run_queue
+from agents.background import run_execute_queued, run_submit
+from agents.execution import run_execute
 from agents.models import Agent, Run
-from agents_site.errors import InvalidRequest, NotFound
-from agents_site.vocabulary import RunStatus
+from agents.runs import run_start
+from agents_site.errors import InvalidRequest
+from agents_site.vocabulary import RunKind, RunStatus
 from billing.meter import InsufficientBalance
+from billing.services import credit_add
+from sessions.models import Session
 from tenancy import stores
 from tests.agents.conftest import debits, make_agent
 
@@ -27,35 +31,62 @@ def test_a_queued_run_is_executed_later_by_a_worker(funded, upstream):
     make_agent(funded, "bg")
     with funded.context():
         agent = Agent.objects.get(name="bg")
-        queued = run_queue(agent=agent, input="later please", actor=f"{funded.slug}/worker", request_id="req_bg")
-        assert queued.status == RunStatus.QUEUED and not upstream.chat_requests
+        queued, replayed = run_submit(agent=agent, input="later please", actor=f"{funded.slug}/worker", request_id="req_bg")
+        assert (queued.status, queued.kind, replayed) == (RunStatus.QUEUED, RunKind.RUN, False) and not upstream.chat_requests
 
-        done = run_execute(agent=agent, run_id=queued.id, actor="")
+        assert run_execute_queued(run_id=queued.id) == RunStatus.OK
 
-        assert (done.id, done.status, done.output, done.actor) == (queued.id, RunStatus.OK, "ok", f"{funded.slug}/worker")
+        done = Run.objects.get(pk=queued.id)
+        assert (done.status, done.output, done.actor) == (RunStatus.OK, "ok", f"{funded.slug}/worker")
         assert upstream.chat_requests[0]["messages"] == [{"role": "user", "content": "later please"}]
-        assert Run.objects.get(pk=queued.id).status == RunStatus.OK
-        with pytest.raises(RunNotQueued):
-            run_execute(agent=agent, run_id=queued.id, actor="x/y")
-        with pytest.raises(NotFound):
-            run_execute(agent=agent, run_id="run_missing", actor="x/y")
+        assert run_execute_queued(run_id=queued.id) == RunStatus.OK  # delivered twice: executed once
+        assert Session.objects.get(pk=done.session_id).status == "done"
+    assert len(upstream.chat_requests) == 1
     [debit] = debits(funded)
-    assert (debit.run_id, debit.request_id) == (queued.id, "req_bg")
+    assert (debit.run_id, debit.request_id, debit.amount_cents) == (queued.id, "req_bg", -100)
 
 
-def test_a_queued_run_the_gate_refuses_ends_as_an_error_without_executing(org_a, upstream):
+def test_a_queued_run_holds_its_fee_from_acceptance_and_starts_on_it(org_a, upstream, settings):
+    settings.CLOUD_AGENT_FEE_CENTS = 100
+    credit_add(org=org_a.org, cents=100)
+    make_agent(org_a, "one-fee")
+    with org_a.context():
+        agent = Agent.objects.get(name="one-fee")
+        first, _ = run_submit(agent=agent, input="x", actor=f"{org_a.slug}/u")
+        assert first.fee_cents == 100
+        with pytest.raises(InsufficientBalance):  # the queued run holds the only fee
+            run_submit(agent=agent, input="y", actor=f"{org_a.slug}/u")
+        assert Run.objects.count() == 1
+        assert run_execute_queued(run_id=first.id) == RunStatus.OK
+    assert [d.run_id for d in debits(org_a)] == [first.id]
+
+
+def test_a_scheduled_run_the_gate_refuses_is_recorded_as_not_started(org_a, upstream):
     make_agent(org_a, "unpaid")
     with org_a.context():
         agent = Agent.objects.get(name="unpaid")
-        queued = run_queue(agent=agent, input="x", actor=f"{org_a.slug}/u")
-        with pytest.raises(InsufficientBalance):
-            run_execute(agent=agent, run_id=queued.id, actor="")
-        stored = Run.objects.get(pk=queued.id)
-    assert stored.status == RunStatus.ERROR and stored.error.startswith("not started: the org's balance")
+        run = run_start(kind=RunKind.SCHEDULED, agent=agent, input="", actor=f"scheduler:{org_a.slug}/unpaid", queued=True,
+                        title="scheduled run", refused="record")
+        stored = Run.objects.get(pk=run.id)
+        session = Session.objects.get(pk=stored.session_id)
+    assert (stored.status, stored.kind, stored.fee_cents) == (RunStatus.ERROR, RunKind.SCHEDULED, 0)
+    assert stored.error.startswith("not started: the org's balance")
+    assert (session.status, session.title) == ("error", "scheduled run")
     assert upstream.chat_requests == []
 
 
-def test_run_queue_refuses_oversized_input(org_a, upstream):
+def test_a_refused_background_run_raises_and_records_nothing(org_a, upstream):
+    make_agent(org_a, "refused")
+    with org_a.context():
+        agent = Agent.objects.get(name="refused")
+        with pytest.raises(InsufficientBalance):
+            run_submit(agent=agent, input="x", actor=f"{org_a.slug}/u")
+        assert (Run.objects.count(), Session.objects.count()) == (0, 0)
+
+
+def test_an_oversized_input_is_refused_before_anything_is_recorded(org_a, upstream):
     make_agent(org_a, "q")
     with org_a.context(), pytest.raises(InvalidRequest, match="input too large"):
-        run_queue(agent=Agent.objects.get(name="q"), input="x" * (128 * 1024 + 1), actor="a/u")
+        run_submit(agent=Agent.objects.get(name="q"), input="x" * (128 * 1024 + 1), actor="a/u")
+    with org_a.context():
+        assert Run.objects.count() == 0

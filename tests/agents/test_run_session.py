@@ -114,14 +114,20 @@ class TestRunSession:
 
 
 def running_session(org, timeout: float = 10.0) -> str:
-    """Wait until the org has a run in flight with its session open; return the session id."""
+    """Wait until the org has a run in flight whose executor attached to its session; return the session id.
+
+    The lifecycle opens the session with the run; the executor attaches its inbox just after.
+    A command sent before that is recorded and drained by the executor (`forwarded: false`).
+    """
+    from sessions.models import Session
     from tenancy import stores
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with stores.org_context(org.slug):
             found = Run.objects.filter(status=RunStatus.RUNNING).exclude(session_id="").values_list("session_id", flat=True).first()
-        if found:
+            attached = found and Session.objects.filter(pk=found).exclude(executor_channel="").exists()
+        if attached:
             return found
         time.sleep(0.01)
     raise AssertionError("no run started")
@@ -199,7 +205,7 @@ class TestSteering:
         assert logs == ["run paused", "run resumed"]
         assert session_status(funded, sid) == "done"
 
-    def test_stop_ends_the_run_as_an_error_by_the_actor(self, funded, upstream):
+    def test_stop_ends_the_run_as_an_error_by_the_actor_with_its_message_as_the_reason(self, funded, upstream):
         make_agent(funded, "stoppable")
         slow = threading.Event()
         upstream.script(Reply(hold=slow, content="too late"))
@@ -216,7 +222,8 @@ class TestSteering:
         assert steer.answers[0][:2] == ("stop", 200) and steer.answers[0][2]["forwarded"] is True
         assert response.status_code == 502
         body = response.json()
-        assert body["status"] == "error" and body["error"] == f"stopped by {funded.slug}/{funded.user.username}"
+        # Spec 003: the stop's message is recorded as the cancellation reason.
+        assert body["status"] == "error" and body["error"] == f"stopped by {funded.slug}/{funded.user.username}: enough"
         assert session_status(funded, body["sessionId"]) == "error"
         assert debits(funded) == [] and len(upstream.chat_requests) == 1
 

@@ -19,8 +19,13 @@ T0 = utc(2026, 1, 10, 12, 30)
 
 
 @pytest.fixture(autouse=True)
-def inference(upstream):
-    """The scheduler runs only where a model can be called: wire the loopback upstream."""
+def inference(upstream, settings):
+    """The scheduler runs only where a model can be called: wire the loopback upstream.
+
+    Runs are free here: slots, not the balance gate, are under test (a refused scheduled run
+    is tested in test_execution.py).
+    """
+    settings.CLOUD_AGENT_FEE_CENTS = 0
     return upstream
 
 

@@ -16,8 +16,13 @@ from agents_site.vocabulary import RunStatus
 
 
 @pytest.fixture(autouse=True)
-def inference(upstream):
-    """The scheduler runs only where a model can be called: wire the loopback upstream."""
+def inference(upstream, settings):
+    """The scheduler runs only where a model can be called: wire the loopback upstream.
+
+    Runs are free here: slots, not the balance gate, are under test (a refused scheduled run
+    is tested in test_execution.py).
+    """
+    settings.CLOUD_AGENT_FEE_CENTS = 0
     return upstream
 
 
@@ -67,4 +72,4 @@ def test_the_tick_task_fires_due_agents_and_reports_counts(org_a, scheduled_agen
 
 
 def test_the_sweep_task_reports_what_it_recovered(db):
-    assert tasks.sweep() == {"lost": 0, "redispatched": 0, "neverStarted": 0, "reaped": 0}
+    assert tasks.sweep() == {"lost": 0, "redispatched": 0, "neverStarted": 0, "reaped": 0, "routedExpired": 0}

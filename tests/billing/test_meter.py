@@ -34,12 +34,12 @@ def test_gate_refuses_without_a_principal(org_a, settings):
         balance_authorize(org_slug=org_a.slug, actor=" ")
 
 
-def test_gate_counts_runs_in_flight_as_held_fees(org_a, settings):
+def test_gate_counts_the_fees_runs_in_flight_hold(org_a, settings):
     settings.CLOUD_AGENT_FEE_CENTS = 100
     credit_add(org=org_a.org, cents=250)
-    assert balance_authorize(org_slug=org_a.slug, actor="a/u", held_runs=1) == 100
+    assert balance_authorize(org_slug=org_a.slug, actor="a/u", held_cents=100) == 100
     with pytest.raises(InsufficientBalance) as refused:
-        balance_authorize(org_slug=org_a.slug, actor="a/u", held_runs=2)
+        balance_authorize(org_slug=org_a.slug, actor="a/u", held_cents=200)
     assert refused.value.body() == {
         "status": 402, "code": "insufficient_balance", "error": "the org's balance cannot pay for this run; add credits",
         "feeCents": 100, "balanceCents": 250, "heldCents": 200,

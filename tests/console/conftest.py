@@ -64,7 +64,7 @@ def make_runs():
     Rows are written straight to the org's store (the run path belongs to the runs app); run
     i finished i minutes after the first, so "newest first" is well defined.
     """
-    from agents.ids import mint_id
+    from agents_site.ids import mint_id
     from agents.models import Run
 
     def factory(handle, agent, n: int, status: str = "ok"):

@@ -215,7 +215,7 @@ def test_a_run_stopped_before_any_claim_is_withdrawn_and_recorded_as_an_error(fu
         offer = RoutedRun.objects.get(pk=started["id"])
         session = Session.objects.get(pk=started["sessionId"])
     assert offer.state == "withdrawn"
-    assert (row.status, row.error) == ("error", "stopped before a machine claimed it")
+    assert (row.status, row.error) == ("error", "stopped before a machine claimed it: changed my mind")
     assert session.status == "error"
     assert not LedgerEntry.objects.filter(org=funded.org, kind="agent").exists()
 
@@ -239,8 +239,45 @@ def test_a_claimed_run_never_reported_is_given_up_at_the_machines_next_claim(fun
     assert claim(funded, target_id, key).status_code == 204
     with funded.context():
         row = Run.objects.get(pk=started["id"])
-    assert row.status == "error" and row.error == f"the machine did not report the run within {limit} s"
+    assert row.status == "error" and row.error == "the machine did not report the run in time"
     assert report(funded, target_id, started["id"], key, {"status": "ok", "output": "late"}).json() == {"delivered": False}
+
+
+def test_the_sweep_ends_a_run_whose_machine_died_holding_it_even_if_it_never_returns(funded, agent, live_machine, settings):
+    """Claimed, never reported, the machine gone for good: the minute's sweep ends it `error`, unbilled."""
+    from agents import tasks
+
+    target_id, key = live_machine
+    started = run(funded, {"input": "go", "targetId": target_id}).json()
+    assert claim(funded, target_id, key).status_code == 200
+    deadline = settings.AGENTS_ROUTED_RUN_TIMEOUT_SECONDS + settings.AGENTS_ROUTED_RUN_GRACE_SECONDS
+    with funded.context():
+        RoutedRun.objects.filter(pk=started["id"]).update(claimed_at=timezone.now() - timedelta(seconds=deadline - 5))
+    assert tasks.sweep()["routedExpired"] == 0  # still within its time plus grace
+    with funded.context():
+        RoutedRun.objects.filter(pk=started["id"]).update(claimed_at=timezone.now() - timedelta(seconds=deadline + 1))
+    assert tasks.sweep()["routedExpired"] == 1
+    with funded.context():
+        row = Run.objects.get(pk=started["id"])
+        offer = RoutedRun.objects.get(pk=started["id"])
+        session = Session.objects.get(pk=started["sessionId"])
+    assert (row.status, row.error, offer.state, session.status) == ("error", "the machine did not report the run in time", "withdrawn", "error")
+    assert not LedgerEntry.objects.filter(org=funded.org, kind="agent").exists()
+    assert tasks.sweep()["routedExpired"] == 0  # ended once
+
+
+def test_a_report_may_name_the_routed_run_by_its_session_id(funded, agent, live_machine):
+    target_id, key = live_machine
+    started = run(funded, {"input": "go", "targetId": target_id}).json()
+    assert claim(funded, target_id, key).status_code == 200
+    answer = report(funded, target_id, started["sessionId"], key, {"status": "ok", "output": "done", "model": "m1"})
+    assert (answer.status_code, answer.json()) == (200, {"delivered": True})
+    with funded.context():
+        row = Run.objects.get(pk=started["id"])
+    assert (row.status, row.output, row.model) == ("ok", "done", "m1")
+    assert [e.run_id for e in LedgerEntry.objects.filter(org=funded.org, kind="agent")] == [started["id"]]
+    again = report(funded, target_id, started["sessionId"], key, {"status": "ok", "output": "twice"})
+    assert again.json() == {"delivered": False}
 
 
 def test_a_claimed_run_within_its_time_is_not_given_up(funded, agent, live_machine):
@@ -260,7 +297,8 @@ def test_an_idempotency_key_replays_the_routed_run_once_it_finished(funded, agen
     first = run(funded, {"input": "go", "targetId": target_id}, **{"Idempotency-Key": "k1"})
     assert first.status_code == 202
     busy = run(funded, {"input": "go", "targetId": target_id}, **{"Idempotency-Key": "k1"})
-    assert busy.status_code == 409
+    # Like a background run: the replay of a run still on the machine is its 202 again.
+    assert (busy.status_code, busy.json()["id"], busy["Idempotent-Replayed"]) == (202, first.json()["id"], "true")
     claim(funded, target_id, key)
     report(funded, target_id, first.json()["id"], key, {"status": "ok", "output": "done"})
     again = run(funded, {"input": "go", "targetId": target_id}, **{"Idempotency-Key": "k1"})
@@ -291,7 +329,7 @@ def test_a_stop_withdraws_an_unclaimed_offer_at_once_and_frees_its_fee_hold(org_
         offer = RoutedRun.objects.get(pk=started["id"])
         session = Session.objects.get(pk=started["sessionId"])
     assert offer.state == "withdrawn"
-    assert (row.status, row.error) == ("error", "stopped before a machine claimed it")
+    assert (row.status, row.error) == ("error", "stopped before a machine claimed it: changed my mind")
     assert session.status == "error"
     assert run(org_a, {"input": "again", "targetId": target_id}).status_code == 202
     assert not LedgerEntry.objects.filter(org=org_a.org, kind="agent").exists()
@@ -299,13 +337,13 @@ def test_a_stop_withdraws_an_unclaimed_offer_at_once_and_frees_its_fee_hold(org_
 
 def test_a_report_of_a_run_the_platform_already_finished_is_not_delivered(funded, agent, live_machine):
     """Recovery ended the run "worker lost" while the machine held it: the late report moves nothing."""
-    from agents.background import run_finish_error
+    from agents.runs import Outcome, run_finish
 
     target_id, key = live_machine
     started = run(funded, {"input": "go", "targetId": target_id}).json()
     claim(funded, target_id, key)
     with funded.context():
-        assert run_finish_error(run_id=started["id"], error="worker lost", from_statuses=frozenset({"running"}))
+        assert run_finish(run_id=started["id"], outcome=Outcome.failed("worker lost"), from_statuses=frozenset({"running"}))
     assert report(funded, target_id, started["id"], key, {"status": "ok", "output": "late", "model": "m1"}).json() == {"delivered": False}
     with funded.context():
         row = Run.objects.get(pk=started["id"])

@@ -195,8 +195,8 @@ def test_alias_another_thread_acts_for_is_never_evicted(db, settings):
 def test_org_atomic_is_a_transaction_on_the_current_org_store(org_a):
     from django.db import transaction
 
-    with pytest.raises(stores.NoOrgSelected):
-        stores.org_atomic()
+    with pytest.raises(stores.NoOrgSelected), stores.org_atomic():
+        pass
     with org_a.context() as alias, stores.org_atomic():
         assert transaction.get_connection(alias).in_atomic_block
 

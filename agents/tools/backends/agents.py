@@ -10,7 +10,7 @@ from __future__ import annotations
 from agents.models import Agent
 from agents.tools.backends.base import Resolution, Tool, ToolBackend, ToolContext, ToolError
 from agents_site.errors import ApiError, InvalidRequest
-from agents_site.vocabulary import RunStatus, ToolSource
+from agents_site.vocabulary import RunKind, RunStatus, ToolSource
 
 PREFIX = "agent_"
 PARAMETERS = {
@@ -37,6 +37,7 @@ def _invoker(agent_name: str):
                 parent_run_id=context.run_id,
                 depth=context.depth + 1,
                 deadline=context.deadline,
+                kind=RunKind.TOOL,
             )
         except ApiError as exc:
             raise ToolError(exc.message) from exc

@@ -1,0 +1,424 @@
+"""The one run lifecycle: `run_start` accepts a run, `run_finish` ends it.
+
+Every kind of run — sync, background, scheduled, routed, agent-as-tool, chat round,
+OpenAI-compatible call, coding run (`RunKind`) — is started by `run_start` and finished by
+`run_finish`; callers differ only in what they pass. Between the two, `run_mark_running`
+moves a queued run to `running` when a worker takes it.
+
+`run_start` (spec 003 POST /v1/agents/{ref}/run; DESIGN §4), in order: org context → agent
+executable here (409 `agent_external`) → input ≤ 128 KiB (400) → `Idempotency-Key` replay
+(409s) → inference configured (503, unless a machine infers) → then ONE serialised org-store
+transaction: the key bound, the balance gate (402 `insufficient_balance` / 503
+`balance_unavailable`: balance − the fees runs in flight hold ≥ this run's fee), the run row
+(`queued` or `running`, its `kind` and the `fee_cents` it holds) and its session opened, and
+the caller's own writes (`within`: an offer, a task record). Nothing is written when any check
+refuses.
+
+`run_finish` records the outcome with one conditional UPDATE (two finishers never both win),
+sets the `agent.run` span's attributes, appends the session's summary `log` event, ends the
+session `done`/`error`, and debits an `ok` run once — the fee it held, for the model that
+answered. It is the only code that closes a run's session or debits a run.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Sum
+from django.utils import timezone
+
+from agents import tracing
+from agents.idempotency import clean_key, replay, request_hash, reserve
+from agents_site.ids import mint_id
+from agents.inference import inference_configured
+from agents.models import Agent, Run
+from agents.run_session import RunSession, clip, session_title
+from agents_site.errors import ApiError, Conflict, InvalidRequest, ServiceUnavailable
+from agents_site.vocabulary import AgentHosting, ErrorCode, EventKind, RunKind, RunStatus, SessionStatus
+from billing.meter import balance_authorize, fee_for_kind, run_charge
+from tenancy import stores
+
+logger = logging.getLogger(__name__)
+
+MAX_INPUT_BYTES = 128 * 1024
+SUMMARY_ERROR_BYTES = 2048
+
+
+class InferenceUnavailable(ServiceUnavailable):
+    """503: no inference gateway is configured (`INFERENCE_BASE_URL` unset)."""
+
+    code = ErrorCode.INFERENCE_UNAVAILABLE
+    default_message = "inference is not configured on this deployment"
+
+
+class RunNotQueued(Conflict):
+    """409: a worker asked to execute a run that is not (or no longer) queued."""
+
+    code = ErrorCode.RUN_NOT_QUEUED
+    default_message = "the run is not queued"
+
+
+class AgentExternal(Conflict):
+    """409: the agent is an identity whose brain runs elsewhere; it is never executed here."""
+
+    code = ErrorCode.AGENT_EXTERNAL
+    default_message = "this agent runs elsewhere (hosting: external); it cannot be executed on this platform"
+
+
+@dataclass
+class Outcome:
+    """How a run ended: status, output or error, the model that answered, usage.
+
+    `status` is `RunStatus.OK` (with `output`) or `RunStatus.ERROR` (with `error`, one
+    sentence). Tokens are summed over every completion of the run (None when the gateway
+    reported none). `duration_ms` None means "measured from the run's start".
+    """
+
+    status: str = RunStatus.ERROR
+    output: str = ""
+    error: str = ""
+    model: str = ""
+    attempts: int = 0
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    tool_calls: int = 0
+    duration_ms: int | None = None
+
+    @classmethod
+    def failed(cls, error: str, *, model: str = "") -> Outcome:
+        """Return an `error` outcome saying `error` (no model call counted)."""
+        return cls(status=RunStatus.ERROR, error=error, model=model)
+
+
+def check_input(text: str | None) -> str:
+    """Return `text` ("" for None) if it is at most 128 KiB of UTF-8; else raise `InvalidRequest` "input too large"."""
+    if len((text or "").encode()) > MAX_INPUT_BYTES:
+        raise InvalidRequest("input too large")
+    return text or ""
+
+
+def stop_reason(default: str, message: str | None) -> str:
+    """Return the error a stopped run records: `default`, then the stop's message as its reason.
+
+    Spec 003: a stop is recorded "with the request's message as the cancellation reason (a
+    default stands in when none is given)". Example: ("stopped by acme/ann", "wrong repo") →
+    "stopped by acme/ann: wrong repo"; ("stopped by acme/ann", None) → "stopped by acme/ann".
+    """
+    reason = (message or "").strip()
+    return f"{default}: {reason}" if reason else default
+
+
+def fees_held() -> int:
+    """Return the cents the current org's runs in flight hold (`RunStatus.HOLDS_FEE`). Org context required."""
+    return Run.objects.filter(status__in=RunStatus.HOLDS_FEE).aggregate(held=Sum("fee_cents"))["held"] or 0
+
+
+def runs_in_flight() -> int:
+    """Return how many of the current org's runs hold a fee now (queued or running)."""
+    return Run.objects.filter(status__in=RunStatus.HOLDS_FEE).count()
+
+
+def run_start(
+    *,
+    kind: str,
+    agent: Agent | None,
+    input: str | None,
+    actor: str,
+    request_id: str = "",
+    idempotency_key: str = "",
+    idempotency_scope: str = "",
+    queued: bool = False,
+    agent_name: str = "",
+    model: str = "",
+    needs_inference: bool = True,
+    parent_session_id: str = "",
+    parent_run_id: str = "",
+    depth: int = 0,
+    title: str | None = None,
+    session_fields: dict | None = None,
+    fee_cents: int | None = None,
+    check: Callable[[], None] | None = None,
+    within: Callable[[Run], None] | None = None,
+    refused: str = "raise",
+) -> Run:
+    """Accept one run of `kind`: check, gate and record it with its session; return the run.
+
+    In: the `RunKind`; the agent (None for a run no agent drives: then `agent_name` and
+    `model` name it); the input (≤ 128 KiB); the billing actor `"<org>/<subject>"`; the
+    caller's request id; an optional `Idempotency-Key` (with `idempotency_scope` added to the
+    request's identity, e.g. the target id of a routed run); `queued=True` records the run
+    `queued` for a worker (else `running` now); `needs_inference=False` when a machine infers;
+    for a run called as a tool its parent's session and run ids and its `depth`; the session's
+    `title` (default: the start of the input) and extra `session_fields` for `session_create`
+    (`target`, `host`, `project`, `repo`…); `fee_cents` (default: the fee of `kind`);
+    `check()`, the caller's own refusal after the key replay (a routed run's dispatch gate);
+    `within(run)`, the caller's writes that must commit with the run (an offer, a task row).
+    `refused="record"` (scheduled runs) records a run the gate or the inference check refuses
+    as a finished `error` "not started: …" instead of raising.
+
+    Out: the `Run` (`run.replayed` True when an earlier run of the same key is answered
+    instead; its `session_id` set when the session opened). A replayed key answers a run still
+    in flight only for `queued` or routed runs (answered 202); a synchronous run still running
+    is 409 `idempotency_in_progress`.
+    Raises, with nothing written: `NoOrgSelected`, `AgentExternal` (409), `InvalidRequest`
+    (400), `IdempotencyMismatch` / `IdempotencyInProgress` (409), `InferenceUnavailable`
+    (503), `Forbidden` (403, no actor), `InsufficientBalance` (402), `BalanceUnavailable`
+    (503), and whatever `within` raises.
+    """
+    org_slug = stores.current_org()
+    if org_slug is None:
+        raise stores.NoOrgSelected("run_start needs the org context")
+    if agent is not None and agent.hosting == AgentHosting.EXTERNAL:
+        raise AgentExternal()
+    text = check_input(input)
+    name = agent.name if agent is not None else agent_name
+    key = clean_key(idempotency_key)
+    in_flight_ok = queued or kind == RunKind.ROUTED
+    digest = request_hash(agent_id=_identity(kind, agent, name, idempotency_scope), input=text) if key else ""
+    if key:
+        earlier = replay(key=key, digest=digest, in_flight=in_flight_ok)
+        if earlier is not None:
+            earlier.replayed = True
+            return earlier
+    if check is not None:
+        check()
+    fee = fee_for_kind(kind) if fee_cents is None else max(int(fee_cents), 0)
+    try:
+        if needs_inference and not inference_configured():
+            raise InferenceUnavailable()
+        return _record(
+            kind=kind, agent=agent, name=name, model=model, text=text, actor=actor, request_id=request_id, key=key,
+            digest=digest, in_flight_ok=in_flight_ok, queued=queued, fee=fee, org_slug=org_slug,
+            parent_session_id=parent_session_id, parent_run_id=parent_run_id, depth=depth, title=title,
+            session_fields=session_fields or {}, within=within,
+        )
+    except (InferenceUnavailable, ApiError) as exc:
+        if refused != "record" or not _is_refusal(exc):
+            raise
+        return _record_refused(kind=kind, agent=agent, name=name, model=model, text=text, actor=actor,
+                               request_id=request_id, title=title, session_fields=session_fields or {}, error=exc)
+
+
+def _identity(kind: str, agent: Agent | None, name: str, scope: str) -> str:
+    """Return what identifies a request beside its input for `Idempotency-Key` (agent id[@scope])."""
+    base = agent.id if agent is not None else f"{kind}:{name}"
+    return f"{base}@{scope}" if scope else base
+
+
+def _is_refusal(exc: ApiError) -> bool:
+    """Return True for the refusals a scheduled run records instead of raising (gate, inference)."""
+    return exc.code in {ErrorCode.INSUFFICIENT_BALANCE, ErrorCode.BALANCE_UNAVAILABLE, ErrorCode.INFERENCE_UNAVAILABLE}
+
+
+def _new_row(*, run_id: str, kind: str, agent: Agent | None, name: str, model: str, text: str, actor: str,
+             request_id: str, status: str, fee: int, parent_run_id: str = "", depth: int = 0) -> Run:
+    now = timezone.now()
+    return Run(
+        id=run_id, kind=kind, agent=agent, agent_name=name[:64], status=status, fee_cents=fee,
+        model=(agent.model if agent is not None else model) or settings.AGENTS_DEFAULT_MODEL,
+        input=text, actor=actor[:300], request_id=request_id[:128], parent_run_id=parent_run_id, depth=depth,
+        created_at=now, started_at=None if status == RunStatus.QUEUED else now,
+    )
+
+
+def _record(*, kind, agent, name, model, text, actor, request_id, key, digest, in_flight_ok, queued, fee, org_slug,
+            parent_session_id, parent_run_id, depth, title, session_fields, within) -> Run:
+    """Bind the key, gate, insert the run and open its session: one serialised org-store transaction."""
+    run = _new_row(run_id=mint_id("run"), kind=kind, agent=agent, name=name, model=model, text=text, actor=actor,
+                   request_id=request_id, status=RunStatus.QUEUED if queued else RunStatus.RUNNING, fee=fee,
+                   parent_run_id=parent_run_id, depth=depth)
+    with stores.org_atomic(serialize=True):
+        if key:
+            earlier = reserve(key=key, digest=digest, run_id=run.id, in_flight=in_flight_ok)
+            if earlier is not None:
+                earlier.replayed = True
+                return earlier
+        balance_authorize(org_slug=org_slug, actor=actor, fee_cents=fee, held_cents=fees_held() if fee else 0)
+        run.save(force_insert=True)
+        run.session_id = _session_open(run, title=title, parent_session_id=parent_session_id, fields=session_fields)
+        if run.session_id:
+            Run.objects.filter(pk=run.pk).update(session_id=run.session_id)
+        if within is not None:
+            within(run)
+    run.replayed = False
+    return run
+
+
+def _record_refused(*, kind, agent, name, model, text, actor, request_id, title, session_fields, error: ApiError) -> Run:
+    """Record a run the gate refused as a finished `error` "not started: …" (nothing held, nothing billed)."""
+    run = _new_row(run_id=mint_id("run"), kind=kind, agent=agent, name=name, model=model, text=text, actor=actor,
+                   request_id=request_id, status=RunStatus.QUEUED, fee=0)
+    with stores.org_atomic():
+        run.save(force_insert=True)
+        run.session_id = _session_open(run, title=title, parent_session_id="", fields=session_fields)
+        if run.session_id:
+            Run.objects.filter(pk=run.pk).update(session_id=run.session_id)
+    run_finish(run_id=run.id, outcome=Outcome.failed(f"not started: {error.message}", model=run.model))
+    run.refresh_from_db()
+    run.replayed = False
+    return run
+
+
+def _session_open(run: Run, *, title: str | None, parent_session_id: str, fields: dict) -> str:
+    """Open the run's `running` session in the current transaction; return its id ("" on failure).
+
+    A queued run's session carries the run id as `taskRunId`. Best-effort: a session that
+    cannot be opened (a savepoint is rolled back) never stops the run.
+    """
+    from sessions.services import session_create
+
+    try:
+        with stores.org_atomic():
+            session = session_create(
+                agent=run.agent_name or "run", actor=run.actor[:256],
+                title=session_title(title if title is not None else run.input), status=SessionStatus.RUNNING,
+                parent_session_id=parent_session_id or None,
+                task_run_id=run.id if run.status == RunStatus.QUEUED else "", **fields,
+            )
+        return str(session.id)
+    except Exception:
+        logger.warning("run %s: session could not be opened", run.id, exc_info=True)
+        return ""
+
+
+def run_mark_running(*, run_id: str) -> Run:
+    """Move queued run `run_id` to `running` (a worker took it); return the run.
+
+    One conditional UPDATE in a serialised org-store transaction, so a run is started once
+    however often its task is delivered. The run has held its fee since `run_start`; the
+    balance is checked once more (money can leave the account out of band, e.g. a negative
+    credit), so the run starts only if the balance still covers every fee held, its own
+    included. Raises `RunNotQueued` (409) when it is not queued (cancelled, taken, finished),
+    `InsufficientBalance` (402) / `BalanceUnavailable` (503) when it can no longer be paid —
+    the caller ends it "not started". Org context required.
+    """
+    with stores.org_atomic(serialize=True):
+        run = Run.objects.select_related("agent").filter(pk=run_id, status=RunStatus.QUEUED).first()
+        if run is None:
+            raise RunNotQueued()
+        if run.fee_cents:
+            balance_authorize(org_slug=stores.current_org(), actor=run.actor, fee_cents=run.fee_cents,
+                              held_cents=fees_held() - run.fee_cents)
+        if not Run.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(status=RunStatus.RUNNING, started_at=timezone.now()):
+            raise RunNotQueued()
+    return Run.objects.select_related("agent").get(pk=run_id)
+
+
+def run_finish(
+    *,
+    run_id: str,
+    outcome: Outcome,
+    from_statuses: frozenset = RunStatus.IN_FLIGHT,
+    session: RunSession | None = None,
+    span=None,
+    span_attributes: dict | None = None,
+) -> Run | None:
+    """End run `run_id` with `outcome`; return the finished run, or None if it was not in `from_statuses`.
+
+    One conditional UPDATE records status, output or error, model, attempts, tokens, tool
+    calls, duration (the outcome's, else since the run started; 0 if it never started) and
+    `finished_at`; a run
+    already finished (or not in `from_statuses`) is left alone and None is returned. Once the
+    row commits (with the caller's transaction, if any): the `agent.run` span gets the
+    outcome (`span`, else a new span with `span_attributes`), the session gets the one summary
+    `log` event and ends `done`/`error` (through the run's `RunSession` when the executor
+    holds one, closing its inbox), and an `ok` run is debited its `fee_cents` once, for the
+    model that answered. Org context required.
+    """
+    org_slug = stores.current_org()
+    now = timezone.now()
+    ok = outcome.status == RunStatus.OK
+    with stores.org_atomic() as alias:
+        row = Run.objects.filter(pk=run_id).only("started_at", "created_at", "model").first()
+        if row is None:
+            _close_inbox_only(session)
+            return None
+        if outcome.duration_ms is not None:
+            duration_ms = outcome.duration_ms
+        else:  # a run that never started (cancelled while queued) lasted nothing
+            duration_ms = max(0, int((now - row.started_at).total_seconds() * 1000)) if row.started_at else 0
+        changes = {
+            "status": RunStatus.OK if ok else RunStatus.ERROR,
+            "output": outcome.output if ok else "",
+            "error": "" if ok else (outcome.error or "the run failed"),
+            "model": outcome.model or row.model,
+            "attempts": outcome.attempts,
+            "prompt_tokens": outcome.prompt_tokens,
+            "completion_tokens": outcome.completion_tokens,
+            "tool_calls": outcome.tool_calls,
+            "duration_ms": duration_ms,
+            "finished_at": now,
+        }
+        if span is not None:
+            changes["trace_id"] = tracing.trace_id_hex(span)
+        if not Run.objects.filter(pk=run_id, status__in=from_statuses).update(**changes):
+            _close_inbox_only(session)
+            return None
+        run = Run.objects.get(pk=run_id)
+        transaction.on_commit(lambda: _after_finish(run, org_slug=org_slug, session=session, span=span,
+                                                    span_attributes=span_attributes), using=alias, robust=True)
+    return run
+
+
+def _close_inbox_only(session: RunSession | None) -> None:
+    if session is not None:
+        session.release()
+
+
+def _after_finish(run: Run, *, org_slug: str, session: RunSession | None, span, span_attributes: dict | None) -> None:
+    """Span, summary event, session end and debit of a finished run (its row is committed)."""
+    _trace(run, org_slug=org_slug, span=span, extra=span_attributes)
+    _close_session(run, session=session)
+    if run.status == RunStatus.OK and run.fee_cents:
+        run_charge(org_slug=org_slug, run_id=run.id, cents=run.fee_cents, model=run.model, actor=run.actor, request_id=run.request_id)
+
+
+def _close_session(run: Run, *, session: RunSession | None) -> None:
+    """Append the run's summary `log` event and end its session (`done` for ok, else `error`)."""
+    if session is None:
+        if not run.session_id:
+            return
+        session = RunSession.bind(session_id=run.session_id, actor=run.actor)
+    summary = {"runId": run.id, "status": run.status, "model": run.model, "durationMs": run.duration_ms,
+               "error": clip(run.error, SUMMARY_ERROR_BYTES)}
+    session.append(EventKind.LOG, summary)
+    session.close(status=SessionStatus.DONE if run.status == RunStatus.OK else SessionStatus.ERROR)
+
+
+def _trace(run: Run, *, org_slug: str, span, extra: dict | None) -> None:
+    """Record the outcome on `span`, or on a new `agent.run` span when the run had none here."""
+    attributes = {
+        tracing.ATTR_STATUS: run.status,
+        tracing.ATTR_DURATION_MS: run.duration_ms,
+        tracing.ATTR_RESPONSE_MODEL: run.model,
+        tracing.ATTR_ATTEMPTS: run.attempts,
+        tracing.ATTR_TOOL_CALLS: run.tool_calls,
+        tracing.ATTR_KIND: run.kind,
+    }
+    if run.prompt_tokens is not None:
+        attributes[tracing.ATTR_INPUT_TOKENS] = run.prompt_tokens
+    if run.completion_tokens is not None:
+        attributes[tracing.ATTR_OUTPUT_TOKENS] = run.completion_tokens
+    if span is None:
+        base = {tracing.ATTR_RUN_ID: run.id, tracing.ATTR_ORG: org_slug or "", tracing.ATTR_AGENT: run.agent_name,
+                tracing.ATTR_ACTOR: run.actor, **(extra or {})}
+        with tracing.tracer().start_as_current_span(tracing.SPAN_RUN, attributes=base) as own:
+            _set(own, run, attributes)
+        return
+    _set(span, run, attributes)
+
+
+def _set(span, run: Run, attributes: dict) -> None:
+    span.set_attributes(attributes)
+    if run.status != RunStatus.OK:
+        span.set_status(tracing.error_status(run.error))
+
+
+def elapsed_ms(started: float) -> int:
+    """Return whole milliseconds since `started` (a `time.perf_counter()` reading)."""
+    return int((time.perf_counter() - started) * 1000)
