@@ -29,10 +29,12 @@ run: $(VENV)/.installed-run
 	@echo "Serving on http://127.0.0.1:$${PORT:-8000}/  (API docs: /v1/agents/docs, admin: /admin/)"
 	$(VENV)/bin/honcho start -f Procfile
 
-## make test: install the dev requirements and run the whole suite.
+## make test: install the dev requirements, hold the import contract, run the whole suite
+## (two pytest-xdist workers; a test file stays on one worker).
 test: $(VENV)/.installed-dev
 	bash scripts/test-prereqs.sh
-	$(PY) -m pytest
+	$(VENV)/bin/lint-imports
+	$(PY) -m pytest -n 2 --dist loadfile
 
 ## make screenshots: re-take docs/screenshots/*.png from the console's browser tests.
 screenshots: $(VENV)/.installed-dev

@@ -7,7 +7,7 @@ the API's users.
 from __future__ import annotations
 
 from ninja import Schema
-from pydantic import ConfigDict, Field, StrictBool, field_validator
+from pydantic import ConfigDict, Field, StrictBool
 
 from agents_site.schemas import choice, declare, required_in_docs, text
 from agents_site.vocabulary import ActivityKind, AgentStatus, ExecutionMode, LedgerKind, MetricsRange, RunStatus
@@ -38,15 +38,6 @@ class AgentIn(Schema):
     timezone: str | None = text(description="IANA time zone of the schedule (default `UTC`).")
     computeRef: str | None = text(description="An opaque identifier of yours, at most 256 bytes.")
     serviceAccountId: str | None = text(description="An opaque identifier of yours, at most 256 bytes.")
-
-    @field_validator("*")
-    @classmethod
-    def _no_nul(cls, value):
-        # PostgreSQL text cannot hold U+0000 (a 500 there); sqlite mode answers the same 400.
-        texts = value if isinstance(value, list) else [value]
-        if any(isinstance(text, str) and "\x00" in text for text in texts):
-            raise ValueError("must not contain a NUL character")
-        return value
 
 
 def _create_schema(schema: dict, model: type | None = None) -> None:

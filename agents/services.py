@@ -110,6 +110,11 @@ def _clean_ref(value: str | None, label: str) -> str:
     return value
 
 
+#: The `org_atomic(serialize=...)` key of the long-running cap: counting the org's long-running
+#: agents and adding one take turns across processes (READ COMMITTED would let two pass at once).
+LONG_RUNNING_CAP = "long-running-cap"
+
+
 def _check_long_running_cap(*, excluding: str | None = None) -> None:
     cap = settings.CLOUD_AGENT_MAX_LONG_RUNNING
     if cap <= 0:
@@ -161,7 +166,7 @@ def agent_create(*, data: AgentInput) -> Agent:
     description = ((data.description if _given(data.description) else "") or "").strip()
     now = timezone.now()
     try:
-        with stores.org_atomic():
+        with stores.org_atomic(serialize=LONG_RUNNING_CAP if mode == ExecutionMode.LONG_RUNNING else False):
             if mode == ExecutionMode.LONG_RUNNING:
                 _check_long_running_cap()
             if Agent.objects.filter(name=name).exists():
@@ -195,7 +200,8 @@ def agent_update(*, ref: str, data: AgentInput) -> Agent:
     if _given(data.model):
         agent_get(ref=ref)  # an unknown agent is a 404 before its model is judged
         model = _clean_model(data.model, required=True)  # may ask the gateway: not under the write lock
-    with stores.org_atomic():
+    may_enter_cap = _given(data.execution_mode) or _given(data.schedule)
+    with stores.org_atomic(serialize=LONG_RUNNING_CAP if may_enter_cap else False):
         agent = agent_get(ref=ref)
         was_long_running = agent.execution_mode == ExecutionMode.LONG_RUNNING and bool(agent.schedule)
         if model is not None:

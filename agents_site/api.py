@@ -7,7 +7,6 @@ validation errors become 400 `invalid_request` with a `fields` list. OpenAPI is 
 
 import json
 import logging
-import re
 
 from django.core.exceptions import PermissionDenied, RequestDataTooBig, SuspiciousOperation
 from django.http import Http404, JsonResponse
@@ -18,7 +17,9 @@ from ninja.utils import check_csrf
 
 from agents_site.errors import ApiError, Forbidden, InvalidRequest, NotFound, PayloadTooLarge
 from agents_site.vocabulary import ErrorCode, PrincipalVia
+from agents_site.wire import unstorable_text
 from tenancy import stores
+from tenancy.faults import store_fault
 from tenancy.principal import require_org
 
 logger = logging.getLogger(__name__)
@@ -49,31 +50,15 @@ class OrgPrincipalAuth:
         return principal
 
 
-# After `json.loads` a valid pair has become one code point, so any surrogate left is unpaired.
-_UNPAIRED_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _has_unpaired_surrogate(data: object) -> bool:
-    stack = [data]
-    while stack:  # iterative: a deeply nested body must not overflow the stack
-        item = stack.pop()
-        if isinstance(item, str):
-            if _UNPAIRED_SURROGATE.search(item):
-                return True
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False
-
-
 class JsonObjectParser(Parser):
-    """Parse a request body as one JSON object of UTF-8 text, or refuse it with a 400.
+    """Parse a request body as one JSON object of storable UTF-8 text, or refuse it with a 400.
 
     Ninja's schemas read any value attribute by attribute, so without this an array, a string or
     `null` would pass as an empty object (a PATCH that changes nothing but answers 200). A lone
-    `\\ud800` escape is valid JSON but no UTF-8 store can hold it.
+    `\\ud800` escape is valid JSON but no UTF-8 store can hold it; a `\\u0000` is valid JSON but
+    PostgreSQL cannot hold it. Refusing both here covers every text field of every route at
+    once (bodies here, query strings in `parse_querydict`; the error-shape middleware refuses a
+    NUL in any `/v1/` path, query or JSON body, for routes that read their body themselves).
     """
 
     def parse_body(self, request) -> dict:
@@ -88,9 +73,18 @@ class JsonObjectParser(Parser):
             raise InvalidRequest("the request body is not valid JSON") from exc
         if not isinstance(data, dict):
             raise InvalidRequest("the request body must be a JSON object")
-        if _has_unpaired_surrogate(data):
-            raise InvalidRequest("the request body holds an unpaired UTF-16 surrogate escape")
+        refusal = unstorable_text(data)
+        if refusal is not None:
+            raise refusal
         return data
+
+    def parse_querydict(self, data, list_fields, request) -> dict:
+        """Return the query (or form) fields as Ninja expects; raise `InvalidRequest` on a NUL."""
+        result = super().parse_querydict(data, list_fields, request)
+        refusal = unstorable_text(result)
+        if refusal is not None:
+            raise refusal
+        return result
 
 
 DESCRIPTION = """Define agents, run them, and keep every run as a record your org owns; watch and
@@ -125,8 +119,8 @@ api = AgentsAPI(
 
 
 def error_response(error: ApiError) -> JsonResponse:
-    """Render `error` as its JSON body with its status."""
-    return JsonResponse(error.body(), status=error.status)
+    """Render `error` as its JSON body with its status and headers (e.g. `Retry-After`)."""
+    return JsonResponse(error.body(), status=error.status, headers=error.headers())
 
 
 @api.exception_handler(ApiError)
@@ -188,6 +182,10 @@ def _invalid_org(request, exc):
 
 @api.exception_handler(Exception)
 def _unexpected(request, exc):
+    fault = store_fault(exc)
+    if fault is not None:  # overload or a store that cannot take writes: a 503 that says which
+        logger.warning("%s on %s %s: %s", fault.code, request.method, request.path, exc)
+        return error_response(fault)
     logger.exception("unexpected error on %s %s", request.method, request.path)
     return JsonResponse(
         {"status": 500, "code": str(ErrorCode.INTERNAL), "error": "internal error; nothing was half-written"}, status=500

@@ -7,7 +7,7 @@ extras (e.g. `findings`). In app code, just raise.
 
 from typing import Any
 
-from agents_site.vocabulary import ErrorCode
+from agents_site.vocabulary import ErrorCode, StoreCondition
 
 
 class ApiError(Exception):
@@ -28,6 +28,10 @@ class ApiError(Exception):
     def body(self) -> dict:
         """Return the error body: `{"status", "code", "error"}` plus extras."""
         return {"status": self.status, "code": str(self.code), "error": self.message, **self.extras}
+
+    def headers(self) -> dict[str, str]:
+        """Return the response headers this error adds (none by default)."""
+        return {}
 
 
 class InvalidRequest(ApiError):
@@ -75,3 +79,34 @@ class ServiceUnavailable(ApiError):
     status = 503
     code = ErrorCode.INFERENCE_UNAVAILABLE
     default_message = "service unavailable"
+
+
+class StoreBusy(ApiError):
+    """503: every pooled connection (or the SQLite write lock) stayed taken for the whole wait.
+
+    Answered with `Retry-After` (seconds); the request wrote nothing.
+    """
+
+    status = 503
+    code = ErrorCode.STORE_BUSY
+    default_message = "the store is busy: no database connection came free in time; nothing was written, retry shortly"
+    retry_after_seconds = 2
+
+    def headers(self) -> dict[str, str]:
+        """Return `{"Retry-After": "<seconds>"}`."""
+        return {"Retry-After": str(self.retry_after_seconds)}
+
+
+class StoreUnavailable(ApiError):
+    """503: the org's store cannot take this request; the body's `condition` says why.
+
+    `condition` is a `StoreCondition` (`read_only`, `full`). The request's transaction was rolled
+    back, so nothing was half-written.
+    """
+
+    status = 503
+    code = ErrorCode.STORE_UNAVAILABLE
+
+    def __init__(self, condition: StoreCondition) -> None:
+        words = {StoreCondition.READ_ONLY: "is read-only", StoreCondition.FULL: "is full"}[condition]
+        super().__init__(f"the org's store {words}; nothing was written", condition=str(condition))

@@ -5,13 +5,28 @@ Django's resolver answers an unknown path with an HTML 404, Ninja answers a meth
 not serve with a text 405, and a fault in a middleware becomes Django's HTML 500. This
 middleware, outermost, rewrites any such non-JSON error under `/v1/` as
 `{"status", "code", "error"}` (DESIGN §11). Pages outside `/v1/` (admin) are left alone.
+
+A fault raised outside the API's own handler (a middleware reaching a busy or read-only store)
+is remembered from Django's `got_request_exception` and answered as the API would: 503
+`store_busy` or `store_unavailable` (`tenancy.faults`). A `/v1/` request holding a NUL
+character (U+0000) in its path, query or JSON body is refused here with 400 before any view
+runs, so no route — including one that reads its body itself — can hand one to a store
+(PostgreSQL text cannot hold it; SQLite mode answers the same).
 """
 
+import json
+import sys
+
 from asgiref.sync import iscoroutinefunction
+from django.core.exceptions import RequestDataTooBig
+from django.core.signals import got_request_exception
 from django.http import JsonResponse
 from django.utils.decorators import sync_and_async_middleware
 
+from agents_site.errors import InvalidRequest
 from agents_site.vocabulary import ErrorCode
+from agents_site.wire import NUL, NUL_ESCAPE, unstorable_text
+from tenancy.faults import store_fault
 
 API_PREFIX = "/v1/"
 
@@ -24,9 +39,49 @@ _CODES = {
 }
 
 
+def _remember_exception(sender, request=None, **kwargs):
+    # Sent while the exception is being handled, so it is the one in sys.exc_info().
+    if request is not None:
+        request.agents_exception = sys.exc_info()[1]
+
+
+got_request_exception.connect(_remember_exception, dispatch_uid="agents_site.middleware.remember_exception")
+
+
+def _nul_refusal(request) -> InvalidRequest | None:
+    if NUL in request.path:
+        return InvalidRequest("the request path must not contain a NUL character (U+0000)")
+    refusal = unstorable_text({key: request.GET.getlist(key) for key in request.GET})
+    if refusal is not None:
+        return refusal
+    try:
+        body = request.body
+    except RequestDataTooBig:  # the route answers 413 itself
+        return None
+    if NUL_ESCAPE not in body:  # a NUL can only reach JSON text escaped: no parse without one
+        return None
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):  # the route answers its own 400 for a body that is not JSON
+        return None
+    return unstorable_text(data)
+
+
+def _refused(request):
+    """Return a 400 for a `/v1/` request holding a NUL in its path, query or JSON body, else None."""
+    if not request.path.startswith(API_PREFIX):
+        return None
+    refusal = _nul_refusal(request)
+    return JsonResponse(refusal.body(), status=refusal.status) if refusal is not None else None
+
+
 def _shaped(request, response):
     if response.status_code < 400 or not request.path.startswith(API_PREFIX):
         return response
+    if response.status_code >= 500:
+        fault = store_fault(getattr(request, "agents_exception", None))
+        if fault is not None:
+            return JsonResponse(fault.body(), status=fault.status, headers=fault.headers())
     if response.get("Content-Type", "").startswith("application/json"):
         return response
     status = response.status_code
@@ -47,15 +102,15 @@ def _shaped(request, response):
 
 @sync_and_async_middleware
 def api_error_shape(get_response):
-    """Middleware factory: rewrite non-JSON error responses under `/v1/` into the error shape."""
+    """Middleware factory: refuse a NUL in a `/v1/` path; give every `/v1/` error the error shape."""
     if iscoroutinefunction(get_response):
 
         async def middleware(request):
-            return _shaped(request, await get_response(request))
+            return _refused(request) or _shaped(request, await get_response(request))
 
     else:
 
         def middleware(request):
-            return _shaped(request, get_response(request))
+            return _refused(request) or _shaped(request, get_response(request))
 
     return middleware

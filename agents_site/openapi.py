@@ -8,7 +8,7 @@ cannot forget them:
 * 400 `invalid_request` — every operation that takes a parameter or a body;
 * 413 `payload_too_large` — every operation that takes a body (over 1 MiB, before parsing);
 * 404 `not_found` — every operation with an id in its path (unknown, or another org's);
-* 503 `store_unavailable` — every operation that reads or writes the org's store.
+* 503 `store_busy` / `store_unavailable` — every operation that reads or writes the org's store.
 
 405 is not an operation's answer: it is what a path answers to a method it does not serve
 (with `Allow`). The security scheme is published as `bearerAuth` (the docs page's Authorize
@@ -28,7 +28,10 @@ COMMON = {
     403: "No valid credential, no org, or the credential may not do this (`forbidden`).",
     404: "Not found: unknown, or another org's (the two are never told apart).",
     413: "The body is over 1 MiB (`payload_too_large`).",
-    503: "A service this request needs is unavailable; nothing was half-written.",
+    503: (
+        "The org's store or a service this request needs is unavailable; nothing was half-written "
+        "(`store_busy`: retry after `Retry-After` seconds; `store_unavailable`: its `condition` says why)."
+    ),
 }
 
 

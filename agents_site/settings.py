@@ -121,7 +121,22 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         }
     )
     DATABASES["default"]["TEST"] = {"NAME": str(AGENTS_DATA_DIR / "test-default.db")}
-DATABASES["default"]["CONN_MAX_AGE"] = 0
+DATABASES["default"]["CONN_MAX_AGE"] = 0  # pooled or not, a request hands its connection back at its end
+
+# PostgreSQL connections come from bounded per-process pools (Django's native pool, psycopg-pool):
+# the default database's holds at most AGENTS_DB_POOL_MAX_SIZE, each org database's (PostgreSQL
+# org mode, tenancy/backends/postgres.py) at most AGENTS_ORG_DB_POOL_MAX_SIZE. A request waits up
+# to AGENTS_DB_POOL_TIMEOUT_SECONDS for a free connection; past that it is answered 503
+# `store_busy`. The README's scaling section says how to size them against max_connections.
+AGENTS_DB_POOL_MAX_SIZE = max(1, _env_int("AGENTS_DB_POOL_MAX_SIZE", 10))
+AGENTS_ORG_DB_POOL_MAX_SIZE = max(1, _env_int("AGENTS_ORG_DB_POOL_MAX_SIZE", 4))
+AGENTS_DB_POOL_TIMEOUT_SECONDS = max(0.1, _env_float("AGENTS_DB_POOL_TIMEOUT_SECONDS", 10.0))
+if "postgresql" in DATABASES["default"]["ENGINE"]:
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": min(2, AGENTS_DB_POOL_MAX_SIZE),
+        "max_size": AGENTS_DB_POOL_MAX_SIZE,
+        "timeout": AGENTS_DB_POOL_TIMEOUT_SECONDS,
+    }
 DATABASE_ROUTERS = ["tenancy.db_router.OrgRouter"]
 
 # `sqlite` (one file per org under AGENTS_DATA_DIR) or `postgres` (one database per org on

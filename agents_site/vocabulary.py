@@ -220,7 +220,16 @@ class ErrorCode(StrEnum):
     CLAIM_REJECTED = "claim_rejected"  # a claim/report failed one of its two proofs
     METHOD_NOT_ALLOWED = "method_not_allowed"  # the route exists without this method
     AGENT_EXTERNAL = "agent_external"  # the agent's brain runs elsewhere; it cannot be executed here
+    STORE_BUSY = "store_busy"  # no database connection came free within the pool wait; retry
+    STORE_UNAVAILABLE = "store_unavailable"  # the org's store cannot take writes (read-only, full)
     INTERNAL = "internal_error"  # an unexpected fault; nothing half-written
+
+
+class StoreCondition(StrEnum):
+    """Why a store answered 503 `store_unavailable` (the body's `condition`)."""
+
+    READ_ONLY = "read_only"  # the database file or server refuses writes
+    FULL = "full"  # the database reached its size limit or its disk is full
 
 
 # Badge colours used by the console for each status word (CSS colour names).

@@ -1,8 +1,18 @@
-"""Wire helpers shared by every API: timestamps and optional fields."""
+"""Wire helpers shared by every API: timestamps, optional fields, text no store can hold."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
+
+from agents_site.errors import InvalidRequest
+
+# After `json.loads` a valid pair has become one code point, so any surrogate left is unpaired.
+_UNPAIRED_SURROGATE = re.compile("[\ud800-\udfff]")
+#: PostgreSQL text and jsonb cannot hold U+0000; SQLite could, but both stores refuse it alike.
+NUL = "\x00"
+#: How a NUL can appear in a JSON text: only escaped (raw control characters are invalid JSON).
+NUL_ESCAPE = b"\\u0000"
 
 
 def rfc3339(value: datetime | None) -> str:
@@ -15,3 +25,32 @@ def rfc3339(value: datetime | None) -> str:
 def compact(view: dict, *, keep: tuple[str, ...] = ()) -> dict:
     """Drop keys whose value is None or "" (omitempty), except those named in `keep`."""
     return {k: v for k, v in view.items() if k in keep or (v is not None and v != "")}
+
+
+def unstorable_text(data: object) -> InvalidRequest | None:
+    """Return the 400 for the first string in `data` no store can hold, or None.
+
+    Walks dicts (keys and values) and lists iteratively (a deeply nested body must not overflow
+    the stack). A NUL (U+0000) names its field, e.g. for `{"payload": {"text": "a\\u0000"}}`:
+    `error` "invalid request: payload.text: must not contain a NUL character (U+0000)" and
+    `fields` `[{"field": "payload.text", "message": ...}]`. An unpaired surrogate escape is
+    refused as a whole ("the request body holds an unpaired UTF-16 surrogate escape").
+    """
+    stack: list[tuple[str, object]] = [("", data)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, str):
+            if _UNPAIRED_SURROGATE.search(item):
+                return InvalidRequest("the request body holds an unpaired UTF-16 surrogate escape")
+            if NUL in item:
+                field = path or "body"
+                message = "must not contain a NUL character (U+0000)"
+                return InvalidRequest(f"invalid request: {field}: {message}", fields=[{"field": field, "message": message}])
+        elif isinstance(item, dict):
+            for key, value in item.items():
+                child = f"{path}.{key}" if path else str(key)
+                stack.append((child, key))
+                stack.append((child, value))
+        elif isinstance(item, list):
+            stack.extend((f"{path}.{i}" if path else str(i), value) for i, value in enumerate(item))
+    return None

@@ -43,7 +43,9 @@ def main() -> None:
     from django.core.management import call_command
     from django.test import Client
 
-    from tenancy import stores
+    from tenancy import registry, stores
+    from tenancy.backends import sqlite as sqlite_backend
+    from tenancy.backends.base import migrate
     from tenancy.services import api_key_create, membership_set, org_create
 
     call_command("migrate", verbosity=0)
@@ -62,11 +64,11 @@ def main() -> None:
         path = Path(data_dir) / "naive" / f"{i}.db"
         path.parent.mkdir(parents=True, exist_ok=True)
         alias = f"orgtemplate_naive_{i}"
-        stores._register(alias, stores._sqlite_settings(path))
+        registry.register(alias, sqlite_backend.sqlite_settings(path))
         t0 = time.perf_counter()
-        stores._migrate(alias)
+        migrate(alias)
         migrate_times.append(time.perf_counter() - t0)
-        stores._unregister(alias)
+        registry.unregister(alias)
     copy_ms, migrate_ms = statistics.median(copy_times) * 1000, statistics.median(migrate_times) * 1000
     print(f"first use of a new org (template copy + first query): median {copy_ms:.1f} ms over {len(copy_times)}")
     print(f"migrate on an empty file (baseline):                   median {migrate_ms:.1f} ms over {len(migrate_times)}")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 
+from asgiref.sync import sync_to_async
+from django.db import close_old_connections
 from django.http import JsonResponse
 from ninja import Query, Router, Status
 
@@ -78,6 +80,9 @@ async def stream_sessions(request, root: str | None = None, lastEventId: str | N
     org = request.auth.org_slug
     last_event_id = parse_last_event_id(request.headers.get("Last-Event-ID"), lastEventId)
     root_id = await read_store(org, resolve_root, session_id=root) if root else None
+    # Hand back the connections this request's thread took (the principal's lookup): a stream
+    # lasts as long as its client, and a pooled connection kept that long starves every request.
+    await sync_to_async(close_old_connections)()
     return stream_response(org=org, root=root_id, last_event_id=last_event_id)
 
 

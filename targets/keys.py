@@ -11,13 +11,13 @@ import hashlib
 import hmac
 import secrets
 
-from django.db import router, transaction
 from django.utils import timezone
 
 from targets import wake
 from targets.errors import ClaimRejected, TargetNotFound
 from targets.models import ClaimKey
 from targets.selectors import can_manage, target_get, target_get_managed
+from tenancy import stores
 
 MAX_KEY_LENGTH = 128
 CLAIM_KEY_PREFIX = "tgtk_"
@@ -37,7 +37,7 @@ def claim_key_mint(*, target_id: str, subject: str, is_org_admin: bool) -> str:
     …/targets/{id}/key.
     """
     key = CLAIM_KEY_PREFIX + secrets.token_hex(32)
-    with transaction.atomic(using=router.db_for_write(ClaimKey)):
+    with stores.org_atomic():
         target = target_get_managed(target_id=target_id, subject=subject, is_org_admin=is_org_admin)
         ClaimKey.objects.update_or_create(
             target=target, defaults={"key_hash": hash_claim_key(key), "serving_at": None, "updated_at": timezone.now()}

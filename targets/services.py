@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db import IntegrityError, router, transaction
+from django.db import IntegrityError
 from django.db.models import Q
 from django.utils import timezone
 
@@ -21,6 +21,7 @@ from targets.mailbox import routed_offer, routed_withdraw  # noqa: F401  (the ru
 from targets.models import RoutedRun, Target
 from targets.sanitize import clean_metrics, clean_spec
 from targets.selectors import target_get_managed
+from tenancy import stores
 
 MAX_LABEL = 128
 MAX_CAPACITY = 256
@@ -108,7 +109,7 @@ def target_register(*, owner: str, data: TargetInput) -> tuple[Target, bool]:
     }
     for _ in range(2):  # a concurrent first registration of the same host wins; re-link to it
         try:
-            with transaction.atomic(using=router.db_for_write(Target)):
+            with stores.org_atomic():
                 existing = None
                 if host:
                     candidates = Target.objects.filter(host=host).filter(Q(owner=owner) | Q(owner=""))
@@ -154,7 +155,7 @@ def target_update(*, target_id: str, subject: str, is_org_admin: bool, data: Tar
         target.metrics_at = now if target.metrics else None
     target.updated_at = now
     try:
-        with transaction.atomic(using=router.db_for_write(Target)):
+        with stores.org_atomic():
             target.save()
     except IntegrityError as exc:
         raise Conflict("another of the owner's targets already has this host") from exc
@@ -168,7 +169,7 @@ def target_delete(*, target_id: str, subject: str, is_org_admin: bool) -> str:
     offers are withdrawn, and its waiting claims are woken (they then answer 403). Sessions
     keep the target id they recorded.
     """
-    with transaction.atomic(using=router.db_for_write(Target)):
+    with stores.org_atomic():
         target = target_get_managed(target_id=target_id, subject=subject, is_org_admin=is_org_admin)
         open_runs = list(RoutedRun.objects.filter(target_id=target.id, state__in=RoutedRunState.OPEN).values_list("run_id", flat=True))
         for run_id in open_runs:

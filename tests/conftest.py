@@ -143,5 +143,6 @@ def postgres_orgs(settings, monkeypatch):
         for alias in list(connections):
             if alias.endswith(slug):
                 connections[alias].close()
+        stores.close_store(slug)  # its pool too: no worker thread keeps reconnecting to a dropped database
         with psycopg.connect(server, autocommit=True) as conn:
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(stores.postgres_database_name(slug))))

@@ -333,7 +333,8 @@ def run_finish(
     org_slug = stores.current_org()
     now = timezone.now()
     ok = outcome.status == RunStatus.OK
-    with stores.org_atomic() as alias:
+    alias = stores.current_alias()
+    with stores.org_atomic():
         row = Run.objects.filter(pk=run_id).only("started_at", "created_at", "model").first()
         if row is None:
             _close_inbox_only(session)

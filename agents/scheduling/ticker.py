@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 
 from croniter.croniter import CroniterError
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
 from django.utils import timezone
 
 from agents.models import Agent, Run
@@ -174,7 +174,7 @@ def decide_agent(*, org: str, agent: Agent, now: datetime, fire, catchup_seconds
     Raises `IntegrityError` when another scheduler decided one of these slots first (the whole
     decision is rolled back, so nothing is fired twice).
     """
-    with transaction.atomic(using=stores.current_alias()):
+    with stores.org_atomic():
         state, _ = _locked_state(agent, now)
         _settle(state, now)
         due = slot_math.slots_between(agent.schedule, agent.timezone, _cursor(agent, state, now), now, keep_last=MAX_RECORDED_MISSED + 1)
@@ -207,6 +207,6 @@ def decide_agent(*, org: str, agent: Agent, now: datetime, fire, catchup_seconds
 
 def _record(org: str, agent: Agent, slot_at: datetime, outcome: str, now: datetime) -> Decision:
     """Insert the slot's unique row (raises `IntegrityError` if it was already decided)."""
-    with transaction.atomic(using=stores.current_alias()):
+    with stores.org_atomic():
         ScheduleSlot.objects.create(agent=agent, slot_at=slot_at, outcome=outcome, decided_at=now)
     return Decision(org=org, agent=agent.name, slot_at=slot_at, outcome=str(outcome))

@@ -6,7 +6,7 @@ run recomputed; an unchanged one is left alone (its next run is kept).
 """
 
 from django.core.management.base import BaseCommand
-from django.db import transaction
+from django.db import DEFAULT_DB_ALIAS, transaction
 
 #: name → (function, cron). Both tick every minute; their work is idempotent.
 SCHEDULES = {
@@ -20,7 +20,7 @@ def ensure_schedules() -> dict[str, str]:
     from django_q.models import Schedule
 
     result: dict[str, str] = {}
-    with transaction.atomic():
+    with transaction.atomic(using=DEFAULT_DB_ALIAS):  # django-q2's schedules live in default
         for name, (func, cron) in SCHEDULES.items():
             rows = list(Schedule.objects.select_for_update().filter(name=name).order_by("id"))
             for extra in rows[1:]:  # a duplicate from an older, non-idempotent setup
