@@ -82,7 +82,7 @@ def live(upstream):
     a background run stays queued. Nothing leaves the machine.
     """
     env = {"INFERENCE_BASE_URL": upstream.base_url, "AGENTS_DEFAULT_MODEL": "test-model", "CLOUD_AGENT_FEE_CENTS": "0"}
-    server = LiveServer(env).start()
+    server = LiveServer(env).start(timeout=120)  # a loaded machine may take a while to import Django
     yield server
     server.stop()
 
