@@ -2,7 +2,8 @@
 
 A few fields are valid only against what is stored or against a rule no JSON Schema keyword
 states: a tool name must name a tool the org has, a `parentSessionId`, `target` or `targetId`
-must name a session or machine of the org, a cron must fire, a time zone must exist. The
+must name a session or machine of the org, a `cursor` must be a `nextCursor` the list handed
+out, a cron must fire, a time zone must exist. The
 document describes them in words; generated *valid* requests get such values from here (or
 leave the field out), so the check that valid requests are accepted tests everything else.
 Invalid (negative) requests are never touched: the server must refuse them as they come.
@@ -49,7 +50,11 @@ def _session_body(body: dict, *, patch: bool) -> None:
 @schemathesis.hook
 def map_case(context, case):
     """Give a generated valid request stored references and semantic values that hold."""
-    if not _positive(case) or not isinstance(case.body, dict):
+    if not _positive(case):
+        return case
+    if isinstance(case.query, dict):
+        case.query.pop("cursor", None)  # only a nextCursor this list handed out is valid
+    if not isinstance(case.body, dict):
         return case
     path, method = case.operation.path, case.method.upper()
     if path in ("/v1/agents", "/v1/agents/{ref}") and method in ("POST", "PATCH"):
