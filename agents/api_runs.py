@@ -9,15 +9,16 @@ import secrets
 
 from django.http import JsonResponse
 from django.urls import register_converter
-from ninja import Query, Router
+from ninja import Path, Query, Router
 
 from agents import dashboards, selectors
 from agents.background import run_submit
 from agents.execution import run_execute
 from agents.presenters import run_view
 from agents.runs.routed import routed_start
-from agents.schemas import ActivityOut, BillingOut, ErrorOut, MetricsOut, RunAcceptedOut, RunIn, RunListOut, RunOut
-from agents_site.vocabulary import RunStatus
+from agents.schemas import ActivityOut, BillingOut, MetricsOut, RunAcceptedOut, RunIn, RunListOut, RunOut
+from agents_site.schemas import ErrorOut, word_param
+from agents_site.vocabulary import MetricsRange, RunStatus
 from agents_site.wire import compact
 from agents_site.pagination import cursor_param, limit_param
 from billing.selectors import LEDGER_DEFAULT_LIMIT, LEDGER_MAX_LIMIT, billing_summary
@@ -37,10 +38,18 @@ def _run_limit():
     return limit_param(default=selectors.HISTORY_DEFAULT_LIMIT, maximum=selectors.HISTORY_MAX_LIMIT)
 
 
-@router.get("/runs", response={200: RunListOut, 400: ErrorOut}, summary="List the org's runs", exclude_none=True)
-def list_org_runs(request, status: str | None = None, limit: int = _run_limit(), cursor: str = cursor_param()):
-    """Return one page of the org's runs across agents, newest first: finished runs by default,
-    or only those in `?status=ok|error|queued|running`; `nextCursor` reads the next page."""
+# Route docstrings are the operation descriptions of the OpenAPI document: written for users.
+
+
+# spec 003: GET /v1/agents/runs
+@router.get("/runs", response=RunListOut, summary="List the org's runs", exclude_none=True)
+def list_org_runs(
+    request,
+    status: word_param(RunStatus) = Query(None, description="Only runs in this status (default: finished runs, `ok` and `error`)."),
+    limit: int = _run_limit(),
+    cursor: str = cursor_param(),
+):
+    """Return one page of the org's runs across agents, newest first; `nextCursor` reads the next page."""
     page = selectors.run_list_org(status=status, limit=limit, cursor=cursor)
     return {"runs": [run_view(r) for r in page.items], "nextCursor": page.next_cursor}
 
@@ -61,11 +70,15 @@ class RunIdConverter:
 register_converter(RunIdConverter, "runid")
 
 
-@router.get("/runs/{runid:run_id}", response={200: RunOut, 404: ErrorOut}, summary="Read one run", exclude_none=True)
-def get_run(request, run_id: str):
+@router.get("/runs/{runid:run_id}", response={200: RunOut}, summary="Read one run", exclude_none=True)
+def get_run(request, run_id: str = Path(..., pattern=f"^{RunIdConverter.regex}$", description="A run id: `run_` and 32 hex digits.")):
     """Return one run of the caller's org, in flight (`queued`, `running`) or finished (`ok`,
     `error`). Another org's run is a 404 exactly like a missing one."""
     return run_view(selectors.run_get(run_id=run_id))
+
+
+# The recorded run can be read again by its id (an OpenAPI link: clients and schemathesis follow it).
+_RUN_LINK = {"operationId": "agents_api_runs_get_run", "parameters": {"run_id": "$response.body#/id"}}
 
 
 def _wants_async(request, payload: RunIn) -> bool:
@@ -78,46 +91,53 @@ def _wants_async(request, payload: RunIn) -> bool:
 
 @router.get("/activity", response=ActivityOut, summary="Recent activity of the org", exclude_none=True)
 def activity(request):
-    """Return the org's activity feed: runs as invoked/failed, agents created/updated, ≤ 50, newest first."""
+    """Return the org's activity feed, newest first, at most 50 rows: runs invoked or failed,
+    agents created or updated."""
     return {"activity": dashboards.activity_feed()}
 
 
 @router.get("/metrics", response=MetricsOut, summary="Invocations over time")
-def metrics(request, range: str | None = Query(None)):
-    """Return one series of run counts per agent that ran in `?range=24h|7d|30d` (default 30d)."""
+def metrics(
+    request,
+    range: word_param(MetricsRange) = Query(None, description="The window: 24 hourly buckets, or 7 or 30 daily buckets (default `30d`)."),
+):
+    """Return one series of finished-run counts per agent that ran in the window."""
     return dashboards.invocation_metrics(window=range)
 
 
-@router.get("/billing", response={200: BillingOut, 400: ErrorOut, 503: ErrorOut}, summary="Balance and ledger", exclude_none=True)
+@router.get("/billing", response={200: BillingOut, 503: ErrorOut}, summary="Balance and ledger", exclude_none=True)
 def billing(
     request,
     limit: int = limit_param(default=LEDGER_DEFAULT_LIMIT, maximum=LEDGER_MAX_LIMIT),
     cursor: str = cursor_param(),
 ):
-    """Return the caller org's balance, the run fee and one page of its ledger, newest first;
-    `nextCursor` reads the next page."""
+    """Return the caller org's balance, the run fee and one page of its ledger, newest first, in
+    cents; `nextCursor` reads the next page. 503 `balance_unavailable` when the ledger cannot answer."""
     principal = require_org(request.auth)
     return billing_summary(org_slug=principal.org_slug, limit=limit, cursor=cursor)
 
 
 @router.post(
     "/{ref}/run",
-    response={200: RunOut, 202: RunOut | RunAcceptedOut, 502: RunOut, 400: ErrorOut, 402: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut, 503: ErrorOut},
+    response={200: RunOut, 202: RunOut | RunAcceptedOut, 502: RunOut, 402: ErrorOut, 409: ErrorOut, 503: ErrorOut},
     summary="Run an agent",
     exclude_none=True,
+    openapi_extra={"responses": {status: {"links": {"GetRun": _RUN_LINK}} for status in (200, 502)}},
 )
 def run_agent(request, ref: str, payload: RunIn):
-    """Run agent `ref` on `input` and answer the recorded run: 200, or 502 whose body is the run.
+    """Run agent `ref` on `input` and answer the recorded run: 200, or 502 whose body is the
+    failed run (its `error` says why).
 
-    Order: principal (403) → agent in the caller's org (404) → input ≤ 128 KiB (400) →
-    `Idempotency-Key` replay (409 on a different body) → inference configured (503) → balance
-    gate (402 `insufficient_balance` / 503 `balance_unavailable`) → execute → record → debit.
-    A replayed answer carries `Idempotent-Replayed: true`.
-    With `"background": true` or `Prefer: respond-async` the run is queued for a django-q2
-    worker after the same checks and the answer is 202 `{runId, sessionId}` at once
+    Checked in this order: credential (403) → agent in the caller's org (404) → input at most
+    128 KiB (400) → `Idempotency-Key` replay (409 when the key was used with another body) →
+    inference configured (503 `inference_unavailable`) → balance (402 `insufficient_balance`,
+    503 `balance_unavailable`). A successful run is debited the run fee once. A replayed answer
+    carries `Idempotent-Replayed: true`.
+
+    With `"background": true` or `Prefer: respond-async` the run is queued for a worker after
+    the same checks and the answer is 202 `{runId, sessionId}` at once
     (`Preference-Applied: respond-async`, `Location: /v1/agents/runs/{runId}`). With `targetId`
-    the run is routed to that machine instead and answered 202 while it runs there
-    (`targets.routing`).
+    the run is routed to that machine instead and answered 202 while it runs there.
     """
     principal = require_org(request.auth)  # checked again on purpose: this route moves money
     agent = selectors.agent_get(ref=ref)
@@ -162,7 +182,7 @@ def _routed(request, agent, payload: RunIn, principal):
     return response
 
 
-@router.get("/{ref}/runs", response={200: RunListOut, 400: ErrorOut, 404: ErrorOut}, summary="One agent's run history", exclude_none=True)
+@router.get("/{ref}/runs", response=RunListOut, summary="One agent's run history", exclude_none=True)
 def list_agent_runs(request, ref: str, limit: int = _run_limit(), cursor: str = cursor_param()):
     """Return one page of agent `ref`'s finished runs, newest first; `nextCursor` reads the next page."""
     agent = selectors.agent_get(ref=ref)

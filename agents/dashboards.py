@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from agents.models import Agent, Run
 from agents.selectors import runs_finished
+from agents_site.errors import InvalidRequest
 from agents_site.vocabulary import ActivityKind, MetricsRange, RunStatus
 from agents_site.wire import rfc3339
 
@@ -52,10 +53,20 @@ def activity_feed() -> list[dict]:
     return rows[:ACTIVITY_LIMIT]
 
 
+RANGE_MESSAGE = "range must be " + "|".join(MetricsRange.values)
+
+
 def metrics_range(value: str | None) -> MetricsRange:
-    """Return the canonical range for `value` (`24h`, `7d`; anything else is `30d`), case-insensitive."""
-    value = (value or "").strip().lower()
-    return MetricsRange(value) if value in MetricsRange.values else MetricsRange.MONTH
+    """Return the range named `value` exactly (`24h`, `7d`, `30d`); None is `30d`.
+
+    Raises `InvalidRequest` (400) for any other word: the reference falls back to 30 days
+    silently, which hides a typo (`7D`, `week`) behind a plausible answer.
+    """
+    if value is None:
+        return MetricsRange.MONTH
+    if value not in MetricsRange.values:
+        raise InvalidRequest(RANGE_MESSAGE)
+    return MetricsRange(value)
 
 
 def invocation_metrics(*, window: str | None = None, now: datetime | None = None) -> dict:

@@ -1,26 +1,59 @@
-"""Wire shapes of the agent definition routes (spec 003 names on the wire)."""
+"""Wire shapes of the agent, run and dashboard routes (spec 003 names on the wire).
+
+Class docstrings and field descriptions are published in the OpenAPI document: write them for
+the API's users.
+"""
 
 from __future__ import annotations
 
 from ninja import Schema
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, StrictBool
+
+from agents_site.schemas import choice, declare, required_in_docs, text
+from agents_site.vocabulary import ActivityKind, AgentHosting, AgentStatus, ExecutionMode, LedgerKind, MetricsRange, RunStatus
+
+# The limits the services enforce (agents.services, agents.lifecycle), declared for the docs.
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+_NAME = "Unique in the org, matching `^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$` (surrounding blanks are trimmed); a word the API uses as a path (`runs`, `sessions`…) is refused."
+_TOOLS = (
+    "Tool names: a built-in (`current_time`, `calculator`, `http_get`), another agent of the org as "
+    "`agent_<name>`, or `mcp__<server>__<tool>` of a registered MCP server. Trimmed, blanks dropped, "
+    "duplicates merged; then at most 64 names of at most 128 characters each."
+)
 
 
 class AgentIn(Schema):
-    """Body of POST/PATCH /v1/agents. Every field optional on PATCH; `name` immutable there."""
+    """Change an agent: every field is optional and an omitted (or null) field keeps its value.
+    The name cannot change."""
 
     model_config = ConfigDict(populate_by_name=True)
 
-    name: str | None = None
-    model: str | None = None
-    instructions: str | None = None
+    name: str | None = text(description="The agent's current name (a different name is refused: names are immutable).", pattern=NAME_PATTERN)
+    model: str | None = text(description="Model id at the inference gateway (at most 200 characters; when the gateway lists models, one of them).", maxLength=200, pattern=r"\S")
+    instructions: str | None = text(description="System prompt, at most 32 KiB of UTF-8.")
     description: str | None = None
-    tools: list[str] | None = None
-    executionMode: str | None = None
-    schedule: str | None = None
-    timezone: str | None = None
-    computeRef: str | None = None
-    serviceAccountId: str | None = None
+    tools: list[str] | None = Field(None, description=_TOOLS, json_schema_extra=declare(on="array", items={"type": "string"}))
+    executionMode: str | None = choice(ExecutionMode, description="`long-running` agents fire on their `schedule`; `one-shot` agents run when asked (and drop any schedule).")
+    schedule: str | None = text(description="5-field cron (minute hour day-of-month month day-of-week, Sunday = 0) of at most 200 characters; required for `long-running`, ignored for `one-shot`.")
+    timezone: str | None = text(description="IANA time zone of the schedule (default `UTC`).")
+    computeRef: str | None = text(description="An opaque identifier of yours, at most 256 bytes.")
+    serviceAccountId: str | None = text(description="An opaque identifier of yours, at most 256 bytes.")
+
+
+def _create_schema(schema: dict, model: type | None = None) -> None:
+    required_in_docs("name")(schema, model)
+    # A long-running agent needs its schedule (agents.lifecycle.validate_lifecycle).
+    schema["if"] = {"properties": {"executionMode": {"const": str(ExecutionMode.LONG_RUNNING)}}, "required": ["executionMode"]}
+    schema["then"] = {"required": ["schedule"], "properties": {"schedule": {"type": "string", "pattern": r"\S", "maxLength": 200}}}
+
+
+class AgentCreateIn(AgentIn):
+    """Define an agent: only `name` is required."""
+
+    model_config = ConfigDict(populate_by_name=True, json_schema_extra=_create_schema)
+
+    name: str | None = text(description=_NAME, pattern=NAME_PATTERN)
+    model: str | None = text(description="Model id at the inference gateway (at most 200 characters; when the gateway lists models, one of them). Default: the deployment's.", maxLength=200)
 
 
 class RunOut(Schema):
@@ -28,7 +61,7 @@ class RunOut(Schema):
 
     id: str
     agent: str
-    status: str
+    status: str = choice(RunStatus, ...)
     model: str
     input: str
     output: str | None = None
@@ -53,9 +86,9 @@ class AgentOut(Schema):
     model: str
     description: str | None = None
     tools: list[str] = Field(default_factory=list)
-    status: str
-    executionMode: str
-    hosting: str = "platform"
+    status: str = choice(AgentStatus, ...)
+    executionMode: str = choice(ExecutionMode, ...)
+    hosting: str = choice(AgentHosting, AgentHosting.PLATFORM)
     schedule: str | None = None
     timezone: str
     nextRunAt: str | None = None
@@ -79,31 +112,23 @@ class AgentListOut(Schema):
 
 
 class RunIn(Schema):
-    """Body of POST /v1/agents/{ref}/run: the caller's input (≤ 128 KiB; may be empty).
+    """Run an agent on `input` (at most 128 KiB of UTF-8; may be empty).
 
     `background: true` (or the header `Prefer: respond-async`) queues the run for a worker
     and answers 202 `{runId, sessionId}` at once. `targetId` routes the run to that registered
-    machine instead (→ 202 with the run while it runs there, see targets.routing).
+    machine instead (202 with the run while it runs there).
     """
 
-    input: str = ""
-    background: bool | None = None
-    targetId: str | None = None
+    input: str = Field("", description="The user turn, at most 128 KiB of UTF-8.")
+    background: StrictBool | None = Field(None, description="`true` queues the run and answers 202 at once (a JSON boolean).")
+    targetId: str | None = Field(None, description="Id of an online machine of the org to run on.")
 
 
 class RunAcceptedOut(Schema):
-    """202 of a background run: the queued run's id and its (task-backed) session's id."""
+    """The answer of a background run (202): the queued run's id and the id of its session."""
 
     runId: str
     sessionId: str | None = None
-
-
-class ErrorOut(Schema):
-    """The one error shape: `{"status", "code", "error"}` plus named extras."""
-
-    status: int
-    code: str
-    error: str
 
 
 class RunListOut(Schema):
@@ -115,7 +140,7 @@ class ActivityItemOut(Schema):
     """One row of the activity feed."""
 
     id: str
-    kind: str
+    kind: str = choice(ActivityKind, ...)
     agent: str
     message: str | None = None
     at: str
@@ -145,14 +170,16 @@ class MetricsResourceOut(Schema):
 
 
 class MetricsOut(Schema):
-    range: str
+    """Run counts per agent over the window `range`, one point per bucket."""
+
+    range: str = choice(MetricsRange, ...)
     series: list[MetricsSeriesOut]
     resource: MetricsResourceOut
 
 
 class LedgerEntryOut(Schema):
     id: int
-    kind: str
+    kind: str = choice(LedgerKind, ...)
     amountCents: int
     runId: str | None = None
     model: str | None = None

@@ -86,9 +86,11 @@ IN_FLIGHT_ORDER = ("-created_at", "-id")
 
 
 def _run_status(status: str | None) -> str:
-    """Return `status` stripped ("" for none); raise `InvalidRequest` (400) unless it is a run status."""
-    status = (status or "").strip()
-    if status and status not in RunStatus.values:
+    """Return `status` ("" for None); raise `InvalidRequest` (400) unless it is exactly a run
+    status, as the OpenAPI document declares (`""` and `" ok"` included)."""
+    if status is None:
+        return ""
+    if status not in RunStatus.values:
         raise InvalidRequest(f"status must be one of {'|'.join(RunStatus.values)}")
     return status
 

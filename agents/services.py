@@ -14,6 +14,7 @@ from agents_site.ids import mint_id
 from agents.inference import model_catalog
 from agents.lifecycle import validate_lifecycle, validate_timezone
 from agents.models import Agent
+from agents.names import reserved_names
 from agents.selectors import agent_get
 from agents_site.errors import Conflict, InvalidRequest
 from agents_site.vocabulary import AgentHosting, ErrorCode, ExecutionMode
@@ -49,6 +50,8 @@ def _clean_name(name: str | None) -> str:
         raise InvalidRequest("name is required")
     if not NAME_RE.fullmatch(name):
         raise InvalidRequest(f"name must match {NAME_PATTERN}")
+    if name in reserved_names():
+        raise InvalidRequest(f'name "{name}" is reserved: /v1/agents/{name} is a route of the API, so the agent could not be reached by name')
     return name
 
 

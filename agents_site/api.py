@@ -28,11 +28,16 @@ logger = logging.getLogger(__name__)
 class OrgPrincipalAuth:
     """Ninja auth: require a validated principal acting for an org, else 403 (error shape).
 
-    Session-login callers must also pass Django's CSRF check on unsafe methods.
+    Session-login callers must also pass Django's CSRF check on unsafe methods. The OpenAPI
+    document names it `bearerAuth`: an API key `ak_…` sent as `Authorization: Bearer ak_…`.
     """
 
-    openapi_type = "http"
-    openapi_scheme = "bearer"
+    openapi_security_schema = {
+        "type": "http",
+        "scheme": "bearer",
+        "bearerFormat": "ak_…",
+        "description": "An API key of your org (`ak_` + 48 hex characters), sent as `Authorization: Bearer ak_…`.",
+    }
 
     def __call__(self, request):
         error = getattr(request, "principal_error", None)
@@ -82,10 +87,29 @@ class JsonObjectParser(Parser):
         return result
 
 
-api = NinjaAPI(
+DESCRIPTION = """Define agents, run them, and keep every run as a record your org owns; watch and
+steer live sessions; route runs to your own machines.
+
+Every call but the public builds gallery needs an API key of your org, sent as
+`Authorization: Bearer ak_…` (use **Authorize**). Every error has the same shape:
+`{"status": <HTTP status>, "code": "<word>", "error": "<sentence>"}`, sometimes with named extra
+fields. A JSON `null` in a body is an omitted field."""
+
+
+class AgentsAPI(NinjaAPI):
+    """The NinjaAPI whose OpenAPI document also declares what every route shares (`openapi`)."""
+
+    def get_openapi_schema(self, *, path_prefix=None, path_params=None):
+        """Return Ninja's document completed by `agents_site.openapi.complete`."""
+        from agents_site.openapi import complete
+
+        return complete(super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params))
+
+
+api = AgentsAPI(
     title="Agents",
     version="1.0.0",
-    description="Define agents, run them, keep every run (spec 003).",
+    description=DESCRIPTION,
     urls_namespace="agents_api",
     docs_url="/agents/docs",
     openapi_url="/agents/openapi.json",

@@ -13,7 +13,7 @@ from ninja import Router
 from ninja.responses import Status
 
 from agents.models import Run
-from agents.schemas import ErrorOut
+from agents_site.schemas import ErrorOut
 from coding import selectors, services
 from coding.presenters import coding_run_view, repo_view
 from coding.schemas import CodingIn, CodingRunOut, CodingStartedOut, RepoDeletedOut, RepoIn, RepoListOut, RepoOut

@@ -12,10 +12,11 @@ import json
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 from django.http import JsonResponse
-from ninja import Router, Status
+from ninja import Query, Router, Status
 
 from agents_site.errors import InvalidRequest
 from agents_site.pagination import cursor_param, limit_param
+from agents_site.schemas import word_param
 from agents_site.vocabulary import ControlCommand, SessionStatus
 from sessions import builds, control, selectors, services
 from sessions.presenters import control_command_view, event_view, session_view, tree_view
@@ -23,6 +24,7 @@ from sessions.schemas import (
     BuildOut,
     BuildsOut,
     ControlIn,
+    ControlMessageIn,
     ControlOut,
     ControlPollOut,
     ErrorOut,
@@ -58,11 +60,19 @@ def _json_body(request, *, required: bool) -> dict:
     return body
 
 
-def _openapi_body(schema) -> dict:
-    return {"requestBody": {"content": {"application/json": {"schema": schema.model_json_schema()}}, "required": False}}
+def _openapi_body(schema, *, required: bool = False) -> dict:
+    """Declare `schema` as the JSON body of a route that reads its raw body itself."""
+    return {"requestBody": {"content": {"application/json": {"schema": schema.model_json_schema()}}, "required": required}}
 
 
-@sessions_router.get("/stream", summary="Live session and event updates (Server-Sent Events)", response={200: None, 403: ErrorOut, 404: ErrorOut})
+_SSE = {"200": {"description": "A stream of Server-Sent Events", "content": {"text/event-stream": {"schema": {"type": "string"}}}}}
+
+# Route docstrings are the operation descriptions of the OpenAPI document: written for the
+# API's users. Each route's spec 003 section is named in a comment above it.
+
+
+# spec 003: GET /v1/agents/sessions/stream
+@sessions_router.get("/stream", summary="Live session and event updates (Server-Sent Events)", response={200: None}, openapi_extra={"responses": _SSE})
 async def stream_sessions(request, root: str | None = None, lastEventId: str | None = None):
     """Stream the org's session and event frames as Server-Sent Events.
 
@@ -84,12 +94,13 @@ async def stream_sessions(request, root: str | None = None, lastEventId: str | N
     return stream_response(org=org, root=root_id, last_event_id=last_event_id)
 
 
-@sessions_router.get("", response={200: SessionListOut, 400: ErrorOut}, summary="List the org's sessions", exclude_none=True)
+# spec 003: GET /v1/agents/sessions
+@sessions_router.get("", response=SessionListOut, summary="List the org's sessions", exclude_none=True)
 def list_sessions(
     request,
     root: str | None = None,
     parent: str | None = None,
-    status: str | None = None,
+    status: word_param(SessionStatus) = Query(None),
     project: str | None = None,
     limit: int = limit_param(default=selectors.LIST_DEFAULT_LIMIT, maximum=selectors.LIST_MAX_LIMIT),
     cursor: str = cursor_param(),
@@ -104,9 +115,11 @@ def list_sessions(
     }
 
 
+# spec 003: POST /v1/agents/sessions
 @sessions_router.post("", response={201: SessionOut}, summary="Open a live session", exclude_none=True)
 def create_session(request, payload: SessionIn):
-    """Open a session (a subagent with parentSessionId) in the caller's org (spec 003: POST /v1/agents/sessions) → 201."""
+    """Open a session in the caller's org → 201; with `parentSessionId` it is a subagent of
+    that session."""
     body = payload.model_dump(exclude_none=True)
     session = services.session_create(
         agent=body.get("agent", ""),
@@ -129,9 +142,10 @@ def create_session(request, payload: SessionIn):
     return Status(201, session_view(session, org=request.auth.org_slug))
 
 
-@sessions_router.get("/{id}", response={200: SessionDetailOut, 404: ErrorOut}, summary="Read one session", exclude_none=True)
+# spec 003: GET /v1/agents/sessions/{id}
+@sessions_router.get("/{id}", response={200: SessionDetailOut}, summary="Read one session", exclude_none=True)
 def get_session(request, id: str):
-    """Return a session with its direct children and 50 newest events, oldest first (spec 003: GET …/sessions/{id})."""
+    """Return a session with its direct children and its 50 newest events, oldest first."""
     org = request.auth.org_slug
     detail = selectors.session_detail(session_id=id)
     view = session_view(detail.row.session, org=org, children=detail.row.children, last_event=detail.row.last_event)
@@ -140,22 +154,26 @@ def get_session(request, id: str):
     return view
 
 
-@sessions_router.patch("/{id}", response={200: SessionOut, 400: ErrorOut, 404: ErrorOut, 409: ErrorOut}, summary="Update a session", exclude_none=True)
+# spec 003: PATCH /v1/agents/sessions/{id}
+@sessions_router.patch("/{id}", response={200: SessionOut, 409: ErrorOut}, summary="Update a session", exclude_none=True)
 def patch_session(request, id: str, payload: SessionPatchIn):
-    """Change status, title, target, terminal, project, published (spec 003: PATCH …/sessions/{id})."""
+    """Change a session's status, title, target, terminal, project, published flag or working
+    directory. 409 `session_finished` when a finished session is given another status."""
     changes = payload.model_dump(exclude_none=True)
     session = services.session_update(session_id=id, **changes)
     return session_view(session, org=request.auth.org_slug, children=selectors.child_count(session_id=session.id))
 
 
-@sessions_router.get("/{id}/tree", response={200: TreeNodeOut, 404: ErrorOut}, summary="The subagent flow under a session")
+# spec 003: GET /v1/agents/sessions/{id}/tree
+@sessions_router.get("/{id}/tree", response={200: TreeNodeOut}, summary="The subagent flow under a session")
 def session_tree(request, id: str):
-    """Return the flow rooted at this session from one indexed read; a leaf's children is null (spec 003: GET …/{id}/tree)."""
+    """Return the flow rooted at this session; a leaf's `children` is null."""
     session, by_parent = selectors.session_tree(session_id=id)
     return JsonResponse(tree_view(session, org=request.auth.org_slug, by_parent=by_parent))
 
 
-@sessions_router.get("/{id}/events", response={200: EventListOut, 400: ErrorOut, 404: ErrorOut}, summary="Read a session's log, page by page", exclude_none=True)
+# spec 003 (and issue 11): GET /v1/agents/sessions/{id}/events
+@sessions_router.get("/{id}/events", response=EventListOut, summary="Read a session's log, page by page", exclude_none=True)
 def list_events(
     request,
     id: str,
@@ -170,13 +188,15 @@ def list_events(
 
 @sessions_router.post(
     "/{id}/events",
-    response={201: EventOut, 400: ErrorOut, 404: ErrorOut, 422: SecretErrorOut},
+    response={201: EventOut, 409: ErrorOut, 422: SecretErrorOut},
     summary="Append one turn to a session's log",
     exclude_none=True,
-    openapi_extra=_openapi_body(EventIn),
+    openapi_extra=_openapi_body(EventIn, required=True),
 )
-def append_event(request, id: str):
-    """Append a turn; 201 with the stored event and its seq; 422 with findings if it carries a credential (spec 003: POST …/{id}/events)."""
+def append_event(request, id: str):  # spec 003: POST /v1/agents/sessions/{id}/events
+    """Append a turn → 201 with the stored event and its `seq`. 409 `session_finished` on a
+    finished session; 422 `secret_in_transcript` with findings when the payload carries a
+    credential (nothing is stored)."""
     body = _json_body(request, required=True)
     actor = body.get("actor")
     if actor is not None and not isinstance(actor, str):
@@ -191,9 +211,11 @@ def append_event(request, id: str):
     return Status(201, event_view(event))
 
 
-@sessions_router.get("/{id}/control", response={200: ControlPollOut, 404: ErrorOut}, summary="Steering commands after a cursor", exclude_none=True)
+# spec 003: GET /v1/agents/sessions/{id}/control
+@sessions_router.get("/{id}/control", response={200: ControlPollOut}, summary="Steering commands after a cursor", exclude_none=True)
 def poll_control(request, id: str, after: int | None = None):
-    """Return the control commands with seq > after, oldest first, at most 200, and the next cursor (spec 003: GET …/{id}/control)."""
+    """Return the control commands with `seq` > `after`, oldest first, at most 200, and the
+    cursor to poll from next."""
     events, cursor = selectors.control_commands(session_id=id, after=after)
     return {"commands": [control_command_view(e) for e in events], "cursor": cursor}
 
@@ -206,40 +228,68 @@ def _steer(request, id: str, command: str):
     return {"command": command, "event": event_view(event), "forwarded": forwarded}
 
 
-_STEER_RESPONSES = {200: ControlOut, 400: ErrorOut, 404: ErrorOut, 409: ErrorOut, 422: SecretErrorOut, 502: ErrorOut}
+_STEER_RESPONSES = {200: ControlOut, 409: ErrorOut, 422: SecretErrorOut, 502: ErrorOut}
+
 
 
 @sessions_router.post("/{id}/pause", response=_STEER_RESPONSES, summary="Ask a running session to pause", exclude_none=True, openapi_extra=_openapi_body(ControlIn))
-def pause_session(request, id: str):
-    """Record `pause` as a durable control event; {command, event, forwarded} (spec 003: POST …/{id}/pause)."""
+def pause_session(request, id: str):  # spec 003: POST /v1/agents/sessions/{id}/pause
+    """Ask the session to pause before its next step.
+
+    Answers `{command, event, forwarded}`: the recorded command, and whether a running executor
+    took it. 409 `session_finished` on a finished session; 422 when the payload carries a
+    credential; 502 `forward_failed` when the executor did not acknowledge (the command stays
+    recorded).
+    """
     return _steer(request, id, ControlCommand.PAUSE)
 
 
 @sessions_router.post("/{id}/resume", response=_STEER_RESPONSES, summary="Ask a paused session to carry on", exclude_none=True, openapi_extra=_openapi_body(ControlIn))
-def resume_session(request, id: str):
-    """Record `resume` as a durable control event; {command, event, forwarded} (spec 003: POST …/{id}/resume)."""
+def resume_session(request, id: str):  # spec 003: POST /v1/agents/sessions/{id}/resume
+    """Ask a paused session to carry on.
+
+    Answers `{command, event, forwarded}`: the recorded command, and whether a running executor
+    took it. 409 `session_finished` on a finished session; 422 when the payload carries a
+    credential; 502 `forward_failed` when the executor did not acknowledge (the command stays
+    recorded).
+    """
     return _steer(request, id, ControlCommand.RESUME)
 
 
 @sessions_router.post("/{id}/stop", response=_STEER_RESPONSES, summary="Ask a session to stop for good", exclude_none=True, openapi_extra=_openapi_body(ControlIn))
-def stop_session(request, id: str):
-    """Record `stop` as a durable control event; {command, event, forwarded} (spec 003: POST …/{id}/stop)."""
+def stop_session(request, id: str):  # spec 003: POST /v1/agents/sessions/{id}/stop
+    """Ask the session to stop for good.
+
+    Answers `{command, event, forwarded}`: the recorded command, and whether a running executor
+    took it. 409 `session_finished` on a finished session; 422 when the payload carries a
+    credential; 502 `forward_failed` when the executor did not acknowledge (the command stays
+    recorded).
+    """
     return _steer(request, id, ControlCommand.STOP)
 
 
-@sessions_router.post("/{id}/message", response=_STEER_RESPONSES, summary="Send text into a running session", exclude_none=True, openapi_extra=_openapi_body(ControlIn))
-def message_session(request, id: str):
-    """Record a `message` (≤16 KiB) or payload as a durable control event (spec 003: POST …/{id}/message)."""
+@sessions_router.post("/{id}/message", response=_STEER_RESPONSES, summary="Send text into a running session", exclude_none=True, openapi_extra=_openapi_body(ControlMessageIn, required=True))
+def message_session(request, id: str):  # spec 003: POST /v1/agents/sessions/{id}/message
+    """Add a user turn (a `message` of at most 16 KiB, and/or a `payload`) before the session's next step.
+
+    Answers `{command, event, forwarded}`: the recorded command, and whether a running executor
+    took it. 409 `session_finished` on a finished session; 422 when the payload carries a
+    credential; 502 `forward_failed` when the executor did not acknowledge (the command stays
+    recorded).
+    """
     return _steer(request, id, ControlCommand.MESSAGE)
 
 
+# spec 003: GET /v1/agents/builds
 @builds_router.get("", response=BuildsOut, summary="The public index of published builds")
 def list_builds(request, limit: int | None = None):
-    """Return every org's published builds, most recently updated first; no login (spec 003: GET /v1/agents/builds)."""
+    """Return every org's published builds, most recently updated first. No credential needed."""
     return {"builds": builds.builds_index(limit=limit)}
 
 
-@builds_router.get("/{org}/{project}", response={200: BuildOut, 404: ErrorOut}, summary="One published build, turn by turn", exclude_none=True)
+# spec 003: GET /v1/agents/builds/{org}/{project}
+@builds_router.get("/{org}/{project}", response={200: BuildOut}, summary="One published build, turn by turn", exclude_none=True)
 def get_build(request, org: str, project: str):
-    """Return a published build with its turns, commits and the verifying git log; no login (spec 003: GET /v1/agents/builds/{org}/{project})."""
+    """Return a published build with its turns, the commits they produced and the `git log`
+    command that verifies them. No credential needed."""
     return builds.build_detail(org=org, project=project)

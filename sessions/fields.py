@@ -7,12 +7,12 @@ are in characters unless they say bytes.
 from __future__ import annotations
 
 import json
-from urllib.parse import urlsplit
+import re
 
 from django.apps import apps
 
 from agents_site.errors import InvalidRequest
-from agents_site.vocabulary import EventKind, SessionStatus
+from agents_site.vocabulary import ControlCommand, EventKind, SessionStatus
 
 MAX_ID = 128
 MAX_AGENT = 128
@@ -102,17 +102,25 @@ def clean_task_ref(value) -> str:
     return text
 
 
+# An https URL with a host name (letters, digits, dots, dashes), an optional port, then any
+# path/query/fragment without blanks. The OpenAPI document declares this very pattern.
+TERMINAL_PATTERN = r"^https://[A-Za-z0-9][A-Za-z0-9.-]*(:[0-9]{1,5})?([/?#]\S*)?$"
+_TERMINAL_RE = re.compile(TERMINAL_PATTERN)
+
+
 def clean_terminal(value) -> str:
     """Return a terminal URL: "" withdraws it, else `https://host…` of at most 512 characters.
 
-    `javascript:`, `http:`, `file:` and protocol-relative `//host` are refused (400).
+    `javascript:`, `http:`, `file:`, protocol-relative `//host`, a URL without a host name and
+    one with blanks inside are refused (400). Example: `" https://t.example.com/s/1 "` →
+    `"https://t.example.com/s/1"`.
     """
     text = _text(value).strip()
     if not text:
         return ""
     if len(text) > MAX_TERMINAL:
         raise InvalidRequest("terminal url too long")
-    if not text.lower().startswith("https://") or not urlsplit(text).hostname:
+    if not _TERMINAL_RE.fullmatch(text):
         raise InvalidRequest("terminal url must be https")
     return text
 
@@ -144,6 +152,23 @@ def clean_target(value) -> str:
     if not target_exists(target):
         raise InvalidRequest("target not found in this org")
     return target
+
+
+CONTROL_PAYLOAD_MESSAGE = (
+    "a control turn's payload is {command, message?, payload?} with command " + "|".join(ControlCommand.values) + " and message a string"
+)
+
+
+def check_control_payload(payload) -> None:
+    """Refuse (400) a `control` turn whose payload is not a steering command.
+
+    `control` turns are what `GET …/{id}/control` hands to a running executor, so each must be
+    `{"command": "pause"|"resume"|"stop"|"message", "message"?: str, "payload"?: any}`.
+    """
+    if not isinstance(payload, dict) or payload.get("command") not in ControlCommand.values:
+        raise InvalidRequest(CONTROL_PAYLOAD_MESSAGE)
+    if not isinstance(payload.get("message", ""), str):
+        raise InvalidRequest(CONTROL_PAYLOAD_MESSAGE)
 
 
 def dump_payload(payload) -> str:

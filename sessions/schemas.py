@@ -5,62 +5,118 @@ from __future__ import annotations
 from typing import Any
 
 from ninja import Schema
-from pydantic import Field
+from pydantic import ConfigDict, Field, StrictBool
+
+from agents_site.schemas import ErrorOut, choice, required_in_docs, text
+from agents_site.vocabulary import ControlCommand, EventKind, SecretSeverity, SessionStatus
+from sessions import fields
+
+__all__ = ["ErrorOut"]  # re-exported: the session routes declare it
+
+
+_PUBLISHED = "A JSON boolean. `true` lists the session on the public builds gallery; a published session needs a `project`."
+_TERMINAL = "An `https://` URL of a live terminal on the session (at most 512 characters); \"\" withdraws it."
+_TARGET = "Id of a registered machine of the org; \"\" detaches. "
+_TERMINAL_OR_BLANK = "^$|" + fields.TERMINAL_PATTERN
+
+
+def _limited(limit: int, what: str = "") -> object:
+    return text(description=f"{what}At most {limit} characters.".strip(), maxLength=limit)
+
+
+def _create_schema(schema: dict, model: type | None = None) -> None:
+    required_in_docs("agent")(schema, model)
+    # Publishing needs a project (sessions.fields.PUBLISH_MESSAGE).
+    schema["if"] = {"properties": {"published": {"const": True}}, "required": ["published"]}
+    schema["then"] = {"required": ["project"], "properties": {"project": {"type": "string", "pattern": r"\S"}}}
 
 
 class SessionIn(Schema):
-    """Body of POST /v1/agents/sessions. Only `agent` is required."""
+    """Open a session. Only `agent` is required; text fields are trimmed."""
 
-    agent: str | None = None
-    actor: str | None = None
-    title: str | None = None
-    status: str | None = None
-    parentSessionId: str | None = None
-    taskWorkflowId: str | None = None
-    taskRunId: str | None = None
-    host: str | None = None
-    cwd: str | None = None
-    repo: str | None = None
-    target: str | None = None
-    terminal: str | None = None
-    provider: str | None = None
-    account: str | None = None
-    project: str | None = None
-    published: bool | None = None
+    model_config = ConfigDict(json_schema_extra=_create_schema)
+
+    agent: str | None = text(description="Name of the agent (or surface) working in the session, at most 128 characters.", maxLength=fields.MAX_AGENT, pattern=r"\S")
+    actor: str | None = _limited(fields.MAX_ACTOR, "Who acts (default: the caller). ")
+    title: str | None = _limited(fields.MAX_TITLE)
+    status: str | None = choice(SessionStatus, description="Default `running`; `done` or `error` records a finished session.")
+    parentSessionId: str | None = _limited(fields.MAX_ID, "Id of a session of the org this one is a subagent of. ")
+    taskWorkflowId: str | None = _limited(fields.MAX_TASK_REF)
+    taskRunId: str | None = _limited(fields.MAX_TASK_REF)
+    host: str | None = _limited(fields.MAX_HOST)
+    cwd: str | None = _limited(fields.MAX_CWD)
+    repo: str | None = _limited(fields.MAX_REPO)
+    target: str | None = _limited(fields.MAX_TARGET, _TARGET)
+    terminal: str | None = text(description=_TERMINAL, maxLength=fields.MAX_TERMINAL, pattern=_TERMINAL_OR_BLANK)
+    provider: str | None = _limited(fields.MAX_PROVIDER)
+    account: str | None = _limited(fields.MAX_ACCOUNT)
+    project: str | None = _limited(fields.MAX_PROJECT, "Project slug; required to publish. ")
+    published: StrictBool | None = Field(None, description=_PUBLISHED)
 
 
 class SessionPatchIn(Schema):
-    """Body of PATCH /v1/agents/sessions/{id}. An omitted (or null) field keeps its value."""
+    """Change a session. An omitted (or null) field keeps its value; a finished session keeps its status."""
 
-    status: str | None = None
-    title: str | None = None
-    target: str | None = None
-    terminal: str | None = None
-    project: str | None = None
-    published: bool | None = None
-    cwd: str | None = None
+    status: str | None = choice(SessionStatus)
+    title: str | None = _limited(fields.MAX_TITLE)
+    target: str | None = _limited(fields.MAX_TARGET, _TARGET)
+    terminal: str | None = text(description=_TERMINAL, maxLength=fields.MAX_TERMINAL, pattern=_TERMINAL_OR_BLANK)
+    project: str | None = _limited(fields.MAX_PROJECT, "Project slug. ")
+    published: StrictBool | None = Field(None, description=_PUBLISHED)
+    cwd: str | None = _limited(fields.MAX_CWD)
+
+
+def _control_turn(schema: dict, model: type | None = None) -> None:
+    # A `control` turn is a steering command (sessions.fields.check_control_payload).
+    schema["if"] = {"properties": {"kind": {"const": str(EventKind.CONTROL)}}, "required": ["kind"]}
+    schema["then"] = {
+        "required": ["payload"],
+        "properties": {
+            "payload": {
+                "type": "object",
+                "required": ["command"],
+                "properties": {"command": {"type": "string", "enum": list(ControlCommand.values)}, "message": {"type": "string"}},
+            }
+        },
+    }
 
 
 class EventIn(Schema):
-    """Body of POST …/{id}/events (documentation; the route reads the raw JSON itself)."""
+    """Append one turn. A payload carrying a credential is refused (422) and nothing is stored.
+    A `control` turn's payload is a steering command: `{command, message?, payload?}`."""
 
-    kind: str
-    payload: Any = None
-    actor: str | None = None
+    model_config = ConfigDict(json_schema_extra=_control_turn)
+
+    kind: str = choice(EventKind, ...)
+    payload: Any = Field(None, description="Any JSON, at most 64 KiB once serialised.")
+    actor: str | None = _limited(fields.MAX_ACTOR, "Who wrote the turn (default: the caller). ")
 
 
 class ControlIn(Schema):
-    """Optional body of POST …/{id}/{pause|resume|stop|message} (documentation)."""
+    """Optional body of a steering command: a note for the running agent and any JSON."""
 
-    message: str | None = None
-    payload: Any = None
+    message: str | None = text(description="Text for the running agent, at most 16 KiB of UTF-8.")
+    payload: Any = Field(None, description="Any JSON, at most 64 KiB once serialised.")
+
+
+def _message_or_payload(schema: dict, model: type | None = None) -> None:
+    schema["anyOf"] = [
+        {"required": ["message"], "properties": {"message": {"type": "string", "minLength": 1}}},
+        {"required": ["payload"], "properties": {"payload": {"not": {"type": "null"}}}},
+    ]
+
+
+class ControlMessageIn(ControlIn):
+    """Body of a `message` command: a non-empty `message`, a non-null `payload`, or both."""
+
+    model_config = ConfigDict(json_schema_extra=_message_or_payload)
 
 
 class LastEventOut(Schema):
     """The newest event of a session, previewed: first 240 bytes of its payload text."""
 
     seq: int
-    kind: str
+    kind: str = choice(EventKind, ...)
     actor: str | None = None
     preview: str
     at: str
@@ -73,7 +129,7 @@ class SessionOut(Schema):
     org: str
     agent: str
     actor: str | None = None
-    status: str
+    status: str = choice(SessionStatus, ...)
     parentSessionId: str | None = None
     rootSessionId: str
     title: str | None = None
@@ -103,7 +159,7 @@ class EventOut(Schema):
     id: str
     sessionId: str
     seq: int
-    kind: str
+    kind: str = choice(EventKind, ...)
     actor: str | None = None
     payload: Any = None
     createdAt: str
@@ -140,7 +196,7 @@ class TreeNodeOut(Schema):
 class ControlOut(Schema):
     """The answer of a steering command: the recorded event and whether an executor took it."""
 
-    command: str
+    command: str = choice(ControlCommand, ...)
     event: EventOut
     forwarded: bool
 
@@ -149,7 +205,7 @@ class ControlCommandOut(Schema):
     """One recorded steering command."""
 
     seq: int
-    command: str
+    command: str = choice(ControlCommand, ...)
     message: str | None = None
     payload: Any = None
 
@@ -165,27 +221,17 @@ class FindingOut(Schema):
     """A credential found in a payload; the value itself is never returned."""
 
     rule: str
-    severity: str
+    severity: str = choice(SecretSeverity, ...)
     line: int
     preview: str
     fingerprint: str
 
 
-class SecretErrorOut(Schema):
-    """422 `secret_in_transcript`: the write was refused and nothing was stored."""
+class SecretErrorOut(ErrorOut):
+    """422 `secret_in_transcript`: a credential was found in what was sent; nothing was stored.
+    The findings never carry the value itself."""
 
-    status: int
-    code: str
-    error: str
     findings: list[FindingOut]
-
-
-class ErrorOut(Schema):
-    """The one error shape."""
-
-    status: int
-    code: str
-    error: str
 
 
 class BuildEntryOut(Schema):
@@ -196,7 +242,7 @@ class BuildEntryOut(Schema):
     session: str
     title: str
     agent: str
-    status: str
+    status: str = choice(SessionStatus, ...)
     repo: str
     turns: int
     startedAt: str
@@ -213,7 +259,7 @@ class BuildTurnOut(Schema):
     """One turn of a build: its seq, text, and the commit it produced."""
 
     turn: int
-    kind: str
+    kind: str = choice(EventKind, ...)
     actor: str | None = None
     body: str
     commit: str | None = None
@@ -229,7 +275,7 @@ class BuildOut(Schema):
     session: str
     title: str | None = None
     agent: str
-    status: str
+    status: str = choice(SessionStatus, ...)
     repo: str | None = None
     model: str | None = None
     startedAt: str

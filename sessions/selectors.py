@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
+from agents_site.errors import InvalidRequest
 from agents_site.pagination import Page, keyset_page, page_limit
-from agents_site.vocabulary import EventKind
+from agents_site.vocabulary import EventKind, SessionStatus
 from sessions import fields
 from sessions.errors import SessionNotFound
 from sessions.models import Event, EventClock, Session
@@ -119,8 +120,10 @@ def session_list(
         queryset = queryset.filter(parent_id=parent)
     else:
         queryset = queryset.filter(parent_id="")
-    if status:
-        queryset = queryset.filter(status=fields.clean_status(status))
+    if status is not None:  # exactly one of the four words, as documented ("" included: 400)
+        if status not in SessionStatus.values:
+            raise InvalidRequest(fields.STATUS_MESSAGE)
+        queryset = queryset.filter(status=status)
     if project:
         queryset = queryset.filter(project=project)
     page = keyset_page(

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from agents_site.ids import mint_id
 from agents_site.errors import InvalidRequest
-from agents_site.vocabulary import SessionStatus
+from agents_site.vocabulary import EventKind, SessionStatus
 from sessions import bus, fields
 from sessions.errors import SecretInTranscript, SessionFinished, SessionNotFound
 from sessions.models import Event, EventClock, Session
@@ -222,7 +222,8 @@ def session_append_event(*, session_id: str, kind: str, payload, actor: str) -> 
 
     `payload` is any JSON-able Python value, or None for a turn without one; it is stored as
     compact JSON text of at most 64 KiB. Order of checks (reference §2.3): session in this
-    org (404 `SessionNotFound`) → kind in `EventKind` (400) → payload JSON and size (400
+    org (404 `SessionNotFound`) → kind in `EventKind` (400) → a `control` turn's payload is a
+    steering command (400, `fields.check_control_payload`) → payload JSON and size (400
     "payload must be valid JSON" / "payload too large") → credential scan (422
     `SecretInTranscript`, nothing stored) → actor ≤256 (400).
 
@@ -233,6 +234,8 @@ def session_append_event(*, session_id: str, kind: str, payload, actor: str) -> 
     """
     session_require(session_id=session_id)
     kind = fields.clean_kind(kind)
+    if kind == EventKind.CONTROL:
+        fields.check_control_payload(payload)
     text = fields.dump_payload(payload)
     refuse_secrets(payload)
     actor = fields.bounded(actor, fields.MAX_ACTOR, "actor")

@@ -67,8 +67,10 @@ def clean_spec(raw: dict | None) -> dict:
     """
     if not raw:
         return {}
-    gpus_raw = raw.get("gpus") or []
-    if not isinstance(gpus_raw, list):
+    gpus_raw = raw.get("gpus")
+    if gpus_raw is None:
+        gpus_raw = []
+    if not isinstance(gpus_raw, list):  # `{}` or `""` too: only a list (or null) is a GPU list
         raise InvalidRequest("gpus must be a list")
     if len(gpus_raw) > MAX_GPUS:
         raise InvalidRequest("too many gpus")

@@ -5,20 +5,41 @@ from __future__ import annotations
 from typing import Any
 
 from ninja import Schema
-from pydantic import Field
+from pydantic import ConfigDict, Field, StrictBool
+
+from agents_site.schemas import choice, declare, required_in_docs, text
+from agents_site.vocabulary import TargetKind, TargetStatus
+from targets.sanitize import MAX_GPUS
+from targets.services import MAX_CAPACITY, MAX_HOST, MAX_LABEL
+
+
+_SPEC = (
+    "What the machine is: `{os, arch, cpus, memory (bytes), gpus: [{vendor, model, memory}]}`. "
+    "Sanitized, never refused: strings trimmed and cut at 64 characters, numbers clamped, unknown "
+    "keys dropped; only more than 32 GPUs is refused."
+)
+_METRICS = (
+    "A heartbeat: `{load1, load5, load15, memUsed, memFree (bytes), gpuUtil (0..1)}`, sanitized like "
+    "`spec`; the server stamps `metricsAt` with its own clock."
+)
 
 
 class TargetIn(Schema):
-    """Body of POST/PATCH /v1/agents/targets. `spec`/`metrics` are sanitized, never refused
-    (except more than 32 GPUs)."""
+    """Change a machine: an omitted (or null) field keeps its value; a `metrics` change is a heartbeat."""
 
-    label: str | None = None
-    kind: str | None = None
-    status: str | None = None
-    capacity: str | None = None
-    host: str | None = None
-    spec: dict[str, Any] | None = None
-    metrics: dict[str, Any] | None = None
+    label: str | None = text(description="At most 128 characters.", maxLength=MAX_LABEL, pattern=r"\S")
+    kind: str | None = choice(TargetKind, description="Default `machine`.")
+    status: str | None = choice(TargetStatus, description="The operator's intent (default `online`); a machine silent for 90 s reads `offline`.")
+    capacity: str | None = text(description="At most 256 characters.", maxLength=MAX_CAPACITY)
+    host: str | None = text(description="Host name, at most 256 characters; registering again from the same host re-links the caller's machine.", maxLength=MAX_HOST)
+    spec: dict[str, Any] | None = Field(None, description=_SPEC, json_schema_extra=declare(on="object", properties={"gpus": {"anyOf": [{"type": "array", "maxItems": MAX_GPUS}, {"type": "null"}]}}))
+    metrics: dict[str, Any] | None = Field(None, description=_METRICS)
+
+
+class TargetCreateIn(TargetIn):
+    """Register a machine (or re-link the caller's machine on the same `host`): only `label` is required."""
+
+    model_config = ConfigDict(json_schema_extra=required_in_docs("label"))
 
 
 class GpuOut(Schema):
@@ -35,7 +56,9 @@ class SpecOut(Schema):
     gpus: list[GpuOut] | None = None
 
 
-class MetricsOut(Schema):
+class TargetMetricsOut(Schema):
+    """A machine's last heartbeat; `at` is when the server received it."""
+
     load1: float | None = None
     load5: float | None = None
     load15: float | None = None
@@ -50,12 +73,12 @@ class TargetOut(Schema):
 
     id: str
     label: str
-    kind: str
-    status: str
+    kind: str = choice(TargetKind, ...)
+    status: str = choice(TargetStatus, ..., description="Effective status: `offline` after 90 s without a heartbeat, whatever was set.")
     capacity: str | None = None
     host: str | None = None
     spec: SpecOut | None = None
-    metrics: MetricsOut | None = None
+    metrics: TargetMetricsOut | None = None
     metricsAt: str | None = None
     sessions: int
     running: int
@@ -81,10 +104,11 @@ class ClaimKeyOut(Schema):
 
 
 class ReportIn(Schema):
-    """A machine's report of a routed run; clamped, never refused."""
+    """A machine's report of a run it claimed; clamped to the limits, never refused. The run is
+    `ok` when `status` is `ok` or, without a status, when `ok` is `true`."""
 
     status: str | None = None
-    ok: bool | None = None
+    ok: StrictBool | None = Field(None, description="A JSON boolean.")
     output: Any = None
     error: Any = None
     model: Any = None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from django_q.models import OrmQ
 
 from agents import tasks
@@ -207,8 +208,14 @@ def test_bad_background_requests_record_nothing(funded, upstream, settings):
     assert stored_runs(funded) == [] and _queued_task_ids() == []
 
 
-def test_an_agent_named_runs_keeps_its_routes(funded, upstream):
-    make_agent(funded, "runs")
+def test_an_agent_named_runs_before_the_name_was_reserved_keeps_its_routes(funded, upstream):
+    from django.utils import timezone
+
+    from agents.models import Agent
+
+    with funded.context():  # `runs` is refused today (tests/agents/test_names.py); older rows may hold it
+        now = timezone.now()
+        Agent.objects.create(id="agent_" + "0" * 32, name="runs", model="test-model", created_at=now, updated_at=now)
 
     ran = funded.client.post("/v1/agents/runs/run", json.dumps({"input": "hi"}), content_type="application/json")
     history = funded.client.get("/v1/agents/runs/runs")
@@ -217,3 +224,15 @@ def test_an_agent_named_runs_keeps_its_routes(funded, upstream):
     assert [r["id"] for r in history.json()["runs"]] == [ran.json()["id"]]
     with funded.context():
         assert Run.objects.get().status == RunStatus.OK
+
+
+@pytest.mark.parametrize("background", ["yes", "true", 1, 0, "no", [], {}])
+def test_background_must_be_a_json_boolean(funded, upstream, background):
+    # `"background": "yes"` once started a billed background run.
+    make_agent(funded)
+    response = funded.client.post("/v1/agents/helper/run", json.dumps({"input": "hi", "background": background}), content_type="application/json")
+
+    assert response.status_code == 400
+    body = response.json()
+    assert body["code"] == "invalid_request" and body["fields"][0]["field"].endswith("background")
+    assert stored_runs(funded) == [] and _queued_task_ids() == [] and upstream.chat_requests == [] and debits(funded) == []

@@ -87,13 +87,12 @@ def test_org_runs_list_in_flight_runs_only_when_asked(org_a, upstream):
     assert [r["id"] for r in org_a.client.get("/v1/agents/runs?status=running").json()["runs"]] == ["run_live"]
 
 
-def test_fixed_paths_are_not_shadowed_by_an_agent_named_like_them(funded, upstream):
-    make_agent(funded, "runs")
-    make_agent(funded, "metrics")
-    run(funded, "runs")
+def test_fixed_paths_keep_answering_beside_an_agent_whose_name_starts_like_them(funded, upstream):
+    make_agent(funded, "runs2")  # `runs` itself is reserved (tests/agents/test_names.py)
+    run(funded, "runs2")
     assert len(funded.client.get("/v1/agents/runs").json()["runs"]) == 1
     assert funded.client.get("/v1/agents/metrics").json()["range"] == "30d"
-    assert len(funded.client.get("/v1/agents/runs/runs").json()["runs"]) == 1
+    assert len(funded.client.get("/v1/agents/runs2/runs").json()["runs"]) == 1
 
 
 def test_activity_of_an_empty_org_is_empty(org_a):
@@ -137,14 +136,22 @@ def test_metrics_of_an_org_without_runs_has_no_series_and_null_resources(org_a):
     assert body == {"range": "24h", "series": [], "resource": {"cpuVcpuHours": None, "memGbHours": None, "storageIoBytes": None, "costCents": None}}
 
 
-@pytest.mark.parametrize(("given", "canonical", "buckets"), [("24h", "24h", 24), ("7D", "7d", 7), ("30d", "30d", 30), ("", "30d", 30), ("year", "30d", 30)])
+@pytest.mark.parametrize("given", ["7D", "", "year", " 24h"])
+def test_metrics_refuses_a_range_that_is_not_one_of_its_words(org_a, given):
+    # The reference falls back to 30 days for any other word; a typo then reads as data.
+    response = org_a.client.get("/v1/agents/metrics", {"range": given})
+    assert response.status_code == 400
+    assert response.json() == {"status": 400, "code": "invalid_request", "error": "range must be 24h|7d|30d"}
+
+
+@pytest.mark.parametrize(("given", "canonical", "buckets"), [("24h", "24h", 24), ("7d", "7d", 7), ("30d", "30d", 30), (None, "30d", 30)])
 def test_metrics_has_one_series_per_agent_with_every_bucket(org_a, upstream, given, canonical, buckets):
     beta, alpha = make_agent(org_a, "beta"), make_agent(org_a, "alpha")
     add_runs(org_a, alpha, 3, start=timezone.now() - timedelta(minutes=30))
     add_runs(org_a, beta, 1, start=timezone.now() - timedelta(minutes=10), status=RunStatus.ERROR)
     add_runs(org_a, beta, 1, start=timezone.now() - timedelta(days=40))  # outside every window
 
-    body = org_a.client.get(f"/v1/agents/metrics?range={given}").json()
+    body = org_a.client.get("/v1/agents/metrics", {"range": given} if given is not None else {}).json()
 
     assert body["range"] == canonical
     assert [s["key"] for s in body["series"]] == ["alpha", "beta"]

@@ -369,10 +369,28 @@ def test_append_answers_201_with_the_stored_event_and_a_dense_seq(org_a):
     assert stored == [(1, "message", json.dumps(first["payload"], separators=(",", ":"))), (2, "tool-call", ""), (3, "status", '"ünïcode ✓"')]
 
 
-@pytest.mark.parametrize("kind", ["message", "tool-call", "spawn", "log", "status", "control"])
+@pytest.mark.parametrize("kind", ["message", "tool-call", "spawn", "log", "status"])
 def test_every_kind_of_turn_is_admitted(org_a, kind):
     session = new_session(org_a)
     assert append(org_a, session["id"], kind, {"k": kind})["kind"] == kind
+
+
+def test_a_control_turn_carrying_a_command_is_admitted_and_polled(org_a):
+    session = new_session(org_a)
+    assert append(org_a, session["id"], "control", {"command": "pause", "message": "hold"})["kind"] == "control"
+    polled = org_a.client.get(f"{BASE}/{session['id']}/control").json()
+    assert polled == {"commands": [{"seq": 1, "command": "pause", "message": "hold"}], "cursor": 1}
+
+
+@pytest.mark.parametrize("payload", [{"k": "control"}, {"command": "dance"}, {"command": "stop", "message": 5}, "stop", None])
+def test_a_control_turn_that_is_not_a_command_is_refused(org_a, payload):
+    # The control poll hands control turns to the running executor: each must be a command.
+    session = new_session(org_a)
+    response = org_a.client.post(f"{BASE}/{session['id']}/events", {"kind": "control", "payload": payload}, content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["error"].startswith("a control turn's payload is {command, message?, payload?}")
+    with org_a.context():
+        assert not Event.objects.filter(session_id=session["id"]).exists()
 
 
 def test_a_payload_of_exactly_64_kib_is_admitted(org_a):
@@ -463,3 +481,16 @@ def test_every_session_and_builds_route_of_spec_003_is_in_the_openapi_document(d
     assert paths["/v1/agents/builds"]["get"].get("security") in (None, [])
     events = paths["/v1/agents/sessions/{id}/events"]["post"]
     assert "kind" in events["requestBody"]["content"]["application/json"]["schema"]["properties"]
+
+
+@pytest.mark.parametrize("published", [0, 1, "true", "yes", "false"])
+def test_published_must_be_a_json_boolean(org_a, published):
+    # `"published": 0` was once accepted.
+    created = post(org_a.client, BASE, {"agent": "coder", "project": "shop", "published": published})
+    assert created.status_code == 400 and created.json()["fields"][0]["field"].endswith("published")
+    assert _count(org_a) == 0
+    session = new_session(org_a, project="shop")
+    changed = patch(org_a.client, f"{BASE}/{session['id']}", {"published": published})
+    assert changed.status_code == 400 and created.json()["code"] == "invalid_request"
+    with org_a.context():
+        assert Session.objects.get(pk=session["id"]).published is False

@@ -335,3 +335,11 @@ def test_each_machine_carries_its_live_session_load(org_a, django_assert_max_num
     assert load == {box["id"]: (3, 2), bare["id"]: (1, 0)}
     one = org_a.client.get(f"/v1/agents/targets/{box['id']}").json()
     assert (one["sessions"], one["running"]) == (3, 2)
+
+
+@pytest.mark.parametrize("ok", ["yes", 1, "true"])
+def test_a_report_ok_must_be_a_json_boolean(org_a, ok):
+    target = post(org_a.client, "", {"label": "m"}).json()
+    response = post(org_a.client, f"/{target['id']}/runs/run_{'0' * 32}/report", {"ok": ok})
+    assert response.status_code == 400
+    assert response.json()["fields"][0]["field"].endswith("ok")

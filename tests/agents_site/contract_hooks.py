@@ -1,0 +1,70 @@
+"""schemathesis hooks of the contract test (loaded through `SCHEMATHESIS_HOOKS`).
+
+A few fields are valid only against what is stored or against a rule no JSON Schema keyword
+states: a tool name must name a tool the org has, a `parentSessionId`, `target` or `targetId`
+must name a session or machine of the org, a `cursor` must be a `nextCursor` the list handed
+out, a cron must fire, a time zone must exist. The
+document describes them in words; generated *valid* requests get such values from here (or
+leave the field out), so the check that valid requests are accepted tests everything else.
+Invalid (negative) requests are never touched: the server must refuse them as they come.
+"""
+
+from __future__ import annotations
+
+import schemathesis
+from schemathesis.generation import GenerationMode
+
+BUILTIN_TOOLS = ("current_time", "calculator")  # built-ins that need no configuration
+CRON = "*/5 * * * *"
+MODEL = "test-model"  # in the loopback upstream's model list (tests/support/upstream.py)
+
+
+def _positive(case) -> bool:
+    meta = getattr(case, "meta", None)
+    return meta is not None and meta.generation.mode == GenerationMode.POSITIVE
+
+
+def _agent_body(body: dict) -> None:
+    if isinstance(body.get("model"), str) and body["model"].strip():
+        body["model"] = MODEL
+    if isinstance(body.get("tools"), list):
+        body["tools"] = [tool for tool in body["tools"] if tool in BUILTIN_TOOLS] or list(BUILTIN_TOOLS[:1])
+    if isinstance(body.get("schedule"), str):
+        body["schedule"] = CRON
+    if body.get("executionMode") == "long-running":
+        body["schedule"] = CRON
+    if isinstance(body.get("timezone"), str):
+        body["timezone"] = "UTC"
+
+
+def _session_body(body: dict, *, patch: bool) -> None:
+    body.pop("parentSessionId", None)
+    if body.get("target"):
+        body["target"] = ""
+    if patch and body.get("published") is True and not (body.get("project") or "").strip():
+        body["project"] = "contract"  # the stored session may have no project to publish
+    if patch and isinstance(body.get("project"), str) and not body["project"].strip() and body.get("published") is not True:
+        body["published"] = False  # the stored session may be published: it cannot drop its project
+
+
+@schemathesis.hook
+def map_case(context, case):
+    """Give a generated valid request stored references and semantic values that hold."""
+    if not _positive(case):
+        return case
+    if isinstance(case.query, dict):
+        case.query.pop("cursor", None)  # only a nextCursor this list handed out is valid
+    if not isinstance(case.body, dict):
+        return case
+    path, method = case.operation.path, case.method.upper()
+    if path in ("/v1/agents", "/v1/agents/{ref}") and method in ("POST", "PATCH"):
+        _agent_body(case.body)
+        if method == "PATCH":
+            case.body.pop("name", None)  # only the agent's own name is valid, and it changes nothing
+    elif path == "/v1/agents/sessions" and method == "POST":
+        _session_body(case.body, patch=False)
+    elif path == "/v1/agents/sessions/{id}" and method == "PATCH":
+        _session_body(case.body, patch=True)
+    elif path == "/v1/agents/{ref}/run" and method == "POST":
+        case.body.pop("targetId", None)
+    return case
