@@ -55,9 +55,9 @@ def get_repo(request, owner: str, name: str):
 
 @repos_router.patch("/{owner}/{name}", response={200: RepoOut, **_ERRORS}, summary="Change a repo (org admins)")
 def patch_repo(request, owner: str, name: str, payload: RepoIn):
-    """Change `cloneUrl`, `defaultBranch` or `credential` (null or "" clears it)."""
+    """Change `cloneUrl`, `defaultBranch` or `credential` (`""` clears the credential; JSON null is an omitted field)."""
     repo = selectors.repo_get(owner=owner, name=name)
-    given = payload.model_dump(exclude_unset=True)
+    given = payload.model_dump(exclude_unset=True, exclude_none=True)
     changes = {}
     if "cloneUrl" in given:
         changes["clone_url"] = given["cloneUrl"]

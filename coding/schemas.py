@@ -40,7 +40,7 @@ class RepoDeletedOut(Schema):
 
 
 class CodingIn(Schema):
-    """Body of POST /v1/agents/coding (reference §8.2)."""
+    """Body of POST /v1/agents/coding: one autonomous coding run against a registered repo."""
 
     prompt: str | None = None
     repo: str | None = None

@@ -47,6 +47,23 @@ def _session_body(body: dict, *, patch: bool) -> None:
         body["published"] = False  # the stored session may be published: it cannot drop its project
 
 
+def _repo_body(body: dict, *, create: bool) -> None:
+    """A repo's owner/name must be new, its URL one the deployment admits, its credential granted."""
+    import uuid
+
+    body.pop("credential", None)  # only a name the operator granted to this org is valid
+    body.pop("repo", None)
+    if create:
+        body.update(owner="contract", name=f"r{uuid.uuid4().hex[:10]}", cloneUrl="https://example.com/contract/repo.git")
+    else:
+        body.pop("owner", None)
+        body.pop("name", None)
+        if isinstance(body.get("cloneUrl"), str):
+            body["cloneUrl"] = "https://example.com/contract/repo.git"
+    if isinstance(body.get("defaultBranch"), str):
+        body["defaultBranch"] = "main"
+
+
 @schemathesis.hook
 def map_case(context, case):
     """Give a generated valid request stored references and semantic values that hold."""
@@ -67,4 +84,8 @@ def map_case(context, case):
         _session_body(case.body, patch=True)
     elif path == "/v1/agents/{ref}/run" and method == "POST":
         case.body.pop("targetId", None)
+    elif path == "/v1/agents/repos" and method == "POST":
+        _repo_body(case.body, create=True)
+    elif path == "/v1/agents/repos/{owner}/{name}" and method == "PATCH":
+        _repo_body(case.body, create=False)
     return case
