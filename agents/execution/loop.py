@@ -34,6 +34,35 @@ EVENT_ARGUMENT_BYTES = 4 * 1024
 EVENT_RESULT_BYTES = 4 * 1024
 
 
+class RunListener:
+    """What a caller hears while a run executes (a streaming response, a session's live frames).
+
+    `delta(text)` is called with each piece of the assistant's reply as it is written (masked;
+    the pieces of one reply concatenate to it); `tool(action)` after each tool call executed
+    here, with the action (`{name, args, result}` or `{name, args, error}`); `ops(ops)` once
+    when the round hands client-executed tool calls back (`[{name, args}]`). The default
+    methods do nothing; a listener must not raise (what it raises is logged and ignored).
+    """
+
+    def delta(self, text: str) -> None:
+        """Hear one piece of the reply."""
+
+    def tool(self, action: dict) -> None:
+        """Hear one tool call executed here."""
+
+    def ops(self, ops: list[dict]) -> None:
+        """Hear the client-executed tool calls the round hands back."""
+
+
+def parsed_arguments(raw: str) -> dict:
+    """Return a tool call's JSON arguments as an object; malformed or non-object arguments → `{}`."""
+    try:
+        value = json.loads(raw) if raw else {}
+    except (json.JSONDecodeError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 class RunEnded(Exception):
     """The loop must end the run as an error with this sentence (stop, pause timeout, deadline)."""
 
@@ -92,6 +121,14 @@ def _arguments_for_event(raw: str):
         return clip(raw, EVENT_ARGUMENT_BYTES)
 
 
+def _wire(call) -> str:
+    return getattr(getattr(call, "function", None), "name", "") or ""
+
+
+def _raw(call) -> str:
+    return getattr(getattr(call, "function", None), "arguments", "") or ""
+
+
 class RunLoop:
     """Execute one run of `agent` on `text`; `execute()` returns its `Outcome`, never raises.
 
@@ -99,7 +136,9 @@ class RunLoop:
     as a tool; None means no deadline beyond the gateway's own timeouts.
     """
 
-    def __init__(self, *, agent: Agent, text: str, run: Run, session: RunSession, org_slug: str, deadline: float | None):
+    def __init__(self, *, agent: Agent, text: str, run: Run, session: RunSession, org_slug: str, deadline: float | None,
+                 prompt: list[dict] | None = None, client_tools: list[dict] | None = None,
+                 listener: RunListener | None = None):
         self.agent = agent
         self.text = text
         self.run = run
@@ -107,7 +146,16 @@ class RunLoop:
         self.org_slug = org_slug
         self.deadline = deadline if deadline is not None else math.inf
         self.outcome = Outcome(model=agent.model or settings.AGENTS_DEFAULT_MODEL)
+        self.prompt = prompt
+        self.client_tools = [tool for tool in (client_tools or []) if isinstance(tool, dict)]
+        self.listener = listener or RunListener()
         self._held = False
+
+    def _hear(self, method: str, value) -> None:
+        try:
+            getattr(self.listener, method)(value)
+        except Exception:
+            logger.warning("run %s: listener %s failed", self.run.id, method, exc_info=True)
 
     # -- steering -------------------------------------------------------------------------
     def _hold_status(self, held: bool) -> None:
@@ -197,6 +245,9 @@ class RunLoop:
             result = masked(valid_text(result))
             span.set_attribute(tracing.ATTR_TOOL_FAILED, failed)
         self.outcome.tool_calls += 1
+        action = {"name": name, "args": parsed_arguments(masked(raw)), ("error" if failed else "result"): result}
+        self.outcome.actions.append(action)
+        self._hear("tool", action)
         self.session.append(
             EventKind.TOOL_CALL,
             {
@@ -212,12 +263,18 @@ class RunLoop:
 
     # -- the loop ---------------------------------------------------------------------------
     def _loop(self) -> None:
-        messages = compose_prompt(self.agent, self.text)
+        messages = [dict(m) for m in self.prompt] if self.prompt is not None else compose_prompt(self.agent, self.text)
         resolution = resolve_tools(list(self.agent.tools or []), agent_name=self.agent.name, depth=self.run.depth)
         for name, reason in resolution.not_offered.items():
             self.session.append(EventKind.LOG, {"text": f"tool {name} not offered: {reason}", "runId": self.run.id})
         by_wire = {tool.wire_name: tool for tool in resolution.tools}
         definitions = [tool.definition() for tool in resolution.tools]
+        client_names: set[str] = set()
+        for tool in self.client_tools:  # the caller's own tools: offered, never executed here (first name wins)
+            name = (tool.get("function") or {}).get("name")
+            if name and name not in by_wire and name not in client_names:
+                client_names.add(name)
+                definitions.append(tool)
         models = models_for(self.outcome.model)
         if self.text.strip():
             self.session.append(EventKind.MESSAGE, {"role": "user", "text": clip(self.text), "runId": self.run.id})
@@ -254,6 +311,20 @@ class RunLoop:
                 message = answered.completion.choices[0].message
                 content = masked(valid_text(message.content)) if message.content is not None else None
                 calls = list(message.tool_calls or [])
+                if content:
+                    self._hear("delta", content)
+                client_calls = [call for call in calls if offer and _wire(call) in client_names]
+                if client_calls:  # the caller executes these: hand them back and end the round
+                    for call in calls:
+                        if _wire(call) in by_wire:
+                            self._run_tool(call, by_wire, round_no)
+                    self.outcome.ops = [{"name": _wire(call), "args": parsed_arguments(masked(_raw(call)))} for call in client_calls]
+                    self._hear("ops", self.outcome.ops)
+                    self.session.append(EventKind.MESSAGE, {"role": "assistant", "text": clip(content or ""), "model": answered.model,
+                                                            "ops": [op["name"] for op in self.outcome.ops], "runId": self.run.id})
+                    self.outcome.status = RunStatus.OK
+                    self.outcome.output = content or ""
+                    return
                 if calls and offer:
                     messages.append(
                         {

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 
 from agents import tracing
-from agents.execution.loop import RunLoop
+from agents.execution.loop import RunListener, RunLoop
 from agents.models import Agent, Run
 from agents.run_session import RunSession
 from agents.runs.lifecycle import elapsed_ms, run_finish, run_start
@@ -49,13 +49,14 @@ def run_execute(
     parent_run_id: str = "",
     depth: int = 0,
     deadline: float | None = None,
+    listener: RunListener | None = None,
 ) -> Run:
     """Execute one run of `agent` on `input` for `actor` now; return the recorded run.
 
     In: the agent (of the current org), the input (≤ 128 KiB), the billing actor
     (`"<org>/<subject>"`, required), the caller's request id, an optional idempotency key, the
     `RunKind` (`tool` for an agent called as a tool, with the parent's session and run ids, its
-    nesting `depth` and a monotonic `deadline`).
+    nesting `depth` and a monotonic `deadline`); a `listener` hears the reply as it is written.
     Out: the `Run`, status `ok` (output) or `error` (error says why); `run.replayed` is True
     when it is an earlier run answered again for the same idempotency key.
     Raises whatever `run_start` refuses with (nothing executed, nothing recorded): 400, 403,
@@ -72,21 +73,32 @@ def run_execute(
         if run.replayed:
             return run
         span.set_attribute(tracing.ATTR_RUN_ID, run.id)
-        return run_execute_started(run=run, agent=agent, span=span, deadline=deadline)
+        return run_execute_started(run=run, agent=agent, span=span, deadline=deadline, listener=listener)
 
 
-def run_execute_started(*, run: Run, agent: Agent, span=None, deadline: float | None = None) -> Run:
+def run_execute_started(*, run: Run, agent: Agent, span=None, deadline: float | None = None,
+                        prompt: list[dict] | None = None, client_tools: list[dict] | None = None,
+                        listener: RunListener | None = None) -> Run:
     """Run the agent loop for `run` (already `running`, its session open) and finish it; return it.
 
     The executor attaches to the run's session (commands sent before it attached are
     replayed), executes, and hands the outcome to `run_finish` with its inbox and span.
+    `agent` may be an unsaved `Agent` (a preset's model, instructions and tools for a
+    conversation round). `prompt` replaces the composed opening messages (a conversation's
+    thread: OpenAI-shaped messages, instructions included by the caller); `client_tools` are
+    OpenAI function definitions offered but executed by the caller (their calls end the round
+    as `ops`); `listener` hears deltas, tool actions and ops as they happen (`RunListener`).
+    The returned run carries the round's `actions` and `ops` (lists; not stored columns).
     """
     session = RunSession.attach(session_id=run.session_id, actor=run.actor) if run.session_id else RunSession(actor=run.actor)
     started = time.perf_counter()
-    outcome = RunLoop(agent=agent, text=run.input, run=run, session=session, org_slug=stores.current_org(), deadline=deadline).execute()
+    outcome = RunLoop(agent=agent, text=run.input, run=run, session=session, org_slug=stores.current_org(), deadline=deadline,
+                      prompt=prompt, client_tools=client_tools, listener=listener).execute()
     outcome.duration_ms = elapsed_ms(started)
     finished = run_finish(run_id=run.id, outcome=outcome, from_statuses=_RUNNING, session=session, span=span)
     if finished is None:  # finished elsewhere meanwhile (recovery): answer what is recorded
         finished = Run.objects.get(pk=run.id)
     finished.replayed = False
+    finished.actions = outcome.actions
+    finished.ops = outcome.ops
     return finished

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import transaction
@@ -78,7 +78,10 @@ class Outcome:
 
     `status` is `RunStatus.OK` (with `output`) or `RunStatus.ERROR` (with `error`, one
     sentence). Tokens are summed over every completion of the run (None when the gateway
-    reported none). `duration_ms` None means "measured from the run's start".
+    reported none). `duration_ms` None means "measured from the run's start". `actions` are
+    the tool calls executed here (`{name, args, result}` or `{name, args, error}`), `ops` the
+    calls of client-executed tools handed back to the caller (`{name, args}`): neither is a
+    column of the run; conversation rounds return them.
     """
 
     status: str = RunStatus.ERROR
@@ -90,6 +93,8 @@ class Outcome:
     completion_tokens: int | None = None
     tool_calls: int = 0
     duration_ms: int | None = None
+    actions: list = field(default_factory=list)
+    ops: list = field(default_factory=list)
 
     @classmethod
     def failed(cls, error: str, *, model: str = "") -> Outcome:
@@ -350,7 +355,7 @@ def run_finish(
             duration_ms = max(0, int((now - row.started_at).total_seconds() * 1000)) if row.started_at else 0
         changes = {
             "status": RunStatus.OK if ok else RunStatus.ERROR,
-            "output": outcome.output if ok else "",
+            "output": outcome.output,  # a failed run keeps what it wrote (a reply cut off mid-stream)
             "error": "" if ok else (outcome.error or "the run failed"),
             "model": outcome.model or row.model,
             "attempts": outcome.attempts,
