@@ -1,0 +1,145 @@
+"""A run's reply as Server-Sent Events, written while the run executes (`stream: true`).
+
+Used by `POST /v1/agents/{ref}/run`, `POST /v1/agents/chat` and the OpenAI-compatible
+endpoint. The caller starts the run first (`run_start`: every refusal is an ordinary JSON
+4xx/5xx, before any byte of the stream), then hands `run_stream` the work that executes it.
+The work runs in a worker thread inside the org context; what its `RunListener` hears becomes
+frames at once:
+
+* `event: delta`  `data: {"text": "..."}` — a piece of the reply (masked; pieces concatenate);
+* `event: tool`   `data: {name, args, result|error}` — a tool call executed here;
+* `event: ops`    `data: {"ops": [{name, args}]}` — client-executed tool calls handed back;
+* then one final frame the work returns (e.g. `event: run` with the recorded run), after which
+  the stream ends. `: ping` comments keep an idle connection open.
+
+A client that goes away does not stop the run: it finishes and is recorded as usual (steer or
+stop it through its session). The body is an async generator (a sync one never streams under
+ASGI); `render_frame` is the one frame format, shared with the OpenAI-compatible endpoint's
+own `data:` chunks where it needs them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+from collections.abc import AsyncIterator, Callable
+
+from django.conf import settings
+from django.db import close_old_connections
+from django.http import StreamingHttpResponse
+
+from agents.execution.loop import RunListener
+from agents_site.vocabulary import ErrorCode
+from tenancy import stores
+
+logger = logging.getLogger(__name__)
+
+_FINAL = object()
+
+
+def render_frame(event: str | None, data) -> str:
+    """Return one SSE frame: `event: <event>` (omitted when None) and one `data:` line of compact JSON
+    (a `str` `data` is sent as it is, e.g. `[DONE]`)."""
+    body = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return (f"event: {event}\n" if event else "") + f"data: {body}\n\n"
+
+
+class QueueListener(RunListener):
+    """A `RunListener` that turns what it hears into `(event, data)` items on an asyncio queue
+    owned by another thread's event loop. Items put after that loop closed are dropped."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue, also: RunListener | None = None) -> None:
+        self._loop = loop
+        self._queue = queue
+        self._also = also
+
+    def put(self, event: str, data) -> None:
+        """Queue one frame for the stream (thread-safe; a closed loop drops it)."""
+        try:
+            self._loop.call_soon_threadsafe(self._queue.put_nowait, (event, data))
+        except RuntimeError:  # the response's loop is gone: the client left, the run goes on
+            pass
+
+    def delta(self, text: str) -> None:
+        """Queue `event: delta` `{"text"}`."""
+        self.put("delta", {"text": text})
+        if self._also:
+            self._also.delta(text)
+
+    def tool(self, action: dict) -> None:
+        """Queue `event: tool` with the action."""
+        self.put("tool", action)
+        if self._also:
+            self._also.tool(action)
+
+    def ops(self, ops: list[dict]) -> None:
+        """Queue `event: ops` `{"ops"}`."""
+        self.put("ops", {"ops": ops})
+        if self._also:
+            self._also.ops(ops)
+
+
+def run_stream(
+    *,
+    org: str,
+    work: Callable[[QueueListener], tuple[str | None, object]],
+    frame: Callable[[str, object], str | None] = render_frame,
+    also: RunListener | None = None,
+) -> StreamingHttpResponse:
+    """Answer `text/event-stream` while `work(listener)` executes a started run in a worker thread.
+
+    In: the org slug (from the principal; the thread acts inside `stores.org_context(org)`),
+    `work` — executes the run, calling the listener as the reply is written, and returns the
+    final frame `(event, data)`; `frame(event, data)` renders each frame (default
+    `render_frame`; return None to send nothing for a frame); `also`, a second listener.
+    Out: a 200 streaming response, not cached, not buffered. A failure inside `work` ends the
+    stream with `event: error` `{"status": 500, "code": "internal_error", "error"}` (the run
+    itself is recorded by its lifecycle, whatever happens here).
+    """
+    return stream_response(_frames(org=org, work=work, frame=frame, also=also))
+
+
+def stream_response(body: AsyncIterator[str]) -> StreamingHttpResponse:
+    """Return `body` as a `text/event-stream` response that no proxy buffers or caches."""
+    response = StreamingHttpResponse(body, content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
+
+
+async def _frames(*, org: str, work, frame, also) -> AsyncIterator[str]:
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue = asyncio.Queue()
+    listener = QueueListener(loop, queue, also)
+
+    def execute() -> None:
+        final: tuple[str | None, object]
+        try:
+            with stores.org_context(org):
+                final = work(listener)
+        except Exception:
+            logger.exception("a streamed run failed in its worker thread")
+            final = ("error", {"status": 500, "code": ErrorCode.INTERNAL, "error": "internal error"})
+        finally:
+            close_old_connections()
+        listener.put(_FINAL, final)  # type: ignore[arg-type]
+
+    threading.Thread(target=execute, name="agents-stream", daemon=True).start()
+    ping = max(float(getattr(settings, "AGENTS_SSE_PING_SECONDS", 25)), 0.05)
+    while True:
+        try:
+            event, data = await asyncio.wait_for(queue.get(), timeout=ping)
+        except TimeoutError:
+            yield ": ping\n\n"
+            continue
+        if event is _FINAL:
+            final_event, final_data = data
+            rendered = frame(final_event, final_data)
+            if rendered:
+                yield rendered
+            return
+        rendered = frame(event, data)
+        if rendered:
+            yield rendered
