@@ -13,8 +13,9 @@ frames at once:
 * then one final frame the work returns (e.g. `event: run` with the recorded run), after which
   the stream ends. `: ping` comments keep an idle connection open.
 
-A client that goes away does not stop the run: it finishes and is recorded as usual (steer or
-stop it through its session). The body is an async generator (a sync one never streams under
+The worker starts when `run_stream` is called, not when the body is first read: a client
+that goes away — even before reading a byte — does not stop the run; it finishes and is
+recorded as usual (steer or stop it through its session). The body is an async generator (a sync one never streams under
 ASGI); `render_frame` is the one frame format, shared with the OpenAI-compatible endpoint's
 own `data:` chunks where it needs them.
 """
@@ -47,21 +48,49 @@ def render_frame(event: str | None, data) -> str:
     return (f"event: {event}\n" if event else "") + f"data: {body}\n\n"
 
 
-class QueueListener(RunListener):
-    """A `RunListener` that turns what it hears into `(event, data)` items on an asyncio queue
-    owned by another thread's event loop. Items put after that loop closed are dropped."""
+class _Channel:
+    """Frames from the worker thread to the response: buffered until the response's event loop
+    attaches, then handed to its asyncio queue. The worker never waits on the client."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue, also: RunListener | None = None) -> None:
-        self._loop = loop
-        self._queue = queue
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._buffer: list = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._queue: asyncio.Queue | None = None
+
+    def put(self, item) -> None:
+        """Hand one `(event, data)` item on (thread-safe; dropped once the response's loop is gone)."""
+        with self._lock:
+            if self._loop is None:
+                self._buffer.append(item)
+                return
+            loop, queue = self._loop, self._queue
+        try:
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+        except RuntimeError:  # the response's loop is gone: the client left, the run goes on
+            pass
+
+    def attach(self, loop: asyncio.AbstractEventLoop) -> asyncio.Queue:
+        """Return the queue the response reads, holding everything put so far."""
+        queue: asyncio.Queue = asyncio.Queue()
+        with self._lock:
+            for item in self._buffer:
+                queue.put_nowait(item)
+            self._buffer.clear()
+            self._loop, self._queue = loop, queue
+        return queue
+
+
+class QueueListener(RunListener):
+    """A `RunListener` that turns what it hears into `(event, data)` frames for the stream."""
+
+    def __init__(self, channel: _Channel, also: RunListener | None = None) -> None:
+        self._channel = channel
         self._also = also
 
     def put(self, event: str, data) -> None:
-        """Queue one frame for the stream (thread-safe; a closed loop drops it)."""
-        try:
-            self._loop.call_soon_threadsafe(self._queue.put_nowait, (event, data))
-        except RuntimeError:  # the response's loop is gone: the client left, the run goes on
-            pass
+        """Queue one frame for the stream (thread-safe; never blocks)."""
+        self._channel.put((event, data))
 
     def delta(self, text: str) -> None:
         """Queue `event: delta` `{"text"}`."""
@@ -102,25 +131,8 @@ def run_stream(
     stream with `event: error` `{"status": 500, "code": "internal_error", "error"}` (the run
     itself is recorded by its lifecycle, whatever happens here).
     """
-    return stream_response(_frames(org=org, work=work, frame=frame, also=also, start=start))
-
-
-def stream_response(body: AsyncIterator[str]) -> StreamingHttpResponse:
-    """Return `body` as a `text/event-stream` response that no proxy buffers or caches."""
-    response = StreamingHttpResponse(body, content_type="text/event-stream")
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"
-    return response
-
-
-async def _frames(*, org: str, work, frame, also, start) -> AsyncIterator[str]:
-    if start is not None:
-        opening = frame("start", start)
-        if opening:
-            yield opening
-    loop = asyncio.get_running_loop()
-    queue: asyncio.Queue = asyncio.Queue()
-    listener = QueueListener(loop, queue, also)
+    channel = _Channel()
+    listener = QueueListener(channel, also)
 
     def execute() -> None:
         final: tuple[str | None, object]
@@ -132,9 +144,28 @@ async def _frames(*, org: str, work, frame, also, start) -> AsyncIterator[str]:
             final = ("error", {"status": 500, "code": ErrorCode.INTERNAL, "error": "internal error"})
         finally:
             close_old_connections()
-        listener.put(_FINAL, final)  # type: ignore[arg-type]
+        channel.put((_FINAL, final))
 
+    # The run goes on now, whether or not the client ever reads the body: a started run always
+    # finishes and is recorded (a client that leaves early loses only the frames).
     threading.Thread(target=execute, name="agents-stream", daemon=True).start()
+    return stream_response(_frames(channel=channel, frame=frame, start=start))
+
+
+def stream_response(body: AsyncIterator[str]) -> StreamingHttpResponse:
+    """Return `body` as a `text/event-stream` response that no proxy buffers or caches."""
+    response = StreamingHttpResponse(body, content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
+
+
+async def _frames(*, channel: _Channel, frame, start) -> AsyncIterator[str]:
+    if start is not None:
+        opening = frame("start", start)
+        if opening:
+            yield opening
+    queue = channel.attach(asyncio.get_running_loop())
     ping = max(float(getattr(settings, "AGENTS_SSE_PING_SECONDS", 25)), 0.05)
     while True:
         try:
