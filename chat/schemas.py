@@ -6,7 +6,7 @@ the API's users. The services judge every rule (messages, roles, sizes, tools); 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from ninja import Schema
 from pydantic import ConfigDict, Field, StrictBool
@@ -39,7 +39,7 @@ class ToolFunctionIn(Schema):
 class ToolIn(Schema):
     """An OpenAI tool definition: `{"type": "function", "function": {name, description?, parameters?}}`."""
 
-    type: str = Field(..., json_schema_extra={"enum": ["function"]}, description="Always `function`.")
+    type: Literal["function"] = Field(..., description="Always `function`.")
     function: ToolFunctionIn
 
 

@@ -41,3 +41,14 @@ def funded(org_a):
     """`org_a` with 1000 cents of credit."""
     fund(org_a)
     return org_a
+
+
+def wait_until(predicate, *, timeout: float = 10.0, what: str = "condition") -> None:
+    """Wait until `predicate()` is true (polling a condition, not sleeping a guess); fail after `timeout` s."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
