@@ -15,7 +15,7 @@ class ConversationAdmin(OrgModelAdmin):
 
 @admin.register(Message)
 class MessageAdmin(OrgModelAdmin):
-    list_display = ("id", "conversation", "position", "role", "run_id", "created_at")
+    list_display = ("id", "conversation", "position", "__str__", "run_id", "created_at")
     list_filter = ("role",)
     search_fields = ("id", "conversation__id", "run_id")
     readonly_fields = [f.name for f in Message._meta.fields]
