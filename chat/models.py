@@ -6,6 +6,7 @@ Routed by tenancy.db_router to the current org's database (label `chat` is an or
 from django.db import models
 
 from agents_site.ids import mint_id
+from agents_site.vocabulary import ChatRole
 
 
 def new_conversation_id() -> str:
@@ -52,7 +53,7 @@ class Message(models.Model):
     id = models.CharField(primary_key=True, max_length=64, default=new_message_id, editable=False)
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
     position = models.PositiveIntegerField()
-    role = models.CharField(max_length=16)
+    role = models.CharField(max_length=16, choices=ChatRole.choices)
     content = models.TextField(default="", blank=True)
     tool_calls = models.JSONField(null=True, blank=True)
     run_id = models.CharField(max_length=64, default="", blank=True, db_index=True)

@@ -76,6 +76,7 @@ def test_an_enqueued_round_waits_for_the_one_in_flight_and_runs_after_it(thread_
     first, first_box = _in_thread(org, {"messages": user("u1"), "conversationId": conversation})
     wait_until(lambda: len(upstream.chat_requests) == 2, what="the first round at the model")
     second, second_box = _in_thread(org, {"messages": user("u2"), "conversationId": conversation, "multitaskStrategy": "enqueue"})
+    # The Condition's waiters are the rounds of this process waiting for a conversation (a real wait, observed).
     wait_until(lambda: len(services.released._waiters) > 0, what="the second round waiting")
     assert len(upstream.chat_requests) == 2  # the second has not reached the model
 
