@@ -25,7 +25,9 @@ class MessageIn(Schema):
     model_config = ConfigDict(json_schema_extra=required_in_docs("role", "content"))
 
     role: str | None = choice(ChatRole, description="`system`, `user`, `assistant` or `tool` (a tool's result the client sends back).")
-    content: str | None = text(description=_CONTENT, maxLength=MAX_CONTENT_BYTES)
+    # 128 KiB is a byte limit, described in words: a declared maxLength would have generators
+    # send bodies over the 1 MiB upload limit (413) to probe it.
+    content: str | None = text(description=_CONTENT)
 
 
 class ToolFunctionIn(Schema):
@@ -59,8 +61,7 @@ class ChatIn(Schema):
     preset: str | None = choice(preset_ids(), description="A preset of GET /v1/agents/chat/presets (default `assistant`; not with `agent`).")
     agent: str | None = text(description="Name or id of one of the org's agents: its model, instructions and tools drive the round (not with `preset`).")
     tools: list[ToolIn] | None = Field(None, description="The caller's own OpenAI function definitions; their calls come back as `ops`.")
-    system: str | None = text(description="Added to the preset's system prompt (or the agent's instructions) after a blank line; at most 128 KiB.",
-                              maxLength=MAX_CONTENT_BYTES)
+    system: str | None = text(description="Added to the preset's system prompt (or the agent's instructions) after a blank line; at most 128 KiB of UTF-8.")
     conversationId: str | None = text(description="Continue this conversation; an unknown id starts a new one.")
     stream: StrictBool | None = Field(None, description="`true` answers `text/event-stream`: `delta`, `tool` and `ops` frames, then one `chat` frame (or `error`).")
     multitaskStrategy: str | None = choice(MultitaskStrategy, description="While a round of the conversation is in flight: `reject` (409 `conversation_busy`, the default) or `enqueue` (wait for it, then run).")
