@@ -10,6 +10,7 @@ required throughout.
 from __future__ import annotations
 
 import threading
+import time
 
 from django.db.models import F
 from django.utils import timezone
@@ -117,8 +118,6 @@ def conversation_wait_free(*, conversation_id: str, deadline: float, poll_second
     Woken at once by a release in this process; a release by another process is seen within
     `poll_seconds`. A conversation that no longer exists counts as free.
     """
-    import time
-
     while True:
         held = Conversation.objects.filter(pk=conversation_id).values_list("busy_run_id", flat=True).first()
         if not held or not holder_in_flight(held):

@@ -43,11 +43,6 @@ def thread_of(org_a, upstream):
     return org_a, body["conversationId"]
 
 
-def _busy(org, conversation_id: str) -> bool:
-    with org.context():
-        return bool(Conversation.objects.get(pk=conversation_id).busy_run_id)
-
-
 def test_a_second_round_while_one_is_in_flight_is_409_and_stores_nothing(thread_of, upstream):
     org, conversation = thread_of
     release = threading.Event()
