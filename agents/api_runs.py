@@ -18,7 +18,7 @@ from agents.presenters import run_view
 from agents.runs.routed import routed_start
 from agents.schemas import ActivityOut, BillingOut, MetricsOut, RunAcceptedOut, RunIn, RunListOut, RunOut
 from agents_site.schemas import ErrorOut, word_param
-from agents_site.vocabulary import MetricsRange, RunStatus
+from agents_site.vocabulary import MetricsRange, RunKind, RunStatus
 from agents_site.wire import compact
 from agents_site.pagination import cursor_param, limit_param
 from billing.selectors import LEDGER_DEFAULT_LIMIT, LEDGER_MAX_LIMIT, billing_summary
@@ -46,11 +46,13 @@ def _run_limit():
 def list_org_runs(
     request,
     status: word_param(RunStatus) = Query(None, description="Only runs in this status (default: finished runs, `ok` and `error`)."),
+    kind: word_param(RunKind) = Query(None, description="Only runs of this kind (default: every kind)."),
     limit: int = _run_limit(),
     cursor: str = cursor_param(),
 ):
-    """Return one page of the org's runs across agents, newest first; `nextCursor` reads the next page."""
-    page = selectors.run_list_org(status=status, limit=limit, cursor=cursor)
+    """Return one page of the org's runs across agents, of every kind unless `kind` names one,
+    newest first; `nextCursor` reads the next page."""
+    page = selectors.run_list_org(status=status, kind=kind, limit=limit, cursor=cursor)
     return {"runs": [run_view(r) for r in page.items], "nextCursor": page.next_cursor}
 
 

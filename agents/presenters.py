@@ -10,11 +10,17 @@ from agents_site.wire import compact, rfc3339
 
 def run_view(run: Run) -> dict:
     """Return the wire view of `run` (`createdAt` = when it finished, or was accepted;
-    `startedAt` = when a worker or the request started executing it, absent while queued)."""
+    `startedAt` = when a worker or the request started executing it, absent while queued).
+
+    `kind` says what started it (`RunKind`); `agent` is the name of the agent that ran, or of
+    what drove a run no agent drives (a chat preset's id); `agentId` is absent for such a run.
+    """
     return compact(
         {
             "id": run.id,
+            "kind": run.kind,
             "agent": run.agent_name,
+            "agentId": run.agent_id,
             "status": run.status,
             "model": run.model,
             "input": run.input,
@@ -31,7 +37,7 @@ def run_view(run: Run) -> dict:
             "startedAt": rfc3339(run.started_at),
             "createdAt": rfc3339(run.finished_at or run.created_at),
         },
-        keep=("id", "agent", "status", "model", "input", "durationMs", "createdAt"),
+        keep=("id", "kind", "agent", "status", "model", "input", "durationMs", "createdAt"),
     )
 
 

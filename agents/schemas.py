@@ -10,7 +10,7 @@ from ninja import Schema
 from pydantic import ConfigDict, Field, StrictBool
 
 from agents_site.schemas import choice, declare, required_in_docs, text
-from agents_site.vocabulary import ActivityKind, AgentHosting, AgentStatus, ExecutionMode, LedgerKind, MetricsRange, RunStatus
+from agents_site.vocabulary import ActivityKind, AgentHosting, AgentStatus, ExecutionMode, LedgerKind, MetricsRange, RunKind, RunStatus
 
 # The limits the services enforce (agents.services, agents.lifecycle), declared for the docs.
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -57,10 +57,13 @@ class AgentCreateIn(AgentIn):
 
 
 class RunOut(Schema):
-    """A run as answered by the run and history routes."""
+    """A run as answered by the run and history routes. `kind` says what started it; a run no
+    agent drives (a chat round of a preset) has no `agentId` and names the preset as `agent`."""
 
     id: str
+    kind: str = choice(RunKind, ...)
     agent: str
+    agentId: str | None = None
     status: str = choice(RunStatus, ...)
     model: str
     input: str

@@ -7,7 +7,7 @@ from django.db.models import Count, Q
 from agents.models import Agent, Run
 from agents_site.errors import InvalidRequest, NotFound
 from agents_site.pagination import Page, keyset_page, page_limit
-from agents_site.vocabulary import RunStatus
+from agents_site.vocabulary import RunKind, RunStatus
 
 MAX_REF_LENGTH = 128
 
@@ -95,26 +95,40 @@ def _run_status(status: str | None) -> str:
     return status
 
 
-def runs_finished(*, agent: Agent | None = None, status: str | None = None, limit: int | None = None, cursor: str | None = None) -> Page[Run]:
-    """Return one page of finished runs, newest first (`finished_at` desc, id desc) — THE list of
-    finished runs every route, console page and dashboard reads.
+def _run_kind(kind: str | None) -> str:
+    """Return `kind` ("" for None); raise `InvalidRequest` (400) unless it is exactly a `RunKind`."""
+    if kind is None:
+        return ""
+    if kind not in RunKind.values:
+        raise InvalidRequest(f"kind must be one of {'|'.join(RunKind.values)}")
+    return kind
 
-    `agent` narrows to one agent; `status` (`ok`|`error`, or None for both) to one outcome.
+
+def runs_finished(*, agent: Agent | None = None, status: str | None = None, kind: str | None = None, limit: int | None = None,
+                  cursor: str | None = None) -> Page[Run]:
+    """Return one page of finished runs of every kind, newest first (`finished_at` desc, id desc) — THE
+    list of finished runs every route, console page and dashboard reads.
+
+    `agent` narrows to one agent; `status` (`ok`|`error`, or None for both) to one outcome;
+    `kind` (a `RunKind`, 400 otherwise) to one kind.
     `limit`: None → 50, above 200 → 200, below 1 → `InvalidRequest` (400);
     `cursor`: a `nextCursor` of this list with the same filters (400 otherwise). One query.
     """
     status = _run_status(status)
     if status and status not in RunStatus.FINISHED:
         raise InvalidRequest(f"status must be one of {'|'.join(sorted(RunStatus.FINISHED))}")
+    kind = _run_kind(kind)
     queryset = Run.objects.filter(status=status) if status else Run.objects.filter(status__in=RunStatus.FINISHED)
     if agent is not None:
         queryset = queryset.filter(agent=agent)
+    if kind:
+        queryset = queryset.filter(kind=kind)
     return keyset_page(
         queryset,
         order=FINISHED_ORDER,
         limit=page_limit(limit, default=HISTORY_DEFAULT_LIMIT, maximum=HISTORY_MAX_LIMIT),
         cursor=cursor,
-        tag="runs.finished",
+        tag=f"runs.finished.{kind}" if kind else "runs.finished",
     )
 
 
@@ -128,20 +142,26 @@ def run_list(*, agent: Agent, limit: int | None = None, cursor: str | None = Non
     return runs_finished(agent=agent, limit=limit, cursor=cursor)
 
 
-def run_list_org(*, status: str | None = None, limit: int | None = None, cursor: str | None = None) -> Page[Run]:
+def run_list_org(*, status: str | None = None, kind: str | None = None, limit: int | None = None,
+                 cursor: str | None = None) -> Page[Run]:
     """Return one page of the org's runs across agents, newest first (`limit` default 50, clamped to 200).
 
     Without `status`, finished runs (`ok` and `error`, by `finished_at`); with `queued` or
-    `running`, the runs in flight in it (by `created_at`). Raises `InvalidRequest` (400) for
-    any other status, a bad limit or a foreign cursor. One query.
+    `running`, the runs in flight in it (by `created_at`). Every kind of run, or only `kind`
+    (a `RunKind`). Raises `InvalidRequest` (400) for any other status or kind, a bad limit or a
+    foreign cursor (a cursor belongs to one status and kind). One query.
     """
     status = _run_status(status)
     if status not in RunStatus.IN_FLIGHT:
-        return runs_finished(status=status or None, limit=limit, cursor=cursor)
+        return runs_finished(status=status or None, kind=kind, limit=limit, cursor=cursor)
+    kind = _run_kind(kind)
+    queryset = Run.objects.filter(status=status)
+    if kind:
+        queryset = queryset.filter(kind=kind)
     return keyset_page(
-        Run.objects.filter(status=status),
+        queryset,
         order=IN_FLIGHT_ORDER,
         limit=page_limit(limit, default=HISTORY_DEFAULT_LIMIT, maximum=HISTORY_MAX_LIMIT),
         cursor=cursor,
-        tag=f"runs.{status}",
+        tag=f"runs.{status}.{kind}" if kind else f"runs.{status}",
     )

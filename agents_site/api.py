@@ -196,6 +196,7 @@ def _mount() -> None:
     # Fixed words before `/{ref}`: the agent router is added last so `/{ref}` never shadows them.
     from agents.api import router as agents_router
     from agents.api_runs import router as runs_router
+    from chat.api import router as chat_router
     from coding.api import coding_router, repos_router
     from sessions.api import builds_router, sessions_router
     from targets.api import router as targets_router
@@ -205,6 +206,7 @@ def _mount() -> None:
     api.add_router("/agents/targets", targets_router)
     api.add_router("/agents/repos", repos_router)
     api.add_router("/agents/coding", coding_router)
+    api.add_router("/agents/chat", chat_router)
     api.add_router("/agents", runs_router)
     api.add_router("/agents", agents_router)
 

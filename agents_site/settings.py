@@ -73,6 +73,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "identity.apps.IdentityConfig",
     "coding",
+    "chat",
     "console",
 ]
 
@@ -286,6 +287,11 @@ CLOUD_AGENT_FEE_CENTS = _env_int("CLOUD_AGENT_FEE_CENTS", 100)
 AGENTS_CHAT_FEE_CENTS = _env_int("AGENTS_CHAT_FEE_CENTS", -1)
 AGENTS_OPENAI_FEE_CENTS = _env_int("AGENTS_OPENAI_FEE_CENTS", -1)
 AGENTS_CODING_FEE_CENTS = _env_int("AGENTS_CODING_FEE_CENTS", -1)
+# Conversations (POST /v1/agents/chat): how many characters of a stored thread a round sends back
+# to the model before the caller's new messages (oldest turns dropped first; 0 sends none), and
+# how long a round with `multitaskStrategy: enqueue` waits for the round in flight (seconds).
+AGENTS_CHAT_HISTORY_CHARS = _env_int("AGENTS_CHAT_HISTORY_CHARS", 32_000)
+AGENTS_CHAT_ENQUEUE_WAIT_SECONDS = _env_float("AGENTS_CHAT_ENQUEUE_WAIT_SECONDS", 120.0)
 
 # Run-targets: how long a machine's claim long-poll waits for work before answering 204 (seconds).
 AGENTS_CLAIM_WAIT_SECONDS = float(os.environ.get("AGENTS_CLAIM_WAIT_SECONDS", "25") or 25)

@@ -51,6 +51,22 @@ class RunKind(models.TextChoices):
     CODING = "coding", "coding run"  # POST /v1/agents/coding
 
 
+class ChatRole(models.TextChoices):
+    """Who wrote one message of a conversation (POST /v1/agents/chat; OpenAI's roles)."""
+
+    SYSTEM = "system", "system"  # an instruction to the model
+    USER = "user", "user"  # the person talking
+    ASSISTANT = "assistant", "assistant"  # the model's reply
+    TOOL = "tool", "tool"  # a tool's result the caller sends back
+
+
+class MultitaskStrategy(models.TextChoices):
+    """What a chat round does when its conversation already has a round in flight."""
+
+    REJECT = "reject", "reject"  # refuse it: 409 conversation_busy (the default)
+    ENQUEUE = "enqueue", "enqueue"  # wait for the round in flight (bounded), then run after it
+
+
 class AgentHosting(models.TextChoices):
     """Where an agent's brain runs."""
 
@@ -322,6 +338,8 @@ class ErrorCode(StrEnum):
     REPO_EXISTS = "repo_exists"  # a repository of that owner/name is already registered in the org
     SANDBOX_UNAVAILABLE = "sandbox_unavailable"  # no sandbox for commands: coding runs refused, never unconfined
     CODING_BUSY = "coding_busy"  # the org has AGENTS_CODING_MAX_CONCURRENT coding runs in flight
+    CONVERSATION_BUSY = "conversation_busy"  # a round of this conversation is in flight (multitaskStrategy)
+    RUN_FAILED = "run_failed"  # the run executed and failed; the body's runId names it (502)
     INTERNAL = "internal_error"  # an unexpected fault; nothing half-written
 
 

@@ -49,7 +49,7 @@ def test_agent_history_is_newest_first_with_a_bounded_limit(org_a, upstream, dja
     assert org_a.client.get("/v1/agents/hist/runs?limit=0").status_code == 400
     assert len(org_a.client.get("/v1/agents/hist/runs?limit=201").json()["runs"]) == 60
     assert len(org_a.client.get(f"/v1/agents/{agent['id']}/runs?limit=200").json()["runs"]) == 60
-    assert default[0] == {"id": ids[-1], "agent": "hist", "status": "ok", "model": "test-model", "input": "59",
+    assert default[0] == {"id": ids[-1], "kind": "run", "agent": "hist", "agentId": agent["id"], "status": "ok", "model": "test-model", "input": "59",
                           "durationMs": 0, "createdAt": default[0]["createdAt"]}
 
 

@@ -17,6 +17,10 @@ Excluded operations, each with its reason (each keeps its own tests):
 - `POST /v1/agents/coding`: starts real work — a clone, sandboxed commands, a push
   (tests/coding).
 
+`POST /v1/agents/chat` is fuzzed (a round runs against the loopback model), but its streaming
+variant is not: generated valid bodies drop `stream` (an event stream has no schema to check
+against; tests/chat/test_stream.py holds it), and `agent` (it must name a stored agent).
+
 The seed is fixed so `make test` is repeatable; `AGENTS_CONTRACT_SEED=random` (or a number)
 explores other cases, `AGENTS_CONTRACT_EXAMPLES` sets the examples per operation.
 """

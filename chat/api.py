@@ -1,0 +1,142 @@
+"""Routes of the conversation surface: /v1/agents/chat… (spec 000 "The surface", reference §8.1).
+
+Mounted before the agents router so `/{ref}` never shadows `chat`. Thin: parse, call one
+service or selector, shape. Route docstrings are the OpenAPI operation descriptions.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from django.http import HttpResponse, JsonResponse
+from ninja import Router
+from ninja.responses import Status
+
+from agents.presenters import run_view
+from agents.streaming import run_stream
+from agents_site.pagination import cursor_param, limit_param
+from agents_site.schemas import ErrorOut
+from agents_site.vocabulary import RunStatus
+from chat import rounds, selectors, services
+from chat.errors import RoundFailed
+from chat.presenters import conversation_detail_view, conversation_view, preset_view
+from chat.presets import preset_list
+from chat.schemas import (ChatIn, ChatOut, ConversationDetailOut, ConversationIn, ConversationListOut, PresetListOut,
+                          RoundFailedOut)
+from chat.validation import clean_messages, clean_title, refuse_credentials, title_from
+from tenancy.principal import require_org
+
+router = Router(tags=["chat"])
+
+_STREAM = {
+    200: {
+        "description": "The round's answer; with `stream: true`, `text/event-stream`: `delta` `{text}`, `tool` "
+                       "`{name, args, result|error}` and `ops` `{ops}` frames, then one `chat` frame (this body plus "
+                       "`run`) or, for a failed run, one `error` frame (the 502 body plus `run`).",
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    }
+}
+
+
+def _request_id(request) -> str:
+    given = (request.headers.get("X-Request-Id") or "").strip()
+    return given[:128] if given else "req_" + secrets.token_hex(12)
+
+
+def _failed(start, run) -> RoundFailed:
+    return RoundFailed(run.error or "the run failed", runId=run.id, conversationId=start.conversation_id)
+
+
+@router.post(
+    "",
+    response={200: ChatOut, 402: ErrorOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut, 502: RoundFailedOut, 503: ErrorOut},
+    summary="One tool-calling round of a conversation",
+    openapi_extra={"responses": _STREAM},
+)
+def chat(request, payload: ChatIn):
+    """Run one round and answer `{reply, actions, ops, conversationId, runId}`.
+
+    The round is a run of kind `chat` (gated, recorded, billed `AGENTS_CHAT_FEE_CENTS`, with a
+    live session). `agent` (one of your agents, by name or id) or `preset` (default
+    `assistant`) drives it; tools that run here come back as `actions`, calls of your own
+    `tools` (and of a client-executed preset's) as `ops` for you to execute. Without
+    `conversationId` (or with an unknown one) a new conversation is started. Only the last
+    `user` message and the reply are stored.
+
+    400 bad messages (empty: "messages required"; a role outside system/user/assistant/tool;
+    content over 128 KiB), a bad tool definition, `agent` with `preset`, an unknown preset;
+    422 a credential in any message (nothing stored); 404 unknown agent; 409
+    `agent_external`, or `conversation_busy` while a round of the conversation is in flight
+    (`multitaskStrategy: enqueue` waits for it instead); 402/503 balance; 503 no inference;
+    502 `run_failed` when the run failed (`runId`, `conversationId`; your message stays stored).
+    """
+    principal = require_org(request.auth)
+    tools = [tool.model_dump(exclude_none=True) for tool in payload.tools] if payload.tools is not None else None
+    start = rounds.chat_round_start(
+        actor=principal.actor, messages=payload.messages, preset=payload.preset, agent=payload.agent, tools=tools,
+        system=payload.system, conversation_id=payload.conversationId, multitask_strategy=payload.multitaskStrategy,
+        request_id=_request_id(request),
+    )
+    if payload.stream:
+        def work(listener):
+            run = rounds.chat_round_execute(start, listener=listener)
+            if run.status == RunStatus.OK:
+                return "chat", {**rounds.chat_round_body(start, run), "run": run_view(run)}
+            return "error", {**_failed(start, run).body(), "run": run_view(run)}
+
+        return run_stream(org=principal.org_slug, work=work)
+    run = rounds.chat_round_execute(start)
+    if run.status != RunStatus.OK:
+        raise _failed(start, run)
+    return JsonResponse(rounds.chat_round_body(start, run))
+
+
+@router.get("/presets", response=PresetListOut, auth=None, summary="The built-in presets")
+def presets(request):
+    """Return `{"presets": [{id, title, systemPrompt, serverExecuted, tools}]}` sorted by id. No credential needed."""
+    return {"presets": [preset_view(p) for p in preset_list()]}
+
+
+@router.get("/conversations", response=ConversationListOut, summary="List the org's conversations", exclude_none=True)
+def list_conversations(
+    request,
+    limit: int = limit_param(default=selectors.CONVERSATIONS_DEFAULT_LIMIT, maximum=selectors.CONVERSATIONS_MAX_LIMIT),
+    cursor: str = cursor_param(),
+):
+    """Return one page of conversations, most recently updated first; `nextCursor` reads the next page."""
+    page = selectors.conversation_page(limit=limit, cursor=cursor)
+    return {"conversations": [conversation_view(c) for c in page.items], "nextCursor": page.next_cursor}
+
+
+@router.post("/conversations", response={201: ConversationDetailOut, 422: ErrorOut}, summary="Record turns without a completion",
+             exclude_none=True)
+def create_conversation(request, payload: ConversationIn):
+    """Start a conversation holding `messages` as given (any role, in order) → 201 with it.
+
+    400 a bad message (role, content over 128 KiB) or a title over 80 characters; 422 a
+    credential in any message (nothing stored). Nothing is run or billed.
+    """
+    principal = require_org(request.auth)
+    turns = clean_messages(payload.messages, required=False)
+    title = clean_title(payload.title)
+    refuse_credentials(turns)
+    conversation = services.conversation_create(title=title or title_from(turns), turns=turns, actor=principal.actor)
+    return Status(201, conversation_detail_view(conversation, selectors.message_list(conversation=conversation)))
+
+
+@router.get("/conversations/{conversation_id}", response={200: ConversationDetailOut}, summary="Read one conversation",
+            exclude_none=True)
+def get_conversation(request, conversation_id: str):
+    """Return the conversation and its turns, oldest first. Unknown, or another org's: 404."""
+    conversation = selectors.conversation_get(conversation_id=conversation_id)
+    return conversation_detail_view(conversation, selectors.message_list(conversation=conversation))
+
+
+@router.delete("/conversations/{conversation_id}", response={204: None}, summary="Delete a conversation")
+def delete_conversation(request, conversation_id: str):
+    """Delete the conversation and its turns → 204 (its runs stay recorded). Unknown, or another org's: 404."""
+    services.conversation_delete(conversation=selectors.conversation_get(conversation_id=conversation_id))
+    return HttpResponse(status=204)
+
+
+

@@ -1,0 +1,197 @@
+"""One round of POST /v1/agents/chat: a `chat` run through the one run lifecycle (reference §8.1).
+
+`chat_round_start` checks the request and starts the run: messages (400 "messages required",
+roles, 128 KiB each), `agent` xor `preset` (400), the preset (400 "unknown preset: <id>"), a
+credential in ANY caller text (422 `secret_in_transcript`), the agent (404), then
+`run_start(kind=chat)` — external agent 409, inference 503, the balance gate 402/503 — whose
+transaction also takes the conversation's lock (409 `conversation_busy`, or wait with
+`multitaskStrategy: enqueue`) and stores the last user message. Nothing is stored or billed
+when any check refuses; once the run has started, the user's message stays stored whatever
+happens to the run.
+
+`chat_round_execute` runs the loop (`run_execute_started`: the agent's or preset's server tools
+execute here as actions, the caller's and client-executed tools come back as ops), stores the
+reply with its tool calls and releases the conversation. `chat_round_body` shapes the answer.
+
+The prompt: `[system: preset prompt (or agent instructions) + "\\n\\n" + body.system]`, the
+stored thread (at most `AGENTS_CHAT_HISTORY_CHARS` characters, oldest turns dropped first),
+then the caller's messages. A `tool` turn is sent as a user turn starting "Tool result:" —
+the tool-call ids of earlier rounds are not kept, and gateways refuse a tool message that
+answers no call of the same request.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from agents import selectors as agent_selectors
+from agents.execution import RunListener, run_execute_started
+from agents.models import Agent, Run
+from agents.runs.lifecycle import run_start
+from agents_site.errors import InvalidRequest
+from agents_site.vocabulary import ChatRole, MultitaskStrategy, RunKind, RunStatus
+from chat import selectors, services
+from chat.errors import ConversationBusy
+from chat.presets import DEFAULT_PRESET, Preset, preset_get
+from chat.validation import check_system, clean_messages, last_user_message, refuse_credentials, title_from
+
+TOOL_RESULT_PREFIX = "Tool result:\n"
+
+
+@dataclass
+class RoundStart:
+    """A started round: its running `run`, the conversation it holds, and what the loop needs."""
+
+    run: Run
+    conversation_id: str
+    agent: Agent
+    prompt: list[dict]
+    client_tools: list[dict] = field(default_factory=list)
+
+
+def _instructions_role() -> str:
+    return "user" if settings.AGENTS_INSTRUCTIONS_ROLE == "user" else "system"
+
+
+def _wire(role: str, content: str) -> dict:
+    """Return one turn as sent to the model (a `tool` turn becomes a labelled user turn)."""
+    if role == ChatRole.TOOL:
+        return {"role": "user", "content": TOOL_RESULT_PREFIX + content}
+    return {"role": role, "content": content}
+
+
+def compose_prompt(*, base: str, system: str, history: list, messages: list[dict]) -> list[dict]:
+    """Return the round's messages: the system prompt (`base` + "\\n\\n" + `system`, either may be
+    empty), the stored `history` (Message rows), then the caller's `messages`.
+
+    Example: base "Be brief", system "Answer in French", no history, `[user "hi"]` →
+    `[system "Be brief\\n\\nAnswer in French", user "hi"]`.
+    """
+    prompt: list[dict] = []
+    text = "\n\n".join(part for part in (base.strip(), system.strip()) if part)
+    if text:
+        prompt.append({"role": _instructions_role(), "content": text})
+    prompt.extend(_wire(m.role, m.content) for m in history)
+    prompt.extend(_wire(m["role"], m["content"]) for m in messages)
+    return prompt
+
+
+def _driver(*, preset_id: str | None, agent_ref: str | None) -> tuple[Agent | None, Preset | None]:
+    """Return `(agent, None)` or `(None, preset)`; 400 for both, an unknown preset; 404 for an unknown agent."""
+    if preset_id is not None and agent_ref is not None:
+        raise InvalidRequest("give agent or preset, not both")
+    if agent_ref is not None:
+        return agent_selectors.agent_get(ref=agent_ref), None
+    preset = preset_get(preset_id if preset_id is not None else DEFAULT_PRESET)
+    if preset is None:
+        raise InvalidRequest(f"unknown preset: {preset_id}")
+    return None, preset
+
+
+def _strategy(value: str | None) -> str:
+    if value is None:
+        return MultitaskStrategy.REJECT
+    if value not in MultitaskStrategy.values:
+        raise InvalidRequest(f"multitaskStrategy must be one of {'|'.join(MultitaskStrategy.values)}")
+    return value
+
+
+def chat_round_start(
+    *,
+    actor: str,
+    messages,
+    preset: str | None = None,
+    agent: str | None = None,
+    tools: list[dict] | None = None,
+    system: str | None = None,
+    conversation_id: str | None = None,
+    multitask_strategy: str | None = None,
+    request_id: str = "",
+) -> RoundStart:
+    """Check one round and start its `chat` run; return the `RoundStart` (the run is `running`).
+
+    In: the billing actor `"<org>/<subject>"`; the caller's messages (`[{role, content}]`);
+    `preset` or `agent` (a name or id of the org's agents); `tools` (OpenAI function
+    definitions, already shape-checked); `system`; `conversation_id`; `multitask_strategy`
+    (`reject` default, `enqueue`). Raises, with nothing stored or billed: `InvalidRequest`
+    (400), `SecretInTranscript` (422), `NotFound` (404 agent), `AgentExternal` (409),
+    `ConversationBusy` (409), `InferenceUnavailable` (503), `InsufficientBalance` (402),
+    `BalanceUnavailable` (503). Org context required.
+    """
+    cleaned = clean_messages(messages, required=True)
+    system_text = check_system(system)
+    strategy = _strategy(multitask_strategy)
+    driver_agent, driver_preset = _driver(preset_id=preset, agent_ref=agent)
+    refuse_credentials(cleaned, system_text)
+    caller_tools = list(tools or [])
+    if driver_agent is not None:
+        agent_row, run_agent, base = driver_agent, driver_agent, driver_agent.instructions or ""
+        client_tools = caller_tools
+        name = driver_agent.name
+    else:
+        server = list(driver_preset.server_tools) if driver_preset.server_executed else []
+        run_agent = Agent(name=driver_preset.id, model="", instructions=driver_preset.system_prompt, tools=server)
+        agent_row, base, name = None, driver_preset.system_prompt, driver_preset.id
+        client_tools = ([] if driver_preset.server_executed else [dict(f) for f in driver_preset.functions]) + caller_tools
+    user_text = last_user_message(cleaned)
+    title = title_from(cleaned)
+    held: dict = {}
+
+    def within(run: Run) -> None:
+        conversation, created = services.conversation_open_for_round(
+            conversation_id=conversation_id, title=title, actor=actor, run_id=run.id)
+        held["conversation"] = conversation
+        held["history"] = [] if created else selectors.thread_tail(conversation=conversation)
+        if user_text is not None:
+            services.conversation_record_turns(conversation=conversation, turns=[{"role": ChatRole.USER, "content": user_text}],
+                                               run_id=run.id)
+
+    deadline = time.monotonic() + max(settings.AGENTS_CHAT_ENQUEUE_WAIT_SECONDS, 0.0)
+    while True:
+        try:
+            run = run_start(kind=RunKind.CHAT, agent=agent_row, agent_name=name, model="", input=user_text or "",
+                            actor=actor, request_id=request_id, within=within)
+            break
+        except ConversationBusy:
+            if strategy != MultitaskStrategy.ENQUEUE:
+                raise
+            if not services.conversation_wait_free(conversation_id=conversation_id, deadline=deadline):
+                raise ConversationBusy(
+                    f"a round of this conversation is still in flight after {settings.AGENTS_CHAT_ENQUEUE_WAIT_SECONDS:g} s",
+                    conversationId=conversation_id) from None
+    prompt = compose_prompt(base=base, system=system_text, history=held["history"], messages=cleaned)
+    return RoundStart(run=run, conversation_id=held["conversation"].id, agent=run_agent, prompt=prompt, client_tools=client_tools)
+
+
+def chat_round_execute(start: RoundStart, *, listener: RunListener | None = None) -> Run:
+    """Execute a started round, store the reply (only for an `ok` run) and release its conversation; return the run.
+
+    The returned run carries `.actions` (`[{name, args, result|error}]`) and `.ops`
+    (`[{name, args}]`). The conversation is released even when storing fails. Org context required.
+    """
+    run = None
+    try:
+        run = run_execute_started(run=start.run, agent=start.agent, prompt=start.prompt, client_tools=start.client_tools,
+                                  listener=listener)
+    finally:
+        reply = None
+        if run is not None and run.status == RunStatus.OK:
+            actions, ops = list(getattr(run, "actions", []) or []), list(getattr(run, "ops", []) or [])
+            calls = {"actions": actions, "ops": ops} if actions or ops else None
+            reply = {"role": ChatRole.ASSISTANT, "content": run.output, "tool_calls": calls}
+        services.conversation_release(conversation_id=start.conversation_id, run_id=start.run.id, reply=reply)
+    return run
+
+
+def chat_round_body(start: RoundStart, run: Run) -> dict:
+    """Return the 200 body `{reply, actions, ops, conversationId, runId}` (arrays never null)."""
+    return {
+        "reply": run.output or "",
+        "actions": list(getattr(run, "actions", []) or []),
+        "ops": list(getattr(run, "ops", []) or []),
+        "conversationId": start.conversation_id,
+        "runId": run.id,
+    }

@@ -1,0 +1,162 @@
+"""Wire shapes of /v1/agents/chat… (camelCase on the wire; reference §8.1).
+
+Class docstrings and field descriptions are published in the OpenAPI document: write them for
+the API's users. The services judge every rule (messages, roles, sizes, tools); these declare them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from ninja import Schema
+from pydantic import ConfigDict, Field, StrictBool
+
+from agents_site.schemas import ErrorOut, choice, declare, required_in_docs, text
+from agents_site.vocabulary import ChatRole, MultitaskStrategy
+from chat.presets import preset_ids
+from chat.validation import MAX_CONTENT_BYTES, MAX_TITLE, TOOL_NAME_PATTERN
+
+_CONTENT = f"The message's text, at most {MAX_CONTENT_BYTES // 1024} KiB of UTF-8. A credential in it refuses the request (422 `secret_in_transcript`)."
+
+
+class MessageIn(Schema):
+    """One message: `role` and `content` (OpenAI's shape)."""
+
+    model_config = ConfigDict(json_schema_extra=required_in_docs("role", "content"))
+
+    role: str | None = choice(ChatRole, description="`system`, `user`, `assistant` or `tool` (a tool's result the client sends back).")
+    # 128 KiB is a byte limit, described in words: a declared maxLength would have generators
+    # send bodies over the 1 MiB upload limit (413) to probe it.
+    content: str | None = text(description=_CONTENT)
+
+
+class ToolFunctionIn(Schema):
+    """An OpenAI function: its name, what it does, and its parameters as a JSON Schema object."""
+
+    name: str = Field(..., pattern=TOOL_NAME_PATTERN, description="1–64 letters, digits, `_` or `-`.")
+    description: str | None = None
+    parameters: dict[str, Any] | None = Field(None, description="A JSON Schema object (default: no parameters).")
+
+
+class ToolIn(Schema):
+    """An OpenAI tool definition: `{"type": "function", "function": {name, description?, parameters?}}`."""
+
+    type: Literal["function"] = Field(..., description="Always `function`.")
+    function: ToolFunctionIn
+
+
+class ChatIn(Schema):
+    """One tool-calling round: the caller's new messages, and what drives the round.
+
+    `agent` (one of the org's agents, by name or id) or `preset` (default `assistant`) — not
+    both. With `conversationId` the stored thread comes first (an unknown id starts a new
+    conversation). `tools` are the caller's own functions: the model's calls of them come back
+    as `ops` for the caller to execute.
+    """
+
+    model_config = ConfigDict(json_schema_extra=required_in_docs("messages"))
+
+    messages: list[MessageIn] | None = Field(None, description="At least one message; the last `user` one is stored with the reply.",
+                                             json_schema_extra=declare(on="array", minItems=1))
+    preset: str | None = choice(preset_ids(), description="A preset of GET /v1/agents/chat/presets (default `assistant`; not with `agent`).")
+    agent: str | None = text(description="Name or id of one of the org's agents: its model, instructions and tools drive the round (not with `preset`).")
+    tools: list[ToolIn] | None = Field(None, description="The caller's own OpenAI function definitions; their calls come back as `ops`.")
+    system: str | None = text(description="Added to the preset's system prompt (or the agent's instructions) after a blank line; at most 128 KiB of UTF-8.")
+    conversationId: str | None = text(description="Continue this conversation; an unknown id starts a new one.")
+    stream: StrictBool | None = Field(None, description="`true` answers `text/event-stream`: `delta`, `tool` and `ops` frames, then one `chat` frame (or `error`).")
+    multitaskStrategy: str | None = choice(MultitaskStrategy, description="While a round of the conversation is in flight: `reject` (409 `conversation_busy`, the default) or `enqueue` (wait for it, then run).")
+
+
+class ActionOut(Schema):
+    """A tool call executed during the round, with its result or its error."""
+
+    name: str
+    args: dict[str, Any]
+    result: str | None = None
+    error: str | None = None
+
+
+class OpOut(Schema):
+    """A call of a client-executed tool, for the caller to execute."""
+
+    name: str
+    args: dict[str, Any]
+
+
+class ChatOut(Schema):
+    """The answer of one round: the reply, what ran here (`actions`), what the caller must run (`ops`)."""
+
+    reply: str
+    actions: list[ActionOut]
+    ops: list[OpOut]
+    conversationId: str
+    runId: str
+
+
+class PresetOut(Schema):
+    """A preset: what drives a round no agent drives."""
+
+    id: str
+    title: str
+    systemPrompt: str
+    serverExecuted: bool = Field(..., description="`true`: its tools run here (`actions`); `false`: the client runs them (`ops`).")
+    tools: list[str] = Field(..., description="The names of the tools a round of it offers.")
+
+
+class PresetListOut(Schema):
+    presets: list[PresetOut]
+
+
+class ConversationOut(Schema):
+    """A conversation in the list."""
+
+    id: str
+    title: str
+    createdAt: str
+    updatedAt: str
+
+
+class ConversationListOut(Schema):
+    conversations: list[ConversationOut]
+    nextCursor: str | None = Field(None, description="Pass as `?cursor=` for the next page; absent on the last page.")
+
+
+class ToolCallsOut(Schema):
+    """The tool calls of an assistant turn: executed here (`actions`) and handed to the client (`ops`)."""
+
+    actions: list[ActionOut]
+    ops: list[OpOut]
+
+
+class MessageOut(Schema):
+    """One stored turn."""
+
+    id: str
+    role: str = choice(ChatRole, ...)
+    content: str
+    toolCalls: ToolCallsOut | None = None
+    runId: str | None = None
+    createdAt: str
+
+
+class ConversationDetailOut(Schema):
+    """A conversation and its turns, oldest first."""
+
+    conversationId: str
+    title: str
+    messages: list[MessageOut]
+
+
+class ConversationIn(Schema):
+    """Record turns without a completion: a new conversation with `messages` (none is fine)."""
+
+    title: str | None = text(description=f"At most {MAX_TITLE} characters (default: the first user message's start, or \"New conversation\").",
+                             maxLength=MAX_TITLE)
+    messages: list[MessageIn] | None = Field(None, description="Turns to record, in order (any role).")
+
+
+class RoundFailedOut(ErrorOut):
+    """502 `run_failed`: the round's run failed (`error` says why); the caller's message stays stored."""
+
+    runId: str
+    conversationId: str

@@ -1,0 +1,94 @@
+"""The rules of a conversation's input: messages, roles, sizes, titles, credentials.
+
+Used by the chat round and by recording turns. Every refusal happens before anything is
+stored or billed: 400 `invalid_request` for a malformed message, 422 `secret_in_transcript`
+for a credential in any of the caller's texts.
+"""
+
+from __future__ import annotations
+
+from agents_site.errors import InvalidRequest
+from agents_site.vocabulary import ChatRole
+from sessions.services import refuse_secrets
+
+MAX_CONTENT_BYTES = 128 * 1024
+MAX_TITLE = 80
+DEFAULT_TITLE = "New conversation"
+TOOL_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+_ROLES = "|".join(ChatRole.values)
+
+
+def clean_messages(messages, *, required: bool) -> list[dict]:
+    """Return `messages` (MessageIn-like objects or dicts) as `[{"role", "content"}]`.
+
+    Raises `InvalidRequest` (400): "messages required" (None or empty, when `required`);
+    "messages[i].role must be one of system|user|assistant|tool"; "messages[i].content is
+    required"; "messages[i].content is over 128 KiB". Example: `[MessageIn(role="user",
+    content="hi")]` → `[{"role": "user", "content": "hi"}]`.
+    """
+    if not messages:
+        if required:
+            raise InvalidRequest("messages required")
+        return []
+    cleaned = []
+    for index, message in enumerate(messages):
+        role = message.get("role") if isinstance(message, dict) else getattr(message, "role", None)
+        content = message.get("content") if isinstance(message, dict) else getattr(message, "content", None)
+        if role not in ChatRole.values:
+            raise InvalidRequest(f"messages[{index}].role must be one of {_ROLES}")
+        if not isinstance(content, str):
+            raise InvalidRequest(f"messages[{index}].content is required (a string)")
+        if len(content.encode()) > MAX_CONTENT_BYTES:
+            raise InvalidRequest(f"messages[{index}].content is over 128 KiB")
+        cleaned.append({"role": role, "content": content})
+    return cleaned
+
+
+def check_system(system: str | None) -> str:
+    """Return the caller's `system` text ("" for None); 400 when it is over 128 KiB."""
+    if system is None:
+        return ""
+    if len(system.encode()) > MAX_CONTENT_BYTES:
+        raise InvalidRequest("system is over 128 KiB")
+    return system
+
+
+def refuse_credentials(messages: list[dict], *extra: str) -> None:
+    """Raise 422 `SecretInTranscript` (masked findings) when any message or `extra` text carries a credential.
+
+    Every message is scanned, not only the one stored: the model would receive them all.
+    """
+    for message in messages:
+        refuse_secrets(message["content"])
+    for text in extra:
+        if text:
+            refuse_secrets(text)
+
+
+def clean_title(title: str | None) -> str | None:
+    """Return a given `title` with newlines as spaces, trimmed (None when absent or blank); 400 over 80 characters."""
+    if title is None:
+        return None
+    if len(title) > MAX_TITLE:
+        raise InvalidRequest(f"title must be at most {MAX_TITLE} characters")
+    title = title.replace("\r", " ").replace("\n", " ").strip()
+    return title or None
+
+
+def title_from(messages: list[dict]) -> str:
+    """Return a conversation title: the first user message, newlines as spaces, trimmed, cut to
+    80 characters; "New conversation" when there is none. Example: "Plan\\na trip " → "Plan a trip"."""
+    for message in messages:
+        if message["role"] == ChatRole.USER:
+            title = message["content"].replace("\r\n", " ").replace("\n", " ").replace("\r", " ").strip()[:MAX_TITLE].strip()
+            if title:
+                return title
+    return DEFAULT_TITLE
+
+
+def last_user_message(messages: list[dict]) -> str | None:
+    """Return the content of the last `user` message with text, or None."""
+    for message in reversed(messages):
+        if message["role"] == ChatRole.USER and message["content"].strip():
+            return message["content"]
+    return None
