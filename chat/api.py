@@ -84,7 +84,8 @@ def chat(request, payload: ChatIn):
                 return "chat", {**rounds.chat_round_body(start, run), "run": run_view(run)}
             return "error", {**_failed(start, run).body(), "run": run_view(run)}
 
-        return run_stream(org=principal.org_slug, work=work)
+        opening = {"runId": start.run.id, "sessionId": start.run.session_id or None, "conversationId": start.conversation_id}
+        return run_stream(org=principal.org_slug, work=work, start=opening)
     run = rounds.chat_round_execute(start)
     if run.status != RunStatus.OK:
         raise _failed(start, run)

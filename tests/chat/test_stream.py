@@ -39,7 +39,11 @@ def test_a_streamed_round_sends_deltas_then_the_chat_frame_with_the_run(funded, 
 
     assert response.status_code == 200 and response["Content-Type"] == "text/event-stream"
     got = frames(response)
+    opening = got.pop(0)  # first: the run's ids, so a client can watch or stop it while it streams
     assert [event for event, _ in got] == ["tool", "delta", "chat"]
+    assert opening[0] == "start" and set(opening[1]) == {"runId", "sessionId", "conversationId"}
+    assert opening[1]["runId"] == got[-1][1]["runId"] and opening[1]["sessionId"] == got[-1][1]["run"]["sessionId"]
+    assert opening[1]["conversationId"] == got[-1][1]["conversationId"]
     assert got[0][1] == {"name": "calculator", "args": {"expression": "2*21"}, "result": "42"}
     assert got[1][1] == {"text": "42."}
     final = got[-1][1]
@@ -54,7 +58,7 @@ def test_a_streamed_round_sends_deltas_then_the_chat_frame_with_the_run(funded, 
 def test_a_streamed_round_hands_client_calls_back_as_an_ops_frame(funded, upstream):
     upstream.script(Reply(content=None, tool_calls=[("open_form", {"form": "create_agent"})]))
 
-    got = frames(chat(funded, {"messages": user("new agent"), "preset": "system", "stream": True}))
+    got = frames(chat(funded, {"messages": user("new agent"), "preset": "system", "stream": True}))[1:]
 
     assert [event for event, _ in got] == ["ops", "chat"]
     assert got[0][1] == {"ops": [{"name": "open_form", "args": {"form": "create_agent"}}]}
@@ -66,7 +70,8 @@ def test_a_streamed_round_whose_run_failed_ends_with_an_error_frame(funded, upst
 
     got = frames(chat(funded, {"messages": user("hello?"), "stream": True}))
 
-    [(event, data)] = got
+    [(start, opening), (event, data)] = got
+    assert start == "start" and opening["runId"] == data["runId"]
     assert event == "error"
     run = data.pop("run")
     assert (data["status"], data["code"], data["runId"]) == (502, "run_failed", run["id"])
