@@ -6,6 +6,7 @@ endpoint. The caller starts the run first (`run_start`: every refusal is an ordi
 The work runs in a worker thread inside the org context; what its `RunListener` hears becomes
 frames at once:
 
+* `event: start`  `data: {"runId", "sessionId", …}` — first, when the caller gives it;
 * `event: delta`  `data: {"text": "..."}` — a piece of the reply (masked; pieces concatenate);
 * `event: tool`   `data: {name, args, result|error}` — a tool call executed here;
 * `event: ops`    `data: {"ops": [{name, args}]}` — client-executed tool calls handed back;
@@ -87,18 +88,21 @@ def run_stream(
     work: Callable[[QueueListener], tuple[str | None, object]],
     frame: Callable[[str, object], str | None] = render_frame,
     also: RunListener | None = None,
+    start: dict | None = None,
 ) -> StreamingHttpResponse:
     """Answer `text/event-stream` while `work(listener)` executes a started run in a worker thread.
 
     In: the org slug (from the principal; the thread acts inside `stores.org_context(org)`),
     `work` — executes the run, calling the listener as the reply is written, and returns the
     final frame `(event, data)`; `frame(event, data)` renders each frame (default
-    `render_frame`; return None to send nothing for a frame); `also`, a second listener.
+    `render_frame`; return None to send nothing for a frame); `also`, a second listener;
+    `start`, the data of an opening `event: start` frame sent before anything else (the run's
+    `runId` and `sessionId`, so a client can watch or stop it while it streams).
     Out: a 200 streaming response, not cached, not buffered. A failure inside `work` ends the
     stream with `event: error` `{"status": 500, "code": "internal_error", "error"}` (the run
     itself is recorded by its lifecycle, whatever happens here).
     """
-    return stream_response(_frames(org=org, work=work, frame=frame, also=also))
+    return stream_response(_frames(org=org, work=work, frame=frame, also=also, start=start))
 
 
 def stream_response(body: AsyncIterator[str]) -> StreamingHttpResponse:
@@ -109,7 +113,11 @@ def stream_response(body: AsyncIterator[str]) -> StreamingHttpResponse:
     return response
 
 
-async def _frames(*, org: str, work, frame, also) -> AsyncIterator[str]:
+async def _frames(*, org: str, work, frame, also, start) -> AsyncIterator[str]:
+    if start is not None:
+        opening = frame("start", start)
+        if opening:
+            yield opening
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue = asyncio.Queue()
     listener = QueueListener(loop, queue, also)
