@@ -2,6 +2,7 @@
 /builds/, the Django admin at /admin/; `/` goes to the console."""
 
 from django.contrib import admin
+from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
@@ -14,6 +15,8 @@ urlpatterns = [
     path("console/", include("console.urls")),
     path("builds/", include("console.urls_gallery")),
     path("", RedirectView.as_view(url="/console/", permanent=False)),
+    # Browsers ask for /favicon.ico whatever the page links: answer with the console's icon.
+    path("favicon.ico", RedirectView.as_view(url=static("console/favicon.svg"), permanent=True)),
 ]
 
 handler403 = "console.views.errors.forbidden"

@@ -12,10 +12,12 @@ from django.conf import settings
 
 from agents.tools.backends.agents import AgentTools
 from agents.tools.backends.base import Resolution, Tool, ToolBackend
-from agents.tools.backends.builtin import BUILTIN_NAMES, BuiltinTools
+from agents.tools.backends.builtin import BUILTIN_NAMES, BuiltinTools, builtin_description
 from agents.tools.backends.machine import MachineTools
-from agents.tools.backends.mcp import McpTools
+from agents.models import Agent, McpServer
+from agents.tools.backends.mcp import McpTools, McpUnavailable, list_server_tools
 from agents_site.errors import InvalidRequest
+from agents_site.vocabulary import AgentHosting, ToolSource
 
 BACKENDS: tuple[ToolBackend, ...] = (BuiltinTools(), AgentTools(), McpTools(), MachineTools())
 WIRE_NAME_RE = re.compile(r"[^A-Za-z0-9_-]")
@@ -93,3 +95,26 @@ def resolve_tools(names: list[str], *, agent_name: str, depth: int) -> Resolutio
             tool.wire_name = _wire_name(tool.name, taken)
             resolution.tools.append(tool)
     return resolution
+
+
+def tool_choices(*, agent_name: str = "") -> list[dict]:
+    """Return the tools an agent of the current org could declare, for pickers: `[{name, source, description}]`.
+
+    Built-ins (with their descriptions), every other agent of the org as `agent_<name>` (an
+    agent never calls itself; external agents run elsewhere and are left out), and each
+    registered MCP server's tools as `mcp__<server>__<tool>` when its listing is cached or it
+    answers now (a server that does not answer is listed as unavailable, never waited on
+    twice: the listing is cached). Org context required; reads only.
+    """
+    choices = [{"name": name, "source": ToolSource.BUILTIN, "description": builtin_description(name)} for name in BUILTIN_NAMES]
+    for agent in Agent.objects.exclude(name=agent_name).exclude(hosting=AgentHosting.EXTERNAL).order_by("name").only("name", "description"):
+        choices.append({"name": f"agent_{agent.name}", "source": ToolSource.AGENT, "description": agent.description or f"Run the agent {agent.name}"})
+    for server in McpServer.objects.order_by("name"):
+        try:
+            listing = list_server_tools(server)
+        except McpUnavailable as exc:
+            choices.append({"name": f"mcp__{server.name}__", "source": ToolSource.MCP, "description": str(exc), "unavailable": True})
+            continue
+        for tool, spec in sorted(listing.items()):
+            choices.append({"name": f"mcp__{server.name}__{tool}", "source": ToolSource.MCP, "description": (spec or {}).get("description") or ""})
+    return choices

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_http_methods
 
 from agents import selectors, services
 from agents.inference import inference_configured, model_catalog
+from agents.tools.registry import tool_choices
 from agents_site.errors import ApiError, InvalidRequest
 from console.access import member_required, org_admin_required
 from console.forms import AgentForm, RunForm
@@ -20,6 +21,10 @@ from console.selectors import run_history_page
 
 def _catalog() -> list[str]:
     return sorted(model_catalog() or [])
+
+
+def _tool_choices(agent_name: str = "") -> list[dict]:
+    return tool_choices(agent_name=agent_name)
 
 
 @member_required
@@ -46,7 +51,7 @@ def agent_create(request):
     return render(
         request,
         "console/agents/form.html",
-        {"form": form, "error": error, "creating": True, "catalog": _catalog(), "nav": "agents"},
+        {"form": form, "error": error, "creating": True, "catalog": _catalog(), "tool_choices": _tool_choices(), "nav": "agents"},
         status=status,
     )
 
@@ -107,7 +112,8 @@ def agent_edit(request, ref: str):
     return render(
         request,
         "console/agents/form.html",
-        {"form": form, "agent": agent, "error": error, "creating": False, "catalog": _catalog(), "nav": "agents"},
+        {"form": form, "agent": agent, "error": error, "creating": False, "catalog": _catalog(),
+         "tool_choices": _tool_choices(agent.name), "nav": "agents"},
         status=400 if error else 200,
     )
 

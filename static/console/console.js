@@ -99,12 +99,55 @@
     return JSON.stringify(payload);
   }
 
-  /* One <li> of an event log: seq, kind, actor and the payload's text. */
+  /* Who spoke a turn: a message's role (user, assistant, tool, system), a tool call's "tool",
+     else the event's kind (log, control, status…). */
+  function speaker(ev) {
+    var p = ev.payload;
+    if (ev.kind === "tool-call") return "tool";
+    if (p && typeof p === "object" && typeof p.role === "string" && p.role) return p.role;
+    return ev.kind || "";
+  }
+
+  /* A JSON value rendered readably: indented, in a <pre>. */
+  function jsonBlock(value, cls) {
+    var text;
+    try { text = typeof value === "string" ? value : JSON.stringify(value, null, 2); } catch (e) { text = String(value); }
+    return el("pre", { class: "json" + (cls ? " " + cls : ""), text: text });
+  }
+
+  /* The body of one turn: a message's text; a tool call as a card (name, arguments, result or
+     error); a command with its message; any other payload as its text or indented JSON. */
+  function turnBody(ev) {
+    var p = ev.payload;
+    if (ev.kind === "tool-call" && p && typeof p === "object") {
+      var args = p.arguments !== undefined ? p.arguments : p.args;
+      var outcome = p.error === true ? p.result : (typeof p.error === "string" ? p.error : p.result);
+      return el("div", { class: "tool-card" + (p.error ? " failed" : "") }, [
+        el("div", { class: "tool-name" }, [el("code", { text: p.name || "tool" }), p.error ? el("span", { class: "err", text: " failed" }) : null]),
+        args !== undefined ? el("div", { class: "tool-part" }, [el("span", { class: "muted small", text: "arguments" }), jsonBlock(args)]) : null,
+        outcome !== undefined ? el("div", { class: "tool-part" }, [el("span", { class: "muted small", text: p.error ? "error" : "result" }), jsonBlock(outcome)]) : null
+      ]);
+    }
+    if (p && typeof p === "object" && !Array.isArray(p)) {
+      var text = payloadText(p);
+      var simple = typeof p.text === "string" || typeof p.message === "string" || typeof p.command === "string" || typeof p.output === "string" || typeof p.error === "string";
+      if (simple) return el("div", { class: "text", text: text });
+      return jsonBlock(p);
+    }
+    return el("div", { class: "text", text: payloadText(p) });
+  }
+
+  /* One <li> of an event log, as a conversation turn: seq, who spoke (with the kind when it is
+     not a message), the actor, and the body. */
   function eventItem(ev, fresh) {
-    var li = el("li", { class: (ev.kind || "") + (fresh ? " fresh" : ""), "data-seq": String(ev.seq), "data-kind": ev.kind || "" }, [
+    var who = speaker(ev);
+    var li = el("li", { class: (ev.kind || "") + " speaker-" + who + (fresh ? " fresh" : ""), "data-seq": String(ev.seq), "data-kind": ev.kind || "", "data-speaker": who }, [
       el("span", { class: "seq", text: "#" + ev.seq }),
-      el("span", {}, [el("span", { class: "chip", text: ev.kind || "" })]),
-      el("span", { class: "body", text: (ev.actor ? ev.actor + ": " : "") + payloadText(ev.payload) })
+      el("span", { class: "who" }, [el("span", { class: "chip", text: who })]),
+      el("div", { class: "body" }, [
+        ev.actor && who !== "assistant" && who !== "tool" ? el("div", { class: "muted small actor", text: ev.actor }) : null,
+        turnBody(ev)
+      ])
     ]);
     li.title = fmtTime(ev.createdAt);
     return li;
@@ -133,5 +176,5 @@
   });
 
   window.Agents = { vocab: vocab, api: api, errorText: errorText, el: el, badge: badge, fmtTime: fmtTime,
-    showError: showError, payloadText: payloadText, eventItem: eventItem, isTerminal: isTerminal, csrfToken: csrfToken };
+    showError: showError, payloadText: payloadText, eventItem: eventItem, jsonBlock: jsonBlock, isTerminal: isTerminal, csrfToken: csrfToken };
 })();

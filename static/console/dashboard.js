@@ -21,6 +21,16 @@
     return range === "24h" ? d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }) : d.toLocaleDateString([], { month: "short", day: "numeric" });
   }
 
+  /* Whole-number ticks from 0 to at least `top`, at a round step (1, 2, 5 × 10^k), 3 to 6 of them. */
+  function yTicks(top) {
+    var raw = Math.max(top, 1) / 4, mag = Math.pow(10, Math.floor(Math.log10(raw))), step = mag;
+    [1, 2, 5, 10].some(function (m) { step = Math.max(1, m * mag); return m * mag >= raw; });
+    step = Math.max(1, Math.round(step));
+    var ticks = [];
+    for (var v = 0; v < top + step; v += step) { ticks.push(v); if (v >= top) break; }
+    return ticks;
+  }
+
   function draw(data) {
     chart.innerHTML = "";
     var series = data.series || [];
@@ -28,13 +38,24 @@
       chart.appendChild(A.el("p", { class: "muted", id: "chart-empty", text: "No runs in this range yet — run an agent and its invocations are counted here." }));
       return;
     }
-    var n = series[0].points.length, W = 760, H = 200, pad = 28, bw = (W - pad) / n;
+    var n = series[0].points.length, W = 760, H = 200, pad = 36, bw = (W - pad) / n;
     var totals = [];
     for (var i = 0; i < n; i++) totals.push(series.reduce(function (s, x) { return s + (x.points[i] ? x.points[i].v : 0); }, 0));
-    var max = Math.max.apply(null, totals.concat([1]));
-    var root = svg("svg", { viewBox: "0 0 " + W + " " + (H + 22), role: "img", "aria-label": "Invocations per bucket", "data-total": String(totals.reduce(function (a, b) { return a + b; }, 0)) });
-    root.appendChild(svg("line", { x1: pad, y1: H, x2: W, y2: H, stroke: "#e5e7eb" }));
-    var maxLabel = svg("text", { x: 0, y: 12, "font-size": 11, fill: "#6b7280" }); maxLabel.textContent = String(max); root.appendChild(maxLabel);
+    var ticks = yTicks(Math.max.apply(null, totals.concat([1])));
+    var max = ticks[ticks.length - 1];
+    var root = svg("svg", { viewBox: "0 0 " + W + " " + (H + 22), role: "img", "aria-label": "Runs per bucket", "data-total": String(totals.reduce(function (a, b) { return a + b; }, 0)) });
+    // The y-axis: whole-number ticks at round steps, a gridline each, and what is counted.
+    var axis = svg("g", { class: "y-axis", "data-ticks": ticks.join(",") });
+    ticks.forEach(function (v) {
+      var y = H - (v / max) * (H - 16);
+      axis.appendChild(svg("line", { x1: pad, y1: y, x2: W, y2: y, stroke: v === 0 ? "#cbd5e1" : "#f1f5f9" }));
+      var t = svg("text", { x: pad - 4, y: y + 4, "font-size": 11, fill: "#6b7280", "text-anchor": "end" });
+      t.textContent = String(v);
+      axis.appendChild(t);
+    });
+    var unit = svg("text", { x: pad + 4, y: 10, "font-size": 11, fill: "#6b7280" }); unit.textContent = "runs";
+    axis.appendChild(unit);
+    root.appendChild(axis);
     for (var b = 0; b < n; b++) {
       var y = H;
       series.forEach(function (s, si) {

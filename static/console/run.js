@@ -73,12 +73,22 @@
     statusNode.innerHTML = "";
     statusNode.appendChild(A.badge(run.status));
     var out = document.getElementById("run-output");
+    out.hidden = false;
     out.textContent = run.error ? run.error : (run.output || "");
     out.classList.toggle("failed", !!run.error);
     var meta = [run.id, run.model, run.durationMs + " ms"];
     if (run.promptTokens != null) meta.push(run.promptTokens + "+" + (run.completionTokens || 0) + " tokens");
     document.getElementById("run-meta").textContent = meta.join(" · ");
     if (run.sessionId) showSession(run.sessionId);
+  }
+
+  /* The result is shown once: when the live turns already show the reply as the assistant's
+     last turn, the result box keeps only the status and the figures. */
+  function showOnce(run) {
+    var out = document.getElementById("run-output");
+    var replies = eventsList.querySelectorAll('li[data-speaker="assistant"] .body .text');
+    var last = replies.length ? replies[replies.length - 1].textContent : null;
+    out.hidden = !run.error && last !== null && last.trim() === (run.output || "").trim();
   }
 
   function backfill() {
@@ -117,7 +127,7 @@
       if ((res.status === 200 || res.status === 502) && res.body && res.body.id) {
         showRun(res.body);
         state.textContent = res.status === 200 ? "Finished." : "The run failed; it was recorded with its error.";
-        return Promise.all([backfill(), refreshHistory()]);
+        return Promise.all([backfill(), refreshHistory()]).then(function () { showOnce(res.body); });
       }
       errorBox.textContent = A.errorText(res);
       errorBox.hidden = false;

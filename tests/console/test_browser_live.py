@@ -44,6 +44,10 @@ def test_admin_runs_an_agent_and_sees_the_live_session_then_the_output(page, mak
     assert session_id.startswith("sess_")
     page.wait_for_selector("#run-events li")
     page.wait_for_selector("#recent-runs tr[data-run]")  # the history re-read after the run
+    # The result is shown once: the reply is the assistant's turn; the box keeps status and figures.
+    page.wait_for_selector("#run-events li[data-speaker=assistant]")
+    assert page.inner_text("#run-events li[data-speaker=assistant] .body .text") == "Four, of course."
+    page.wait_for_selector("#run-output", state="hidden")
     assert page.inner_text("#run-count") == "1"
     with org.context():
         run = Run.objects.get(agent_name="writer")

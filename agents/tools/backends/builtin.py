@@ -98,6 +98,11 @@ _SPECS = {
 BUILTIN_NAMES = tuple(_SPECS)
 
 
+def builtin_description(name: str) -> str:
+    """Return the one-sentence description of built-in tool `name` (KeyError if it is not one)."""
+    return _SPECS[name][0]
+
+
 class BuiltinTools(ToolBackend):
     """The tools shipped with the platform."""
 

@@ -1,0 +1,268 @@
+/* The chat page: pick an agent or a preset, keep conversations, and watch each reply stream in.
+
+   A round is POST /v1/agents/chat with `stream: true`; its body is Server-Sent Events read
+   with fetch (EventSource cannot POST): `start` (runId, sessionId: the stop button and the
+   session link), `delta` (a piece of the reply), `tool` (a tool call run on the server: a
+   card), `ops` (tool calls handed to the client: a card), then `chat` (the recorded round:
+   reply, actions, ops, conversationId, runId, run) or `error`. A refusal before the stream
+   (400, 402, 404, 409, 422…) is an ordinary JSON error shown in words, with the findings of a
+   refused secret. Stop is POST /v1/agents/sessions/{sessionId}/stop. */
+(function () {
+  "use strict";
+  var A = window.Agents;
+  var page = document.getElementById("chat-page");
+  if (!page) return;
+  var list = document.getElementById("chat-conversations");
+  var more = document.getElementById("chat-more");
+  var messages = document.getElementById("chat-messages");
+  var empty = document.getElementById("chat-empty");
+  var withSelect = document.getElementById("chat-with");
+  var title = document.getElementById("chat-title");
+  var sessionLink = document.getElementById("chat-session");
+  var errorBox = document.getElementById("chat-error");
+  var form = document.getElementById("chat-form");
+  var input = document.getElementById("chat-input");
+  var send = document.getElementById("chat-send");
+  var stop = document.getElementById("chat-stop");
+  var state = document.getElementById("chat-state");
+  var chatBase = page.dataset.chatBase;
+  var conversationId = page.dataset.conversation || "";
+  var running = null; // {sessionId, runId} of the round streaming now
+  var nextCursor = null;
+
+  function scrollDown() { messages.scrollTop = messages.scrollHeight; }
+
+  function bubble(role, text, extra) {
+    empty.hidden = true;
+    var li = A.el("li", { class: role + (extra ? " " + extra : ""), "data-role": role }, [
+      A.el("div", { class: "who", text: role }),
+      A.el("div", { class: "bubble", text: text || "" })
+    ]);
+    messages.appendChild(li);
+    scrollDown();
+    return li;
+  }
+
+  function toolCard(action) {
+    empty.hidden = true;
+    var failed = action.error !== undefined;
+    var li = A.el("li", { class: "tool", "data-role": "tool", "data-tool": action.name || "" }, [
+      A.el("div", { class: "tool-card" + (failed ? " failed" : "") }, [
+        A.el("div", { class: "tool-name" }, [A.el("code", { text: action.name || "tool" }), failed ? A.el("span", { class: "err", text: " failed" }) : null]),
+        A.el("div", { class: "tool-part" }, [A.el("span", { class: "muted small", text: "arguments" }), A.jsonBlock(action.args || {})]),
+        A.el("div", { class: "tool-part" }, [A.el("span", { class: "muted small", text: failed ? "error" : "result" }), A.jsonBlock(failed ? action.error : action.result)])
+      ])
+    ]);
+    messages.appendChild(li);
+    scrollDown();
+  }
+
+  function opsCard(ops) {
+    if (!ops || !ops.length) return;
+    empty.hidden = true;
+    messages.appendChild(A.el("li", { class: "ops", "data-role": "ops" }, [
+      A.el("div", { class: "tool-card" }, [A.el("div", { class: "tool-name", text: "For the client to run" })].concat(ops.map(function (op) {
+        return A.el("div", { class: "tool-part", "data-op": op.name }, [A.el("code", { text: op.name }), A.jsonBlock(op.args || {})]);
+      })))
+    ]));
+    scrollDown();
+  }
+
+  function showStored(message) {
+    if (message.role === "tool") { bubble("tool", message.content); return; }
+    var li = bubble(message.role, message.content);
+    li.dataset.message = message.id || "";
+    var calls = message.toolCalls;
+    if (calls && calls.actions) calls.actions.forEach(toolCard);
+    if (calls && calls.ops) opsCard(calls.ops);
+  }
+
+  function mark() {
+    list.querySelectorAll("a[data-conversation]").forEach(function (a) { a.classList.toggle("current", a.dataset.conversation === conversationId); });
+  }
+
+  function conversationItem(c) {
+    var a = A.el("a", { href: chatBase + encodeURIComponent(c.id) + "/", "data-conversation": c.id, title: A.fmtTime(c.updatedAt), text: c.title || "New conversation" });
+    a.addEventListener("click", function (e) { e.preventDefault(); open(c.id, true); });
+    return A.el("li", {}, [a]);
+  }
+
+  function loadConversations(append) {
+    var url = "/v1/agents/chat/conversations?limit=30" + (append && nextCursor ? "&cursor=" + encodeURIComponent(nextCursor) : "");
+    return A.api("GET", url).then(function (res) {
+      if (!append) list.innerHTML = "";
+      if (!res.ok || !res.body) { list.appendChild(A.el("li", { class: "err", text: "Could not load conversations: " + A.errorText(res) })); return; }
+      var rows = res.body.conversations || [];
+      if (!rows.length && !append) list.appendChild(A.el("li", { class: "muted", id: "chat-none", text: "No conversations yet." }));
+      rows.forEach(function (c) { list.appendChild(conversationItem(c)); });
+      nextCursor = res.body.nextCursor || null;
+      more.hidden = !nextCursor;
+      mark();
+    });
+  }
+
+  function open(id, push) {
+    conversationId = id;
+    messages.innerHTML = "";
+    errorBox.hidden = true;
+    sessionLink.hidden = true;
+    empty.hidden = false;
+    title.textContent = "";
+    if (push) history.pushState({ conversation: id }, "", id ? chatBase + encodeURIComponent(id) + "/" : chatBase);
+    mark();
+    if (!id) return Promise.resolve();
+    return A.api("GET", "/v1/agents/chat/conversations/" + encodeURIComponent(id)).then(function (res) {
+      if (!res.ok || !res.body) { A.showError(errorBox, res, "Could not open this conversation: "); conversationId = ""; return; }
+      title.textContent = res.body.title || "";
+      (res.body.messages || []).forEach(showStored);
+    });
+  }
+
+  function loadTargets() {
+    return Promise.all([A.api("GET", "/v1/agents/chat/presets"), A.api("GET", "/v1/agents?limit=200")]).then(function (r) {
+      withSelect.innerHTML = "";
+      var presets = (r[0].body && r[0].body.presets) || [];
+      var agents = ((r[1].body && r[1].body.agents) || []).filter(function (a) { return a.hosting !== "external"; });
+      if (agents.length) {
+        withSelect.appendChild(A.el("optgroup", { label: "Agents" }, agents.map(function (a) { return A.el("option", { value: "agent:" + a.name, text: a.name }); })));
+      }
+      withSelect.appendChild(A.el("optgroup", { label: "Presets" }, presets.map(function (p) {
+        return A.el("option", { value: "preset:" + p.id, text: p.title ? p.title + " (" + p.id + ")" : p.id });
+      })));
+      var wanted = "preset:assistant";
+      if (withSelect.querySelector('option[value="' + wanted + '"]')) withSelect.value = wanted;
+    });
+  }
+
+  /* Read one SSE body with fetch: call on(event, data) per frame; resolves when it ends. */
+  function readFrames(response, on) {
+    var reader = response.body.getReader();
+    var decoder = new TextDecoder();
+    var buffer = "";
+    function frame(block) {
+      var event = "message", data = [];
+      block.split("\n").forEach(function (line) {
+        if (line.indexOf("event:") === 0) event = line.slice(6).trim();
+        else if (line.indexOf("data:") === 0) data.push(line.slice(5).replace(/^ /, ""));
+      });
+      if (!data.length) return;
+      var parsed = null;
+      try { parsed = JSON.parse(data.join("\n")); } catch (e) { parsed = data.join("\n"); }
+      on(event, parsed);
+    }
+    function pump() {
+      return reader.read().then(function (chunk) {
+        if (chunk.done) { if (buffer.trim()) frame(buffer); return; }
+        buffer += decoder.decode(chunk.value, { stream: true });
+        var at;
+        while ((at = buffer.indexOf("\n\n")) >= 0) { frame(buffer.slice(0, at)); buffer = buffer.slice(at + 2); }
+        return pump();
+      });
+    }
+    return pump();
+  }
+
+  function busy(on) {
+    send.disabled = on;
+    stop.hidden = !on;
+    stop.disabled = false;
+    input.disabled = on;
+  }
+
+  function round(text) {
+    errorBox.hidden = true;
+    var body = { messages: [{ role: "user", content: text }], stream: true };
+    var who = withSelect.value || "preset:assistant";
+    if (who.indexOf("agent:") === 0) body.agent = who.slice(6); else body.preset = who.slice(7);
+    if (conversationId) body.conversationId = conversationId;
+    var mine = bubble("user", text, "pending");
+    var reply = null, final = null;
+    busy(true);
+    state.textContent = "Thinking…";
+    return fetch("/v1/agents/chat", {
+      method: "POST", credentials: "same-origin",
+      headers: { "Content-Type": "application/json", Accept: "text/event-stream", "X-CSRFToken": A.csrfToken() },
+      body: JSON.stringify(body)
+    }).then(function (response) {
+      var type = response.headers.get("content-type") || "";
+      if (!response.ok || type.indexOf("text/event-stream") < 0) {
+        return response.text().then(function (t) {
+          var parsed = null;
+          try { parsed = JSON.parse(t); } catch (e) { parsed = null; }
+          mine.remove();
+          if (!messages.children.length) empty.hidden = false;
+          input.value = text; // nothing was stored: the message is the user's to fix and resend
+          A.showError(errorBox, { ok: false, status: response.status, body: parsed, text: t });
+        });
+      }
+      mine.classList.remove("pending");
+      return readFrames(response, function (event, data) {
+        if (event === "start") {
+          running = data;
+          if (data.conversationId && !conversationId) conversationId = data.conversationId;
+          if (data.sessionId) { sessionLink.href = page.dataset.sessionBase + encodeURIComponent(data.sessionId) + "/"; sessionLink.hidden = false; }
+        } else if (event === "delta") {
+          if (!reply) { reply = bubble("assistant", "", "streaming"); state.textContent = "Writing…"; }
+          reply.querySelector(".bubble").textContent += data.text || "";
+          scrollDown();
+        } else if (event === "tool") {
+          toolCard(data);
+          reply = null; // the next words are a new turn, after the tool
+        } else if (event === "ops") {
+          opsCard(data.ops);
+        } else if (event === "chat") {
+          final = data;
+        } else if (event === "error") {
+          A.showError(errorBox, { ok: false, status: data.status || 500, body: data, text: "" });
+        }
+      }).then(function () {
+        if (reply) reply.classList.remove("streaming");
+        if (!final) { state.textContent = "The stream ended without a result."; return; }
+        var run = final.run || {};
+        if (run.status === "error") {
+          var failed = reply || bubble("assistant", "", "");
+          failed.classList.add("failed");
+          failed.querySelector(".bubble").textContent = (final.reply ? final.reply + "\n\n" : "") + "⚠ " + (run.error || "the round failed");
+        } else if (!reply && final.reply) {
+          bubble("assistant", final.reply);
+        }
+        if (final.conversationId && final.conversationId !== conversationId) {
+          conversationId = final.conversationId;
+        }
+        history.replaceState({ conversation: conversationId }, "", chatBase + encodeURIComponent(conversationId) + "/");
+        state.textContent = run.status === "error" ? "The round failed; it was recorded with its error." : "";
+        return loadConversations(false);
+      });
+    }, function (err) {
+      A.showError(errorBox, { ok: false, status: 0, body: null, text: String(err) });
+    }).then(function () {
+      running = null;
+      busy(false);
+      input.focus();
+    });
+  }
+
+  form.addEventListener("submit", function (e) {
+    e.preventDefault();
+    var text = input.value;
+    if (!text.trim() || running) return;
+    input.value = "";
+    round(text);
+  });
+  input.addEventListener("keydown", function (e) {
+    if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); form.requestSubmit(); }
+  });
+  stop.addEventListener("click", function () {
+    if (!running || !running.sessionId) return;
+    stop.disabled = true;
+    state.textContent = "Stopping…";
+    A.api("POST", "/v1/agents/sessions/" + encodeURIComponent(running.sessionId) + "/stop", { message: "stopped from the chat page" }).then(function (res) {
+      if (!res.ok) A.showError(errorBox, res, "Could not stop: ");
+    });
+  });
+  document.getElementById("chat-new").addEventListener("click", function () { open("", true); input.focus(); });
+  more.addEventListener("click", function () { loadConversations(true); });
+  window.addEventListener("popstate", function (e) { open((e.state && e.state.conversation) || "", false); });
+
+  Promise.all([loadTargets(), loadConversations(false)]).then(function () { if (conversationId) open(conversationId, false); });
+})();
