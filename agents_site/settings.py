@@ -73,6 +73,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "identity.apps.IdentityConfig",
     "coding",
+    "openai_api",
     "console",
 ]
 
