@@ -76,3 +76,14 @@ def test_createapikey_sets_the_limits(org_a, capsys):
     key = capsys.readouterr().out.strip()
     row = ApiKey.objects.get(prefix=key[:10])
     assert (row.scope, row.allowed_agents) == ("openai", ["writer", "bot"])
+
+
+def test_the_admin_shows_a_keys_limits(org_a):
+    from django.contrib.auth import get_user_model
+
+    admin = get_user_model().objects.create_superuser("root", "root@example.com", "pw")
+    api_key_create(org=org_a.org, user=org_a.user, name="tool", scope="openai", allowed_agents=["writer"])
+    client = Client()
+    client.force_login(admin)
+    html = client.get("/admin/tenancy/apikey/").content.decode()
+    assert "OpenAI-compatible endpoint only" in html and "writer" in html
