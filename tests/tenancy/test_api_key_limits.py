@@ -45,7 +45,8 @@ def test_bad_limits_are_refused_and_no_key_is_minted(org_a, scope, agents, messa
 
 
 @pytest.mark.parametrize("path", ["/v1/agents", "/v1/agents/runs", "/v1/agents/sessions", "/v1/agents/openai",
-                                  "/v1/agents/billing", "/v1/identity/agents"])
+                                  "/v1/agents/billing", "/v1/agents/sessions/stream", "/v1/identity/agents",
+                                  "/v1/identity/inbox/stream"])
 def test_an_openai_key_is_refused_on_every_other_api_path(org_a, path):
     _, client = _limited(org_a)
     response = client.get(path)
