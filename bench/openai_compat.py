@@ -9,7 +9,10 @@ on both sides (keep-alive connections):
 * endpoint: the same call with `base_url=<daphne>/v1/agents/openai/v1` and `model=<agent>` —
             auth, the agent, the balance gate, the run record and its session, the same
             gateway call, the record, the debit, the OpenAI answer;
-* streamed: the endpoint with `stream=True` (the whole stream read, `[DONE]` included).
+* streamed: the endpoint with `stream=True` (the whole stream read, `[DONE]` included);
+* run:      `POST /v1/agents/{ref}/run` with the same input (httpx), the platform's own run
+            route: what is left between it and the endpoint is the endpoint's own cost (the
+            OpenAI request checks and answer), the rest is the run path every run pays.
 
 Each with the upstream answering at once (the worst case for the ratio: the whole cost is
 ours) and with a simulated model latency (`--latency-ms`, default 300 ms).
@@ -42,7 +45,7 @@ PROMPT = "Summarise the benefits of per-org SQLite files in one sentence."
 
 
 def measure(args, upstream, key: str) -> dict:
-    """Return `{label: (n, direct ms, endpoint ms, streamed ms)}` for each upstream latency."""
+    """Return `{label: (n, direct ms, endpoint ms, streamed ms, run route ms)}` for each upstream latency."""
     import httpx
     import openai
 
@@ -70,18 +73,23 @@ def measure(args, upstream, key: str) -> dict:
             chunks = list(ours_sdk.chat.completions.create(model="bench", messages=messages, stream=True))
             assert chunks[-1].choices[0].finish_reason == "stop"
 
+        def run_route():
+            response = http.post("/v1/agents/bench/run", json={"input": PROMPT})
+            assert response.status_code == 200, response.text
+
         results = {}
         for label, latency in (("answers at once", 0.0), (f"{args.latency_ms} ms model latency", args.latency_ms / 1000)):
             upstream.default_delay = latency
             n = args.requests if latency == 0 else max(args.requests // 5, 20)
-            for fn in (direct, endpoint, streamed):
+            for fn in (direct, endpoint, streamed, run_route):
                 timed(fn, 10)  # warm-up
-            base, ours, stream = [], [], []
+            base, ours, stream, runs = [], [], [], []
             for _ in range(n):  # interleaved, so drift hits all alike
                 base += timed(direct, 1)
                 ours += timed(endpoint, 1)
                 stream += timed(streamed, 1)
-            results[label] = (n, base, ours, stream)
+                runs += timed(run_route, 1)
+            results[label] = (n, base, ours, stream, runs)
         return results
     finally:
         server.stop()
@@ -103,14 +111,15 @@ def main() -> None:
 
     print(f"OpenAI-compatible endpoint on daphne vs the same SDK call to the gateway, sequential, {os.cpu_count()} CPUs\n")
     print(f"{'upstream':<24}{'n':>5}{'direct p50':>12}{'direct p99':>12}{'ours p50':>10}{'ours p99':>10}"
-          f"{'ratio p50':>11}{'ratio p99':>11}{'added p50':>11}{'stream p50':>12}{'ratio':>8}")
-    for label, (n, base, ours, stream) in results.items():
-        b50, b99, o50, o99, s50 = (percentile(base, 50), percentile(base, 99), percentile(ours, 50), percentile(ours, 99),
-                                   percentile(stream, 50))
+          f"{'ratio p50':>11}{'ratio p99':>11}{'added p50':>11}{'stream p50':>12}{'ratio':>8}{'/run p50':>10}{'ours÷/run':>11}")
+    for label, (n, base, ours, stream, runs) in results.items():
+        b50, b99, o50, o99, s50, r50 = (percentile(base, 50), percentile(base, 99), percentile(ours, 50), percentile(ours, 99),
+                                        percentile(stream, 50), percentile(runs, 50))
         print(f"{label:<24}{n:>5}{b50:>10.2f}ms{b99:>10.2f}ms{o50:>8.2f}ms{o99:>8.2f}ms{o50 / b50:>10.2f}x{o99 / b99:>10.2f}x"
-              f"{o50 - b50:>9.2f}ms{s50:>10.2f}ms{s50 / b50:>7.2f}x")
+              f"{o50 - b50:>9.2f}ms{s50:>10.2f}ms{s50 / b50:>7.2f}x{r50:>8.2f}ms{o50 / r50:>10.2f}x")
     print("(ours = a non-streamed chat.completions.create through the endpoint: a recorded, billed run;")
-    print(" stream = the same with stream=True, read to [DONE]; ratio = against the direct call)")
+    print(" stream = the same with stream=True, read to [DONE]; ratio = against the direct call;")
+    print(" /run = POST /v1/agents/{ref}/run, the same run through the platform's own route)")
 
 
 if __name__ == "__main__":
