@@ -16,11 +16,12 @@ import logging
 import secrets
 from functools import wraps
 
+from django.core.exceptions import RequestDataTooBig
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from agents.streaming import QueueListener, render_frame, run_stream
-from agents_site.errors import ApiError
+from agents_site.errors import ApiError, PayloadTooLarge
 from agents_site.vocabulary import ErrorCode, PrincipalVia, RunStatus
 from openai_api import selectors, services, wire
 from openai_api.errors import InvalidApiKey, RunFailed, error_object, error_response
@@ -69,6 +70,8 @@ def openai_view(*methods: str):
                 return view(request, *args, **kwargs)
             except ApiError as exc:
                 return error_response(exc)
+            except RequestDataTooBig:
+                return error_response(PayloadTooLarge())
             except Exception as exc:
                 fault = store_fault(exc)
                 if fault is not None:

@@ -193,3 +193,14 @@ def test_a_wrong_method_or_an_unknown_route_answers_the_openai_error_object(org,
     nul = httpx.post(live.url + BASE_PATH + "/chat/completions", headers=headers, timeout=30,
                      json={"model": "writer", "messages": [{"role": "user", "content": "a\u0000b"}]})
     assert nul.status_code == 400 and nul.json()["error"]["code"] == "invalid_request"
+
+
+def test_a_body_over_one_mib_is_a_413(org, client, upstream):
+    messages = [{"role": "user", "content": "x" * (100 * 1024)} for _ in range(12)]
+
+    with pytest.raises(openai.APIStatusError) as refused:
+        client.chat.completions.create(model="writer", messages=messages)
+
+    error = error_of(refused.value)
+    assert (refused.value.status_code, error["code"]) == (413, "payload_too_large")
+    assert_nothing_happened(org, upstream)
