@@ -93,7 +93,11 @@ steer live sessions; route runs to your own machines.
 Every call but the public builds gallery needs an API key of your org, sent as
 `Authorization: Bearer ak_…` (use **Authorize**). Every error has the same shape:
 `{"status": <HTTP status>, "code": "<word>", "error": "<sentence>"}`, sometimes with named extra
-fields. A JSON `null` in a body is an omitted field."""
+fields. A JSON `null` in a body is an omitted field.
+
+Not in this document: the OpenAI-compatible endpoint at `/v1/agents/openai/v1` (`GET /models`,
+`POST /chat/completions`; every agent as a model), whose contract is OpenAI's API and whose
+errors are OpenAI's error object — see the README, "OpenAI-compatible endpoint"."""
 
 
 class AgentsAPI(NinjaAPI):

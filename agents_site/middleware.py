@@ -4,7 +4,9 @@ The API's own errors are shaped by `agents_site.api`; a few are answered before 
 Django's resolver answers an unknown path with an HTML 404, Ninja answers a method a route does
 not serve with a text 405, and a fault in a middleware becomes Django's HTML 500. This
 middleware, outermost, rewrites any such non-JSON error under `/v1/` as
-`{"status", "code", "error"}` (DESIGN §11). Pages outside `/v1/` (admin) are left alone.
+`{"status", "code", "error"}` (DESIGN §11) — or, under the OpenAI-compatible endpoint
+(`/v1/agents/openai/v1/`), as OpenAI's error object `{"error": {"message", "type", "param",
+"code"}}`, whose JSON bodies it never rewrites. Pages outside `/v1/` (admin) are left alone.
 
 A fault raised outside the API's own handler (a middleware reaching a busy or read-only store)
 is remembered from Django's `got_request_exception` and answered as the API would: 503
@@ -23,12 +25,23 @@ from django.core.signals import got_request_exception
 from django.http import JsonResponse
 from django.utils.decorators import sync_and_async_middleware
 
-from agents_site.errors import InvalidRequest
-from agents_site.vocabulary import ErrorCode
+from agents_site.errors import ApiError, InvalidRequest
+from agents_site.vocabulary import ApiKeyScope, ErrorCode
 from agents_site.wire import NUL, NUL_ESCAPE, unstorable_text
+from openai_api.errors import error_object
 from tenancy.faults import store_fault
+from tenancy.principal import SCOPE_PATHS
 
 API_PREFIX = "/v1/"
+# The second deliberate exception to the one error shape: OpenAI's error object on its endpoint.
+OPENAI_PREFIX = SCOPE_PATHS[ApiKeyScope.OPENAI]
+
+
+def _render(request, error: ApiError) -> JsonResponse:
+    """Render `error` in the shape of the request's path: OpenAI's error object under the
+    OpenAI-compatible endpoint, `{"status", "code", "error"}` everywhere else under `/v1/`."""
+    body = error_object(error) if request.path.startswith(OPENAI_PREFIX) else error.body()
+    return JsonResponse(body, status=error.status, headers=error.headers())
 
 _CODES = {
     400: ErrorCode.INVALID_REQUEST,
@@ -72,7 +85,7 @@ def _refused(request):
     if not request.path.startswith(API_PREFIX):
         return None
     refusal = _nul_refusal(request)
-    return JsonResponse(refusal.body(), status=refusal.status) if refusal is not None else None
+    return _render(request, refusal) if refusal is not None else None
 
 
 def _shaped(request, response):
@@ -81,9 +94,9 @@ def _shaped(request, response):
     if response.status_code >= 500:
         fault = store_fault(getattr(request, "agents_exception", None))
         if fault is not None:
-            return JsonResponse(fault.body(), status=fault.status, headers=fault.headers())
+            return _render(request, fault)
     if response.get("Content-Type", "").startswith("application/json"):
-        return response
+        return response  # shaped by the API (or, under the OpenAI prefix, as OpenAI's error object)
     status = response.status_code
     code = _CODES.get(status, ErrorCode.INTERNAL if status >= 500 else ErrorCode.INVALID_REQUEST)
     if status == 404:
@@ -94,7 +107,9 @@ def _shaped(request, response):
         message = "internal error"
     else:
         message = (response.reason_phrase or "request refused").lower()
-    shaped = JsonResponse({"status": status, "code": str(code), "error": message}, status=status)
+    error = ApiError(message)
+    error.status, error.code = status, code
+    shaped = _render(request, error)
     if response.has_header("Allow"):
         shaped["Allow"] = response["Allow"]
     return shaped

@@ -74,6 +74,7 @@ INSTALLED_APPS = [
     "identity.apps.IdentityConfig",
     "coding",
     "chat",
+    "openai_api",
     "console",
 ]
 

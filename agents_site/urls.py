@@ -1,4 +1,4 @@
-"""URL map: the JSON API at /v1/agents/, the console at /console/, the public gallery at
+"""URL map: the JSON API at /v1/agents/ (its OpenAI-compatible endpoint at /v1/agents/openai/v1/), the console at /console/, the public gallery at
 /builds/, the Django admin at /admin/; `/` goes to the console."""
 
 from django.contrib import admin
@@ -11,6 +11,7 @@ from agents_site.api import api
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("v1/identity/", include("identity.urls")),
+    path("v1/agents/openai/v1/", include("openai_api.urls")),  # before the Ninja API: its /{ref} routes
     path("v1/", api.urls),
     path("console/", include("console.urls")),
     path("builds/", include("console.urls_gallery")),

@@ -52,7 +52,8 @@ class RunKind(models.TextChoices):
 
 
 class ChatRole(models.TextChoices):
-    """Who wrote one message of a conversation (POST /v1/agents/chat; OpenAI's roles)."""
+    """Who wrote one message of a conversation or a prompt (POST /v1/agents/chat, the
+    OpenAI-compatible endpoint; OpenAI's roles)."""
 
     SYSTEM = "system", "system"  # an instruction to the model
     USER = "user", "user"  # the person talking
@@ -307,6 +308,31 @@ class PrincipalVia(models.TextChoices):
     SESSION = "session", "session login"
 
 
+class ApiKeyScope(models.TextChoices):
+    """Which API paths an API key may call (`tenancy.ApiKey.scope`)."""
+
+    ALL = "all", "every API path"  # the whole API, as its user
+    OPENAI = "openai", "OpenAI-compatible endpoint only"  # only /v1/agents/openai/…; 403 elsewhere
+
+
+class OpenAIErrorType(StrEnum):
+    """The `type` of an OpenAI error object (the OpenAI-compatible endpoint's errors only)."""
+
+    INVALID_REQUEST = "invalid_request_error"  # 400, 404, 409, 413, 422: the request cannot be served as sent
+    AUTHENTICATION = "authentication_error"  # 401: no API key, or an unknown or revoked one
+    PERMISSION = "permission_error"  # 403: the key may not do this
+    INSUFFICIENT_QUOTA = "insufficient_quota"  # 402: the org's balance cannot pay for the call
+    RATE_LIMIT = "rate_limit_error"  # 429: too many requests
+    API = "api_error"  # 5xx: the run failed, or a dependency did not answer
+
+
+class OpenAIFinishReason(StrEnum):
+    """Why a chat completion ended (`choices[].finish_reason`)."""
+
+    STOP = "stop"  # the agent answered
+    TOOL_CALLS = "tool_calls"  # the agent called tools the caller executes (`tool_calls`)
+
+
 class ErrorCode(StrEnum):
     """Every error code an error body can carry (`{"status", "code", "error"}`)."""
 
@@ -339,7 +365,9 @@ class ErrorCode(StrEnum):
     SANDBOX_UNAVAILABLE = "sandbox_unavailable"  # no sandbox for commands: coding runs refused, never unconfined
     CODING_BUSY = "coding_busy"  # the org has AGENTS_CODING_MAX_CONCURRENT coding runs in flight
     CONVERSATION_BUSY = "conversation_busy"  # a round of this conversation is in flight (multitaskStrategy)
-    RUN_FAILED = "run_failed"  # the run executed and failed; the body's runId names it (502)
+    RUN_FAILED = "run_failed"  # the run executed and failed; the body names its run (502: runId on /v1/agents, run_id in the OpenAI error object)
+    INVALID_API_KEY = "invalid_api_key"  # OpenAI-compatible endpoint: no API key, or an unknown or revoked one (401)
+    MODEL_NOT_FOUND = "model_not_found"  # OpenAI-compatible endpoint: no agent of that name or id the key may use
     INTERNAL = "internal_error"  # an unexpected fault; nothing half-written
 
 

@@ -12,7 +12,7 @@ from django import forms
 
 from agents.models import Agent
 from agents.services import AgentInput
-from agents_site.vocabulary import ExecutionMode
+from agents_site.vocabulary import ApiKeyScope, ExecutionMode
 
 _TOOL_SPLIT = re.compile(r"[,\n]")
 
@@ -72,9 +72,17 @@ class AgentForm(forms.Form):
 
 
 class ApiKeyForm(forms.Form):
-    """Name a new API key (the key itself is minted by `tenancy.services.api_key_create`)."""
+    """Name a new API key and its limits (the key is minted, and its limits checked, by
+    `tenancy.services.api_key_create`): `scope` (`all`, or `openai` = only the OpenAI-compatible
+    endpoint) and the agents an `openai` key may call there (none ticked = every agent)."""
 
     name = forms.CharField(required=False, max_length=100)
+    scope = forms.ChoiceField(required=False, choices=ApiKeyScope.choices, initial=ApiKeyScope.ALL)
+    allowed_agents = forms.MultipleChoiceField(required=False, choices=(), widget=forms.CheckboxSelectMultiple)
+
+    def __init__(self, *args, agent_names: list[str] = (), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["allowed_agents"].choices = [(name, name) for name in agent_names]
 
 
 class RunForm(forms.Form):

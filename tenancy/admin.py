@@ -39,12 +39,17 @@ class MembershipAdmin(SuperuserOnly):
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
-    """API keys by prefix and SHA-256 only; read-only. An org admin sees the acting org's keys."""
+    """API keys by prefix and SHA-256 only, with their limits (scope, allowed agents); read-only.
 
-    list_display = ("prefix", "name", "user", "org", "created_at", "last_used_at", "revoked_at")
-    list_filter = ("revoked_at",)
+    An org admin sees the acting org's keys. Keys (and their limits, fixed for a key's life)
+    are minted by the console's API keys page or `createapikey --scope --agent`.
+    """
+
+    list_display = ("prefix", "name", "user", "org", "scope", "allowed_agents", "created_at", "last_used_at", "revoked_at")
+    list_filter = ("scope", "revoked_at")
     search_fields = ("name", "prefix", "user__username")
-    readonly_fields = ("prefix", "key_hash", "name", "user", "org", "created_at", "last_used_at", "revoked_at")
+    readonly_fields = ("prefix", "key_hash", "name", "user", "org", "scope", "allowed_agents", "created_at", "last_used_at",
+                       "revoked_at")
 
     def _allowed(self, request) -> bool:
         return request.user.is_superuser or is_org_admin(request)

@@ -4,11 +4,14 @@ from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_asy
 
 from agents_site.errors import ApiError
 from tenancy import stores
-from tenancy.principal import resolve_principal
+from tenancy.principal import resolve_principal, scope_refusal
 
 
 class PrincipalMiddleware:
     """Set `request.principal` (or `request.principal_error`) and the current org.
+
+    An API key limited to some paths (`ApiKey.scope`) used on another path gets
+    `principal_error` 403, so every API of the site refuses it the way it refuses a bad key.
 
     The current org (a ContextVar) is set and reset in this one frame, around the view. A
     streaming view whose body runs after the view returns (SSE) sets it again itself.
@@ -31,6 +34,10 @@ class PrincipalMiddleware:
             request.principal = resolve_principal(request)
         except ApiError as exc:
             request.principal_error = exc
+            return None
+        refusal = scope_refusal(request.principal, request.path)
+        if refusal is not None:  # a limited key outside its paths: refused like a bad credential
+            request.principal, request.principal_error = None, refusal
             return None
         principal = request.principal
         if principal is not None and principal.org_slug:

@@ -6,6 +6,8 @@ from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
 
+from agents_site.vocabulary import ApiKeyScope
+
 SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 
 
@@ -42,6 +44,9 @@ class ApiKey(models.Model):
     """An API key bound to one user and one org. Only its SHA-256 hex is stored.
 
     The key itself (`ak_` + 48 hex) is shown once, when created (`tenancy.services.api_key_create`).
+    `scope` limits the paths it may call (`ApiKeyScope`: `all`, or `openai` = only the
+    OpenAI-compatible endpoint, 403 elsewhere); `allowed_agents` (names or ids; empty = every
+    agent) limits an `openai` key to those agents there (another is 404 `model_not_found`).
     """
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys")
@@ -49,6 +54,8 @@ class ApiKey(models.Model):
     name = models.CharField(max_length=100, blank=True, default="")
     prefix = models.CharField(max_length=16, help_text="first characters of the key, for recognising it")
     key_hash = models.CharField(max_length=64, unique=True)
+    scope = models.CharField(max_length=16, choices=ApiKeyScope.choices, default=ApiKeyScope.ALL)
+    allowed_agents = models.JSONField(default=list, blank=True, help_text="agent names or ids; empty = every agent")
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)

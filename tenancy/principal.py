@@ -21,13 +21,15 @@ from django.conf import settings
 from django.utils import timezone
 
 from agents_site.errors import Forbidden
-from agents_site.vocabulary import PrincipalVia
+from agents_site.vocabulary import ApiKeyScope, PrincipalVia
 from tenancy.models import ApiKey, Membership, Org
 from tenancy.stores import InvalidOrg, validate_slug
 
 API_KEY_PREFIX = "ak_"
 SESSION_ORG_KEY = "agents_org"
 LAST_USED_RESOLUTION = timedelta(seconds=60)
+# The paths a limited API key may call (`ApiKeyScope`); a key of scope `all` may call every path.
+SCOPE_PATHS = {ApiKeyScope.OPENAI: "/v1/agents/openai/v1/"}
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,8 @@ class Principal:
     is_org_admin: bool = False
     user_id: int | None = None
     api_key_id: int | None = None
+    scope: str = ApiKeyScope.ALL
+    allowed_agents: tuple[str, ...] = ()
 
     @property
     def actor(self) -> str:
@@ -50,6 +54,10 @@ class Principal:
         if self.org_slug and self.subject:
             return f"{self.org_slug}/{self.subject}"
         return self.subject or self.org_slug or ""
+
+    def may_use_agent(self, *, agent_id: str, agent_name: str) -> bool:
+        """Return True when this principal's key names no agents, or names this one (by name or id)."""
+        return not self.allowed_agents or agent_name in self.allowed_agents or agent_id in self.allowed_agents
 
 
 def hash_api_key(key: str) -> str:
@@ -84,6 +92,8 @@ def _from_api_key(token: str) -> Principal:
         is_org_admin=membership.is_admin,
         user_id=key.user_id,
         api_key_id=key.pk,
+        scope=key.scope or ApiKeyScope.ALL,
+        allowed_agents=tuple(str(name) for name in (key.allowed_agents or [])),
     )
 
 
@@ -143,6 +153,20 @@ def resolve_principal(request) -> Principal | None:
             return _from_jwt(token, secret)
         raise Forbidden("the bearer credential is not recognised")
     return _from_session(request)
+
+
+def scope_refusal(principal: Principal | None, path: str) -> Forbidden | None:
+    """Return the 403 for a limited API key calling `path` outside its scope, else None.
+
+    Example: a key of scope `openai` on `/v1/agents` → `Forbidden` naming the path it may call;
+    the same key on `/v1/agents/openai/v1/models` → None.
+    """
+    if principal is None or principal.scope == ApiKeyScope.ALL:
+        return None
+    allowed = SCOPE_PATHS.get(principal.scope)
+    if allowed and path.startswith(allowed):
+        return None
+    return Forbidden(f"this API key is limited to {allowed or 'no path'}; use a key of scope 'all' for {path}")
 
 
 def require_org(principal: Principal | None) -> Principal:

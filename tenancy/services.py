@@ -7,6 +7,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents_site.errors import InvalidRequest, NotFound
+from agents_site.vocabulary import ApiKeyScope
 from tenancy import stores
 from tenancy.signals import org_created
 from tenancy.models import ApiKey, Membership, Org
@@ -43,16 +44,58 @@ def membership_set(*, org: Org, username: str, password: str | None = None, is_a
     return membership
 
 
-def api_key_create(*, org: Org, user, name: str = "") -> tuple[ApiKey, str]:
+MAX_ALLOWED_AGENTS = 100
+MAX_AGENT_REF_LENGTH = 128
+
+
+def api_key_limits(*, scope: str | None, allowed_agents) -> tuple[str, list[str]]:
+    """Return `(scope, allowed_agents)` checked and cleaned for a new API key.
+
+    In: `scope` an `ApiKeyScope` value (None or "" = `all`); `allowed_agents` agent names or
+    ids (a list, or a string split on commas and newlines; blanks dropped, duplicates kept
+    once, order kept; at most 100 of at most 128 characters). A non-empty list needs scope
+    `openai` (it limits the key on the OpenAI-compatible endpoint; a key of scope `all` can
+    reach every agent through the rest of the API anyway). Raises `InvalidRequest` (400) with
+    the reason. Example: `("openai", "writer, bot, writer")` → `("openai", ["writer", "bot"])`.
+    """
+    scope = str(scope or ApiKeyScope.ALL).strip()
+    if scope not in ApiKeyScope.values:
+        raise InvalidRequest(f"scope must be one of: {', '.join(ApiKeyScope.values)}")
+    if isinstance(allowed_agents, str):
+        allowed_agents = allowed_agents.replace("\n", ",").split(",")
+    names: list[str] = []
+    for entry in allowed_agents or []:
+        if not isinstance(entry, str):
+            raise InvalidRequest("allowed agents must be agent names or ids (text)")
+        entry = entry.strip()
+        if not entry:
+            continue
+        if len(entry) > MAX_AGENT_REF_LENGTH:
+            raise InvalidRequest(f"an allowed agent is at most {MAX_AGENT_REF_LENGTH} characters")
+        if entry not in names:
+            names.append(entry)
+    if len(names) > MAX_ALLOWED_AGENTS:
+        raise InvalidRequest(f"at most {MAX_ALLOWED_AGENTS} allowed agents per key")
+    if names and scope != ApiKeyScope.OPENAI:
+        raise InvalidRequest("allowed agents limit a key of scope 'openai' only; choose that scope or name no agent")
+    return str(scope), names
+
+
+def api_key_create(*, org: Org, user, name: str = "", scope: str = ApiKeyScope.ALL,
+                   allowed_agents: list[str] | str | None = None) -> tuple[ApiKey, str]:
     """Mint an API key for `user` in `org`; return `(row, key)`. The key is never stored.
 
-    Key: `ak_` + 48 hex characters (24 random bytes). Raises `NotFound` if `user` is not a
-    member of `org`.
+    Key: `ak_` + 48 hex characters (24 random bytes). `scope` and `allowed_agents` limit what
+    it may call (`api_key_limits`: `all`, or `openai` = only `/v1/agents/openai/…`, optionally
+    only the named agents there). Raises `NotFound` if `user` is not a member of `org`,
+    `InvalidRequest` (400) for limits `api_key_limits` refuses.
     """
+    scope, names = api_key_limits(scope=scope, allowed_agents=allowed_agents)
     if not Membership.objects.filter(user=user, org=org).exists():
         raise NotFound("user is not a member of this org")
     key = API_KEY_PREFIX + secrets.token_hex(24)
-    row = ApiKey.objects.create(org=org, user=user, name=name[:100], prefix=key[:10], key_hash=hash_api_key(key))
+    row = ApiKey.objects.create(org=org, user=user, name=name[:100], prefix=key[:10], key_hash=hash_api_key(key),
+                                scope=scope, allowed_agents=names)
     return row, key
 
 

@@ -6,8 +6,11 @@ from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from agents import selectors as agent_selectors
+from agents_site.errors import InvalidRequest
 from billing import selectors as billing_selectors
 from console.access import org_admin_required
+from agents_site.vocabulary import ApiKeyScope
 from console.forms import ApiKeyForm
 from tenancy.models import ApiKey, Org
 from tenancy.services import api_key_create, api_key_revoke
@@ -24,15 +27,24 @@ def _acting_org(request) -> Org:
 def api_keys(request):
     """List the org's API keys; on POST mint one for the signed-in user and show it once.
 
-    The new key is rendered only in the answer to the POST (`Cache-Control: no-store`) and
-    never stored in the session: after this page it exists only as its SHA-256 hash.
+    The form names the key and its limits (scope; the agents an `openai` key may call); a
+    limit the service refuses is shown on the form and no key is minted. The new key is
+    rendered only in the answer to the POST (`Cache-Control: no-store`) and never stored in
+    the session: after this page it exists only as its SHA-256 hash.
     """
     org = _acting_org(request)
-    form = ApiKeyForm(request.POST or None)
+    agent_names = sorted(agent.name for agent in agent_selectors.agent_list())
+    form = ApiKeyForm(request.POST or None, agent_names=agent_names)
     new_key = None
     if request.method == "POST" and form.is_valid():
-        _, new_key = api_key_create(org=org, user=request.user, name=form.cleaned_data.get("name") or "")
-        form = ApiKeyForm()
+        data = form.cleaned_data
+        try:
+            _, new_key = api_key_create(org=org, user=request.user, name=data.get("name") or "",
+                                        scope=data.get("scope") or ApiKeyScope.ALL, allowed_agents=data.get("allowed_agents") or [])
+        except InvalidRequest as exc:
+            form.add_error(None, exc.message)
+        else:
+            form = ApiKeyForm(agent_names=agent_names)
     keys = ApiKey.objects.filter(org=org).select_related("user").order_by("-created_at", "-id")
     response = render(request, "console/keys.html", {"keys": keys, "form": form, "new_key": new_key, "nav": "keys"})
     if new_key:

@@ -1,0 +1,101 @@
+"""Errors of the OpenAI-compatible endpoint, rendered as OpenAI's error object.
+
+This path is the second deliberate exception to the one error shape (README "Design
+decisions"): a client written for OpenAI (its SDKs, LangChain, editors) reads
+`{"error": {"message", "type", "param", "code"}}`, so that is what every error here answers.
+`code` is this platform's `ErrorCode` word (`model_not_found`, `secret_in_transcript`,
+`insufficient_balance`, …), `type` OpenAI's class of error for the status
+(`OpenAIErrorType`), `param` the request field at fault (or null), and the error's named
+extras sit beside them (`run_id` of a failed run, `findings` of a refused credential).
+Services still raise the typed `ApiError`s; only the rendering differs.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.http import HttpResponse
+
+from agents_site.errors import ApiError, InvalidRequest, NotFound
+from agents_site.vocabulary import ErrorCode, OpenAIErrorType
+
+
+class InvalidParam(InvalidRequest):
+    """400: one request field is wrong; `param` names it (`messages[2].role`, `tools[0]`, `stream`)."""
+
+    def __init__(self, message: str, *, param: str | None) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+class InvalidApiKey(ApiError):
+    """401: no API key, or an unknown, revoked or otherwise refused one."""
+
+    status = 401
+    code = ErrorCode.INVALID_API_KEY
+    default_message = "send an API key of your org as 'Authorization: Bearer ak_…'"
+
+
+class ModelNotFound(NotFound):
+    """404: no agent of that name or id in the org that this key may use (another org's is the same 404)."""
+
+    code = ErrorCode.MODEL_NOT_FOUND
+
+    def __init__(self, model: str) -> None:
+        super().__init__(f"The model '{model[:128]}' does not exist or you do not have access to it.")
+        self.param = "model"
+
+
+class RunFailed(ApiError):
+    """502: the call's run ended `error`; `run_id` names the recorded run, the message is its error."""
+
+    status = 502
+    code = ErrorCode.RUN_FAILED
+    default_message = "the run failed"
+
+    def __init__(self, message: str, *, run_id: str, session_id: str = "") -> None:
+        super().__init__(message or self.default_message, run_id=run_id, session_id=session_id)
+
+
+def error_type(status: int) -> OpenAIErrorType:
+    """Return OpenAI's error `type` for an HTTP status (401 → `authentication_error`, 5xx → `api_error`, …)."""
+    if status == 401:
+        return OpenAIErrorType.AUTHENTICATION
+    if status == 402:
+        return OpenAIErrorType.INSUFFICIENT_QUOTA
+    if status == 403:
+        return OpenAIErrorType.PERMISSION
+    if status == 429:
+        return OpenAIErrorType.RATE_LIMIT
+    if status >= 500:
+        return OpenAIErrorType.API
+    return OpenAIErrorType.INVALID_REQUEST
+
+
+def error_object(error: ApiError) -> dict:
+    """Return `{"error": {"message", "type", "param", "code", …extras}}` for `error`.
+
+    Example: `ModelNotFound("nope")` → `{"error": {"message": "The model 'nope' does not exist
+    or you do not have access to it.", "type": "invalid_request_error", "param": "model",
+    "code": "model_not_found"}}`.
+    """
+    return {
+        "error": {
+            "message": error.message,
+            "type": str(error_type(error.status)),
+            "param": getattr(error, "param", None),
+            "code": str(error.code),
+            **error.extras,
+        }
+    }
+
+
+def error_response(error: ApiError) -> HttpResponse:
+    """Render `error` as OpenAI's error object with its HTTP status and headers."""
+    body = json.dumps(error_object(error), ensure_ascii=False)
+    response = HttpResponse(body, status=error.status, content_type="application/json")
+    for name, value in error.headers().items():
+        response[name] = value
+    if error.status == 401:
+        response["WWW-Authenticate"] = 'Bearer realm="agents"'
+    return response

@@ -1,0 +1,184 @@
+"""The OpenAI-compatible routes under `/v1/agents/openai/v1/` (plain Django views, not Ninja).
+
+* `GET  …/models` → `{"object": "list", "data": [model…]}`: the org's agents as models;
+* `GET  …/models/{model}` → one `model` (404 `model_not_found`);
+* `POST …/chat/completions` → a `chat.completion` (200), or with `"stream": true` a
+  `text/event-stream` of `data: {chat.completion.chunk}` lines ending `data: [DONE]`.
+
+Auth: an API key of the org (or a gateway JWT) as `Authorization: Bearer …`; anything else is
+401. Every error is OpenAI's error object (`openai_api.errors`). The contract is OpenAI's chat
+completions API; README "OpenAI-compatible endpoint" states what differs.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from functools import wraps
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from agents.streaming import QueueListener, render_frame, run_stream
+from agents_site.errors import ApiError, PayloadTooLarge
+from agents_site.vocabulary import ErrorCode, PrincipalVia, RunStatus
+from openai_api import selectors, services, wire
+from openai_api.errors import InvalidApiKey, RunFailed, error_object, error_response
+from tenancy.faults import store_fault
+from tenancy.principal import Principal
+
+logger = logging.getLogger(__name__)
+
+REQUEST_ID_MAX = 128
+
+
+class MethodNotAllowed(ApiError):
+    """405: the route exists without this method; `Allow` names the ones it serves."""
+
+    status = 405
+    code = ErrorCode.METHOD_NOT_ALLOWED
+
+    def __init__(self, method: str, allowed: tuple[str, ...]) -> None:
+        super().__init__(f"{method} is not allowed here; use {', '.join(allowed)}")
+        self.allowed = allowed
+
+    def headers(self) -> dict[str, str]:
+        """Return `{"Allow": …}`."""
+        return {"Allow": ", ".join(self.allowed)}
+
+
+class InternalError(ApiError):
+    """500: an unexpected fault; nothing was half-written (the run, if any, is recorded by its lifecycle)."""
+
+    status = 500
+    code = ErrorCode.INTERNAL
+    default_message = "internal error"
+
+
+def openai_view(*methods: str):
+    """Decorate a view of this endpoint: CSRF-exempt (Bearer keys only), `methods` only (405),
+    and every error — typed or not — answered as OpenAI's error object."""
+
+    def decorate(view):
+        @csrf_exempt
+        @wraps(view)
+        def wrapper(request, *args, **kwargs):
+            try:
+                if request.method not in methods:
+                    raise MethodNotAllowed(request.method, methods)
+                return view(request, *args, **kwargs)
+            except ApiError as exc:
+                return error_response(exc)
+            except RequestDataTooBig:
+                return error_response(PayloadTooLarge())
+            except Exception as exc:
+                fault = store_fault(exc)
+                if fault is not None:
+                    return error_response(fault)
+                logger.exception("unexpected error on %s %s", request.method, request.path)
+                return error_response(InternalError())
+
+        return wrapper
+
+    return decorate
+
+
+def principal_of(request) -> Principal:
+    """Return the caller's principal: an API key or gateway JWT acting for an org; else raise 401
+    `InvalidApiKey` (no credential, an unknown or revoked key, a console session login)."""
+    error = getattr(request, "principal_error", None)
+    if error is not None:
+        raise InvalidApiKey(error.message)
+    principal = getattr(request, "principal", None)
+    if principal is None or principal.via == PrincipalVia.SESSION:
+        raise InvalidApiKey()
+    if not principal.org_slug or not principal.subject:
+        raise InvalidApiKey("the credential acts for no org")
+    return principal
+
+
+def _request_id(request) -> str:
+    given = (request.headers.get("X-Request-Id") or "").strip()
+    return given[:REQUEST_ID_MAX] if given else "req_" + secrets.token_hex(12)
+
+
+@openai_view("GET")
+def models(request):
+    """`GET …/models`: the agents this key may call, by name, as OpenAI `model` objects."""
+    principal = principal_of(request)
+    data = [wire.model_body(agent, owned_by=principal.org_slug) for agent in selectors.model_list(principal=principal)]
+    return JsonResponse({"object": "list", "data": data})
+
+
+@openai_view("GET")
+def model(request, model: str):
+    """`GET …/models/{model}`: one agent (name or id) as an OpenAI `model`; 404 `model_not_found`."""
+    principal = principal_of(request)
+    return JsonResponse(wire.model_body(selectors.model_get(principal=principal, ref=model), owned_by=principal.org_slug))
+
+
+@openai_view("POST")
+def chat_completions(request):
+    """`POST …/chat/completions`: run the agent named as `model` on the caller's messages.
+
+    200 `chat.completion` (or the event stream); 400 bad input; 401 no key; 402 balance; 404
+    `model_not_found`; 409 `agent_external`; 422 `secret_in_transcript`; 502 `run_failed`
+    (with `run_id`); 503 no gateway. Headers `X-Agents-Run-Id` / `X-Agents-Session-Id` name
+    the run and the session to watch.
+    """
+    principal = principal_of(request)
+    completion = wire.completion_request(wire.parse_body(request.body))
+    started = services.completion_start(principal=principal, request=completion, request_id=_request_id(request))
+    headers = {"X-Agents-Run-Id": started.run.id, "X-Agents-Session-Id": started.run.session_id or ""}
+    if completion.stream:
+        response = _stream(started, include_usage=completion.include_usage, org=principal.org_slug)
+        for name, value in headers.items():
+            response[name] = value
+        return response
+    run = services.completion_execute(started)
+    if run.status != RunStatus.OK:
+        raise RunFailed(run.error, run_id=run.id, session_id=run.session_id or "")
+    return JsonResponse(wire.completion_body(run, model=started.model), headers=headers)
+
+
+_START = "start"
+
+
+def _stream(started: services.StartedCompletion, *, include_usage: bool, org: str):
+    """Answer the started completion as OpenAI chunks: the role chunk, a content chunk per
+    delta, the caller's tool calls, the final chunk with its finish reason, the usage chunk
+    (with `include_usage`), `[DONE]`. A run that fails after the stream began sends an error
+    chunk (`{"error": {…, "code": "run_failed", "run_id"}}`) and then `[DONE]`."""
+    run = started.run
+    created = int(run.created_at.timestamp())
+
+    def chunk(**fields) -> str:
+        return render_frame(None, wire.chunk_body(run_id=run.id, created=created, model=started.model, **fields))
+
+    def frame(event, data) -> str | None:
+        if event == _START:
+            return chunk(delta={"role": "assistant", "content": ""})
+        if event == "delta":
+            return chunk(delta={"content": data["text"]})
+        if event == "ops":
+            calls = [{"index": i, **call} for i, call in enumerate(wire.tool_calls(data["ops"]))]
+            return chunk(delta={"tool_calls": calls})
+        if event == "run":
+            finished = data
+            if finished.status != RunStatus.OK:
+                failed = RunFailed(finished.error, run_id=finished.id, session_id=finished.session_id or "")
+                return render_frame(None, error_object(failed)) + render_frame(None, "[DONE]")
+            out = chunk(delta={}, finish=wire.finish_reason(getattr(finished, "ops", None)))
+            if include_usage:
+                out += chunk(usage=wire.usage_body(finished))
+            return out + render_frame(None, "[DONE]")
+        if event == "error":  # the worker failed outside the run's own record
+            return render_frame(None, error_object(InternalError(data.get("error") or None))) + render_frame(None, "[DONE]")
+        return None  # server-side tool actions are in the run's session, not in OpenAI's wire format
+
+    def work(listener: QueueListener):
+        listener.put(_START, None)
+        return "run", services.completion_execute(started, listener=listener)
+
+    return run_stream(org=org, work=work, frame=frame)

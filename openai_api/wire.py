@@ -1,0 +1,279 @@
+"""The OpenAI chat completions wire format: the request read and checked, the answers shaped.
+
+`completion_request(body)` turns a `POST …/chat/completions` JSON body into a
+`CompletionRequest` or raises `InvalidParam` (400) naming the field; the `*_body` functions
+build `chat.completion`, `chat.completion.chunk` and `model` objects from a recorded run or
+agent. No I/O here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from dataclasses import dataclass, field
+
+from agents_site.vocabulary import ChatRole, OpenAIFinishReason
+from openai_api.errors import InvalidParam
+
+MAX_CONTENT_BYTES = 128 * 1024
+MAX_MESSAGES = 1000
+MAX_TOOLS = 128
+MAX_MODEL_LENGTH = 128
+FUNCTION_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+MESSAGE_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id")
+
+
+@dataclass
+class CompletionRequest:
+    """A checked chat completions request.
+
+    `messages` are the caller's messages reduced to the keys a gateway reads (`role`,
+    `content`, `name`, `tool_calls`, `tool_call_id`); `tools` OpenAI function definitions the
+    caller executes itself; `max_tokens` (`max_completion_tokens` wins), `temperature`,
+    `top_p` None when absent.
+    """
+
+    model: str
+    messages: list[dict]
+    tools: list[dict] = field(default_factory=list)
+    stream: bool = False
+    include_usage: bool = False
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+
+    def texts(self, *roles: str) -> list[str]:
+        """Return the text of every message of `roles` (text parts joined by newlines), in order."""
+        return [message_text(m) for m in self.messages if m["role"] in roles]
+
+    def input_text(self) -> str:
+        """Return the run's recorded input: the last user message's text ("" without one)."""
+        users = self.texts(ChatRole.USER)
+        return users[-1] if users else ""
+
+
+def message_text(message: dict) -> str:
+    """Return a message's text: its string content, or its text parts joined by newlines."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return ""
+
+
+def _bool(body: dict, name: str, param: str | None = None) -> bool:
+    value = body.get(name)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise InvalidParam(f"'{name}' must be a boolean (true or false)", param=param or name)
+    return value
+
+
+def _number(body: dict, name: str, low: float, high: float, *, integer: bool = False):
+    value = body.get(name)
+    if value is None:
+        return None
+    kind = int if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kind) or not (low <= value <= high):
+        what = "an integer" if integer else "a number"
+        raise InvalidParam(f"'{name}' must be {what} from {low:g} to {high:g}", param=name)
+    return value
+
+
+def _content(message: dict, index: int) -> str | list | None:
+    param = f"messages[{index}].content"
+    content = message.get("content")
+    role = message["role"]
+    if content is None:
+        if role == ChatRole.ASSISTANT and message.get("tool_calls"):
+            return None
+        raise InvalidParam(f"messages[{index}] needs a 'content'", param=param)
+    if isinstance(content, list):
+        for part in content:
+            if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
+                raise InvalidParam(f"messages[{index}].content: only text parts ({{\"type\": \"text\", \"text\": …}}) are supported",
+                                   param=param)
+        text = message_text(message)
+    elif isinstance(content, str):
+        text = content
+    else:
+        raise InvalidParam(f"messages[{index}].content must be a string or a list of text parts", param=param)
+    if len(text.encode()) > MAX_CONTENT_BYTES:
+        raise InvalidParam(f"messages[{index}].content is over {MAX_CONTENT_BYTES // 1024} KiB", param=param)
+    return content
+
+
+def _tool_calls(message: dict, index: int) -> list | None:
+    calls = message.get("tool_calls")
+    if calls is None:
+        return None
+    param = f"messages[{index}].tool_calls"
+    if message["role"] != ChatRole.ASSISTANT or not isinstance(calls, list):
+        raise InvalidParam(f"{param}: only an assistant message carries tool_calls, as a list", param=param)
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if (not isinstance(function, dict) or not isinstance(call.get("id"), str)
+                or not isinstance(function.get("name"), str) or not isinstance(function.get("arguments", ""), str)):
+            raise InvalidParam(f"{param}: each call is {{id, type: 'function', function: {{name, arguments}}}}", param=param)
+    return calls
+
+
+def _messages(body: dict) -> list[dict]:
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise InvalidParam("'messages' must be a non-empty list of messages", param="messages")
+    if len(messages) > MAX_MESSAGES:
+        raise InvalidParam(f"at most {MAX_MESSAGES} messages", param="messages")
+    cleaned = []
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise InvalidParam(f"messages[{index}] must be an object", param=f"messages[{index}]")
+        role = message.get("role")
+        if role not in tuple(ChatRole):
+            roles = ", ".join(ChatRole)
+            raise InvalidParam(f"messages[{index}].role must be one of: {roles}", param=f"messages[{index}].role")
+        _content(message, index)
+        _tool_calls(message, index)
+        if role == ChatRole.TOOL and not isinstance(message.get("tool_call_id"), str):
+            raise InvalidParam(f"messages[{index}]: a tool message needs its 'tool_call_id'", param=f"messages[{index}].tool_call_id")
+        if "name" in message and not isinstance(message["name"], str):
+            raise InvalidParam(f"messages[{index}].name must be a string", param=f"messages[{index}].name")
+        cleaned.append({key: message[key] for key in MESSAGE_KEYS if key in message})
+    return cleaned
+
+
+def _tools(body: dict) -> list[dict]:
+    tools = body.get("tools")
+    if tools is None:
+        return []
+    if not isinstance(tools, list) or len(tools) > MAX_TOOLS:
+        raise InvalidParam(f"'tools' must be a list of at most {MAX_TOOLS} function definitions", param="tools")
+    cleaned = []
+    for index, tool in enumerate(tools):
+        param = f"tools[{index}]"
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if not isinstance(tool, dict) or tool.get("type") != "function" or not isinstance(function, dict):
+            raise InvalidParam(f"{param} must be an OpenAI function definition: {{type: 'function', function: {{name, …}}}}",
+                               param=param)
+        name = function.get("name")
+        if not isinstance(name, str) or not FUNCTION_NAME.match(name):
+            raise InvalidParam(f"{param}.function.name must match ^[A-Za-z0-9_-]{{1,64}}$", param=f"{param}.function.name")
+        if "description" in function and not isinstance(function["description"], str):
+            raise InvalidParam(f"{param}.function.description must be a string", param=f"{param}.function.description")
+        if "parameters" in function and not isinstance(function["parameters"], dict):
+            raise InvalidParam(f"{param}.function.parameters must be a JSON Schema object", param=f"{param}.function.parameters")
+        kept = {key: function[key] for key in ("name", "description", "parameters", "strict") if key in function}
+        cleaned.append({"type": "function", "function": kept})
+    return cleaned
+
+
+def completion_request(body) -> CompletionRequest:
+    """Check a chat completions body; return the `CompletionRequest` or raise `InvalidParam` (400).
+
+    Checked: `model` (a non-empty string), `messages` (non-empty; roles system, user,
+    assistant, tool; text content ≤ 128 KiB each), `tools` (function definitions), `stream`
+    and `stream_options.include_usage` (booleans), `max_tokens` / `max_completion_tokens`
+    (1..1 000 000), `temperature` (0..2), `top_p` (0..1), `n` (1 only). Other OpenAI fields
+    are accepted and ignored.
+    """
+    if not isinstance(body, dict):
+        raise InvalidParam("the request body must be a JSON object", param=None)
+    model = body.get("model")
+    if not isinstance(model, str) or not model.strip():
+        raise InvalidParam("'model' is required: the name or id of one of your agents", param="model")
+    if len(model) > MAX_MODEL_LENGTH:
+        raise InvalidParam(f"'model' is at most {MAX_MODEL_LENGTH} characters", param="model")
+    stream = _bool(body, "stream")
+    options = body.get("stream_options")
+    if options is not None and not isinstance(options, dict):
+        raise InvalidParam("'stream_options' must be an object", param="stream_options")
+    include_usage = _bool(options or {}, "include_usage", "stream_options.include_usage")
+    n = _number(body, "n", 1, 1, integer=True)
+    del n  # one choice only
+    max_tokens = _number(body, "max_completion_tokens", 1, 1_000_000, integer=True)
+    if max_tokens is None:
+        max_tokens = _number(body, "max_tokens", 1, 1_000_000, integer=True)
+    return CompletionRequest(
+        model=model.strip(),
+        messages=_messages(body),
+        tools=_tools(body),
+        stream=stream,
+        include_usage=include_usage,
+        max_tokens=max_tokens,
+        temperature=_number(body, "temperature", 0, 2),
+        top_p=_number(body, "top_p", 0, 1),
+    )
+
+
+def parse_body(raw: bytes) -> dict:
+    """Return the JSON object in `raw`; raise `InvalidParam` (400) for bytes that are not one."""
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise InvalidParam("the request body is not valid JSON", param=None) from exc
+    if not isinstance(data, dict):
+        raise InvalidParam("the request body must be a JSON object", param=None)
+    return data
+
+
+# -- answers ------------------------------------------------------------------------------------
+
+
+def model_body(agent, *, owned_by: str) -> dict:
+    """Return one agent as an OpenAI `model` object: `{id: <agent name>, object, created (unix s), owned_by}`."""
+    return {"id": agent.name, "object": "model", "created": int(agent.created_at.timestamp()), "owned_by": owned_by}
+
+
+def tool_calls(ops: list[dict]) -> list[dict]:
+    """Return a round's client-executed calls (`[{name, args}]`) as OpenAI `tool_calls` (ids minted here)."""
+    return [
+        {"id": "call_" + uuid.uuid4().hex[:24], "type": "function",
+         "function": {"name": op["name"], "arguments": json.dumps(op.get("args") or {}, ensure_ascii=False)}}
+        for op in ops
+    ]
+
+
+def usage_body(run) -> dict:
+    """Return the run's token usage as OpenAI `usage` (0 where the gateway reported none)."""
+    prompt = run.prompt_tokens or 0
+    completion = run.completion_tokens or 0
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def finish_reason(ops) -> str:
+    """Return `tool_calls` when the round handed calls back to the caller, else `stop`."""
+    return str(OpenAIFinishReason.TOOL_CALLS if ops else OpenAIFinishReason.STOP)
+
+
+def completion_body(run, *, model: str) -> dict:
+    """Return a finished `ok` run as a `chat.completion` (id = the run id; `model` = the agent's name)."""
+    ops = getattr(run, "ops", None) or []
+    message: dict = {"role": "assistant", "content": run.output if (run.output or not ops) else None}
+    if ops:
+        message["tool_calls"] = tool_calls(ops)
+    return {
+        "id": run.id,
+        "object": "chat.completion",
+        "created": int(run.created_at.timestamp()),
+        "model": model,
+        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason(ops)}],
+        "usage": usage_body(run),
+        "system_fingerprint": None,
+        "session_id": run.session_id,
+    }
+
+
+def chunk_body(*, run_id: str, created: int, model: str, delta: dict | None = None, finish: str | None = None,
+               usage: dict | None = None) -> dict:
+    """Return one `chat.completion.chunk`: a delta (and finish reason) of choice 0, or, with
+    `usage`, the usage chunk whose `choices` is empty."""
+    body = {"id": run_id, "object": "chat.completion.chunk", "created": created, "model": model, "system_fingerprint": None}
+    if usage is not None:
+        body["choices"] = []
+        body["usage"] = usage
+    else:
+        body["choices"] = [{"index": 0, "delta": delta or {}, "logprobs": None, "finish_reason": finish}]
+    return body
