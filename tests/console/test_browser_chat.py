@@ -1,0 +1,97 @@
+"""The console's chat page in real Chromium: a round trip with an agent, the reply streaming in
+piece by piece, tool actions as cards, conversations kept and reopened, a refused secret, and
+the stop button (live daphne, the loopback upstream streaming its answer)."""
+
+import threading
+
+import pytest
+
+from agents.models import Run
+from chat.models import Conversation, Message
+from tests.support.upstream import Reply
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_a_conversation_round_trip_streams_the_reply_in_and_is_kept(page, make_org, make_agent, login, upstream_server, shoot):
+    org = make_org("ch")
+    make_agent(org, "writer", instructions="Answer briefly.")
+    gate = threading.Event()
+    upstream_server.script(Reply(content="Hello there, friend.", chunks=["Hello ", "there, ", "friend."], pause_after=1, pause=gate))
+    login(page, org)
+    page.goto("/console/chat/")
+    page.wait_for_selector("#chat-with option[value='agent:writer']")
+    page.select_option("#chat-with", "agent:writer")
+    page.fill("#chat-input", "Greet me")
+    page.click("#chat-send")
+    # The first piece is on the page while the model is still writing the rest.
+    page.wait_for_selector("#chat-messages li.assistant.streaming")
+    page.wait_for_function("document.querySelector('#chat-messages li.assistant .bubble').textContent === 'Hello '")
+    assert page.is_visible("#chat-stop")
+    assert page.get_attribute("#chat-session", "href").startswith("/console/sessions/sess_")
+    shoot(page, "chat-streaming")
+    gate.set()
+    page.wait_for_selector("#chat-messages li.assistant:not(.streaming)")
+    assert page.inner_text("#chat-messages li.assistant .bubble") == "Hello there, friend."
+    page.wait_for_selector("#chat-stop", state="hidden")
+    page.wait_for_selector("#chat-conversations a[data-conversation]")
+    assert page.inner_text("#chat-conversations a.current") == "Greet me"
+    with org.context():
+        conversation = Conversation.objects.get()
+        assert [(m.role, m.content) for m in Message.objects.order_by("position")] == [("user", "Greet me"), ("assistant", "Hello there, friend.")]
+        run = Run.objects.get()
+        assert (run.kind, run.agent_name, run.status, run.output) == ("chat", "writer", "ok", "Hello there, friend.")
+    assert page.url.endswith(f"/console/chat/{conversation.id}/")
+    # Reopened from its address, the conversation reads back in order.
+    page.goto(f"/console/chat/{conversation.id}/")
+    page.wait_for_selector("#chat-messages li.assistant")
+    assert page.locator("#chat-messages li").all_inner_texts()[0].endswith("Greet me")
+    assert page.inner_text("#chat-title") == "Greet me"
+    shoot(page, "chat")
+
+
+def test_tool_actions_show_as_cards_and_a_secret_is_refused_with_nothing_stored(page, make_org, login, upstream_server):
+    org = make_org("ct")
+    upstream_server.script(Reply(content=None, tool_calls=[("calculator", {"expression": "6*7"})]), Reply(content="It is 42."))
+    login(page, org)
+    page.goto("/console/chat/")
+    page.wait_for_selector("#chat-with option[value='preset:assistant']")
+    page.fill("#chat-input", "What is 6*7?")
+    page.click("#chat-send")
+    page.wait_for_selector("#chat-messages li.tool[data-tool='calculator']")
+    assert page.inner_text("#chat-messages li.tool .tool-card pre.json >> nth=1") == "42"
+    page.wait_for_selector("#chat-messages li.assistant:not(.streaming)")
+    assert page.inner_text("#chat-messages li.assistant .bubble") == "It is 42."
+    page.wait_for_selector("#chat-stop", state="hidden")
+    secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    page.fill("#chat-input", f"my token is {secret}")
+    page.click("#chat-send")
+    page.wait_for_selector("#chat-error:not([hidden]) table.findings")
+    assert "secret_in_transcript" in page.inner_text("#chat-error")
+    assert page.input_value("#chat-input") == f"my token is {secret}"  # nothing stored: the user's to fix
+    assert secret not in page.inner_text("#chat-messages")
+    with org.context():
+        assert not Message.objects.filter(content__contains=secret).exists()
+        assert Message.objects.count() == 2
+
+
+def test_the_stop_button_stops_the_round_through_its_session(page, make_org, login, upstream_server):
+    org = make_org("cs")
+    gate = threading.Event()
+    upstream_server.script(Reply(content="one two three four", chunks=["one ", "two ", "three ", "four"], pause_after=1, pause=gate))
+    login(page, org)
+    page.goto("/console/chat/")
+    page.wait_for_selector("#chat-with option[value='preset:assistant']")
+    page.fill("#chat-input", "Count slowly")
+    page.click("#chat-send")
+    page.wait_for_function("document.querySelector('#chat-messages li.assistant .bubble') && document.querySelector('#chat-messages li.assistant .bubble').textContent === 'one '")
+    page.click("#chat-stop")
+    page.wait_for_selector("#chat-state:has-text('Stopping')")
+    gate.set()  # the model goes on writing; the run ends at its next step as stopped
+    page.wait_for_selector("#chat-stop", state="hidden", timeout=30000)
+    with org.context():
+        run = Run.objects.get()
+        assert run.kind == "chat"
+        assert run.status in {"ok", "error"}
+        if run.status == "error":
+            assert "stopped by" in run.error
