@@ -86,6 +86,7 @@ class StreamMasker:
         self._text = ""
         self._cut = 0  # raw text before this index has been released
         self._sent: list[str] = []
+        self._dropped = False
 
     @property
     def emitted(self) -> str:
@@ -99,7 +100,7 @@ class StreamMasker:
 
     def feed(self, piece: str) -> str:
         """Take the next raw piece of the reply; return the masked text that may be sent now ("" if none)."""
-        if not piece:
+        if not piece or self._dropped:
             return ""
         self._text += piece
         if not any(c.isspace() for c in piece):  # no word ended: nothing new can be released
@@ -108,7 +109,9 @@ class StreamMasker:
 
     def finish(self) -> str:
         """The reply is complete: return the rest, masked. Joined with what `feed` returned, it is
-        exactly `redact_text(reply)[0]`."""
+        exactly `redact_text(reply)[0]`. After `drop()`, nothing."""
+        if self._dropped:
+            return ""
         whole = redact_text(self._text)[0]
         sent = self.emitted
         if whole.startswith(sent):
@@ -124,6 +127,7 @@ class StreamMasker:
     def drop(self) -> None:
         """Forget the held-back text (the reply broke off); `emitted` stays what was sent."""
         self._cut = len(self._text)
+        self._dropped = True
 
     # -- where to cut ---------------------------------------------------------------------
     def _safe_cut(self) -> int:
