@@ -126,7 +126,29 @@ _STREAM_DOC = (
     "the recorded run, exactly the body the call without `stream` answers (a failed run: the run with its `error`)."
 )
 _RUN_RESPONSES = {status: {"links": {"GetRun": _RUN_LINK}} for status in (200, 502)}
-_RUN_RESPONSES[200]["content"] = {"text/event-stream": {"schema": {"type": "string", "description": _STREAM_DOC}}}
+
+
+def _frame_schema(event: str, data: dict) -> dict:
+    """One Server-Sent Event as schemathesis and OpenAPI 3.1 read it: `event` and its JSON `data`."""
+    return {
+        "type": "object",
+        "required": ["event", "data"],
+        "properties": {"event": {"const": event}, "data": {"type": "string", "contentMediaType": "application/json", "contentSchema": data}},
+    }
+
+
+_TEXT = {"type": "string"}
+_STREAM_FRAME = {
+    "description": _STREAM_DOC,
+    "oneOf": [
+        _frame_schema("delta", {"type": "object", "required": ["text"], "properties": {"text": _TEXT}}),
+        _frame_schema("tool", {"type": "object", "required": ["name", "args"],
+                               "properties": {"name": _TEXT, "args": {"type": "object"}, "result": _TEXT, "error": _TEXT}}),
+        _frame_schema("run", {"$ref": "#/components/schemas/RunOut"}),
+        _frame_schema("error", {"$ref": "#/components/schemas/ErrorOut"}),
+    ],
+}
+_RUN_RESPONSES[200]["content"] = {"text/event-stream": {"schema": _STREAM_FRAME}}
 
 
 @router.post(

@@ -6,8 +6,10 @@ the API's users.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from ninja import Schema
-from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictInt
+from pydantic import BeforeValidator, ConfigDict, Field, StrictBool, StrictFloat, StrictInt
 
 from agents_site.schemas import choice, declare, required_in_docs, text
 from agents_site.vocabulary import ActivityKind, AgentHosting, AgentStatus, ExecutionMode, LedgerKind, MetricsRange, RunStatus
@@ -30,6 +32,23 @@ _TEMPERATURE = "Sampling temperature, a number from 0 to 2. Without it the gatew
 _TOP_P = "Nucleus sampling: a number above 0 and at most 1. Without it the gateway's default."
 
 
+def _integral(value):
+    # JSON Schema's integer includes 1.0: accept a whole float as that integer; a bool, a
+    # string or 1.5 is still refused by the strict integer.
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+#: A JSON integer: 3 or 3.0; never `true`, `"3"` or 3.5.
+JsonInt = Annotated[StrictInt, BeforeValidator(_integral)]
+
+
+def _max_tokens_schema(schema: dict) -> None:
+    # Read when the document is built (not at import): the cap is the deployment's setting.
+    from django.conf import settings
+
+    declare(on="integer", minimum=1, maximum=settings.AGENTS_MAX_OUTPUT_TOKENS)(schema)
+
+
 class AgentIn(Schema):
     """Change an agent: every field is optional and an omitted (or null) field keeps its value.
     The name cannot change."""
@@ -46,7 +65,7 @@ class AgentIn(Schema):
     timezone: str | None = text(description="IANA time zone of the schedule (default `UTC`).")
     computeRef: str | None = text(description="An opaque identifier of yours, at most 256 bytes.")
     serviceAccountId: str | None = text(description="An opaque identifier of yours, at most 256 bytes.")
-    maxTokens: StrictInt | None = Field(None, description=_MAX_TOKENS, json_schema_extra=declare(on="integer", minimum=1))
+    maxTokens: JsonInt | None = Field(None, description=_MAX_TOKENS, json_schema_extra=_max_tokens_schema)
     temperature: StrictFloat | None = Field(None, description=_TEMPERATURE, json_schema_extra=declare(on="number", minimum=0, maximum=2))
     topP: StrictFloat | None = Field(None, description=_TOP_P, json_schema_extra=declare(on="number", exclusiveMinimum=0, maximum=1))
 
@@ -125,6 +144,14 @@ class AgentListOut(Schema):
     nextCursor: str | None = Field(None, description="Pass as `?cursor=` for the next page; absent on the last page.")
 
 
+def _run_schema(schema: dict, model: type | None = None) -> None:
+    # A streamed run executes in the request: never with `background: true` or a `targetId`.
+    schema["not"] = {"anyOf": [
+        {"required": ["stream", "background"], "properties": {"stream": {"const": True}, "background": {"const": True}}},
+        {"required": ["stream", "targetId"], "properties": {"stream": {"const": True}, "targetId": {"type": "string"}}},
+    ]}
+
+
 class RunIn(Schema):
     """Run an agent on `input` (at most 128 KiB of UTF-8; may be empty).
 
@@ -133,6 +160,8 @@ class RunIn(Schema):
     machine instead (202 with the run while it runs there). `stream: true` answers
     `text/event-stream` while the run executes.
     """
+
+    model_config = ConfigDict(json_schema_extra=_run_schema)
 
     input: str = Field("", description="The user turn, at most 128 KiB of UTF-8.")
     background: StrictBool | None = Field(None, description="`true` queues the run and answers 202 at once (a JSON boolean).")
