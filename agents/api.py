@@ -28,6 +28,9 @@ _WIRE_TO_FIELD = {
     "timezone": "timezone",
     "computeRef": "compute_ref",
     "serviceAccountId": "service_account_id",
+    "maxTokens": "max_tokens",
+    "temperature": "temperature",
+    "topP": "top_p",
 }
 
 

@@ -13,10 +13,12 @@ from ninja import Path, Query, Router
 
 from agents import dashboards, selectors
 from agents.background import run_submit
-from agents.execution import run_execute
+from agents.execution import run_execute, run_execute_opened, run_open
 from agents.presenters import run_view
 from agents.runs.routed import routed_start
+from agents.streaming import run_stream
 from agents.schemas import ActivityOut, BillingOut, MetricsOut, RunAcceptedOut, RunIn, RunListOut, RunOut
+from agents_site.errors import InvalidRequest
 from agents_site.schemas import ErrorOut, word_param
 from agents_site.vocabulary import MetricsRange, RunKind, RunStatus
 from agents_site.wire import compact
@@ -119,12 +121,44 @@ def billing(
     return billing_summary(org_slug=principal.org_slug, limit=limit, cursor=cursor)
 
 
+_STREAM_DOC = (
+    "With `\"stream\": true`: Server-Sent Events while the run executes. `event: delta` "
+    "`data: {\"text\"}` — a piece of the reply (credentials masked; the pieces concatenate to what was written); "
+    "`event: tool` `data: {name, args, result|error}` — a tool call executed; then one `event: run` whose data is "
+    "the recorded run, exactly the body the call without `stream` answers (a failed run: the run with its `error`)."
+)
+_RUN_RESPONSES = {status: {"links": {"GetRun": _RUN_LINK}} for status in (200, 502)}
+
+
+def _frame_schema(event: str, data: dict) -> dict:
+    """One Server-Sent Event as schemathesis and OpenAPI 3.1 read it: `event` and its JSON `data`."""
+    return {
+        "type": "object",
+        "required": ["event", "data"],
+        "properties": {"event": {"const": event}, "data": {"type": "string", "contentMediaType": "application/json", "contentSchema": data}},
+    }
+
+
+_TEXT = {"type": "string"}
+_STREAM_FRAME = {
+    "description": _STREAM_DOC,
+    "oneOf": [
+        _frame_schema("delta", {"type": "object", "required": ["text"], "properties": {"text": _TEXT}}),
+        _frame_schema("tool", {"type": "object", "required": ["name", "args"],
+                               "properties": {"name": _TEXT, "args": {"type": "object"}, "result": _TEXT, "error": _TEXT}}),
+        _frame_schema("run", {"$ref": "#/components/schemas/RunOut"}),
+        _frame_schema("error", {"$ref": "#/components/schemas/ErrorOut"}),
+    ],
+}
+_RUN_RESPONSES[200]["content"] = {"text/event-stream": {"schema": _STREAM_FRAME}}
+
+
 @router.post(
     "/{ref}/run",
     response={200: RunOut, 202: RunOut | RunAcceptedOut, 502: RunOut, 402: ErrorOut, 409: ErrorOut, 503: ErrorOut},
     summary="Run an agent",
     exclude_none=True,
-    openapi_extra={"responses": {status: {"links": {"GetRun": _RUN_LINK}} for status in (200, 502)}},
+    openapi_extra={"responses": _RUN_RESPONSES},
 )
 def run_agent(request, ref: str, payload: RunIn):
     """Run agent `ref` on `input` and answer the recorded run: 200, or 502 whose body is the
@@ -140,9 +174,18 @@ def run_agent(request, ref: str, payload: RunIn):
     the same checks and the answer is 202 `{runId, sessionId}` at once
     (`Preference-Applied: respond-async`, `Location: /v1/agents/runs/{runId}`). With `targetId`
     the run is routed to that machine instead and answered 202 while it runs there.
+
+    With `"stream": true` the same checks answer their JSON errors first; then the answer is
+    200 `text/event-stream`: `delta` frames as the reply is written, `tool` frames, and a final
+    `run` frame carrying the recorded run (a failed run too: its `error` says why). A client
+    that leaves does not stop the run. `stream` with `background` or `targetId` is 400.
     """
     principal = require_org(request.auth)  # checked again on purpose: this route moves money
+    if payload.stream and (payload.background or payload.targetId is not None):
+        raise InvalidRequest("stream cannot be combined with background or targetId: a streamed run executes in this request")
     agent = selectors.agent_get(ref=ref)
+    if payload.stream:
+        return _streamed(request, agent, payload, principal)
     if payload.targetId is not None:
         return _routed(request, agent, payload, principal)
     if _wants_async(request, payload):
@@ -170,6 +213,25 @@ def run_agent(request, ref: str, payload: RunIn):
     if getattr(run, "replayed", False):
         response["Idempotent-Replayed"] = "true"
     return response
+
+
+def _streamed(request, agent, payload: RunIn, principal):
+    run = run_open(
+        agent=agent,
+        input=payload.input,
+        actor=principal.actor,
+        request_id=_request_id(request),
+        idempotency_key=request.headers.get("Idempotency-Key", ""),
+    )
+    if run.replayed:  # the recorded run again, as the stream's one final frame
+        response = run_stream(org=principal.org_slug, work=lambda listener: ("run", run_view(run)))
+        response["Idempotent-Replayed"] = "true"
+        return response
+
+    def work(listener):
+        return "run", run_view(run_execute_opened(run=run, agent=agent, listener=listener))
+
+    return run_stream(org=principal.org_slug, work=work)
 
 
 def _routed(request, agent, payload: RunIn, principal):

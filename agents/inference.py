@@ -1,9 +1,16 @@
 """The inference gateway: one `openai` SDK client per process, the served model catalog, and
-one chat completion with its failure classified.
+one chat completion, streamed, with its failure classified.
 
 Configured by `INFERENCE_BASE_URL`, `INFERENCE_API_KEY` and `INFERENCE_TIMEOUT_SECONDS`. The
 SDK's own retries are off (`max_retries=0`): the run path applies the spec's retry policy
 (`agents.execution.completion`) to the `UpstreamBusy` failures raised here.
+
+Every completion is streamed from the gateway (`stream: true`, `stream_options.include_usage`):
+one path whether or not the caller streams. The pieces of the reply go to `on_delta` as they
+arrive; the reply, its tool calls (argument fragments joined by index) and the usage are
+assembled into the SDK's `ChatCompletion`, the shape a non-streamed call returns. Every
+completion asks for at most `AGENTS_MAX_OUTPUT_TOKENS` tokens (`max_tokens`), so no run writes
+forever, whatever its agent sets.
 """
 
 from __future__ import annotations
@@ -12,8 +19,12 @@ import logging
 import threading
 import time
 
+from collections.abc import Callable
+
+import httpx
 import openai
 from django.conf import settings
+from openai.types.chat import ChatCompletion
 
 logger = logging.getLogger(__name__)
 
@@ -74,10 +85,11 @@ def model_catalog() -> frozenset[str] | None:
 class UpstreamError(Exception):
     """A chat completion failed; `reason` is one sentence for the run's `error` field."""
 
-    def __init__(self, reason: str, *, status: int | None = None) -> None:
+    def __init__(self, reason: str, *, status: int | None = None, partial: str = "") -> None:
         super().__init__(reason)
         self.reason = reason
         self.status = status
+        self.partial = partial  # the reply's text received before the failure (raw; "" when none)
 
 
 class UpstreamBusy(UpstreamError):
@@ -98,38 +110,160 @@ def _status_reason(exc: openai.APIStatusError) -> str:
     return f"upstream answered {exc.status_code}: {message}"[:500]
 
 
-def chat_completion(*, model: str, messages: list[dict], tools: list[dict] | None = None, timeout: float | None = None):
-    """Ask the gateway for one chat completion; return the SDK's `ChatCompletion` (≥1 choice).
+def output_token_cap(max_tokens: int | None) -> int:
+    """Return the `max_tokens` a completion asks for: the agent's value capped by
+    `AGENTS_MAX_OUTPUT_TOKENS`, or the cap when the agent sets none. Example: cap 4096, agent
+    8000 → 4096; agent None → 4096; agent 256 → 256."""
+    cap = max(int(settings.AGENTS_MAX_OUTPUT_TOKENS), 1)
+    return cap if not max_tokens else max(min(int(max_tokens), cap), 1)
+
+
+class _Assembly:
+    """A streamed reply put back together: content, tool calls by index, usage, finish reason."""
+
+    def __init__(self) -> None:
+        self.id = ""
+        self.model = ""
+        self.created = 0
+        self.content: list[str] = []
+        self.saw_content = False
+        self.calls: dict[int, dict] = {}
+        self.finish: str | None = None
+        self.usage = None
+        self.choices = False
+
+    def add(self, chunk, on_delta: Callable[[str], None] | None) -> None:
+        self.id = self.id or (getattr(chunk, "id", "") or "")
+        self.model = self.model or (getattr(chunk, "model", "") or "")
+        self.created = self.created or (getattr(chunk, "created", 0) or 0)
+        if getattr(chunk, "usage", None) is not None:
+            self.usage = chunk.usage
+        for choice in getattr(chunk, "choices", None) or []:
+            if getattr(choice, "index", 0):  # n > 1 is never asked for; only the first choice counts
+                continue
+            self.choices = True
+            if choice.finish_reason:
+                self.finish = choice.finish_reason
+            delta = choice.delta
+            if delta is None:
+                continue
+            if delta.content is not None:
+                self.saw_content = True
+                if delta.content:
+                    self.content.append(delta.content)
+                    if on_delta is not None:
+                        on_delta(delta.content)
+            for fragment in delta.tool_calls or []:
+                call = self.calls.setdefault(fragment.index or 0, {"id": "", "name": "", "arguments": []})
+                if fragment.id:
+                    call["id"] = call["id"] or fragment.id
+                function = fragment.function
+                if function is not None:
+                    if function.name and function.name != call["name"]:
+                        call["name"] += function.name
+                    if function.arguments:
+                        call["arguments"].append(function.arguments)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.content)
+
+    def completion(self) -> ChatCompletion:
+        """Return the assembled reply as a `ChatCompletion` (one choice)."""
+        calls = [
+            {"id": call["id"] or f"call_{index}", "type": "function", "function": {"name": call["name"], "arguments": "".join(call["arguments"])}}
+            for index, call in sorted(self.calls.items())
+        ]
+        finish = self.finish if self.finish in _FINISH_REASONS else ("tool_calls" if calls else "stop")
+        message: dict = {"role": "assistant", "content": self.text if (self.saw_content or not calls) else None}
+        if calls:
+            message["tool_calls"] = calls
+        usage = None
+        if self.usage is not None:
+            usage = {"prompt_tokens": self.usage.prompt_tokens or 0, "completion_tokens": self.usage.completion_tokens or 0,
+                     "total_tokens": self.usage.total_tokens or 0}
+        return ChatCompletion.model_validate({
+            "id": self.id or "chatcmpl-stream", "object": "chat.completion", "created": self.created, "model": self.model,
+            "choices": [{"index": 0, "finish_reason": finish, "message": message}], "usage": usage,
+        })
+
+
+_FINISH_REASONS = frozenset({"stop", "length", "tool_calls", "content_filter", "function_call"})
+
+
+def chat_completion(
+    *,
+    model: str,
+    messages: list[dict],
+    tools: list[dict] | None = None,
+    timeout: float | None = None,
+    on_delta: Callable[[str], None] | None = None,
+    max_tokens: int | None = None,
+    temperature: float | None = None,
+    top_p: float | None = None,
+) -> ChatCompletion:
+    """Stream one chat completion from the gateway; return it assembled as a `ChatCompletion` (1 choice).
 
     In: `model`, OpenAI-shaped `messages`, optional OpenAI `tools` definitions, an optional
-    per-call `timeout` in seconds (default `INFERENCE_TIMEOUT_SECONDS`).
-    Raises `UpstreamBusy` for 429, 5xx, connection errors and timeouts, and for an answer with
-    no choices; `UpstreamRefused` for any other status; `UpstreamRefused` when no gateway is
-    configured.
+    `timeout` in seconds for the whole completion (default `INFERENCE_TIMEOUT_SECONDS`; it also
+    bounds each read), `on_delta(text)` called with each piece of the reply's content as it
+    arrives (raw, unmasked; must not raise), and the generation settings: `max_tokens` (capped
+    by `AGENTS_MAX_OUTPUT_TOKENS`, which is sent when it is None), `temperature`, `top_p` (sent
+    only when set).
+    Out: the SDK's `ChatCompletion`: `choices[0].message` with `content` (the pieces joined) and
+    `tool_calls` (fragments joined by index), `usage` when the gateway reports it.
+    Raises `UpstreamBusy` for 429, 5xx, connection errors, timeouts and a stream that breaks
+    off (mid-stream failures carry the text received so far in `partial`), and for an answer
+    with no choices; `UpstreamRefused` for any other status, an unreadable answer, or when no
+    gateway is configured.
     """
     client = get_client()
     if client is None:
         raise UpstreamRefused("inference is not configured on this deployment")
+    total = settings.INFERENCE_TIMEOUT_SECONDS if timeout is None else max(timeout, 0.001)
     if timeout is not None:
         client = client.with_options(timeout=max(timeout, 0.001))
-    kwargs: dict = {"model": model, "messages": messages}
+    kwargs: dict = {"model": model, "messages": messages, "stream": True, "stream_options": {"include_usage": True},
+                    "max_tokens": output_token_cap(max_tokens)}
     if tools:
         kwargs["tools"] = tools
+    if temperature is not None:
+        kwargs["temperature"] = temperature
+    if top_p is not None:
+        kwargs["top_p"] = top_p
+    reply = _Assembly()
+    started = time.monotonic()
     try:
-        completion = client.chat.completions.create(**kwargs)
+        stream = client.chat.completions.create(**kwargs)
+        try:
+            for chunk in stream:
+                reply.add(chunk, on_delta)
+                if time.monotonic() - started > total:
+                    raise UpstreamBusy("upstream timed out", partial=reply.text)
+        finally:
+            stream.close()
+    except UpstreamError:
+        raise
     except openai.APIStatusError as exc:
         if exc.status_code == 429 or exc.status_code >= 500:
-            raise UpstreamBusy(_status_reason(exc), status=exc.status_code) from exc
-        raise UpstreamRefused(_status_reason(exc), status=exc.status_code) from exc
-    except openai.APITimeoutError as exc:
-        raise UpstreamBusy("upstream timed out") from exc
-    except openai.APIConnectionError as exc:
-        raise UpstreamBusy(f"upstream unreachable: {exc.__cause__ or exc}"[:500]) from exc
-    except openai.OpenAIError as exc:
-        raise UpstreamRefused(f"upstream answer unreadable: {exc}"[:500]) from exc
-    if not getattr(completion, "choices", None):
+            raise UpstreamBusy(_status_reason(exc), status=exc.status_code, partial=reply.text) from exc
+        raise UpstreamRefused(_status_reason(exc), status=exc.status_code, partial=reply.text) from exc
+    except (openai.APITimeoutError, httpx.TimeoutException) as exc:
+        raise UpstreamBusy("upstream timed out", partial=reply.text) from exc
+    except (openai.APIConnectionError, httpx.TransportError) as exc:
+        cause = exc.__cause__ or exc
+        reason = "upstream stream broke off" if reply.choices else "upstream unreachable"
+        raise UpstreamBusy(f"{reason}: {cause}"[:500], partial=reply.text) from exc
+    except openai.APIError as exc:  # an error frame inside the stream (the gateway failed while answering)
+        raise UpstreamBusy(f"upstream failed while streaming: {exc.message}"[:500], partial=reply.text) from exc
+    except (openai.OpenAIError, ValueError) as exc:  # ValueError: a chunk that is not JSON
+        raise UpstreamRefused(f"upstream answer unreadable: {exc}"[:500], partial=reply.text) from exc
+    if not reply.choices:
         raise UpstreamBusy("upstream answered with no choices")
-    return completion
+    try:
+        return reply.completion()
+    except ValueError as exc:  # pydantic's ValidationError: a tool call or usage of the wrong shape
+        raise UpstreamRefused(f"upstream answer unreadable: {exc}"[:500], partial=reply.text) from exc
 
 
 def reset_caches() -> None:

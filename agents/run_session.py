@@ -50,6 +50,7 @@ class RunSession:
         self._inbox = None
         self._backlog: list[dict] = []  # commands recorded before the executor attached
         self._seen: set[int] = set()  # seqs already handed to the loop (replay + live dedupe)
+        self._root: str | None = None  # the session's flow, read once for live delta frames
 
     @classmethod
     def bind(cls, *, session_id: str, actor: str) -> RunSession:
@@ -109,6 +110,24 @@ class RunSession:
             session_append_event(session_id=self.session_id, kind=str(kind), payload=payload, actor=self.actor)
         except Exception:
             logger.warning("run session %s: %s event not recorded", self.session_id, kind, exc_info=True)
+
+    def delta(self, text: str, *, run_id: str) -> None:
+        """Show one piece of the reply being written (masked) to the session's watchers, live.
+
+        An ephemeral `event: delta` frame of the session stream: not stored, not replayed (the
+        whole reply is appended as a `message` event when it is complete).
+        """
+        if not self.session_id or not text:
+            return
+        try:
+            from sessions.selectors import session_get
+            from sessions.services import session_stream_delta
+
+            if self._root is None:
+                self._root = session_get(session_id=self.session_id).root_id or self.session_id
+            session_stream_delta(session_id=self.session_id, root_id=self._root, run_id=run_id, text=text)
+        except Exception:
+            logger.warning("run session %s: delta not published", self.session_id, exc_info=True)
 
     def set_status(self, status: SessionStatus) -> None:
         """Report the session's live status (`paused`, `running`) or its end (`done`, `error`)."""

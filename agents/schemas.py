@@ -6,8 +6,10 @@ the API's users.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from ninja import Schema
-from pydantic import ConfigDict, Field, StrictBool
+from pydantic import BeforeValidator, ConfigDict, Field, StrictBool, StrictFloat, StrictInt
 
 from agents_site.schemas import choice, declare, required_in_docs, text
 from agents_site.vocabulary import ActivityKind, AgentHosting, AgentStatus, ExecutionMode, LedgerKind, MetricsRange, RunKind, RunStatus
@@ -20,6 +22,31 @@ _TOOLS = (
     "`agent_<name>`, or `mcp__<server>__<tool>` of a registered MCP server. Trimmed, blanks dropped, "
     "duplicates merged; then at most 64 names of at most 128 characters each."
 )
+
+
+_MAX_TOKENS = (
+    "The most tokens one reply may have (an integer from 1 to the deployment's cap, `AGENTS_MAX_OUTPUT_TOKENS`, "
+    "4096 by default). Without it a reply may use the whole cap."
+)
+_TEMPERATURE = "Sampling temperature, a number from 0 to 2. Without it the gateway's default."
+_TOP_P = "Nucleus sampling: a number above 0 and at most 1. Without it the gateway's default."
+
+
+def _integral(value):
+    # JSON Schema's integer includes 1.0: accept a whole float as that integer; a bool, a
+    # string or 1.5 is still refused by the strict integer.
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+#: A JSON integer: 3 or 3.0; never `true`, `"3"` or 3.5.
+JsonInt = Annotated[StrictInt, BeforeValidator(_integral)]
+
+
+def _max_tokens_schema(schema: dict) -> None:
+    # Read when the document is built (not at import): the cap is the deployment's setting.
+    from django.conf import settings
+
+    declare(on="integer", minimum=1, maximum=settings.AGENTS_MAX_OUTPUT_TOKENS)(schema)
 
 
 class AgentIn(Schema):
@@ -38,6 +65,9 @@ class AgentIn(Schema):
     timezone: str | None = text(description="IANA time zone of the schedule (default `UTC`).")
     computeRef: str | None = text(description="An opaque identifier of yours, at most 256 bytes.")
     serviceAccountId: str | None = text(description="An opaque identifier of yours, at most 256 bytes.")
+    maxTokens: JsonInt | None = Field(None, description=_MAX_TOKENS, json_schema_extra=_max_tokens_schema)
+    temperature: StrictFloat | None = Field(None, description=_TEMPERATURE, json_schema_extra=declare(on="number", minimum=0, maximum=2))
+    topP: StrictFloat | None = Field(None, description=_TOP_P, json_schema_extra=declare(on="number", exclusiveMinimum=0, maximum=1))
 
 
 def _create_schema(schema: dict, model: type | None = None) -> None:
@@ -97,6 +127,9 @@ class AgentOut(Schema):
     nextRunAt: str | None = None
     computeRef: str | None = None
     serviceAccountId: str | None = None
+    maxTokens: int | None = Field(None, description="The most tokens one reply may have (absent: the deployment's cap).")
+    temperature: float | None = Field(None, description="Sampling temperature (absent: the gateway's default).")
+    topP: float | None = Field(None, description="Nucleus sampling (absent: the gateway's default).")
     runs: int
     createdAt: str
     updatedAt: str
@@ -114,16 +147,30 @@ class AgentListOut(Schema):
     nextCursor: str | None = Field(None, description="Pass as `?cursor=` for the next page; absent on the last page.")
 
 
+def _run_schema(schema: dict, model: type | None = None) -> None:
+    # A streamed run executes in the request: never with `background: true` or a `targetId`.
+    schema["not"] = {"anyOf": [
+        {"required": ["stream", "background"], "properties": {"stream": {"const": True}, "background": {"const": True}}},
+        {"required": ["stream", "targetId"], "properties": {"stream": {"const": True}, "targetId": {"type": "string"}}},
+    ]}
+
+
 class RunIn(Schema):
     """Run an agent on `input` (at most 128 KiB of UTF-8; may be empty).
 
     `background: true` (or the header `Prefer: respond-async`) queues the run for a worker
     and answers 202 `{runId, sessionId}` at once. `targetId` routes the run to that registered
-    machine instead (202 with the run while it runs there).
+    machine instead (202 with the run while it runs there). `stream: true` answers
+    `text/event-stream` while the run executes.
     """
+
+    model_config = ConfigDict(json_schema_extra=_run_schema)
 
     input: str = Field("", description="The user turn, at most 128 KiB of UTF-8.")
     background: StrictBool | None = Field(None, description="`true` queues the run and answers 202 at once (a JSON boolean).")
+    stream: StrictBool | None = Field(None, description=(
+        "`true` answers `text/event-stream` while the run executes: `delta` frames as the reply is written, `tool` frames, "
+        "then one `run` frame with the recorded run (a JSON boolean; not with `background` or `targetId`)."))
     targetId: str | None = Field(None, description="Id of an online machine of the org to run on.")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -141,10 +142,45 @@ class AgentInput:
     timezone: object = UNSET
     compute_ref: object = UNSET
     service_account_id: object = UNSET
+    max_tokens: object = UNSET
+    temperature: object = UNSET
+    top_p: object = UNSET
 
 
 def _given(value: object) -> bool:
     return value is not UNSET
+
+
+def _finite(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def clean_generation(*, max_tokens: object = UNSET, temperature: object = UNSET, top_p: object = UNSET) -> dict:
+    """Return the given generation settings validated, as model field values (omitted ones left out).
+
+    `max_tokens`: an integer from 1 to `AGENTS_MAX_OUTPUT_TOKENS`; `temperature`: a number from
+    0 to 2; `top_p`: a number above 0 and at most 1. Raises `InvalidRequest` (400) naming the
+    wire field. Example: `clean_generation(temperature=0.2)` → `{"temperature": 0.2}`.
+    """
+    cleaned: dict = {}
+    if _given(max_tokens):
+        cap = settings.AGENTS_MAX_OUTPUT_TOKENS
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= cap:
+            raise InvalidRequest(f"maxTokens must be an integer from 1 to {cap} (this deployment's cap)")
+        cleaned["max_tokens"] = max_tokens
+    if _given(temperature):
+        value = _finite(temperature)
+        if value is None or not 0 <= value <= 2:
+            raise InvalidRequest("temperature must be a number from 0 to 2")
+        cleaned["temperature"] = value
+    if _given(top_p):
+        value = _finite(top_p)
+        if value is None or not 0 < value <= 1:
+            raise InvalidRequest("topP must be a number above 0 and at most 1")
+        cleaned["top_p"] = value
+    return cleaned
 
 
 def agent_create(*, data: AgentInput) -> Agent:
@@ -165,6 +201,7 @@ def agent_create(*, data: AgentInput) -> Agent:
     service_account_id = _clean_ref(data.service_account_id if _given(data.service_account_id) else None, "serviceAccountId")
     tools = _validate_tools(clean_tools(data.tools if _given(data.tools) else None), agent_name=name)
     description = ((data.description if _given(data.description) else "") or "").strip()
+    generation = clean_generation(max_tokens=data.max_tokens, temperature=data.temperature, top_p=data.top_p)
     now = timezone.now()
     try:
         with stores.org_atomic(serialize=LONG_RUNNING_CAP if mode == ExecutionMode.LONG_RUNNING else False):
@@ -186,6 +223,7 @@ def agent_create(*, data: AgentInput) -> Agent:
                 service_account_id=service_account_id,
                 created_at=now,
                 updated_at=now,
+                **generation,
             )
     except IntegrityError as exc:
         raise AgentExists() from exc
@@ -204,6 +242,7 @@ def agent_update(*, ref: str, data: AgentInput) -> Agent:
     may_enter_cap = _given(data.execution_mode) or _given(data.schedule)
     with stores.org_atomic(serialize=LONG_RUNNING_CAP if may_enter_cap else False):
         agent = agent_get(ref=ref)
+        generation = clean_generation(max_tokens=data.max_tokens, temperature=data.temperature, top_p=data.top_p)
         was_long_running = agent.execution_mode == ExecutionMode.LONG_RUNNING and bool(agent.schedule)
         if model is not None:
             agent.model = model
@@ -222,6 +261,8 @@ def agent_update(*, ref: str, data: AgentInput) -> Agent:
             agent.tools = _validate_tools(clean_tools(data.tools), agent_name=agent.name)
         if _given(data.description):
             agent.description = (data.description or "").strip()
+        for field, value in generation.items():
+            setattr(agent, field, value)
         if agent.execution_mode == ExecutionMode.LONG_RUNNING and not was_long_running:
             _check_long_running_cap(excluding=agent.pk)
         agent.updated_at = timezone.now()

@@ -246,6 +246,9 @@ INFERENCE_TIMEOUT_SECONDS = float(os.environ.get("INFERENCE_TIMEOUT_SECONDS", "1
 AGENTS_DEFAULT_MODEL = os.environ.get("AGENTS_DEFAULT_MODEL", "gpt-4o-mini").strip()
 AGENTS_FAILOVER_MODEL = os.environ.get("AGENTS_FAILOVER_MODEL", "").strip()
 AGENTS_MODEL_CATALOG_TTL_SECONDS = _env_int("AGENTS_MODEL_CATALOG_TTL_SECONDS", 300)
+# The most tokens one completion may write (`max_tokens` sent with every completion; an agent's
+# own `maxTokens` is at most this), so no run writes forever.
+AGENTS_MAX_OUTPUT_TOKENS = max(_env_int("AGENTS_MAX_OUTPUT_TOKENS", 4096), 1)
 
 
 

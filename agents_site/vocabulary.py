@@ -138,6 +138,7 @@ class StreamFrameKind(models.TextChoices):
     SESSION = "session", "session"  # a session was registered or updated
     EVENT = "event", "event"  # one turn was appended to a session's log
     RESET = "reset", "reset"  # the Last-Event-ID is beyond the log's head; the stream goes on from the head
+    DELTA = "delta", "delta"  # a piece of a reply being written (ephemeral: no id, never stored or replayed)
 
 
 class SecretSeverity(models.TextChoices):

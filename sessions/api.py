@@ -84,6 +84,11 @@ async def stream_sessions(request, root: str | None = None, lastEventId: str | N
     with `event: reset`, `id: <head>`, `data: {"head": <head>}` and continues live from the
     head; re-read sessions and events with the GET routes, as after any drop. `?root=`
     narrows the stream to one flow. A non-numeric Last-Event-ID is a 400.
+
+    While a run's reply is being written, `event: delta` frames
+    (`{"sessionId", "runId", "text"}`, credentials masked, no `id:`) carry it piece by piece.
+    They are ephemeral: never stored and never replayed on resume; the `message` event that
+    follows holds the whole reply.
     """
     org = request.auth.org_slug
     last_event_id = parse_last_event_id(request.headers.get("Last-Event-ID"), lastEventId)

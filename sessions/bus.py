@@ -6,9 +6,10 @@
 subscriber's buffer. A forked child builds its own bus.
 
 A frame is a dict:
-`{"kind": "event"|"session", "org": <slug>, "root": <root session id>, "position": <int|None>,
-"data": {"event": <eventView>} | {"session": <sessionView>}}` — `position` (event frames only)
-is the event's org-wide position, the `id:` of its SSE frame.
+`{"kind": "event"|"session"|"delta", "org": <slug>, "root": <root session id>, "position": <int|None>,
+"data": {"event": <eventView>} | {"session": <sessionView>} | {"sessionId", "runId", "text"}}` —
+`position` (event frames only) is the event's org-wide position, the `id:` of its SSE frame. A
+delta frame is ephemeral: a piece of a reply being written, never stored, never replayed.
 """
 
 from __future__ import annotations
@@ -88,6 +89,12 @@ def session_frame(*, org: str, session_view: dict) -> dict:
         "position": None,
         "data": {"session": session_view},
     }
+
+
+def delta_frame(*, org: str, root: str, session_id: str, run_id: str, text: str) -> dict:
+    """Return the bus frame of one piece of a reply being written (see module doc)."""
+    return {"kind": str(StreamFrameKind.DELTA), "org": org, "root": root, "position": None,
+            "data": {"sessionId": session_id, "runId": run_id, "text": text}}
 
 
 def publish(org: str, frame: dict) -> None:

@@ -321,28 +321,51 @@ REDACTION = "[redacted:{rule}:{fingerprint}]"
 REDACTION_PREFIX = "[redacted:"
 
 
+def redaction_spans(text: str) -> list[tuple[int, int, str]]:
+    """Return where `redact_text` replaces credentials in `text`: `(start, end, replacement)`,
+    sorted and non-overlapping (a hit overlapping an earlier one is skipped), spans in `text`."""
+    spans: list[tuple[int, int, str]] = []
+    cursor = 0
+    for hit in sorted(_kept_hits(text), key=lambda h: h.start):
+        if hit.start < cursor:
+            continue
+        spans.append((hit.start, hit.end, REDACTION.format(rule=hit.rule, fingerprint=fingerprint(hit.value)[:12])))
+        cursor = hit.end
+    return spans
+
+
+def apply_spans(text: str, spans: list[tuple[int, int, str]], begin: int = 0, end: int | None = None) -> str:
+    """Return `text[begin:end]` with the `spans` (from `redaction_spans`) inside it replaced.
+
+    A span must lie wholly inside or wholly outside `[begin, end)` (the stream masker's cuts
+    guarantee it)."""
+    end = len(text) if end is None else end
+    pieces, cursor = [], begin
+    for start, stop, replacement in spans:
+        if stop <= begin or start >= end:
+            continue
+        pieces.append(text[cursor:start])
+        pieces.append(replacement)
+        cursor = stop
+    pieces.append(text[cursor:end])
+    return "".join(pieces)
+
+
 def redact_text(text: str) -> tuple[str, list[Finding]]:
     """Return `text` with every credential replaced by `[redacted:<rule>:<fingerprint>]`, and the findings.
 
     Used where a credential arrives from a source that cannot be refused (a model's reply, a
     tool's result): the turn is kept, the value never is. `<fingerprint>` is the first 12 hex
     of the value's SHA-256, so the same value is recognisable across turns. Example:
-    `"key ghp_abc…"` → `"key [redacted:github-token:3f2a…]"`.
+    `"key ghp_abc…"` → `"key [redacted:github-token:3f2a…]"`. A reply streamed as it is
+    written is masked piece by piece by `sessions.masking.StreamMasker`, to the same result.
     """
     if not text:
         return text or "", []
-    kept = _kept_hits(text)
-    if not kept:
+    spans = redaction_spans(text)
+    if not spans:
         return text, []
-    pieces, cursor = [], 0
-    for hit in sorted(kept, key=lambda h: h.start):
-        if hit.start < cursor:
-            continue
-        pieces.append(text[cursor:hit.start])
-        pieces.append(REDACTION.format(rule=hit.rule, fingerprint=fingerprint(hit.value)[:12]))
-        cursor = hit.end
-    pieces.append(text[cursor:])
-    return "".join(pieces), scan_text(text)
+    return apply_spans(text, spans), scan_text(text)
 
 
 def scan_payload(payload) -> list[Finding]:

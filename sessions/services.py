@@ -297,6 +297,17 @@ def append_checked(*, session_id: str, kind: str, payload_text: str, actor: str)
     return event
 
 
+def session_stream_delta(*, session_id: str, root_id: str, run_id: str, text: str) -> None:
+    """Publish one piece of a reply being written on the org's session stream (`event: delta`).
+
+    Ephemeral: nothing is stored (the turn is recorded whole as a `message` event when the reply
+    is complete) and a resumed stream does not replay it. `text` is already masked. Org context
+    required; never raises into the writer.
+    """
+    org = _org()
+    bus.publish(org, bus.delta_frame(org=org, root=root_id or session_id, session_id=session_id, run_id=run_id, text=text))
+
+
 def session_set_executor_channel(*, session_id: str, channel: str) -> None:
     """Record `channel` as the bus channel of the session's live executor (sessions.control)."""
     if not Session.objects.filter(pk=session_id).update(executor_channel=channel):

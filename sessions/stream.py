@@ -5,7 +5,10 @@ with the store as the source of truth behind it:
 
 * Frames: `event: session` + `data: {"session": <sessionView>}`, and `event: event` +
   `id: <position>` + `data: {"event": <eventView>}`. `position` is the event's org-wide,
-  gap-free, commit-ordered number (sessions.models.EventClock).
+  gap-free, commit-ordered number (sessions.models.EventClock). While a run's reply is being
+  written, `event: delta` + `data: {"sessionId", "runId", "text"}` carries each piece (masked)
+  live: no `id:`, never stored, never replayed on resume; the stored `message` event that
+  follows holds the whole reply.
 * Resume: a client reconnecting with `Last-Event-ID: k` (header, or `?lastEventId=k`) is
   first replayed every event with position > k from the store (page by page), then the live
   feed. For every k the client gets exactly the events after k: no gap, no duplicate, for the
@@ -163,9 +166,9 @@ async def session_stream(*, org: str, root: str | None, last_event_id: int | Non
                 continue
             if frame.get("org") != org:  # never: the bus is per org; kept as the fail-closed proof
                 continue
-            if frame["kind"] == StreamFrameKind.SESSION:
+            if frame["kind"] in (StreamFrameKind.SESSION, StreamFrameKind.DELTA):
                 if root is None or frame["root"] == root:
-                    yield render(StreamFrameKind.SESSION, frame["data"])
+                    yield render(frame["kind"], frame["data"])
                 continue
             position = int(frame["position"])
             if position > state["cursor"] + 1:  # frames of other processes came first, or one was lost

@@ -5,6 +5,12 @@ A step is one completion (span `agent.step`) and the tool calls it asks for (spa
 step, and once more after the model's answer, the steering commands delivered to the run's
 session are applied: `pause` holds the loop until `resume` (or `stop`), `stop` ends the run as
 an error "stopped by <actor>", `message` adds its text as a user turn before the next step.
+
+Every completion streams (`agents.inference`): each piece of the reply is masked as it arrives
+(`sessions.masking.StreamMasker` holds back only what could be a credential) and goes to the
+listener and, as ephemeral `delta` frames, to the session's watchers. Retries and failover
+happen only until the first piece has gone out; a gateway failure after that ends the run
+`error` with the output written so far (what the listener heard).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from django.conf import settings
 from opentelemetry import trace
 
 from agents import tracing
-from agents.execution.completion import CompletionFailed, complete, models_for
+from agents.execution.completion import CompletionFailed, ReplySink, complete, models_for
 from agents.models import Agent, Run
 from agents.run_session import RunSession, clip
 from agents.runs.lifecycle import Outcome, stop_reason
@@ -26,6 +32,7 @@ from agents.tools.backends.base import ToolContext
 from agents.tools.invoke import invoke_tool
 from agents.tools.registry import resolve_tools
 from agents_site.vocabulary import ControlCommand, EventKind, RunStatus, SessionStatus
+from sessions.masking import StreamMasker
 from sessions.scanner import redact_text
 
 logger = logging.getLogger(__name__)
@@ -129,6 +136,43 @@ def _raw(call) -> str:
     return getattr(getattr(call, "function", None), "arguments", "") or ""
 
 
+class ReplyStream(ReplySink):
+    """One step's reply as it streams: masked piece by piece, heard by the listener and shown on
+    the session live. `start()` begins an attempt (a retry starts over, nothing was sent);
+    `delivered` turns True with the first masked text sent; `finish(content)` sends the rest
+    once the completion is whole; `written` is everything sent."""
+
+    def __init__(self, say) -> None:
+        self._say = say
+        self._masker = StreamMasker()
+        self.delivered = False
+
+    def start(self) -> None:
+        """Begin an attempt: forget what an earlier attempt held back (it sent nothing)."""
+        self._masker = StreamMasker()
+
+    def piece(self, text: str) -> None:
+        """Mask and send what may go out of this raw piece."""
+        out = self._masker.feed(valid_text(text))
+        if out:
+            self.delivered = True
+            self._say(out)
+
+    def finish(self, content: str) -> None:
+        """The reply is whole (`content`, masked): send what was held back."""
+        rest = self._masker.finish()
+        if rest:
+            self.delivered = True
+            self._say(rest)
+        if self._masker.emitted != content:  # both are masked(reply): a difference is a bug to see
+            logger.error("streamed reply differs from the recorded one (%d vs %d characters)", len(self._masker.emitted), len(content))
+
+    def broke_off(self) -> str:
+        """The reply broke off: drop what is held back (a half-written credential too); return what was sent."""
+        self._masker.drop()
+        return self._masker.emitted
+
+
 class RunLoop:
     """Execute one run of `agent` on `text`; `execute()` returns its `Outcome`, never raises.
 
@@ -150,6 +194,13 @@ class RunLoop:
         self.client_tools = [tool for tool in (client_tools or []) if isinstance(tool, dict)]
         self.listener = listener or RunListener()
         self._held = False
+
+    def _say(self, text: str) -> None:
+        self._hear("delta", text)
+        self.session.delta(text, run_id=self.run.id)
+
+    def _generation(self) -> dict:
+        return {"max_tokens": self.agent.max_tokens, "temperature": self.agent.temperature, "top_p": self.agent.top_p}
 
     def _hear(self, method: str, value) -> None:
         try:
@@ -295,12 +346,19 @@ class RunLoop:
                 },
                 record_exception=False,
             ) as step:
+                reply = ReplyStream(self._say)
                 try:
-                    answered = complete(models=models, messages=messages, tools=offer, timeout=self._seconds_left, on_retry=self._on_retry)
+                    answered = complete(models=models, messages=messages, tools=offer, timeout=self._seconds_left, on_retry=self._on_retry,
+                                        sink=reply, generation=self._generation())
                 except CompletionFailed as exc:
                     self.outcome.attempts += exc.attempts
                     self.outcome.model = exc.model
                     step.set_status(trace.Status(trace.StatusCode.ERROR, exc.reason[:200]))
+                    written = reply.broke_off()
+                    if written:  # the run keeps what was written; the session shows it as an unfinished turn
+                        self.outcome.output = written
+                        self.session.append(EventKind.MESSAGE, {"role": "assistant", "text": clip(written), "model": exc.model,
+                                                                "incomplete": True, "runId": self.run.id})
                     raise RunEnded(exc.reason) from exc
                 step.set_attribute(tracing.ATTR_RESPONSE_MODEL, answered.model)
                 self.outcome.attempts += answered.attempts
@@ -311,8 +369,7 @@ class RunLoop:
                 message = answered.completion.choices[0].message
                 content = masked(valid_text(message.content)) if message.content is not None else None
                 calls = list(message.tool_calls or [])
-                if content:
-                    self._hear("delta", content)
+                reply.finish(content or "")
                 client_calls = [call for call in calls if offer and _wire(call) in client_names]
                 if client_calls:  # the caller executes these: hand them back and end the round
                     for call in calls:

@@ -76,6 +76,35 @@ def run_execute(
         return run_execute_started(run=run, agent=agent, span=span, deadline=deadline, listener=listener)
 
 
+def run_open(
+    *,
+    agent: Agent,
+    input: str | None = None,
+    actor: str,
+    request_id: str = "",
+    idempotency_key: str = "",
+    kind: str = RunKind.RUN,
+) -> Run:
+    """Start one run of `agent` to be executed next by `run_execute_opened` (a streamed answer).
+
+    The same checks, gate, row and session as `run_execute`, in the caller's thread, so every
+    refusal is raised before any byte of a stream: 400, 403, 402, 409 (`agent_external`,
+    idempotency), 503. Out: the `running` run, or an earlier run answered again for the same
+    idempotency key (`run.replayed` True: execute nothing). Org context required.
+    """
+    return run_start(kind=kind, agent=agent, input=input, actor=actor, request_id=request_id, idempotency_key=idempotency_key)
+
+
+def run_execute_opened(*, run: Run, agent: Agent, listener: RunListener | None = None, kind: str = RunKind.RUN) -> Run:
+    """Execute a run started by `run_open` under its own `agent.run` span; return it finished.
+
+    For a worker thread that streams the reply (`agents.streaming.run_stream`): `listener`
+    hears the deltas, tool actions and ops. Org context required.
+    """
+    with run_span(run_id=run.id, agent_name=agent.name, actor=run.actor, model=agent.model, depth=run.depth, kind=kind) as span:
+        return run_execute_started(run=run, agent=agent, span=span, listener=listener)
+
+
 def run_execute_started(*, run: Run, agent: Agent, span=None, deadline: float | None = None,
                         prompt: list[dict] | None = None, client_tools: list[dict] | None = None,
                         listener: RunListener | None = None) -> Run:

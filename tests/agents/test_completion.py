@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 
 import pytest
@@ -128,3 +129,54 @@ def test_equal_jitter_waits_half_to_all_of_the_capped_delay(attempt, low, high):
     values = [wait(state) for _ in range(200)]
     assert all(low <= v <= high for v in values)
     assert max(values) - min(values) > (high - low) / 4  # jittered, not constant
+
+
+# -- streaming: retries and failover only before the first delta has been sent (issue 12) --
+
+
+def test_a_stream_that_breaks_before_any_delta_is_retried(funded, upstream):
+    make_agent(funded, "early")
+    upstream.script(Reply(content="never seen", chunk_size=3, fail_after=0), Reply(content="second try"))
+    body = run(funded, "early").json()
+    assert (body["status"], body["output"], body["attempts"]) == ("ok", "second try", 2)
+    assert len(upstream.chat_requests) == 2 and len(debits(funded)) == 1
+
+
+def test_text_held_back_but_never_sent_does_not_count_as_a_delta(funded, upstream):
+    # "ghp_abc" could be the start of a credential: held back, so nothing reached the caller yet.
+    make_agent(funded, "held")
+    upstream.script(Reply(content="ghp_abcdefgh and more", chunks=["ghp_", "abcdefgh", " and more"], fail_after=2), Reply(content="clean"))
+    body = run(funded, "held").json()
+    assert (body["status"], body["output"], body["attempts"]) == ("ok", "clean", 2)
+
+
+@pytest.mark.parametrize("fail_with", ["drop", "error"])
+def test_a_stream_that_breaks_after_a_delta_ends_the_run_error_with_the_partial_output(funded, upstream, settings, fail_with):
+    settings.AGENTS_FAILOVER_MODEL = "best"
+    make_agent(funded, "late")
+    upstream.script(Reply(content="The answer is forty two", chunks=["The ", "answer ", "is ", "forty ", "two"], fail_after=3, fail_with=fail_with))
+    response = run(funded, "late")
+    assert response.status_code == 502
+    body = response.json()
+    assert (body["status"], body["output"], body["attempts"]) == ("error", "The answer is ", 1)
+    assert body["error"].startswith("the gateway failed while the reply was being written: ")
+    assert _models(upstream) == ["test-model"]  # no retry, no failover
+    assert debits(funded) == []
+    (stored,) = stored_runs(funded)
+    assert (stored.status, stored.output, stored.error) == ("error", "The answer is ", body["error"])
+    with funded.context():
+        from sessions.models import Event
+
+        messages = [json.loads(e.payload) for e in Event.objects.filter(session_id=stored.session_id, kind="message")]
+    assert messages[-1]["text"] == "The answer is " and messages[-1]["incomplete"] is True
+
+
+def test_a_partial_credential_held_back_when_the_stream_breaks_is_not_recorded(funded, upstream):
+    token_head = "ghp_" + "Zx9" * 6
+    make_agent(funded, "cut")
+    upstream.script(Reply(content=f"token {token_head}", chunks=["token ", token_head], fail_after=2))
+    body = run(funded, "cut").json()
+    assert (body["status"], body["output"]) == ("error", "token ")
+    assert token_head not in json.dumps(body)
+    (stored,) = stored_runs(funded)
+    assert token_head not in stored.output

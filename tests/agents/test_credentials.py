@@ -8,14 +8,20 @@ from __future__ import annotations
 import json
 import secrets
 import string
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import httpx
 import pytest
 
 from agents.models import Run
 from sessions.models import Event, Session
 from tenancy import stores
-from tests.agents.conftest import debits, make_agent, run
+from tests.agents.conftest import debits, fund, make_agent, run
+from tests.sessions.sse import open_stream
+from tests.support.credentials import credential_corpus, raw_values
+from tests.support.live import LiveServer
 from tests.support.upstream import Reply
 
 pytestmark = pytest.mark.django_db
@@ -86,3 +92,122 @@ def test_a_steering_message_carrying_a_credential_is_refused(funded, upstream):
     with funded.context():
         assert Event.objects.filter(session_id=session["id"]).count() == 0
     assert token.encode() not in _store_bytes(funded.slug)
+
+
+# -- the whole credential corpus through every run path (issue 11 item 4) ------------------------
+
+
+class _Secrets:
+    """A loopback HTTP server `http_get` may fetch: `/s/<i>` answers the corpus's text number i."""
+
+    def __init__(self, texts: list[str]) -> None:
+        texts_ = texts
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                body = texts_[int(self.path.rsplit("/", 1)[1])].encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture(scope="module")
+def tool_daphne(django_db_setup, upstream_server):
+    """A daphne process whose gateway is the loopback upstream and whose `http_get` may fetch loopback."""
+    server = LiveServer({
+        "INFERENCE_BASE_URL": upstream_server.base_url, "INFERENCE_API_KEY": "k", "AGENTS_DEFAULT_MODEL": "test-model",
+        "AGENTS_TOOL_HTTP_ALLOW": "127.0.0.1", "AGENTS_SSE_PING_SECONDS": "0.2", "AGENTS_SSE_CATCHUP_SECONDS": "0.3",
+    }).start()
+    yield server
+    server.stop()
+
+
+def _needles(text: str, value: str | None) -> list[str]:
+    """The raw values to look for: every value the scanner finds, the corpus's own, and each long
+    line of a multi-line value (a PEM body line leaked alone is still a leak)."""
+    values = raw_values(text) + ([value] if value else [])
+    lines = [line for v in values for line in v.split("\n") if len(line) >= 16 and "PRIVATE KEY" not in line]
+    return sorted(set(values + lines))
+
+
+def _org_files(slug: str) -> bytes:
+    """Every file of the org's store: the database, its -wal and -shm while they exist (SQLite folds
+    the WAL into the database when the last connection closes; the database's free pages are read too)."""
+    path = stores.store_path(slug)
+    files = [p for p in path.parent.rglob("*") if p.is_file()]
+    assert path in files
+    return b"".join(p.read_bytes() for p in files)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_credential_corpus_leaves_no_raw_value_in_any_file_frame_or_page(make_org, tool_daphne, upstream):
+    corpus = credential_corpus()
+    secrets_server = _Secrets([text for _, text, _ in corpus])
+    org = make_org("proof")
+    fund(org, 100_000)
+    api = httpx.Client(base_url=tool_daphne.url, headers={"Authorization": f"Bearer {org.key}"}, timeout=60)
+    assert api.post("/v1/agents", json={"name": "echo"}).status_code == 201
+    assert api.post("/v1/agents", json={"name": "fetch", "tools": ["http_get"]}).status_code == 201
+    session_stream = open_stream(tool_daphne.url, org.key, timeout=60)
+    sent: list[str] = []  # every answer, run stream and page a client saw
+    needles: list[str] = []
+    try:
+        assert session_stream.next_frame().comment == "stream open"
+        for index, (rule, text, value) in enumerate(corpus):
+            needles += _needles(text, value)
+            for body in ({"input": f"remember {text}"}, {"input": text, "stream": True}):
+                refused = api.post("/v1/agents/echo/run", json=body)
+                assert refused.status_code == 422 and refused.json()["code"] == "secret_in_transcript", (rule, refused.text)
+                sent.append(refused.text)
+            upstream.script(Reply(content=f"Here it is: {text} -- done.", chunk_size=5))
+            streamed = api.post("/v1/agents/echo/run", json={"input": "say it", "stream": True})
+            assert streamed.status_code == 200 and streamed.text.rstrip().split("\n")[-2] == "event: run", rule
+            final = json.loads(streamed.text.rstrip().split("\n")[-1][6:])
+            assert final["status"] == "ok" and "[redacted:" in final["output"], (rule, final)
+            sent.append(streamed.text)
+            upstream.script(Reply(tool_calls=[("http_get", {"url": f"{secrets_server.url}/s/{index}"})]), Reply(content="fetched"))
+            fetched = api.post("/v1/agents/fetch/run", json={"input": "fetch it"})
+            assert fetched.status_code == 200 and fetched.json()["toolCalls"] == 1, (rule, fetched.text)
+            sent.append(fetched.text)
+            back_to_model = json.dumps(upstream.chat_requests[-1]["messages"])
+            assert "[redacted:" in back_to_model, rule
+            sent.append(back_to_model)
+            for run_id, project in ((final["id"], f"echo-{index}"), (fetched.json()["id"], f"fetch-{index}")):
+                session_id = api.get(f"/v1/agents/runs/{run_id}").json()["sessionId"]
+                assert api.patch(f"/v1/agents/sessions/{session_id}", json={"project": project, "published": True}).status_code == 200
+                page = httpx.get(f"{tool_daphne.url}/builds/{org.slug}/{project}/", timeout=30)
+                assert page.status_code == 200, (rule, project)
+                assert "[redacted:" in page.text or project.startswith("fetch"), (rule, project)  # the gallery shows replies, not tool results
+                sent.append(page.text)
+                sent.append(httpx.get(f"{tool_daphne.url}/v1/agents/builds/{org.slug}/{project}", timeout=30).text)
+        marker = api.post("/v1/agents/sessions", json={"agent": "marker", "title": "end of the proof"}).json()
+        frames = []
+        while True:
+            frame = session_stream.next_frame()
+            assert frame is not None
+            frames.append(frame)
+            if frame.event == "session" and frame.data["session"]["id"] == marker["id"]:
+                break
+    finally:
+        session_stream.close()
+        secrets_server.stop()
+        api.close()
+    assert sum(1 for f in frames if f.event == "delta") >= len(corpus)  # the replies were streamed to watchers too
+    watched = json.dumps([f.data for f in frames if f.data is not None])
+    files = _org_files(org.slug)
+    assert needles and len(sent) == 9 * len(corpus)
+    leaks = [n for n in needles if n.encode() in files or n in watched or any(n in s for s in sent)]
+    assert leaks == []

@@ -14,6 +14,20 @@ It speaks `GET /v1/models` and `POST /v1/chat/completions`. Tests script what it
 
 Unscripted requests answer `Reply(content=default_content, delay=default_delay)`. Every request body is kept in
 `upstream.requests` (parsed JSON) for assertions.
+
+A request with `"stream": true` is answered the way a gateway streams: `text/event-stream`
+with `chat.completion.chunk` frames (a role chunk, the content in pieces, tool calls whose
+arguments arrive as fragments by index, a finish chunk, a usage chunk when
+`stream_options.include_usage` asks for it) and `data: [DONE]`. A `Reply` shapes it:
+
+    Reply(content="hello world", chunks=["hel", "lo", " world"])  # exactly these pieces
+    Reply(content="hello world", chunk_size=3)   # pieces of 3 characters
+    Reply(content="abc", chunk_delay=0.3)        # each piece waits (a model's token latency)
+    Reply(content="abcdef", chunk_size=2, fail_after=2)  # 2 pieces, then the connection drops
+    Reply(content="abcdef", chunk_size=2, fail_after=2, fail_with="error")  # …then an error frame
+    Reply(content="abcdef", chunk_size=2, pause_after=1, pause=event)  # 1 piece, then wait for `event`
+
+`first_chunk_delay` waits before the first content piece (time to first token).
 """
 
 from __future__ import annotations
@@ -41,6 +55,26 @@ class Reply:
     model: str | None = None  # scripted for this model only (None: any)
     hold: threading.Event | None = None  # answer only once this is set (at most HOLD_SECONDS)
     extra: dict = field(default_factory=dict)
+    # Streaming (a request with "stream": true); see the module doc.
+    chunks: list[str] | None = None  # the content's pieces, exactly (they must concatenate to `content`)
+    chunk_size: int | None = None  # else pieces of this many characters (None: the content in one piece)
+    chunk_delay: float = 0.0  # seconds before each piece
+    first_chunk_delay: float = 0.0  # seconds before the first piece (time to first token)
+    fail_after: int | None = None  # send this many content pieces, then fail
+    fail_with: str = "drop"  # "drop": close the connection mid-body; "error": an SSE error frame, then close
+    pause_after: int | None = None  # send this many pieces, then wait for `pause` (≤ HOLD_SECONDS)
+    pause: threading.Event | None = None
+
+    def pieces(self) -> list[str]:
+        """Return the content's streamed pieces."""
+        text = self.content or ""
+        if self.chunks is not None:
+            return list(self.chunks)
+        if not text:
+            return []
+        if not self.chunk_size:
+            return [text]
+        return [text[i : i + self.chunk_size] for i in range(0, len(text), self.chunk_size)]
 
 
 HOLD_SECONDS = 10.0
@@ -107,6 +141,64 @@ class Upstream:
                 self.end_headers()
                 self.wfile.write(raw)
 
+            def _write_chunk(self, text: str) -> None:
+                raw = text.encode()
+                self.wfile.write(f"{len(raw):x}\r\n".encode() + raw + b"\r\n")
+                self.wfile.flush()
+
+            def _frame(self, data) -> None:
+                self._write_chunk("data: " + (data if isinstance(data, str) else json.dumps(data)) + "\n\n")
+
+            def _stream(self, reply: Reply, body: dict, base: dict) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                chunk = {**base, "object": "chat.completion.chunk"}
+
+                def choice(delta: dict, finish: str | None = None) -> dict:
+                    return {**chunk, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+                if reply.empty:
+                    self._frame("[DONE]")
+                    self._write_chunk("")
+                    return
+                self._frame(choice({"role": "assistant", "content": ""}))
+                pieces = reply.pieces() if not reply.tool_calls or reply.content != "ok" else []
+                if reply.first_chunk_delay:
+                    time.sleep(reply.first_chunk_delay)
+                for sent, piece in enumerate(pieces):
+                    if reply.fail_after is not None and sent >= reply.fail_after:
+                        self._fail(reply)
+                        return
+                    if reply.pause_after is not None and sent == reply.pause_after and reply.pause is not None:
+                        reply.pause.wait(HOLD_SECONDS)
+                    if reply.chunk_delay:
+                        time.sleep(reply.chunk_delay)
+                    self._frame(choice({"content": piece}))
+                if reply.fail_after is not None and reply.fail_after >= len(pieces):
+                    self._fail(reply)
+                    return
+                for index, (name, args) in enumerate(reply.tool_calls or []):
+                    raw = json.dumps(args)
+                    self._frame(choice({"tool_calls": [{"index": index, "id": "call_" + uuid.uuid4().hex[:8], "type": "function",
+                                                        "function": {"name": name, "arguments": ""}}]}))
+                    for i in range(0, len(raw), 7):  # arguments arrive as fragments, as gateways send them
+                        self._frame(choice({"tool_calls": [{"index": index, "function": {"arguments": raw[i : i + 7]}}]}))
+                self._frame(choice({}, "tool_calls" if reply.tool_calls else "stop"))
+                if (body.get("stream_options") or {}).get("include_usage"):
+                    usage = {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
+                             "total_tokens": reply.prompt_tokens + reply.completion_tokens}
+                    self._frame({**chunk, "choices": [], "usage": usage})
+                self._frame("[DONE]")
+                self._write_chunk("")  # the chunked body's end
+
+            def _fail(self, reply: Reply) -> None:
+                if reply.fail_with == "error":
+                    self._frame({"error": {"message": "upstream failed mid-stream", "type": "server_error"}})
+                    self._write_chunk("")
+                self.close_connection = True  # "drop": the body ends without its last chunk
+
             def do_GET(self):
                 if self.path.rstrip("/").endswith("/models"):
                     upstream.requests.append({"_path": self.path})
@@ -131,6 +223,9 @@ class Upstream:
                     self._send(reply.status, reply.error_body or {"error": {"message": f"upstream says {reply.status}", "type": "test"}})
                     return
                 base = {"id": "chatcmpl-" + uuid.uuid4().hex[:12], "object": "chat.completion", "created": int(time.time()), "model": body.get("model", "")}
+                if body.get("stream") is True:
+                    self._stream(reply, body, base)
+                    return
                 if reply.empty:
                     self._send(200, {**base, "choices": [], "usage": None})
                     return

@@ -1,0 +1,130 @@
+"""The streaming masker (issue 11 item 4): ordinary text goes out at once, only what could be a
+credential is held back, and what finally streams equals the masked whole reply exactly —
+for every rule of the credential corpus, the reply split at every boundary."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from sessions.masking import StreamMasker
+from sessions.scanner import _flatten, redact_text
+from tests.sessions.test_scanner import REFERENCE_MISSES, secret_corpus
+from tests.support.credentials import credential_corpus, raw_values, scanner_rules
+
+
+def _replies() -> list[tuple[str, str]]:
+    replies = [(rule, f"Sure. {text}\nAnything else?") for rule, text, _ in credential_corpus()]
+    replies += [(name, "\n".join(_flatten(payload))) for name, payload, _ in secret_corpus()]
+    replies += [(name, text) for name, text, _, _ in REFERENCE_MISSES]
+    return replies
+
+
+REPLIES = _replies()
+
+
+def _streamed(pieces: list[str]) -> tuple[str, list[str]]:
+    masker = StreamMasker()
+    outs = [masker.feed(piece) for piece in pieces]
+    outs.append(masker.finish())
+    return "".join(outs), outs
+
+
+def test_the_corpus_covers_every_rule_of_the_scanner():
+    assert scanner_rules() == {rule for rule, _, _ in credential_corpus()}
+
+
+@pytest.mark.parametrize("name, reply", REPLIES, ids=[name for name, _ in REPLIES])
+def test_split_at_every_boundary_the_stream_equals_the_masked_reply(name, reply):
+    whole = redact_text(reply)[0]
+    values = raw_values(reply)
+    assert values and whole != reply
+    for cut in range(len(reply) + 1):
+        streamed, outs = _streamed([reply[:cut], reply[cut:]])
+        assert streamed == whole, (name, cut)
+    streamed, outs = _streamed(list(reply))  # one character at a time
+    assert streamed == whole
+    sent = ""
+    for out in outs:  # no raw value is ever out, at any moment
+        sent += out
+        assert not any(value in sent for value in values)
+
+
+@pytest.mark.parametrize("name, reply", REPLIES, ids=[name for name, _ in REPLIES])
+def test_random_chunkings_stream_the_masked_reply(name, reply):
+    rng = random.Random(name)
+    whole = redact_text(reply)[0]
+    for _ in range(30):
+        cuts = sorted(rng.sample(range(1, len(reply)), k=min(len(reply) - 1, rng.randint(2, 12))))
+        pieces = [reply[a:b] for a, b in zip([0, *cuts], [*cuts, len(reply)])]
+        assert _streamed(pieces)[0] == whole
+
+
+def test_ordinary_text_goes_out_at_once_except_the_word_being_written():
+    masker = StreamMasker()
+    assert masker.feed("Hello there, ") == "Hello there, "
+    assert masker.feed("this is plain") == "this is "
+    assert masker.held == len("plain")
+    assert masker.feed(" text.\nNext") == "plain text.\n"
+    assert masker.finish() == "Next"
+
+
+def test_a_credential_is_held_until_it_resolves_then_goes_out_masked():
+    token = "ghp_" + "aB3" * 12
+    masker = StreamMasker()
+    assert masker.feed("use ") == "use "
+    assert masker.feed(token[:10]) == ""
+    assert masker.feed(token[10:]) == ""
+    out = masker.feed(" to push")
+    assert out.startswith("[redacted:github-token:") and out.endswith(" to ") and token not in out
+    assert masker.finish() == "push"
+
+
+def test_a_private_key_is_held_from_its_header_to_its_end_line():
+    key = next(text for rule, text, _ in credential_corpus() if rule == "private-key")
+    head, block = key.split("\n", 1)
+    masker = StreamMasker()
+    assert masker.feed(head + "\n") == head + "\n"
+    body, tail = block.rsplit("-----END", 1)
+    assert masker.feed(body) == ""  # the header is in, the END line is not: everything waits
+    out = masker.feed("-----END" + tail + "\n")
+    assert out.startswith("[redacted:private-key:")
+    assert masker.emitted + masker.finish() == redact_text(key + "\n")[0]
+
+
+def test_a_header_that_is_not_a_private_key_is_released():
+    masker = StreamMasker()
+    assert masker.feed("-----BEGIN CERTIFICATE-----\n") == "-----BEGIN CERTIFICATE-----\n"
+    assert masker.feed("BEGIN RSA keys are common. ") == "BEGIN RSA keys are common. "
+
+
+def test_an_npm_registry_line_is_held_until_the_line_ends():
+    masker = StreamMasker()
+    assert masker.feed("run: ") == "run: "
+    assert masker.feed("//registry.npmjs.org/:_authToken=npm_") == ""
+    assert masker.feed("abc def ghi ") == ""
+    out = masker.feed("jkl\nok ")
+    assert "[redacted:" in out and out.endswith("\nok ")
+
+
+def test_a_keyword_written_earlier_still_masks_the_value_after_it():
+    value = "Qw8Er7Ty6Ui5Op4As3Df"
+    masker = StreamMasker()
+    assert masker.feed("password = ") == "password = "
+    out = masker.feed(value + " ")
+    assert out.startswith("[redacted:generic-secret:") and value not in out
+
+
+def test_drop_forgets_what_is_held_back():
+    masker = StreamMasker()
+    masker.feed("partial ghp_abc")
+    masker.drop()
+    assert masker.emitted == "partial " and masker.finish() == ""
+
+
+def test_a_long_line_is_masked_like_the_whole_reply():
+    words = " ".join(f"word{i}" for i in range(600))
+    token = "sk_live_" + "Zz9" * 10
+    reply = f"{words} key {token} {words}"
+    assert _streamed([reply[i : i + 7] for i in range(0, len(reply), 7)])[0] == redact_text(reply)[0]
