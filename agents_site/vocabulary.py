@@ -411,7 +411,7 @@ def vocabulary_for_js() -> dict:
 
     Output: `{"runStatus": [...], "runKind": [...], "sessionStatus": [...], "sessionTerminal": [...],
     "eventKind": [...], "controlCommand": [...], "targetKind": [...], "targetStatus": [...],
-    "activityKind": [...], "metricsRange": [...], "badge": {word: colour}}`.
+    "activityKind": [...], "metricsRange": [...], "badge": {word: colour}, "word": {name: word}}`.
     """
     return {
         "runStatus": list(RunStatus.values),
@@ -425,4 +425,6 @@ def vocabulary_for_js() -> dict:
         "activityKind": list(ActivityKind.values),
         "metricsRange": list(MetricsRange.values),
         "badge": {str(k): v for k, v in BADGE_COLOURS.items()},
+        # Single words the scripts compare against, named (never a copied literal in JS).
+        "word": {"toolCall": str(EventKind.TOOL_CALL), "runError": str(RunStatus.ERROR), "external": str(AgentHosting.EXTERNAL)},
     }

@@ -122,7 +122,7 @@
     return Promise.all([A.api("GET", "/v1/agents/chat/presets"), A.api("GET", "/v1/agents?limit=200")]).then(function (r) {
       withSelect.innerHTML = "";
       var presets = (r[0].body && r[0].body.presets) || [];
-      var agents = ((r[1].body && r[1].body.agents) || []).filter(function (a) { return a.hosting !== "external"; });
+      var agents = ((r[1].body && r[1].body.agents) || []).filter(function (a) { return a.hosting !== A.vocab.word.external; });
       if (agents.length) {
         withSelect.appendChild(A.el("optgroup", { label: "Agents" }, agents.map(function (a) { return A.el("option", { value: "agent:" + a.name, text: a.name }); })));
       }
@@ -219,7 +219,7 @@
         if (reply) reply.classList.remove("streaming");
         if (!final) { state.textContent = "The stream ended without a result."; return; }
         var run = final.run || {};
-        if (run.status === "error") {
+        if (run.status === A.vocab.word.runError) {
           var failed = reply || bubble("assistant", "", "");
           failed.classList.add("failed");
           failed.querySelector(".bubble").textContent = (final.reply ? final.reply + "\n\n" : "") + "⚠ " + (run.error || "the round failed");
@@ -230,7 +230,7 @@
           conversationId = final.conversationId;
         }
         history.replaceState({ conversation: conversationId }, "", chatBase + encodeURIComponent(conversationId) + "/");
-        state.textContent = run.status === "error" ? "The round failed; it was recorded with its error." : "";
+        state.textContent = run.status === A.vocab.word.runError ? "The round failed; it was recorded with its error." : "";
         return loadConversations(false);
       });
     }, function (err) {

@@ -103,7 +103,7 @@
      else the event's kind (log, control, status…). */
   function speaker(ev) {
     var p = ev.payload;
-    if (ev.kind === "tool-call") return "tool";
+    if (ev.kind === (vocab.word || {}).toolCall) return "tool";
     if (p && typeof p === "object" && typeof p.role === "string" && p.role) return p.role;
     return ev.kind || "";
   }
@@ -119,7 +119,7 @@
      error); a command with its message; any other payload as its text or indented JSON. */
   function turnBody(ev) {
     var p = ev.payload;
-    if (ev.kind === "tool-call" && p && typeof p === "object") {
+    if (ev.kind === (vocab.word || {}).toolCall && p && typeof p === "object") {
       var args = p.arguments !== undefined ? p.arguments : p.args;
       var outcome = p.error === true ? p.result : (typeof p.error === "string" ? p.error : p.result);
       return el("div", { class: "tool-card" + (p.error ? " failed" : "") }, [

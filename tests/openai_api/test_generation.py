@@ -7,8 +7,6 @@ from billing.services import credit_add
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.mark.xfail(strict=True, reason="the run loop does not pass an agent's generation settings to the gateway yet "
-                                       "(feat/stream adds them; then remove this mark)")
 def test_max_tokens_temperature_and_top_p_reach_the_gateway(org_a, upstream):
     credit_add(org=org_a.org, cents=1000, actor="test")
     assert org_a.client.post("/v1/agents", {"name": "writer"}, content_type="application/json").status_code == 201
