@@ -162,20 +162,25 @@ def clean_generation(*, max_tokens: object = UNSET, temperature: object = UNSET,
 
     `max_tokens`: an integer from 1 to `AGENTS_MAX_OUTPUT_TOKENS`; `temperature`: a number from
     0 to 2; `top_p`: a number above 0 and at most 1. Raises `InvalidRequest` (400) naming the
-    wire field. Example: `clean_generation(temperature=0.2)` → `{"temperature": 0.2}`.
+    wire field. None clears a setting (the gateway's default again; the API treats JSON null as
+    omitted, the console's empty field clears). Example: `clean_generation(temperature=0.2)` →
+    `{"temperature": 0.2}`; `clean_generation(top_p=None)` → `{"top_p": None}`.
     """
     cleaned: dict = {}
-    if _given(max_tokens):
+    for field, value in (("max_tokens", max_tokens), ("temperature", temperature), ("top_p", top_p)):
+        if value is None:
+            cleaned[field] = None
+    if _given(max_tokens) and max_tokens is not None:
         cap = settings.AGENTS_MAX_OUTPUT_TOKENS
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= cap:
             raise InvalidRequest(f"maxTokens must be an integer from 1 to {cap} (this deployment's cap)")
         cleaned["max_tokens"] = max_tokens
-    if _given(temperature):
+    if _given(temperature) and temperature is not None:
         value = _finite(temperature)
         if value is None or not 0 <= value <= 2:
             raise InvalidRequest("temperature must be a number from 0 to 2")
         cleaned["temperature"] = value
-    if _given(top_p):
+    if _given(top_p) and top_p is not None:
         value = _finite(top_p)
         if value is None or not 0 < value <= 1:
             raise InvalidRequest("topP must be a number above 0 and at most 1")

@@ -17,6 +17,18 @@ from agents_site.vocabulary import ApiKeyScope, ExecutionMode
 _TOOL_SPLIT = re.compile(r"[,\n]")
 
 
+def _number(text: str | None, *, integer: bool = False):
+    """Return a generation setting typed for the service: blank → None (clears it), a number →
+    int/float, anything else as typed (the service refuses it in its own words)."""
+    text = (text or "").strip()
+    if not text:
+        return None
+    try:
+        return int(text) if integer else float(text)
+    except ValueError:
+        return text
+
+
 class AgentForm(forms.Form):
     """The fields of an agent definition (spec 003: POST/PATCH /v1/agents body)."""
 
@@ -30,6 +42,9 @@ class AgentForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 2}),
         help_text="Tool names, one per line or separated by commas.",
     )
+    max_tokens = forms.CharField(required=False, max_length=20, help_text="Blank: the gateway's default, within the deployment's cap.")
+    temperature = forms.CharField(required=False, max_length=20, help_text="0 to 2. Blank: the gateway's default.")
+    top_p = forms.CharField(required=False, max_length=20, help_text="Above 0, at most 1. Blank: the gateway's default.")
     execution_mode = forms.ChoiceField(required=False, choices=ExecutionMode.choices, initial=ExecutionMode.ONE_SHOT)
     schedule = forms.CharField(required=False, max_length=200, strip=False, help_text="5-field cron, e.g. */15 * * * *")
     timezone = forms.CharField(required=False, max_length=64, strip=False, initial="UTC")
@@ -44,6 +59,9 @@ class AgentForm(forms.Form):
                 "description": agent.description,
                 "instructions": agent.instructions,
                 "tools": "\n".join(agent.tools or []),
+                "max_tokens": "" if agent.max_tokens is None else str(agent.max_tokens),
+                "temperature": "" if agent.temperature is None else f"{agent.temperature:g}",
+                "top_p": "" if agent.top_p is None else f"{agent.top_p:g}",
                 "execution_mode": agent.execution_mode,
                 "schedule": agent.schedule,
                 "timezone": agent.timezone,
@@ -65,6 +83,9 @@ class AgentForm(forms.Form):
             execution_mode=data.get("execution_mode") or "",
             schedule=data.get("schedule") or "",
             timezone=data.get("timezone") or "",
+            max_tokens=_number(data.get("max_tokens"), integer=True),
+            temperature=_number(data.get("temperature")),
+            top_p=_number(data.get("top_p")),
         )
         if include_name:
             values["name"] = data.get("name") or ""

@@ -164,3 +164,32 @@ def test_run_history_of_an_agent_without_runs_says_how_to_run_it(org_a, admin_cl
     make_agent(org_a, "fresh")
     html = admin_client.get("/console/agents/fresh/runs/").content.decode()
     assert "No runs yet" in html
+
+
+def test_the_form_sets_refuses_and_clears_generation_settings(org_a, admin_client, make_agent):
+    make_agent(org_a, "tuned")
+    base = {"model": "test-model", "instructions": "", "execution_mode": "one-shot", "schedule": "", "timezone": "UTC"}
+
+    ok = admin_client.post("/console/agents/tuned/edit/", {**base, "max_tokens": "256", "temperature": "0.2", "top_p": "0.9"})
+    assert ok.status_code == 302
+    with org_a.context():
+        agent = Agent.objects.get(name="tuned")
+        assert (agent.max_tokens, agent.temperature, agent.top_p) == (256, 0.2, 0.9)
+    page = admin_client.get("/console/agents/tuned/edit/").content.decode()
+    assert 'name="max_tokens" inputmode="numeric" value="256"' in page and 'name="temperature" inputmode="decimal" value="0.2"' in page
+
+    for fields, message in (({"max_tokens": "99999"}, "maxTokens must be an integer from 1 to 4096 (this deployment's cap)"),
+                            ({"max_tokens": "many"}, "maxTokens must be an integer from 1 to 4096 (this deployment's cap)"),
+                            ({"temperature": "3"}, "temperature must be a number from 0 to 2"),
+                            ({"top_p": "0"}, "topP must be a number above 0 and at most 1")):
+        refused = admin_client.post("/console/agents/tuned/edit/", {**base, "max_tokens": "256", "temperature": "0.2", "top_p": "0.9", **fields})
+        assert refused.status_code == 400 and refused.context["error"] == message
+    with org_a.context():
+        agent = Agent.objects.get(name="tuned")
+        assert (agent.max_tokens, agent.temperature, agent.top_p) == (256, 0.2, 0.9)  # a refusal changes nothing
+
+    cleared = admin_client.post("/console/agents/tuned/edit/", {**base, "max_tokens": "", "temperature": "", "top_p": ""})
+    assert cleared.status_code == 302
+    with org_a.context():
+        agent = Agent.objects.get(name="tuned")
+        assert (agent.max_tokens, agent.temperature, agent.top_p) == (None, None, None)
