@@ -39,7 +39,7 @@ test: $(VENV)/.installed-dev
 ## make screenshots: re-take docs/screenshots/*.png from the console's browser tests.
 screenshots: $(VENV)/.installed-dev
 	bash scripts/test-prereqs.sh
-	AGENTS_SCREENSHOT_DIR=$(CURDIR)/docs/screenshots $(PY) -m pytest tests/console/test_browser.py tests/console/test_browser_live.py -q
+	AGENTS_SCREENSHOT_DIR=$(CURDIR)/docs/screenshots $(PY) -m pytest tests/console/test_browser.py tests/console/test_browser_live.py tests/console/test_browser_chat.py tests/console/test_browser_turns.py -q
 
 bench: $(VENV)/.installed-dev
 	$(PY) bench/provision.py
