@@ -74,6 +74,7 @@ INSTALLED_APPS = [
     "identity.apps.IdentityConfig",
     "coding",
     "chat",
+    "guide.apps.GuideConfig",
     "console",
 ]
 
