@@ -398,7 +398,6 @@ class ErrorCode(StrEnum):
     CODING_BUSY = "coding_busy"  # the org has AGENTS_CODING_MAX_CONCURRENT coding runs in flight
     CONVERSATION_BUSY = "conversation_busy"  # a round of this conversation is in flight (multitaskStrategy)
     RUN_FAILED = "run_failed"  # the run executed and failed; the body's runId names it (502)
-    BACKUP_TOO_LARGE = "backup_too_large"  # the encrypted key backup exceeds AGENTS_IDENTITY_BACKUP_MAX_BYTES
     INTERNAL = "internal_error"  # an unexpected fault; nothing half-written
 
 
