@@ -315,3 +315,37 @@ def test_password_backup_restores_in_a_new_browser_context(browser, console_serv
         assert other.evaluate("() => window.Keystore.agents()[0].ed25519.privateJwk.d") == d["e"]
     finally:
         fresh.close()
+
+
+def test_list_update_and_rotate_cards_act_with_the_users_credential(page, make_org, login):
+    from identity.models import AgentCredential
+    from tests.identity.conftest import create_agent
+
+    org = make_org("gu")
+    created = create_agent(org.client, display_name="Edit Bot", custom_id="edit_bot").json()
+    login(page, org)
+    open_system_chat(page)
+    say(page, "/list-agents")
+    page.wait_for_selector(f"[data-artifact=agent_list_display] tr[data-agent={created['agent_id']}]")
+    page.click(f"[data-artifact=agent_list_display] tr[data-agent={created['agent_id']}] >> text=update")  # sends /update-agent <id>
+    form = "[data-artifact=agent_update_form] form"
+    page.wait_for_selector(form)
+    assert page.input_value(f"{form} input[name=display_name]") == "Edit Bot"
+    page.fill(f"{form} input[name=display_name]", "Edited Bot")
+    page.click(f"{form} button[type=submit]")
+    assistant_said(page, f"✓ updated Edited Bot ({created['agent_id']})")
+    with org.context():
+        assert IdentityProfile.objects.get(agent_id=created["agent_id"]).display_name == "Edited Bot"
+
+    say(page, "/rotate-token edit_bot")
+    page.wait_for_selector("[data-artifact=agent_token_rotate_confirm] button.danger-outline")
+    page.check("[data-artifact=agent_token_rotate_confirm] input[name=emergency]")
+    page.click("[data-artifact=agent_token_rotate_confirm] button.danger-outline")
+    page.wait_for_selector("[data-artifact=agent_token_rotate_confirm] [data-secrets=shown] code[data-secret=agent_token]")
+    rotated = page.inner_text("[data-artifact=agent_token_rotate_confirm] code[data-secret=agent_token]")
+    assert rotated.startswith("agt_") and rotated != created["agent_token"]
+    assistant_said(page, f"✓ rotated the token of Edited Bot ({created['agent_id']}); revoked the old token")
+    with org.context():
+        assert AgentCredential.objects.filter(agent_id=created["agent_id"], revoked_at__isnull=False).count() == 1
+        stored = json.dumps([[m.content, m.tool_calls] for m in Message.objects.all()])
+    assert rotated not in stored and created["agent_token"] not in stored
