@@ -75,6 +75,7 @@ INSTALLED_APPS = [
     "coding",
     "chat",
     "openai_api",
+    "guide.apps.GuideConfig",
     "console",
 ]
 
@@ -353,6 +354,7 @@ AGENTS_IDENTITY_GRACE_SECONDS = _env_int("AGENTS_IDENTITY_GRACE_SECONDS", 7 * 24
 AGENTS_IDENTITY_ROTATIONS_PER_DAY = _env_int("AGENTS_IDENTITY_ROTATIONS_PER_DAY", 5)
 AGENTS_IDENTITY_RESERVED_PREFIXES = _env_list("AGENTS_IDENTITY_RESERVED_PREFIXES") or ["hashee", "system", "admin", "official"]
 AGENTS_IDENTITY_HEALTH_TIMEOUT_SECONDS = _env_float("AGENTS_IDENTITY_HEALTH_TIMEOUT_SECONDS", 5.0)
+AGENTS_IDENTITY_BACKUP_MAX_BYTES = _env_int("AGENTS_IDENTITY_BACKUP_MAX_BYTES", 256 * 1024)  # encrypted_backup_blob_v2, base64 characters per user
 AGENTS_ENVELOPE_MAX_BYTES = _env_int("AGENTS_ENVELOPE_MAX_BYTES", 256 * 1024)
 AGENTS_ENVELOPE_RETENTION_DAYS = _env_int("AGENTS_ENVELOPE_RETENTION_DAYS", 30)
 # Fernet key(s) encrypting webhook secrets at rest (comma-separated; the first encrypts). Unset:

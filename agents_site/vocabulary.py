@@ -301,6 +301,64 @@ class WebhookEventType(models.TextChoices):
     ENVELOPE = "envelope.created", "envelope created"  # a user sent the agent an envelope
 
 
+class MsgSubtype(models.TextChoices):
+    """The message subtype of an artifact the system agent and a client exchange (spec 001)."""
+
+    ARTIFACT_FORM = "artifact_form", "artifact form"  # system agent → client: a form or card to show
+    ARTIFACT_RESPONSE = "artifact_response", "artifact response"  # client → system agent: what the client did
+
+
+class ArtifactSubtype(models.TextChoices):
+    """`artifact.subtype` of guided creation (spec 001 table); FORMS go to the client, RESPONSES come back."""
+
+    AGENT_CREATION_FORM = "agent_creation_form", "agent creation form"  # the user fills in a new agent
+    AGENT_CREATED = "agent_created", "agent created"  # the client created it (agent_id, display_name)
+    AGENT_UPDATE_FORM = "agent_update_form", "agent update form"  # the user changes an agent
+    AGENT_UPDATED = "agent_updated", "agent updated"  # the client changed it
+    AGENT_DELETION_CONFIRM = "agent_deletion_confirm", "agent deletion confirm"  # confirm a delete, with the cascade preview
+    AGENT_DELETED = "agent_deleted", "agent deleted"  # the client deleted it
+    AGENT_TOKEN_ROTATE_CONFIRM = "agent_token_rotate_confirm", "agent token rotate confirm"  # confirm a token rotation
+    AGENT_TOKEN_ROTATED = "agent_token_rotated", "agent token rotated"  # the client rotated it
+    AGENT_LIST_DISPLAY = "agent_list_display", "agent list display"  # the user's agents, shown as a card
+
+
+ArtifactSubtype.FORMS = frozenset({
+    ArtifactSubtype.AGENT_CREATION_FORM, ArtifactSubtype.AGENT_UPDATE_FORM, ArtifactSubtype.AGENT_DELETION_CONFIRM,
+    ArtifactSubtype.AGENT_TOKEN_ROTATE_CONFIRM, ArtifactSubtype.AGENT_LIST_DISPLAY,
+})
+ArtifactSubtype.RESPONSES = frozenset({
+    ArtifactSubtype.AGENT_CREATED, ArtifactSubtype.AGENT_UPDATED, ArtifactSubtype.AGENT_DELETED, ArtifactSubtype.AGENT_TOKEN_ROTATED,
+})
+
+
+class SystemCommand(models.TextChoices):
+    """The slash commands the system agent answers without a model (spec 001 acceptance list)."""
+
+    CREATE_AGENT = "/create-agent", "create an agent"  # → agent_creation_form
+    LIST_AGENTS = "/list-agents", "list your agents"  # → agent_list_display
+    UPDATE_AGENT = "/update-agent", "change an agent"  # → agent_update_form
+    DELETE_AGENT = "/delete-agent", "delete an agent"  # → agent_deletion_confirm with the cascade preview
+    ROTATE_TOKEN = "/rotate-token", "rotate an agent's token"  # → agent_token_rotate_confirm
+    HELP = "/help", "what the system agent can do"  # the list of commands
+
+
+class ClientAuth(models.TextChoices):
+    """Which credential a client_action may use (spec 001 security model); anything else is refused."""
+
+    USER_JWT = "user_jwt", "the user's own credential"  # the console session or the user's API key / JWT
+    AGENT_TOKEN = "agent_token", "the new agent's token"  # agt_… from the previous step's response
+
+
+class AnomalyKind(models.TextChoices):
+    """What a client refused in an artifact form and reported (POST /v1/identity/anomalies)."""
+
+    ENDPOINT_NOT_ALLOWED = "endpoint_not_allowed", "endpoint not on the allow-list"  # ignored silently, reported
+    AUTH_REFUSED = "auth_refused", "auth not user_jwt/agent_token"  # the action was refused
+    JSONPATH_REFUSED = "jsonpath_refused", "params_from_response not $.field"  # the action was refused
+    FIELD_REFUSED = "field_refused", "reply field forbidden or not allowed"  # the reply asked for a secret
+    PARAM_REFUSED = "param_refused", "path parameter not an id"  # a :param value could escape its path segment
+
+
 class PrincipalVia(models.TextChoices):
     """How a principal proved who it is."""
 
@@ -411,7 +469,8 @@ def vocabulary_for_js() -> dict:
 
     Output: `{"runStatus": [...], "runKind": [...], "sessionStatus": [...], "sessionTerminal": [...],
     "eventKind": [...], "controlCommand": [...], "targetKind": [...], "targetStatus": [...],
-    "activityKind": [...], "metricsRange": [...], "badge": {word: colour}, "word": {name: word}}`.
+    "activityKind": [...], "metricsRange": [...], "msgSubtype": [...], "artifactSubtype": [...], "clientAuth": [...],
+    "anomalyKind": [...], "badge": {word: colour}, "word": {name: word}}`.
     """
     return {
         "runStatus": list(RunStatus.values),
@@ -424,6 +483,10 @@ def vocabulary_for_js() -> dict:
         "targetStatus": list(TargetStatus.values),
         "activityKind": list(ActivityKind.values),
         "metricsRange": list(MetricsRange.values),
+        "msgSubtype": list(MsgSubtype.values),
+        "artifactSubtype": list(ArtifactSubtype.values),
+        "clientAuth": list(ClientAuth.values),
+        "anomalyKind": list(AnomalyKind.values),
         "badge": {str(k): v for k, v in BADGE_COLOURS.items()},
         # Single words the scripts compare against, named (never a copied literal in JS).
         "word": {"toolCall": str(EventKind.TOOL_CALL), "runError": str(RunStatus.ERROR), "external": str(AgentHosting.EXTERNAL)},

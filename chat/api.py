@@ -75,7 +75,7 @@ def chat(request, payload: ChatIn):
     start = rounds.chat_round_start(
         actor=principal.actor, messages=payload.messages, preset=payload.preset, agent=payload.agent, tools=tools,
         system=payload.system, conversation_id=payload.conversationId, multitask_strategy=payload.multitaskStrategy,
-        request_id=_request_id(request),
+        request_id=_request_id(request), subject=principal.subject,
     )
     if payload.stream:
         def work(listener):

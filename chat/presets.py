@@ -11,18 +11,24 @@ Built in:
 
 * `assistant` (server-executed): a general assistant with the built-in tools this deployment
   offers (`current_time`, `calculator`, and `http_get` when `AGENTS_TOOL_HTTP_ALLOW` lists a host).
-* `system` (client-executed): the platform's guide. Its one tool, `open_form
-  {form, title?, values?}`, asks the client to show a form (`form` names it, `values` prefills
-  it); the client sends what the user submitted back as a `tool` message in the next round.
-  The forms themselves (agent creation and the like) come with guided creation; add a function
-  to `SYSTEM_FUNCTIONS` to give the preset another client action.
+* `system` (client-executed): the platform's system agent (spec 001 guided creation). Its one
+  tool, `open_form {form, agent?, title?, values?}`, asks the client to show a form; a handler
+  registered for the preset (`guide`, see below) turns the forms it knows (spec 001's artifact
+  subtypes) into artifacts and answers slash commands and artifact responses without a model.
+  Add a function to `SYSTEM_FUNCTIONS` to give the preset another client action.
 
 `register_preset(Preset(...))` adds one (e.g. from an `AppConfig.ready()`); ids are unique.
+
+`register_preset_handler(preset_id, handler)` lets a higher app (which chat must not import)
+drive a preset's rounds: `handler.answer(...)` may answer a round itself — a `FixedReply`, no
+model called, no inference needed — and `handler.expand_ops(...)` rewrites the ops a model's
+round hands back (both run inside the org context).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from django.conf import settings
 
@@ -51,24 +57,64 @@ class Preset:
         return [function["function"]["name"] for function in self.functions]
 
 
+SYSTEM_FORMS = ("agent_creation_form", "agent_update_form", "agent_deletion_confirm", "agent_token_rotate_confirm",
+                "agent_list_display")  # the artifact subtypes (ArtifactSubtype.FORMS) the model may open
+
 SYSTEM_FUNCTIONS: tuple[dict, ...] = (
     {
         "type": "function",
         "function": {
             "name": "open_form",
-            "description": "Ask the client to show the user a form. The client answers with what the user submitted.",
+            "description": "Ask the client to show the user a form or card. agent_creation_form creates an agent; "
+                           "agent_update_form, agent_deletion_confirm and agent_token_rotate_confirm act on the agent "
+                           "named in `agent`; agent_list_display shows the user's agents. The client does the rest "
+                           "with the user's own credentials and reports back.",
             "parameters": {
                 "type": "object",
                 "properties": {
-                    "form": {"type": "string", "description": "which form to show, e.g. create_agent"},
+                    "form": {"type": "string", "description": "which form to show: one of " + ", ".join(SYSTEM_FORMS)},
+                    "agent": {"type": "string", "description": "the agent's id or custom_id (update, delete, rotate)"},
                     "title": {"type": "string", "description": "a heading for the form"},
-                    "values": {"type": "object", "description": "values to prefill, by field name"},
+                    "values": {"type": "object", "description": "values to prefill, by field name (e.g. display_name)"},
                 },
                 "required": ["form"],
             },
         },
     },
 )
+
+
+@dataclass(frozen=True)
+class FixedReply:
+    """A round a preset handler answers itself: the `reply` text and the `ops` (`[{name, args}]`)."""
+
+    reply: str
+    ops: list = field(default_factory=list)
+
+
+class PresetHandler(Protocol):
+    """What a higher app registers to drive a preset's rounds (see `register_preset_handler`)."""
+
+    def answer(self, *, messages: list[dict], subject: str) -> FixedReply | None:
+        """Return the round's fixed answer for the caller's checked `messages` (`[{role, content}]`), or
+        None to let the model answer. `subject` is the calling user. May raise an `ApiError` (4xx: the
+        round is refused, nothing stored). Org context; runs before the round's run starts."""
+
+    def expand_ops(self, ops: list[dict], *, subject: str) -> list[dict]:
+        """Return the ops a model's round hands back, rewritten (e.g. a form name into its artifact)."""
+
+
+_HANDLERS: dict[str, PresetHandler] = {}
+
+
+def register_preset_handler(preset_id: str, handler: PresetHandler) -> None:
+    """Let `handler` drive the rounds of preset `preset_id` (one handler per preset; the last wins)."""
+    _HANDLERS[preset_id] = handler
+
+
+def preset_handler(preset_id: str) -> PresetHandler | None:
+    """Return the handler registered for preset `preset_id`, or None."""
+    return _HANDLERS.get(preset_id)
 
 _PRESETS: dict[str, Preset] = {}
 
@@ -106,9 +152,12 @@ register_preset(Preset(
 register_preset(Preset(
     id="system",
     title="System agent",
-    system_prompt="You are the platform's system agent: you help the user set things up. When the user should fill "
-                  "something in, call open_form with the form's name and the values you already know instead of "
-                  "asking for each field in prose. The result comes back as a tool message.",
+    system_prompt="You are the platform's system agent: you help the user create and manage their agents. When the "
+                  "user wants to create, change, delete an agent, rotate its token or see their agents, call open_form "
+                  "with the form's name (and the agent, and the values you already know) instead of asking for each "
+                  "field in prose. The client calls the platform with the user's own credentials and reports back; "
+                  "never ask for a token or a private key. Slash commands: /create-agent, /list-agents, "
+                  "/update-agent <agent>, /delete-agent <agent>, /rotate-token <agent>.",
     server_executed=False,
     functions=SYSTEM_FUNCTIONS,
 ))

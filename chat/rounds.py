@@ -9,6 +9,12 @@ transaction also takes the conversation's lock (409 `conversation_busy`, or wait
 when any check refuses; once the run has started, the user's message stays stored whatever
 happens to the run.
 
+A preset with a handler (`chat.presets.register_preset_handler`: the system agent's slash
+commands and artifact responses) may answer a round itself: the handler is asked before the
+run starts (its refusals store nothing), and a round it answers is still a `chat` run through
+`run_start`/`run_finish` — recorded, with its session — but calls no model, needs no inference
+(`needs_inference=False`) and holds no fee (nothing was inferred); its model reads `fixed-reply`.
+
 `chat_round_execute` runs the loop (`run_execute_started`: the agent's or preset's server tools
 execute here as actions, the caller's and client-executed tools come back as ops), stores the
 reply with its tool calls and releases the conversation. `chat_round_body` shapes the answer.
@@ -22,6 +28,7 @@ answers no call of the same request.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 
@@ -30,15 +37,18 @@ from django.conf import settings
 from agents import selectors as agent_selectors
 from agents.execution import RunListener, run_execute_started
 from agents.models import Agent, Run
-from agents.runs.lifecycle import run_start
+from agents.runs.lifecycle import Outcome, run_finish, run_start
 from agents_site.errors import InvalidRequest
 from agents_site.vocabulary import ChatRole, MultitaskStrategy, RunKind, RunStatus
 from chat import selectors, services
 from chat.errors import ConversationBusy
-from chat.presets import DEFAULT_PRESET, Preset, preset_get
+from chat.presets import DEFAULT_PRESET, FixedReply, Preset, preset_get, preset_handler
 from chat.validation import check_system, clean_messages, last_user_message, refuse_credentials, title_from
 
+logger = logging.getLogger(__name__)
+
 TOOL_RESULT_PREFIX = "Tool result:\n"
+FIXED_MODEL = "fixed-reply"  # the `model` of a round a preset handler answered without a model
 
 
 @dataclass
@@ -50,6 +60,38 @@ class RoundStart:
     agent: Agent
     prompt: list[dict]
     client_tools: list[dict] = field(default_factory=list)
+    fixed: FixedReply | None = None
+    preset_id: str = ""
+    subject: str = ""
+
+
+class _ExpandingListener(RunListener):
+    """Pass a round's frames on, the ops rewritten by the preset's handler first (once)."""
+
+    def __init__(self, inner: RunListener | None, expand):
+        self.inner, self.expand, self.expanded = inner, expand, None
+
+    def rewrite(self, ops: list[dict]) -> list[dict]:
+        if self.expanded is None:
+            try:
+                self.expanded = self.expand(ops)
+            except Exception:  # a listener must not raise: the client gets the ops as the model gave them
+                logger.exception("a preset handler failed to expand ops")
+                self.expanded = list(ops)
+        return self.expanded
+
+    def delta(self, text: str) -> None:
+        if self.inner is not None:
+            self.inner.delta(text)
+
+    def tool(self, action: dict) -> None:
+        if self.inner is not None:
+            self.inner.tool(action)
+
+    def ops(self, ops: list[dict]) -> None:
+        rewritten = self.rewrite(ops)
+        if self.inner is not None:
+            self.inner.ops(rewritten)
 
 
 def _instructions_role() -> str:
@@ -110,13 +152,15 @@ def chat_round_start(
     conversation_id: str | None = None,
     multitask_strategy: str | None = None,
     request_id: str = "",
+    subject: str = "",
 ) -> RoundStart:
     """Check one round and start its `chat` run; return the `RoundStart` (the run is `running`).
 
     In: the billing actor `"<org>/<subject>"`; the caller's messages (`[{role, content}]`);
     `preset` or `agent` (a name or id of the org's agents); `tools` (OpenAI function
     definitions, already shape-checked); `system`; `conversation_id`; `multitask_strategy`
-    (`reject` default, `enqueue`). Raises, with nothing stored or billed: `InvalidRequest`
+    (`reject` default, `enqueue`); `subject`, the calling user (a preset handler acts for them).
+    Raises, with nothing stored or billed: `InvalidRequest`
     (400), `SecretInTranscript` (422), `NotFound` (404 agent), `AgentExternal` (409),
     `ConversationBusy` (409), `InferenceUnavailable` (503), `InsufficientBalance` (402),
     `BalanceUnavailable` (503). Org context required.
@@ -136,6 +180,8 @@ def chat_round_start(
         run_agent = Agent(name=driver_preset.id, model="", instructions=driver_preset.system_prompt, tools=server)
         agent_row, base, name = None, driver_preset.system_prompt, driver_preset.id
         client_tools = ([] if driver_preset.server_executed else [dict(f) for f in driver_preset.functions]) + caller_tools
+    handler = preset_handler(driver_preset.id) if driver_preset is not None else None
+    fixed = handler.answer(messages=cleaned, subject=subject) if handler is not None else None
     user_text = last_user_message(cleaned)
     title = title_from(cleaned)
     held: dict = {}
@@ -152,8 +198,12 @@ def chat_round_start(
     deadline = time.monotonic() + max(settings.AGENTS_CHAT_ENQUEUE_WAIT_SECONDS, 0.0)
     while True:
         try:
-            run = run_start(kind=RunKind.CHAT, agent=agent_row, agent_name=name, model="", input=user_text or "",
-                            actor=actor, request_id=request_id, within=within)
+            if fixed is not None:
+                run = run_start(kind=RunKind.CHAT, agent=None, agent_name=name, model=FIXED_MODEL, input=user_text or "",
+                                actor=actor, request_id=request_id, within=within, needs_inference=False, fee_cents=0)
+            else:
+                run = run_start(kind=RunKind.CHAT, agent=agent_row, agent_name=name, model="", input=user_text or "",
+                                actor=actor, request_id=request_id, within=within)
             break
         except ConversationBusy:
             if strategy != MultitaskStrategy.ENQUEUE:
@@ -163,7 +213,26 @@ def chat_round_start(
                     f"a round of this conversation is still in flight after {settings.AGENTS_CHAT_ENQUEUE_WAIT_SECONDS:g} s",
                     conversationId=conversation_id) from None
     prompt = compose_prompt(base=base, system=system_text, history=held["history"], messages=cleaned)
-    return RoundStart(run=run, conversation_id=held["conversation"].id, agent=run_agent, prompt=prompt, client_tools=client_tools)
+    return RoundStart(run=run, conversation_id=held["conversation"].id, agent=run_agent, prompt=prompt, client_tools=client_tools,
+                      fixed=fixed, preset_id=driver_preset.id if driver_preset is not None else "", subject=subject)
+
+
+def _execute_fixed(start: RoundStart, listener: RunListener | None) -> Run:
+    """Finish a round its preset handler answered: the reply and ops told to the listener, then `run_finish`."""
+    fixed = start.fixed
+    ops = [dict(op) for op in fixed.ops]
+    if listener is not None:
+        try:
+            if fixed.reply:
+                listener.delta(fixed.reply)
+            if ops:
+                listener.ops(ops)
+        except Exception:  # a listener must not raise (RunListener)
+            logger.exception("a chat listener failed")
+    outcome = Outcome(status=RunStatus.OK, output=fixed.reply, model=FIXED_MODEL, ops=ops, duration_ms=None)
+    finished = run_finish(run_id=start.run.id, outcome=outcome) or Run.objects.get(pk=start.run.id)
+    finished.actions, finished.ops = [], ops
+    return finished
 
 
 def chat_round_execute(start: RoundStart, *, listener: RunListener | None = None) -> Run:
@@ -174,8 +243,17 @@ def chat_round_execute(start: RoundStart, *, listener: RunListener | None = None
     """
     run = None
     try:
-        run = run_execute_started(run=start.run, agent=start.agent, prompt=start.prompt, client_tools=start.client_tools,
-                                  listener=listener)
+        if start.fixed is not None:
+            run = _execute_fixed(start, listener)
+        else:
+            handler = preset_handler(start.preset_id) if start.preset_id else None
+            hearing = listener
+            if handler is not None:
+                hearing = _ExpandingListener(listener, lambda ops: handler.expand_ops(ops, subject=start.subject))
+            run = run_execute_started(run=start.run, agent=start.agent, prompt=start.prompt, client_tools=start.client_tools,
+                                      listener=hearing)
+            if handler is not None and getattr(run, "ops", None):
+                run.ops = hearing.rewrite(list(run.ops))
     finally:
         reply = None
         if run is not None and run.status == RunStatus.OK:

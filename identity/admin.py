@@ -9,6 +9,8 @@ from django.contrib import admin
 from tenancy.admin_site import OrgModelAdmin
 from identity.models import (
     AgentCredential,
+    ClientAnomaly,
+    KeyBackup,
     AgentKeySet,
     Delivery,
     DeliveryAttempt,
@@ -96,3 +98,17 @@ class InboxItemAdmin(OrgModelAdmin):
 class IdentityLockAdmin(OrgModelAdmin):
     list_display = ("key",)
     search_fields = ("key",)
+
+
+@admin.register(ClientAnomaly)
+class ClientAnomalyAdmin(OrgModelAdmin):
+    list_display = ("created_at", "kind", "user_id", "artifact_subtype", "endpoint", "conversation_id")
+    list_filter = ("kind",)
+    search_fields = ("user_id", "endpoint", "conversation_id")
+
+
+@admin.register(KeyBackup)
+class KeyBackupAdmin(OrgModelAdmin):
+    list_display = ("user_id", "size_bytes", "created_at", "updated_at")
+    search_fields = ("user_id",)
+    exclude = ("blob",)  # opaque ciphertext: nothing to read, nothing to edit

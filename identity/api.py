@@ -20,6 +20,8 @@ from identity import messaging, selectors, services
 from identity import serializers as s
 from identity.authentication import AgentTokenAuthentication, UserPrincipalAuthentication
 from identity.presenters import (
+    anomaly_view,
+    backup_view,
     delivery_view,
     identity_view,
     inbox_item_view,
@@ -281,3 +283,40 @@ class ReplayView(IdentityView):
         profile = selectors.identity_get_owned(ref=delivery.agent_id, creator_id=self.user_id(request))
         replay = messaging.delivery_replay(delivery=delivery, profile=profile)
         return Response(delivery_view(replay, with_attempts=False), status=202)
+
+
+class AnomaliesView(IdentityView):
+    @extend_schema(operation_id="identity_anomalies_report", summary="Report what a client refused in an artifact form",
+                   request=s.AnomalyIn, responses={201: s.AnomalyOut, **_errors(400, 403, 422)})
+    def post(self, request):
+        """Store one anomaly a client_action executor reported (spec 001: allow-list, auth, JSONPath, fields) → 201.
+
+        Names only (the endpoint, the subtype, the field): a credential anywhere in the report is
+        refused 422 `secret_in_transcript`. Org admins see the reports (console, admin).
+        """
+        fields = self.parse(s.AnomalyIn, request)
+        anomaly = services.anomaly_record(user_id=self.user_id(request), **fields)
+        return Response(anomaly_view(anomaly), status=201)
+
+
+class BackupView(IdentityView):
+    @extend_schema(operation_id="identity_backup_get", summary="Your encrypted key backup", responses={200: s.BackupOut, **_errors(403, 404)})
+    def get(self, request):
+        """Return the caller's `encrypted_backup_blob_v2` with its size and times; 404 when there is none."""
+        return Response(backup_view(selectors.backup_get(user_id=self.user_id(request)), with_blob=True))
+
+    @extend_schema(operation_id="identity_backup_put", summary="Store your encrypted key backup", request=s.BackupIn,
+                   responses={200: s.BackupStoredOut, **_errors(400, 403, 413)})
+    def put(self, request):
+        """Store the caller's one `encrypted_backup_blob_v2` (base64, opaque; replaces the earlier one) → 200.
+
+        400 not base64; 413 over `AGENTS_IDENTITY_BACKUP_MAX_BYTES` characters (`limit`).
+        """
+        fields = self.parse(s.BackupIn, request)
+        return Response(backup_view(services.backup_put(user_id=self.user_id(request), blob=fields["encrypted_backup_blob_v2"]), with_blob=False))
+
+    @extend_schema(operation_id="identity_backup_delete", summary="Delete your encrypted key backup", responses={204: None, **_errors(403, 404)})
+    def delete(self, request):
+        """Delete the caller's backup → 204; 404 when there is none."""
+        services.backup_delete(user_id=self.user_id(request))
+        return Response(status=204)

@@ -12,6 +12,7 @@ from django.db import models
 from agents.models import Agent
 from agents_site.vocabulary import (
     AgentHealth,
+    AnomalyKind,
     ConnectionMode,
     DeliveryStatus,
     EnvelopeDirection,
@@ -246,3 +247,49 @@ class IdentityLock(models.Model):
 
     def __str__(self) -> str:
         return self.key
+
+
+class ClientAnomaly(models.Model):
+    """A refusal a client's client_action executor reported (spec 001 security model).
+
+    The client ignored or refused part of an artifact form — an endpoint off its canonical
+    allow-list, an `auth` other than user_jwt/agent_token, a `params_from_response` that is not
+    `$.field`, a reply asking for a forbidden field — and told the platform. Shown to org admins
+    (console Anomalies page, Django admin). `detail` holds names only, never values.
+    """
+
+    user_id = models.CharField(max_length=300, db_index=True)
+    kind = models.CharField(max_length=32, choices=AnomalyKind.choices)
+    artifact_subtype = models.CharField(max_length=64, default="", blank=True)
+    endpoint = models.CharField(max_length=300, default="", blank=True)
+    conversation_id = models.CharField(max_length=64, default="", blank=True)
+    detail = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "client anomalies"
+
+    def __str__(self) -> str:
+        return f"{self.kind} by {self.user_id}"
+
+
+class KeyBackup(models.Model):
+    """One user's `encrypted_backup_blob_v2`: their agents' key bundle, encrypted in their browser.
+
+    Opaque to the platform (a base64 string it never decodes beyond checking it is base64): the
+    key that opens it is derived on the user's device (Passkey PRF, or the keystore password).
+    One per user in the org; a PUT replaces it.
+    """
+
+    user_id = models.CharField(max_length=300, unique=True)
+    blob = models.TextField()
+    size_bytes = models.PositiveIntegerField()
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-updated_at"]
+
+    def __str__(self) -> str:
+        return f"backup of {self.user_id} ({self.size_bytes} bytes)"

@@ -105,3 +105,25 @@ def delivery_view(delivery: Delivery, *, with_attempts: bool = True) -> dict:
             for a in delivery.attempt_log.all()
         ]
     return view
+
+
+def anomaly_view(anomaly) -> dict:
+    """Return the wire view of a client anomaly (names only; it never held a value)."""
+    return {
+        "id": anomaly.pk,
+        "kind": anomaly.kind,
+        "artifact_subtype": anomaly.artifact_subtype,
+        "endpoint": anomaly.endpoint,
+        "conversation_id": anomaly.conversation_id,
+        "detail": anomaly.detail,
+        "created_at": rfc3339(anomaly.created_at),
+        "user_id": anomaly.user_id,
+    }
+
+
+def backup_view(backup, *, with_blob: bool) -> dict:
+    """Return a key backup's size and times, and with `with_blob` the `encrypted_backup_blob_v2` itself."""
+    view = {"size_bytes": backup.size_bytes, "created_at": rfc3339(backup.created_at), "updated_at": rfc3339(backup.updated_at)}
+    if with_blob:
+        view["encrypted_backup_blob_v2"] = backup.blob
+    return view

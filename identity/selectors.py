@@ -10,7 +10,7 @@ from django.db.models import Prefetch
 from agents.models import Agent
 from agents_site.errors import InvalidRequest, NotFound
 from agents_site.vocabulary import AgentHosting, EnvelopeDirection, RelationStatus
-from identity.models import AgentKeySet, Delivery, DeliveryAttempt, Envelope, IdentityProfile, InboxItem, Relation
+from identity.models import AgentKeySet, ClientAnomaly, KeyBackup, Delivery, DeliveryAttempt, Envelope, IdentityProfile, InboxItem, Relation
 from identity.tokens import credential_is_valid
 
 MAX_REF = 128
@@ -188,3 +188,16 @@ def delivery_get(*, public_id: str) -> Delivery:
 def retention_days() -> int:
     """Return `AGENTS_ENVELOPE_RETENTION_DAYS` (at least 1)."""
     return max(1, int(getattr(settings, "AGENTS_ENVELOPE_RETENTION_DAYS", 30)))
+
+
+def backup_get(*, user_id: str) -> KeyBackup:
+    """Return `user_id`'s `encrypted_backup_blob_v2` row; 404 when there is none."""
+    backup = KeyBackup.objects.filter(user_id=user_id).first()
+    if backup is None:
+        raise NotFound("no backup")
+    return backup
+
+
+def anomaly_list(*, limit: int = PAGE_DEFAULT) -> list[ClientAnomaly]:
+    """Return the org's newest client anomalies (at most `limit`), for its admins."""
+    return list(ClientAnomaly.objects.order_by("-created_at", "-id")[:limit])

@@ -7,9 +7,10 @@ answers in the OpenAPI document (views render `identity.presenters`).
 
 from __future__ import annotations
 
+from django.core.validators import RegexValidator
 from rest_framework import serializers
 
-from agents_site.vocabulary import ConnectionMode, IdentityCategory
+from agents_site.vocabulary import AnomalyKind, ConnectionMode, IdentityCategory
 
 CUSTOM_ID_PATTERN = r"^[a-z0-9_]{4,30}$"
 _CUSTOM_ID_AGENT_NAME = r"^[a-z0-9][a-z0-9_]{3,29}$"  # also a valid agent name: no leading "_"
@@ -252,3 +253,40 @@ class DeliveryOut(serializers.Serializer):
 class DeliveryListOut(serializers.Serializer):
     deliveries = DeliveryOut(many=True)
     next_cursor = serializers.CharField(allow_null=True)
+
+
+class AnomalyIn(_Strict):
+    """POST /v1/identity/anomalies: what a client's client_action executor refused (names only, no values)."""
+
+    kind = serializers.ChoiceField(choices=AnomalyKind.choices)
+    artifact_subtype = StrictCharField(required=False, allow_blank=True, max_length=64)
+    endpoint = StrictCharField(required=False, allow_blank=True, max_length=300)
+    conversation_id = StrictCharField(required=False, allow_blank=True, max_length=64)
+    detail = serializers.DictField(required=False, child=StrictCharField(max_length=300, allow_blank=True))
+
+
+class AnomalyOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    kind = serializers.ChoiceField(choices=AnomalyKind.choices)
+    artifact_subtype = serializers.CharField()
+    endpoint = serializers.CharField()
+    conversation_id = serializers.CharField()
+    detail = serializers.DictField(child=serializers.CharField())
+    created_at = serializers.DateTimeField()
+
+
+class BackupIn(_Strict):
+    """PUT /v1/identity/backup: the key bundle, encrypted in the browser (base64, opaque here)."""
+
+    encrypted_backup_blob_v2 = StrictCharField(trim_whitespace=True, max_length=None, min_length=4,
+                                               validators=[RegexValidator(r"^[A-Za-z0-9+/]+={0,2}$", "must be base64")])
+
+
+class BackupStoredOut(serializers.Serializer):
+    size_bytes = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class BackupOut(BackupStoredOut):
+    encrypted_backup_blob_v2 = serializers.CharField()

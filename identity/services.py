@@ -8,6 +8,9 @@ Nothing is written when any rule fails.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
@@ -18,7 +21,7 @@ from django.utils import timezone
 
 from agents import services as agent_services
 from agents.models import Agent
-from agents_site.errors import InvalidRequest, NotFound
+from agents_site.errors import InvalidRequest, NotFound, PayloadTooLarge
 from agents_site.vocabulary import (
     AgentHosting,
     ConnectionMode,
@@ -32,9 +35,11 @@ from identity import live, selectors
 from identity.destinations import clean_url
 from identity.errors import AgentLimitExceeded, RotationLimit
 from identity.keys import validate_ed25519, validate_webhook_secret, validate_x25519
-from identity.models import AgentCredential, AgentKeySet, Delivery, IdentityLock, IdentityProfile, InboxItem, Relation, TokenRotation
+from identity.models import (AgentCredential, AgentKeySet, ClientAnomaly, Delivery, IdentityLock, IdentityProfile, InboxItem, KeyBackup,
+                             Relation, TokenRotation)
 from identity.secretbox import encrypt_secret
 from identity.tokens import credential_is_valid, mint_token
+from sessions.services import refuse_secrets
 from tenancy import stores
 
 ROTATION_WINDOW = timedelta(hours=24)
@@ -312,3 +317,52 @@ def relation_remove(*, profile: IdentityProfile, user_id: str) -> None:
         )
     if not updated:
         raise NotFound("relation not found")
+
+
+ANOMALY_DETAIL_MAX_BYTES = 2048
+
+
+def anomaly_record(*, user_id: str, kind: str, artifact_subtype: str = "", endpoint: str = "", conversation_id: str = "",
+                   detail: dict | None = None) -> ClientAnomaly:
+    """Store one refusal a client's client_action executor reported (spec 001 security model); return it.
+
+    `kind` is an `AnomalyKind` (checked by the serializer); `detail` a flat object of names
+    (at most 2 KiB as JSON, 400 otherwise). A credential anywhere in it is refused (422
+    `secret_in_transcript`): an anomaly report never stores a secret.
+    """
+    detail = detail or {}
+    if len(json.dumps(detail)) > ANOMALY_DETAIL_MAX_BYTES:
+        raise InvalidRequest(f"detail must be at most {ANOMALY_DETAIL_MAX_BYTES} bytes of JSON", fields=[{"field": "detail", "message": "too large"}])
+    refuse_secrets({"endpoint": endpoint, "artifact_subtype": artifact_subtype, "detail": detail})
+    with stores.org_atomic():
+        return ClientAnomaly.objects.create(user_id=user_id, kind=kind, artifact_subtype=artifact_subtype, endpoint=endpoint,
+                                            conversation_id=conversation_id, detail=detail, created_at=timezone.now())
+
+
+def backup_put(*, user_id: str, blob: str) -> KeyBackup:
+    """Store `blob` as `user_id`'s one `encrypted_backup_blob_v2` (replacing any earlier one); return it.
+
+    `blob` is standard base64 (400 otherwise) of at most `AGENTS_IDENTITY_BACKUP_MAX_BYTES`
+    characters (413 `payload_too_large`, `limit`). Opaque: the platform cannot open it.
+    """
+    limit = int(settings.AGENTS_IDENTITY_BACKUP_MAX_BYTES)
+    if len(blob) > limit:
+        raise PayloadTooLarge(f"the backup exceeds {limit} bytes", limit=limit)
+    try:
+        base64.b64decode(blob, validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidRequest("encrypted_backup_blob_v2 must be base64", fields=[{"field": "encrypted_backup_blob_v2", "message": "not base64"}]) from None
+    now = timezone.now()
+    with stores.org_atomic():
+        backup, _ = KeyBackup.objects.update_or_create(
+            user_id=user_id, defaults={"blob": blob, "size_bytes": len(blob), "updated_at": now}, create_defaults={
+                "blob": blob, "size_bytes": len(blob), "created_at": now, "updated_at": now})
+    return backup
+
+
+def backup_delete(*, user_id: str) -> None:
+    """Delete `user_id`'s backup; 404 when there is none."""
+    with stores.org_atomic():
+        deleted, _ = KeyBackup.objects.filter(user_id=user_id).delete()
+    if not deleted:
+        raise NotFound("no backup")

@@ -24,4 +24,6 @@ urlpatterns = [
     path("relations", api.MyRelationsView.as_view()),
     path("inbox", api.InboxView.as_view()),
     path("inbox/stream", inbox_stream_view),
+    path("anomalies", api.AnomaliesView.as_view()),
+    path("backup", api.BackupView.as_view()),
 ]

@@ -15,6 +15,8 @@ subset of its plugins, plus the reference's rules it lacks or gets wrong:
 * `github-token`, `slack-token`, `slack-webhook`, `jwt` — detect-secrets has them in narrower
   shapes (a 36-character GitHub token, Slack tokens with numeric parts, webhooks of the
   `T…/B…/…` form, JWTs whose parts decode as JSON); the reference's patterns catch the rest.
+* `agent-token`, `webhook-secret` — this platform's own credentials (identity agents' `agt_…`
+  tokens, Standard Webhooks `whsec_…` secrets).
 * `generic-secret` — `password|secret|api_key|… = <value>` gated on Shannon entropy ≥ 3.5
   bits/char (detect-secrets' keyword plugin flags any value, e.g. `password = changeme`).
 
@@ -131,6 +133,8 @@ _REFERENCE_RULES: list[tuple[str, str, re.Pattern, int]] = [
     ("slack-token", HIGH, re.compile(r"\bxox[baprs]-[0-9A-Za-z\-]{10,}\b", re.ASCII), 0),
     ("stripe-secret-key", CRITICAL, re.compile(r"\b(?:sk|rk)_live_[0-9A-Za-z]{24,}\b", re.ASCII), 0),
     ("npm-token", HIGH, re.compile(r"\bnpm_[A-Za-z0-9]{36}\b", re.ASCII), 0),
+    ("agent-token", CRITICAL, re.compile(r"\bagt_[a-z0-9][a-z0-9-]{0,62}_[0-9a-f]{16}_[0-9a-f]{48}\b", re.ASCII), 0),
+    ("webhook-secret", HIGH, re.compile(r"\bwhsec_[A-Za-z0-9+/]{32,}={0,2}", re.ASCII), 0),
     ("slack-webhook", MEDIUM, re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9_/]+", re.ASCII), 0),
     ("jwt", MEDIUM, re.compile(r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\b", re.ASCII), 0),
     (

@@ -10,9 +10,9 @@ from __future__ import annotations
 from django.shortcuts import render
 
 from agents_site.vocabulary import ConnectionMode, IdentityCategory
-from console.access import member_required
+from console.access import member_required, org_admin_required
 from identity import selectors
-from identity.presenters import delivery_view, identity_view, inbox_item_view
+from identity.presenters import anomaly_view, delivery_view, identity_view, inbox_item_view
 
 
 @member_required
@@ -50,3 +50,16 @@ def identity_inbox(request):
         "console/identity/inbox.html",
         {"items": [inbox_item_view(i) for i in items], "next_cursor": cursor, "nav": "inbox"},
     )
+
+
+@org_admin_required
+def identity_anomalies(request):
+    """Show org admins what clients refused in artifact forms (spec 001 client_action anomalies), newest first."""
+    rows = [anomaly_view(a) for a in selectors.anomaly_list(limit=200)]
+    return render(request, "console/identity/anomalies.html", {"anomalies": rows, "nav": "anomalies"})
+
+
+@member_required
+def identity_keys(request):
+    """Show the agent-keys page: the browser's keystore (lock/unlock), Passkey or password backup, restore."""
+    return render(request, "console/identity/keys.html", {"nav": "keys-local"})

@@ -34,9 +34,10 @@
 
   function bubble(role, text, extra) {
     empty.hidden = true;
+    var response = role === "user" && window.Artifacts ? window.Artifacts.responseCard(text) : null;
     var li = A.el("li", { class: role + (extra ? " " + extra : ""), "data-role": role }, [
       A.el("div", { class: "who", text: role }),
-      A.el("div", { class: "bubble", text: text || "" })
+      response || A.el("div", { class: "bubble", text: text || "" })
     ]);
     messages.appendChild(li);
     scrollDown();
@@ -57,14 +58,38 @@
     scrollDown();
   }
 
+  /* What an artifact form needs from the page: the conversation, and a way to send a turn. */
+  var artifactContext = {
+    conversationId: function () { return conversationId; },
+    send: function (text) { return whenIdle().then(function () { return round(text); }); }
+  };
+
+  function whenIdle() {
+    return new Promise(function (resolve) {
+      (function wait() { if (!running && !send.disabled) resolve(); else setTimeout(wait, 50); })();
+    });
+  }
+
+  /* Ops handed to the client: an `artifact` op is drawn by window.Artifacts (spec 001 forms and
+     cards, through the client_action executor); any other op as a generic card. */
   function opsCard(ops) {
     if (!ops || !ops.length) return;
     empty.hidden = true;
-    messages.appendChild(A.el("li", { class: "ops", "data-role": "ops" }, [
-      A.el("div", { class: "tool-card" }, [A.el("div", { class: "tool-name", text: "For the client to run" })].concat(ops.map(function (op) {
-        return A.el("div", { class: "tool-part", "data-op": op.name }, [A.el("code", { text: op.name }), A.jsonBlock(op.args || {})]);
-      })))
-    ]));
+    var generic = [];
+    ops.forEach(function (op) {
+      if (op.name === "artifact" && window.Artifacts) {
+        messages.appendChild(A.el("li", { class: "ops artifact", "data-role": "artifact" }, [window.Artifacts.render(op.args || {}, artifactContext)]));
+      } else {
+        generic.push(op);
+      }
+    });
+    if (generic.length) {
+      messages.appendChild(A.el("li", { class: "ops", "data-role": "ops" }, [
+        A.el("div", { class: "tool-card" }, [A.el("div", { class: "tool-name", text: "For the client to run" })].concat(generic.map(function (op) {
+          return A.el("div", { class: "tool-part", "data-op": op.name }, [A.el("code", { text: op.name }), A.jsonBlock(op.args || {})]);
+        })))
+      ]));
+    }
     scrollDown();
   }
 
@@ -129,7 +154,7 @@
       withSelect.appendChild(A.el("optgroup", { label: "Presets" }, presets.map(function (p) {
         return A.el("option", { value: "preset:" + p.id, text: p.title ? p.title + " (" + p.id + ")" : p.id });
       })));
-      var wanted = "preset:assistant";
+      var wanted = new URLSearchParams(location.search).get("with") || "preset:assistant";
       if (withSelect.querySelector('option[value="' + wanted + '"]')) withSelect.value = wanted;
     });
   }
@@ -264,5 +289,8 @@
   more.addEventListener("click", function () { loadConversations(true); });
   window.addEventListener("popstate", function (e) { open((e.state && e.state.conversation) || "", false); });
 
-  Promise.all([loadTargets(), loadConversations(false)]).then(function () { if (conversationId) open(conversationId, false); });
+  // Open the conversation the URL named, unless a round started meanwhile (re-opening would redraw
+  // the page under the user, e.g. wipe a form they are filling in).
+  var named = conversationId;
+  Promise.all([loadTargets(), loadConversations(false)]).then(function () { if (named && named === conversationId && !running) open(named, false); });
 })();
