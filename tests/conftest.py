@@ -1,4 +1,15 @@
-"""Shared fixtures: orgs with their own store files and API keys, a loopback upstream."""
+"""Shared fixtures: orgs with their own store files and API keys, a loopback upstream.
+
+Both stores (issue 17): `make test` runs the whole suite on SQLite, then a second pass over the
+tests marked `both_stores` with `AGENTS_TEST_STORES=postgres` (tests/settings.py): the default
+database and every org database on PostgreSQL, the channel layer, cache and task broker on
+Redis. To make a test file join, add one line to it:
+
+    pytestmark = pytest.mark.both_stores
+
+(or decorate single tests). Such a test must hold on either store; `store_kind` tells it which
+one it runs on, for the rare assertion that names the store itself (a file, a database).
+"""
 
 from __future__ import annotations
 
@@ -51,6 +62,40 @@ def pytest_configure(config):
     case.ensure_connection_patch_method = classmethod(ensure_connection_patch_method)
     case._add_databases_failures = without_org_aliases(original_add)
     case._remove_databases_failures = without_org_aliases(original_remove)
+
+
+@pytest.fixture(scope="session")
+def store_kind() -> str:
+    """Return the store this pass runs on: `sqlite` (default) or `postgres` (PostgreSQL + Redis pass)."""
+    from django.conf import settings
+
+    return settings.TEST_STORES
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _postgres_pass_cleanup():
+    """In the PostgreSQL pass, drop this process's org and template databases and Redis keys at the end."""
+    yield
+    from django.conf import settings
+
+    if settings.TEST_STORES != "postgres":
+        return
+    import os
+
+    import psycopg
+    import redis
+    from django.db import connections
+    from psycopg import sql
+
+    connections.close_all()
+    prefix = settings.AGENTS_ORG_DATABASE_PREFIX
+    with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as conn:
+        names = [r[0] for r in conn.execute("SELECT datname FROM pg_database WHERE starts_with(datname, %s)", (prefix,))]
+        for name in names:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    for key in client.scan_iter(match=f"*{prefix.rstrip('_')}[:_]*", count=1000):
+        client.delete(key)
 
 
 @dataclass

@@ -16,6 +16,8 @@ from sessions.models import Event, Session
 from tests.sessions.conftest import new_session, post
 from tests.support.live import ROOT
 
+pytestmark = pytest.mark.both_stores
+
 BASE = "/v1/agents/sessions"
 
 

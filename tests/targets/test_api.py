@@ -13,6 +13,8 @@ from django.utils import timezone
 from targets.models import ClaimKey, Target
 from tests.targets.conftest import patch, post
 
+pytestmark = pytest.mark.both_stores
+
 NOT_FOUND = {"status": 404, "code": "not_found", "error": "target not found"}
 
 
