@@ -14,6 +14,7 @@ from identity.passwords import check_password, hash_password
 from identity.secretbox import decrypt_secret
 from tenancy import stores
 from tests.identity.conftest import AgentKeys, bearer, create_agent, post
+from tests.support.stored import every_row_as_text
 
 pytestmark = [pytest.mark.django_db, pytest.mark.both_stores]
 
@@ -39,7 +40,7 @@ def test_token_is_stored_as_bcrypt_and_nowhere_in_plain_text(org_a, agent_keys, 
         if store_kind == "postgres":
             # No row of any table of the org database or the default database holds it.
             for using in (alias, "default"):
-                rows = _every_row_as_text(connections[using])
+                rows = every_row_as_text(connections[using])
                 assert rows and not any(secret in row or token in row for row in rows), using
             return
         connections[alias].close()
@@ -56,17 +57,6 @@ def test_token_is_stored_as_bcrypt_and_nowhere_in_plain_text(org_a, agent_keys, 
         assert secret.encode() not in data, path
         assert token.encode() not in data, path
 
-
-def _every_row_as_text(connection) -> list[str]:
-    """Every row of every table of a PostgreSQL database, as `row::text`."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
-        tables = [r[0] for r in cursor.fetchall()]
-        rows = []
-        for table in tables:
-            cursor.execute(f'SELECT t::text FROM "{table}" t')
-            rows += [r[0] for r in cursor.fetchall()]
-    return rows
 
 
 def test_keys_register_with_the_agent_token_stores_real_keys(org_a, agent_keys, settings):
