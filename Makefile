@@ -30,11 +30,13 @@ run: $(VENV)/.installed-run
 	$(VENV)/bin/honcho start -f Procfile
 
 ## make test: install the dev requirements, hold the import contract, run the whole suite
-## (two pytest-xdist workers; a test file stays on one worker).
+## (two pytest-xdist workers; a test file stays on one worker), then the API tests marked
+## `both_stores` again on PostgreSQL + Redis (127.0.0.1:5432 and :6379; tests/conftest.py).
 test: $(VENV)/.installed-dev
 	bash scripts/test-prereqs.sh
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -n 2 --dist loadfile
+	AGENTS_TEST_STORES=postgres $(PY) -m pytest -n 2 --dist loadfile -m both_stores
 
 ## make screenshots: re-take docs/screenshots/*.png from the console's browser tests.
 screenshots: $(VENV)/.installed-dev
