@@ -212,6 +212,96 @@ async def _burst(ports: list[int], key: str, count: int) -> tuple[collections.Co
     return statuses, seqs == list(range(1, count + 1))
 
 
+def _cpu_seconds(pids: list[int]) -> float:
+    """User+system CPU seconds used so far by `pids` (from /proc; 0 for a process gone)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / tick
+
+
+def _postgres_pids() -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip() in ("postgres", "postmaster"):
+                    pids.append(int(entry.name))
+            except OSError:
+                pass
+    return pids
+
+
+class LockSampler:
+    """Samples pg_stat_activity every 10 ms: how often the run's backends are active, and waiting on a lock."""
+
+    def __init__(self, server: str | None) -> None:
+        self.server, self.samples, self.active, self.waiting = server, 0, 0, collections.Counter()
+        self._stop = False
+
+    def __enter__(self) -> LockSampler:
+        import threading
+
+        if self.server:
+            self._thread = threading.Thread(target=self._run, daemon=True)
+            self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        import psycopg
+
+        with psycopg.connect(self.server, autocommit=True) as conn:
+            while not self._stop:
+                rows = conn.execute(
+                    "SELECT state, wait_event_type, wait_event FROM pg_stat_activity WHERE starts_with(datname, %s) AND pid <> pg_backend_pid()",
+                    (RUN,),
+                ).fetchall()
+                self.samples += 1
+                for state, kind, event in rows:
+                    if state == "active" or state == "idle in transaction":
+                        self.active += 1
+                        if kind == "Lock":
+                            self.waiting[event] += 1
+                time.sleep(0.01)
+
+    def __exit__(self, *exc) -> None:
+        self._stop = True
+        if self.server:
+            self._thread.join()
+
+    def line(self) -> str:
+        waits = sum(self.waiting.values())
+        kinds = ", ".join(f"{k} {v}" for k, v in self.waiting.most_common(3)) or "none"
+        return (f"busy backends per sample {self.active / max(1, self.samples):.2f}; of those, waiting on a lock "
+                f"{waits / max(1, self.active) * 100:.1f}% ({kinds})")
+
+
+def measure(label: str, procs: list[subprocess.Popen], coro_factory, baseline: float | None = None, goal: str = "", server: str | None = None) -> float:
+    """Run one appends measure; print appends/s, the ratio to `baseline`, and who used the CPU."""
+    pg_before = {pid: _cpu_seconds([pid]) for pid in _postgres_pids()}
+    daphne_before = _cpu_seconds([p.pid for p in procs])
+    self_before = time.process_time()
+    wall = time.perf_counter()
+    with LockSampler(server) as locks:
+        rate, errors = asyncio.run(coro_factory())
+    wall = time.perf_counter() - wall
+    daphne = _cpu_seconds([p.pid for p in procs]) - daphne_before
+    pg = sum(_cpu_seconds([pid]) - pg_before.get(pid, 0.0) for pid in _postgres_pids())
+    client = time.process_time() - self_before
+    ratio = f" = {rate / baseline:.2f} × {goal}" if baseline else " — baseline"
+    print(f"{label:<31}: {rate:7.1f} appends/s (errors {errors}){ratio}")
+    print(f"{'':<33}CPU over {wall:.1f} s: daphne(s) {daphne / wall:.2f} cores, postgres {pg / wall:.2f}, bench client {client / wall:.2f}, "
+          f"machine load {os.getloadavg()[0]:.1f}")
+    if server:
+        print(f"{'':<33}{locks.line()}")
+    return rate
+
+
 def _profile(pids: list[int], seconds: float, out_dir: Path) -> list[subprocess.Popen]:
     out_dir.mkdir(parents=True, exist_ok=True)
     spy = str(Path(sys.executable).with_name("py-spy"))
@@ -254,21 +344,23 @@ def main() -> None:
     print(f"# {args.clients} keep-alive clients, each on its own session of one org; {args.appends} appends per measure")
     sqlite = Site("sqlite", args)
     try:
-        _, port = sqlite.start()
-        rate_sqlite, err_sqlite = asyncio.run(_appends([port], sqlite.key, args.clients, args.appends, args.warmup))
+        one, port = sqlite.start()
+        rate_sqlite = measure("SQLite mode, 1 daphne", [one], lambda: _appends([port], sqlite.key, args.clients, args.appends, args.warmup))
+        two, port2 = sqlite.start()
+        measure("SQLite mode, 2 daphnes", [one, two], lambda: _appends([port, port2], sqlite.key, args.clients, args.appends, args.warmup),
+                rate_sqlite, "SQLite 1 daphne (the machine's own 2-process figure)")
     finally:
         sqlite.close()
-    print(f"SQLite mode, 1 daphne          : {rate_sqlite:7.1f} appends/s (errors {err_sqlite}) — baseline")
 
     pg = Site("postgres", args)
     try:
         first, port1 = pg.start()
-        rate_pg1, err1 = asyncio.run(_appends([port1], pg.key, args.clients, args.appends, args.warmup))
-        print(f"PostgreSQL mode, 1 daphne      : {rate_pg1:7.1f} appends/s (errors {err1}) = {rate_pg1 / rate_sqlite:.2f} × SQLite (goal ≥ 0.9)")
+        rate_pg1 = measure("PostgreSQL mode, 1 daphne", [first], lambda: _appends([port1], pg.key, args.clients, args.appends, args.warmup),
+                           rate_sqlite, "SQLite 1 daphne (goal ≥ 0.9)", server=args.postgres)
         second, port2 = pg.start()
         spies = _profile([first.pid, second.pid], max(5, args.appends / max(rate_pg1, 1)), args.profile) if args.profile else []
-        rate_pg2, err2 = asyncio.run(_appends([port1, port2], pg.key, args.clients, args.appends, args.warmup))
-        print(f"PostgreSQL mode, 2 daphnes     : {rate_pg2:7.1f} appends/s (errors {err2}) = {rate_pg2 / rate_pg1:.2f} × 1 daphne (goal ≥ 1.6)")
+        measure("PostgreSQL mode, 2 daphnes", [first, second], lambda: _appends([port1, port2], pg.key, args.clients, args.appends, args.warmup),
+                rate_pg1, "PostgreSQL 1 daphne (goal ≥ 1.6)", server=args.postgres)
         for spy in spies:
             spy.wait(120)
         statuses, dense = asyncio.run(_burst([port1, port2], pg.key, args.burst))

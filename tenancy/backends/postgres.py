@@ -146,13 +146,9 @@ def _recorded(slug: str) -> str | None:
     return key
 
 
-def _legacy_key(known: dict[str, dict]) -> str | None:
-    """The key of DATABASE_URL's server when it is one of the org servers (where unrecorded orgs lived)."""
-    try:
-        key = server_key(server_settings())
-    except RuntimeError:
-        return None
-    return key if key in known else None
+def _legacy_key() -> str:
+    """The key of DATABASE_URL's server: where every org database lived before shards."""
+    return server_key(server_settings())
 
 
 def _server_of(key: str, slug: str, known: dict[str, dict]) -> dict:
@@ -173,9 +169,9 @@ def _place(slug: str, known: dict[str, dict]) -> str:
     key = _recorded(slug)
     if key is not None:
         return key
-    legacy = _legacy_key(known)
-    if legacy is not None and _database_exists(known[legacy], database_name(slug)):
-        key = legacy  # created before placements were recorded: it stays where it is
+    legacy = _legacy_key()
+    if _database_exists(known.get(legacy) or server_settings(), database_name(slug)):
+        key = legacy  # made before placements were recorded: it stays there (ServerMissing if unlisted)
     else:
         key = rendezvous(slug, sorted(known))
     try:
@@ -210,15 +206,19 @@ class PostgresBackend(OrgStoreBackend):
     def server_for(self, slug: str, *, place: bool = False) -> dict:
         """Return the settings of the server holding org `slug`'s database.
 
-        The recorded placement; with none, DATABASE_URL's server (where orgs lived before
-        placements were recorded) unless `place`, which records one by `rendezvous`. Raises
-        `ServerMissing` when the recorded server is no longer configured.
+        Without `AGENTS_ORG_DATABASE_SERVERS`: DATABASE_URL's server, nothing recorded (one
+        server, as before shards). With it: the recorded placement; with none yet, DATABASE_URL's
+        server if the org's database is already there (made before the setting), else the
+        `rendezvous` choice — recorded when `place` (provisioning). Raises `ServerMissing` when
+        the recorded server is no longer configured.
         """
+        if not getattr(settings, "AGENTS_ORG_DATABASE_SERVERS", None):
+            return server_settings()
         known = servers()
         if place:
             key = _place(slug, known)
         else:
-            key = _recorded(slug) or _legacy_key(known) or rendezvous(slug, sorted(known))
+            key = _recorded(slug) or rendezvous(slug, sorted(known))
         return _server_of(key, slug, known)
 
     @staticmethod
@@ -316,15 +316,18 @@ class PostgresBackend(OrgStoreBackend):
         """Return those of `slugs` with a database: one query per server, not one connection per org."""
         from tenancy.models import OrgPlacement
 
+        if not getattr(settings, "AGENTS_ORG_DATABASE_SERVERS", None):
+            with server_connection() as conn:
+                names = {row[0] for row in conn.execute("SELECT datname FROM pg_database")}
+            return [slug for slug in slugs if database_name(slug) in names]
         known = servers()
         recorded = dict(OrgPlacement.objects.using("default").filter(slug__in=slugs).values_list("slug", "server"))
-        fallback = _legacy_key(known) or next(iter(known))
-        names: dict[str, set[str]] = {}
-        for key in set(recorded.values()) | {fallback}:
-            if key in known:
-                with server_connection(known[key]) as conn:
-                    names[key] = {row[0] for row in conn.execute("SELECT datname FROM pg_database")}
-        return [slug for slug in slugs if database_name(slug) in names.get(recorded.get(slug, fallback), set())]
+        legacy = _legacy_key()  # an org not placed yet has its database, if any, where it always was
+        on: dict[str, set[str]] = {}
+        for key in (set(recorded.values()) & set(known)) | {legacy}:
+            with server_connection(known.get(key) or server_settings()) as conn:
+                on[key] = {row[0] for row in conn.execute("SELECT datname FROM pg_database")}
+        return [slug for slug in slugs if database_name(slug) in on.get(recorded.get(slug, legacy), set())]
 
     def serialize(self, alias: str, key: str) -> None:
         """Take a transaction-level advisory lock on (`alias`'s database, `key`); wait for it.
