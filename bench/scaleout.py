@@ -312,21 +312,35 @@ def _profile(pids: list[int], seconds: float, out_dir: Path) -> list[subprocess.
     ]
 
 
-def _heaviest(path: Path, top: int = 12) -> list[tuple[float, str]]:
-    """Return the frames of this repository (and psycopg/django's waits) with the most self+child samples, as shares."""
-    totals: collections.Counter[str] = collections.Counter()
+#: What a sampled stack is doing, first match wins (the profile's finding is the split between them).
+BUCKETS = [
+    ("waiting: idle threads and the event loop's select", ("_worker (", "Condition.wait", "EpollSelector.select", "_wait_for_tstate_lock", "Queue.get")),
+    ("waiting on PostgreSQL (a round trip or a lock)", ("Connection.wait", "_execute_send", "_exec_command", "PQ")),
+    ("waiting for a pooled connection", ("ConnectionPool.getconn", "Waiting.wait")),
+    ("API key → principal (Python)", ("_from_api_key",)),
+    ("the append (Python: checks, scan, ORM)", ("session_append_event",)),
+    ("Django/ninja request handling", ("ASGIHandler", "BaseHandler", "Operation.run", "SyncToAsync")),
+    ("daphne/twisted/asyncio loop", ("daphne", "twisted", "asyncio")),
+]
+
+
+def _heaviest(path: Path) -> list[tuple[float, str]]:
+    """Return each bucket's share of the non-idle samples of a py-spy raw profile."""
+    shares: collections.Counter[str] = collections.Counter()
     samples = 0
     for line in path.read_text().splitlines():
         stack, _, count = line.rpartition(" ")
-        n = int(count)
-        samples += n
-        seen = set()
-        for frame in stack.split(";"):
-            name = frame.split(" (")[0] + " (" + frame.split(" (")[-1].split(":")[0].rsplit("/", 1)[-1] if " (" in frame else frame
-            if name not in seen:
-                seen.add(name)
-                totals[name] += n
-    return [(n / max(1, samples), name) for name, n in totals.most_common(top)]
+        samples += int(count)
+        frames = stack.split(";")
+        leaf = frames[-1]
+        for name, marks in BUCKETS:
+            where = leaf if name.startswith("waiting") else stack
+            if any(m in where for m in marks):
+                shares[name] += int(count)
+                break
+        else:
+            shares["other"] += int(count)
+    return [(n / max(1, samples), name) for name, n in shares.most_common()]
 
 
 def main() -> None:
@@ -369,7 +383,7 @@ def main() -> None:
             for n in (1, 2):
                 path = args.profile / f"daphne-{n}.txt"
                 if path.exists():
-                    print(f"## heaviest frames, daphne {n} (share of samples, wall clock incl. idle):")
+                    print(f"## daphne {n} during the 2-process measure: where its busy threads were (py-spy, share of samples)")
                     for share, name in _heaviest(path):
                         print(f"  {share * 100:5.1f}%  {name}")
     finally:

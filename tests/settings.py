@@ -25,10 +25,12 @@ if TEST_STORES == "postgres":
     os.environ["REDIS_URL"] = os.environ.get("AGENTS_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
     os.environ["AGENTS_ORG_DATABASE"] = "postgres"
     os.environ["AGENTS_ORG_DATABASE_PREFIX"] = f"agt_{_run}_"
-    # Small pools and a small store cache: hundreds of test orgs never hold more than a few
-    # dozen of the server's connections (each evicted org closes its pool).
+    # The production org pool size (4: a test's own thread keeps one connection of its org
+    # open between requests, so 2 starved a long-poll into 503), a small default pool and a
+    # small store cache: hundreds of test orgs never hold more than a few dozen of the
+    # server's connections (each evicted org closes its pool; idle ones close after 60 s).
     os.environ["AGENTS_DB_POOL_MAX_SIZE"] = "4"
-    os.environ["AGENTS_ORG_DB_POOL_MAX_SIZE"] = "2"
+    os.environ["AGENTS_ORG_DB_POOL_MAX_SIZE"] = "4"
     os.environ["AGENTS_STORE_CACHE_SIZE"] = "8"
 
 from agents_site.settings import *  # noqa: E402,F401,F403
