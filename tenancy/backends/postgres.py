@@ -1,4 +1,7 @@
-"""PostgreSQL org stores: the database `agents_org_{slug}` per org on `DATABASE_URL`'s server.
+"""PostgreSQL org stores: the database `agents_org_{slug}` per org on `DATABASE_URL`'s server,
+or, with `AGENTS_ORG_DATABASE_SERVERS`, on one of several servers: placed by a rendezvous hash of
+the slug when first created, the placement recorded in the default database
+(`tenancy.OrgPlacement`) and never moved by the code (`ServerMissing` if its server leaves the list).
 
 The name's prefix is `AGENTS_ORG_DATABASE_PREFIX` (default `agents_org_`, so several deployments
 or test runs can share a server); a name longer than PostgreSQL's 63 bytes ends in a hash rather
