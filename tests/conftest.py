@@ -74,25 +74,45 @@ def store_kind() -> str:
 
 @pytest.fixture(scope="session", autouse=True)
 def _postgres_pass_cleanup():
-    """In the PostgreSQL pass, drop this process's org and template databases and Redis keys at the end."""
-    yield
+    """In the PostgreSQL pass, drop this process's databases and Redis keys at the end, and
+    at the start those a killed earlier run left (names `agt_{worker}_{pid}_…` of a dead pid)."""
     from django.conf import settings
 
     if settings.TEST_STORES != "postgres":
+        yield
         return
     import os
+    import re
 
     import psycopg
     import redis
     from django.db import connections
     from psycopg import sql
 
-    connections.close_all()
-    prefix = settings.AGENTS_ORG_DATABASE_PREFIX
-    with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as conn:
+    def drop(conn, prefix: str) -> None:
         names = [r[0] for r in conn.execute("SELECT datname FROM pg_database WHERE starts_with(datname, %s)", (prefix,))]
         for name in names:
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+    def alive(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as conn:
+        stale = {m.group(1) for (name,) in conn.execute("SELECT datname FROM pg_database WHERE datname LIKE 'agt\\_%'")
+                 if (m := re.match(r"^(agt_\w+?_(\d+)_)", name)) and not alive(int(m.group(2)))}
+        for prefix in stale:
+            drop(conn, prefix)
+    yield
+    connections.close_all()
+    prefix = settings.AGENTS_ORG_DATABASE_PREFIX
+    with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as conn:
+        drop(conn, prefix)
     client = redis.Redis.from_url(settings.REDIS_URL)
     for key in client.scan_iter(match=f"*{prefix.rstrip('_')}[:_]*", count=1000):
         client.delete(key)
