@@ -13,7 +13,7 @@ ratios travel):
 
 Load: `--clients` keep-alive clients (a light asyncio HTTP/1.1 client, so the load generator
 takes little of the CPU the servers need), each appending to its own session of one org
-(`--appends` in all per measure, after `--warmup` each). With `--profile DIR`, py-spy samples
+(`--appends` in all per measure, after `--warmup` each); `--orgs N` spreads them over N orgs. With `--profile DIR`, py-spy samples
 both daphne processes during measure 3 and writes `DIR/daphne-{1,2}.txt` (collapsed stacks) and
 prints the heaviest frames.
 
@@ -43,14 +43,17 @@ ROOT = Path(__file__).resolve().parents[1]
 RUN = f"agb_{os.getpid()}"
 
 SETUP = """
-import django, json
+import django, json, sys
 django.setup()
 from django.core.management import call_command
 call_command("migrate", verbosity=0, interactive=False)
 from tenancy.services import api_key_create, membership_set, org_create
-org = org_create(slug="bench", name="bench")
-membership = membership_set(org=org, username="bench", password="bench", is_admin=True)
-print(json.dumps({"key": api_key_create(org=org, user=membership.user)[1]}))
+keys = []
+for n in range(int(sys.argv[1])):
+    org = org_create(slug=f"bench{n}", name="bench")
+    membership = membership_set(org=org, username=f"bench{n}", password="bench", is_admin=True)
+    keys.append(api_key_create(org=org, user=membership.user)[1])
+print(json.dumps({"keys": keys}))
 """
 
 
@@ -82,8 +85,9 @@ class Site:
                     "REDIS_URL": args.redis,
                 }
             )
-        out = subprocess.run([sys.executable, "-c", SETUP], cwd=ROOT, env=self.env, check=True, capture_output=True, text=True)
-        self.key = json.loads(out.stdout.strip().splitlines()[-1])["key"]
+        out = subprocess.run([sys.executable, "-c", SETUP, str(args.orgs)], cwd=ROOT, env=self.env, check=True, capture_output=True, text=True)
+        self.keys = json.loads(out.stdout.strip().splitlines()[-1])["keys"]
+        self.key = self.keys[0]
         self.procs: list[subprocess.Popen] = []
 
     def _psql(self, statement: str) -> None:
@@ -169,9 +173,10 @@ class Conn:
         self.writer.close()
 
 
-async def _appends(ports: list[int], key: str, clients: int, total: int, warmup: int) -> tuple[float, int]:
-    """`clients` connections spread over `ports`, each appending to its own session; return (appends/s, errors)."""
-    conns = [await Conn(ports[i % len(ports)], key).open() for i in range(clients)]
+async def _appends(ports: list[int], keys: list[str], clients: int, total: int, warmup: int) -> tuple[float, int]:
+    """`clients` connections spread over `ports` and the orgs of `keys`, each appending to its own
+    session; return (appends/s, errors)."""
+    conns = [await Conn(ports[i % len(ports)], keys[(i // len(ports)) % len(keys)]).open() for i in range(clients)]
     sessions = []
     for conn in conns:
         status, body = await conn.request("POST", "/v1/agents/sessions", {"agent": "bench"})
@@ -242,6 +247,7 @@ class LockSampler:
 
     def __init__(self, server: str | None) -> None:
         self.server, self.samples, self.active, self.waiting = server, 0, 0, collections.Counter()
+        self.statements: collections.Counter[str] = collections.Counter()  # what the waiting backends were running
         self._stop = False
 
     def __enter__(self) -> LockSampler:
@@ -258,15 +264,17 @@ class LockSampler:
         with psycopg.connect(self.server, autocommit=True) as conn:
             while not self._stop:
                 rows = conn.execute(
-                    "SELECT state, wait_event_type, wait_event FROM pg_stat_activity WHERE starts_with(datname, %s) AND pid <> pg_backend_pid()",
+                    "SELECT state, wait_event_type, wait_event, left(regexp_replace(query, '\\s+', ' ', 'g'), 60) FROM pg_stat_activity"
+                    " WHERE starts_with(datname, %s) AND pid <> pg_backend_pid()",
                     (RUN,),
                 ).fetchall()
                 self.samples += 1
-                for state, kind, event in rows:
+                for state, kind, event, query in rows:
                     if state == "active" or state == "idle in transaction":
                         self.active += 1
                         if kind == "Lock":
                             self.waiting[event] += 1
+                            self.statements[query] += 1
                 time.sleep(0.01)
 
     def __exit__(self, *exc) -> None:
@@ -277,8 +285,9 @@ class LockSampler:
     def line(self) -> str:
         waits = sum(self.waiting.values())
         kinds = ", ".join(f"{k} {v}" for k, v in self.waiting.most_common(3)) or "none"
+        top = "; ".join(f"{n}× {q!r}" for q, n in self.statements.most_common(2))
         return (f"busy backends per sample {self.active / max(1, self.samples):.2f}; of those, waiting on a lock "
-                f"{waits / max(1, self.active) * 100:.1f}% ({kinds})")
+                f"{waits / max(1, self.active) * 100:.1f}% ({kinds}); waiting in: {top or '-'}")
 
 
 def measure(label: str, procs: list[subprocess.Popen], coro_factory, baseline: float | None = None, goal: str = "", server: str | None = None) -> float:
@@ -351,17 +360,18 @@ def main() -> None:
     parser.add_argument("--appends", type=int, default=1600)
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--burst", type=int, default=256)
+    parser.add_argument("--orgs", type=int, default=1, help="spread the clients over this many orgs (1: one org, its clock shared)")
     parser.add_argument("--profile", type=Path)
     args = parser.parse_args()
 
     print(f"# bench/scaleout.py — {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
-    print(f"# {args.clients} keep-alive clients, each on its own session of one org; {args.appends} appends per measure")
+    print(f"# {args.clients} keep-alive clients, each on its own session, over {args.orgs} org(s); {args.appends} appends per measure")
     sqlite = Site("sqlite", args)
     try:
         one, port = sqlite.start()
-        rate_sqlite = measure("SQLite mode, 1 daphne", [one], lambda: _appends([port], sqlite.key, args.clients, args.appends, args.warmup))
+        rate_sqlite = measure("SQLite mode, 1 daphne", [one], lambda: _appends([port], sqlite.keys, args.clients, args.appends, args.warmup))
         two, port2 = sqlite.start()
-        measure("SQLite mode, 2 daphnes", [one, two], lambda: _appends([port, port2], sqlite.key, args.clients, args.appends, args.warmup),
+        measure("SQLite mode, 2 daphnes", [one, two], lambda: _appends([port, port2], sqlite.keys, args.clients, args.appends, args.warmup),
                 rate_sqlite, "SQLite 1 daphne (the machine's own 2-process figure)")
     finally:
         sqlite.close()
@@ -369,11 +379,11 @@ def main() -> None:
     pg = Site("postgres", args)
     try:
         first, port1 = pg.start()
-        rate_pg1 = measure("PostgreSQL mode, 1 daphne", [first], lambda: _appends([port1], pg.key, args.clients, args.appends, args.warmup),
+        rate_pg1 = measure("PostgreSQL mode, 1 daphne", [first], lambda: _appends([port1], pg.keys, args.clients, args.appends, args.warmup),
                            rate_sqlite, "SQLite 1 daphne (goal ≥ 0.9)", server=args.postgres)
         second, port2 = pg.start()
         spies = _profile([first.pid, second.pid], max(5, args.appends / max(rate_pg1, 1)), args.profile) if args.profile else []
-        measure("PostgreSQL mode, 2 daphnes", [first, second], lambda: _appends([port1, port2], pg.key, args.clients, args.appends, args.warmup),
+        measure("PostgreSQL mode, 2 daphnes", [first, second], lambda: _appends([port1, port2], pg.keys, args.clients, args.appends, args.warmup),
                 rate_pg1, "PostgreSQL 1 daphne (goal ≥ 1.6)", server=args.postgres)
         for spy in spies:
             spy.wait(120)
