@@ -324,7 +324,8 @@ class PostgresBackend(OrgStoreBackend):
                 names = {row[0] for row in conn.execute("SELECT datname FROM pg_database")}
             return [slug for slug in slugs if database_name(slug) in names]
         known = servers()
-        recorded = dict(OrgPlacement.objects.using("default").filter(slug__in=slugs).values_list("slug", "server"))
+        # Every placement in one read (no IN list of 100,000 slugs: SQLite caps bound parameters).
+        recorded = dict(OrgPlacement.objects.using("default").values_list("slug", "server"))
         legacy = _legacy_key()  # an org not placed yet has its database, if any, where it always was
         on: dict[str, set[str]] = {}
         for key in (set(recorded.values()) & set(known)) | {legacy}:
