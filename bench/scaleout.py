@@ -362,6 +362,8 @@ def main() -> None:
     parser.add_argument("--burst", type=int, default=256)
     parser.add_argument("--orgs", type=int, default=1, help="spread the clients over this many orgs (1: one org, its clock shared)")
     parser.add_argument("--profile", type=Path)
+    parser.add_argument("--async-commit", action="store_true",
+                        help="experiment: ALTER the org databases to synchronous_commit=off (is the commit's WAL flush what the clock lock waits on?)")
     args = parser.parse_args()
 
     print(f"# bench/scaleout.py — {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
@@ -378,6 +380,13 @@ def main() -> None:
 
     pg = Site("postgres", args)
     try:
+        if args.async_commit:
+            import psycopg
+
+            with psycopg.connect(args.postgres, autocommit=True) as conn:
+                for (name,) in conn.execute("SELECT datname FROM pg_database WHERE starts_with(datname, %s)", (f"{RUN}_org_bench",)).fetchall():
+                    conn.execute(f'ALTER DATABASE "{name}" SET synchronous_commit = off')
+            print("# experiment: org databases at synchronous_commit = off")
         first, port1 = pg.start()
         rate_pg1 = measure("PostgreSQL mode, 1 daphne", [first], lambda: _appends([port1], pg.keys, args.clients, args.appends, args.warmup),
                            rate_sqlite, "SQLite 1 daphne (goal ≥ 0.9)", server=args.postgres)
