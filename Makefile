@@ -30,11 +30,15 @@ run: $(VENV)/.installed-run
 	$(VENV)/bin/honcho start -f Procfile
 
 ## make test: install the dev requirements, hold the import contract, run the whole suite
-## (two pytest-xdist workers; a test file stays on one worker).
+## (two pytest-xdist workers; a test file stays on one worker), then the API tests marked
+## `both_stores` again on PostgreSQL + Redis (127.0.0.1:5432 and :6379; tests/conftest.py).
 test: $(VENV)/.installed-dev
 	bash scripts/test-prereqs.sh
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -n 2 --dist loadfile
+	@if pg_isready -h 127.0.0.1 -p 5432 -q && redis-cli -h 127.0.0.1 ping >/dev/null 2>&1; then \
+	  AGENTS_TEST_STORES=postgres $(PY) -m pytest -n 2 --dist loadfile -m both_stores; \
+	else echo "SKIPPED the PostgreSQL + Redis pass: no PostgreSQL on 127.0.0.1:5432 or no Redis on :6379"; fi
 
 ## make screenshots: re-take docs/screenshots/*.png from the console's browser tests.
 screenshots: $(VENV)/.installed-dev

@@ -149,6 +149,13 @@ DATABASE_ROUTERS = ["tenancy.db_router.OrgRouter"]
 # `sqlite` (one file per org under AGENTS_DATA_DIR) or `postgres` (one database per org on
 # DATABASE_URL's server).
 AGENTS_ORG_DATABASE = os.environ.get("AGENTS_ORG_DATABASE", "sqlite").strip().lower() or "sqlite"
+# PostgreSQL org mode: every org database's name starts with this (`{prefix}{slug}`), so several
+# deployments (or test runs) can share one server.
+AGENTS_ORG_DATABASE_PREFIX = os.environ.get("AGENTS_ORG_DATABASE_PREFIX", "agents_org_").strip() or "agents_org_"
+# PostgreSQL org mode over several servers: comma-separated postgres:// URLs. A new org's database
+# goes to one of them by a stable rule (rendezvous hash of the slug) and the choice is recorded
+# in the default database (tenancy.OrgPlacement), so it never moves. Empty: DATABASE_URL's server.
+AGENTS_ORG_DATABASE_SERVERS = [u.strip() for u in os.environ.get("AGENTS_ORG_DATABASE_SERVERS", "").split(",") if u.strip()]
 
 AUTH_PASSWORD_VALIDATORS = []
 LANGUAGE_CODE = "en-us"

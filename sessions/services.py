@@ -265,16 +265,65 @@ def _next_numbers(connection, *, session_id: str, now) -> tuple[int, str, int] |
     return int(row[0]), row[1], int(clock[0])
 
 
+def _append_in_one_statement(connection, *, session_id: str, kind: str, payload_text: str, actor: str, now) -> Event | None:
+    """PostgreSQL, outside any transaction: take seq and position and insert the event in ONE
+    autocommit statement; return the stored event, or None when no row was written (the
+    session is missing, or the org's clock row is: nothing was changed then).
+
+    The same order as `_next_numbers` (the session row, then the clock row) and the same
+    guarantees (seq dense per session, position in commit order), but the org-wide clock
+    row is locked only while the server runs the statement and commits it, not across the
+    four client round trips (and whatever the Python thread waits for between them) of
+    BEGIN … UPDATE … UPDATE … INSERT … COMMIT. That lock held across round trips made a
+    second daphne process wait instead of work (BENCHMARKS.md: scale-out).
+    """
+    quote = connection.ops.quote_name
+    sessions, clock, events = (quote(m._meta.db_table) for m in (Session, EventClock, Event))
+    event_id = mint_id("evt")
+    stamp = connection.ops.adapt_datetimefield_value(now)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""WITH s AS (
+                    UPDATE {sessions} SET last_seq = last_seq + 1, updated_at = %s
+                    WHERE id = %s AND EXISTS (SELECT 1 FROM {clock} WHERE id = 1)
+                    RETURNING last_seq, root_id
+                ), c AS (
+                    UPDATE {clock} SET last = last + 1 WHERE id = 1 AND EXISTS (SELECT 1 FROM s) RETURNING last
+                )
+                INSERT INTO {events} (id, session_id, root_id, seq, position, kind, actor, payload, created_at)
+                SELECT %s, %s, s.root_id, s.last_seq, c.last, %s, %s, %s, %s FROM s, c
+                RETURNING seq, position, root_id""",
+            [stamp, session_id, event_id, session_id, kind, actor, payload_text, stamp],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    event = Event(id=event_id, session_id=session_id, root_id=row[2], seq=int(row[0]), position=int(row[1]),
+                  kind=kind, actor=actor, payload=payload_text, created_at=now)
+    event._state.adding, event._state.db = False, connection.alias
+    return event
+
+
 def append_checked(*, session_id: str, kind: str, payload_text: str, actor: str) -> Event:
     """Store one already-validated turn (see `session_append_event`); for this app's services.
 
     In one transaction: the session row is updated first (a row lock on PostgreSQL, under the
     write lock SQLite's `BEGIN IMMEDIATE` already holds), then the org's event clock — the
     order every append takes, so appends never deadlock and `position` follows commit order —
-    then the event is inserted. Publishes the `event` frame after the commit.
+    then the event is inserted. Publishes the `event` frame after the commit. On PostgreSQL
+    outside a caller's transaction the three are one autocommit statement
+    (`_append_in_one_statement`).
     """
     org, alias = _org(), _alias()
     now = timezone.now()
+    connection = transaction.get_connection(alias)
+    if connection.vendor == "postgresql" and not connection.in_atomic_block:
+        event = _append_in_one_statement(connection, session_id=session_id, kind=kind, payload_text=payload_text, actor=actor, now=now)
+        if event is not None:
+            frame = bus.event_frame(org=org, root=event.root_id, position=event.position, event_view=event_view(event))
+            bus.publish(org, frame)  # committed already: the statement ran in autocommit
+            return event
+        # No row: the session is gone or the clock row was removed; the path below tells which.
     with stores.org_atomic():
         numbers = _next_numbers(transaction.get_connection(alias), session_id=session_id, now=now)
         if numbers is None:

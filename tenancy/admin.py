@@ -4,7 +4,7 @@ from django.contrib import admin
 
 from tenancy.admin_site import is_org_admin
 
-from tenancy.models import ApiKey, Membership, Org
+from tenancy.models import ApiKey, Membership, Org, OrgPlacement
 
 
 class SuperuserOnly(admin.ModelAdmin):
@@ -75,3 +75,22 @@ class ApiKeyAdmin(admin.ModelAdmin):
         if principal and principal.org_slug:
             return qs.filter(org__slug=principal.org_slug)
         return qs if request.user.is_superuser else qs.none()
+
+
+@admin.register(OrgPlacement)
+class OrgPlacementAdmin(SuperuserOnly):
+    """Where each org's PostgreSQL database lives; read-only (recorded once, never moved by the site)."""
+
+    list_display = ("slug", "server", "database", "created_at")
+    list_filter = ("server",)
+    search_fields = ("slug", "database")
+    readonly_fields = ("slug", "server", "database", "created_at")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

@@ -65,3 +65,24 @@ class ApiKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.user} @ {self.org})"
+
+
+class OrgPlacement(models.Model):
+    """Which PostgreSQL server holds an org's database (`AGENTS_ORG_DATABASE_SERVERS`), recorded once.
+
+    Written when the org's database is first created (PostgreSQL org mode) and never changed by
+    the code: a server removed from the setting makes the org's store fail loudly rather than be
+    created afresh elsewhere. `server` is the server's `host:port`; `database` the database name.
+    Keyed by slug (not a foreign key): a store can exist before or without its `Org` row.
+    """
+
+    slug = models.CharField(max_length=63, unique=True, validators=[RegexValidator(SLUG_RE)])
+    server = models.CharField(max_length=255, help_text="host:port of the PostgreSQL server holding the org's database")
+    database = models.CharField(max_length=63)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return f"{self.slug} on {self.server}"

@@ -37,7 +37,7 @@ __all__ = [
     "ORG_APP_LABELS", "SLUG_RE", "InvalidOrg", "NoOrgSelected", "StoreMissing", "validate_slug", "is_org_alias",
     "store_path", "postgres_database_name", "code_version", "template_path", "open_store", "close_store", "store_exists",
     "open_existing_store", "current_org", "current_alias", "set_current", "reset_current", "org_context",
-    "org_atomic", "existing_org_slugs", "migrate_store",
+    "org_atomic", "existing_org_slugs", "migrate_store", "ensure_templates",
 ]
 
 _current_org: contextvars.ContextVar[str | None] = contextvars.ContextVar("agents_current_org", default=None)
@@ -224,3 +224,9 @@ def migrate_store(slug: str) -> str:
     with org_context(slug) as alias:
         migrate(alias)
     return alias
+
+
+def ensure_templates() -> list[str]:
+    """Build this code version's org store template everywhere new stores are made (the SQLite
+    template file; in PostgreSQL mode a template database on every configured server); return where."""
+    return get_backend().ensure_templates()

@@ -1,4 +1,18 @@
-"""Shared fixtures: orgs with their own store files and API keys, a loopback upstream."""
+"""Shared fixtures: orgs with their own store files and API keys, a loopback upstream.
+
+Both stores (issue 17): `make test` runs the whole suite on SQLite, then a second pass over the
+tests marked `both_stores` with `AGENTS_TEST_STORES=postgres` (tests/settings.py): the default
+database and every org database on PostgreSQL, the channel layer, cache and task broker on
+Redis. To make a test file join, add one line to it:
+
+    pytestmark = pytest.mark.both_stores
+
+(or decorate single tests). Such a test must hold on either store; `store_kind` tells it which
+one it runs on, for the rare assertion that names the store itself (a file, a database). The
+servers default to 127.0.0.1:5432 and :6379 (`AGENTS_TEST_POSTGRES_URL`, `AGENTS_TEST_REDIS_URL`);
+helpers that read what the engine holds: tests/support/queue.py (the task queue, either broker),
+tests/support/stored.py (a store's bytes or rows).
+"""
 
 from __future__ import annotations
 
@@ -51,6 +65,60 @@ def pytest_configure(config):
     case.ensure_connection_patch_method = classmethod(ensure_connection_patch_method)
     case._add_databases_failures = without_org_aliases(original_add)
     case._remove_databases_failures = without_org_aliases(original_remove)
+
+
+@pytest.fixture(scope="session")
+def store_kind() -> str:
+    """Return the store this pass runs on: `sqlite` (default) or `postgres` (PostgreSQL + Redis pass)."""
+    from django.conf import settings
+
+    return settings.TEST_STORES
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _postgres_pass_cleanup():
+    """In the PostgreSQL pass, drop this process's databases and Redis keys at the end, and
+    at the start those a killed earlier run left (names `agt_{worker}_{pid}_…` of a dead pid)."""
+    from django.conf import settings
+
+    if settings.TEST_STORES != "postgres":
+        yield
+        return
+    import os
+    import re
+
+    import psycopg
+    import redis
+    from django.db import connections
+    from psycopg import sql
+
+    def drop(conn, prefix: str) -> None:
+        names = [r[0] for r in conn.execute("SELECT datname FROM pg_database WHERE starts_with(datname, %s)", (prefix,))]
+        for name in names:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+    def alive(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as conn:
+        stale = {m.group(1) for (name,) in conn.execute("SELECT datname FROM pg_database WHERE datname LIKE 'agt\\_%'")
+                 if (m := re.match(r"^(agt_\w+?_(\d+)_)", name)) and not alive(int(m.group(2)))}
+        for prefix in stale:
+            drop(conn, prefix)
+    yield
+    connections.close_all()
+    prefix = settings.AGENTS_ORG_DATABASE_PREFIX
+    with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as conn:
+        drop(conn, prefix)
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    for key in client.scan_iter(match=f"*{prefix.rstrip('_')}[:_]*", count=1000):
+        client.delete(key)
 
 
 @dataclass

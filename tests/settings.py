@@ -14,7 +14,32 @@ for _name in ("INFERENCE_BASE_URL", "INFERENCE_API_KEY", "AGENTS_FAILOVER_MODEL"
 # test orgs, and fixed test slugs must not meet a previous run's files.
 os.environ["AGENTS_DATA_DIR"] = tempfile.mkdtemp(prefix="agents-test-")
 
+# The PostgreSQL + Redis pass of `make test` (`AGENTS_TEST_STORES=postgres pytest -m both_stores`,
+# see tests/conftest.py): the default database, every org database and the channel layer, cache
+# and task broker on the servers of the scale-out recipe. Names are this process's own (one per
+# xdist worker, and a child daphne inherits them), so concurrent runs never share a row or key.
+TEST_STORES = os.environ.get("AGENTS_TEST_STORES", "sqlite").strip().lower() or "sqlite"
+if TEST_STORES == "postgres":
+    _run = f"{os.environ.get('PYTEST_XDIST_WORKER', 'gw')}_{os.getpid()}"
+    os.environ["DATABASE_URL"] = os.environ.get("AGENTS_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+    os.environ["REDIS_URL"] = os.environ.get("AGENTS_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+    os.environ["AGENTS_ORG_DATABASE"] = "postgres"
+    os.environ["AGENTS_ORG_DATABASE_PREFIX"] = f"agt_{_run}_"
+    # The production org pool size (4: a test's own thread keeps one connection of its org
+    # open between requests, so 2 starved a long-poll into 503), a small default pool and a
+    # small store cache: hundreds of test orgs never hold more than a few dozen of the
+    # server's connections (each evicted org closes its pool; idle ones close after 60 s).
+    os.environ["AGENTS_DB_POOL_MAX_SIZE"] = "4"
+    os.environ["AGENTS_ORG_DB_POOL_MAX_SIZE"] = "4"
+    os.environ["AGENTS_STORE_CACHE_SIZE"] = "8"
+
 from agents_site.settings import *  # noqa: E402,F401,F403
+
+if TEST_STORES == "postgres":
+    DATABASES["default"]["TEST"] = {"NAME": f"agt_{_run}_default"}  # noqa: F405
+    CACHES = {"default": {**CACHES["default"], "KEY_PREFIX": f"agt_{_run}"}}  # noqa: F405
+    CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = f"agt_{_run}"  # noqa: F405
+    Q_CLUSTER["name"] = f"agt_{_run}"  # noqa: F405
 
 # Fast password hashing: test users are created per test.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

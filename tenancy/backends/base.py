@@ -54,6 +54,10 @@ class OrgStoreBackend(ABC):
         """Return those of `slugs` that have a store, in the given order."""
         return [slug for slug in slugs if self.exists(slug)]
 
+    def ensure_templates(self) -> list[str]:
+        """Build this code version's store template wherever new stores are made; return where (deploy time)."""
+        return []
+
     def serialize(self, alias: str, key: str) -> None:
         """Inside an open transaction on `alias`, wait until no other `key`-serialised one is open.
 

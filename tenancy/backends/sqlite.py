@@ -141,6 +141,10 @@ class SQLiteBackend(OrgStoreBackend):
         finally:
             private.unlink(missing_ok=True)
 
+    def ensure_templates(self) -> list[str]:
+        """Build this code version's template file if absent; return its path."""
+        return [str(template_path())]
+
     def exists(self, slug: str) -> bool:
         """Return True when org `slug`'s file exists."""
         return store_path(slug).exists()

@@ -7,6 +7,8 @@ import pytest
 from agents.models import Agent, Run
 from agents_site.vocabulary import RunStatus
 
+pytestmark = pytest.mark.both_stores
+
 NAME_RULE = "name must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 
 

@@ -11,7 +11,7 @@ from tests.agents.conftest import debits, fund, make_agent, run, stored_runs
 from tests.billing.conftest import ledger_refused
 from tests.support.upstream import Reply
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.both_stores]
 
 
 def test_run_answers_the_recorded_run_and_debits_once(funded, upstream):

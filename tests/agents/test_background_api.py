@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from django_q.models import OrmQ
 
 from agents import tasks
 from agents.background import CANCELLED_BEFORE_START
@@ -17,7 +16,10 @@ from agents.models import Run
 from agents_site.vocabulary import RunStatus, SessionStatus
 from sessions.models import Event, Session
 from tests.agents.conftest import debits, fund, make_agent, stored_runs
+from tests.support.queue import TaskQueue, task_queue  # noqa: F401  (fixture)
 from tests.support.upstream import Reply
+
+pytestmark = pytest.mark.both_stores
 
 
 def _submit(org, ref: str = "helper", text: str = "hello", **headers):
@@ -38,8 +40,13 @@ def _session(org, session_id) -> tuple[Session, list[tuple[str, dict]]]:
     return session, events
 
 
+@pytest.fixture(autouse=True)
+def _empty_queue(task_queue):
+    """Every test starts with an empty broker queue (a Redis list outlives a test)."""
+
+
 def _queued_task_ids() -> list[str]:
-    return [q.task["id"] for q in OrmQ.objects.all() if q.task.get("func") == "agents.tasks.execute_run"]
+    return TaskQueue().ids("agents.tasks.execute_run")
 
 
 def test_background_run_answers_202_at_once_with_run_and_session(funded, upstream):

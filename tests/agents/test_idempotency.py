@@ -13,7 +13,7 @@ from agents_site.vocabulary import RunStatus
 from tests.agents.conftest import debits, make_agent, run, stored_runs
 from tests.support.upstream import Reply
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.both_stores]
 
 
 def test_same_key_and_body_answers_the_original_run_once_executed_and_billed(funded, upstream):

@@ -8,6 +8,8 @@ import pytest
 
 from agents.models import Agent
 
+pytestmark = pytest.mark.both_stores
+
 BAD_SCHEDULES = [
     ("0 0 * * * *", "5-field cron"),  # six fields (seconds)
     ("@hourly", "5-field cron"),  # a macro

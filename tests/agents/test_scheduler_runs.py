@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from agents import tasks
 from agents.models import Run
 from agents.scheduling.models import ScheduleState
@@ -12,6 +14,8 @@ from agents_site.vocabulary import RunStatus, SessionStatus, SlotOutcome
 from sessions.models import Session
 from tests.agents.conftest import debits, fund, utc
 from tests.support.upstream import Reply
+
+pytestmark = pytest.mark.both_stores
 
 T0 = utc(2026, 1, 10, 12, 30)
 

@@ -10,6 +10,8 @@ from django.test import RequestFactory
 from agents.models import Agent
 from agents_site.api import api
 
+pytestmark = pytest.mark.both_stores
+
 
 def _names(org):
     with org.context():

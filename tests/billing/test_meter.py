@@ -12,7 +12,7 @@ from billing.meter import BalanceUnavailable, InsufficientBalance, balance_autho
 from billing.models import Account, LedgerEntry
 from billing.services import credit_add
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.both_stores]
 
 
 @pytest.mark.parametrize(("configured", "fee"), [(100, 100), (250, 250), (0, 0), (-1, 100)])

@@ -7,6 +7,9 @@ import pytest
 from agents.models import Run
 from coding.models import CodingRun
 from tests.coding.conftest import fund, register, start
+from tests.support.queue import task_queue  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.both_stores
 
 
 def _runs(org) -> list[Run]:
@@ -14,8 +17,7 @@ def _runs(org) -> list[Run]:
         return list(Run.objects.all())
 
 
-def test_start_answers_202_with_the_handle_and_queues_the_task(shop, upstream):
-    from django_q.models import OrmQ
+def test_start_answers_202_with_the_handle_and_queues_the_task(shop, upstream, task_queue):
 
     response = start(shop, project="shop-site")
     assert response.status_code == 202, response.content
@@ -24,7 +26,7 @@ def test_start_answers_202_with_the_handle_and_queues_the_task(shop, upstream):
     assert body["routed"] is False and body["targetId"] == ""
     [run] = _runs(shop)
     assert run.status == "queued" and run.kind == "coding" and run.fee_cents == 100 and run.session_id == body["sessionId"]
-    queued = [q.task for q in OrmQ.objects.all() if q.task.get("func") == "coding.tasks.execute_coding_run"]
+    queued = [t for t in task_queue.tasks() if t.get("func") == "coding.tasks.execute_coding_run"]
     assert [t["args"] for t in queued] == [(shop.slug, body["runId"])]
     session = shop.client.get(f"/v1/agents/sessions/{body['sessionId']}").json()
     assert session["repo"] == "acme/shop" and session["project"] == "shop-site"

@@ -9,6 +9,8 @@ import pytest
 from coding.models import Repo
 from tests.coding.conftest import register
 
+pytestmark = pytest.mark.both_stores
+
 
 def _stored(org) -> list[Repo]:
     with org.context():

@@ -9,7 +9,7 @@ from agents.models import Agent
 from identity.models import AgentCredential, IdentityProfile
 from tests.identity.conftest import create_agent, patch, post
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.both_stores]
 
 
 def _count(org) -> int:

@@ -13,7 +13,7 @@ from identity.models import Delivery, Envelope, InboxItem
 from identity.tasks import deliveries_tick
 from tests.identity.conftest import AgentKeys, bearer, create_agent, envelope, post
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.both_stores]
 
 
 @pytest.fixture

@@ -14,8 +14,9 @@ from identity.passwords import check_password, hash_password
 from identity.secretbox import decrypt_secret
 from tenancy import stores
 from tests.identity.conftest import AgentKeys, bearer, create_agent, post
+from tests.support.stored import every_row_as_text
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.both_stores]
 
 
 def _register(client, agent_id, token, body):
@@ -28,7 +29,7 @@ def test_one_password_helper_hashes_with_bcrypt_cost_10():
     assert check_password("s3cret", hashed) and not check_password("other", hashed)
 
 
-def test_token_is_stored_as_bcrypt_and_nowhere_in_plain_text(org_a, agent_keys):
+def test_token_is_stored_as_bcrypt_and_nowhere_in_plain_text(org_a, agent_keys, store_kind):
     created = create_agent(org_a.client, connection_mode="websocket").json()
     token = created["agent_token"]
     secret = token.rsplit("_", 1)[1]
@@ -36,6 +37,12 @@ def test_token_is_stored_as_bcrypt_and_nowhere_in_plain_text(org_a, agent_keys):
         credential = AgentCredential.objects.get(agent_id=created["agent_id"])
         assert credential.token_hash.startswith("$2b$10$")
         assert check_password(secret, credential.token_hash)
+        if store_kind == "postgres":
+            # No row of any table of the org database or the default database holds it.
+            for using in (alias, "default"):
+                rows = every_row_as_text(connections[using])
+                assert rows and not any(secret in row or token in row for row in rows), using
+            return
         connections[alias].close()
     # No table, WAL or journal of the org store or the default database holds the token or its secret.
     store_dir = stores.store_path(org_a.slug).parent
@@ -49,6 +56,7 @@ def test_token_is_stored_as_bcrypt_and_nowhere_in_plain_text(org_a, agent_keys):
         data = path.read_bytes()
         assert secret.encode() not in data, path
         assert token.encode() not in data, path
+
 
 
 def test_keys_register_with_the_agent_token_stores_real_keys(org_a, agent_keys, settings):

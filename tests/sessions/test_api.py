@@ -15,6 +15,8 @@ from sessions.models import Event, Session
 from tenancy import stores
 from tests.sessions.conftest import append, new_session, patch, post
 
+pytestmark = pytest.mark.both_stores
+
 ID_RE = re.compile(r"^sess_[0-9a-f]{32}$")
 EVT_RE = re.compile(r"^evt_[0-9a-f]{32}$")
 BASE = "/v1/agents/sessions"

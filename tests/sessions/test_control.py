@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -11,10 +10,13 @@ import textwrap
 import httpx
 import pytest
 
+from sessions.bus import reset_bus
 from sessions.control import ExecutorInbox, control_send
 from sessions.models import Event, Session
 from tests.sessions.conftest import new_session, post
-from tests.support.live import ROOT
+from tests.support.live import ROOT, server_env
+
+pytestmark = pytest.mark.both_stores
 
 BASE = "/v1/agents/sessions"
 
@@ -201,6 +203,9 @@ def test_an_executor_in_another_process_over_the_in_memory_layer_reads_the_log(o
     # recorded with its process tag; other processes do not try the bus (no 5 s wait, no 502)
     # and the executor drains the command from the durable log.
     settings.AGENTS_CONTROL_POLL_SECONDS = 0.05
+    # The in-memory layer even in the PostgreSQL + Redis pass: this is what a process without Redis does.
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1000}}}
+    reset_bus()
     from sessions import control
 
     session = new_session(org_a)
@@ -254,16 +259,15 @@ EXECUTOR = textwrap.dedent(
 
 
 def _executor_process(slug: str, session_id: str, redis_url: str) -> subprocess.Popen:
-    from django.conf import settings
-
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "agents_site.settings", "AGENTS_DATA_DIR": str(settings.AGENTS_DATA_DIR), "REDIS_URL": redis_url, "PYTHONPATH": str(ROOT)}
+    env = server_env({"REDIS_URL": redis_url})  # this run's data directory and default database
     proc = subprocess.Popen([sys.executable, "-c", EXECUTOR, slug, session_id], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     assert line.startswith("READY "), proc.stderr.read() if proc.poll() is not None else line
     return proc
 
 
-def test_an_executor_in_another_process_takes_commands_over_redis(org_a, redis_layer):
+def test_an_executor_in_another_process_takes_commands_over_redis(transactional_db, org_a, redis_layer):
+    # transactional_db: the executor process reads this test's rows (on PostgreSQL, the org's placement).
     session = new_session(org_a)
     proc = _executor_process(org_a.slug, session["id"], redis_layer)
     try:

@@ -217,3 +217,35 @@ def test_writes_publish_frames_only_after_they_commit(org_a, settings):
     assert frames[1]["data"]["event"]["payload"] == {"kept": True} and frames[1]["position"] == 1
     with org_a.context():
         assert list(Event.objects.values_list("seq", "position")) == [(1, 1)]
+
+
+def test_a_postgresql_append_is_one_autocommit_statement_with_the_same_numbers(postgres_org):
+    # The org clock row is locked only inside one statement, never across client round trips
+    # (that lock, held over BEGIN…COMMIT, made a second daphne process wait: BENCHMARKS.md).
+    from django.test.utils import CaptureQueriesContext
+
+    from sessions.errors import SessionNotFound
+
+    with postgres_org.context() as alias:
+        session = services.session_create(agent="racer", actor="t")
+        # A clock row removed by hand: the statement writes nothing, the transactional path
+        # starts the clock again; no seq is skipped.
+        EventClock.objects.all().delete()
+        first = services.session_append_event(session_id=session.id, kind="log", payload=None, actor="t")
+        assert (first.seq, first.position) == (1, 1)
+        with CaptureQueriesContext(connections[alias]) as queries:
+            second = services.session_append_event(session_id=session.id, kind="log", payload={"n": 2}, actor="t")
+        writes = [q["sql"] for q in queries.captured_queries if not q["sql"].lstrip().upper().startswith("SELECT")]
+        assert len(writes) == 1 and writes[0].lstrip().startswith("WITH s AS"), writes
+        assert (second.seq, second.position) == (2, 2) == (Session.objects.get(pk=session.id).last_seq, EventClock.objects.get(pk=1).last)
+        assert Event.objects.get(pk=second.id).payload == second.payload == '{"n":2}'
+        # A missing session changes nothing.
+        before = EventClock.objects.get(pk=1).last
+        with pytest.raises(SessionNotFound):
+            services.append_checked(session_id="sess_missing", kind="log", payload_text="", actor="t")
+        assert EventClock.objects.get(pk=1).last == before
+        # Inside a caller's transaction the append belongs to it (rolled back with it).
+        with pytest.raises(RuntimeError), stores.org_atomic():
+            services.session_append_event(session_id=session.id, kind="log", payload=None, actor="t")
+            raise RuntimeError("roll back")
+        assert Session.objects.get(pk=session.id).last_seq == 2 and Event.objects.count() == 2

@@ -17,6 +17,8 @@ from sessions.presenters import event_view, session_view
 from sessions.stream import parse_last_event_id, session_stream
 from tests.sessions.sse import open_stream
 
+pytestmark = pytest.mark.both_stores
+
 BASE = "/v1/agents/sessions"
 
 

@@ -26,6 +26,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _default_database_url(db: dict) -> str:
+    """Return a URL of the test run's default database (the SQLite file, or the PostgreSQL test database)."""
+    if "postgresql" in db["ENGINE"]:
+        auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
+        return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    return "sqlite:///" + str(db["NAME"])
+
+
 def server_env(extra: dict | None = None) -> dict:
     """Return the environment a child server process of the tests runs with."""
     from django.conf import settings
@@ -36,7 +44,7 @@ def server_env(extra: dict | None = None) -> dict:
         {
             "DJANGO_SETTINGS_MODULE": "agents_site.settings",
             "AGENTS_DATA_DIR": str(settings.AGENTS_DATA_DIR),
-            "DATABASE_URL": "sqlite:///" + str(connections["default"].settings_dict["NAME"]),
+            "DATABASE_URL": _default_database_url(connections["default"].settings_dict),
             "PYTHONPATH": str(ROOT),
             "PYTHONUNBUFFERED": "1",
         }

@@ -13,6 +13,8 @@ from targets.errors import TargetUnavailable
 from targets.models import ClaimKey, RoutedRun, Target
 from tests.targets.conftest import offer, patch, post
 
+pytestmark = pytest.mark.both_stores
+
 REJECTED = {"status": 403, "code": "claim_rejected", "error": "target claim rejected"}
 
 

@@ -16,7 +16,7 @@ from targets import mailbox, wake
 from targets.models import RoutedRun
 from tests.targets.conftest import offer, post
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_stores]
 
 
 def sync_to_async(func):

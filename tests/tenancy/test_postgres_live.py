@@ -34,6 +34,9 @@ print(api_key_create(org=org, user=membership.user)[1])
 """
 
 
+_OVERRIDES = ("DATABASE_URL", "AGENTS_ORG_DATABASE", "AGENTS_DB_POOL_MAX_SIZE", "AGENTS_ORG_DB_POOL_MAX_SIZE", "AGENTS_DB_POOL_TIMEOUT_SECONDS")
+
+
 def _drop(*names: str) -> None:
     with psycopg.connect(SERVER, autocommit=True) as conn:
         for name in names:
@@ -63,7 +66,7 @@ def postgres_deployment(db):
         key = subprocess.run(
             [sys.executable, "-c", _SETUP_ORG.format(slug=slug)], cwd=ROOT, env=env, check=True, capture_output=True, text=True
         ).stdout.strip().splitlines()[-1]
-        server = LiveServer({k: env[k] for k in ("DATABASE_URL", "AGENTS_ORG_DATABASE", "AGENTS_DB_POOL_MAX_SIZE", "AGENTS_ORG_DB_POOL_MAX_SIZE", "AGENTS_DB_POOL_TIMEOUT_SECONDS")})
+        server = LiveServer({k: env[k] for k in _OVERRIDES})
         server.start()
         yield server, key, (default_db, org_db)
     finally:
@@ -124,3 +127,34 @@ def test_open_streams_do_not_hold_pooled_connections(postgres_deployment):
             f"{server.url}/v1/agents/sessions/{session_id}/events", json={"kind": "message"}, headers=headers, timeout=60
         )
         assert appended.status_code == 201, appended.text
+
+
+def test_256_simultaneous_appends_across_two_processes_are_all_served_with_a_dense_seq(postgres_deployment):
+    # Two daphne processes on one org's database: every append answered 201 (none 5xx, none
+    # 503 from a pool that waits long enough), and the session's seq is 1..256 with no gap or repeat.
+    import asyncio
+
+    first, key, _ = postgres_deployment
+    second = LiveServer({k: first.env[k] for k in _OVERRIDES})
+    second.start()
+    try:
+        headers = {"Authorization": f"Bearer {key}"}
+        opened = httpx.post(first.url + "/v1/agents/sessions", json={"agent": "coder"}, headers=headers, timeout=30)
+        assert opened.status_code == 201, opened.text
+        session_id = opened.json()["id"]
+
+        async def burst() -> list[httpx.Response]:
+            limits = httpx.Limits(max_connections=256, max_keepalive_connections=0)
+            async with httpx.AsyncClient(headers=headers, timeout=120, limits=limits) as client:
+                return await asyncio.gather(
+                    *(
+                        client.post(f"{server.url}/v1/agents/sessions/{session_id}/events", json={"kind": "message", "payload": {"n": i}})
+                        for i, server in ((i, (first, second)[i % 2]) for i in range(256))
+                    )
+                )
+
+        answers = asyncio.run(burst())
+        assert sorted(r.status_code for r in answers) == [201] * 256, [r.text for r in answers if r.status_code != 201][:3]
+        assert sorted(r.json()["seq"] for r in answers) == list(range(1, 257))
+    finally:
+        second.stop()

@@ -77,7 +77,9 @@ def test_postgres_existing_org_slugs_lists_orgs_with_a_database(postgres_orgs, m
     assert org.slug in slugs and not any(s.startswith("pg-row-only-") for s in slugs)
 
 
-def test_an_org_being_provisioned_elsewhere_does_not_stall_other_orgs(postgres_orgs, make_org):
+def test_an_org_being_provisioned_elsewhere_does_not_stall_other_orgs(postgres_orgs, transactional_db, make_org):
+    # transactional_db: the provisioning thread records the placement in the default database,
+    # which a test transaction held open by this thread would block.
     # Provisioning used to run under the process-wide store lock: while another process held
     # org X's advisory lock (creating and migrating it), every org query here waited too.
     import hashlib
@@ -111,3 +113,26 @@ def _count_agents(org) -> int:
             return Agent.objects.count()
     finally:
         connections.close_all()
+
+
+def test_long_slugs_never_share_a_truncated_database_name(settings):
+    # PostgreSQL cuts identifiers at 63 bytes: two 63-character slugs with one start would
+    # both have been `agents_org_` + the same 52 characters, one database for two orgs.
+    settings.AGENTS_ORG_DATABASE_PREFIX = "agents_org_"
+    first, second = "a" * 62 + "1", "a" * 62 + "2"
+    names = {stores.postgres_database_name(first), stores.postgres_database_name(second)}
+    assert len(names) == 2 and all(len(n.encode()) <= 63 for n in names)
+    assert stores.postgres_database_name("short") == "agents_org_short"
+
+
+def test_a_new_org_database_is_copied_from_the_migrated_template(postgres_orgs, make_org):
+    from tenancy.backends.postgres import template_name
+
+    org = make_org("pgtpl")
+    postgres_orgs.append(org.slug)
+    assert template_name() in _pg_databases()
+    with psycopg.connect(host="127.0.0.1", port=5432, user="postgres", dbname=stores.postgres_database_name(org.slug)) as conn:
+        applied = {r[0] for r in conn.execute("SELECT app FROM django_migrations")}
+    assert {"agents", "agent_sessions", "targets"} <= applied
+    created = org.client.post("/v1/agents", json.dumps({"name": "from-template"}), content_type="application/json")
+    assert created.status_code == 201, created.content
