@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from tests.chat.conftest import chat, stored, user
 from tests.support.upstream import Reply
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.both_stores]
 
 BASE = "/v1/agents/chat/conversations"
 

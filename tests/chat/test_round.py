@@ -10,7 +10,7 @@ from chat.models import Conversation, Message
 from tests.chat.conftest import charged, chat, fund, make_agent, stored, user
 from tests.support.upstream import Reply
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.both_stores]
 
 ASSISTANT_PROMPT_START = "You are a helpful assistant."
 

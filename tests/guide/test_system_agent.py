@@ -21,7 +21,7 @@ from tests.chat.test_stream import frames
 from tests.identity.conftest import create_agent, post
 from tests.support.upstream import Reply
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.both_stores]
 
 SPEC_SCHEMA_FIELDS = ["display_name", "custom_id", "bio", "avatar_url", "category", "connection_mode", "webhook_url", "health_check_url"]
 

@@ -13,7 +13,7 @@ from agents.services import agent_create_external
 from tests.openai_api.conftest import BASE_PATH, OPENAI_FEE_CENTS, debits, make_agent, sdk, stored_runs
 from tests.support.upstream import Reply
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_stores]
 
 WEATHER = {
     "type": "function",
