@@ -14,6 +14,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from agents_site.vocabulary import ChatRole, OpenAIFinishReason
+from agents_site.wire import unstorable_text
 from openai_api.errors import InvalidParam
 
 MAX_CONTENT_BYTES = 128 * 1024
@@ -209,13 +210,17 @@ def completion_request(body) -> CompletionRequest:
 
 
 def parse_body(raw: bytes) -> dict:
-    """Return the JSON object in `raw`; raise `InvalidParam` (400) for bytes that are not one."""
+    """Return the JSON object in `raw`; raise `InvalidParam` (400) for bytes that are not one, or
+    for text no store or gateway can take (an unpaired `\\ud800` escape, a NUL: `unstorable_text`)."""
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise InvalidParam("the request body is not valid JSON", param=None) from exc
     if not isinstance(data, dict):
         raise InvalidParam("the request body must be a JSON object", param=None)
+    refusal = unstorable_text(data)
+    if refusal is not None:
+        raise InvalidParam(refusal.message, param=None)
     return data
 
 

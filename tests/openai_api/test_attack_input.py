@@ -1,0 +1,48 @@
+"""Hostile and careless bodies on POST …/chat/completions (Django test client; the views are plain
+Django views): every one a 4xx OpenAI error object before any run starts — nothing stored, nothing
+sent to the gateway, nothing billed, never a 500 or a recorded failed run."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.agents.conftest import fund, make_agent
+from tests.openai_api.conftest import BASE_PATH, debits, stored_runs
+
+pytestmark = pytest.mark.django_db
+
+HI = [{"role": "user", "content": "hi"}]
+
+
+def nested(depth: int) -> str:
+    """Return a JSON object `depth` levels deep: `{"a":{"a":…1…}}`."""
+    return '{"a":' * depth + "1" + "}" * depth
+
+
+def post(org, raw: str):
+    return org.client.generic("POST", BASE_PATH + "/chat/completions", raw, content_type="application/json")
+
+
+@pytest.fixture
+def org(org_a, upstream):
+    fund(org_a)
+    make_agent(org_a, "writer")
+    return org_a
+
+
+def assert_refused(org, upstream, response, status: int = 400) -> dict:
+    assert response.status_code == status, response.content
+    error = response.json()["error"]
+    assert set(error) >= {"message", "type", "param", "code"}
+    assert stored_runs(org) == [] and debits(org) == [] and upstream.chat_requests == []
+    return error
+
+
+def test_an_unpaired_surrogate_escape_is_a_400_not_a_500(org, upstream):
+    raw = '{"model":"writer","messages":[{"role":"user","content":"a \\ud800 b"}]}'
+
+    error = assert_refused(org, upstream, post(org, raw))
+
+    assert error["code"] == "invalid_request" and "surrogate" in error["message"]
