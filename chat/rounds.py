@@ -43,7 +43,7 @@ from agents_site.vocabulary import ChatRole, MultitaskStrategy, RunKind, RunStat
 from chat import selectors, services
 from chat.errors import ConversationBusy
 from chat.presets import DEFAULT_PRESET, FixedReply, Preset, preset_get, preset_handler
-from chat.validation import check_system, clean_messages, last_user_message, refuse_credentials, title_from
+from chat.validation import check_system, check_tools, clean_messages, last_user_message, refuse_credentials, title_from
 
 logger = logging.getLogger(__name__)
 
@@ -167,6 +167,7 @@ def chat_round_start(
     """
     cleaned = clean_messages(messages, required=True)
     system_text = check_system(system)
+    check_tools(tools)
     strategy = _strategy(multitask_strategy)
     driver_agent, driver_preset = _driver(preset_id=preset, agent_ref=agent)
     refuse_credentials(cleaned, system_text)

@@ -8,6 +8,7 @@ for a credential in any of the caller's texts.
 from __future__ import annotations
 
 from agents_site.errors import InvalidRequest
+from agents_site.wire import MAX_SCHEMA_DEPTH, json_depth
 from agents_site.vocabulary import ChatRole
 from sessions.services import refuse_secrets
 
@@ -42,6 +43,16 @@ def clean_messages(messages, *, required: bool) -> list[dict]:
             raise InvalidRequest(f"messages[{index}].content is over 128 KiB")
         cleaned.append({"role": role, "content": content})
     return cleaned
+
+
+def check_tools(tools: list[dict] | None) -> None:
+    """Raise `InvalidRequest` (400) when a tool's `parameters` nests deeper than `MAX_SCHEMA_DEPTH`
+    ("tools[i].function.parameters nests deeper than 64 levels"): refused before the round starts,
+    never a started run failing while its request is encoded. `tools` are OpenAI function definitions."""
+    for index, tool in enumerate(tools or []):
+        parameters = (tool.get("function") or {}).get("parameters")
+        if json_depth(parameters, limit=MAX_SCHEMA_DEPTH) > MAX_SCHEMA_DEPTH:
+            raise InvalidRequest(f"tools[{index}].function.parameters nests deeper than {MAX_SCHEMA_DEPTH} levels")
 
 
 def check_system(system: str | None) -> str:

@@ -46,3 +46,23 @@ def test_an_unpaired_surrogate_escape_is_a_400_not_a_500(org, upstream):
     error = assert_refused(org, upstream, post(org, raw))
 
     assert error["code"] == "invalid_request" and "surrogate" in error["message"]
+def test_tool_parameters_nested_too_deep_are_a_400_before_the_run_starts(org, upstream):
+    raw = ('{"model":"writer","messages":[{"role":"user","content":"hi"}],'
+           '"tools":[{"type":"function","function":{"name":"f","parameters":' + nested(900) + "}}]}")
+
+    error = assert_refused(org, upstream, post(org, raw))
+
+    assert error["code"] == "invalid_request" and error["param"] == "tools[0].function.parameters"
+
+
+def test_a_tool_call_carries_only_the_fields_a_gateway_reads(org, upstream):
+    call = '{"id":"c1","type":"function","function":{"name":"f","arguments":"{}","junk":' + nested(900) + '},"junk":' + nested(900) + "}"
+    raw = ('{"model":"writer","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":null,"tool_calls":[' + call
+           + ']},{"role":"tool","tool_call_id":"c1","content":"ok"}]}')
+
+    response = post(org, raw)
+
+    assert response.status_code == 200, response.content
+    sent = upstream.chat_requests[0]["messages"]
+    assert sent[-2]["tool_calls"] == [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]
+    assert [run.status for run in stored_runs(org)] == ["ok"]
