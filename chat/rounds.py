@@ -170,7 +170,7 @@ def chat_round_start(
     check_tools(tools)
     strategy = _strategy(multitask_strategy)
     driver_agent, driver_preset = _driver(preset_id=preset, agent_ref=agent)
-    refuse_credentials(cleaned, system_text)
+    refuse_credentials(cleaned, system_text, tools=tools)
     caller_tools = list(tools or [])
     if driver_agent is not None:
         agent_row, run_agent, base = driver_agent, driver_agent, driver_agent.instructions or ""

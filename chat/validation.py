@@ -64,16 +64,21 @@ def check_system(system: str | None) -> str:
     return system
 
 
-def refuse_credentials(messages: list[dict], *extra: str) -> None:
-    """Raise 422 `SecretInTranscript` (masked findings) when any message or `extra` text carries a credential.
+def refuse_credentials(messages: list[dict], *extra: str, tools: list[dict] | None = None) -> None:
+    """Raise 422 `SecretInTranscript` (masked findings) when any message, `extra` text or tool
+    definition (`tools`: OpenAI function definitions, their descriptions and parameter schemas)
+    carries a credential.
 
-    Every message is scanned, not only the one stored: the model would receive them all.
+    Every message is scanned, not only the one stored: the model would receive them all, and
+    the caller's tool definitions too.
     """
     for message in messages:
         refuse_secrets(message["content"])
     for text in extra:
         if text:
             refuse_secrets(text)
+    if tools:
+        refuse_secrets(tools)
 
 
 def clean_title(title: str | None) -> str | None:

@@ -66,3 +66,17 @@ def test_a_tool_call_carries_only_the_fields_a_gateway_reads(org, upstream):
     sent = upstream.chat_requests[0]["messages"]
     assert sent[-2]["tool_calls"] == [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]
     assert [run.status for run in stored_runs(org)] == ["ok"]
+
+
+GITHUB = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"  # a GitHub token shape the scanner knows
+
+
+@pytest.mark.parametrize("where", ["description", "parameters"])
+def test_a_credential_in_a_tool_definition_is_a_422_and_never_sent(org, upstream, where):
+    function = {"name": "deploy", "description": f"deploy with {GITHUB}"} if where == "description" else {
+        "name": "deploy", "parameters": {"type": "object", "properties": {"token": {"type": "string", "default": GITHUB}}}}
+
+    response = post(org, json.dumps({"model": "writer", "messages": HI, "tools": [{"type": "function", "function": function}]}))
+
+    error = assert_refused(org, upstream, response, status=422)
+    assert error["code"] == "secret_in_transcript" and error["findings"] and GITHUB not in response.content.decode()
