@@ -13,6 +13,9 @@ _UNPAIRED_SURROGATE = re.compile("[\ud800-\udfff]")
 NUL = "\x00"
 #: How a NUL can appear in a JSON text: only escaped (raw control characters are invalid JSON).
 NUL_ESCAPE = b"\\u0000"
+#: How deep a JSON Schema (a tool's `parameters`) may nest: deeper ones are refused (400) before a
+#: run starts, since encoding them for the gateway overflows the stack and fails the started run.
+MAX_SCHEMA_DEPTH = 64
 
 
 def rfc3339(value: datetime | None) -> str:
@@ -54,3 +57,27 @@ def unstorable_text(data: object) -> InvalidRequest | None:
         elif isinstance(item, list):
             stack.extend((f"{path}.{i}" if path else str(i), value) for i, value in enumerate(item))
     return None
+
+
+def json_depth(value: object, *, limit: int) -> int:
+    """Return how deep `value` nests (a scalar 0, `{}` 1, `{"a": []}` 2), counting at most to `limit + 1`.
+
+    Iterative (a value nested deeper than Python's stack is measured too) and stops as soon as
+    `limit` is exceeded, so the answer is exact up to `limit` and `limit + 1` beyond it.
+    """
+    deepest = 0
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        depth += 1
+        if depth > limit:
+            return limit + 1
+        deepest = max(deepest, depth)
+        stack.extend((child, depth) for child in children)
+    return deepest

@@ -43,7 +43,7 @@ from agents_site.vocabulary import ChatRole, MultitaskStrategy, RunKind, RunStat
 from chat import selectors, services
 from chat.errors import ConversationBusy
 from chat.presets import DEFAULT_PRESET, FixedReply, Preset, preset_get, preset_handler
-from chat.validation import check_system, clean_messages, last_user_message, refuse_credentials, title_from
+from chat.validation import check_system, check_tools, clean_messages, last_user_message, refuse_credentials, title_from
 
 logger = logging.getLogger(__name__)
 
@@ -167,9 +167,10 @@ def chat_round_start(
     """
     cleaned = clean_messages(messages, required=True)
     system_text = check_system(system)
+    check_tools(tools)
     strategy = _strategy(multitask_strategy)
     driver_agent, driver_preset = _driver(preset_id=preset, agent_ref=agent)
-    refuse_credentials(cleaned, system_text)
+    refuse_credentials(cleaned, system_text, tools=tools)
     caller_tools = list(tools or [])
     if driver_agent is not None:
         agent_row, run_agent, base = driver_agent, driver_agent, driver_agent.instructions or ""
@@ -217,7 +218,15 @@ def chat_round_start(
                       fixed=fixed, preset_id=driver_preset.id if driver_preset is not None else "", subject=subject)
 
 
-def _execute_fixed(start: RoundStart, listener: RunListener | None) -> Run:
+def _reply(status: str, output: str, actions: list, ops: list) -> dict | None:
+    """Return the assistant turn an `ok` round stores (`{role, content, tool_calls}`), None otherwise."""
+    if status != RunStatus.OK:
+        return None
+    calls = {"actions": list(actions), "ops": list(ops)} if actions or ops else None
+    return {"role": ChatRole.ASSISTANT, "content": output, "tool_calls": calls}
+
+
+def _execute_fixed(start: RoundStart, listener: RunListener | None, within=None) -> Run:
     """Finish a round its preset handler answered: the reply and ops told to the listener, then `run_finish`."""
     fixed = start.fixed
     ops = [dict(op) for op in fixed.ops]
@@ -230,7 +239,7 @@ def _execute_fixed(start: RoundStart, listener: RunListener | None) -> Run:
         except Exception:  # a listener must not raise (RunListener)
             logger.exception("a chat listener failed")
     outcome = Outcome(status=RunStatus.OK, output=fixed.reply, model=FIXED_MODEL, ops=ops, duration_ms=None)
-    finished = run_finish(run_id=start.run.id, outcome=outcome) or Run.objects.get(pk=start.run.id)
+    finished = run_finish(run_id=start.run.id, outcome=outcome, within=within) or Run.objects.get(pk=start.run.id)
     finished.actions, finished.ops = [], ops
     return finished
 
@@ -238,29 +247,45 @@ def _execute_fixed(start: RoundStart, listener: RunListener | None) -> Run:
 def chat_round_execute(start: RoundStart, *, listener: RunListener | None = None) -> Run:
     """Execute a started round, store the reply (only for an `ok` run) and release its conversation; return the run.
 
-    The returned run carries `.actions` (`[{name, args, result|error}]`) and `.ops`
-    (`[{name, args}]`). The conversation is released even when storing fails. Org context required.
+    The reply is stored and the conversation released in the transaction that finishes the run
+    (`run_finish`'s `within`): a round that finds the run finished finds its reply stored too,
+    never a window where its own turn would land between the user's turn and the reply. If the
+    run was finished elsewhere, or the round failed before finishing it, the conversation is
+    released afterwards all the same. The returned run carries `.actions`
+    (`[{name, args, result|error}]`) and `.ops` (`[{name, args}]`). Org context required.
     """
     run = None
+    held = {"released": False}
+    handler = preset_handler(start.preset_id) if start.preset_id and start.fixed is None else None
+    hearing = listener
+    if handler is not None:
+        hearing = _ExpandingListener(listener, lambda ops: handler.expand_ops(ops, subject=start.subject))
+
+    def release(row: Run, actions: list, ops: list) -> None:
+        services.conversation_release(conversation_id=start.conversation_id, run_id=start.run.id,
+                                      reply=_reply(row.status, row.output, actions, ops))
+        held["released"] = True
+
+    def finishing(row: Run, outcome) -> None:  # inside run_finish's transaction
+        ops = list(outcome.ops or [])
+        if handler is not None and ops:
+            ops = hearing.rewrite(ops)
+        release(row, list(outcome.actions or []), ops)
+
     try:
         if start.fixed is not None:
-            run = _execute_fixed(start, listener)
+            run = _execute_fixed(start, listener, within=lambda row: release(row, [], list(start.fixed.ops)))
         else:
-            handler = preset_handler(start.preset_id) if start.preset_id else None
-            hearing = listener
-            if handler is not None:
-                hearing = _ExpandingListener(listener, lambda ops: handler.expand_ops(ops, subject=start.subject))
             run = run_execute_started(run=start.run, agent=start.agent, prompt=start.prompt, client_tools=start.client_tools,
-                                      listener=hearing)
+                                      listener=hearing, finishing=finishing)
             if handler is not None and getattr(run, "ops", None):
                 run.ops = hearing.rewrite(list(run.ops))
     finally:
-        reply = None
-        if run is not None and run.status == RunStatus.OK:
-            actions, ops = list(getattr(run, "actions", []) or []), list(getattr(run, "ops", []) or [])
-            calls = {"actions": actions, "ops": ops} if actions or ops else None
-            reply = {"role": ChatRole.ASSISTANT, "content": run.output, "tool_calls": calls}
-        services.conversation_release(conversation_id=start.conversation_id, run_id=start.run.id, reply=reply)
+        if not held["released"]:  # finished elsewhere, or failed before finishing: free the conversation anyway
+            reply = None
+            if run is not None:
+                reply = _reply(run.status, run.output, getattr(run, "actions", []) or [], getattr(run, "ops", []) or [])
+            services.conversation_release(conversation_id=start.conversation_id, run_id=start.run.id, reply=reply)
     return run
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -99,8 +100,10 @@ def conversation_record_turns(*, conversation: Conversation, turns: list[dict], 
 def conversation_release(*, conversation_id: str, run_id: str, reply: dict | None) -> None:
     """End run `run_id`'s hold on its conversation, storing `reply` (`{role, content, tool_calls}`) first.
 
-    One transaction; a conversation deleted meanwhile, or held by another run (the lock was
-    taken over after this run was found finished), is left as it is.
+    One transaction (inside the caller's, when there is one: a round's reply commits with its
+    run's finish, so no other round can find the run finished and the reply missing); a
+    conversation deleted meanwhile, or held by another run (the lock was taken over after this
+    run was found finished), is left as it is. Waiting rounds are woken once it commits.
     """
     with stores.org_atomic():
         conversation = Conversation.objects.filter(pk=conversation_id).first()
@@ -108,6 +111,10 @@ def conversation_release(*, conversation_id: str, run_id: str, reply: dict | Non
             if reply is not None:
                 _append(conversation, [reply], run_id=run_id)
             Conversation.objects.filter(pk=conversation_id, busy_run_id=run_id).update(busy_run_id="")
+    transaction.on_commit(_wake_waiters, using=stores.current_alias())
+
+
+def _wake_waiters() -> None:
     with released:
         released.notify_all()
 

@@ -8,6 +8,7 @@ for a credential in any of the caller's texts.
 from __future__ import annotations
 
 from agents_site.errors import InvalidRequest
+from agents_site.wire import MAX_SCHEMA_DEPTH, json_depth
 from agents_site.vocabulary import ChatRole
 from sessions.services import refuse_secrets
 
@@ -44,6 +45,16 @@ def clean_messages(messages, *, required: bool) -> list[dict]:
     return cleaned
 
 
+def check_tools(tools: list[dict] | None) -> None:
+    """Raise `InvalidRequest` (400) when a tool's `parameters` nests deeper than `MAX_SCHEMA_DEPTH`
+    ("tools[i].function.parameters nests deeper than 64 levels"): refused before the round starts,
+    never a started run failing while its request is encoded. `tools` are OpenAI function definitions."""
+    for index, tool in enumerate(tools or []):
+        parameters = (tool.get("function") or {}).get("parameters")
+        if json_depth(parameters, limit=MAX_SCHEMA_DEPTH) > MAX_SCHEMA_DEPTH:
+            raise InvalidRequest(f"tools[{index}].function.parameters nests deeper than {MAX_SCHEMA_DEPTH} levels")
+
+
 def check_system(system: str | None) -> str:
     """Return the caller's `system` text ("" for None); 400 when it is over 128 KiB."""
     if system is None:
@@ -53,16 +64,21 @@ def check_system(system: str | None) -> str:
     return system
 
 
-def refuse_credentials(messages: list[dict], *extra: str) -> None:
-    """Raise 422 `SecretInTranscript` (masked findings) when any message or `extra` text carries a credential.
+def refuse_credentials(messages: list[dict], *extra: str, tools: list[dict] | None = None) -> None:
+    """Raise 422 `SecretInTranscript` (masked findings) when any message, `extra` text or tool
+    definition (`tools`: OpenAI function definitions, their descriptions and parameter schemas)
+    carries a credential.
 
-    Every message is scanned, not only the one stored: the model would receive them all.
+    Every message is scanned, not only the one stored: the model would receive them all, and
+    the caller's tool definitions too.
     """
     for message in messages:
         refuse_secrets(message["content"])
     for text in extra:
         if text:
             refuse_secrets(text)
+    if tools:
+        refuse_secrets(tools)
 
 
 def clean_title(title: str | None) -> str | None:

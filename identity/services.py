@@ -333,7 +333,7 @@ def anomaly_record(*, user_id: str, kind: str, artifact_subtype: str = "", endpo
     detail = detail or {}
     if len(json.dumps(detail)) > ANOMALY_DETAIL_MAX_BYTES:
         raise InvalidRequest(f"detail must be at most {ANOMALY_DETAIL_MAX_BYTES} bytes of JSON", fields=[{"field": "detail", "message": "too large"}])
-    refuse_secrets({"endpoint": endpoint, "artifact_subtype": artifact_subtype, "detail": detail})
+    refuse_secrets({"endpoint": endpoint, "artifact_subtype": artifact_subtype, "conversation_id": conversation_id, "detail": detail})
     with stores.org_atomic():
         return ClientAnomaly.objects.create(user_id=user_id, kind=kind, artifact_subtype=artifact_subtype, endpoint=endpoint,
                                             conversation_id=conversation_id, detail=detail, created_at=timezone.now())

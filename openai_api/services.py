@@ -70,14 +70,15 @@ def completion_start(*, principal: Principal, request: CompletionRequest, reques
     """Start the run of one chat completion; return it with what `completion_execute` needs.
 
     In order: the agent named by `request.model` (name or id) that the key may use (404
-    `model_not_found`) → no credential in any system or user message (422
-    `secret_in_transcript`, masked findings) → `run_start(kind=openai)`: an external agent
+    `model_not_found`) → no credential in any system or user message, nor in the caller's tool
+    definitions (422 `secret_in_transcript`, masked findings) → `run_start(kind=openai)`: an external agent
     (409 `agent_external`), inference configured (503), the balance gate with
     `AGENTS_OPENAI_FEE_CENTS` (402 / 503), then the `running` row and its session. The run's
     input is the last user message. Nothing is stored or billed when any step refuses.
     """
     agent = model_get(principal=principal, ref=request.model, listed_only=False)
     refuse_secrets(request.texts(ChatRole.SYSTEM, ChatRole.USER))
+    refuse_secrets(request.tools)  # the caller's tool definitions go to the model as its system text does
     run = run_start(kind=RunKind.OPENAI, agent=agent, input=request.input_text(), actor=principal.actor, request_id=request_id)
     return StartedCompletion(run=run, agent=completion_agent(agent, request), prompt=completion_prompt(agent, request),
                              client_tools=request.tools, model=agent.name)

@@ -14,6 +14,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from agents_site.vocabulary import ChatRole, OpenAIFinishReason
+from agents_site.wire import MAX_SCHEMA_DEPTH, json_depth, unstorable_text
 from openai_api.errors import InvalidParam
 
 MAX_CONTENT_BYTES = 128 * 1024
@@ -118,7 +119,9 @@ def _tool_calls(message: dict, index: int) -> list | None:
         if (not isinstance(function, dict) or not isinstance(call.get("id"), str)
                 or not isinstance(function.get("name"), str) or not isinstance(function.get("arguments", ""), str)):
             raise InvalidParam(f"{param}: each call is {{id, type: 'function', function: {{name, arguments}}}}", param=param)
-    return calls
+    # Only what a gateway reads goes on: any other key (however deep) is dropped here.
+    return [{"id": call["id"], "type": "function",
+             "function": {"name": call["function"]["name"], "arguments": call["function"].get("arguments", "")}} for call in calls]
 
 
 def _messages(body: dict) -> list[dict]:
@@ -136,12 +139,15 @@ def _messages(body: dict) -> list[dict]:
             roles = ", ".join(ChatRole)
             raise InvalidParam(f"messages[{index}].role must be one of: {roles}", param=f"messages[{index}].role")
         _content(message, index)
-        _tool_calls(message, index)
+        calls = _tool_calls(message, index)
         if role == ChatRole.TOOL and not isinstance(message.get("tool_call_id"), str):
             raise InvalidParam(f"messages[{index}]: a tool message needs its 'tool_call_id'", param=f"messages[{index}].tool_call_id")
         if "name" in message and not isinstance(message["name"], str):
             raise InvalidParam(f"messages[{index}].name must be a string", param=f"messages[{index}].name")
-        cleaned.append({key: message[key] for key in MESSAGE_KEYS if key in message})
+        kept = {key: message[key] for key in MESSAGE_KEYS if key in message}
+        if calls is not None:
+            kept["tool_calls"] = calls
+        cleaned.append(kept)
     return cleaned
 
 
@@ -165,6 +171,9 @@ def _tools(body: dict) -> list[dict]:
             raise InvalidParam(f"{param}.function.description must be a string", param=f"{param}.function.description")
         if "parameters" in function and not isinstance(function["parameters"], dict):
             raise InvalidParam(f"{param}.function.parameters must be a JSON Schema object", param=f"{param}.function.parameters")
+        if json_depth(function.get("parameters"), limit=MAX_SCHEMA_DEPTH) > MAX_SCHEMA_DEPTH:
+            raise InvalidParam(f"{param}.function.parameters nests deeper than {MAX_SCHEMA_DEPTH} levels",
+                               param=f"{param}.function.parameters")
         kept = {key: function[key] for key in ("name", "description", "parameters", "strict") if key in function}
         cleaned.append({"type": "function", "function": kept})
     return cleaned
@@ -209,13 +218,17 @@ def completion_request(body) -> CompletionRequest:
 
 
 def parse_body(raw: bytes) -> dict:
-    """Return the JSON object in `raw`; raise `InvalidParam` (400) for bytes that are not one."""
+    """Return the JSON object in `raw`; raise `InvalidParam` (400) for bytes that are not one, or
+    for text no store or gateway can take (an unpaired `\\ud800` escape, a NUL: `unstorable_text`)."""
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise InvalidParam("the request body is not valid JSON", param=None) from exc
     if not isinstance(data, dict):
         raise InvalidParam("the request body must be a JSON object", param=None)
+    refusal = unstorable_text(data)
+    if refusal is not None:
+        raise InvalidParam(refusal.message, param=None)
     return data
 
 

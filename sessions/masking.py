@@ -14,7 +14,9 @@ What is held back (every rule of `scanner` is a token, a keyword and a token, or
   private key (`-----BEGIN RSA PRIVATE KEY-----`, the library's `BEGIN … PRIVATE KEY`) until its
   `-----END …-----` line arrives (or another `-----BEGIN ` shows the block has no end);
 * an npm registry line (`//host/:_authToken=…`): its token rule takes the rest of the line, so
-  the rest of that line is held until the line ends.
+  the rest of that line is held until the line ends;
+* a long run of separators after a keyword (`password` + 600 blanks + `= value`): only the
+  first 128 go out before the value, so the keyword stays in the look-back that masks it.
 
 Released text is masked with the hits of the whole line it belongs to (a keyword written
 earlier still counts). For very long lines the look-back is the 1024+ characters before the
@@ -26,6 +28,7 @@ recorded either).
 from __future__ import annotations
 
 import logging
+import re
 
 from sessions.scanner import LIBRARY_OVERLAP, LIBRARY_WINDOW, apply_spans, redact_text, redaction_spans
 
@@ -40,6 +43,13 @@ _LIBRARY_HEADERS = (
 )
 _NPM_MARK = ":_authToken="
 _LOOK_BACK = LIBRARY_WINDOW  # characters of a long line read before the release point
+_LOOK_BACK_MIN = LIBRARY_OVERLAP  # a long line's look-back is never shorter than this
+# The keywords of the rules that mask a value written after them (`generic-secret`,
+# `aws-secret-access-key`) and what may stand between keyword and value (`password  =  "…`).
+_KEYWORD_END = re.compile(r"(?i)(?:password|passwd|secret|api_?key|access_?token|auth_?token|client_?secret|"
+                          r"aws_?secret_?access_?key)\Z")
+_SEPARATORS = "\"' :="
+_KEYWORD_REACH = 128  # separators released after such a keyword (well inside the shortest look-back)
 _WINDOW_STEP = LIBRARY_WINDOW - LIBRARY_OVERLAP
 
 
@@ -143,10 +153,25 @@ class StreamMasker:
                 cut_at = min(cut_at, _token_start(text, index, cut))
                 break
             index = text.find("BEGIN", index + 1)
+        cut_at = self._keyword_hold(cut_at)
         line_start = text.rfind("\n") + 1
         mark = text.find(_NPM_MARK, max(line_start, cut))
         if mark >= 0:
             cut_at = min(cut_at, _token_start(text, mark, cut))
+        return cut_at
+
+    def _keyword_hold(self, cut_at: int) -> int:
+        """Return `cut_at`, or less while a keyword (`password`, `aws_secret_access_key`…) is
+        followed by nothing but separators up to it: at most `_KEYWORD_REACH` of them go out, so
+        the keyword stays inside the look-back of the release holding its value (a long run of
+        blanks on a long line would otherwise push it out, and the value would stream raw)."""
+        text, cut = self._text, self._cut
+        line_start = text.rfind("\n", 0, cut_at) + 1
+        look = max(line_start, cut - _LOOK_BACK_MIN)
+        head = text[look:cut_at].rstrip(_SEPARATORS)
+        keyword_end = look + len(head)
+        if keyword_end < cut_at and _KEYWORD_END.search(head[-32:]):
+            return min(cut_at, max(cut, keyword_end + _KEYWORD_REACH))
         return cut_at
 
     def _context_start(self, cut: int) -> int:

@@ -107,7 +107,7 @@ def run_execute_opened(*, run: Run, agent: Agent, listener: RunListener | None =
 
 def run_execute_started(*, run: Run, agent: Agent, span=None, deadline: float | None = None,
                         prompt: list[dict] | None = None, client_tools: list[dict] | None = None,
-                        listener: RunListener | None = None) -> Run:
+                        listener: RunListener | None = None, finishing=None) -> Run:
     """Run the agent loop for `run` (already `running`, its session open) and finish it; return it.
 
     The executor attaches to the run's session (commands sent before it attached are
@@ -118,13 +118,16 @@ def run_execute_started(*, run: Run, agent: Agent, span=None, deadline: float | 
     OpenAI function definitions offered but executed by the caller (their calls end the round
     as `ops`); `listener` hears deltas, tool actions and ops as they happen (`RunListener`).
     The returned run carries the round's `actions` and `ops` (lists; not stored columns).
+    `finishing(run, outcome)` is the caller's writes committed with the finish (`run_finish`'s
+    `within`; e.g. a conversation round's reply), only when this call finished the run.
     """
     session = RunSession.attach(session_id=run.session_id, actor=run.actor) if run.session_id else RunSession(actor=run.actor)
     started = time.perf_counter()
     outcome = RunLoop(agent=agent, text=run.input, run=run, session=session, org_slug=stores.current_org(), deadline=deadline,
                       prompt=prompt, client_tools=client_tools, listener=listener).execute()
     outcome.duration_ms = elapsed_ms(started)
-    finished = run_finish(run_id=run.id, outcome=outcome, from_statuses=_RUNNING, session=session, span=span)
+    within = (lambda row: finishing(row, outcome)) if finishing is not None else None
+    finished = run_finish(run_id=run.id, outcome=outcome, from_statuses=_RUNNING, session=session, span=span, within=within)
     if finished is None:  # finished elsewhere meanwhile (recovery): answer what is recorded
         finished = Run.objects.get(pk=run.id)
     finished.replayed = False

@@ -326,6 +326,7 @@ def run_finish(
     span=None,
     span_attributes: dict | None = None,
     summary: dict | None = None,
+    within: Callable[[Run], None] | None = None,
 ) -> Run | None:
     """End run `run_id` with `outcome`; return the finished run, or None if it was not in `from_statuses`.
 
@@ -338,6 +339,9 @@ def run_finish(
     `log` event and ends `done`/`error` (through the run's `RunSession` when the executor
     holds one, closing its inbox; `summary` adds fields to that event, e.g. a coding run's
     branch), and an `ok` run is debited its `fee_cents` once, for the model that answered.
+    `within(run)`, the caller's writes that must commit with the finish (a conversation round's
+    reply and the release of its conversation), runs in a savepoint of the same transaction,
+    only when this call finished the run; what it raises is logged and never undoes the finish.
     Org context required.
     """
     org_slug = stores.current_org()
@@ -371,6 +375,12 @@ def run_finish(
             _close_inbox_only(session)
             return None
         run = Run.objects.get(pk=run_id)
+        if within is not None:
+            try:
+                with stores.org_atomic():
+                    within(run)
+            except Exception:
+                logger.exception("run %s: the writes committed with its finish failed", run_id)
         transaction.on_commit(lambda: _after_finish(run, org_slug=org_slug, session=session, span=span,
                                                     span_attributes=span_attributes, summary=summary), using=alias, robust=True)
     return run

@@ -141,3 +141,36 @@ def test_rounds_on_different_conversations_run_side_by_side(thread_of, upstream)
     release.set()
     first.join(20)
     assert other.status_code == 200 and box["response"].status_code == 200
+
+
+def test_a_round_arriving_just_after_the_first_runs_finish_sees_its_reply_never_a_turn_between(thread_of, upstream, monkeypatch):
+    # Attack review: the lock counted as free once the holder's run was finished, but the reply was
+    # stored only afterwards — a round arriving in that window stored its turn between the first
+    # round's user turn and its reply, and was prompted without the reply. The window is held open
+    # here: the first round stops right after its run's finish commits (in its after-commit work).
+    from agents.runs import lifecycle
+
+    org, conversation = thread_of
+    finished, go = threading.Event(), threading.Event()
+    real_after_finish = lifecycle._after_finish
+
+    def after_finish(run, **kwargs):
+        if run.input == "u1":
+            finished.set()
+            go.wait(20)
+        return real_after_finish(run, **kwargs)
+
+    monkeypatch.setattr(lifecycle, "_after_finish", after_finish)
+    upstream.script(Reply(content="a1"), Reply(content="a2"))
+    first, box = _in_thread(org, {"messages": user("u1"), "conversationId": conversation})
+    assert finished.wait(20)
+
+    second = chat(org, {"messages": user("u2"), "conversationId": conversation})
+
+    go.set()
+    first.join(20)
+    assert box["response"].status_code == 200 and second.status_code == 200, second.content
+    assert [m.content for m in stored(org)["messages"]] == ["u0", "a0", "u1", "a1", "u2", "a2"]
+    sent = [m["content"] for m in upstream.chat_requests[-1]["messages"][1:]]
+    assert sent == ["u0", "a0", "u1", "a1", "u2"]
+    assert stored(org)["conversations"][0].busy_run_id == ""

@@ -43,6 +43,8 @@ def test_an_anomaly_report_is_stored_with_its_reporter(org_a):
     ({"kind": "auth_refused", "detail": {"a": {"nested": 1}}}, 400),
     ({"kind": "auth_refused", "endpoint": "x" * 301}, 400),
     ({"kind": "auth_refused", "detail": {"k": "agt_a_0123456789abcdef_" + "ab" * 24}}, 422),
+    # attack review: a credential in conversation_id (≤ 64 characters hold a GitHub token) was stored
+    ({"kind": "auth_refused", "conversation_id": "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"}, 422),
 ])
 def test_a_bad_or_secret_bearing_anomaly_report_is_refused_and_nothing_stored(org_a, body, status):
     response = post(org_a.client, "/v1/identity/anomalies", body)

@@ -128,3 +128,24 @@ def test_a_long_line_is_masked_like_the_whole_reply():
     token = "sk_live_" + "Zz9" * 10
     reply = f"{words} key {token} {words}"
     assert _streamed([reply[i : i + 7] for i in range(0, len(reply), 7)])[0] == redact_text(reply)[0]
+
+
+@pytest.mark.parametrize("keyword, value", [
+    ("password", "Xk9fQ2mLp7Rt4vWz8BnC3dHj"),
+    ("aws_secret_access_key", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+])
+@pytest.mark.parametrize("gap", [300, 600, 2000])
+def test_a_keyword_far_before_its_value_on_a_long_line_still_masks_it(keyword, value, gap):
+    # The look-back of a long line is only 256+ characters: a keyword whose value follows a long
+    # run of blanks must not fall out of it, or the value streams raw (the attack review's find).
+    for pad in range(1100, 1900, 97):
+        reply = "word " * (pad // 5) + keyword + " " * gap + "= " + value + " done"
+        streamed, outs = _streamed([reply[i : i + 3] for i in range(0, len(reply), 3)])
+        assert streamed == redact_text(reply)[0], (pad, gap)
+        assert value not in streamed
+
+
+def test_a_short_keyword_line_still_goes_out_at_once():
+    masker = StreamMasker()
+    assert masker.feed("password = ") == "password = "
+    assert masker.feed("and " + " " * 40) == "and " + " " * 40

@@ -1,0 +1,73 @@
+"""Hostile bodies on POST /v1/agents/chat found by the attack review: each a 4xx before the round's
+run starts — nothing stored, nothing sent to the gateway, nothing billed, never a recorded failure."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.chat.conftest import charged, stored
+
+pytestmark = pytest.mark.django_db
+
+
+def nested(depth: int) -> str:
+    """Return a JSON object `depth` levels deep: `{"a":{"a":…1…}}`."""
+    return '{"a":' * depth + "1" + "}" * depth
+
+
+def post(org, raw: str):
+    return org.client.generic("POST", "/v1/agents/chat", raw, content_type="application/json")
+
+
+def _nothing_happened(org, upstream) -> None:
+    assert stored(org) == {"conversations": [], "messages": [], "runs": []}
+    assert upstream.chat_requests == [] and charged(org) == []
+
+
+def test_tool_parameters_nested_too_deep_are_a_400_before_the_round_starts(funded, upstream):
+    raw = '{"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":' + nested(900) + "}}]}"
+
+    response = post(funded, raw)
+
+    assert response.status_code == 400, response.content
+    assert response.json()["code"] == "invalid_request" and "tools[0].function.parameters" in response.json()["error"]
+    _nothing_happened(funded, upstream)
+
+
+def test_tool_parameters_of_an_ordinary_depth_are_offered(funded, upstream):
+    raw = '{"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":' + nested(20) + "}}]}"
+
+    assert post(funded, raw).status_code == 200
+    assert upstream.chat_requests[0]["tools"][-1]["function"]["name"] == "f"
+
+
+GITHUB = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"  # a GitHub token shape the scanner knows
+
+
+def store_bytes(org) -> bytes:
+    """Return every byte of the org's store files (table, WAL, journal) and the default database's."""
+    from pathlib import Path
+
+    from django.db import connections
+
+    from tenancy import stores
+
+    files = [p for p in stores.store_path(org.slug).parent.iterdir() if p.is_file() and p.name.startswith(org.slug)]
+    default_db = Path(connections["default"].settings_dict["NAME"])
+    files += list(default_db.parent.glob(default_db.name + "*"))
+    return b"".join(p.read_bytes() for p in files)
+
+
+@pytest.mark.parametrize("where", ["description", "parameters"])
+def test_a_credential_in_a_tool_definition_is_refused_and_never_sent(funded, upstream, where):
+    function = {"name": "deploy", "description": f"deploy with {GITHUB}"} if where == "description" else {
+        "name": "deploy", "parameters": {"type": "object", "properties": {"token": {"type": "string", "default": GITHUB}}}}
+
+    response = funded.client.post("/v1/agents/chat", {"messages": [{"role": "user", "content": "hi"}],
+                                                      "tools": [{"type": "function", "function": function}]},
+                                  content_type="application/json")
+
+    assert response.status_code == 422, response.content
+    assert response.json()["code"] == "secret_in_transcript" and GITHUB not in response.content.decode()
+    _nothing_happened(funded, upstream)
+    assert GITHUB.encode() not in store_bytes(funded)
