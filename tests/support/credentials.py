@@ -38,6 +38,8 @@ def credential_corpus() -> list[tuple[str, str, str]]:
     """Return `(rule, text, value)` for every rule of the scanner (see module doc)."""
     pem = _pem()
     openssh = _pem("OPENSSH ")
+    agent_token = f"agt_weather-bot_{secrets.token_hex(8)}_{secrets.token_hex(24)}"  # identity agents' tokens
+    webhook_secret = "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()  # Standard Webhooks secrets
     token = jwt.encode({"sub": "user-1", "exp": 4102444800}, secrets.token_hex(32), algorithm="HS256")
     discord = "M" + _rand(23) + "." + _rand(6) + "." + _rand(27)
     telegram = _rand(9, string.digits) + ":" + _rand(35)
@@ -61,6 +63,8 @@ def credential_corpus() -> list[tuple[str, str, str]]:
         ("slack-token", f"SLACK_TOKEN=xoxb-{_rand(12, string.digits)}-{_rand(13, string.digits)}-{_rand(24, LOWER_ALNUM)} ok", None),
         ("slack-token", f"slack xoxp-{_rand(30, LOWER_ALNUM)} please", None),
         ("slack-webhook", f"post to https://hooks.slack.com/services/T{_rand(9)}/B{_rand(9)}/{_rand(24)} daily", None),
+        ("agent-token", f"the agent's token is {agent_token} keep it", agent_token),
+        ("webhook-secret", f"verify deliveries with {webhook_secret} only", webhook_secret),
         ("stripe-secret-key", f"stripe sk_live_{_rand(40)} is live", None),
         ("npm-token", f"//registry.npmjs.org/ token is npm_{_rand(36)} today", None),
         ("npm-token", f"echo //registry.npmjs.org/:_authToken=npm_{_rand(36)} > .npmrc\nthen publish", None),
