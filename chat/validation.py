@@ -13,6 +13,7 @@ from agents_site.vocabulary import ChatRole
 from sessions.services import refuse_secrets
 
 MAX_CONTENT_BYTES = 128 * 1024
+MAX_TOOLS = 128  # the caller's own function definitions per round (as on the OpenAI-compatible endpoint)
 MAX_TITLE = 80
 DEFAULT_TITLE = "New conversation"
 TOOL_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
@@ -49,6 +50,8 @@ def check_tools(tools: list[dict] | None) -> None:
     """Raise `InvalidRequest` (400) when a tool's `parameters` nests deeper than `MAX_SCHEMA_DEPTH`
     ("tools[i].function.parameters nests deeper than 64 levels"): refused before the round starts,
     never a started run failing while its request is encoded. `tools` are OpenAI function definitions."""
+    if tools is not None and len(tools) > MAX_TOOLS:
+        raise InvalidRequest(f"tools: at most {MAX_TOOLS} function definitions")
     for index, tool in enumerate(tools or []):
         parameters = (tool.get("function") or {}).get("parameters")
         if json_depth(parameters, limit=MAX_SCHEMA_DEPTH) > MAX_SCHEMA_DEPTH:

@@ -77,7 +77,9 @@ def completion_start(*, principal: Principal, request: CompletionRequest, reques
     input is the last user message. Nothing is stored or billed when any step refuses.
     """
     agent = model_get(principal=principal, ref=request.model, listed_only=False)
-    refuse_secrets(request.texts(ChatRole.SYSTEM, ChatRole.USER))
+    # Every message, whatever its role (and its name, tool calls and their arguments), as on
+    # POST /v1/agents/chat: nothing carrying a credential is sent to a model through us.
+    refuse_secrets(request.messages)
     refuse_secrets(request.tools)  # the caller's tool definitions go to the model as its system text does
     run = run_start(kind=RunKind.OPENAI, agent=agent, input=request.input_text(), actor=principal.actor, request_id=request_id)
     return StartedCompletion(run=run, agent=completion_agent(agent, request), prompt=completion_prompt(agent, request),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.chat.conftest import charged, stored
+from tests.chat.conftest import charged, chat, stored, user
 
 pytestmark = pytest.mark.django_db
 
@@ -71,3 +71,13 @@ def test_a_credential_in_a_tool_definition_is_refused_and_never_sent(funded, ups
     assert response.json()["code"] == "secret_in_transcript" and GITHUB not in response.content.decode()
     _nothing_happened(funded, upstream)
     assert GITHUB.encode() not in store_bytes(funded)
+
+
+def test_more_tools_than_the_cap_is_a_400_and_nothing_starts(funded, upstream):
+    tools = [{"type": "function", "function": {"name": f"f{i}"}} for i in range(129)]
+
+    response = chat(funded, {"messages": user("hi"), "tools": tools})
+
+    assert response.status_code == 400
+    assert response.json() == {"status": 400, "code": "invalid_request", "error": "tools: at most 128 function definitions"}
+    assert upstream.chat_requests == []
