@@ -121,6 +121,7 @@ class StreamFrameKind(models.TextChoices):
     SESSION = "session", "session"  # a session was registered or updated
     EVENT = "event", "event"  # one turn was appended to a session's log
     RESET = "reset", "reset"  # the Last-Event-ID is beyond the log's head; the stream goes on from the head
+    EVENTS = "events", "events"  # bus only: the event frames of one batch append; the stream sends each as `event`
 
 
 class SecretSeverity(models.TextChoices):
