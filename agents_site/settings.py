@@ -287,6 +287,9 @@ AGENTS_CHAT_FEE_CENTS = _env_int("AGENTS_CHAT_FEE_CENTS", -1)
 AGENTS_OPENAI_FEE_CENTS = _env_int("AGENTS_OPENAI_FEE_CENTS", -1)
 AGENTS_CODING_FEE_CENTS = _env_int("AGENTS_CODING_FEE_CENTS", -1)
 
+# Requests that mostly wait (the claim long-poll, the SSE stream) run their short sync steps on
+# this many shared worker threads instead of one thread each (agents_site/asgi.py).
+AGENTS_SHARED_REQUEST_THREADS = max(1, _env_int("AGENTS_SHARED_REQUEST_THREADS", 4))
 # Run-targets: how long a machine's claim long-poll waits for work before answering 204 (seconds).
 AGENTS_CLAIM_WAIT_SECONDS = float(os.environ.get("AGENTS_CLAIM_WAIT_SECONDS", "25") or 25)
 # How long a machine may take over a routed run (seconds); a claimed run not reported
