@@ -76,16 +76,18 @@ INSTALLED_APPS = [
     "console",
 ]
 
+# Django's stock middleware, run inline on the event loop under ASGI (agents_site/inline_middleware.py):
+# a request hops to a thread for the principal lookup and a sync view only.
 MIDDLEWARE = [
     "agents_site.middleware.api_error_shape",  # outermost: sees every error answered under /v1/
-    "django.middleware.security.SecurityMiddleware",
+    "agents_site.inline_middleware.SecurityMiddleware",
     "agents_site.middleware.static_files",  # WhiteNoise, kept out of the way of async views
-    "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "agents_site.inline_middleware.SessionMiddleware",
+    "agents_site.inline_middleware.CommonMiddleware",
+    "agents_site.inline_middleware.CsrfViewMiddleware",
+    "agents_site.inline_middleware.AuthenticationMiddleware",
+    "agents_site.inline_middleware.MessageMiddleware",
+    "agents_site.inline_middleware.XFrameOptionsMiddleware",
     "tenancy.middleware.PrincipalMiddleware",
 ]
 
