@@ -79,16 +79,18 @@ INSTALLED_APPS = [
     "console",
 ]
 
+# Django's stock middleware, run inline on the event loop under ASGI (agents_site/inline_middleware.py):
+# a request hops to a thread for the principal lookup and a sync view only.
 MIDDLEWARE = [
     "agents_site.middleware.api_error_shape",  # outermost: sees every error answered under /v1/
-    "django.middleware.security.SecurityMiddleware",
+    "agents_site.inline_middleware.SecurityMiddleware",
     "agents_site.middleware.static_files",  # WhiteNoise, kept out of the way of async views
-    "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "agents_site.inline_middleware.SessionMiddleware",
+    "agents_site.inline_middleware.CommonMiddleware",
+    "agents_site.inline_middleware.CsrfViewMiddleware",
+    "agents_site.inline_middleware.AuthenticationMiddleware",
+    "agents_site.inline_middleware.MessageMiddleware",
+    "agents_site.inline_middleware.XFrameOptionsMiddleware",
     "tenancy.middleware.PrincipalMiddleware",
 ]
 
@@ -305,6 +307,9 @@ AGENTS_CODING_FEE_CENTS = _env_int("AGENTS_CODING_FEE_CENTS", -1)
 AGENTS_CHAT_HISTORY_CHARS = _env_int("AGENTS_CHAT_HISTORY_CHARS", 32_000)
 AGENTS_CHAT_ENQUEUE_WAIT_SECONDS = _env_float("AGENTS_CHAT_ENQUEUE_WAIT_SECONDS", 120.0)
 
+# Requests that mostly wait (the claim long-poll, the SSE stream) run their short sync steps on
+# this many shared worker threads instead of one thread each (agents_site/asgi.py).
+AGENTS_SHARED_REQUEST_THREADS = max(1, _env_int("AGENTS_SHARED_REQUEST_THREADS", 4))
 # Run-targets: how long a machine's claim long-poll waits for work before answering 204 (seconds).
 AGENTS_CLAIM_WAIT_SECONDS = float(os.environ.get("AGENTS_CLAIM_WAIT_SECONDS", "25") or 25)
 # How long a machine may take over a routed run (seconds); a claimed run not reported

@@ -139,6 +139,7 @@ class StreamFrameKind(models.TextChoices):
     EVENT = "event", "event"  # one turn was appended to a session's log
     RESET = "reset", "reset"  # the Last-Event-ID is beyond the log's head; the stream goes on from the head
     DELTA = "delta", "delta"  # a piece of a reply being written (ephemeral: no id, never stored or replayed)
+    EVENTS = "events", "events"  # bus only: the event frames of one batch append; the stream sends each as `event`
 
 
 class SecretSeverity(models.TextChoices):

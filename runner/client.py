@@ -112,6 +112,30 @@ class ServerClient:
             logger.warning("session %s: %s event not recorded: %s", session_id, kind, exc)
             return None
 
+    async def append_events(self, *, session_id: str, events: list[dict]) -> list[dict] | None:
+        """Append `events` (`[{kind, payload}, …]`) to the run's session in one request, in order.
+
+        One turn is posted as a single append; several as one batch (`{"events": [...]}`, all or
+        none on the server). A batch the server refuses (one bad turn refuses all) is posted
+        again turn by turn, so every acceptable turn is still recorded. Returns the stored
+        events, or None when nothing was recorded (logged). Best effort, like `append_event`.
+        """
+        if not session_id or not events:
+            return None
+        if len(events) == 1:
+            stored = await self.append_event(session_id=session_id, kind=events[0]["kind"], payload=events[0]["payload"])
+            return None if stored is None else [stored]
+        try:
+            response = await self._send("POST", f"/sessions/{session_id}/events", json={"events": events})
+            return list(response.json()["events"])
+        except Fatal as exc:
+            logger.warning("session %s: batch of %d refused (%s); posting one by one", session_id, len(events), exc)
+        except RunnerError as exc:
+            logger.warning("session %s: batch of %d events not recorded: %s", session_id, len(events), exc)
+            return None
+        stored = [await self.append_event(session_id=session_id, kind=e["kind"], payload=e["payload"]) for e in events]
+        return [e for e in stored if e is not None] or None
+
     async def set_session_status(self, *, session_id: str, status: str) -> None:
         """Report the session's live status (`paused`, `running`); best effort."""
         if not session_id:

@@ -135,17 +135,31 @@ class Execution:
         self.outcome = Outcome(model=self.model)
         self.cursor = 0
         self.deadline = time.monotonic() + run.timeout_seconds
+        self.pending: list[dict] = []
 
     async def event(self, kind: str, payload: dict) -> None:
-        """Append one event to the run's session (best effort)."""
-        await self.server.append_event(session_id=self.run.session_id, kind=kind, payload={**payload, "runId": self.run.run_id})
+        """Queue one event for the run's session; `flush` posts what is queued (best effort)."""
+        self.pending.append({"kind": kind, "payload": {**payload, "runId": self.run.run_id}})
+
+    async def flush(self) -> None:
+        """Post the queued events in one request (a batch when there are several).
+
+        Called before anything that waits (the model, a tool, a pause, the report), so the
+        session shows each step as soon as it happened and turns made together travel together.
+        """
+        events, self.pending = self.pending, []
+        if events:
+            await self.server.append_events(session_id=self.run.session_id, events=events)
 
     async def execute(self) -> dict:
         """Run the loop; return the report body. Never raises (a failure is an `error` report)."""
         try:
             if self.inference is None:
                 raise RunEnded("inference is not configured on this machine (INFERENCE_BASE_URL)")
-            await self._loop()
+            try:
+                await self._loop()
+            finally:
+                await self.flush()
         except RunEnded as exc:
             self.outcome.status, self.outcome.error = ERROR, str(exc)
         except asyncio.CancelledError:
@@ -184,6 +198,7 @@ class Execution:
                     paused = False
                     await self.server.set_session_status(session_id=self.run.session_id, status="running")
                     await self.event("log", {"text": "run resumed"})
+            await self.flush()
             if not paused:
                 return
             try:
@@ -212,6 +227,7 @@ class Execution:
                 return completion
 
     async def _answer(self, messages: list[dict], tools: list[dict] | None):
+        await self.flush()
         try:
             completion = await self._complete(messages, tools)
         except (RunEnded, asyncio.CancelledError):
@@ -276,6 +292,7 @@ class Execution:
         name = call.function.name or ""
         raw = call.function.arguments or ""
         timeout = max(min(self.run.tool_call_timeout, self.deadline - time.monotonic()), 0.1)
+        await self.flush()
         result, failed = await invoke(offered.get(name), name=name, raw_arguments=raw, timeout=timeout)
         self.outcome.tool_calls += 1
         try:

@@ -28,6 +28,7 @@ from sessions.schemas import (
     ControlOut,
     ControlPollOut,
     ErrorOut,
+    EventBatchOut,
     EventIn,
     EventListOut,
     EventOut,
@@ -191,28 +192,66 @@ def list_events(
     return {"events": [event_view(e) for e in page.items], "nextCursor": page.next_cursor}
 
 
+def _turn(item, *, caller: str) -> dict:
+    """Return one turn of a request body as `{kind, payload, actor}` (blank actor → the caller)."""
+    if not isinstance(item, dict):
+        raise InvalidRequest("an event must be a JSON object")
+    actor = item.get("actor")
+    if actor is not None and not isinstance(actor, str):
+        raise InvalidRequest("actor must be a string")
+    kind = item.get("kind")
+    return {
+        "kind": kind if isinstance(kind, str) else "",
+        "payload": item.get("payload"),
+        "actor": (actor or "").strip() or caller,  # a blank actor names none: the caller
+    }
+
+
+def _append_body() -> dict:
+    """The request body of POST …/events: one turn, or `{"events": [...]}` (a body with `events` is a batch)."""
+    single = EventIn.model_json_schema()
+    batch = {
+        "title": "EventBatchIn",
+        "description": f"Append 1 to {services.MAX_BATCH_EVENTS} turns at once, all or none, in list order (the body at most 1 MiB).",
+        "type": "object",
+        "required": ["events"],
+        "properties": {"events": {"type": "array", "minItems": 1, "maxItems": services.MAX_BATCH_EVENTS, "items": single}},
+    }
+    schema = {"oneOf": [{**single, "not": {"required": ["events"]}}, batch]}
+    return {"requestBody": {"content": {"application/json": {"schema": schema}}, "required": True}}
+
+
 @sessions_router.post(
     "/{id}/events",
-    response={201: EventOut, 409: ErrorOut, 422: SecretErrorOut},
-    summary="Append one turn to a session's log",
+    response={201: EventOut | EventBatchOut, 409: ErrorOut, 422: SecretErrorOut},
+    summary="Append one turn (or a batch of turns) to a session's log",
     exclude_none=True,
-    openapi_extra=_openapi_body(EventIn, required=True),
+    openapi_extra=_append_body(),
 )
 def append_event(request, id: str):  # spec 003: POST /v1/agents/sessions/{id}/events
     """Append a turn → 201 with the stored event and its `seq`. 409 `session_finished` on a
     finished session; 422 `secret_in_transcript` with findings when the payload carries a
-    credential (nothing is stored)."""
+    credential (nothing is stored).
+
+    A body `{"events": [turn, …]}` (1 to 500 turns, at most 1 MiB) appends them all or none, in
+    list order with consecutive `seq`s → 201 `{"events": [event, …]}`. Each turn is checked as a
+    single one: the first invalid turn answers 400 naming it (`index`, and `events[i]: ` before
+    the message); a credential in any turn refuses the whole batch with 422, each finding
+    carrying the `index` of its turn. Nothing is stored on any refusal.
+    """
     body = _json_body(request, required=True)
-    actor = body.get("actor")
-    if actor is not None and not isinstance(actor, str):
-        raise InvalidRequest("actor must be a string")
-    kind = body.get("kind")
-    event = services.session_append_event(
-        session_id=id,
-        kind=kind if isinstance(kind, str) else "",
-        payload=body.get("payload"),
-        actor=(actor or "").strip() or request.auth.actor,  # a blank actor names none: the caller
-    )
+    caller = request.auth.actor
+    if "events" in body:
+        items = body["events"]
+        if not isinstance(items, list) or not 1 <= len(items) <= services.MAX_BATCH_EVENTS:
+            raise InvalidRequest(services.BATCH_SIZE_MESSAGE)
+        turns = []
+        for index, item in enumerate(items):
+            with services.at_index(index):
+                turns.append(_turn(item, caller=caller))
+        events = services.session_append_events(session_id=id, events=turns)
+        return Status(201, {"events": [event_view(e) for e in events]})
+    event = services.session_append_event(session_id=id, **_turn(body, caller=caller))
     return Status(201, event_view(event))
 
 

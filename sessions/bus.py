@@ -9,7 +9,9 @@ A frame is a dict:
 `{"kind": "event"|"session"|"delta", "org": <slug>, "root": <root session id>, "position": <int|None>,
 "data": {"event": <eventView>} | {"session": <sessionView>} | {"sessionId", "runId", "text"}}` —
 `position` (event frames only) is the event's org-wide position, the `id:` of its SSE frame. A
-delta frame is ephemeral: a piece of a reply being written, never stored, never replayed.
+delta frame is ephemeral: a piece of a reply being written, never stored, never replayed. A
+batch append publishes one frame `{"kind": "events", …, "frames": [<event frame>, …]}`
+(`batch_frame`).
 """
 
 from __future__ import annotations
@@ -78,6 +80,16 @@ setting_changed.connect(_on_setting_changed)
 def event_frame(*, org: str, root: str, position: int, event_view: dict) -> dict:
     """Return the bus frame of one appended event (see module doc)."""
     return {"kind": str(StreamFrameKind.EVENT), "org": org, "root": root, "position": position, "data": {"event": event_view}}
+
+
+def batch_frame(*, org: str, frames: list[dict]) -> dict:
+    """Return one bus frame carrying the event frames of a batch append, in order.
+
+    `{"kind": "events", "org", "root", "position": <last position>, "frames": [<event frame>, …]}`:
+    a subscriber buffers it as one frame (a 500-event batch never overflows its buffer); the
+    stream sends each carried frame as its own `event` frame.
+    """
+    return {"kind": str(StreamFrameKind.EVENTS), "org": org, "root": frames[-1]["root"], "position": frames[-1]["position"], "frames": frames}
 
 
 def session_frame(*, org: str, session_view: dict) -> dict:

@@ -165,6 +165,12 @@ class EventOut(Schema):
     createdAt: str
 
 
+class EventBatchOut(Schema):
+    """`{"events": [...]}`: the turns of a batch append as stored, in order (consecutive `seq`s)."""
+
+    events: list[EventOut]
+
+
 class EventListOut(Schema):
     """`{"events": [...], "nextCursor"?}`: one page of a session's log, oldest first."""
 
@@ -225,6 +231,7 @@ class FindingOut(Schema):
     line: int
     preview: str
     fingerprint: str
+    index: int | None = Field(None, description="In a batch append: the position (from 0) of the event carrying it.")
 
 
 class SecretErrorOut(ErrorOut):

@@ -8,6 +8,9 @@ org's stream (`sessions.bus`), after the commit, never failing the write.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 from django.db import transaction
 from django.utils import timezone
 
@@ -242,26 +245,27 @@ def session_append_event(*, session_id: str, kind: str, payload, actor: str) -> 
     return append_checked(session_id=session_id, kind=kind, payload_text=text, actor=actor)
 
 
-def _next_numbers(connection, *, session_id: str, now) -> tuple[int, str, int] | None:
-    """Take the session's next seq and the org's next position; None when the session is gone.
+def _next_numbers(connection, *, session_id: str, now, count: int = 1) -> tuple[int, str, int] | None:
+    """Take the session's next `count` seqs and the org's next `count` positions; None when the session is gone.
 
-    Two `UPDATE … RETURNING` statements (SQLite ≥ 3.35 and PostgreSQL): the session row first,
-    then the clock row — the one order every append takes.
+    Returns `(last seq, root id, last position)`: the range taken is `last - count + 1 … last`
+    for both. Two `UPDATE … RETURNING` statements (SQLite ≥ 3.35 and PostgreSQL): the session
+    row first, then the clock row — the one order every append takes.
     """
     quote = connection.ops.quote_name
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {quote(Session._meta.db_table)} SET last_seq = last_seq + 1, updated_at = %s WHERE id = %s RETURNING last_seq, root_id",
-            [connection.ops.adapt_datetimefield_value(now), session_id],
+            f"UPDATE {quote(Session._meta.db_table)} SET last_seq = last_seq + %s, updated_at = %s WHERE id = %s RETURNING last_seq, root_id",
+            [count, connection.ops.adapt_datetimefield_value(now), session_id],
         )
         row = cursor.fetchone()
         if row is None:
             return None
-        cursor.execute(f"UPDATE {quote(EventClock._meta.db_table)} SET last = last + 1 WHERE id = 1 RETURNING last")
+        cursor.execute(f"UPDATE {quote(EventClock._meta.db_table)} SET last = last + %s WHERE id = 1 RETURNING last", [count])
         clock = cursor.fetchone()
     if clock is None:  # the clock row was removed by hand: start it again
-        EventClock.objects.create(id=1, last=1)
-        clock = (1,)
+        EventClock.objects.create(id=1, last=count)
+        clock = (count,)
     return int(row[0]), row[1], int(clock[0])
 
 
@@ -314,36 +318,113 @@ def append_checked(*, session_id: str, kind: str, payload_text: str, actor: str)
     outside a caller's transaction the three are one autocommit statement
     (`_append_in_one_statement`).
     """
+    return _store(session_id=session_id, turns=[(kind, payload_text, actor)])[0]
+
+
+def _store(*, session_id: str, turns: list[tuple[str, str, str]]) -> list[Event]:
+    """Store already-validated `(kind, payload text, actor)` turns in order, in one transaction.
+
+    The turns take consecutive seqs and positions (one `UPDATE … RETURNING` each on the session
+    and the clock, then one insert of every row): all are stored or none. After the commit one
+    `event` frame per turn is published, in order. Raises `SessionNotFound`.
+    """
     org, alias = _org(), _alias()
     now = timezone.now()
+    count = len(turns)
     connection = transaction.get_connection(alias)
-    if connection.vendor == "postgresql" and not connection.in_atomic_block:
+    if count == 1 and connection.vendor == "postgresql" and not connection.in_atomic_block:
+        kind, payload_text, actor = turns[0]
         event = _append_in_one_statement(connection, session_id=session_id, kind=kind, payload_text=payload_text, actor=actor, now=now)
         if event is not None:
             frame = bus.event_frame(org=org, root=event.root_id, position=event.position, event_view=event_view(event))
             bus.publish(org, frame)  # committed already: the statement ran in autocommit
-            return event
+            return [event]
         # No row: the session is gone or the clock row was removed; the path below tells which.
     with stores.org_atomic():
-        numbers = _next_numbers(transaction.get_connection(alias), session_id=session_id, now=now)
+        numbers = _next_numbers(transaction.get_connection(alias), session_id=session_id, now=now, count=count)
         if numbers is None:
             raise SessionNotFound()
-        seq, root_id, position = numbers
-        event = Event.objects.create(
-            id=mint_id("evt"),
-            session_id=session_id,
-            root_id=root_id,
-            seq=seq,
-            position=position,
-            kind=kind,
-            actor=actor,
-            payload=payload_text,
-            created_at=now,
-        )
-        view = event_view(event)
-        frame = bus.event_frame(org=org, root=root_id, position=position, event_view=view)
-        transaction.on_commit(lambda: bus.publish(org, frame), using=alias)
-    return event
+        last_seq, root_id, last_position = numbers
+        first_seq, first_position = last_seq - count + 1, last_position - count + 1
+        events = [
+            Event(
+                id=mint_id("evt"),
+                session_id=session_id,
+                root_id=root_id,
+                seq=first_seq + n,
+                position=first_position + n,
+                kind=kind,
+                actor=actor,
+                payload=payload_text,
+                created_at=now,
+            )
+            for n, (kind, payload_text, actor) in enumerate(turns)
+        ]
+        if count == 1:
+            events[0].save(force_insert=True)
+        else:
+            Event.objects.bulk_create(events)
+        frames = [bus.event_frame(org=org, root=root_id, position=e.position, event_view=event_view(e)) for e in events]
+        transaction.on_commit(lambda: _publish_all(org, frames), using=alias)
+    return events
+
+
+def _publish_all(org: str, frames: list[dict]) -> None:
+    # A batch travels as one bus frame: one layer message, one slot of each subscriber's buffer.
+    bus.publish(org, frames[0] if len(frames) == 1 else bus.batch_frame(org=org, frames=frames))
+
+
+MAX_BATCH_EVENTS = 500  # events one batch append may carry (the body is also bounded: 1 MiB)
+BATCH_SIZE_MESSAGE = f"events must be a list of 1 to {MAX_BATCH_EVENTS} events"
+
+
+@contextlib.contextmanager
+def at_index(index: int) -> Iterator[None]:
+    """Re-raise an `InvalidRequest` raised inside as one naming event `index` of a batch.
+
+    The message gains the prefix `events[<index>]: ` and the body the extra `"index": <index>`.
+    """
+    try:
+        yield
+    except InvalidRequest as exc:
+        raise InvalidRequest(f"events[{index}]: {exc.message}", index=index, **exc.extras) from exc
+
+
+def session_append_events(*, session_id: str, events: list[dict]) -> list[Event]:
+    """Append a batch of turns to a session's log, all or none; return the stored events in order.
+
+    Spec 003 `POST …/events` with `{"events": [...]}` (issue 16). `events` is a list of 1 to 500
+    `{"kind": str, "payload": <JSON value or None>, "actor": str}` (the caller's default actor
+    already filled in). Each is checked exactly as `session_append_event` checks one turn; the
+    first invalid one answers 400 `InvalidRequest` naming it (`"events[3]: kind must be …"`,
+    extra `index`: 3). Every payload is scanned: a credential in any refuses the whole batch
+    with 422 `SecretInTranscript` whose findings each carry the `index` of their event. Then
+    one transaction stores them with consecutive seqs and positions (dense, in list order; no
+    other append interleaves) and one `event` frame per event is published after the commit.
+    Nothing is stored when this raises. 404 `SessionNotFound` when the session is not in the
+    org; 400 for an empty or over-long list.
+    """
+    session_require(session_id=session_id)
+    if not isinstance(events, list) or not 1 <= len(events) <= MAX_BATCH_EVENTS:
+        raise InvalidRequest(BATCH_SIZE_MESSAGE)
+    turns: list[tuple[str, str, str]] = []
+    found_all: list = []  # scanner findings, for the 422 sentence
+    findings: list[dict] = []  # their wire form, each naming its event
+    for index, item in enumerate(events):
+        with at_index(index):
+            kind = fields.clean_kind(item.get("kind"))
+            payload = item.get("payload")
+            if kind == EventKind.CONTROL:
+                fields.check_control_payload(payload)
+            text = fields.dump_payload(payload)
+            found = scan_payload(payload)
+            actor = fields.bounded(item.get("actor"), fields.MAX_ACTOR, "actor")
+        found_all.extend(found)
+        findings.extend({**f.as_dict(), "index": index} for f in found)
+        turns.append((kind, text, actor))
+    if findings:
+        raise SecretInTranscript(rejection_message(found_all), findings=findings)
+    return _store(session_id=session_id, turns=turns)
 
 
 def session_stream_delta(*, session_id: str, root_id: str, run_id: str, text: str) -> None:

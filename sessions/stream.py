@@ -98,6 +98,13 @@ def _rendered(frame: dict) -> str:
     return text
 
 
+def _unbatched(frame: dict) -> list[dict] | tuple[dict]:
+    """Return the frames a bus frame carries: a batch's event frames in order, else the frame itself."""
+    if frame.get("kind") == StreamFrameKind.EVENTS:
+        return frame["frames"]
+    return (frame,)
+
+
 def _replay_page(*, position: int, root: str | None) -> tuple[list[str], int, bool]:
     events, horizon = selectors.events_after(position=position, root=root, limit=REPLAY_PAGE)
     chunks = [render(StreamFrameKind.EVENT, {"event": event_view(e)}, e.position) for e in events]
@@ -164,22 +171,23 @@ async def session_stream(*, org: str, root: str | None, last_event_id: int | Non
                         yield chunk
                     next_catchup = now + catchup_seconds
                 continue
-            if frame.get("org") != org:  # never: the bus is per org; kept as the fail-closed proof
-                continue
-            if frame["kind"] in (StreamFrameKind.SESSION, StreamFrameKind.DELTA):
-                if root is None or frame["root"] == root:
-                    yield render(frame["kind"], frame["data"])
-                continue
-            position = int(frame["position"])
-            if position > state["cursor"] + 1:  # frames of other processes came first, or one was lost
-                async for chunk in from_store():
-                    yield chunk
-            if position <= state["cursor"]:
-                continue
-            state["cursor"] = position
-            if root is None or frame["root"] == root:
-                yield _rendered(frame)
-            next_catchup = loop.time() + catchup_seconds
+            for live in _unbatched(frame):
+                if live.get("org") != org:  # never: the bus is per org; kept as the fail-closed proof
+                    continue
+                if live["kind"] in (StreamFrameKind.SESSION, StreamFrameKind.DELTA):
+                    if root is None or live["root"] == root:
+                        yield render(live["kind"], live["data"])
+                    continue
+                position = int(live["position"])
+                if position > state["cursor"] + 1:  # frames of other processes came first, or one was lost
+                    async for chunk in from_store():
+                        yield chunk
+                if position <= state["cursor"]:
+                    continue
+                state["cursor"] = position
+                if root is None or live["root"] == root:
+                    yield _rendered(live)
+                next_catchup = loop.time() + catchup_seconds
     finally:
         subscription.close()
 

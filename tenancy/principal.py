@@ -18,6 +18,7 @@ from datetime import timedelta
 
 import jwt
 from django.conf import settings
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from agents_site.errors import Forbidden
@@ -75,21 +76,37 @@ def _bearer(request) -> str | None:
     return token.strip()
 
 
+def _api_key_row(token: str) -> ApiKey | None:
+    """Return the key row with its user, org and the membership's admin flag, in ONE indexed query.
+
+    The key is found by its unique `key_hash`; its user and org are joined and the membership
+    (unique on user, org) is a correlated subquery (`member_admin`: None when the user is no
+    longer a member). Every request reads the row, so a revocation, a removed membership or a
+    deactivated user takes effect on the very next request in every process.
+    """
+    membership = Membership.objects.filter(user_id=OuterRef("user_id"), org_id=OuterRef("org_id")).values("is_admin")[:1]
+    return (
+        ApiKey.objects.select_related("user", "org")
+        .annotate(member_admin=Subquery(membership))
+        .filter(key_hash=hash_api_key(token))
+        .first()
+    )
+
+
 def _from_api_key(token: str) -> Principal:
-    key = ApiKey.objects.select_related("user", "org").filter(key_hash=hash_api_key(token)).first()
+    key = _api_key_row(token)
     if key is None or key.revoked_at is not None or not key.user.is_active:
         raise Forbidden("the API key is unknown or revoked")
-    membership = Membership.objects.filter(user_id=key.user_id, org_id=key.org_id).first()
-    if membership is None:
+    if key.member_admin is None:
         raise Forbidden("the API key's user is no longer a member of its org")
     now = timezone.now()
-    if key.last_used_at is None or now - key.last_used_at > LAST_USED_RESOLUTION:
+    if key.last_used_at is None or now - key.last_used_at > LAST_USED_RESOLUTION:  # at most one write a minute per key
         ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
     return Principal(
         subject=key.user.get_username(),
         via=PrincipalVia.API_KEY,
         org_slug=key.org.slug,
-        is_org_admin=membership.is_admin,
+        is_org_admin=bool(key.member_admin),
         user_id=key.user_id,
         api_key_id=key.pk,
         scope=key.scope or ApiKeyScope.ALL,

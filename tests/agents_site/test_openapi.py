@@ -89,8 +89,9 @@ def test_enumerated_fields_are_the_vocabularys_enums(document):
     assert _enum(prop("RunOut", "status")) == list(RunStatus.values)
     assert _enum(prop("SessionIn", "status")) == list(SessionStatus.values)
     assert _enum(prop("SessionOut", "status")) == list(SessionStatus.values)
-    event_in = document["paths"]["/v1/agents/sessions/{id}/events"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    event_in, batch_in = document["paths"]["/v1/agents/sessions/{id}/events"]["post"]["requestBody"]["content"]["application/json"]["schema"]["oneOf"]
     assert _enum(event_in["properties"]["kind"]) == list(EventKind.values)
+    assert _enum(batch_in["properties"]["events"]["items"]["properties"]["kind"]) == list(EventKind.values)
     assert _enum(prop("ControlOut", "command")) == list(ControlCommand.values)
     assert _enum(prop("TargetIn", "kind")) == list(TargetKind.values)
     assert _enum(prop("TargetOut", "status")) == list(TargetStatus.values)

@@ -190,6 +190,11 @@ def test_the_runner_streams_its_steps_into_the_runs_session(org_a, daphne_server
     assert events[1][1] == {"role": "user", "text": "2+2?", "runId": "run_stream"}
     assert events[2][1]["name"] == "calculator" and events[2][1]["result"] == "4" and events[2][1]["error"] is False
     assert events[3][1]["text"] == "four" and events[3][1]["runId"] == "run_stream"
+    from sessions.models import Event
+
+    with org_a.context():  # the opening turns were posted together: one batch, one transaction, one timestamp
+        stamps = list(Event.objects.filter(session_id=session.id).order_by("seq").values_list("created_at", flat=True))
+    assert stamps[0] == stamps[1] and len(set(stamps)) == 3
     assert runner.terminate() == 0
 
 

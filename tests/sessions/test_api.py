@@ -482,7 +482,12 @@ def test_every_session_and_builds_route_of_spec_003_is_in_the_openapi_document(d
         assert path in paths and methods <= set(paths[path]), path
     assert paths["/v1/agents/builds"]["get"].get("security") in (None, [])
     events = paths["/v1/agents/sessions/{id}/events"]["post"]
-    assert "kind" in events["requestBody"]["content"]["application/json"]["schema"]["properties"]
+    single, batch = events["requestBody"]["content"]["application/json"]["schema"]["oneOf"]
+    assert "kind" in single["properties"] and single["not"] == {"required": ["events"]}
+    assert batch["required"] == ["events"] and batch["properties"]["events"]["maxItems"] == 500
+    assert batch["properties"]["events"]["items"]["properties"]["kind"] == single["properties"]["kind"]
+    answers = events["responses"]["201"]["content"]["application/json"]["schema"]
+    assert len(answers["anyOf"]) == 2
 
 
 @pytest.mark.parametrize("published", [0, 1, "true", "yes", "false"])
@@ -496,3 +501,105 @@ def test_published_must_be_a_json_boolean(org_a, published):
     assert changed.status_code == 400 and created.json()["code"] == "invalid_request"
     with org_a.context():
         assert Session.objects.get(pk=session["id"]).published is False
+
+
+# --- batch append (issue 16) ---------------------------------------------------------------
+
+
+def _batch(org, session_id: str, events) -> object:
+    return post(org.client, f"{BASE}/{session_id}/events", {"events": events})
+
+
+def _stored(org, session_id: str) -> list[tuple]:
+    with org.context():
+        return list(Event.objects.filter(session_id=session_id).order_by("seq").values_list("seq", "kind", "actor", "payload"))
+
+
+def test_a_batch_is_stored_in_order_with_dense_seqs_and_answered_as_a_list(org_a):
+    session = new_session(org_a)
+    append(org_a, session["id"], "log", {"before": True})
+    response = _batch(org_a, session["id"], [
+        {"kind": "message", "payload": {"text": "one"}},
+        {"kind": "tool-call", "actor": "bot", "payload": {"name": "x"}},
+        {"kind": "control", "payload": {"command": "pause"}},
+        {"kind": "status"},
+    ])
+    assert response.status_code == 201, response.content
+    events = response.json()["events"]
+    caller = f"{org_a.slug}/{org_a.user.username}"
+    assert [(e["seq"], e["kind"], e["actor"]) for e in events] == [(2, "message", caller), (3, "tool-call", "bot"), (4, "control", caller), (5, "status", caller)]
+    assert events[0]["payload"] == {"text": "one"} and "payload" not in events[3]
+    assert all(EVT_RE.match(e["id"]) and e["sessionId"] == session["id"] for e in events)
+    assert [row[0] for row in _stored(org_a, session["id"])] == [1, 2, 3, 4, 5]
+    with org_a.context():
+        assert Session.objects.get(pk=session["id"]).last_seq == 5
+        positions = list(Event.objects.filter(session_id=session["id"]).order_by("seq").values_list("position", flat=True))
+    assert positions == [1, 2, 3, 4, 5]
+    assert append(org_a, session["id"], "log")["seq"] == 6
+    polled = org_a.client.get(f"{BASE}/{session['id']}/control").json()
+    assert polled["commands"] == [{"seq": 4, "command": "pause"}]
+
+
+def test_a_batch_of_500_is_admitted_and_501_is_400(org_a):
+    session = new_session(org_a)
+    response = _batch(org_a, session["id"], [{"kind": "log", "payload": {"n": n}} for n in range(500)])
+    assert response.status_code == 201 and [e["seq"] for e in response.json()["events"]] == list(range(1, 501))
+    assert [e["payload"]["n"] for e in response.json()["events"]] == list(range(500))
+    refused = _batch(org_a, session["id"], [{"kind": "log"}] * 501)
+    assert refused.status_code == 400 and refused.json()["error"] == "events must be a list of 1 to 500 events"
+    assert _count(org_a, Event) == 500
+
+
+@pytest.mark.parametrize(
+    "events, index, message",
+    [
+        ([{"kind": "log"}, {"kind": "log"}, {"kind": "thought"}], 2, "events[2]: kind must be message|tool-call|spawn|log|status|control|commit"),
+        ([{"kind": "log"}, "log"], 1, "events[1]: an event must be a JSON object"),
+        ([{"kind": "log", "actor": 5}], 0, "events[0]: actor must be a string"),
+        ([{"kind": "log"}, {"kind": "log", "actor": "a" * 257}], 1, "events[1]: actor too long"),
+        ([{"kind": "log"}, {"kind": "message", "payload": "x" * (64 * 1024 - 1)}], 1, "events[1]: payload too large"),
+        ([{"kind": "control", "payload": {"command": "pause"}}, {"kind": "control", "payload": {"command": "dance"}}], 1, None),
+    ],
+)
+def test_an_invalid_event_refuses_the_whole_batch_with_400_naming_its_index(org_a, events, index, message):
+    session = new_session(org_a)
+    response = _batch(org_a, session["id"], events)
+    assert response.status_code == 400
+    body = response.json()
+    assert body["code"] == "invalid_request" and body["index"] == index
+    assert body["error"] == message if message else body["error"].startswith(f"events[{index}]: a control turn's payload is")
+    assert _count(org_a, Event) == 0 and _count(org_a, last_seq=0) == 1
+
+
+@pytest.mark.parametrize("events", [[], "x", {"kind": "log"}, None])
+def test_a_batch_that_is_not_a_list_of_1_to_500_is_400(org_a, events):
+    session = new_session(org_a)
+    response = _batch(org_a, session["id"], events)
+    assert response.json() == {"status": 400, "code": "invalid_request", "error": "events must be a list of 1 to 500 events"}
+    assert _count(org_a, Event) == 0
+
+
+def test_a_credential_in_any_event_refuses_the_batch_with_422_naming_each_index(org_a):
+    session = new_session(org_a)
+    token = "ghp_" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5"
+    response = _batch(org_a, session["id"], [
+        {"kind": "log", "payload": {"text": "fine"}},
+        {"kind": "message", "payload": {"text": f"push with {token}"}},
+        {"kind": "log", "payload": "clean"},
+        {"kind": "tool-call", "payload": {"env": f"GITHUB_TOKEN={token}"}},
+    ])
+    assert response.status_code == 422
+    body = response.json()
+    assert body["code"] == "secret_in_transcript" and "Nothing was stored" in body["error"]
+    assert [f["index"] for f in body["findings"]] == [1, 3]
+    assert all(token not in f["preview"] for f in body["findings"])
+    assert _count(org_a, Event) == 0 and _count(org_a, last_seq=0) == 1
+    single = post(org_a.client, f"{BASE}/{session['id']}/events", {"kind": "message", "payload": {"text": token}})
+    assert single.status_code == 422 and "index" not in single.json()["findings"][0]
+
+
+def test_a_batch_to_another_orgs_session_is_404_and_stores_nothing(org_a, org_b):
+    session = new_session(org_b)
+    response = _batch(org_a, session["id"], [{"kind": "log"}])
+    assert response.status_code == 404
+    assert _count(org_b, Event) == 0 and _count(org_a, Event) == 0

@@ -61,6 +61,87 @@ def test_64_concurrent_appends_get_seq_1_to_64(org_a):
     _assert_dense(org_a.slug, [session.id], 64)
 
 
+
+def test_concurrent_single_and_batch_appends_keep_seq_dense_and_each_batch_contiguous(org_a):
+    with org_a.context():
+        session = services.session_create(agent="racer", actor="t")
+    errors: list[BaseException] = []
+    batches: list[list[int]] = []
+    barrier = threading.Barrier(16)
+
+    def work(n: int) -> None:
+        try:
+            barrier.wait()
+            with stores.org_context(org_a.slug):
+                if n % 2:
+                    for i in range(4):
+                        services.session_append_event(session_id=session.id, kind="log", payload={"n": n, "i": i}, actor="t")
+                else:
+                    stored = services.session_append_events(
+                        session_id=session.id, events=[{"kind": "log", "payload": {"n": n, "i": i}, "actor": "t"} for i in range(10)]
+                    )
+                    batches.append([e.seq for e in stored])
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    total = 8 * 4 + 8 * 10
+    _assert_dense(org_a.slug, [session.id], total)
+    assert len(batches) == 8
+    for seqs in batches:  # no single append landed inside a batch
+        assert seqs == list(range(seqs[0], seqs[0] + 10))
+    with stores.org_context(org_a.slug):
+        for seqs in batches:
+            rows = list(Event.objects.filter(session_id=session.id, seq__in=seqs).order_by("seq").values_list("payload", flat=True))
+            assert [int(r.split('"i":')[1].rstrip("}")) for r in rows] == list(range(10))
+
+
+def test_a_batch_publishes_one_frame_after_commit_and_nothing_when_refused(org_a):
+    bus = get_bus()
+    seen: list[dict] = []
+
+    async def listen():
+        subscription = await bus.subscribe(org_a.slug)
+        try:
+            with stores.org_context(org_a.slug):
+                session = await asyncio.to_thread(_make_and_refuse_then_append, org_a.slug)
+            while True:
+                frame = await subscription.get(5)
+                if frame is None:
+                    return session
+                seen.append(frame)
+                if frame["kind"] == "events":
+                    return session
+        finally:
+            subscription.close()
+
+    session_id = asyncio.run(listen())
+    batch = [f for f in seen if f["kind"] == "events"]
+    assert len(batch) == 1 and [f["data"]["event"]["seq"] for f in batch[0]["frames"]] == [1, 2, 3]
+    assert [f["position"] for f in batch[0]["frames"]] == [1, 2, 3] and batch[0]["position"] == 3
+    assert all(f["data"]["event"]["sessionId"] == session_id for f in batch[0]["frames"])
+    assert not [f for f in seen if f["kind"] == "event"]  # the refused batch published nothing
+
+
+def _make_and_refuse_then_append(slug: str) -> str:
+    try:
+        with stores.org_context(slug):
+            session = services.session_create(agent="pub", actor="t")
+            with pytest.raises(InvalidRequest):
+                services.session_append_events(session_id=session.id, events=[{"kind": "log"}, {"kind": "nope"}])
+            services.session_append_events(session_id=session.id, events=[{"kind": "log", "payload": n, "actor": "t"} for n in range(3)])
+            return session.id
+    finally:
+        connections.close_all()
+
+
 APPENDER = textwrap.dedent(
     """
     import sys, threading, time, django

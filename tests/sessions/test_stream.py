@@ -348,3 +348,27 @@ def test_a_narrowed_stream_pings_on_time_while_other_flows_keep_it_busy(org_a, s
     assert chunks[0] == ": stream open\n\n"
     assert ": ping\n\n" in chunks[1:-1]  # pinged while the 50 filtered frames were drained
     assert f'"id":"{mine.id}"' in chunks[-1] and all(busy.id not in c for c in chunks)
+
+
+def test_the_stream_delivers_every_event_of_a_batch_in_order_and_resumes_inside_it(live_servers, make_org):
+    # A buffer of 8 frames and no store catch-up: the 50 events can only arrive live, as the one
+    # bus frame of their batch (50 separate frames would overflow the buffer and drop the stream).
+    server = live_servers({"AGENTS_SSE_BUFFER_FRAMES": "8", "AGENTS_SSE_CATCHUP_SECONDS": "60"})
+    org = make_org("batch")
+    session = _api(server, org, "POST", "", {"agent": "coder"})
+    stream = open_stream(server.url, org.key)
+    try:
+        assert stream.next_frame().comment == "stream open"
+        stored = _api(server, org, "POST", f"/{session['id']}/events", {"events": [{"kind": "log", "payload": {"n": n}} for n in range(50)]})
+        frames = stream.collect(events=50)
+    finally:
+        stream.close()
+    views = _store_views(org)
+    assert [(f.event, f.id) for f in frames] == [("event", p) for p in range(1, 51)]
+    assert [f.data for f in frames] == [{"event": e} for e in stored["events"]] == [{"event": views[p]} for p in range(1, 51)]
+    resumed = open_stream(server.url, org.key, headers={"Last-Event-ID": "20"})
+    try:
+        replayed = resumed.collect(events=30)
+    finally:
+        resumed.close()
+    assert [f.id for f in replayed] == list(range(21, 51))

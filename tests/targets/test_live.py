@@ -85,3 +85,62 @@ def test_redis_carries_an_offer_made_in_another_process_to_a_claim_waiting_in_da
             offer(org_a, target_id, run_id="run_redis")
             r = waiting.result(timeout=10)  # far inside the 60 s window: woken, not timed out
     assert r.status_code == 200 and r.json()["runId"] == "run_redis"
+
+
+def _threads(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as handle:
+        return next(int(line.split()[1]) for line in handle if line.startswith("Threads:"))
+
+
+def test_200_waiting_claims_hold_no_thread_each(org_a):
+    """A waiting claim is an awaitable on the channel layer: 200 of them leave the thread count small."""
+    import asyncio
+    import secrets
+
+    from django.utils import timezone
+
+    from targets.keys import CLAIM_KEY_PREFIX, hash_claim_key
+    from targets.models import ClaimKey, Target
+
+    n = 200
+    now = timezone.now()
+    machines = [(f"tgt_{i:032x}", CLAIM_KEY_PREFIX + secrets.token_hex(32)) for i in range(n)]
+    with org_a.context():
+        Target.objects.bulk_create([Target(id=t, owner=org_a.user.username, label=f"m{i}", created_at=now, updated_at=now) for i, (t, _) in enumerate(machines)])
+        ClaimKey.objects.bulk_create([ClaimKey(target_id=t, key_hash=hash_claim_key(k), updated_at=now) for t, k in machines])
+
+    def stamped() -> int:
+        with org_a.context():
+            return ClaimKey.objects.filter(serving_at__isnull=False).count()
+
+    async def run(server) -> tuple[int, int, list[int]]:
+        pid = server.proc.pid
+        limits = httpx.Limits(max_connections=n + 10, max_keepalive_connections=n + 10)
+        async with httpx.AsyncClient(base_url=server.url, timeout=120, limits=limits) as client:
+            auth = {"Authorization": f"Bearer {org_a.key}"}
+            assert (await client.get("/v1/agents/targets", headers=auth)).status_code == 200
+            idle = _threads(pid)
+            claims = [
+                asyncio.create_task(client.post(f"/v1/agents/targets/{t}/claim", headers={**auth, "X-Target-Key": k}))
+                for t, k in machines
+            ]
+            while await asyncio.to_thread(stamped) < n:  # every claim passed its proofs and is waiting
+                done = [c for c in claims if c.done()]
+                assert not done, done[0].result().text
+                await asyncio.wait(claims, timeout=0.2)
+            samples = []
+            for _ in range(10):  # the claims keep waiting while the count is read
+                samples.append(_threads(pid))
+                finished, _ = await asyncio.wait(claims, timeout=0.1)
+                assert not finished
+            await asyncio.to_thread(offer, org_a, machines[7][0], "run_threads")
+            answered = await claims[7]
+            for task in claims:
+                task.cancel()
+            await asyncio.gather(*claims, return_exceptions=True)
+            return idle, answered.status_code, samples
+
+    with daphne(AGENTS_CLAIM_WAIT_SECONDS=90) as server:
+        idle, status, samples = asyncio.run(run(server))
+    assert status == 200  # the waiting claims were live: an offer woke its claim at once
+    assert max(samples) <= idle + 8, (idle, samples)  # not one thread per claim: 200 claims, a few shared threads

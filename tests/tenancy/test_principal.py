@@ -160,3 +160,54 @@ def test_gateway_jwt_org_admin_claim_is_true_only_when_it_says_true(db, jwt_key,
     request = RequestFactory().get("/v1/agents", HTTP_AUTHORIZATION=f"Bearer {_token(jwt_key, **claims)}")
     principal = resolve_principal(request)
     assert principal.org_slug == "jwt-org" and principal.is_org_admin is is_admin
+
+
+def test_an_api_key_is_resolved_in_one_query_and_written_at_most_once_a_minute(org_a):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    from django.utils import timezone
+
+    from django.test import RequestFactory
+
+    from tenancy.principal import resolve_principal
+
+    request = RequestFactory().get("/v1/agents", HTTP_AUTHORIZATION=f"Bearer {org_a.key}")
+    ApiKey.objects.filter(org=org_a.org).update(last_used_at=None)
+    with CaptureQueriesContext(connection) as first:
+        principal = resolve_principal(request)
+    assert principal.org_slug == org_a.slug and principal.is_org_admin is True
+    assert len(first.captured_queries) == 2  # the read, then the first last_used_at stamp
+    stamped = ApiKey.objects.get(org=org_a.org).last_used_at
+    assert stamped is not None and (timezone.now() - stamped).total_seconds() < 60
+    with CaptureQueriesContext(connection) as again:
+        assert resolve_principal(request) == principal
+    assert len(again.captured_queries) == 1 and again.captured_queries[0]["sql"].lstrip().upper().startswith("SELECT")
+
+
+def test_a_removed_membership_refuses_the_key_on_the_next_request(org_a):
+    from tenancy.models import Membership
+
+    assert org_a.client.get("/v1/agents").status_code == 200
+    Membership.objects.filter(user=org_a.user, org=org_a.org).delete()
+    _forbidden(org_a.client.get("/v1/agents"), "the API key's user is no longer a member of its org")
+
+
+def test_revocation_takes_effect_on_the_next_request_in_every_process(org_a, transactional_db):
+    """Two daphne processes serve the same key; a revocation made here refuses it in both at once."""
+    import httpx
+
+    from tests.support.live import LiveServer
+
+    servers = [LiveServer().start(), LiveServer().start()]
+    try:
+        headers = {"Authorization": f"Bearer {org_a.key}"}
+        for server in servers:
+            for _ in range(3):  # warm: any per-process state the resolution keeps is now filled
+                assert httpx.get(server.url + "/v1/agents", headers=headers, timeout=30).status_code == 200
+        api_key_revoke(org=org_a.org, key_id=ApiKey.objects.get(org=org_a.org).pk)
+        for server in servers:
+            refused = httpx.get(server.url + "/v1/agents", headers=headers, timeout=30)
+            assert refused.status_code == 403 and refused.json()["error"] == "the API key is unknown or revoked"
+    finally:
+        for server in servers:
+            server.stop()
