@@ -10,7 +10,7 @@ Redis. To make a test file join, add one line to it:
 (or decorate single tests). Such a test must hold on either store; `store_kind` tells it which
 one it runs on, for the rare assertion that names the store itself (a file, a database). The
 servers default to 127.0.0.1:5432 and :6379 (`AGENTS_TEST_POSTGRES_URL`, `AGENTS_TEST_REDIS_URL`);
-helpers that read what the engine holds: tests/support/queue.py (the task queue, either broker),
+helpers that read what the engine holds: tests/support/task_queue.py (the task queue, either broker),
 tests/support/stored.py (a store's bytes or rows).
 """
 

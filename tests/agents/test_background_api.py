@@ -16,7 +16,7 @@ from agents.models import Run
 from agents_site.vocabulary import RunStatus, SessionStatus
 from sessions.models import Event, Session
 from tests.agents.conftest import debits, fund, make_agent, stored_runs
-from tests.support.queue import TaskQueue, task_queue  # noqa: F401  (fixture)
+from tests.support.task_queue import TaskQueue, task_queue  # noqa: F401  (fixture)
 from tests.support.upstream import Reply
 
 pytestmark = pytest.mark.both_stores

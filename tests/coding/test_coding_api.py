@@ -7,7 +7,7 @@ import pytest
 from agents.models import Run
 from coding.models import CodingRun
 from tests.coding.conftest import fund, register, start
-from tests.support.queue import task_queue  # noqa: F401  (fixture)
+from tests.support.task_queue import task_queue  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.both_stores
 

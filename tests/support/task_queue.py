@@ -2,7 +2,7 @@
 
 On SQLite the queue is django-q2's ORM broker (`OrmQ` rows, rolled back with the test); in the
 PostgreSQL + Redis pass it is a Redis list that outlives a test, so the `task_queue` fixture
-empties it first. Import the fixture into a test module: `from tests.support.queue import task_queue`.
+empties it first. Import the fixture into a test module: `from tests.support.task_queue import task_queue`.
 """
 
 from __future__ import annotations
