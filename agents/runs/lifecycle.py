@@ -11,14 +11,15 @@ executable here (409 `agent_external`) → input ≤ 128 KiB (400) → no creden
 (409s) → inference configured (503, unless a machine infers) → then ONE serialised org-store
 transaction: the key bound, the balance gate (402 `insufficient_balance` / 503
 `balance_unavailable`: balance − the fees runs in flight hold ≥ this run's fee), the run row
-(`queued` or `running`, its `kind` and the `fee_cents` it holds) and its session opened, and
+(`queued` or `running`, its `kind` and the `fee_cents` it holds, inserted once with the id of
+its session, opened just before it), and
 the caller's own writes (`within`: an offer, a task record). Nothing is written when any check
 refuses.
 
-`run_finish` records the outcome with one conditional UPDATE (two finishers never both win),
-sets the `agent.run` span's attributes, appends the session's summary `log` event, ends the
-session `done`/`error`, and debits an `ok` run once — the fee it held, for the model that
-answered. It is the only code that closes a run's session or debits a run.
+`run_finish` records the outcome with one conditional UPDATE (two finishers never both win)
+and, in the same transaction, appends the session's summary `log` event and ends the session
+`done`/`error`; once that commits it sets the `agent.run` span's attributes and debits an `ok`
+run once — the fee it held, for the model that answered. It is the only code that closes a run's session or debits a run.
 """
 
 from __future__ import annotations
@@ -247,10 +248,9 @@ def _record(*, kind, agent, name, model, text, actor, request_id, key, digest, i
                 earlier.replayed = True
                 return earlier
         balance_authorize(org_slug=org_slug, actor=actor, fee_cents=fee, held_cents=fees_held() if fee else 0)
-        run.save(force_insert=True)
+        # The session first, so the run row is inserted once with its session id (one write, not two).
         run.session_id = _session_open(run, title=title, parent_session_id=parent_session_id, fields=session_fields)
-        if run.session_id:
-            Run.objects.filter(pk=run.pk).update(session_id=run.session_id)
+        run.save(force_insert=True)
         if within is not None:
             within(run)
     run.replayed = False
@@ -262,10 +262,8 @@ def _record_refused(*, kind, agent, name, model, text, actor, request_id, title,
     run = _new_row(run_id=mint_id("run"), kind=kind, agent=agent, name=name, model=model, text=text, actor=actor,
                    request_id=request_id, status=RunStatus.QUEUED, fee=0)
     with stores.org_atomic():
-        run.save(force_insert=True)
         run.session_id = _session_open(run, title=title, parent_session_id="", fields=session_fields)
-        if run.session_id:
-            Run.objects.filter(pk=run.pk).update(session_id=run.session_id)
+        run.save(force_insert=True)
     run_finish(run_id=run.id, outcome=Outcome.failed(f"not started: {error.message}", model=run.model))
     run.refresh_from_db()
     run.replayed = False
@@ -333,12 +331,13 @@ def run_finish(
     One conditional UPDATE records status, output or error, model, attempts, tokens, tool
     calls, duration (the outcome's, else since the run started; 0 if it never started) and
     `finished_at`; a run
-    already finished (or not in `from_statuses`) is left alone and None is returned. Once the
-    row commits (with the caller's transaction, if any): the `agent.run` span gets the
-    outcome (`span`, else a new span with `span_attributes`), the session gets the one summary
-    `log` event and ends `done`/`error` (through the run's `RunSession` when the executor
-    holds one, closing its inbox; `summary` adds fields to that event, e.g. a coding run's
-    branch), and an `ok` run is debited its `fee_cents` once, for the model that answered.
+    already finished (or not in `from_statuses`) is left alone and None is returned. In the
+    same transaction the session gets the one summary `log` event and ends `done`/`error`
+    (through the run's `RunSession` when the executor holds one, closing its inbox; `summary`
+    adds fields to that event, e.g. a coding run's branch). Once the row commits (with the
+    caller's transaction, if any): the `agent.run` span gets the outcome (`span`, else a new
+    span with `span_attributes`), and an `ok` run is debited its `fee_cents` once, for the
+    model that answered.
     `within(run)`, the caller's writes that must commit with the finish (a conversation round's
     reply and the release of its conversation), runs in a savepoint of the same transaction,
     only when this call finished the run; what it raises is logged and never undoes the finish.
@@ -381,8 +380,11 @@ def run_finish(
                     within(run)
             except Exception:
                 logger.exception("run %s: the writes committed with its finish failed", run_id)
-        transaction.on_commit(lambda: _after_finish(run, org_slug=org_slug, session=session, span=span,
-                                                    span_attributes=span_attributes, summary=summary), using=alias, robust=True)
+        # The session's summary and its end commit with the outcome: one transaction, not three
+        # (each session write is its own savepoint and never undoes the finish).
+        _close_session(run, session=session, extra=summary)
+        transaction.on_commit(lambda: _after_finish(run, org_slug=org_slug, span=span, span_attributes=span_attributes),
+                              using=alias, robust=True)
     return run
 
 
@@ -391,11 +393,9 @@ def _close_inbox_only(session: RunSession | None) -> None:
         session.release()
 
 
-def _after_finish(run: Run, *, org_slug: str, session: RunSession | None, span, span_attributes: dict | None,
-                  summary: dict | None = None) -> None:
-    """Span, summary event, session end and debit of a finished run (its row is committed)."""
+def _after_finish(run: Run, *, org_slug: str, span, span_attributes: dict | None) -> None:
+    """Span and debit of a finished run (its row, summary and session end are committed)."""
     _trace(run, org_slug=org_slug, span=span, extra=span_attributes)
-    _close_session(run, session=session, extra=summary)
     if run.status == RunStatus.OK and run.fee_cents:
         run_charge(org_slug=org_slug, run_id=run.id, cents=run.fee_cents, model=run.model, actor=run.actor, request_id=run.request_id)
 
