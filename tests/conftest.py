@@ -12,6 +12,11 @@ one it runs on, for the rare assertion that names the store itself (a file, a da
 servers default to 127.0.0.1:5432 and :6379 (`AGENTS_TEST_POSTGRES_URL`, `AGENTS_TEST_REDIS_URL`);
 helpers that read what the engine holds: tests/support/task_queue.py (the task queue, either broker),
 tests/support/stored.py (a store's bytes or rows).
+
+Left out of the PostgreSQL pass on purpose: tests that race several request threads inside the
+test process itself (tests/chat/test_multitask.py) — on PostgreSQL every such thread holds a
+pooled connection for its whole request, so they measure the test process's pool, not the
+behaviour (the same races are held on SQLite, and over HTTP by the live tests).
 """
 
 from __future__ import annotations

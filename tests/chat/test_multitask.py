@@ -15,7 +15,7 @@ from chat.models import Conversation
 from tests.chat.conftest import chat, fund, stored, user, wait_until
 from tests.support.upstream import Reply
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_stores]
+pytestmark = pytest.mark.django_db(transaction=True)  # threads in one process: not in the PostgreSQL pass (see tests/conftest.py)
 
 
 def _in_thread(org, body: dict) -> tuple[threading.Thread, dict]:
