@@ -7,6 +7,7 @@ daphne runs it); `tests/targets/test_live.py` repeats the essentials against rea
 from __future__ import annotations
 
 import asyncio
+import os
 
 import pytest
 from asgiref.sync import sync_to_async as _sync_to_async
@@ -15,6 +16,8 @@ from django.test import AsyncClient
 from targets import mailbox, wake
 from targets.models import RoutedRun
 from tests.targets.conftest import offer, post
+
+GATHERED_WITHIN = 60  # seconds: a hang is a failure, never a stuck suite
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_stores]
 
@@ -110,12 +113,15 @@ async def test_two_concurrent_claimers_on_one_offer_exactly_one_wins(settings, o
     claims = [asyncio.ensure_future(aclaim(c, target_id, key)) for c in clients]
     await until_waiting(org_a, target_id, claims, n=2)
     await sync_to_async(offer)(org_a, target_id, run_id="run_once")
-    answers = await asyncio.gather(*claims)
+    answers = await asyncio.wait_for(asyncio.gather(*claims), GATHERED_WITHIN)
     assert sorted(r.status_code for r in answers) == [200, 204]
     assert [r.json()["runId"] for r in answers if r.status_code == 200] == ["run_once"]
     assert await sync_to_async(lambda: _state(org_a, "run_once"))() == "claimed"
 
 
+@pytest.mark.skipif(os.environ.get("AGENTS_TEST_STORES") == "postgres",
+                    reason="eight claims in the test process outnumber its PostgreSQL pool (4): the pass measured the "
+                           "pool, not the claim; the live two-process tests hold claims on PostgreSQL")
 async def test_many_concurrent_claimers_on_many_offers_win_each_offer_once(settings, org_a, machine):
     settings.AGENTS_CLAIM_WAIT_SECONDS = SHORT_WAIT
     target_id, key = machine
@@ -124,7 +130,7 @@ async def test_many_concurrent_claimers_on_many_offers_win_each_offer_once(setti
     await until_waiting(org_a, target_id, claims, n=8)
     for i in range(5):
         await sync_to_async(offer)(org_a, target_id, run_id=f"run_{i}", session_id=f"s_{i}")
-    answers = await asyncio.gather(*claims)
+    answers = await asyncio.wait_for(asyncio.gather(*claims), GATHERED_WITHIN)
     won = sorted(r.json()["runId"] for r in answers if r.status_code == 200)
     assert won == [f"run_{i}" for i in range(5)]
     assert sorted(r.status_code for r in answers) == [200] * 5 + [204] * 3
