@@ -20,7 +20,7 @@ from agents.streaming import run_stream
 from agents.schemas import ActivityOut, BillingOut, MetricsOut, RunAcceptedOut, RunIn, RunListOut, RunOut
 from agents_site.errors import InvalidRequest
 from agents_site.schemas import ErrorOut, word_param
-from agents_site.vocabulary import MetricsRange, RunKind, RunStatus
+from agents_site.vocabulary import MetricsRange, ReplyFrame, RunKind, RunStatus
 from agents_site.wire import compact
 from agents_site.pagination import cursor_param, limit_param
 from billing.selectors import LEDGER_DEFAULT_LIMIT, LEDGER_MAX_LIMIT, billing_summary
@@ -143,11 +143,11 @@ _TEXT = {"type": "string"}
 _STREAM_FRAME = {
     "description": _STREAM_DOC,
     "oneOf": [
-        _frame_schema("delta", {"type": "object", "required": ["text"], "properties": {"text": _TEXT}}),
-        _frame_schema("tool", {"type": "object", "required": ["name", "args"],
+        _frame_schema(ReplyFrame.DELTA, {"type": "object", "required": ["text"], "properties": {"text": _TEXT}}),
+        _frame_schema(ReplyFrame.TOOL, {"type": "object", "required": ["name", "args"],
                                "properties": {"name": _TEXT, "args": {"type": "object"}, "result": _TEXT, "error": _TEXT}}),
-        _frame_schema("run", {"$ref": "#/components/schemas/RunOut"}),
-        _frame_schema("error", {"$ref": "#/components/schemas/ErrorOut"}),
+        _frame_schema(ReplyFrame.RUN, {"$ref": "#/components/schemas/RunOut"}),
+        _frame_schema(ReplyFrame.ERROR, {"$ref": "#/components/schemas/ErrorOut"}),
     ],
 }
 _RUN_RESPONSES[200]["content"] = {"text/event-stream": {"schema": _STREAM_FRAME}}
@@ -224,12 +224,12 @@ def _streamed(request, agent, payload: RunIn, principal):
         idempotency_key=request.headers.get("Idempotency-Key", ""),
     )
     if run.replayed:  # the recorded run again, as the stream's one final frame
-        response = run_stream(org=principal.org_slug, work=lambda listener: ("run", run_view(run)))
+        response = run_stream(org=principal.org_slug, work=lambda listener: (ReplyFrame.RUN, run_view(run)))
         response["Idempotent-Replayed"] = "true"
         return response
 
     def work(listener):
-        return "run", run_view(run_execute_opened(run=run, agent=agent, listener=listener))
+        return ReplyFrame.RUN, run_view(run_execute_opened(run=run, agent=agent, listener=listener))
 
     return run_stream(org=principal.org_slug, work=work)
 

@@ -33,7 +33,7 @@ from django.db import close_old_connections
 from django.http import StreamingHttpResponse
 
 from agents.execution.loop import RunListener
-from agents_site.vocabulary import ErrorCode
+from agents_site.vocabulary import ErrorCode, ReplyFrame
 from tenancy import stores
 
 logger = logging.getLogger(__name__)
@@ -94,19 +94,19 @@ class QueueListener(RunListener):
 
     def delta(self, text: str) -> None:
         """Queue `event: delta` `{"text"}`."""
-        self.put("delta", {"text": text})
+        self.put(ReplyFrame.DELTA, {"text": text})
         if self._also:
             self._also.delta(text)
 
     def tool(self, action: dict) -> None:
         """Queue `event: tool` with the action."""
-        self.put("tool", action)
+        self.put(ReplyFrame.TOOL, action)
         if self._also:
             self._also.tool(action)
 
     def ops(self, ops: list[dict]) -> None:
         """Queue `event: ops` `{"ops"}`."""
-        self.put("ops", {"ops": ops})
+        self.put(ReplyFrame.OPS, {"ops": ops})
         if self._also:
             self._also.ops(ops)
 
@@ -141,7 +141,7 @@ def run_stream(
                 final = work(listener)
         except Exception:
             logger.exception("a streamed run failed in its worker thread")
-            final = ("error", {"status": 500, "code": ErrorCode.INTERNAL, "error": "internal error"})
+            final = (ReplyFrame.ERROR, {"status": 500, "code": ErrorCode.INTERNAL, "error": "internal error"})
         finally:
             close_old_connections()
         channel.put((_FINAL, final))
@@ -162,7 +162,7 @@ def stream_response(body: AsyncIterator[str]) -> StreamingHttpResponse:
 
 async def _frames(*, channel: _Channel, frame, start) -> AsyncIterator[str]:
     if start is not None:
-        opening = frame("start", start)
+        opening = frame(ReplyFrame.START, start)
         if opening:
             yield opening
     queue = channel.attach(asyncio.get_running_loop())

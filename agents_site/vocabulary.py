@@ -132,6 +132,18 @@ class ControlCommand(models.TextChoices):
     MESSAGE = "message", "message"  # add a user turn before the next step
 
 
+class ReplyFrame(models.TextChoices):
+    """The kind of one frame of a streamed reply (`stream: true` on POST …/{ref}/run and POST /v1/agents/chat)."""
+
+    START = "start", "start"  # first: the run's ids (runId, sessionId, conversationId) so a client can stop it
+    DELTA = "delta", "delta"  # a piece of the reply as it is written (masked)
+    TOOL = "tool", "tool"  # a tool call executed on the server: {name, args, result|error}
+    OPS = "ops", "ops"  # tool calls handed back for the client to run: {"ops": [{name, args}]}
+    RUN = "run", "run"  # last, on POST …/run: the recorded run
+    CHAT = "chat", "chat"  # last, on POST /v1/agents/chat: the round's 200 body plus the run
+    ERROR = "error", "error"  # last, when the round failed or the worker did: the error body
+
+
 class StreamFrameKind(models.TextChoices):
     """The kind of one frame of the live session stream (spec 003: GET …/sessions/stream)."""
 

@@ -16,7 +16,7 @@ from agents.presenters import run_view
 from agents.streaming import run_stream
 from agents_site.pagination import cursor_param, limit_param
 from agents_site.schemas import ErrorOut
-from agents_site.vocabulary import RunStatus
+from agents_site.vocabulary import ReplyFrame, RunStatus
 from chat import rounds, selectors, services
 from chat.errors import RoundFailed
 from chat.presenters import conversation_detail_view, conversation_view, preset_view
@@ -81,8 +81,8 @@ def chat(request, payload: ChatIn):
         def work(listener):
             run = rounds.chat_round_execute(start, listener=listener)
             if run.status == RunStatus.OK:
-                return "chat", {**rounds.chat_round_body(start, run), "run": run_view(run)}
-            return "error", {**_failed(start, run).body(), "run": run_view(run)}
+                return ReplyFrame.CHAT, {**rounds.chat_round_body(start, run), "run": run_view(run)}
+            return ReplyFrame.ERROR, {**_failed(start, run).body(), "run": run_view(run)}
 
         opening = {"runId": start.run.id, "sessionId": start.run.session_id or None, "conversationId": start.conversation_id}
         return run_stream(org=principal.org_slug, work=work, start=opening)

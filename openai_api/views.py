@@ -22,7 +22,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from agents.streaming import QueueListener, render_frame, run_stream
 from agents_site.errors import ApiError, PayloadTooLarge
-from agents_site.vocabulary import ErrorCode, PrincipalVia, RunStatus
+from agents_site.vocabulary import ErrorCode, PrincipalVia, ReplyFrame, RunStatus
 from openai_api import selectors, services, wire
 from openai_api.errors import InvalidApiKey, RunFailed, error_object, error_response
 from tenancy.faults import store_fault
@@ -142,9 +142,6 @@ def chat_completions(request):
     return JsonResponse(wire.completion_body(run, model=started.model), headers=headers)
 
 
-_START = "start"
-
-
 def _stream(started: services.StartedCompletion, *, include_usage: bool, org: str):
     """Answer the started completion as OpenAI chunks: the role chunk, a content chunk per
     delta, the caller's tool calls, the final chunk with its finish reason, the usage chunk
@@ -157,14 +154,14 @@ def _stream(started: services.StartedCompletion, *, include_usage: bool, org: st
         return render_frame(None, wire.chunk_body(run_id=run.id, created=created, model=started.model, **fields))
 
     def frame(event, data) -> str | None:
-        if event == _START:
+        if event == ReplyFrame.START:
             return chunk(delta={"role": "assistant", "content": ""})
-        if event == "delta":
+        if event == ReplyFrame.DELTA:
             return chunk(delta={"content": data["text"]})
-        if event == "ops":
+        if event == ReplyFrame.OPS:
             calls = [{"index": i, **call} for i, call in enumerate(wire.tool_calls(data["ops"]))]
             return chunk(delta={"tool_calls": calls})
-        if event == "run":
+        if event == ReplyFrame.RUN:
             finished = data
             if finished.status != RunStatus.OK:
                 failed = RunFailed(finished.error, run_id=finished.id, session_id=finished.session_id or "")
@@ -173,12 +170,12 @@ def _stream(started: services.StartedCompletion, *, include_usage: bool, org: st
             if include_usage:
                 out += chunk(usage=wire.usage_body(finished))
             return out + render_frame(None, "[DONE]")
-        if event == "error":  # the worker failed outside the run's own record
+        if event == ReplyFrame.ERROR:  # the worker failed outside the run's own record
             return render_frame(None, error_object(InternalError(data.get("error") or None))) + render_frame(None, "[DONE]")
         return None  # server-side tool actions are in the run's session, not in OpenAI's wire format
 
     def work(listener: QueueListener):
-        listener.put(_START, None)
-        return "run", services.completion_execute(started, listener=listener)
+        listener.put(ReplyFrame.START, None)
+        return ReplyFrame.RUN, services.completion_execute(started, listener=listener)
 
     return run_stream(org=org, work=work, frame=frame)
