@@ -11,6 +11,13 @@ sync steps are short store reads, so they run on `AGENTS_SHARED_REQUEST_THREADS`
 single-thread executors taken in turn: every sync step of one request still runs on one
 thread, in order (Django's connections are per request, not per thread), and a waiting claim
 or an idle stream holds no thread at all.
+
+Every other request gets a thread of its own as Django gives it, but the thread is reused:
+Django starts a new thread for each request and joins it at the end (about a tenth of a
+single event append's CPU). Here a request takes an idle single-thread executor from
+`ExecutorPool` (or a new one), uses it alone, and hands it back at its end; one still running
+work the request abandoned (a client gone mid-run) is not handed back but retired, so no later
+request ever queues behind another's work.
 """
 
 import itertools
@@ -33,6 +40,67 @@ from django.conf import settings  # noqa: E402
 SHARED_THREAD_PATHS = re.compile(r"^/v1/agents/(targets/[^/]+/claim|sessions/stream)/?$")
 
 
+class _CountingExecutor(ThreadPoolExecutor):
+    """One thread; counts the calls submitted and not yet finished (`busy`)."""
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=1, thread_name_prefix="agents-request")
+        self._busy = 0
+        self._busy_lock = threading.Lock()
+
+    def submit(self, fn, /, *args, **kwargs):
+        """Run `fn(*args, **kwargs)` on this executor's thread; return its future."""
+        with self._busy_lock:
+            self._busy += 1
+        try:
+            future = super().submit(fn, *args, **kwargs)
+        except BaseException:
+            self._done(None)
+            raise
+        future.add_done_callback(self._done)
+        return future
+
+    def _done(self, _future) -> None:
+        with self._busy_lock:
+            self._busy -= 1
+
+    @property
+    def busy(self) -> bool:
+        """Return True while a submitted call has not finished."""
+        with self._busy_lock:
+            return self._busy > 0
+
+
+class ExecutorPool:
+    """Idle single-thread executors for requests, each used by one request at a time.
+
+    `take()` → an idle executor or a new one; `give(executor)` keeps it for the next request
+    unless it is still busy (work a cancelled request left running) or `idle_max` are already
+    idle — then it is shut down without waiting (its thread ends after its last call).
+    """
+
+    def __init__(self, idle_max: int) -> None:
+        self.idle_max = idle_max
+        self._idle: list[_CountingExecutor] = []
+        self._lock = threading.Lock()
+
+    def take(self) -> _CountingExecutor:
+        """Return an idle executor, or a new one."""
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return _CountingExecutor()
+
+    def give(self, executor: _CountingExecutor) -> None:
+        """Keep `executor` for the next request, or retire it (busy, or the pool is full)."""
+        if not executor.busy:
+            with self._lock:
+                if len(self._idle) < self.idle_max:
+                    self._idle.append(executor)
+                    return
+        executor.shutdown(wait=False)
+
+
 class AgentsASGIHandler(ASGIHandler):
     """Django's ASGI handler; requests to `SHARED_THREAD_PATHS` run their sync steps on shared threads."""
 
@@ -42,18 +110,28 @@ class AgentsASGIHandler(ASGIHandler):
         self._executors = [ThreadPoolExecutor(max_workers=1, thread_name_prefix="agents-shared") for _ in range(size)]
         self._turn = itertools.cycle(range(size))
         self._turn_lock = threading.Lock()
+        self._request_executors = ExecutorPool(max(0, int(getattr(settings, "AGENTS_IDLE_REQUEST_THREADS", 16))))
 
     def _shared_executor(self) -> ThreadPoolExecutor:
         with self._turn_lock:
             return self._executors[next(self._turn)]
 
     async def __call__(self, scope, receive, send):
-        """Serve one HTTP request; a long-waiting route's sync steps go to a shared executor."""
-        if scope["type"] == "http" and SHARED_THREAD_PATHS.match(scope.get("path", "")):
+        """Serve one HTTP request; a long-waiting route's sync steps go to a shared executor,
+        every other request's to an executor of its own taken from the pool."""
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+            return
+        if SHARED_THREAD_PATHS.match(scope.get("path", "")):
             async with ThreadSensitiveContext(executor=self._shared_executor()):
                 await self.handle(scope, receive, send)
             return
-        await super().__call__(scope, receive, send)
+        executor = self._request_executors.take()
+        try:
+            async with ThreadSensitiveContext(executor=executor):
+                await self.handle(scope, receive, send)
+        finally:
+            self._request_executors.give(executor)
 
 
 django_asgi_app = AgentsASGIHandler()

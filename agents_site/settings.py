@@ -120,8 +120,15 @@ _default_sqlite = AGENTS_DATA_DIR / "default.db"
 if os.environ.get("DATABASE_URL"):
     DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=0)}
 else:
-    DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": str(_default_sqlite)}}
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES = {"default": {"ENGINE": "agents_site.db_backends.sqlite3", "NAME": str(_default_sqlite)}}
+# SQLite files (the default database and every org store) use Django's engine with the idle
+# connections kept for reuse in the process (agents_site/db_backends/sqlite3): a request still
+# hands its connections back at its end, but reopening one costs nothing.
+SQLITE_ENGINE = "agents_site.db_backends.sqlite3"
+AGENTS_SQLITE_IDLE_PER_FILE = max(0, _env_int("AGENTS_SQLITE_IDLE_PER_FILE", 8))
+AGENTS_SQLITE_IDLE_CONNECTIONS = max(0, _env_int("AGENTS_SQLITE_IDLE_CONNECTIONS", 64))
+if DATABASES["default"]["ENGINE"] in ("django.db.backends.sqlite3", SQLITE_ENGINE):
+    DATABASES["default"]["ENGINE"] = SQLITE_ENGINE
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {
             "transaction_mode": "IMMEDIATE",
@@ -310,6 +317,9 @@ AGENTS_CHAT_ENQUEUE_WAIT_SECONDS = _env_float("AGENTS_CHAT_ENQUEUE_WAIT_SECONDS"
 # Requests that mostly wait (the claim long-poll, the SSE stream) run their short sync steps on
 # this many shared worker threads instead of one thread each (agents_site/asgi.py).
 AGENTS_SHARED_REQUEST_THREADS = max(1, _env_int("AGENTS_SHARED_REQUEST_THREADS", 4))
+# Every other request runs its sync steps on a thread of its own, reused: this many idle
+# request threads are kept per process for the next requests (agents_site/asgi.py).
+AGENTS_IDLE_REQUEST_THREADS = max(0, _env_int("AGENTS_IDLE_REQUEST_THREADS", 16))
 # Run-targets: how long a machine's claim long-poll waits for work before answering 204 (seconds).
 AGENTS_CLAIM_WAIT_SECONDS = float(os.environ.get("AGENTS_CLAIM_WAIT_SECONDS", "25") or 25)
 # How long a machine may take over a routed run (seconds); a claimed run not reported

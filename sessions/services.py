@@ -15,7 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents_site.ids import mint_id
-from agents_site.errors import InvalidRequest
+from agents_site.errors import ApiError, InvalidRequest
 from agents_site.vocabulary import EventKind, SessionStatus
 from sessions import bus, fields
 from sessions.errors import SecretInTranscript, SessionFinished, SessionNotFound
@@ -235,14 +235,32 @@ def session_append_event(*, session_id: str, kind: str, payload, actor: str) -> 
     allocated in one transaction that also stamps the session's `updated_at`. Publishes an
     `event` frame after the commit.
     """
-    session_require(session_id=session_id)
-    kind = fields.clean_kind(kind)
-    if kind == EventKind.CONTROL:
-        fields.check_control_payload(payload)
-    text = fields.dump_payload(payload)
-    refuse_secrets(payload)
-    actor = fields.bounded(actor, fields.MAX_ACTOR, "actor")
+    with missing_session_first(session_id):
+        kind = fields.clean_kind(kind)
+        if kind == EventKind.CONTROL:
+            fields.check_control_payload(payload)
+        text = fields.dump_payload(payload)
+        refuse_secrets(payload)
+        actor = fields.bounded(actor, fields.MAX_ACTOR, "actor")
     return append_checked(session_id=session_id, kind=kind, payload_text=text, actor=actor)
+
+
+@contextlib.contextmanager
+def missing_session_first(session_id: str) -> Iterator[None]:
+    """Check an append's body inside; a refusal stands only when the session exists, else 404.
+
+    The reference's order (§2.3) puts 404 `SessionNotFound` before every check of the body.
+    The session is looked up only when a check inside fails: on the way to a stored turn, the
+    `UPDATE … RETURNING` that takes the seq already proves the session is in the org (and
+    answers 404 when it is not), so a good append costs no separate lookup.
+    """
+    if not session_id or len(session_id) > fields.MAX_ID:
+        raise SessionNotFound()
+    try:
+        yield
+    except ApiError:
+        session_require(session_id=session_id)
+        raise
 
 
 def _next_numbers(connection, *, session_id: str, now, count: int = 1) -> tuple[int, str, int] | None:
@@ -404,26 +422,26 @@ def session_append_events(*, session_id: str, events: list[dict]) -> list[Event]
     Nothing is stored when this raises. 404 `SessionNotFound` when the session is not in the
     org; 400 for an empty or over-long list.
     """
-    session_require(session_id=session_id)
-    if not isinstance(events, list) or not 1 <= len(events) <= MAX_BATCH_EVENTS:
-        raise InvalidRequest(BATCH_SIZE_MESSAGE)
-    turns: list[tuple[str, str, str]] = []
-    found_all: list = []  # scanner findings, for the 422 sentence
-    findings: list[dict] = []  # their wire form, each naming its event
-    for index, item in enumerate(events):
-        with at_index(index):
-            kind = fields.clean_kind(item.get("kind"))
-            payload = item.get("payload")
-            if kind == EventKind.CONTROL:
-                fields.check_control_payload(payload)
-            text = fields.dump_payload(payload)
-            found = scan_payload(payload)
-            actor = fields.bounded(item.get("actor"), fields.MAX_ACTOR, "actor")
-        found_all.extend(found)
-        findings.extend({**f.as_dict(), "index": index} for f in found)
-        turns.append((kind, text, actor))
-    if findings:
-        raise SecretInTranscript(rejection_message(found_all), findings=findings)
+    with missing_session_first(session_id):
+        if not isinstance(events, list) or not 1 <= len(events) <= MAX_BATCH_EVENTS:
+            raise InvalidRequest(BATCH_SIZE_MESSAGE)
+        turns: list[tuple[str, str, str]] = []
+        found_all: list = []  # scanner findings, for the 422 sentence
+        findings: list[dict] = []  # their wire form, each naming its event
+        for index, item in enumerate(events):
+            with at_index(index):
+                kind = fields.clean_kind(item.get("kind"))
+                payload = item.get("payload")
+                if kind == EventKind.CONTROL:
+                    fields.check_control_payload(payload)
+                text = fields.dump_payload(payload)
+                found = scan_payload(payload)
+                actor = fields.bounded(item.get("actor"), fields.MAX_ACTOR, "actor")
+            found_all.extend(found)
+            findings.extend({**f.as_dict(), "index": index} for f in found)
+            turns.append((kind, text, actor))
+        if findings:
+            raise SecretInTranscript(rejection_message(found_all), findings=findings)
     return _store(session_id=session_id, turns=turns)
 
 

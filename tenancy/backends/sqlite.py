@@ -49,7 +49,7 @@ def sqlite_settings(name: Path | str) -> dict:
     base = default_settings_copy()
     base.update(
         {
-            "ENGINE": "django.db.backends.sqlite3",
+            "ENGINE": settings.SQLITE_ENGINE,
             "NAME": str(name),
             "USER": "",
             "PASSWORD": "",

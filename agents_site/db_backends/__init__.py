@@ -1,0 +1,1 @@
+"""Django database engines of the platform's own (`DATABASES[...]["ENGINE"]`)."""
