@@ -76,14 +76,16 @@ class RunSession:
         except Exception:
             logger.warning("run session %s: executor inbox unavailable", session_id, exc_info=True)
         try:
-            from sessions.selectors import control_commands
+            from sessions.selectors import control_events_after
 
-            events, _ = control_commands(session_id=session_id, after=0)
+            events, _ = control_events_after(session_id=session_id, after=0)
             for event in events:
                 body = json.loads(event.payload or "{}")
                 session._backlog.append(
                     {"command": body.get("command"), "message": body.get("message"), "payload": body.get("payload"), "seq": event.seq}
                 )
+            if session._inbox is not None and events:
+                session._inbox.advance([event.seq for event in events])
         except Exception:
             logger.warning("run session %s: earlier commands unreadable", session_id, exc_info=True)
         return session

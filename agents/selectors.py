@@ -20,13 +20,10 @@ def agent_get(*, ref: str) -> Agent:
     ref = (ref or "").strip()
     if not ref or len(ref) > MAX_REF_LENGTH:
         raise NotFound("agent not found")
-    by_id = Agent.objects.filter(pk=ref).first()
-    if by_id is not None:
-        return by_id
-    by_name = Agent.objects.filter(name=ref).first()
-    if by_name is None:
+    found = list(Agent.objects.filter(Q(pk=ref) | Q(name=ref))[:2])  # one query; names are unique
+    if not found:
         raise NotFound("agent not found")
-    return by_name
+    return next((agent for agent in found if agent.pk == ref), found[0])
 
 
 def agent_list() -> list[Agent]:

@@ -46,8 +46,9 @@ def run_debit(*, org, run_id: str, cents: int, model: str, actor: str, request_i
                 actor=actor[:300],
                 request_id=request_id[:128],
             )
-            account_for(org=org)
-            Account.objects.filter(org=org).update(balance_cents=F("balance_cents") - cents)
+            if not Account.objects.filter(org=org).update(balance_cents=F("balance_cents") - cents):
+                account_for(org=org)  # the org's first money movement: open its account at 0
+                Account.objects.filter(org=org).update(balance_cents=F("balance_cents") - cents)
             return entry
     except IntegrityError:
         return None

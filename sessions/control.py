@@ -41,7 +41,7 @@ from sessions.bus import get_bus
 from sessions.errors import ForwardFailed, SessionFinished, SessionNotFound
 from sessions.models import Event, Session
 from sessions.presenters import event_view
-from sessions.selectors import control_commands, executor_channel, session_get
+from sessions.selectors import control_events_after, executor_channel, session_get
 from tenancy import stores
 
 logger = logging.getLogger(__name__)
@@ -198,15 +198,22 @@ class ExecutorInbox:
 
     @classmethod
     def open(cls, *, session_id: str) -> ExecutorInbox:
-        """Open the inbox of session `session_id` in the current org; raise `SessionNotFound`."""
+        """Open the inbox of session `session_id` in the current org; raise `SessionNotFound`.
+
+        Two statements' worth of work: the mailbox, then the UPDATE that records its channel
+        (and proves the session exists). The inbox's log cursor starts at 0: commands recorded
+        before are read once more and dropped by `seq` (`advance` moves the cursor past a
+        backlog its owner already read).
+        """
         org = stores.current_org()
         if org is None:
             raise stores.NoOrgSelected("an executor inbox is opened for an org")
-        session_get(session_id=session_id)
+        if not session_id or len(session_id) > fields.MAX_ID:
+            raise SessionNotFound()
         bus = get_bus()
         mailbox = bus.mailbox_open()
         recorded = f"{PROCESS_TAG}{_LOCAL_MARK}{mailbox.name}" if bus.process_local else mailbox.name
-        cursor = Session.objects.filter(pk=session_id).values_list("last_seq", flat=True).first() or 0
+        cursor = 0
         try:
             services.session_set_executor_channel(session_id=session_id, channel=recorded)
         except BaseException:
@@ -221,6 +228,16 @@ class ExecutorInbox:
         """Return the executor channel as recorded on the session (what senders read)."""
         return self._recorded
 
+    def advance(self, seqs) -> None:
+        """Mark control events `seqs` as already handed over (a backlog the owner read itself).
+
+        They are never queued again, and the durable log is read from past the highest of them.
+        """
+        with self._seen_lock:
+            self._seen.update(seqs)
+        with self._log_lock:
+            self._cursor = max([self._cursor, *seqs])
+
     def _queue_once(self, command: dict) -> None:
         with self._seen_lock:
             if command.get("seq") in self._seen:
@@ -233,7 +250,7 @@ class ExecutorInbox:
         with self._log_lock:
             try:
                 with stores.org_context(self.org):
-                    events, self._cursor = control_commands(session_id=self.session_id, after=self._cursor)
+                    events, self._cursor = control_events_after(session_id=self.session_id, after=self._cursor)
             except Exception:
                 logger.warning("executor inbox of %s could not read its control log", self.session_id, exc_info=True)
                 return

@@ -201,9 +201,18 @@ def control_commands(*, session_id: str, after: int | None) -> tuple[list[Event]
     the highest seq returned, or `after` when nothing is newer. Raises `SessionNotFound`.
     """
     session = session_get(session_id=session_id)
+    return control_events_after(session_id=session.id, after=after)
+
+
+def control_events_after(*, session_id: str, after: int | None) -> tuple[list[Event], int]:
+    """`control_commands` for a session known to exist (its own executor reading): one query, no 404.
+
+    Returns the `control` events with seq > `after` (oldest first, ≤200) and the next cursor;
+    an unknown session simply has none.
+    """
     cursor = max(after or 0, 0)
     events = list(
-        Event.objects.filter(session_id=session.id, kind=EventKind.CONTROL, seq__gt=cursor).order_by("seq")[:CONTROL_PAGE]
+        Event.objects.filter(session_id=session_id, kind=EventKind.CONTROL, seq__gt=cursor).order_by("seq")[:CONTROL_PAGE]
     )
     return events, (events[-1].seq if events else cursor)
 

@@ -348,7 +348,9 @@ def run_finish(
     ok = outcome.status == RunStatus.OK
     alias = stores.current_alias()
     with stores.org_atomic():
-        row = Run.objects.filter(pk=run_id).only("started_at", "created_at", "model").first()
+        # The whole row, locked (PostgreSQL; SQLite's BEGIN IMMEDIATE holds the file): it is
+        # returned finished below without a second read.
+        row = Run.objects.select_for_update().filter(pk=run_id).first()
         if row is None:
             _close_inbox_only(session)
             return None
@@ -373,7 +375,10 @@ def run_finish(
         if not Run.objects.filter(pk=run_id, status__in=from_statuses).update(**changes):
             _close_inbox_only(session)
             return None
-        run = Run.objects.get(pk=run_id)
+        # The conditional UPDATE won: the locked row is what was read plus `changes`.
+        run = row
+        for name, value in changes.items():
+            setattr(run, name, value)
         if within is not None:
             try:
                 with stores.org_atomic():

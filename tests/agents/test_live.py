@@ -91,7 +91,8 @@ def test_a_stop_posted_to_another_process_reaches_the_executing_run(make_org, up
         headers = {"Authorization": f"Bearer {org.key}"}
         client_a = httpx.Client(base_url=a.url, headers=headers, timeout=30)
         client_b = httpx.Client(base_url=b.url, headers=headers, timeout=30)
-        assert client_a.post("/v1/agents", json={"name": "far"}).status_code == 201
+        created = client_a.post("/v1/agents", json={"name": "far"})
+        assert created.status_code == 201, created.text
         slow = threading.Event()
         upstream.script(Reply(hold=slow, content="too late"))
         result: dict = {}

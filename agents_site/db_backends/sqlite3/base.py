@@ -20,8 +20,9 @@ What keeps a reused connection as good as a new one:
 * `PRAGMA foreign_keys = ON` is restored on reuse (a migration may have turned it off).
 * Bounded: at most `AGENTS_SQLITE_IDLE_PER_FILE` idle connections per file and
   `AGENTS_SQLITE_IDLE_CONNECTIONS` in the process (least recently used file first out).
-* A forked child (django-q's workers) never touches its parent's connections: it starts with
-  an empty pool and leaves the inherited ones unclosed.
+* A fork (django-q's workers) never hands the parent's connections to the child: the pool is
+  emptied before the fork, and a connection the child still inherits is never closed by it
+  (`IdlePool.forget_after_fork` says why that matters).
 * In-memory databases, and names that are not a file on disk, are never pooled.
 
 Write transactions of one process also queue on a per-file lock before `BEGIN IMMEDIATE`.
@@ -36,6 +37,7 @@ did with SQLite's locks alone.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 from collections import OrderedDict
@@ -132,11 +134,28 @@ class IdlePool:
             return sum(len(v) for k, v in self._idle.items() if path is None or k[0] == path)
 
     def forget_after_fork(self) -> None:
-        """In a forked child: drop every pooled connection without closing it (they are the parent's)."""
+        """In a forked child: drop every pooled connection without ever closing it.
+
+        They are the parent's. A child closing an inherited WAL connection believes it is the
+        last one (the parent's locks are not its own), checkpoints and deletes the `-wal` and
+        `-shm` files under the parent, whose every later statement then fails "disk I/O
+        error". So the parent empties the pool before it forks (`drain`, registered below),
+        and whatever a thread handed back in between is leaked here on purpose: its reference
+        count is raised once more, so not even the interpreter's exit frees (closes) it. A
+        connection a wrapper of the child inherited in use is leaked the same way when the
+        child closes it (`DatabaseWrapper._close` knows the pid that opened it).
+        """
         self._lock = threading.Lock()
-        self._orphans.extend(conn for entries in self._idle.values() for conn, _ in entries)
+        for entries in self._idle.values():
+            for conn, _ in entries:
+                self.leak(conn)
         self._idle = OrderedDict()
         self._count = 0
+
+    def leak(self, conn) -> None:
+        """Keep `conn` referenced until the process ends, and past it: never closed by this process."""
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(conn))
+        self._orphans.append(conn)
 
 
 def _close_quietly(conn) -> None:
@@ -147,11 +166,20 @@ def _close_quietly(conn) -> None:
 
 
 pool = IdlePool()
-os.register_at_fork(after_in_child=pool.forget_after_fork)
+os.register_at_fork(before=pool.drain, after_in_child=pool.forget_after_fork)
 
 
 _write_locks: dict[str, threading.Lock] = {}
 _write_locks_guard = threading.Lock()
+
+
+def _forget_write_locks_after_fork() -> None:
+    # A lock another thread of the parent held at the fork would stay held in the child forever.
+    global _write_locks, _write_locks_guard
+    _write_locks, _write_locks_guard = {}, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_write_locks_after_fork)
 
 
 def write_lock(path: str) -> threading.Lock:
@@ -168,6 +196,7 @@ class DatabaseWrapper(sqlite_base.DatabaseWrapper):
 
     _pool_key: tuple | None = None
     _pool_identity: tuple[int, int] | None = None
+    _opened_by: int = 0  # the pid that opened the current connection
     _held_write_lock: threading.Lock | None = None
 
     def _start_transaction_under_autocommit(self):
@@ -214,15 +243,20 @@ class DatabaseWrapper(sqlite_base.DatabaseWrapper):
             if found is not None:
                 conn, self._pool_identity = found
                 conn.execute("PRAGMA foreign_keys = ON")
+                self._opened_by = os.getpid()
                 return conn
         conn = super().get_new_connection(conn_params)
         self._pool_identity = pool.identity(key[0]) if key is not None else None
+        self._opened_by = os.getpid()
         return conn
 
     def _close(self):
         """Hand the connection back to the pool when it is clean and idle; really close it otherwise."""
         self._release_write_lock()
         conn = self.connection
+        if conn is not None and self._opened_by and self._opened_by != os.getpid():
+            pool.leak(conn)  # inherited across a fork: only the process that opened it closes it
+            return None
         key = self._pool_key
         if conn is not None and key is not None and self._pool_identity is not None and not self.in_atomic_block:
             try:
