@@ -18,8 +18,19 @@ single event append's CPU). Here a request takes an idle single-thread executor 
 `ExecutorPool` (or a new one), uses it alone, and hands it back at its end; one still running
 work the request abandoned (a client gone mid-run) is not handed back but retired, so no later
 request ever queues behind another's work.
+
+A request for a sync view crosses into a thread ONCE: the `request_started` signal, the whole
+middleware chain in Django's sync mode, the view and (for a response that is not streamed)
+closing it all run in one call on the request's thread (`_SyncChain`), and the loop only
+reads the body, resolves the URL (to tell a sync view from an async one) and sends the
+answer. Django's ASGI handler instead runs the chain in async mode, where each sync step is
+its own hop and every middleware a coroutine layer: a sync API request cost ≈ 2.5× the CPU of
+the same request through Django's sync handler (BENCHMARKS.md, issue 16). An async view (the
+claim long-poll, the SSE streams) keeps the async chain, whose stock middlewares run inline on
+the loop (`agents_site.inline_middleware`).
 """
 
+import asyncio
 import itertools
 import os
 import re
@@ -29,8 +40,13 @@ from concurrent.futures import ThreadPoolExecutor
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agents_site.settings")
 
 import django  # noqa: E402
-from asgiref.sync import ThreadSensitiveContext  # noqa: E402
-from django.core.handlers.asgi import ASGIHandler  # noqa: E402
+from asgiref.sync import ThreadSensitiveContext, iscoroutinefunction, sync_to_async  # noqa: E402
+from django.core import signals  # noqa: E402
+from django.core.exceptions import RequestAborted  # noqa: E402
+from django.core.handlers.asgi import ASGIHandler, get_script_prefix  # noqa: E402
+from django.core.handlers.base import BaseHandler  # noqa: E402
+from django.http import FileResponse  # noqa: E402
+from django.urls import Resolver404, get_resolver, set_script_prefix  # noqa: E402
 
 django.setup(set_prefix=False)
 
@@ -101,8 +117,29 @@ class ExecutorPool:
         executor.shutdown(wait=False)
 
 
+class _SyncChain(BaseHandler):
+    """Django's middleware chain loaded in sync mode, for requests to sync views (see the module text).
+
+    `resolve_request` takes the match the loop already found (`request.agents_match`), so the
+    URL is resolved once per request.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.load_middleware(is_async=False)
+
+    def resolve_request(self, request):
+        """Return the request's resolver match: the one found on the loop, unless a middleware set another urlconf."""
+        match = getattr(request, "agents_match", None)
+        if match is None or hasattr(request, "urlconf"):
+            return super().resolve_request(request)
+        request.resolver_match = match
+        return match
+
+
 class AgentsASGIHandler(ASGIHandler):
-    """Django's ASGI handler; requests to `SHARED_THREAD_PATHS` run their sync steps on shared threads."""
+    """Django's ASGI handler; a sync view's request crosses into a thread once (`_SyncChain`), and
+    requests to `SHARED_THREAD_PATHS` run their sync steps on shared threads."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -111,6 +148,7 @@ class AgentsASGIHandler(ASGIHandler):
         self._turn = itertools.cycle(range(size))
         self._turn_lock = threading.Lock()
         self._request_executors = ExecutorPool(max(0, int(getattr(settings, "AGENTS_IDLE_REQUEST_THREADS", 16))))
+        self._sync_chain = _SyncChain()
 
     def _shared_executor(self) -> ThreadPoolExecutor:
         with self._turn_lock:
@@ -132,6 +170,93 @@ class AgentsASGIHandler(ASGIHandler):
                 await self.handle(scope, receive, send)
         finally:
             self._request_executors.give(executor)
+
+    @staticmethod
+    def _sync_view_match(request):
+        """Return the URL match of `request` when its view is sync (None for an async view).
+
+        A path no route serves counts as sync: the chain answers its 404.
+        """
+        try:
+            match = get_resolver().resolve(request.path_info)
+        except Resolver404:
+            return False
+        return None if iscoroutinefunction(match.func) else match
+
+    def _serve_in_thread(self, request, scope):
+        """Serve a sync view's request in the calling thread: request_started, the sync chain, the
+        view, and closing a response that is not streamed (its body is bytes already)."""
+        signals.request_started.send(sender=self.__class__, scope=scope)
+        response = self._sync_chain.get_response(request)
+        response._handler_class = self.__class__
+        if isinstance(response, FileResponse):
+            response.block_size = self.chunk_size
+        if not response.streaming:
+            response.close()  # request_finished (closes this request's connections) before the answer is sent
+            response.agents_closed = True
+        return response
+
+    async def handle(self, scope, receive, send):
+        """Serve one HTTP request (Django 5.2's `ASGIHandler.handle`, with the one-crossing branch
+        for sync views): read the body, answer while listening for a disconnect, close."""
+        try:
+            body_file = await self.read_body(receive)
+        except RequestAborted:
+            return
+        set_script_prefix(get_script_prefix(scope))
+        request, error_response = self.create_request(scope, body_file)
+        if request is None:
+            await signals.request_started.asend(sender=self.__class__, scope=scope)
+            body_file.close()
+            await self.send_response(error_response, send)
+            await sync_to_async(error_response.close)()
+            return
+        match = self._sync_view_match(request)
+        if match is None:
+            await signals.request_started.asend(sender=self.__class__, scope=scope)
+            get_response = self.run_get_response
+        else:
+            if match is not False:
+                request.agents_match = match
+            serve = sync_to_async(self._serve_in_thread, thread_sensitive=True)
+
+            async def get_response(request):
+                return await serve(request, scope)
+
+        async def process_request(request, send):
+            response = await get_response(request)
+            try:
+                await self.send_response(response, send)
+            except asyncio.CancelledError:
+                pass  # the client disconnected while the answer was being sent
+            return response
+
+        # Django's order: the disconnect listener first, so a failure there cannot stop the answer being cancelled.
+        tasks = [asyncio.create_task(self.listen_for_disconnect(receive)), asyncio.create_task(process_request(request, send))]
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in tasks:
+            if task.done():
+                try:
+                    task.result()
+                except RequestAborted:
+                    pass
+                except AssertionError:
+                    body_file.close()
+                    raise
+            else:
+                task.cancel()
+                try:
+                    await task
+                except asyncio.CancelledError:
+                    pass
+        try:
+            response = tasks[1].result()
+        except asyncio.CancelledError:
+            await signals.request_finished.asend(sender=self.__class__)
+        else:
+            if not getattr(response, "agents_closed", False):
+                await sync_to_async(response.close)()
+        body_file.close()
 
 
 django_asgi_app = AgentsASGIHandler()
