@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 
 from agents_site.vocabulary import EventKind, SessionStatus
@@ -51,6 +50,7 @@ class RunSession:
         self._backlog: list[dict] = []  # commands recorded before the executor attached
         self._seen: set[int] = set()  # seqs already handed to the loop (replay + live dedupe)
         self._root: str | None = None  # the session's flow, read once for live delta frames
+        self._held_turns: list[tuple] = []  # (kind, payload) held for the next write (`append(last=True)`)
 
     @classmethod
     def bind(cls, *, session_id: str, actor: str) -> RunSession:
@@ -60,21 +60,28 @@ class RunSession:
         return session
 
     @classmethod
-    def attach(cls, *, session_id: str, actor: str) -> RunSession:
+    def attach(cls, *, session_id: str, actor: str, opened_here: bool = False, root: str | None = None) -> RunSession:
         """Take over the run's session (opened by `run_start`) and open its executor inbox.
 
-        Commands recorded on the session before the executor attached (a `pause` or `message`
-        sent while the run waited in the queue) are replayed first, oldest first; a command
-        that also arrives live is handed over once (by `seq`).
+        `opened_here`: `run_start` opened the session with this process's executor channel
+        (`executor_here=True`, a run executed at once): attaching writes and reads nothing.
+        Otherwise (a queued run a worker takes) the channel is recorded now, and commands
+        recorded on the session before the executor attached (a `pause` or `message` sent
+        while the run waited in the queue) are replayed first, oldest first; a command that
+        also arrives live is handed over once (by `seq`). `root` is the session's root session
+        id when the caller knows it (else it is read once, at the first delta).
         """
         session = cls(actor=actor)
         session.session_id = session_id
+        session._root = root or None
         try:
             from sessions.control import ExecutorInbox
 
-            session._inbox = ExecutorInbox.open(session_id=session_id)
+            session._inbox = ExecutorInbox.attach(session_id=session_id) if opened_here else ExecutorInbox.open(session_id=session_id)
         except Exception:
             logger.warning("run session %s: executor inbox unavailable", session_id, exc_info=True)
+        if opened_here:
+            return session
         try:
             from sessions.selectors import control_events_after
 
@@ -101,17 +108,37 @@ class RunSession:
             fresh.append(command)
         return fresh
 
-    def append(self, kind: EventKind, payload: dict) -> None:
-        """Append one event (`message`, `tool-call`, `log`…) with a JSON-able `payload`."""
+    def append(self, kind: EventKind, payload: dict, *, last: bool = False) -> None:
+        """Append one event (`message`, `tool-call`, `log`…) with a JSON-able `payload`.
+
+        `last=True` marks what may be the run's last turn (its reply): it is held and written
+        with the next event, or with the summary in the run's finish (`close`) — one
+        transaction for both instead of two. Events always keep their order.
+        """
         if not self.session_id:
             return
-        try:
-            from sessions.services import session_append_event
+        self._held_turns.append((kind, payload))
+        if not last:
+            self._write_held()
 
-            json.dumps(payload)
-            session_append_event(session_id=self.session_id, kind=str(kind), payload=payload, actor=self.actor)
+    def _write_held(self, *extra: tuple[EventKind, dict]) -> None:
+        """Write the held turns and `extra` in order, in one transaction; a turn refused is left out."""
+        turns, self._held_turns = [*self._held_turns, *extra], []
+        if not turns or not self.session_id:
+            return
+        from sessions.services import append_checked_turns, check_turn
+
+        checked = []
+        for kind, payload in turns:
+            try:
+                json.dumps(payload)
+                checked.append(check_turn(kind=str(kind), payload=payload, actor=self.actor))
+            except Exception:
+                logger.warning("run session %s: %s event not recorded", self.session_id, kind, exc_info=True)
+        try:
+            append_checked_turns(session_id=self.session_id, turns=checked)
         except Exception:
-            logger.warning("run session %s: %s event not recorded", self.session_id, kind, exc_info=True)
+            logger.warning("run session %s: %d event(s) not recorded", self.session_id, len(checked), exc_info=True)
 
     def delta(self, text: str, *, run_id: str) -> None:
         """Show one piece of the reply being written (masked) to the session's watchers, live.
@@ -135,6 +162,7 @@ class RunSession:
         """Report the session's live status (`paused`, `running`) or its end (`done`, `error`)."""
         if not self.session_id:
             return
+        self._write_held()
         try:
             from sessions.services import session_update
 
@@ -187,30 +215,39 @@ class RunSession:
             return ""
 
     def release(self) -> None:
-        """Stop listening for commands without touching the session (its run was finished elsewhere)."""
+        """Stop listening for commands without ending the session (its run was finished elsewhere);
+        held turns are written first."""
+        self._write_held()
         inbox, self._inbox = self._inbox, None
         if inbox is not None:
-            threading.Thread(target=_close_inbox, args=(inbox, self.session_id), name=f"agents-inbox-close-{self.session_id}", daemon=True).start()
+            _close_inbox(inbox, self.session_id, cleared=False)
 
-    def close(self, *, status: SessionStatus) -> None:
-        """End the session `done`/`error` and stop listening for commands.
+    def close(self, *, status: SessionStatus, summary: dict | None = None) -> None:
+        """Write the held turns and the run's `summary` `log` event, end the session `done`/`error`
+        and stop listening for commands.
 
-        Called only by the run lifecycle's `run_finish` (the one place a run's session ends).
-
-        The inbox is closed on a helper thread: closing joins its receiver (up to a poll
-        interval, ~0.2 s), which the run's answer need not wait for. Once the session is
-        finished every command is refused (409) anyway, so nothing can reach the closing inbox.
+        Called only by the run lifecycle's `run_finish` (the one place a run's session ends),
+        inside its transaction: the turns, the end (which also clears the executor channel) and
+        the run's outcome commit together. Once the session is finished every command is
+        refused (409), so nothing can reach the inbox as it is let go.
         """
-        self.set_status(status)
-        self.release()
+        if self.session_id:
+            self._write_held(*([(EventKind.LOG, summary)] if summary is not None else []))
+            try:
+                from sessions.services import session_end
+                from tenancy import stores
+
+                with stores.org_atomic():  # a savepoint: a failure here never undoes the run's finish
+                    session_end(session_id=self.session_id, status=str(status))
+            except Exception:
+                logger.warning("run session %s: end %s not recorded", self.session_id, status, exc_info=True)
+        inbox, self._inbox = self._inbox, None
+        if inbox is not None:
+            _close_inbox(inbox, self.session_id, cleared=True)
 
 
-def _close_inbox(inbox, session_id: str) -> None:
-    from django.db import connections
-
+def _close_inbox(inbox, session_id: str, *, cleared: bool) -> None:
     try:
-        inbox.close()
+        inbox.close(cleared=cleared)
     except Exception:
         logger.warning("run session %s: inbox close failed", session_id, exc_info=True)
-    finally:
-        connections.close_all()  # this thread's own connections

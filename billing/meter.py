@@ -19,7 +19,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 from agents_site.errors import ApiError, Forbidden
 from agents_site.vocabulary import ErrorCode, RunKind
 from billing.models import LedgerEntry
-from billing.selectors import balance_cents
+from billing.selectors import org_balance_cents
 from billing.services import run_debit
 from tenancy.models import Org
 
@@ -93,8 +93,7 @@ def balance_authorize(*, org_slug: str, actor: str, fee_cents: int | None = None
     if fee == 0:
         return 0
     try:
-        org = Org.objects.filter(slug=org_slug).first()
-        balance = balance_cents(org=org) if org is not None else None
+        balance = org_balance_cents(org_slug=org_slug)
     except DatabaseError as exc:
         logger.error("ledger unavailable for %s: %s", org_slug, exc)
         raise BalanceUnavailable() from exc

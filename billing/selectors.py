@@ -1,7 +1,11 @@
 """Reads of the billing app."""
 
+from django.db import DEFAULT_DB_ALIAS, router, transaction
+
+from agents_site import sql
 from agents_site.pagination import Page, keyset_page, page_limit
 from billing.models import Account, LedgerEntry
+from tenancy.models import Org
 
 LEDGER_DEFAULT_LIMIT = 50
 LEDGER_MAX_LIMIT = 200
@@ -10,6 +14,23 @@ LEDGER_MAX_LIMIT = 200
 def balance_cents(*, org) -> int:
     """Return `org`'s balance in cents (0 when it has no account yet)."""
     return Account.objects.filter(org=org).values_list("balance_cents", flat=True).first() or 0
+
+
+def org_balance_cents(*, org_slug: str) -> int | None:
+    """Return org `org_slug`'s balance in cents (0 without an account yet), or None when there is no such org.
+
+    One plain-SQL statement (the org joined to its account): the balance gate reads it before
+    every run (`agents_site.sql`). Raises `DatabaseError` when the ledger cannot be read.
+    """
+    connection = transaction.get_connection(router.db_for_read(Account) or DEFAULT_DB_ALIAS)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT a.balance_cents FROM {sql.table_name(Org, connection)} o "
+            f"LEFT JOIN {sql.table_name(Account, connection)} a ON a.org_id = o.id WHERE o.slug = %s",
+            [org_slug],
+        )
+        row = cursor.fetchone()
+    return None if row is None else int(row[0] or 0)
 
 
 def ledger_recent(*, org, limit: int = 50) -> list[LedgerEntry]:

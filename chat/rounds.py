@@ -204,7 +204,7 @@ def chat_round_start(
                                 actor=actor, request_id=request_id, within=within, needs_inference=False, fee_cents=0)
             else:
                 run = run_start(kind=RunKind.CHAT, agent=agent_row, agent_name=name, model="", input=user_text or "",
-                                actor=actor, request_id=request_id, within=within)
+                                actor=actor, request_id=request_id, within=within, executor_here=True)
             break
         except ConversationBusy:
             if strategy != MultitaskStrategy.ENQUEUE:

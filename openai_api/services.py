@@ -81,7 +81,8 @@ def completion_start(*, principal: Principal, request: CompletionRequest, reques
     # POST /v1/agents/chat: nothing carrying a credential is sent to a model through us.
     refuse_secrets(request.messages)
     refuse_secrets(request.tools)  # the caller's tool definitions go to the model as its system text does
-    run = run_start(kind=RunKind.OPENAI, agent=agent, input=request.input_text(), actor=principal.actor, request_id=request_id)
+    run = run_start(kind=RunKind.OPENAI, agent=agent, input=request.input_text(), actor=principal.actor, request_id=request_id,
+                    executor_here=True)
     return StartedCompletion(run=run, agent=completion_agent(agent, request), prompt=completion_prompt(agent, request),
                              client_tools=request.tools, model=agent.name)
 

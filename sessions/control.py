@@ -4,7 +4,7 @@ Two sides, one bus (`sessions.bus.get_bus()`: the Channels layer, or in-process)
 
 * The dashboard side, `control_send`: appends the durable `control` event FIRST, then — if
   the session has a live executor (`Session.executor_channel` non-empty) — forwards
-  `{"type": "control.command", "command", "message", "payload", "seq", "reply_to"}` to that
+  `{"type": "control.command", "session", "command", "message", "payload", "seq", "reply_to"}` to that
   channel and waits up to `AGENTS_CONTROL_FORWARD_TIMEOUT_SECONDS` (default 5) for
   `{"type": "control.ack", "seq"}` on `reply_to`. Acked → `forwarded` True; no ack or a
   failed send → 502 `forward_failed` "control recorded but forward failed: …" (the event
@@ -13,9 +13,9 @@ Two sides, one bus (`sessions.bus.get_bus()`: the Channels layer, or in-process)
   cancels a run not started, other commands are replayed when its executor attaches), a
   routed run no machine has claimed yet is withdrawn on `stop` — `forwarded` True. No
   executor and no handler → `forwarded` False: the running surface polls `GET …/{id}/control`.
-* The executor side, `ExecutorInbox`: a run opens one for its session; a background receiver
-  acks every command the moment it is queued, and the run drains them between steps with
-  `pending()` or blocks on `wait(timeout)`.
+* The executor side, `ExecutorInbox`: a run opens one for its session; the process's one
+  receiver (`_Hub`) acks every command the moment it is queued, and the run drains them
+  between steps with `pending()` or blocks on `wait(timeout)`.
 
 A command is an intent, never a status change: nothing here writes the session's status.
 """
@@ -121,7 +121,7 @@ def control_send(*, session_id: str, command: str, message: str | None = None, p
         # in-memory layer): it reads the command from the durable log between steps.
         return event, False
     try:
-        _forward(channel, {"type": "control.command", "command": command, "message": message, "payload": payload, "seq": event.seq})
+        _forward(channel, {"type": "control.command", "session": session.id, "command": command, "message": message, "payload": payload, "seq": event.seq})
     except BusError as exc:
         raise ForwardFailed(f"control recorded but forward failed: {exc}", command=command, event=event_view(event)) from exc
     return event, True
@@ -164,63 +164,178 @@ def _forward(channel: str, command: dict) -> None:
     raise BusError(f"the executor did not acknowledge within {timeout:g} s")
 
 
+class _Hub:
+    """The process's one receiver of steering commands, for every executor inbox it holds.
+
+    One bus mailbox and one daemon thread per process (and bus), started on first use: an
+    inbox registers its session here instead of opening a mailbox and starting a thread of its
+    own (issue 16: a mailbox round trip and two threads per run). Every executor of the
+    process records the same channel, `recorded`; a forwarded `control.command` names its
+    `session`, and the thread acks it on `reply_to` and queues it on that session's inbox at
+    once. A command for a session no inbox of this process holds is not acked, so its sender
+    answers 502 `forward_failed` as it did for an executor that went away. Over a process-local
+    bus the thread also reads each registered inbox's durable control log every
+    `AGENTS_CONTROL_POLL_SECONDS` (commands posted to another process).
+    """
+
+    POLL_SECONDS = 0.2  # how often the thread wakes to read logs or notice it was retired
+
+    def __init__(self, bus) -> None:
+        self.bus = bus
+        self.pid = os.getpid()
+        self.mailbox = bus.mailbox_open()
+        self.recorded = f"{PROCESS_TAG}{_LOCAL_MARK}{self.mailbox.name}" if bus.process_local else self.mailbox.name
+        self._inboxes: dict[str, ExecutorInbox] = {}
+        self._lock = threading.Lock()
+        self._retired = threading.Event()
+        self._thread = threading.Thread(target=self._receive_loop, name="agents-executor-hub", daemon=True)
+        self._thread.start()
+
+    def register(self, inbox: ExecutorInbox) -> None:
+        """Deliver the commands of `inbox.session_id` to `inbox` from now on."""
+        with self._lock:
+            self._inboxes[inbox.session_id] = inbox
+
+    def unregister(self, inbox: ExecutorInbox) -> None:
+        """Stop delivering to `inbox` (if it is still the one registered for its session)."""
+        with self._lock:
+            if self._inboxes.get(inbox.session_id) is inbox:
+                del self._inboxes[inbox.session_id]
+
+    def held(self) -> int:
+        """Return how many inboxes are registered."""
+        with self._lock:
+            return len(self._inboxes)
+
+    def retire(self) -> None:
+        """Stop the thread and close the mailbox (the process's bus was replaced)."""
+        self._retired.set()
+
+    def _receive_loop(self) -> None:
+        poll_log = bool(getattr(self.bus, "process_local", False))
+        next_read = time.monotonic()
+        try:
+            while not self._retired.is_set():
+                message = self.mailbox.receive(self.POLL_SECONDS)
+                if poll_log and time.monotonic() >= next_read:
+                    with self._lock:
+                        inboxes = list(self._inboxes.values())
+                    for inbox in inboxes:
+                        inbox._read_log(close=False)
+                    if inboxes:
+                        connections.close_all()  # this thread's own connections, between reads
+                    next_read = time.monotonic() + float(getattr(settings, "AGENTS_CONTROL_POLL_SECONDS", 1.0))
+                if not message or message.get("type") != "control.command":
+                    continue
+                with self._lock:
+                    inbox = self._inboxes.get(message.get("session") or "")
+                if inbox is None:
+                    continue  # no executor of that session here (any more): the sender times out
+                # Ack first: once the executor holds the command it may act on it and end at once
+                # (a process exiting right after its last command), and the sender must still hear.
+                reply_to = message.get("reply_to")
+                if reply_to:
+                    try:
+                        self.bus.send(reply_to, {"type": "control.ack", "seq": message.get("seq")}, timeout=_forward_timeout())
+                    except BusError:
+                        logger.warning("executor inbox of %s could not ack command %s", inbox.session_id, message.get("seq"))
+                inbox._queue_once({k: message.get(k) for k in ("command", "message", "payload", "seq")})
+        finally:
+            self.mailbox.close()
+
+
+_hub: _Hub | None = None
+_hub_lock = threading.Lock()
+
+
+def executor_hub() -> _Hub:
+    """Return this process's steering hub for its current bus, starting it on first use.
+
+    A forked child (django-q2's workers) or a replaced bus (settings changed) gets a new hub;
+    the one it replaces stops.
+    """
+    global _hub
+    bus = get_bus()
+    hub = _hub
+    if hub is not None and hub.bus is bus and hub.pid == os.getpid():
+        return hub
+    with _hub_lock:
+        hub = _hub
+        if hub is None or hub.bus is not bus or hub.pid != os.getpid():
+            if hub is not None and hub.pid == os.getpid():
+                hub.retire()
+            hub = _hub = _Hub(bus)
+        return hub
+
+
+def executor_channel_for_new_session() -> str:
+    """Return the executor channel to record on a session its executor will attach to in this
+    process at once (`ExecutorInbox.attach`): the session is opened with it, so attaching
+    writes nothing and no command can be recorded before the channel is."""
+    return executor_hub().recorded
+
+
 class ExecutorInbox:
     """The live executor's end of steering for one session (used by the run loop).
 
-    `ExecutorInbox.open(session_id=…)` (org context required) opens a bus mailbox, stores
-    its name as the session's `executor_channel` and starts a daemon receiver thread that,
-    for each `control.command`, queues `{"command", "message", "payload", "seq"}` and then
-    acks it on the command's `reply_to`. Use as a context manager or call `close()`.
+    `ExecutorInbox.open(session_id=…)` (org context required) records the process's steering
+    channel as the session's `executor_channel` and registers the session with the process's
+    hub (`_Hub`), whose one thread queues each `control.command` for it and acks it; the
+    run drains them between steps with `pending()` or blocks on `wait(timeout)`.
+    `ExecutorInbox.attach(session_id=…)` registers a session that was opened with the channel
+    already recorded (`executor_channel_for_new_session`): nothing is written or read. Use as a
+    context manager or call `close()`.
 
     Over a process-local bus (the in-memory layer of `make run`, where the executor may be a
-    django-q2 worker process) the receiver also reads the session's durable control log every
-    `AGENTS_CONTROL_POLL_SECONDS`, so a command posted to any process still reaches the run;
-    the sender then answers `forwarded: false` (recorded, drained from the log).
+    django-q2 worker process) the session's durable control log is also read — by the hub
+    every `AGENTS_CONTROL_POLL_SECONDS` and by `pending()` — so a command posted to any
+    process still reaches the run; the sender then answers `forwarded: false` (recorded,
+    drained from the log).
     """
 
-    POLL_SECONDS = 0.2  # how often the receiver checks that it should stop
-
-    def __init__(self, *, session_id: str, org: str, bus, mailbox, recorded: str = "", cursor: int = 0) -> None:
+    def __init__(self, *, session_id: str, org: str, hub: _Hub, cursor: int = 0) -> None:
         self.session_id = session_id
         self.org = org
-        self._bus = bus
-        self._mailbox = mailbox
-        self._recorded = recorded or mailbox.name
+        self._hub = hub
+        self._recorded = hub.recorded
         self._cursor = cursor
         self._seen: set[int] = set()
         self._seen_lock = threading.Lock()
         self._log_lock = threading.Lock()
-        self._poll_log = bool(getattr(bus, "process_local", False))
+        self._poll_log = bool(getattr(hub.bus, "process_local", False))
         self._commands: queue.Queue[dict] = queue.Queue()
-        self._stop = threading.Event()
         self._closed = False
-        self._thread = threading.Thread(target=self._receive_loop, name=f"agents-inbox-{session_id}", daemon=True)
 
     @classmethod
     def open(cls, *, session_id: str) -> ExecutorInbox:
         """Open the inbox of session `session_id` in the current org; raise `SessionNotFound`.
 
-        Two statements' worth of work: the mailbox, then the UPDATE that records its channel
-        (and proves the session exists). The inbox's log cursor starts at 0: commands recorded
+        One statement: the UPDATE that records the process's channel on the session (and
+        proves the session exists). The inbox's log cursor starts at 0: commands recorded
         before are read once more and dropped by `seq` (`advance` moves the cursor past a
         backlog its owner already read).
         """
-        org = stores.current_org()
-        if org is None:
-            raise stores.NoOrgSelected("an executor inbox is opened for an org")
-        if not session_id or len(session_id) > fields.MAX_ID:
-            raise SessionNotFound()
-        bus = get_bus()
-        mailbox = bus.mailbox_open()
-        recorded = f"{PROCESS_TAG}{_LOCAL_MARK}{mailbox.name}" if bus.process_local else mailbox.name
-        cursor = 0
+        org = _inbox_org(session_id)
+        hub = executor_hub()
+        inbox = cls(session_id=session_id, org=org, hub=hub)
+        hub.register(inbox)  # before the channel is recorded: a command forwarded at once finds it
         try:
-            services.session_set_executor_channel(session_id=session_id, channel=recorded)
+            services.session_set_executor_channel(session_id=session_id, channel=hub.recorded)
         except BaseException:
-            mailbox.close()
+            hub.unregister(inbox)
             raise
-        inbox = cls(session_id=session_id, org=org, bus=bus, mailbox=mailbox, recorded=recorded, cursor=cursor)
-        inbox._thread.start()
+        return inbox
+
+    @classmethod
+    def attach(cls, *, session_id: str) -> ExecutorInbox:
+        """Take the commands of a session opened with `executor_channel_for_new_session()`.
+
+        No statement: the channel is already recorded, so every command is forwarded here (or,
+        over a process-local bus, read from the log from its start). Org context required.
+        """
+        org = _inbox_org(session_id)
+        inbox = cls(session_id=session_id, org=org, hub=executor_hub())
+        inbox._hub.register(inbox)
         return inbox
 
     @property
@@ -255,30 +370,11 @@ class ExecutorInbox:
                 logger.warning("executor inbox of %s could not read its control log", self.session_id, exc_info=True)
                 return
             finally:
-                if close:  # the receiver thread's own connection; the caller's stays as it was
+                if close:  # the calling thread's own connection; a run's stays as it was
                     connections.close_all()
             for event in events:
                 body = json.loads(event.payload or "{}")
                 self._queue_once({"command": body.get("command"), "message": body.get("message"), "payload": body.get("payload"), "seq": event.seq})
-
-    def _receive_loop(self) -> None:
-        poll_log = self._poll_log
-        interval = float(getattr(settings, "AGENTS_CONTROL_POLL_SECONDS", 1.0))
-        next_read = time.monotonic() + interval
-        while not self._stop.is_set():
-            message = self._mailbox.receive(self.POLL_SECONDS)
-            if poll_log and time.monotonic() >= next_read:
-                self._read_log(close=True)
-                next_read = time.monotonic() + interval
-            if not message or message.get("type") != "control.command":
-                continue
-            self._queue_once({k: message.get(k) for k in ("command", "message", "payload", "seq")})
-            reply_to = message.get("reply_to")
-            if reply_to:
-                try:
-                    self._bus.send(reply_to, {"type": "control.ack", "seq": message.get("seq")}, timeout=_forward_timeout())
-                except BusError:
-                    logger.warning("executor inbox of %s could not ack command %s", self.session_id, message.get("seq"))
 
     def pending(self) -> list[dict]:
         """Return (and remove) every command received so far, oldest first; never blocks.
@@ -302,22 +398,33 @@ class ExecutorInbox:
         except queue.Empty:
             return None
 
-    def close(self) -> None:
-        """Clear the session's executor channel (if still ours), stop the receiver (idempotent)."""
+    def close(self, *, cleared: bool = False) -> None:
+        """Stop taking commands; clear the session's executor channel if it is still this
+        process's (idempotent). `cleared=True`: the caller already cleared it (a run's session
+        ended in the run's own transaction), so nothing is written."""
         if self._closed:
             return
         self._closed = True
+        self._hub.unregister(self)
+        if cleared:
+            return
         try:
             with stores.org_context(self.org):
                 services.session_clear_executor_channel(session_id=self.session_id, channel=self.channel)
         except Exception:
             logger.warning("executor inbox of %s could not clear its channel", self.session_id, exc_info=True)
-        self._stop.set()
-        self._thread.join(timeout=self.POLL_SECONDS * 5)
-        self._mailbox.close()
 
     def __enter__(self) -> ExecutorInbox:
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _inbox_org(session_id: str) -> str:
+    org = stores.current_org()
+    if org is None:
+        raise stores.NoOrgSelected("an executor inbox is opened for an org")
+    if not session_id or len(session_id) > fields.MAX_ID:
+        raise SessionNotFound()
+    return org

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from django.db import transaction
 from django.utils import timezone
 
+from agents_site import sql
 from agents_site.ids import mint_id
 from agents_site.errors import ApiError, InvalidRequest
 from agents_site.vocabulary import EventKind, SessionStatus
@@ -68,6 +69,7 @@ def session_create(
     account: str = "",
     project: str = "",
     published: bool = False,
+    executor_channel: str = "",
 ) -> Session:
     """Open a session in the current org and return it (spec 003: POST /v1/agents/sessions → 201).
 
@@ -78,6 +80,8 @@ def session_create(
     ≤128 after trim), actor ≤256, title ≤512, status one of four, parent, task refs ≤256,
     host ≤256, cwd ≤1024, repo ≤512, target (exists in the org), terminal (https, ≤512),
     provider ≤64, account ≤256, project ≤128, published requires a project.
+    `executor_channel` (never from a request) records the steering channel of an executor that
+    attaches in this process at once (`sessions.control.executor_channel_for_new_session`).
     Publishes a `session` frame.
     """
     agent = fields.clean_agent(agent)
@@ -126,6 +130,7 @@ def session_create(
             account=account,
             project=project,
             published=bool(published),
+            executor_channel=executor_channel[:200],
             started_at=now,
             ended_at=now if status in SessionStatus.TERMINAL else None,
             created_at=now,
@@ -186,6 +191,36 @@ def session_update(
     return session
 
 
+def session_end(*, session_id: str, status: str) -> bool:
+    """End a run's session `done` or `error` in one statement; return False if it had already ended.
+
+    Status, `ended_at` (kept if set), `updated_at`, and the executor channel cleared (its
+    executor is done with it), unless the session is already finished (a finished session keeps
+    its status: nothing is written then). For the run lifecycle's finish, inside its
+    transaction. Publishes a `session` frame after the commit. Raises `InvalidRequest` for a
+    status that does not end a session.
+    """
+    if status not in SessionStatus.TERMINAL:
+        raise InvalidRequest(f"a session ends {' or '.join(sorted(SessionStatus.TERMINAL))}, not {status}")
+    org, alias = _org(), _alias()
+    connection = transaction.get_connection(alias)
+    table = sql.table_name(Session, connection)
+    stamp = connection.ops.adapt_datetimefield_value(timezone.now())
+    terminal, finished = sql.in_list(SessionStatus.TERMINAL)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET status = %s, ended_at = COALESCE(ended_at, %s), updated_at = %s, executor_channel = '' "
+            f"WHERE id = %s AND status NOT IN ({terminal}) "
+            f"RETURNING {sql.select_list(Session, connection)}, (SELECT COUNT(*) FROM {table} AS c WHERE c.parent_id = {table}.id)",
+            [status, stamp, stamp, session_id, *finished],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return False
+    _publish_session(org, alias, sql.from_row(Session, connection, alias, row[:-1]), children=int(row[-1]))
+    return True
+
+
 class _DryRun(Exception):
     pass
 
@@ -236,13 +271,23 @@ def session_append_event(*, session_id: str, kind: str, payload, actor: str) -> 
     `event` frame after the commit.
     """
     with missing_session_first(session_id):
-        kind = fields.clean_kind(kind)
-        if kind == EventKind.CONTROL:
-            fields.check_control_payload(payload)
-        text = fields.dump_payload(payload)
-        refuse_secrets(payload)
-        actor = fields.bounded(actor, fields.MAX_ACTOR, "actor")
+        kind, text, actor = check_turn(kind=kind, payload=payload, actor=actor)
     return append_checked(session_id=session_id, kind=kind, payload_text=text, actor=actor)
+
+
+def check_turn(*, kind: str, payload, actor: str) -> tuple[str, str, str]:
+    """Check one turn as `session_append_event` does, without storing it; return `(kind, payload
+    text, actor)` for `append_checked_turns`.
+
+    kind in `EventKind` (400) → a `control` turn's payload is a steering command (400) →
+    payload JSON and ≤ 64 KiB (400) → credential scan (422 `SecretInTranscript`) → actor ≤256 (400).
+    """
+    kind = fields.clean_kind(kind)
+    if kind == EventKind.CONTROL:
+        fields.check_control_payload(payload)
+    text = fields.dump_payload(payload)
+    refuse_secrets(payload)
+    return kind, text, fields.bounded(actor, fields.MAX_ACTOR, "actor")
 
 
 @contextlib.contextmanager
@@ -337,6 +382,15 @@ def append_checked(*, session_id: str, kind: str, payload_text: str, actor: str)
     (`_append_in_one_statement`).
     """
     return _store(session_id=session_id, turns=[(kind, payload_text, actor)])[0]
+
+
+def append_checked_turns(*, session_id: str, turns: list[tuple[str, str, str]]) -> list[Event]:
+    """Store turns already checked by `check_turn` (`(kind, payload text, actor)`), in order, all
+    or none, in one transaction (the caller's, if it holds one); return the stored events.
+
+    For a run's executor writing its last turns with the run's finish. Raises `SessionNotFound`.
+    """
+    return _store(session_id=session_id, turns=turns) if turns else []
 
 
 def _store(*, session_id: str, turns: list[tuple[str, str, str]]) -> list[Event]:

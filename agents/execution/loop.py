@@ -27,7 +27,7 @@ from agents import tracing
 from agents.execution.completion import CompletionFailed, ReplySink, complete, models_for
 from agents.models import Agent, Run
 from agents.run_session import RunSession, clip
-from agents.runs.lifecycle import Outcome, stop_reason
+from agents.runs.lifecycle import Outcome, stop_reason, user_turn
 from agents.tools.backends.base import ToolContext
 from agents.tools.invoke import invoke_tool
 from agents.tools.registry import resolve_tools
@@ -327,8 +327,8 @@ class RunLoop:
                 client_names.add(name)
                 definitions.append(tool)
         models = models_for(self.outcome.model)
-        if self.text.strip():
-            self.session.append(EventKind.MESSAGE, {"role": "user", "text": clip(self.text), "runId": self.run.id})
+        if self.text.strip() and not getattr(self.run, "opened_here", False):  # else run_start recorded it
+            self.session.append(EventKind.MESSAGE, user_turn(self.run))
         rounds = max(settings.AGENTS_TOOL_ROUNDS, 1)
         tracer = tracing.tracer()
         for round_no in range(1, rounds + 1):
@@ -358,7 +358,7 @@ class RunLoop:
                     if written:  # the run keeps what was written; the session shows it as an unfinished turn
                         self.outcome.output = written
                         self.session.append(EventKind.MESSAGE, {"role": "assistant", "text": clip(written), "model": exc.model,
-                                                                "incomplete": True, "runId": self.run.id})
+                                                                "incomplete": True, "runId": self.run.id}, last=True)
                     raise RunEnded(exc.reason) from exc
                 step.set_attribute(tracing.ATTR_RESPONSE_MODEL, answered.model)
                 self.outcome.attempts += answered.attempts
@@ -378,7 +378,7 @@ class RunLoop:
                     self.outcome.ops = [{"name": _wire(call), "args": parsed_arguments(masked(_raw(call)))} for call in client_calls]
                     self._hear("ops", self.outcome.ops)
                     self.session.append(EventKind.MESSAGE, {"role": "assistant", "text": clip(content or ""), "model": answered.model,
-                                                            "ops": [op["name"] for op in self.outcome.ops], "runId": self.run.id})
+                                                            "ops": [op["name"] for op in self.outcome.ops], "runId": self.run.id}, last=True)
                     self.outcome.status = RunStatus.OK
                     self.outcome.output = content or ""
                     return
@@ -399,7 +399,9 @@ class RunLoop:
             text = content or ""
             if calls and not text:
                 raise RunEnded("the model asked for tools after its last tool round and gave no answer")
-            self.session.append(EventKind.MESSAGE, {"role": "assistant", "text": clip(text), "model": answered.model, "runId": self.run.id})
+            # The reply is held: written with the run's summary when no steering follows (one transaction).
+            self.session.append(EventKind.MESSAGE, {"role": "assistant", "text": clip(text), "model": answered.model, "runId": self.run.id},
+                                last=True)
             followup = [{"role": "assistant", "content": text}]
             if self.steer(followup) and round_no < rounds:
                 messages.extend(followup)

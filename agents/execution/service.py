@@ -66,7 +66,7 @@ def run_execute(
         try:
             run = run_start(kind=kind, agent=agent, input=input, actor=actor, request_id=request_id,
                             idempotency_key=idempotency_key, parent_session_id=parent_session_id,
-                            parent_run_id=parent_run_id, depth=depth)
+                            parent_run_id=parent_run_id, depth=depth, executor_here=True)
         except ApiError as exc:
             span.set_status(tracing.error_status(exc.message))
             raise
@@ -92,7 +92,8 @@ def run_open(
     idempotency), 503. Out: the `running` run, or an earlier run answered again for the same
     idempotency key (`run.replayed` True: execute nothing). Org context required.
     """
-    return run_start(kind=kind, agent=agent, input=input, actor=actor, request_id=request_id, idempotency_key=idempotency_key)
+    return run_start(kind=kind, agent=agent, input=input, actor=actor, request_id=request_id, idempotency_key=idempotency_key,
+                     executor_here=True)
 
 
 def run_execute_opened(*, run: Run, agent: Agent, listener: RunListener | None = None, kind: str = RunKind.RUN) -> Run:
@@ -121,7 +122,9 @@ def run_execute_started(*, run: Run, agent: Agent, span=None, deadline: float | 
     `finishing(run, outcome)` is the caller's writes committed with the finish (`run_finish`'s
     `within`; e.g. a conversation round's reply), only when this call finished the run.
     """
-    session = RunSession.attach(session_id=run.session_id, actor=run.actor) if run.session_id else RunSession(actor=run.actor)
+    session = (RunSession.attach(session_id=run.session_id, actor=run.actor, opened_here=getattr(run, "opened_here", False),
+                                 root=getattr(run, "session_root", None))
+               if run.session_id else RunSession(actor=run.actor))
     started = time.perf_counter()
     outcome = RunLoop(agent=agent, text=run.input, run=run, session=session, org_slug=stores.current_org(), deadline=deadline,
                       prompt=prompt, client_tools=client_tools, listener=listener).execute()

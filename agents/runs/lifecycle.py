@@ -31,11 +31,11 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Sum
 from django.utils import timezone
 
 from agents import tracing
 from agents.idempotency import clean_key, replay, request_hash, reserve
+from agents_site import sql
 from agents_site.ids import mint_id
 from agents.inference import inference_configured
 from agents.models import Agent, Run
@@ -122,8 +122,15 @@ def stop_reason(default: str, message: str | None) -> str:
 
 
 def fees_held() -> int:
-    """Return the cents the current org's runs in flight hold (`RunStatus.HOLDS_FEE`). Org context required."""
-    return Run.objects.filter(status__in=RunStatus.HOLDS_FEE).aggregate(held=Sum("fee_cents"))["held"] or 0
+    """Return the cents the current org's runs in flight hold (`RunStatus.HOLDS_FEE`). Org context required.
+
+    One plain-SQL statement (the gate of every run reads it: `agents_site.sql`).
+    """
+    connection = transaction.get_connection(stores.current_alias())
+    statuses, values = sql.in_list(RunStatus.HOLDS_FEE)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT COALESCE(SUM(fee_cents), 0) FROM {sql.table_name(Run, connection)} WHERE status IN ({statuses})", values)
+        return int(cursor.fetchone()[0] or 0)
 
 
 def runs_in_flight() -> int:
@@ -153,6 +160,7 @@ def run_start(
     check: Callable[[], None] | None = None,
     within: Callable[[Run], None] | None = None,
     refused: str = "raise",
+    executor_here: bool = False,
 ) -> Run:
     """Accept one run of `kind`: check, gate and record it with its session; return the run.
 
@@ -167,7 +175,11 @@ def run_start(
     `check()`, the caller's own refusal after the key replay (a routed run's dispatch gate);
     `within(run)`, the caller's writes that must commit with the run (an offer, a task row).
     `refused="record"` (scheduled runs) records a run the gate or the inference check refuses
-    as a finished `error` "not started: …" instead of raising.
+    as a finished `error` "not started: …" instead of raising. `executor_here=True` (a run the
+    caller executes in this process at once, through `RunLoop`): the session is opened with
+    this process's executor channel and, when the input is not blank, its first `message` turn
+    (role `user`, the input) — in the same transaction, so attaching the executor writes
+    nothing (`run.opened_here` is True then).
 
     Out: the `Run` (`run.replayed` True when an earlier run of the same key is answered
     instead; its `session_id` set when the session opened). A replayed key answers a run still
@@ -204,7 +216,7 @@ def run_start(
             kind=kind, agent=agent, name=name, model=model, text=text, actor=actor, request_id=request_id, key=key,
             digest=digest, in_flight_ok=in_flight_ok, queued=queued, fee=fee, org_slug=org_slug,
             parent_session_id=parent_session_id, parent_run_id=parent_run_id, depth=depth, title=title,
-            session_fields=session_fields or {}, within=within,
+            session_fields=session_fields or {}, within=within, executor_here=executor_here and not queued,
         )
     except (InferenceUnavailable, ApiError) as exc:
         if refused != "record" or not _is_refusal(exc):
@@ -236,7 +248,7 @@ def _new_row(*, run_id: str, kind: str, agent: Agent | None, name: str, model: s
 
 
 def _record(*, kind, agent, name, model, text, actor, request_id, key, digest, in_flight_ok, queued, fee, org_slug,
-            parent_session_id, parent_run_id, depth, title, session_fields, within) -> Run:
+            parent_session_id, parent_run_id, depth, title, session_fields, within, executor_here=False) -> Run:
     """Bind the key, gate, insert the run and open its session: one serialised org-store transaction."""
     run = _new_row(run_id=mint_id("run"), kind=kind, agent=agent, name=name, model=model, text=text, actor=actor,
                    request_id=request_id, status=RunStatus.QUEUED if queued else RunStatus.RUNNING, fee=fee,
@@ -249,11 +261,13 @@ def _record(*, kind, agent, name, model, text, actor, request_id, key, digest, i
                 return earlier
         balance_authorize(org_slug=org_slug, actor=actor, fee_cents=fee, held_cents=fees_held() if fee else 0)
         # The session first, so the run row is inserted once with its session id (one write, not two).
-        run.session_id = _session_open(run, title=title, parent_session_id=parent_session_id, fields=session_fields)
+        run.session_id = _session_open(run, title=title, parent_session_id=parent_session_id, fields=session_fields,
+                                       executor_here=executor_here)
         run.save(force_insert=True)
         if within is not None:
             within(run)
     run.replayed = False
+    run.opened_here = executor_here and bool(run.session_id)
     return run
 
 
@@ -270,13 +284,15 @@ def _record_refused(*, kind, agent, name, model, text, actor, request_id, title,
     return run
 
 
-def _session_open(run: Run, *, title: str | None, parent_session_id: str, fields: dict) -> str:
+def _session_open(run: Run, *, title: str | None, parent_session_id: str, fields: dict, executor_here: bool = False) -> str:
     """Open the run's `running` session in the current transaction; return its id ("" on failure).
 
-    A queued run's session carries the run id as `taskRunId`. Best-effort: a session that
-    cannot be opened (a savepoint is rolled back) never stops the run.
+    A queued run's session carries the run id as `taskRunId`. With `executor_here` it is opened
+    with this process's executor channel and the input as its first turn (see `run_start`).
+    Best-effort: a session that cannot be opened (a savepoint is rolled back) never stops the run.
     """
-    from sessions.services import session_create
+    from sessions.control import executor_channel_for_new_session
+    from sessions.services import append_checked_turns, check_turn, session_create
 
     try:
         with stores.org_atomic():
@@ -284,12 +300,25 @@ def _session_open(run: Run, *, title: str | None, parent_session_id: str, fields
                 agent=run.agent_name or "run", actor=run.actor[:256],
                 title=session_title(title if title is not None else run.input), status=SessionStatus.RUNNING,
                 parent_session_id=parent_session_id or None,
-                task_run_id=run.id if run.status == RunStatus.QUEUED else "", **fields,
+                task_run_id=run.id if run.status == RunStatus.QUEUED else "",
+                executor_channel=executor_channel_for_new_session() if executor_here else "", **fields,
             )
+            if executor_here and run.input.strip():
+                try:  # its own savepoint (append_checked_turns): a refused turn leaves the session open
+                    turn = check_turn(kind=EventKind.MESSAGE, payload=user_turn(run), actor=run.actor[:256])
+                    append_checked_turns(session_id=session.id, turns=[turn])
+                except Exception:
+                    logger.warning("run %s: its input was not recorded on its session", run.id, exc_info=True)
+        run.session_root = str(session.root_id)  # the session's flow, for the executor's live frames
         return str(session.id)
     except Exception:
         logger.warning("run %s: session could not be opened", run.id, exc_info=True)
         return ""
+
+
+def user_turn(run: Run) -> dict:
+    """Return the payload of a run's opening `message` turn: the input, as the user's (clipped to 16 KiB)."""
+    return {"role": "user", "text": clip(run.input), "runId": run.id}
 
 
 def run_mark_running(*, run_id: str) -> Run:
@@ -347,38 +376,25 @@ def run_finish(
     now = timezone.now()
     ok = outcome.status == RunStatus.OK
     alias = stores.current_alias()
+    changes = {
+        "status": RunStatus.OK if ok else RunStatus.ERROR,
+        "output": outcome.output,  # a failed run keeps what it wrote (a reply cut off mid-stream)
+        "error": "" if ok else (outcome.error or "the run failed"),
+        "model": outcome.model,  # "" keeps the model the run was recorded with
+        "attempts": outcome.attempts,
+        "prompt_tokens": outcome.prompt_tokens,
+        "completion_tokens": outcome.completion_tokens,
+        "tool_calls": outcome.tool_calls,
+        "duration_ms": outcome.duration_ms,
+        "finished_at": now,
+    }
+    if span is not None:
+        changes["trace_id"] = tracing.trace_id_hex(span)
     with stores.org_atomic():
-        # The whole row, locked (PostgreSQL; SQLite's BEGIN IMMEDIATE holds the file): it is
-        # returned finished below without a second read.
-        row = Run.objects.select_for_update().filter(pk=run_id).first()
-        if row is None:
+        run = _record_outcome(run_id, changes, from_statuses=from_statuses, alias=alias)
+        if run is None:
             _close_inbox_only(session)
             return None
-        if outcome.duration_ms is not None:
-            duration_ms = outcome.duration_ms
-        else:  # a run that never started (cancelled while queued) lasted nothing
-            duration_ms = max(0, int((now - row.started_at).total_seconds() * 1000)) if row.started_at else 0
-        changes = {
-            "status": RunStatus.OK if ok else RunStatus.ERROR,
-            "output": outcome.output,  # a failed run keeps what it wrote (a reply cut off mid-stream)
-            "error": "" if ok else (outcome.error or "the run failed"),
-            "model": outcome.model or row.model,
-            "attempts": outcome.attempts,
-            "prompt_tokens": outcome.prompt_tokens,
-            "completion_tokens": outcome.completion_tokens,
-            "tool_calls": outcome.tool_calls,
-            "duration_ms": duration_ms,
-            "finished_at": now,
-        }
-        if span is not None:
-            changes["trace_id"] = tracing.trace_id_hex(span)
-        if not Run.objects.filter(pk=run_id, status__in=from_statuses).update(**changes):
-            _close_inbox_only(session)
-            return None
-        # The conditional UPDATE won: the locked row is what was read plus `changes`.
-        run = row
-        for name, value in changes.items():
-            setattr(run, name, value)
         if within is not None:
             try:
                 with stores.org_atomic():
@@ -391,6 +407,47 @@ def run_finish(
         transaction.on_commit(lambda: _after_finish(run, org_slug=org_slug, span=span, span_attributes=span_attributes),
                               using=alias, robust=True)
     return run
+
+
+def _record_outcome(run_id: str, changes: dict, *, from_statuses: frozenset, alias: str) -> Run | None:
+    """Write `changes` to run `run_id` if its status is in `from_statuses`; return the finished row, or None.
+
+    ONE statement, `UPDATE … WHERE status IN (…) RETURNING …` (plain SQL, `agents_site.sql`):
+    two finishers never both win, and the row comes back finished without a second read.
+    `changes["duration_ms"]` None means "since the run started" (0 if it never started) and
+    `changes["model"]` "" keeps the recorded model; both are worked out in the statement.
+    """
+    connection = transaction.get_connection(alias)
+    quote = connection.ops.quote_name
+    assignments, params = [], []
+    for name, value in changes.items():
+        field = Run._meta.get_field(name)
+        column = quote(field.column)
+        if name == "model" and not value:
+            continue
+        if name == "duration_ms" and value is None:
+            continue  # set below from started_at
+        assignments.append(f"{column} = %s")
+        params.append(field.get_db_prep_save(value, connection))
+    if changes.get("duration_ms") is None:
+        assignments.append(f"{quote('duration_ms')} = {_elapsed_ms_sql(connection)}")
+        params.append(connection.ops.adapt_datetimefield_value(changes["finished_at"]))
+    statuses, values = sql.in_list(from_statuses)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {sql.table_name(Run, connection)} SET {', '.join(assignments)} WHERE id = %s AND status IN ({statuses}) "
+            f"RETURNING {sql.select_list(Run, connection)}",
+            [*params, run_id, *values],
+        )
+        row = cursor.fetchone()
+    return None if row is None else sql.from_row(Run, connection, alias, row)
+
+
+def _elapsed_ms_sql(connection) -> str:
+    """SQL for the whole milliseconds from `started_at` to the parameter (a datetime); 0 when never started."""
+    if connection.vendor == "postgresql":
+        return "COALESCE(GREATEST(0, FLOOR(EXTRACT(EPOCH FROM (%s - started_at)) * 1000))::integer, 0)"
+    return "COALESCE(MAX(0, CAST((julianday(%s) - julianday(started_at)) * 86400000 AS INTEGER)), 0)"
 
 
 def _close_inbox_only(session: RunSession | None) -> None:
@@ -413,8 +470,7 @@ def _close_session(run: Run, *, session: RunSession | None, extra: dict | None =
         session = RunSession.bind(session_id=run.session_id, actor=run.actor)
     summary = {"runId": run.id, "status": run.status, "model": run.model, "durationMs": run.duration_ms,
                "error": clip(run.error, SUMMARY_ERROR_BYTES), **(extra or {})}
-    session.append(EventKind.LOG, summary)
-    session.close(status=SessionStatus.DONE if run.status == RunStatus.OK else SessionStatus.ERROR)
+    session.close(status=SessionStatus.DONE if run.status == RunStatus.OK else SessionStatus.ERROR, summary=summary)
 
 
 def _trace(run: Run, *, org_slug: str, span, extra: dict | None) -> None:

@@ -13,6 +13,7 @@ from agents_site.vocabulary import RunKind, RunStatus
 from sessions.models import Event, Session
 from tenancy import stores
 from tests.agents.conftest import fund, make_agent
+from tests.support.upstream import Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -54,7 +55,7 @@ def _run_statements(captured) -> list[str]:
     return [q["sql"].upper() for q in captured.captured_queries]
 
 
-def test_run_finish_reads_the_run_once_and_returns_it_as_stored(org_a, upstream):
+def test_run_finish_records_the_outcome_in_one_statement_and_returns_the_run_as_stored(org_a, upstream):
     fund(org_a)
     make_agent(org_a, "writer")
     with org_a.context():
@@ -63,8 +64,8 @@ def test_run_finish_reads_the_run_once_and_returns_it_as_stored(org_a, upstream)
         with CaptureQueriesContext(connections[stores.current_alias()]) as queries:
             finished = run_finish(run_id=run.id, outcome=Outcome(status=RunStatus.OK, output="done", model="m",
                                                                   prompt_tokens=3, completion_tokens=4, duration_ms=12))
-        reads = [s for s in _run_statements(queries) if s.startswith("SELECT") and 'FROM "AGENTS_RUN"' in s]
-        assert len(reads) == 1
+        on_runs = [s for s in _run_statements(queries) if '"AGENTS_RUN"' in s]
+        assert len(on_runs) == 1 and on_runs[0].startswith("UPDATE") and "RETURNING" in on_runs[0], on_runs  # no read
         stored = Run.objects.get(pk=run.id)
         for name in ("status", "output", "error", "model", "prompt_tokens", "completion_tokens", "duration_ms",
                      "session_id", "input", "actor", "kind", "fee_cents", "started_at", "finished_at"):
@@ -102,3 +103,96 @@ def test_an_agent_is_found_by_name_in_one_query(org_a):
         with CaptureQueriesContext(connections[stores.current_alias()]) as queries:
             agent = agent_get(ref="by-name")
         assert agent.name == "by-name" and len(queries.captured_queries) == 1
+
+
+def test_a_finish_without_a_duration_counts_from_the_start_and_keeps_the_recorded_model(org_a, upstream):
+    from datetime import timedelta
+
+    fund(org_a)
+    make_agent(org_a, "writer")
+    with org_a.context():
+        agent = Agent.objects.get(name="writer")
+        run = run_start(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann")
+        started = Run.objects.get(pk=run.id).started_at
+        Run.objects.filter(pk=run.id).update(started_at=started - timedelta(seconds=2))
+        finished = run_finish(run_id=run.id, outcome=Outcome(status=RunStatus.ERROR, error="cancelled", model=""))
+        stored = Run.objects.get(pk=run.id)
+        assert stored.model == run.model == finished.model != ""  # "" kept the model the run was recorded with
+        assert 2000 <= stored.duration_ms < 60_000 and finished.duration_ms == stored.duration_ms
+
+
+def test_a_finish_of_a_run_never_started_lasted_nothing(org_a, upstream):
+    fund(org_a)
+    make_agent(org_a, "writer")
+    with org_a.context():
+        agent = Agent.objects.get(name="writer")
+        run = run_start(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann", queued=True)
+        finished = run_finish(run_id=run.id, outcome=Outcome.failed("cancelled before it started"))
+        assert finished.duration_ms == 0 == Run.objects.get(pk=run.id).duration_ms
+
+
+def test_a_second_finish_changes_nothing(org_a, upstream):
+    fund(org_a)
+    make_agent(org_a, "writer")
+    with org_a.context():
+        agent = Agent.objects.get(name="writer")
+        run = run_start(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann")
+        assert run_finish(run_id=run.id, outcome=Outcome(status=RunStatus.OK, output="first", model="m", duration_ms=5)) is not None
+        assert run_finish(run_id=run.id, outcome=Outcome(status=RunStatus.ERROR, error="second", duration_ms=9)) is None
+        stored = Run.objects.get(pk=run.id)
+        assert (stored.status, stored.output, stored.error, stored.duration_ms) == (RunStatus.OK, "first", "", 5)
+        assert Event.objects.filter(session_id=run.session_id, kind="log").count() == 1
+
+
+def test_a_run_executed_here_opens_its_session_with_the_input_and_its_executor(org_a, upstream):
+    """`executor_here`: the session, its first turn and the executor's channel commit with the
+    run; attaching then writes and reads nothing."""
+    from agents.run_session import RunSession
+    from sessions.control import executor_channel_for_new_session
+
+    fund(org_a)
+    make_agent(org_a, "writer")
+    with org_a.context():
+        agent = Agent.objects.get(name="writer")
+        run = run_start(kind=RunKind.RUN, agent=agent, input="hello there", actor=f"{org_a.slug}/ann", executor_here=True)
+        assert run.opened_here is True and run.session_root == run.session_id
+        session_row = Session.objects.get(pk=run.session_id)
+        assert session_row.executor_channel == executor_channel_for_new_session()
+        turns = list(Event.objects.filter(session_id=run.session_id).values_list("seq", "kind", "payload"))
+        assert len(turns) == 1 and turns[0][:2] == (1, "message") and '"role":"user"' in turns[0][2] and "hello there" in turns[0][2]
+        with CaptureQueriesContext(connections[stores.current_alias()]) as queries:
+            session = RunSession.attach(session_id=run.session_id, actor=run.actor, opened_here=True, root=run.session_root)
+        assert queries.captured_queries == []
+        session.close(status="done", summary={"runId": run.id})
+        assert Session.objects.get(pk=run.session_id).executor_channel == ""
+
+
+def test_a_queued_run_is_never_opened_with_an_executor(org_a, upstream):
+    fund(org_a)
+    make_agent(org_a, "writer")
+    with org_a.context():
+        agent = Agent.objects.get(name="writer")
+        run = run_start(kind=RunKind.RUN, agent=agent, input="later", actor=f"{org_a.slug}/ann", queued=True, executor_here=True)
+        assert run.opened_here is False
+        assert Session.objects.get(pk=run.session_id).executor_channel == ""
+        assert not Event.objects.filter(session_id=run.session_id).exists()  # its worker records the input
+
+
+def test_the_reply_and_the_summary_are_written_with_the_finish(org_a, upstream):
+    """A sync run: the user's turn commits with the run's start, the reply and the summary with
+    its finish, in order, with dense seqs; the session ends done with its channel cleared."""
+    from agents.execution import run_execute
+
+    fund(org_a)
+    make_agent(org_a, "writer")
+    upstream.script(Reply(content="the answer"))
+    with org_a.context():
+        agent = Agent.objects.get(name="writer")
+        run = run_execute(agent=agent, input="the question", actor=f"{org_a.slug}/ann")
+        assert run.status == RunStatus.OK
+        events = list(Event.objects.filter(session_id=run.session_id).order_by("seq"))
+        assert [(e.seq, e.kind) for e in events] == [(1, "message"), (2, "message"), (3, "log")]
+        assert '"role":"user"' in events[0].payload and '"role":"assistant"' in events[1].payload
+        assert events[1].position + 1 == events[2].position  # written together
+        session_row = Session.objects.get(pk=run.session_id)
+        assert session_row.status == "done" and session_row.executor_channel == "" and session_row.last_seq == 3

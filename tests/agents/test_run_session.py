@@ -106,14 +106,14 @@ class TestRunSession:
         """An event the store refuses (injected fault on `message` turns) is logged and skipped; the run goes on."""
         from sessions import services as session_services
 
-        real_append = session_services.session_append_event
+        real_check = session_services.check_turn
 
         def refusing(*, kind, **kwargs):
             if kind == "message":
                 raise RuntimeError("injected: the session store refused the turn")
-            return real_append(kind=kind, **kwargs)
+            return real_check(kind=kind, **kwargs)
 
-        monkeypatch.setattr(session_services, "session_append_event", refusing)
+        monkeypatch.setattr(session_services, "check_turn", refusing)  # every turn a run writes is checked here
         make_agent(funded, "leaky")
         response = run(funded, "leaky", "hello")
         assert response.status_code == 200 and response.json()["status"] == "ok"

@@ -181,6 +181,31 @@ def test_a_live_executor_in_another_thread_takes_the_command(org_a, bus_backend)
     assert [c["command"] for c in _controls(org_a, session["id"])] == ["pause", "message", "stop"]
 
 
+def test_every_inbox_of_a_process_shares_one_receiver_and_gets_only_its_own_commands(org_a, bus_backend):
+    import threading
+
+    from sessions.control import executor_hub
+
+    executor_hub()  # the process's receiver, started on first use
+    sessions = [new_session(org_a) for _ in range(4)]
+    before = threading.active_count()
+    with org_a.context():
+        inboxes = [ExecutorInbox.open(session_id=session["id"]) for session in sessions]
+    try:
+        assert threading.active_count() == before  # no thread (and no mailbox) per executor
+        assert len({inbox.channel for inbox in inboxes}) == 1
+        for n, session in enumerate(sessions):
+            response = post(org_a.client, f"{BASE}/{session['id']}/message", {"message": f"for {n}"})
+            assert response.status_code == 200 and response.json()["forwarded"] is True
+        for n, inbox in enumerate(inboxes):
+            assert inbox.wait(2)["message"] == f"for {n}"
+            assert inbox.pending() == []
+    finally:
+        with org_a.context():
+            for inbox in inboxes:
+                inbox.close()
+
+
 def test_a_failed_forward_is_502_and_the_command_stays_recorded(org_a, bus_backend, settings):
     settings.AGENTS_CONTROL_FORWARD_TIMEOUT_SECONDS = 0.3
     session = new_session(org_a)
