@@ -171,7 +171,7 @@ class _Hub:
     inbox registers its session here instead of opening a mailbox and starting a thread of its
     own (issue 16: a mailbox round trip and two threads per run). Every executor of the
     process records the same channel, `recorded`; a forwarded `control.command` names its
-    `session`, and the thread acks it on `reply_to` and queues it on that session's inbox at
+    `session`, and the thread queues it on that session's inbox and acks it on `reply_to` at
     once. A command for a session no inbox of this process holds is not acked, so its sender
     answers 502 `forward_failed` as it did for an executor that went away. Over a process-local
     bus the thread also reads each registered inbox's durable control log every
@@ -231,15 +231,16 @@ class _Hub:
                     inbox = self._inboxes.get(message.get("session") or "")
                 if inbox is None:
                     continue  # no executor of that session here (any more): the sender times out
-                # Ack first: once the executor holds the command it may act on it and end at once
-                # (a process exiting right after its last command), and the sender must still hear.
-                reply_to = message.get("reply_to")
-                if reply_to:
-                    try:
-                        self.bus.send(reply_to, {"type": "control.ack", "seq": message.get("seq")}, timeout=_forward_timeout())
-                    except BusError:
-                        logger.warning("executor inbox of %s could not ack command %s", inbox.session_id, message.get("seq"))
-                inbox._queue_once({k: message.get(k) for k in ("command", "message", "payload", "seq")})
+                # Queued, then acked: `forwarded: true` means the executor holds the command. An
+                # executor may act on it and close at once; its close waits for this ack to leave.
+                with inbox._delivering:
+                    inbox._queue_once({k: message.get(k) for k in ("command", "message", "payload", "seq")})
+                    reply_to = message.get("reply_to")
+                    if reply_to:
+                        try:
+                            self.bus.send(reply_to, {"type": "control.ack", "seq": message.get("seq")}, timeout=_forward_timeout())
+                        except BusError:
+                            logger.warning("executor inbox of %s could not ack command %s", inbox.session_id, message.get("seq"))
         finally:
             self.mailbox.close()
 
@@ -304,6 +305,7 @@ class ExecutorInbox:
         self._log_lock = threading.Lock()
         self._poll_log = bool(getattr(hub.bus, "process_local", False))
         self._commands: queue.Queue[dict] = queue.Queue()
+        self._delivering = threading.Lock()  # held by the hub while it queues and acks a command
         self._closed = False
 
     @classmethod
@@ -406,6 +408,8 @@ class ExecutorInbox:
             return
         self._closed = True
         self._hub.unregister(self)
+        if self._delivering.acquire(timeout=_forward_timeout()):  # a command being acked leaves first
+            self._delivering.release()
         if cleared:
             return
         try:
