@@ -47,6 +47,12 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
+def cpu_seconds(pid: int) -> float:
+    """Return the user + system CPU seconds process `pid` has used (from /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -151,11 +157,8 @@ async def subscriber(host: str, port: int, key: str, stop: asyncio.Event, sample
     await writer.drain()
     buffer = b""
     live = False
-    while not stop.is_set():
-        try:
-            chunk = await asyncio.wait_for(reader.read(65536), 0.5)
-        except TimeoutError:
-            continue
+    while not stop.is_set():  # cancelled by `fanout` once every delivery is in (no timer per read)
+        chunk = await reader.read(65536)
         if not chunk:
             ended.append(1)  # the server ended the stream (a dropped subscriber)
             break
@@ -257,6 +260,8 @@ async def fanout(url: str, key: str, session_id: str, subscribers: int, rate: fl
             break
         await asyncio.sleep(0.05)
     stop.set()
+    for task in tasks:
+        task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
     if ended:
         print(f"  ({len(ended)} stream(s) were dropped by the server while {subscribers} were open)")
@@ -302,13 +307,22 @@ def main() -> None:
         how = "a writer process (service + Redis)" if writer else "HTTP POSTs to the same daphne"
         print(f"fan-out appends made by {how}")
         one, one_count = asyncio.run(fanout(url, key, fan_session, 1, args.rate, min(args.seconds, 5), writer))
+        cpu_before, wall_before = (cpu_seconds(proc.pid), os.times()), time.perf_counter()
         many, many_count = asyncio.run(fanout(url, key, fan_session, args.subscribers, args.rate, args.seconds, writer))
+        wall = time.perf_counter() - wall_before
+        mine = os.times()
+        daphne_cores = (cpu_seconds(proc.pid) - cpu_before[0]) / wall
+        client_cores = (mine.user + mine.system - cpu_before[1].user - cpu_before[1].system) / wall
+        writer_cores = (mine.children_user + mine.children_system - cpu_before[1].children_user - cpu_before[1].children_system) / wall
         print(f"fan-out, 1 subscriber         : {one_count} events at {args.rate:.0f}/s, {len(one)} deliveries; "
               f"p50 {percentile(one, 0.5) * 1000:.1f} ms, p99 {percentile(one, 0.99) * 1000:.1f} ms (baseline)")
         print(f"fan-out, {args.subscribers} subscribers       : {many_count} events at {args.rate:.0f}/s, {len(many)} of {many_count * args.subscribers} deliveries; "
               f"p50 {percentile(many, 0.5) * 1000:.1f} ms, p99 {percentile(many, 0.99) * 1000:.1f} ms "
               f"= {percentile(many, 0.99) / percentile(one, 0.99):.2f} x baseline p99")
         print(f"(mean delivery {statistics.mean(many) * 1000:.1f} ms)")
+        print(f"CPU during the {args.subscribers}-subscriber fan-out ({wall:.1f} s, {os.cpu_count()} CPUs): daphne {daphne_cores:.2f} cores, "
+              f"the {args.subscribers} SSE clients {client_cores:.2f}, the writer process {writer_cores:.2f}, "
+              f"machine load {os.getloadavg()[0]:.1f}")
     finally:
         if proc is not None:
             proc.terminate()

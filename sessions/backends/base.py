@@ -48,7 +48,7 @@ class Subscription:
         self.dropped = False
         self.closed = False
         self._frames: deque[dict] = deque()
-        self._wake = asyncio.Event()
+        self._waiter: asyncio.Future | None = None  # the reader waiting in `get`, if any
         self._on_close = on_close
 
     def offer(self, frame: dict) -> None:
@@ -63,7 +63,12 @@ class Subscription:
             self._on_close(self)
         else:
             self._frames.append(frame)
-        self._wake.set()
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     @property
     def backlog(self) -> int:
@@ -81,11 +86,26 @@ class Subscription:
                 return self._frames.popleft()
             if self.dropped or self.closed:
                 raise SubscriberDropped(self.org)
-            self._wake.clear()
+            # A bare future and a timer: no task per wait (`asyncio.wait_for` makes one), which
+            # mattered at 100 streams × 200 frames/s (BENCHMARKS.md, issue 16).
+            waiter = self._waiter = self.loop.create_future()
+            timer = self.loop.call_later(timeout, self._wake) if timeout is not None else None
             try:
-                await asyncio.wait_for(self._wake.wait(), timeout)
-            except TimeoutError:
-                return None
+                await waiter
+            finally:
+                if timer is not None:
+                    timer.cancel()
+                if self._waiter is waiter:
+                    self._waiter = None
+            if not self._frames and not (self.dropped or self.closed):
+                return None  # the timeout woke it
+
+    def drain(self, limit: int) -> list[dict]:
+        """Return (and remove) up to `limit` frames already buffered, oldest first; never waits."""
+        frames = []
+        while self._frames and len(frames) < limit:
+            frames.append(self._frames.popleft())
+        return frames
 
     def close(self) -> None:
         """Unsubscribe (idempotent). Call it when the reader goes away."""

@@ -105,13 +105,18 @@ def test_an_agent_is_found_by_name_in_one_query(org_a):
         assert agent.name == "by-name" and len(queries.captured_queries) == 1
 
 
+def _writer(org):
+    """Fund `org`, give it an agent `writer` and return it (inside `org.context()`)."""
+    fund(org)
+    make_agent(org, "writer")
+    return Agent.objects.get(name="writer")
+
+
 def test_a_finish_without_a_duration_counts_from_the_start_and_keeps_the_recorded_model(org_a, upstream):
     from datetime import timedelta
 
-    fund(org_a)
-    make_agent(org_a, "writer")
     with org_a.context():
-        agent = Agent.objects.get(name="writer")
+        agent = _writer(org_a)
         run = run_start(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann")
         started = Run.objects.get(pk=run.id).started_at
         Run.objects.filter(pk=run.id).update(started_at=started - timedelta(seconds=2))
@@ -122,20 +127,16 @@ def test_a_finish_without_a_duration_counts_from_the_start_and_keeps_the_recorde
 
 
 def test_a_finish_of_a_run_never_started_lasted_nothing(org_a, upstream):
-    fund(org_a)
-    make_agent(org_a, "writer")
     with org_a.context():
-        agent = Agent.objects.get(name="writer")
+        agent = _writer(org_a)
         run = run_start(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann", queued=True)
         finished = run_finish(run_id=run.id, outcome=Outcome.failed("cancelled before it started"))
         assert finished.duration_ms == 0 == Run.objects.get(pk=run.id).duration_ms
 
 
 def test_a_second_finish_changes_nothing(org_a, upstream):
-    fund(org_a)
-    make_agent(org_a, "writer")
     with org_a.context():
-        agent = Agent.objects.get(name="writer")
+        agent = _writer(org_a)
         run = run_start(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann")
         assert run_finish(run_id=run.id, outcome=Outcome(status=RunStatus.OK, output="first", model="m", duration_ms=5)) is not None
         assert run_finish(run_id=run.id, outcome=Outcome(status=RunStatus.ERROR, error="second", duration_ms=9)) is None
@@ -150,10 +151,8 @@ def test_a_run_executed_here_opens_its_session_with_the_input_and_its_executor(o
     from agents.run_session import RunSession
     from sessions.control import executor_channel_for_new_session
 
-    fund(org_a)
-    make_agent(org_a, "writer")
     with org_a.context():
-        agent = Agent.objects.get(name="writer")
+        agent = _writer(org_a)
         run = run_start(kind=RunKind.RUN, agent=agent, input="hello there", actor=f"{org_a.slug}/ann", executor_here=True)
         assert run.opened_here is True and run.session_root == run.session_id
         session_row = Session.objects.get(pk=run.session_id)
@@ -168,10 +167,8 @@ def test_a_run_executed_here_opens_its_session_with_the_input_and_its_executor(o
 
 
 def test_a_queued_run_is_never_opened_with_an_executor(org_a, upstream):
-    fund(org_a)
-    make_agent(org_a, "writer")
     with org_a.context():
-        agent = Agent.objects.get(name="writer")
+        agent = _writer(org_a)
         run = run_start(kind=RunKind.RUN, agent=agent, input="later", actor=f"{org_a.slug}/ann", queued=True, executor_here=True)
         assert run.opened_here is False
         assert Session.objects.get(pk=run.session_id).executor_channel == ""
@@ -183,11 +180,9 @@ def test_the_reply_and_the_summary_are_written_with_the_finish(org_a, upstream):
     its finish, in order, with dense seqs; the session ends done with its channel cleared."""
     from agents.execution import run_execute
 
-    fund(org_a)
-    make_agent(org_a, "writer")
     upstream.script(Reply(content="the answer"))
     with org_a.context():
-        agent = Agent.objects.get(name="writer")
+        agent = _writer(org_a)
         run = run_execute(agent=agent, input="the question", actor=f"{org_a.slug}/ann")
         assert run.status == RunStatus.OK
         events = list(Event.objects.filter(session_id=run.session_id).order_by("seq"))

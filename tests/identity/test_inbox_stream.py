@@ -27,6 +27,7 @@ def _open(base: str, key: str, headers: dict | None = None) -> SSEStream:
 def test_inbox_stream_replays_after_last_event_id_then_streams_live(org_a, daphne_server):
     base, auth = daphne_server.url, {"Authorization": f"Bearer {org_a.key}"}
     created = httpx.post(f"{base}/v1/identity/agents", json={"display_name": "Streamer", "connection_mode": "websocket"}, headers=auth).json()
+    assert "agent_token" in created, created
     agent_auth = {"Authorization": f"Bearer {created['agent_token']}"}
     assert httpx.post(f"{base}/v1/identity/agents/{created['agent_id']}/relations", headers=auth).status_code == 201
     user = org_a.user.get_username()

@@ -109,3 +109,29 @@ def test_sending_to_a_closed_local_mailbox_fails_at_once(settings):
     mailbox.close()
     with pytest.raises(BusError, match="no live receiver"):
         bus.send(mailbox.name, {"type": "x"})
+
+
+def test_a_subscription_wait_times_out_wakes_on_a_frame_and_drains_what_waits(settings, org_a):
+    """`get` returns None after its timeout, wakes as soon as a frame is offered from another
+    thread, and `drain(limit)` hands over frames already buffered, oldest first, without waiting."""
+    settings.AGENTS_SESSION_BUS = "local"
+
+    async def scenario():
+        subscription = await get_bus().subscribe(org_a.slug)
+        try:
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            assert await subscription.get(0.05) is None and loop.time() - started >= 0.04
+            threading.Timer(0.05, lambda: get_bus().publish(org_a.slug, {"org": org_a.slug, "n": 1})).start()
+            frame = await subscription.get(5)
+            assert frame["n"] == 1 and loop.time() - started < 4
+            for n in range(2, 7):
+                get_bus().publish(org_a.slug, {"org": org_a.slug, "n": n})
+            while subscription.backlog < 5:
+                await asyncio.sleep(0.01)
+            assert [f["n"] for f in subscription.drain(3)] == [2, 3, 4]
+            assert [f["n"] for f in subscription.drain(10)] == [5, 6] and subscription.drain(10) == []
+        finally:
+            subscription.close()
+
+    asyncio.run(scenario())

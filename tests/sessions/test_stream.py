@@ -4,6 +4,7 @@ plus a stuck client driven through the ASGI application itself."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 
 import httpx
@@ -372,3 +373,36 @@ def test_the_stream_delivers_every_event_of_a_batch_in_order_and_resumes_inside_
     finally:
         resumed.close()
     assert [f.id for f in replayed] == list(range(21, 51))
+
+
+def test_frames_waiting_when_the_stream_reads_go_out_in_one_write_in_order(org_a, settings):
+    """A live stream that fell behind catches up in one write: every frame already waiting is
+    sent with the one just read, each still its own SSE frame with its id, in order."""
+    from sessions.bus import event_frame
+
+    settings.AGENTS_SESSION_BUS = "local"
+    settings.AGENTS_SSE_PING_SECONDS = 60
+    settings.AGENTS_SSE_CATCHUP_SECONDS = 60
+    with org_a.context():
+        session = services.session_create(agent="burst", actor="t")
+    frames = [event_frame(org=org_a.slug, root=session.id, position=n, event_view={"seq": n, "payload": {"n": n}}) for n in range(1, 11)]
+
+    async def scenario() -> list[str]:
+        stream = session_stream(org=org_a.slug, root=None, last_event_id=None)
+        chunks = [await stream.__anext__()]
+        waiting = asyncio.ensure_future(stream.__anext__())  # the (empty) replay, then the live wait
+        await asyncio.sleep(0.2)
+        for frame in frames:  # all ten arrive before the stream runs again
+            get_bus().publish(org_a.slug, frame)
+        chunks.append(await asyncio.wait_for(waiting, 10))
+        while sum(c.count("event: event") for c in chunks) < 10:
+            chunks.append(await asyncio.wait_for(stream.__anext__(), 10))
+        await stream.aclose()
+        return chunks
+
+    chunks = asyncio.run(scenario())
+    writes = [c for c in chunks if "event: event" in c]
+    assert len(writes) == 1, writes  # one write for the ten frames
+    sent = writes[0].split("\n\n")[:-1]
+    assert [int(f.split("id: ", 1)[1].split("\n", 1)[0]) for f in sent] == list(range(1, 11))
+    assert [json.loads(f.split("data: ", 1)[1])["event"]["payload"]["n"] for f in sent] == list(range(1, 11))
