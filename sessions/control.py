@@ -202,11 +202,6 @@ class _Hub:
             if self._inboxes.get(inbox.session_id) is inbox:
                 del self._inboxes[inbox.session_id]
 
-    def held(self) -> int:
-        """Return how many inboxes are registered."""
-        with self._lock:
-            return len(self._inboxes)
-
     def retire(self) -> None:
         """Stop the thread and close the mailbox (the process's bus was replaced)."""
         self._retired.set()
@@ -216,33 +211,41 @@ class _Hub:
         next_read = time.monotonic()
         try:
             while not self._retired.is_set():
-                message = self.mailbox.receive(self.POLL_SECONDS)
-                if poll_log and time.monotonic() >= next_read:
-                    with self._lock:
-                        inboxes = list(self._inboxes.values())
-                    for inbox in inboxes:
-                        inbox._read_log(close=False)
-                    if inboxes:
-                        connections.close_all()  # this thread's own connections, between reads
-                    next_read = time.monotonic() + float(getattr(settings, "AGENTS_CONTROL_POLL_SECONDS", 1.0))
-                if not message or message.get("type") != "control.command":
-                    continue
-                with self._lock:
-                    inbox = self._inboxes.get(message.get("session") or "")
-                if inbox is None:
-                    continue  # no executor of that session here (any more): the sender times out
-                # Queued, then acked: `forwarded: true` means the executor holds the command. An
-                # executor may act on it and close at once; its close waits for this ack to leave.
-                with inbox._delivering:
-                    inbox._queue_once({k: message.get(k) for k in ("command", "message", "payload", "seq")})
-                    reply_to = message.get("reply_to")
-                    if reply_to:
-                        try:
-                            self.bus.send(reply_to, {"type": "control.ack", "seq": message.get("seq")}, timeout=_forward_timeout())
-                        except BusError:
-                            logger.warning("executor inbox of %s could not ack command %s", inbox.session_id, message.get("seq"))
+                try:
+                    next_read = self._turn(poll_log, next_read)
+                except Exception:  # one bad message or read must never stop steering for the process
+                    logger.exception("the executor hub failed on a message; it goes on")
         finally:
             self.mailbox.close()
+
+    def _turn(self, poll_log: bool, next_read: float) -> float:
+        """Wait up to `POLL_SECONDS` for one message and deliver it; read the logs when due. Return the next read time."""
+        message = self.mailbox.receive(self.POLL_SECONDS)
+        if poll_log and time.monotonic() >= next_read:
+            with self._lock:
+                inboxes = list(self._inboxes.values())
+            for inbox in inboxes:
+                inbox._read_log(close=False)
+            if inboxes:
+                connections.close_all()  # this thread's own connections, between reads
+            next_read = time.monotonic() + float(getattr(settings, "AGENTS_CONTROL_POLL_SECONDS", 1.0))
+        if not message or message.get("type") != "control.command":
+            return next_read
+        with self._lock:
+            inbox = self._inboxes.get(message.get("session") or "")
+        if inbox is None:
+            return next_read  # no executor of that session here (any more): the sender times out
+        # Queued, then acked: `forwarded: true` means the executor holds the command. An
+        # executor may act on it and close at once; its close waits for this ack to leave.
+        with inbox._delivering:
+            inbox._queue_once({k: message.get(k) for k in ("command", "message", "payload", "seq")})
+            reply_to = message.get("reply_to")
+            if reply_to:
+                try:
+                    self.bus.send(reply_to, {"type": "control.ack", "seq": message.get("seq")}, timeout=_forward_timeout())
+                except BusError:
+                    logger.warning("executor inbox of %s could not ack command %s", inbox.session_id, message.get("seq"))
+        return next_read
 
 
 _hub: _Hub | None = None
