@@ -60,7 +60,8 @@ class RunSession:
         return session
 
     @classmethod
-    def attach(cls, *, session_id: str, actor: str, opened_here: bool = False, root: str | None = None) -> RunSession:
+    def attach(cls, *, session_id: str, actor: str, opened_here: bool = False, root: str | None = None,
+               inbox=None) -> RunSession:
         """Take over the run's session (opened by `run_start`) and open its executor inbox.
 
         `opened_here`: `run_start` opened the session with this process's executor channel
@@ -69,7 +70,8 @@ class RunSession:
         recorded on the session before the executor attached (a `pause` or `message` sent
         while the run waited in the queue) are replayed first, oldest first; a command that
         also arrives live is handed over once (by `seq`). `root` is the session's root session
-        id when the caller knows it (else it is read once, at the first delta).
+        id when the caller knows it (else it is read once, at the first delta); `inbox` the
+        executor inbox `run_start` already registered for an `opened_here` session.
         """
         session = cls(actor=actor)
         session.session_id = session_id
@@ -77,7 +79,10 @@ class RunSession:
         try:
             from sessions.control import ExecutorInbox
 
-            session._inbox = ExecutorInbox.attach(session_id=session_id) if opened_here else ExecutorInbox.open(session_id=session_id)
+            if opened_here:
+                session._inbox = inbox if inbox is not None else ExecutorInbox.attach(session_id=session_id)
+            else:
+                session._inbox = ExecutorInbox.open(session_id=session_id)
         except Exception:
             logger.warning("run session %s: executor inbox unavailable", session_id, exc_info=True)
         if opened_here:

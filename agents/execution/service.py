@@ -123,7 +123,7 @@ def run_execute_started(*, run: Run, agent: Agent, span=None, deadline: float | 
     `within`; e.g. a conversation round's reply), only when this call finished the run.
     """
     session = (RunSession.attach(session_id=run.session_id, actor=run.actor, opened_here=getattr(run, "opened_here", False),
-                                 root=getattr(run, "session_root", None))
+                                 root=getattr(run, "session_root", None), inbox=getattr(run, "executor_inbox", None))
                if run.session_id else RunSession(actor=run.actor))
     started = time.perf_counter()
     outcome = RunLoop(agent=agent, text=run.input, run=run, session=session, org_slug=stores.current_org(), deadline=deadline,

@@ -179,7 +179,8 @@ def run_start(
     caller executes in this process at once, through `RunLoop`): the session is opened with
     this process's executor channel and, when the input is not blank, its first `message` turn
     (role `user`, the input) — in the same transaction, so attaching the executor writes
-    nothing (`run.opened_here` is True then).
+    nothing (`run.opened_here` is True then, and `run.executor_inbox` is the inbox, registered
+    before the session committed).
 
     Out: the `Run` (`run.replayed` True when an earlier run of the same key is answered
     instead; its `session_id` set when the session opened). A replayed key answers a run still
@@ -253,19 +254,23 @@ def _record(*, kind, agent, name, model, text, actor, request_id, key, digest, i
     run = _new_row(run_id=mint_id("run"), kind=kind, agent=agent, name=name, model=model, text=text, actor=actor,
                    request_id=request_id, status=RunStatus.QUEUED if queued else RunStatus.RUNNING, fee=fee,
                    parent_run_id=parent_run_id, depth=depth)
-    with stores.org_atomic(serialize=True):
-        if key:
-            earlier = reserve(key=key, digest=digest, run_id=run.id, in_flight=in_flight_ok)
-            if earlier is not None:
-                earlier.replayed = True
-                return earlier
-        balance_authorize(org_slug=org_slug, actor=actor, fee_cents=fee, held_cents=fees_held() if fee else 0)
-        # The session first, so the run row is inserted once with its session id (one write, not two).
-        run.session_id = _session_open(run, title=title, parent_session_id=parent_session_id, fields=session_fields,
-                                       executor_here=executor_here)
-        run.save(force_insert=True)
-        if within is not None:
-            within(run)
+    try:
+        with stores.org_atomic(serialize=True):
+            if key:
+                earlier = reserve(key=key, digest=digest, run_id=run.id, in_flight=in_flight_ok)
+                if earlier is not None:
+                    earlier.replayed = True
+                    return earlier
+            balance_authorize(org_slug=org_slug, actor=actor, fee_cents=fee, held_cents=fees_held() if fee else 0)
+            # The session first, so the run row is inserted once with its session id (one write, not two).
+            run.session_id = _session_open(run, title=title, parent_session_id=parent_session_id, fields=session_fields,
+                                           executor_here=executor_here)
+            run.save(force_insert=True)
+            if within is not None:
+                within(run)
+    except BaseException:
+        _let_go(getattr(run, "executor_inbox", None))  # nothing was committed: no command can name it
+        raise
     run.replayed = False
     run.opened_here = executor_here and bool(run.session_id)
     return run
@@ -291,9 +296,10 @@ def _session_open(run: Run, *, title: str | None, parent_session_id: str, fields
     with this process's executor channel and the input as its first turn (see `run_start`).
     Best-effort: a session that cannot be opened (a savepoint is rolled back) never stops the run.
     """
-    from sessions.control import executor_channel_for_new_session
+    from sessions.control import ExecutorInbox, executor_channel_for_new_session
     from sessions.services import append_checked_turns, check_turn, session_create
 
+    inbox = None
     try:
         with stores.org_atomic():
             session = session_create(
@@ -303,6 +309,10 @@ def _session_open(run: Run, *, title: str | None, parent_session_id: str, fields
                 task_run_id=run.id if run.status == RunStatus.QUEUED else "",
                 executor_channel=executor_channel_for_new_session() if executor_here else "", **fields,
             )
+            if executor_here:
+                # Registered before the session commits: a command sent the moment it is visible
+                # finds the executor's inbox (and is acknowledged) even before the loop starts.
+                inbox = ExecutorInbox.attach(session_id=session.id)
             if executor_here and run.input.strip():
                 try:  # its own savepoint (append_checked_turns): a refused turn leaves the session open
                     turn = check_turn(kind=EventKind.MESSAGE, payload=user_turn(run), actor=run.actor[:256])
@@ -310,10 +320,18 @@ def _session_open(run: Run, *, title: str | None, parent_session_id: str, fields
                 except Exception:
                     logger.warning("run %s: its input was not recorded on its session", run.id, exc_info=True)
         run.session_root = str(session.root_id)  # the session's flow, for the executor's live frames
+        run.executor_inbox = inbox
         return str(session.id)
     except Exception:
+        _let_go(inbox)
         logger.warning("run %s: session could not be opened", run.id, exc_info=True)
         return ""
+
+
+def _let_go(inbox) -> None:
+    """Unregister an executor inbox whose session was never committed (nothing to clear)."""
+    if inbox is not None:
+        inbox.close(cleared=True)
 
 
 def user_turn(run: Run) -> dict:

@@ -191,3 +191,34 @@ def test_the_reply_and_the_summary_are_written_with_the_finish(org_a, upstream):
         assert events[1].position + 1 == events[2].position  # written together
         session_row = Session.objects.get(pk=run.session_id)
         assert session_row.status == "done" and session_row.executor_channel == "" and session_row.last_seq == 3
+
+
+def test_a_command_sent_before_the_loop_attaches_is_acknowledged_and_held(org_a, upstream):
+    """The inbox of a run executed here is registered before its session commits: a stop or a
+    message sent the moment the session is visible is forwarded (acknowledged) and reaches the loop."""
+    from agents.run_session import RunSession
+    from sessions.control import control_send
+
+    with org_a.context():
+        agent = _writer(org_a)
+        run = run_start(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann", executor_here=True)
+        _, forwarded = control_send(session_id=run.session_id, command="message", message="early", actor=f"{org_a.slug}/ann")
+        assert forwarded is True
+        session = RunSession.attach(session_id=run.session_id, actor=run.actor, opened_here=True, inbox=run.executor_inbox)
+        assert [(c["command"], c["message"]) for c in session.pending()] == [("message", "early")]
+        session.close(status="done", summary={"runId": run.id})
+
+
+def test_a_run_start_that_fails_after_its_session_opened_leaves_no_inbox_behind(org_a, upstream):
+    from sessions.control import executor_hub
+
+    def refuse(run):
+        raise RuntimeError("the caller's own write failed")
+
+    with org_a.context():
+        agent = _writer(org_a)
+        held = dict(executor_hub()._inboxes)
+        with pytest.raises(RuntimeError):
+            run_start(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann", executor_here=True, within=refuse)
+        assert not Session.objects.exists() and not Run.objects.exists()
+    assert executor_hub()._inboxes == held  # the inbox registered for the rolled-back session is gone

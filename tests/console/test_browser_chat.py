@@ -8,6 +8,8 @@ import pytest
 
 from agents.models import Run
 from chat.models import Conversation, Message
+from sessions.models import Event
+from tests.chat.conftest import wait_until
 from tests.support.upstream import Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -87,6 +89,8 @@ def test_the_stop_button_stops_the_round_through_its_session(page, make_org, log
     page.wait_for_function("document.querySelector('#chat-messages li.assistant .bubble') && document.querySelector('#chat-messages li.assistant .bubble').textContent === 'one '")
     page.click("#chat-stop")
     page.wait_for_selector("#chat-state:has-text('Stopping')")
+    with org.context():  # the stop is recorded (and held by the executor) before the model may finish
+        wait_until(lambda: Event.objects.filter(kind="control").exists())
     gate.set()  # the model goes on writing; the run ends at its next step as stopped
     page.wait_for_selector("#chat-stop", state="hidden", timeout=30000)
     with org.context():
