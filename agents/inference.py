@@ -11,6 +11,10 @@ arrive; the reply, its tool calls (argument fragments joined by index) and the u
 assembled into the SDK's `ChatCompletion`, the shape a non-streamed call returns. Every
 completion asks for at most `AGENTS_MAX_OUTPUT_TOKENS` tokens (`max_tokens`), so no run writes
 forever, whatever its agent sets.
+
+A streamed answer is read to the end of its body after its `[DONE]` (`_KeepAliveTransport`):
+the SDK stops at `[DONE]` and closes the response, which made the HTTP pool drop the
+connection, so every completion opened a new one (a new TLS handshake to a real gateway).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import time
 from collections.abc import Callable
 
 import httpx
+import httpx2
 import openai
 from django.conf import settings
 from openai.types.chat import ChatCompletion
@@ -32,6 +37,56 @@ _lock = threading.Lock()
 _client: openai.OpenAI | None = None
 _client_key: tuple | None = None
 _catalog: tuple[float, str, frozenset[str] | None] | None = None
+
+#: At most this many bytes are read after a stream's `[DONE]` to finish its body (its last
+#: chunk is a few bytes); a gateway that sends more, or fails, just has its connection closed.
+DRAIN_LIMIT_BYTES = 64 * 1024
+_DONE_TAILS = (b"[DONE]\n\n", b"[DONE]\r\n\r\n", b"[DONE]\r\r")
+
+
+class _FinishingStream(httpx2.SyncByteStream):
+    """A response body that, closed right after an SSE `[DONE]`, reads what is left of it first.
+
+    HTTP/1.1 can only reuse a connection whose response was read to its end; the SDK closes a
+    stream as soon as it has parsed `[DONE]`, one chunk before the body's end.
+    """
+
+    def __init__(self, inner: httpx2.SyncByteStream) -> None:
+        self._inner = inner
+        self._chunks = None
+        self._tail = b""
+        self._ended = False
+
+    def __iter__(self):
+        self._chunks = iter(self._inner)
+        for chunk in self._chunks:
+            self._tail = (self._tail + chunk)[-16:]
+            yield chunk
+        self._ended = True
+
+    def close(self) -> None:
+        try:
+            if not self._ended and self._chunks is not None and self._tail.endswith(_DONE_TAILS):
+                drained = 0
+                for chunk in self._chunks:
+                    drained += len(chunk)
+                    if drained > DRAIN_LIMIT_BYTES:
+                        break
+        except Exception:  # the connection is closed below instead of reused
+            logger.debug("gateway stream: the rest after [DONE] unreadable", exc_info=True)
+        finally:
+            self._inner.close()
+
+
+class _KeepAliveTransport(httpx2.HTTPTransport):
+    """The SDK's HTTP transport, with every `text/event-stream` body a `_FinishingStream`."""
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = super().handle_request(request)
+        if not response.headers.get("content-type", "").startswith("text/event-stream"):
+            return response
+        return httpx2.Response(status_code=response.status_code, headers=response.headers,
+                               stream=_FinishingStream(response.stream), extensions=response.extensions)
 
 
 def inference_configured() -> bool:
@@ -52,6 +107,8 @@ def get_client() -> openai.OpenAI | None:
                 api_key=settings.INFERENCE_API_KEY or "not-needed",
                 timeout=settings.INFERENCE_TIMEOUT_SECONDS,
                 max_retries=0,
+                http_client=openai.DefaultHttpxClient(
+                    transport=_KeepAliveTransport(limits=openai.DEFAULT_CONNECTION_LIMITS)),
             )
             _client_key = key
         return _client

@@ -180,3 +180,57 @@ def test_a_partial_credential_held_back_when_the_stream_breaks_is_not_recorded(f
     assert token_head not in json.dumps(body)
     (stored,) = stored_runs(funded)
     assert token_head not in stored.output
+
+
+def test_streamed_completions_reuse_one_connection_to_the_gateway(funded, upstream):
+    # The SDK closes a stream at its `[DONE]`, one chunk before the body ends; unless the rest is
+    # read, the HTTP pool drops the connection and every completion opens (and handshakes) anew.
+    reset_caches()
+    make_agent(funded, "kept")
+    for _ in range(3):
+        assert run(funded, "kept").json()["status"] == "ok"
+    assert len(upstream.chat_requests) == 3
+    assert upstream.connections == 1
+
+
+def test_a_stream_closed_before_its_done_is_not_read_on():
+    from agents.inference import _FinishingStream
+
+    class Body:
+        closed = False
+
+        def __iter__(self):
+            yield b'data: {"a": 1}\n\n'
+            yield b'data: {"a": 2}\n\n'
+            raise AssertionError("read on after the stream was closed")
+
+        def close(self):
+            Body.closed = True
+
+    stream = _FinishingStream(Body())
+    assert next(iter(stream)) == b'data: {"a": 1}\n\n'
+    stream.close()
+    assert Body.closed
+
+
+def test_a_stream_closed_at_its_done_is_read_to_its_end_then_closed():
+    from agents.inference import _FinishingStream
+
+    read = []
+
+    class Body:
+        closed = False
+
+        def __iter__(self):
+            yield b'data: {"a": 1}\n\n'
+            yield b"data: [DONE]\n\n"
+            read.append("end")  # the chunked body's last chunk: only then may HTTP reuse the connection
+
+        def close(self):
+            Body.closed = True
+
+    stream = _FinishingStream(Body())
+    chunks = iter(stream)
+    assert [next(chunks), next(chunks)] == [b'data: {"a": 1}\n\n', b"data: [DONE]\n\n"]
+    stream.close()
+    assert read == ["end"] and Body.closed

@@ -88,6 +88,7 @@ class Upstream:
         self.default_content = "ok"
         self.default_delay = 0.0  # seconds an unscripted reply waits (a model's latency, for benchmarks)
         self.requests: list[dict] = []
+        self.connections = 0  # TCP connections accepted (a client that keeps alive opens one)
         self._script: list[Reply] = []
         self._lock = threading.Lock()
         self.server: ThreadingHTTPServer | None = None
@@ -108,6 +109,7 @@ class Upstream:
         with self._lock:
             self._script.clear()
             self.requests.clear()
+            self.connections = 0
             self.default_delay = 0.0
 
     @property
@@ -132,6 +134,11 @@ class Upstream:
 
             def log_message(self, *args):  # quiet
                 pass
+
+            def setup(self):  # once per connection (`handle` then serves its requests)
+                super().setup()
+                with upstream._lock:
+                    upstream.connections += 1
 
             def _send(self, status: int, body: dict) -> None:
                 raw = json.dumps(body).encode()
