@@ -9,7 +9,7 @@ instances exactly as the ORM would (`from_row`: the backend's converters, so dat
 and booleans booleans on SQLite as on PostgreSQL). Everything else stays on the ORM.
 
 Only identifiers from the models' own metadata are ever put into the SQL text; every value is
-a parameter.
+a parameter. New rows go in with `insert` (what the ORM's insert sends, without composing it).
 """
 
 from __future__ import annotations
@@ -58,3 +58,35 @@ def in_list(values) -> tuple[str, list]:
     """Return `("%s, %s, …", [values…])` for an `IN (…)` of a fixed set of values (sorted, so the text is stable)."""
     ordered = sorted(str(value) for value in values)
     return ", ".join(["%s"] * len(ordered)), ordered
+
+
+def insert(objs: list[models.Model], connection) -> None:
+    """Insert `objs` (new instances of one model) with one `INSERT … VALUES` statement.
+
+    Each value is what the ORM's insert would send: the field's `pre_save` (so `auto_now_add`
+    stamps) prepared for this database. A model whose primary key the database assigns (an
+    auto field) takes one object per call; its new key is read back (`RETURNING`). The
+    instances are marked saved to `connection`. Raises the database's `IntegrityError` for a
+    constraint the rows break (nothing inserted).
+    """
+    if not objs:
+        return
+    model = type(objs[0])
+    meta = model._meta
+    auto = meta.pk if getattr(meta.pk, "db_returning", False) else None
+    if auto is not None and len(objs) > 1:
+        raise ValueError(f"{meta.label}: one row per insert when the database assigns the key")
+    fields = [field for field in meta.concrete_fields if field is not auto]
+    quote = connection.ops.quote_name
+    row = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    params = [field.get_db_prep_save(field.pre_save(obj, True), connection) for obj in objs for field in fields]
+    text = (f"INSERT INTO {table_name(model, connection)} ({', '.join(quote(field.column) for field in fields)}) "
+            f"VALUES {', '.join([row] * len(objs))}")
+    with connection.cursor() as cursor:
+        if auto is None:
+            cursor.execute(text, params)
+        else:
+            cursor.execute(f"{text} RETURNING {quote(auto.column)}", params)
+            setattr(objs[0], auto.attname, cursor.fetchone()[0])
+    for obj in objs:
+        obj._state.adding, obj._state.db = False, connection.alias

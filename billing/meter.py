@@ -19,7 +19,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 from agents_site.errors import ApiError, Forbidden
 from agents_site.vocabulary import ErrorCode, RunKind
 from billing.models import LedgerEntry
-from billing.selectors import org_balance_cents
+from billing.selectors import org_balance_cents, org_by_slug
 from billing.services import run_debit
 from tenancy.models import Org
 
@@ -125,7 +125,9 @@ def run_charge(*, org_slug: str, run_id: str, cents: int, model: str, actor: str
     try:
         for attempt in retrying:
             with attempt:
-                org = Org.objects.get(slug=org_slug)
+                org = org_by_slug(org_slug)
+                if org is None:
+                    raise Org.DoesNotExist(org_slug)
                 return run_debit(org=org, run_id=run_id, cents=cents, model=model, actor=actor, request_id=request_id)
     except (DatabaseError, Org.DoesNotExist):
         logger.exception("debit of run %s (%s cents, org %s) failed; replay run_debit for it", run_id, cents, org_slug)

@@ -33,6 +33,19 @@ def org_balance_cents(*, org_slug: str) -> int | None:
     return None if row is None else int(row[0] or 0)
 
 
+def org_by_slug(slug: str) -> Org | None:
+    """Return the org with `slug` (read from the default database in one plain-SQL statement), or None.
+
+    The debit after every run looks its org up here (`agents_site.sql`). Raises `DatabaseError`
+    when the database cannot be read.
+    """
+    connection = transaction.get_connection(router.db_for_read(Org) or DEFAULT_DB_ALIAS)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {sql.select_list(Org, connection)} FROM {sql.table_name(Org, connection)} WHERE slug = %s", [slug])
+        row = cursor.fetchone()
+    return None if row is None else sql.from_row(Org, connection, connection.alias, row)
+
+
 def ledger_recent(*, org, limit: int = 50) -> list[LedgerEntry]:
     """Return `org`'s newest ledger rows, newest first, at most `limit` (≤ 200): the first page of `ledger_page`."""
     return ledger_page(org=org, limit=limit).items

@@ -111,7 +111,7 @@ def session_create(
     now = timezone.now()
     session_id = mint_id("sess")
     with stores.org_atomic():
-        session = Session.objects.create(
+        session = Session(
             id=session_id,
             agent=agent,
             actor=actor,
@@ -136,6 +136,7 @@ def session_create(
             created_at=now,
             updated_at=now,
         )
+        sql.insert([session], transaction.get_connection(alias))  # one statement, not composed (agents_site.sql)
         _publish_session(org, alias, session, children=0)
     return session
 
@@ -432,26 +433,10 @@ def _store(*, session_id: str, turns: list[tuple[str, str, str]]) -> list[Event]
             )
             for n, (kind, payload_text, actor) in enumerate(turns)
         ]
-        _insert(transaction.get_connection(alias), events)
+        sql.insert(events, transaction.get_connection(alias))
         frames = [bus.event_frame(org=org, root=root_id, position=e.position, event_view=event_view(e)) for e in events]
         transaction.on_commit(lambda: _publish_all(org, frames), using=alias)
     return events
-
-
-def _insert(connection, events: list[Event]) -> None:
-    """Insert `events` (new rows, every field set) with one plain-SQL statement (`agents_site.sql`).
-
-    What `bulk_create` would send, without composing it through the ORM on every append:
-    each value is prepared by its field for this database.
-    """
-    fields = Event._meta.concrete_fields
-    row = "(" + ", ".join(["%s"] * len(fields)) + ")"
-    params = [field.get_db_prep_save(getattr(event, field.attname), connection) for event in events for field in fields]
-    with connection.cursor() as cursor:
-        cursor.execute(f"INSERT INTO {sql.table_name(Event, connection)} ({sql.select_list(Event, connection)}) "
-                       f"VALUES {', '.join([row] * len(events))}", params)
-    for event in events:
-        event._state.adding, event._state.db = False, connection.alias
 
 
 def _publish_all(org: str, frames: list[dict]) -> None:

@@ -265,7 +265,7 @@ def _record(*, kind, agent, name, model, text, actor, request_id, key, digest, i
             # The session first, so the run row is inserted once with its session id (one write, not two).
             run.session_id = _session_open(run, title=title, parent_session_id=parent_session_id, fields=session_fields,
                                            executor_here=executor_here)
-            run.save(force_insert=True)
+            sql.insert([run], transaction.get_connection(stores.current_alias()))  # the run row: one plain INSERT
             if within is not None:
                 within(run)
     except BaseException:

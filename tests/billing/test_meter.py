@@ -70,6 +70,19 @@ def test_debit_moves_money_once_per_run_even_when_repeated(org_a):
     assert Account.objects.get(org=org_a.org).balance_cents == 400
 
 
+def test_the_first_money_movement_of_an_org_opens_its_account(org_a):
+    Account.objects.filter(org=org_a.org).delete()
+    row = run_charge(org_slug=org_a.slug, run_id="run_first", cents=30, model="m", actor="a/u")
+    assert row is not None and LedgerEntry.objects.get(pk=row.pk).run_id == "run_first"
+    assert Account.objects.get(org=org_a.org).balance_cents == -30
+
+
+def test_a_debit_for_an_org_that_is_gone_moves_nothing(org_a, caplog):
+    assert run_charge(org_slug="no-such-org", run_id="run_gone", cents=30, model="m", actor="a/u") is None
+    assert "debit of run run_gone" in caplog.text
+    assert not LedgerEntry.objects.filter(run_id="run_gone").exists()
+
+
 def test_debit_is_retried_through_a_transient_ledger_failure(org_a, refuse_ledger):
     credit_add(org=org_a.org, cents=500)
     with refuse_ledger(actions=(sqlite3.SQLITE_INSERT,), times=1):
