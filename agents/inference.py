@@ -12,9 +12,10 @@ assembled into the SDK's `ChatCompletion`, the shape a non-streamed call returns
 completion asks for at most `AGENTS_MAX_OUTPUT_TOKENS` tokens (`max_tokens`), so no run writes
 forever, whatever its agent sets.
 
-A streamed answer is read to the end of its body after its `[DONE]` (`_KeepAliveTransport`):
-the SDK stops at `[DONE]` and closes the response, which made the HTTP pool drop the
-connection, so every completion opened a new one (a new TLS handshake to a real gateway).
+A streamed answer is read to the end of its body after its `[DONE]`, on a drain thread
+(`_FinishingStream`): the SDK stops at `[DONE]` and closes the response, which made the HTTP
+pool drop the connection, so every completion opened a new one (a new TLS handshake to a real
+gateway).
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import httpx2
@@ -38,17 +39,37 @@ _client: openai.OpenAI | None = None
 _client_key: tuple | None = None
 _catalog: tuple[float, str, frozenset[str] | None] | None = None
 
-#: At most this many bytes are read after a stream's `[DONE]` to finish its body (its last
-#: chunk is a few bytes); a gateway that sends more, or fails, just has its connection closed.
+#: What is read after a stream's `[DONE]` to finish its body (its last chunk is a few bytes):
+#: at most this many bytes and chunks; a gateway that sends more just has its connection closed.
 DRAIN_LIMIT_BYTES = 64 * 1024
+DRAIN_LIMIT_CHUNKS = 8
+#: Bodies finished at once, off the run's thread; beyond that many waiting, a connection is closed instead.
+DRAIN_THREADS = 2
+DRAIN_MAX_WAITING = 32
 _DONE_TAILS = (b"[DONE]\n\n", b"[DONE]\r\n\r\n", b"[DONE]\r\r")
+
+_drains = ThreadPoolExecutor(max_workers=DRAIN_THREADS, thread_name_prefix="gateway-drain")
+_drains_lock = threading.Lock()
+_drains_waiting = 0
+
+
+def drains_waiting() -> int:
+    """Return how many finished streams are still having the rest of their body read (tests wait on 0)."""
+    with _drains_lock:
+        return _drains_waiting
 
 
 class _FinishingStream(httpx2.SyncByteStream):
-    """A response body that, closed right after an SSE `[DONE]`, reads what is left of it first.
+    """A response body that, closed right after an SSE `[DONE]`, has what is left of it read first.
 
     HTTP/1.1 can only reuse a connection whose response was read to its end; the SDK closes a
-    stream as soon as it has parsed `[DONE]`, one chunk before the body's end.
+    stream as soon as it has parsed `[DONE]`, one chunk before the body's end. The rest is read
+    on a drain thread (`DRAIN_THREADS`), never on the run's: a gateway that sends `[DONE]` and
+    then neither ends the body nor closes the connection costs a drain thread its read timeout,
+    not the run. Until the drain ends the connection stays out of the pool; a body that is not
+    ended within `DRAIN_LIMIT_CHUNKS` chunks / `DRAIN_LIMIT_BYTES`, or fails, is closed (h11
+    never hands back a connection whose response did not end cleanly). A stream closed before
+    its `[DONE]` (the run's deadline, a broken or unreadable stream) is closed at once.
     """
 
     def __init__(self, inner: httpx2.SyncByteStream) -> None:
@@ -65,17 +86,40 @@ class _FinishingStream(httpx2.SyncByteStream):
         self._ended = True
 
     def close(self) -> None:
+        global _drains_waiting
+        if not self._ended and self._chunks is not None and self._tail.endswith(_DONE_TAILS):
+            with _drains_lock:
+                room = _drains_waiting < DRAIN_MAX_WAITING
+                if room:
+                    _drains_waiting += 1
+            if room:
+                try:
+                    _drains.submit(self._drain)
+                    return
+                except RuntimeError:  # the executor is shut down (interpreter exit)
+                    _drain_done()
+        self._inner.close()
+
+    def _drain(self) -> None:
         try:
-            if not self._ended and self._chunks is not None and self._tail.endswith(_DONE_TAILS):
-                drained = 0
-                for chunk in self._chunks:
-                    drained += len(chunk)
-                    if drained > DRAIN_LIMIT_BYTES:
-                        break
+            read = chunks = 0
+            for chunk in self._chunks:
+                read, chunks = read + len(chunk), chunks + 1
+                if read > DRAIN_LIMIT_BYTES or chunks > DRAIN_LIMIT_CHUNKS:
+                    break
         except Exception:  # the connection is closed below instead of reused
             logger.debug("gateway stream: the rest after [DONE] unreadable", exc_info=True)
         finally:
-            self._inner.close()
+            try:
+                self._inner.close()
+            finally:
+                _drain_done()
+
+
+def _drain_done() -> None:
+    global _drains_waiting
+    with _drains_lock:
+        _drains_waiting -= 1
 
 
 class _KeepAliveTransport(httpx2.HTTPTransport):
@@ -87,6 +131,25 @@ class _KeepAliveTransport(httpx2.HTTPTransport):
             return response
         return httpx2.Response(status_code=response.status_code, headers=response.headers,
                                stream=_FinishingStream(response.stream), extensions=response.extensions)
+
+
+class _GatewayHttpClient(openai.DefaultHttpxClient):
+    """The SDK's default HTTP client (its timeouts, limits, redirects, and the proxies of the
+    environment: `HTTPS_PROXY`, `NO_PROXY`…) whose transports, direct and proxied, are
+    `_KeepAliveTransport`s; closed when it is let go, as the SDK's own client is."""
+
+    def _init_transport(self, *args, transport=None, **kwargs):
+        return transport if transport is not None else _KeepAliveTransport(*args, **kwargs)
+
+    def _init_proxy_transport(self, proxy, *args, **kwargs):
+        return _KeepAliveTransport(*args, proxy=proxy, **kwargs)
+
+    def __del__(self) -> None:
+        try:
+            if not self.is_closed:
+                self.close()
+        except Exception:
+            pass
 
 
 def inference_configured() -> bool:
@@ -107,8 +170,7 @@ def get_client() -> openai.OpenAI | None:
                 api_key=settings.INFERENCE_API_KEY or "not-needed",
                 timeout=settings.INFERENCE_TIMEOUT_SECONDS,
                 max_retries=0,
-                http_client=openai.DefaultHttpxClient(
-                    transport=_KeepAliveTransport(limits=openai.DEFAULT_CONNECTION_LIMITS)),
+                http_client=_GatewayHttpClient(),
             )
             _client_key = key
         return _client

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import socket
+import socketserver
+import threading
 
 import pytest
 from tenacity import RetryCallState
 
 from agents.execution.completion import wait_equal_jitter
-from agents.inference import reset_caches
+from agents.inference import drains_waiting, reset_caches
 from tests.agents.conftest import debits, make_agent, run, stored_runs
+from tests.support.qcluster import wait_for
 from tests.support.upstream import Reply
 
 pytestmark = pytest.mark.django_db
@@ -189,8 +192,59 @@ def test_streamed_completions_reuse_one_connection_to_the_gateway(funded, upstre
     make_agent(funded, "kept")
     for _ in range(3):
         assert run(funded, "kept").json()["status"] == "ok"
+        wait_for(lambda: drains_waiting() == 0, timeout=10, message="the stream's body read to its end")
     assert len(upstream.chat_requests) == 3
     assert upstream.connections == 1
+
+
+def test_the_gateway_client_keeps_the_environment_proxies(monkeypatch):
+    from agents.inference import _GatewayHttpClient, _KeepAliveTransport
+
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    client = _GatewayHttpClient()
+    try:
+        assert [type(t) for t in client._mounts.values()] == [_KeepAliveTransport]
+        assert isinstance(client._transport, _KeepAliveTransport) and client.follow_redirects
+    finally:
+        client.close()
+
+
+class _SilentAfterDone(socketserver.BaseRequestHandler):
+    """Answers one streamed completion up to its `[DONE]`, then neither ends the body nor closes."""
+
+    release = threading.Event()
+
+    def handle(self):
+        self.request.recv(65536)
+        chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                 "choices": [{"index": 0, "delta": {"role": "assistant", "content": "done"}, "finish_reason": "stop"}]}
+        frames = [f"data: {json.dumps(chunk)}\n\n", "data: [DONE]\n\n"]
+        body = "".join(f"{len(f):x}\r\n{f}\r\n" for f in frames)
+        self.request.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" + body.encode())
+        self.release.wait(30)
+
+
+def test_a_gateway_silent_after_its_done_does_not_hold_the_run(settings):
+    from agents.inference import chat_completion
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _SilentAfterDone)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    _SilentAfterDone.release.clear()
+    try:
+        settings.INFERENCE_BASE_URL = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        reset_caches()
+        answer = chat_completion(model="m", messages=[{"role": "user", "content": "hi"}])
+        # The run has its answer while the gateway still holds the body open: the rest is
+        # awaited on a drain thread, not on the run's.
+        assert answer.choices[0].message.content == "done"
+        assert drains_waiting() == 1
+    finally:
+        _SilentAfterDone.release.set()
+        server.shutdown()
+        server.server_close()
+    wait_for(lambda: drains_waiting() == 0, timeout=10, message="the drain to give up on the closed connection")
+    reset_caches()
 
 
 def test_a_stream_closed_before_its_done_is_not_read_on():
@@ -210,7 +264,7 @@ def test_a_stream_closed_before_its_done_is_not_read_on():
     stream = _FinishingStream(Body())
     assert next(iter(stream)) == b'data: {"a": 1}\n\n'
     stream.close()
-    assert Body.closed
+    assert Body.closed and drains_waiting() == 0
 
 
 def test_a_stream_closed_at_its_done_is_read_to_its_end_then_closed():
@@ -233,4 +287,30 @@ def test_a_stream_closed_at_its_done_is_read_to_its_end_then_closed():
     chunks = iter(stream)
     assert [next(chunks), next(chunks)] == [b'data: {"a": 1}\n\n', b"data: [DONE]\n\n"]
     stream.close()
-    assert read == ["end"] and Body.closed
+    wait_for(lambda: Body.closed, timeout=10, message="the drained body closed")
+    assert read == ["end"]
+    wait_for(lambda: drains_waiting() == 0, timeout=10, message="the drain counted done")
+
+
+def test_a_body_that_does_not_end_after_its_done_is_closed_unread_past_the_limit():
+    from agents.inference import DRAIN_LIMIT_CHUNKS, _FinishingStream
+
+    read = []
+
+    class Body:
+        closed = False
+
+        def __iter__(self):
+            yield b"data: [DONE]\n\n"
+            while True:  # a gateway that keeps writing after its [DONE]
+                read.append(1)
+                yield b": keep-alive\n\n"
+
+        def close(self):
+            Body.closed = True
+
+    stream = _FinishingStream(Body())
+    next(iter(stream))
+    stream.close()
+    wait_for(lambda: Body.closed, timeout=10, message="the body closed")
+    assert len(read) == DRAIN_LIMIT_CHUNKS + 1
