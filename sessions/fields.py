@@ -32,6 +32,8 @@ MAX_MESSAGE_BYTES = 16 * 1024
 
 STATUS_MESSAGE = "status must be " + "|".join(SessionStatus.values)
 KIND_MESSAGE = "kind must be " + "|".join(EventKind.values)
+# Looked up on every turn: a choices enum rebuilds its `.values` list on each access.
+_STATUSES, _KINDS, _COMMANDS = frozenset(SessionStatus.values), frozenset(EventKind.values), frozenset(ControlCommand.values)
 PUBLISH_MESSAGE = "published requires a project — a build with no product is not a story anyone can open"
 
 
@@ -81,7 +83,7 @@ def clean_title(value) -> str:
 def clean_status(value) -> str:
     """Return a session status (`running|paused|done|error`); 400 for any other word."""
     status = _text(value).strip()
-    if status not in SessionStatus.values:
+    if status not in _STATUSES:
         raise InvalidRequest(STATUS_MESSAGE)
     return status
 
@@ -89,7 +91,7 @@ def clean_status(value) -> str:
 def clean_kind(value) -> str:
     """Return an event kind (`message|tool-call|spawn|log|status|control`); else 400."""
     kind = _text(value).strip()
-    if kind not in EventKind.values:
+    if kind not in _KINDS:
         raise InvalidRequest(KIND_MESSAGE)
     return kind
 
@@ -165,7 +167,7 @@ def check_control_payload(payload) -> None:
     `control` turns are what `GET …/{id}/control` hands to a running executor, so each must be
     `{"command": "pause"|"resume"|"stop"|"message", "message"?: str, "payload"?: any}`.
     """
-    if not isinstance(payload, dict) or payload.get("command") not in ControlCommand.values:
+    if not isinstance(payload, dict) or payload.get("command") not in _COMMANDS:
         raise InvalidRequest(CONTROL_PAYLOAD_MESSAGE)
     if not isinstance(payload.get("message", ""), str):
         raise InvalidRequest(CONTROL_PAYLOAD_MESSAGE)

@@ -18,8 +18,12 @@ def payload_value(text: str):
 def event_view(event: Event, *, payload=None, payload_given: bool = False) -> dict:
     """Return `{id, sessionId, seq, kind, actor?, payload?, createdAt}`; payload embedded as JSON.
 
-    Pass `payload`/`payload_given` to reuse an already-decoded payload.
+    Pass `payload`/`payload_given` to reuse an already-decoded payload. An event just appended
+    carries the view its bus frame was built from (`_wire_view`, set by the append): events
+    never change once stored, so that view is returned instead of decoding the payload again.
     """
+    if not payload_given and (cached := event.__dict__.get("_wire_view")) is not None:
+        return cached
     value = payload if payload_given else payload_value(event.payload)
     return compact(
         {

@@ -434,7 +434,9 @@ def _store(*, session_id: str, turns: list[tuple[str, str, str]]) -> list[Event]
             for n, (kind, payload_text, actor) in enumerate(turns)
         ]
         sql.insert(events, transaction.get_connection(alias))
-        frames = [bus.event_frame(org=org, root=root_id, position=e.position, event_view=event_view(e)) for e in events]
+        for event in events:
+            event._wire_view = event_view(event)  # the frame's view, answered to the writer too (presenters.event_view)
+        frames = [bus.event_frame(org=org, root=root_id, position=e.position, event_view=e._wire_view) for e in events]
         transaction.on_commit(lambda: _publish_all(org, frames), using=alias)
     return events
 
