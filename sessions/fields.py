@@ -167,7 +167,8 @@ def check_control_payload(payload) -> None:
     `control` turns are what `GET …/{id}/control` hands to a running executor, so each must be
     `{"command": "pause"|"resume"|"stop"|"message", "message"?: str, "payload"?: any}`.
     """
-    if not isinstance(payload, dict) or payload.get("command") not in _COMMANDS:
+    command = payload.get("command") if isinstance(payload, dict) else None
+    if not isinstance(command, str) or command not in _COMMANDS:  # a dict or list is no command (and unhashable)
         raise InvalidRequest(CONTROL_PAYLOAD_MESSAGE)
     if not isinstance(payload.get("message", ""), str):
         raise InvalidRequest(CONTROL_PAYLOAD_MESSAGE)

@@ -384,7 +384,7 @@ def test_a_control_turn_carrying_a_command_is_admitted_and_polled(org_a):
     assert polled == {"commands": [{"seq": 1, "command": "pause", "message": "hold"}], "cursor": 1}
 
 
-@pytest.mark.parametrize("payload", [{"k": "control"}, {"command": "dance"}, {"command": "stop", "message": 5}, "stop", None])
+@pytest.mark.parametrize("payload", [{"k": "control"}, {"command": "dance"}, {"command": "stop", "message": 5}, "stop", None, {"command": {}}, {"command": ["stop"]}])
 def test_a_control_turn_that_is_not_a_command_is_refused(org_a, payload):
     # The control poll hands control turns to the running executor: each must be a command.
     session = new_session(org_a)
