@@ -105,8 +105,10 @@ def clean_task_ref(value) -> str:
 
 
 # An https URL with a host name (letters, digits, dots, dashes), an optional port, then any
-# path/query/fragment without blanks. The OpenAPI document declares this very pattern.
-TERMINAL_PATTERN = r"^https://[A-Za-z0-9][A-Za-z0-9.-]*(:[0-9]{1,5})?([/?#]\S*)?$"
+# path/query/fragment without blanks or control characters (named, not only `\S`: a schema
+# fuzzer's `\S` admits the separators \x1c–\x1f, Python's does not). The OpenAPI document
+# declares this very pattern.
+TERMINAL_PATTERN = r"^https://[A-Za-z0-9][A-Za-z0-9.-]*(:[0-9]{1,5})?([/?#][^\x00-\x20\x7f\s]*)?$"
 _TERMINAL_RE = re.compile(TERMINAL_PATTERN)
 
 

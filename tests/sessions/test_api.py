@@ -92,6 +92,7 @@ BAD_CREATES = [
     ({"repo": "r" * 513}, "repo too long"),
     ({"target": "tgt_" + "0" * 32}, "target not found in this org"),
     ({"terminal": "javascript:alert(1)"}, "terminal url must be https"),
+    ({"terminal": "https://t.example/s\x1c1"}, "terminal url must be https"),  # a control character in the path
     ({"terminal": "http://term.example.com"}, "terminal url must be https"),
     ({"terminal": "//term.example.com"}, "terminal url must be https"),
     ({"terminal": "file:///etc/passwd"}, "terminal url must be https"),
