@@ -260,6 +260,25 @@ class RelationStatus(models.TextChoices):
     TERMINATED_BY_DELETION = "terminated_by_deletion", "terminated by deletion"  # the agent was deleted (terminal)
 
 
+class KeyStatus(models.TextChoices):
+    """Where a registered key set (an agent's or a user's) stands; envelopes go only to CURRENT or GRACE keys."""
+
+    CURRENT = "current", "current"  # the newest registered set: seal to it
+    GRACE = "grace", "in grace"  # superseded by a normal rotation; still opens and verifies until expires_at
+    EXPIRED = "expired", "expired"  # its grace period is over
+    REVOKED = "revoked", "revoked"  # revoked at once (emergency rotation, re-registration, delete): refuse what it signed
+
+
+KeyStatus.VALID = frozenset({KeyStatus.CURRENT, KeyStatus.GRACE})
+
+
+class EnvelopeParty(models.TextChoices):
+    """Who is at one end of an envelope (`from`/`to` type of docs/envelopes.md)."""
+
+    USER = "user", "user"  # a person, by their principal's subject
+    AGENT = "agent", "agent"  # an identity agent, by its agent_id
+
+
 class EnvelopeDirection(models.TextChoices):
     """Which way an opaque envelope travels through the blind pipe."""
 
@@ -289,7 +308,7 @@ class InboxItemKind(models.TextChoices):
 
 
 class SystemMessageType(models.TextChoices):
-    """The type of a platform system message in a user's inbox."""
+    """The type of a platform system message in a user's inbox or on an agent's WebSocket."""
 
     SECURITY_ALERT = "security_alert", "security alert"  # something changed that affects the user's safety
 
@@ -298,6 +317,9 @@ class SystemMessageCode(models.TextChoices):
     """What a system message reports (spec 001)."""
 
     AGENT_DELETED_BY_CREATOR = "agent.deleted_by_creator", "agent deleted by its creator"  # relation terminated by a cascade delete
+    AGENT_KEYS_REVOKED = "agent.keys_revoked", "agent keys revoked"  # an emergency rotation revoked the agent's token and keys at once
+    AGENT_TOKEN_ROTATED = "agent.token_rotated", "agent token rotated"  # (to the agent) a normal rotation: the old token and keys end after the grace period
+    AGENT_TOKEN_REVOKED = "agent.token_revoked", "agent token revoked"  # (to the agent) its connection's token was revoked: the socket closes now
 
 
 class AgentHealth(models.TextChoices):
@@ -430,6 +452,8 @@ class ErrorCode(StrEnum):
     AGENT_EXTERNAL = "agent_external"  # the agent's brain runs elsewhere; it cannot be executed here
     STORE_BUSY = "store_busy"  # no database connection came free within the pool wait; retry
     STORE_UNAVAILABLE = "store_unavailable"  # the org's store cannot take writes (read-only, full)
+    ENVELOPE_KEY_UNKNOWN = "envelope_key_unknown"  # the envelope is sealed to (or signed with) a key that is not a current or in-grace key of its party
+    ENVELOPE_REPLAYED = "envelope_replayed"  # an envelope with this (sender, message id) was already accepted
     AGENT_LIMIT_EXCEEDED = "agent_limit_exceeded"  # the user's identity-agent quota is used up (spec 001 AGT_008)
     RATE_LIMITED = "rate_limited"  # too many requests of this kind from this caller; retry later
     ROTATION_LIMIT = "rotation_limit"  # the agent's token was rotated 5 times in 24 h already
@@ -474,6 +498,9 @@ BADGE_COLOURS = {
     DeliveryStatus.SUCCEEDED: "#15803d",
     DeliveryStatus.DEAD: "#b91c1c",
     DeliveryStatus.CANCELLED: "#6b7280",
+    KeyStatus.CURRENT: "#15803d",
+    KeyStatus.GRACE: "#b45309",
+    KeyStatus.REVOKED: "#b91c1c",
 }
 
 
@@ -483,7 +510,7 @@ def vocabulary_for_js() -> dict:
     Output: `{"runStatus": [...], "runKind": [...], "sessionStatus": [...], "sessionTerminal": [...],
     "eventKind": [...], "controlCommand": [...], "targetKind": [...], "targetStatus": [...],
     "activityKind": [...], "metricsRange": [...], "msgSubtype": [...], "artifactSubtype": [...], "clientAuth": [...],
-    "anomalyKind": [...], "badge": {word: colour}, "word": {name: word}}`.
+    "anomalyKind": [...], "keyStatus": [...], "envelopeParty": [...], "systemMessageCode": [...], "badge": {word: colour}, "word": {name: word}}`.
     """
     return {
         "runStatus": list(RunStatus.values),
@@ -500,6 +527,9 @@ def vocabulary_for_js() -> dict:
         "artifactSubtype": list(ArtifactSubtype.values),
         "clientAuth": list(ClientAuth.values),
         "anomalyKind": list(AnomalyKind.values),
+        "keyStatus": list(KeyStatus.values),
+        "envelopeParty": list(EnvelopeParty.values),
+        "systemMessageCode": list(SystemMessageCode.values),
         "badge": {str(k): v for k, v in BADGE_COLOURS.items()},
         # Single words the scripts compare against, named (never a copied literal in JS).
         "word": {"toolCall": str(EventKind.TOOL_CALL), "runError": str(RunStatus.ERROR), "external": str(AgentHosting.EXTERNAL)},

@@ -20,6 +20,7 @@ from identity.models import (
     InboxItem,
     Relation,
     TokenRotation,
+    UserKeySet,
 )
 
 
@@ -44,6 +45,12 @@ class AgentKeySetAdmin(OrgModelAdmin):
     exclude = ("webhook_secret_encrypted",)
 
 
+@admin.register(UserKeySet)
+class UserKeySetAdmin(OrgModelAdmin):
+    list_display = ("user_id", "public_key", "signing_public_key", "created_at", "expires_at", "revoked_at")
+    search_fields = ("user_id",)
+
+
 @admin.register(TokenRotation)
 class TokenRotationAdmin(OrgModelAdmin):
     list_display = ("agent_id", "emergency", "actor", "created_at")
@@ -60,9 +67,9 @@ class RelationAdmin(OrgModelAdmin):
 
 @admin.register(Envelope)
 class EnvelopeAdmin(OrgModelAdmin):
-    list_display = ("public_id", "direction", "agent_id", "user_id", "size_bytes", "created_at", "acked_at")
+    list_display = ("public_id", "direction", "agent_id", "user_id", "message_id", "size_bytes", "created_at", "acked_at")
     list_filter = ("direction",)
-    search_fields = ("public_id", "agent_id", "user_id")
+    search_fields = ("public_id", "agent_id", "user_id", "message_id")
     exclude = ("body",)  # ciphertext: nothing an admin can read
 
 

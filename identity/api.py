@@ -23,10 +23,12 @@ from identity.presenters import (
     anomaly_view,
     backup_view,
     delivery_view,
+    envelope_view,
     identity_view,
     inbox_item_view,
     keyset_view,
     public_identity_view,
+    public_keys_view,
     relation_view,
 )
 from identity.services import IdentityInput
@@ -214,6 +216,42 @@ class MyRelationsView(IdentityView):
         return Response({"relations": [relation_view(r) for r in selectors.user_relations(user_id=self.user_id(request))]})
 
 
+class AgentKeysView(IdentityView):
+    @extend_schema(operation_id="identity_agent_keys", summary="The agent's public keys (to seal to, and to verify its replies)",
+                   responses={200: s.AgentKeysOut, **_errors(403, 404)})
+    def get(self, request, ref: str):
+        """Return identity agent `ref`'s key sets, newest first, for its creator or a user with an active relation (else 404)."""
+        profile = selectors.identity_get_related(ref=ref, user_id=self.user_id(request))
+        return Response({"agent_id": profile.agent_id, "keys": [public_keys_view(k) for k in selectors.agent_key_history(agent_id=profile.agent_id)]})
+
+
+class MyKeysView(IdentityView):
+    @extend_schema(operation_id="identity_user_keys_mine", summary="Your public keys in this org", responses={200: s.UserKeysOut, **_errors(403)})
+    def get(self, request):
+        """Return the caller's registered key sets in the org, newest first (empty when none)."""
+        user = self.user_id(request)
+        return Response({"user_id": user, "keys": [public_keys_view(k) for k in selectors.user_key_history(user_id=user)]})
+
+    @extend_schema(operation_id="identity_user_keys_put", summary="Register your public keys (made in your browser)", request=s.UserKeysIn,
+                   responses={200: s.UserKeysOut, 201: s.UserKeysOut, **_errors(400, 403)})
+    def put(self, request):
+        """Register the caller's X25519 + Ed25519 public keys → 201 (a new current set; the previous one in grace), 200 when unchanged."""
+        user = self.user_id(request)
+        fields = self.parse(s.UserKeysIn, request)
+        _, created = services.user_keys_put(user_id=user, public_key=fields.get("public_key"), signing_public_key=fields.get("signing_public_key"))
+        return Response({"user_id": user, "keys": [public_keys_view(k) for k in selectors.user_key_history(user_id=user)]}, status=201 if created else 200)
+
+
+class UserKeysView(AgentTokenView):
+    @extend_schema(operation_id="identity_user_keys", summary="A user's public keys (agent token)", responses={200: s.UserKeysOut, **_errors(403, 404)})
+    def get(self, request, ref: str, user_id: str):
+        """Return `user_id`'s key sets in the org if the user has an active relation with the calling agent (else 404)."""
+        profile = self.own_agent(request, ref)
+        if not selectors.has_active_relation(agent_id=profile.agent_id, user_id=user_id):
+            raise NotFound("user not found")
+        return Response({"user_id": user_id, "keys": [public_keys_view(k) for k in selectors.user_key_history(user_id=user_id)]})
+
+
 class UserContextView(AgentTokenView):
     @extend_schema(operation_id="identity_user_context", summary="The user's agents (agent token)", responses={200: s.UserContextOut, **_errors(403, 404)})
     def get(self, request, ref: str, user_id: str):
@@ -224,26 +262,40 @@ class UserContextView(AgentTokenView):
 
 
 class AgentMessagesView(IdentityView):
-    @extend_schema(operation_id="identity_messages_to_agent", summary="Send the agent an envelope", request=s.EnvelopeIn, responses={202: s.EnvelopeAcceptedOut, **_errors(400, 403, 404, 413)})
+    @extend_schema(operation_id="identity_conversation", summary="Your envelopes with the agent, both ways",
+                   parameters=[CURSOR, LIMIT], responses={200: s.ConversationOut, **_errors(400, 403, 404)})
+    def get(self, request, ref: str):
+        """Return one page of the envelopes between the caller and agent `ref` (creator or related user), newest first."""
+        user = self.user_id(request)
+        profile = selectors.identity_get_related(ref=ref, user_id=user)
+        q = request.query_params
+        rows, cursor = selectors.conversation_page(agent_id=profile.agent_id, user_id=user, cursor=q.get("cursor"), limit=q.get("limit"))
+        return Response({"envelopes": [envelope_view(e) for e in rows], "next_cursor": cursor})
+
+    @extend_schema(operation_id="identity_messages_to_agent", summary="Send the agent an envelope", request=s.EnvelopeIn, responses={202: s.EnvelopeAcceptedOut, **_errors(400, 403, 404, 409, 413)})
     def post(self, request, ref: str):
-        """Store and forward an opaque envelope to identity agent `ref` → 202 (webhook or WebSocket)."""
+        """Store and forward a v1 envelope to identity agent `ref` → 202 (webhook or WebSocket).
+
+        400 not v1, addressed elsewhere, or `envelope_key_unknown` (not sealed to a current or
+        in-grace key of the agent, or not signed with one of the caller's); 409
+        `envelope_replayed` (this message id was sent before); 413 too large.
+        """
         profile = selectors.identity_get(ref=ref)
         fields = self.parse(s.EnvelopeIn, request)
         envelope, delivery = messaging.envelope_to_agent(profile=profile, user_id=self.user_id(request), envelope=fields.get("envelope"))
         return Response(
-            {"envelope_id": envelope.public_id, "delivery_id": delivery.public_id if delivery else None, "created_at": rfc3339(envelope.created_at)},
+            {"envelope_id": envelope.public_id, "message_id": envelope.message_id, "delivery_id": delivery.public_id if delivery else None,
+             "created_at": rfc3339(envelope.created_at)},
             status=202,
         )
 
 
 class UserMessagesView(AgentTokenView):
-    @extend_schema(operation_id="identity_messages_to_user", summary="Send a user an envelope (agent token)", request=s.EnvelopeIn, responses={201: s.EnvelopeOut, **_errors(400, 403, 404, 413)})
+    @extend_schema(operation_id="identity_messages_to_user", summary="Send a user an envelope (agent token)", request=s.EnvelopeIn, responses={201: s.EnvelopeOut, **_errors(400, 403, 404, 409, 413)})
     def post(self, request, user_id: str):
-        """Put an opaque envelope in `user_id`'s inbox; only with an active relation (else 404) → 201."""
+        """Put a v1 envelope in `user_id`'s inbox; only with an active relation (else 404) → 201 (400/409/413 as to an agent)."""
         fields = self.parse(s.EnvelopeIn, request)
         envelope, _ = messaging.envelope_to_user(agent_id=request.auth.agent_id, user_id=user_id, envelope=fields.get("envelope"))
-        from identity.presenters import envelope_view
-
         return Response(envelope_view(envelope), status=201)
 
 

@@ -12,6 +12,10 @@ missing token is refused before accepting). Then, JSON frames:
   rules as POST /v1/identity/users/{user_id}/messages) → `{"type": "sent", "envelope_id"}`
   or `{"type": "error", "status", "code", "error"}`.
 
+* server → agent `{"type": "security_alert", "code", "data"}`: `agent.token_rotated` (a normal
+  rotation: `data.previous_valid_until`), `agent.token_revoked` (sent just before an emergency
+  rotation or a delete closes this connection).
+
 An emergency rotation or a delete closes connections using the revoked token (code 4403);
 every frame from the agent re-checks that its token is still valid.
 """
@@ -22,7 +26,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from agents_site.errors import ApiError
-from agents_site.vocabulary import ErrorCode
+from agents_site.vocabulary import ErrorCode, SystemMessageCode, SystemMessageType
 from agents_site.wire import rfc3339
 from identity import live, messaging, selectors
 from identity.tokens import AgentCaller, authenticate_token, credential_still_valid
@@ -99,7 +103,13 @@ class IdentityAgentConsumer(AsyncJsonWebsocketConsumer):
     async def identity_revoke(self, message):
         ids = message.get("credential_ids")
         if self.caller is not None and (ids is None or self.caller.credential_id in ids):
+            await self.send_json({"type": str(SystemMessageType.SECURITY_ALERT), "code": str(SystemMessageCode.AGENT_TOKEN_REVOKED),
+                                  "data": {"agent_id": self.caller.agent_id}})
             await self.close(code=CLOSE_REVOKED)
+
+    async def identity_alert(self, message):
+        if self.caller is not None:
+            await self.send_json({"type": str(SystemMessageType.SECURITY_ALERT), "code": message.get("code"), "data": message.get("data") or {}})
 
     async def receive_json(self, content, **kwargs):
         if self.caller is None:

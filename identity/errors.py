@@ -32,3 +32,21 @@ class RotationLimit(ApiError):
 
     status = 429
     code = ErrorCode.ROTATION_LIMIT
+
+
+class EnvelopeKeyUnknown(ApiError):
+    """400: the envelope names a key that is not a current or in-grace key of its party.
+
+    Body: `{"status": 400, "code": "envelope_key_unknown", "error": …, "key_id": "<kid>",
+    "party": "recipient"|"sender"}` — the sender should fetch the recipient's keys again and
+    seal to the current one (after an emergency rotation the old key is gone).
+    """
+
+    status = 400
+    code = ErrorCode.ENVELOPE_KEY_UNKNOWN
+
+
+class EnvelopeReplayed(Conflict):
+    """409: an envelope with this (sender, message id) was already accepted; nothing stored."""
+
+    code = ErrorCode.ENVELOPE_REPLAYED

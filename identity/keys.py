@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 
+from django.utils import timezone
+
 from agents_site.errors import InvalidRequest
+from agents_site.vocabulary import KeyStatus
 
 KEY_BYTES = 32
 WEBHOOK_SECRET_PREFIX = "whsec_"
@@ -116,3 +120,21 @@ def validate_webhook_secret(value: object) -> str:
     if len(set(raw)) <= 2:
         raise InvalidRequest("webhook_secret is not random")
     return value
+
+
+def key_id(public_key_b64: str) -> str:
+    """Return the key id of a registered public key (docs/envelopes.md): hex of SHA-256(raw)[:8].
+
+    Example: the key id of 32 zero bytes is `"66687aadf862bd77"`.
+    """
+    return hashlib.sha256(base64.b64decode(public_key_b64)).hexdigest()[:16]
+
+
+def keyset_status(keyset, *, now=None) -> str:
+    """Return the `KeyStatus` of an agent's or a user's key set (revoked, expired, grace or current)."""
+    now = now or timezone.now()
+    if keyset.revoked_at is not None:
+        return KeyStatus.REVOKED
+    if keyset.expires_at is None:
+        return KeyStatus.CURRENT
+    return KeyStatus.GRACE if keyset.expires_at > now else KeyStatus.EXPIRED

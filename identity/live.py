@@ -21,6 +21,7 @@ logger = logging.getLogger(__name__)
 #: that closes connections of revoked credentials (`identity.revoke`).
 WAKE = "identity.wake"
 REVOKE = "identity.revoke"
+ALERT = "identity.alert"
 
 
 def _digest(*parts: str) -> str:
@@ -55,6 +56,11 @@ def wake_agent(org: str, agent_id: str) -> None:
 def revoke_connections(org: str, agent_id: str, credential_ids: list[int] | None) -> None:
     """Close agent `agent_id`'s WebSocket connections using `credential_ids` (None = all)."""
     _send(agent_group(org, agent_id), {"type": REVOKE, "credential_ids": credential_ids})
+
+
+def alert_agent(org: str, agent_id: str, code: str, data: dict) -> None:
+    """Send agent `agent_id`'s live connections a `security_alert` frame `{code, data}`."""
+    _send(agent_group(org, agent_id), {"type": ALERT, "code": str(code), "data": data})
 
 
 def wake_inbox(org: str, user_id: str) -> None:

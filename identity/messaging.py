@@ -1,54 +1,73 @@
-"""Opaque envelopes through the blind pipe (spec 001): user → agent, agent → user.
+"""Envelopes through the blind pipe (spec 001, docs/envelopes.md v1): user → agent, agent → user.
 
-The platform stores and forwards an envelope and never parses it: it checks only that it is
-base64 and at most `AGENTS_ENVELOPE_MAX_BYTES` (256 KiB, decoded) and reads only the routing
-fields (agent, user). A webhook agent's envelope gets a `Delivery` (signed POSTs, retried); a
-WebSocket agent's waits, unacknowledged, until its connection takes it. An envelope for a user
-lands in their inbox. Org context required.
+The platform stores and forwards an envelope and never decrypts it. It checks the outer shape
+only (`identity.envelope_format`): a v1 envelope of at most `AGENTS_ENVELOPE_MAX_BYTES`, whose
+header names the sender and recipient this request routes between, sealed to a current or
+in-grace X25519 key of the recipient and signed with a current or in-grace Ed25519 key of the
+sender (400 `envelope_key_unknown` otherwise), with a (sender, message id) never accepted
+before (409 `envelope_replayed`). A webhook agent's envelope gets a `Delivery` (signed POSTs,
+retried); a WebSocket agent's waits, unacknowledged, until its connection takes it. An envelope
+for a user lands in their inbox. Org context required.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import secrets
 
-from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from agents_site.errors import InvalidRequest, NotFound, PayloadTooLarge
-from agents_site.vocabulary import ConnectionMode, DeliveryStatus, EnvelopeDirection, InboxItemKind
+from agents_site.errors import InvalidRequest, NotFound
+from agents_site.vocabulary import ConnectionMode, DeliveryStatus, EnvelopeDirection, EnvelopeParty, InboxItemKind
 from identity import live, selectors
+from identity.envelope_format import OuterShape, outer_shape
+from identity.errors import EnvelopeKeyUnknown, EnvelopeReplayed
 from identity.models import Delivery, Envelope, IdentityProfile, InboxItem
 from identity.services import lock_key
 from tenancy import stores
 
 
-def max_envelope_bytes() -> int:
-    """Return `AGENTS_ENVELOPE_MAX_BYTES` (default 262144 = 256 KiB)."""
-    return int(getattr(settings, "AGENTS_ENVELOPE_MAX_BYTES", 256 * 1024))
-
-
-def clean_envelope(value: object) -> tuple[str, int]:
-    """Return `(envelope, decoded size in bytes)`; 400 if it is not base64, 413 over the limit."""
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidRequest("envelope is required (base64 ciphertext)", fields=[{"field": "envelope", "message": "required"}])
-    text = value.strip()
-    limit = max_envelope_bytes()
-    if len(text) > (limit * 4) // 3 + 8:  # refuse before decoding a huge string
-        raise PayloadTooLarge(f"the envelope exceeds {limit} bytes", limit=limit)
-    try:
-        size = len(base64.b64decode(text, validate=True))
-    except (binascii.Error, ValueError) as exc:
-        raise InvalidRequest("envelope must be base64", fields=[{"field": "envelope", "message": "not base64"}]) from exc
-    if size > limit:
-        raise PayloadTooLarge(f"the envelope exceeds {limit} bytes", limit=limit)
-    return text, size
-
-
 def _new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(16)}"
+
+
+def check_envelope(envelope: object, *, sender: tuple[str, str], recipient: tuple[str, str], recipient_keys, sender_keys) -> OuterShape:
+    """Return the outer shape of `envelope` once it passes every routing check (see module doc).
+
+    `sender`/`recipient`: `(EnvelopeParty, id)` the request routes between. `recipient_keys` /
+    `sender_keys`: the parties' key sets (`identity.selectors.*_key_history`). Raises
+    `InvalidRequest` (400), `PayloadTooLarge` (413), `EnvelopeKeyUnknown` (400) or
+    `EnvelopeReplayed` (409). Reads only; the caller stores.
+    """
+    shape = outer_shape(envelope)
+    if (shape.recipient_type, shape.recipient_id) != recipient:
+        raise InvalidRequest(f"the envelope is addressed to {shape.recipient_type} {shape.recipient_id}, not to {recipient[0]} {recipient[1]}",
+                             fields=[{"field": "envelope", "message": "header.to does not name the recipient"}])
+    if (shape.sender_type, shape.sender_id) != sender:
+        raise InvalidRequest(f"the envelope names {shape.sender_type} {shape.sender_id} as its sender, not you ({sender[0]} {sender[1]})",
+                             fields=[{"field": "envelope", "message": "header.from does not name the sender"}])
+    sealing, _ = selectors.valid_key_ids(recipient_keys)
+    if not sealing:
+        raise EnvelopeKeyUnknown(f"the {recipient[0]} {recipient[1]} has no registered keys to seal to", key_id=shape.rkid, party="recipient")
+    if shape.rkid not in sealing:
+        raise EnvelopeKeyUnknown(f"the envelope is sealed to key {shape.rkid}, which is not a current or in-grace key of the {recipient[0]} "
+                                 "(it was rotated: fetch the keys again and seal to the current one)", key_id=shape.rkid, party="recipient")
+    _, signing = selectors.valid_key_ids(sender_keys)
+    if shape.skid not in signing:
+        hint = "register your keys (PUT /v1/identity/users/me/keys)" if sender[0] == EnvelopeParty.USER else "register the agent's keys"
+        raise EnvelopeKeyUnknown(f"the envelope is signed with key {shape.skid}, which is not a current or in-grace signing key of yours: {hint}",
+                                 key_id=shape.skid, party="sender")
+    if Envelope.objects.filter(sender=shape.sender, message_id=shape.message_id).exists():
+        raise EnvelopeReplayed(f"an envelope with message id {shape.message_id} from you was already accepted", message_id=shape.message_id)
+    return shape
+
+
+def _create(shape: OuterShape, **fields) -> Envelope:
+    try:
+        with transaction.atomic(using=stores.current_alias()):
+            return Envelope.objects.create(sender=shape.sender, message_id=shape.message_id, size_bytes=shape.size_bytes, **fields)
+    except IntegrityError:  # a concurrent request took this (sender, message id) first
+        raise EnvelopeReplayed(f"an envelope with message id {shape.message_id} from you was already accepted", message_id=shape.message_id) from None
 
 
 def envelope_to_agent(*, profile: IdentityProfile, user_id: str, envelope: object) -> tuple[Envelope, Delivery | None]:
@@ -56,17 +75,18 @@ def envelope_to_agent(*, profile: IdentityProfile, user_id: str, envelope: objec
 
     Webhook mode: a pending `Delivery` is created in the same transaction and its first attempt
     queued on the task engine after commit. WebSocket mode: the agent's connections are woken
-    after commit (the envelope waits until acknowledged). 400/413 on a bad envelope.
+    after commit (the envelope waits until acknowledged). 400/409/413 as `check_envelope`.
     """
-    body, size = clean_envelope(envelope)
+    shape = check_envelope(
+        envelope, sender=(EnvelopeParty.USER, user_id), recipient=(EnvelopeParty.AGENT, profile.agent_id),
+        recipient_keys=selectors.agent_key_history(agent_id=profile.agent_id), sender_keys=selectors.user_key_history(user_id=user_id),
+    )
     org = stores.current_org()
     now = timezone.now()
     delivery = None
     with stores.org_atomic():
-        row = Envelope.objects.create(
-            public_id=_new_id("env"), direction=EnvelopeDirection.TO_AGENT, agent_id=profile.agent_id,
-            user_id=user_id, body=body, size_bytes=size, created_at=now,
-        )
+        row = _create(shape, public_id=_new_id("env"), direction=EnvelopeDirection.TO_AGENT, agent_id=profile.agent_id,
+                      user_id=user_id, body=envelope.strip(), created_at=now)
         if profile.connection_mode == ConnectionMode.WEBHOOK:
             delivery = Delivery.objects.create(
                 public_id=_new_id("msg"), agent_id=profile.agent_id, envelope=row, url=profile.webhook_url,
@@ -83,22 +103,23 @@ def envelope_to_user(*, agent_id: str, user_id: str, envelope: object) -> tuple[
     """Store agent `agent_id`'s envelope in `user_id`'s inbox; return `(envelope, inbox item)`.
 
     Only to a user with an active relation with the agent; anyone else is a 404 (the agent
-    cannot tell an unknown user from one who never added it). 400/413 on a bad envelope.
+    cannot tell an unknown user from one who never added it). 400/409/413 as `check_envelope`.
     """
     user_id = (user_id or "").strip()
     if not user_id or len(user_id) > 300 or not selectors.has_active_relation(agent_id=agent_id, user_id=user_id):
         raise NotFound("user not found")
-    body, size = clean_envelope(envelope)
+    shape = check_envelope(
+        envelope, sender=(EnvelopeParty.AGENT, agent_id), recipient=(EnvelopeParty.USER, user_id),
+        recipient_keys=selectors.user_key_history(user_id=user_id), sender_keys=selectors.agent_key_history(agent_id=agent_id),
+    )
     org = stores.current_org()
     now = timezone.now()
     with stores.org_atomic():
         lock_key("identity-inbox:" + user_id)  # inbox ids commit in id order per user (the SSE cursor)
         if not selectors.has_active_relation(agent_id=agent_id, user_id=user_id):
             raise NotFound("user not found")
-        row = Envelope.objects.create(
-            public_id=_new_id("env"), direction=EnvelopeDirection.TO_USER, agent_id=agent_id,
-            user_id=user_id, body=body, size_bytes=size, created_at=now,
-        )
+        row = _create(shape, public_id=_new_id("env"), direction=EnvelopeDirection.TO_USER, agent_id=agent_id,
+                      user_id=user_id, body=envelope.strip(), created_at=now)
         item = InboxItem.objects.create(user_id=user_id, kind=InboxItemKind.ENVELOPE, agent_id=agent_id, envelope=row, created_at=now)
         transaction.on_commit(lambda: live.wake_inbox(org, user_id), using=stores.current_alias())
     return row, item

@@ -100,6 +100,31 @@ class AgentKeySet(models.Model):
         return f"keys of {self.agent_id} ({self.created_at:%Y-%m-%d})"
 
 
+class UserKeySet(models.Model):
+    """Public keys a user registered in this org (`PUT /v1/identity/users/me/keys`): X25519
+    `public_key` (agents seal replies to it) and Ed25519 `signing_public_key` (agents verify the
+    user's envelopes with it), base64 of 32 bytes. The private halves never leave the user's browser.
+
+    A new set makes the previous current one enter its grace period (`expires_at`, like a normal
+    rotation: replies sealed to it still open). An agent reads a user's keys only while the user
+    has an active relation with it.
+    """
+
+    user_id = models.CharField(max_length=300, db_index=True)
+    public_key = models.CharField(max_length=64)
+    signing_public_key = models.CharField(max_length=64)
+    created_at = models.DateTimeField()
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = "user key set"
+
+    def __str__(self) -> str:
+        return f"keys of {self.user_id} ({self.created_at:%Y-%m-%d})"
+
+
 class TokenRotation(models.Model):
     """One token rotation, durable: the 5-per-24-h limit counts these rows."""
 
@@ -141,9 +166,12 @@ class Relation(models.Model):
 
 
 class Envelope(models.Model):
-    """An opaque envelope (ciphertext, base64 as given) between a user and an identity agent.
+    """A sealed envelope (docs/envelopes.md, v1) between a user and an identity agent.
 
-    The platform stores and forwards it and never parses it. `pk` orders envelopes (and is the
+    The platform stores and forwards it and never decrypts it: it reads only the outer header
+    (version, parties, key ids, message id). `sender` (`user:<id>` or `agent:<id>`) and
+    `message_id` are unique together — a repeated (sender, message id) is refused (409); rows
+    from before v1 have neither. `pk` orders envelopes (and is the
     WebSocket delivery order); `acked_at` is set when a WebSocket agent acknowledged it (a
     webhook agent's envelopes are tracked by their `Delivery`). Kept
     `AGENTS_ENVELOPE_RETENTION_DAYS`, also after the agent is deleted.
@@ -155,12 +183,18 @@ class Envelope(models.Model):
     user_id = models.CharField(max_length=300, db_index=True)
     body = models.TextField()
     size_bytes = models.PositiveIntegerField()
+    sender = models.CharField(max_length=310, default="", blank=True)
+    message_id = models.CharField(max_length=64, null=True, blank=True)
     created_at = models.DateTimeField(db_index=True)
     acked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-id"]
-        indexes = [models.Index(fields=["agent_id", "direction", "acked_at", "id"], name="ix_env_agent_pending")]
+        indexes = [
+            models.Index(fields=["agent_id", "direction", "acked_at", "id"], name="ix_env_agent_pending"),
+            models.Index(fields=["agent_id", "user_id", "id"], name="ix_env_conversation"),
+        ]
+        constraints = [models.UniqueConstraint(fields=["sender", "message_id"], name="uniq_envelope_sender_mid")]
 
     def __str__(self) -> str:
         return f"{self.public_id} ({self.direction}, {self.size_bytes} bytes)"

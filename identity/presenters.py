@@ -3,18 +3,32 @@
 from __future__ import annotations
 
 from agents_site.wire import rfc3339
-from identity.models import AgentKeySet, Delivery, Envelope, IdentityProfile, InboxItem, Relation
+from identity.keys import key_id, keyset_status
+from identity.models import AgentKeySet, Delivery, Envelope, IdentityProfile, InboxItem, Relation, UserKeySet
+
+
+def public_keys_view(keyset: AgentKeySet | UserKeySet) -> dict:
+    """Return the public half of a key set (an agent's or a user's): keys, key ids, status, times.
+
+    `{"kid", "public_key", "signing_kid", "signing_public_key", "status", "registered_at",
+    "expires_at", "revoked_at"}` — `status` a `KeyStatus` (seal only to `current`; open and
+    verify with `current` and `grace`; refuse what a `revoked` key signed).
+    """
+    return {
+        "kid": key_id(keyset.public_key),
+        "public_key": keyset.public_key,
+        "signing_kid": key_id(keyset.signing_public_key),
+        "signing_public_key": keyset.signing_public_key,
+        "status": keyset_status(keyset),
+        "registered_at": rfc3339(keyset.created_at),
+        "expires_at": rfc3339(keyset.expires_at) or None,
+        "revoked_at": rfc3339(keyset.revoked_at) or None,
+    }
 
 
 def keyset_view(keyset: AgentKeySet) -> dict:
-    """Return a registered key set: the public keys, whether a webhook secret is set, validity."""
-    return {
-        "public_key": keyset.public_key,
-        "signing_public_key": keyset.signing_public_key,
-        "webhook_secret_set": bool(keyset.webhook_secret_encrypted),
-        "registered_at": rfc3339(keyset.created_at),
-        "expires_at": rfc3339(keyset.expires_at) or None,
-    }
+    """Return a registered agent key set: the public keys and ids, whether a webhook secret is set, validity."""
+    return {**public_keys_view(keyset), "webhook_secret_set": bool(keyset.webhook_secret_encrypted)}
 
 
 def identity_view(profile: IdentityProfile, *, keysets: list[AgentKeySet] | None = None) -> dict:
@@ -62,9 +76,10 @@ def relation_view(relation: Relation) -> dict:
 
 
 def envelope_view(envelope: Envelope) -> dict:
-    """Return the wire view of an envelope (the opaque body included)."""
+    """Return the wire view of an envelope (the sealed body included; `message_id` from its header)."""
     return {
         "envelope_id": envelope.public_id,
+        "message_id": envelope.message_id,
         "direction": envelope.direction,
         "agent_id": envelope.agent_id,
         "user_id": envelope.user_id,

@@ -9,8 +9,10 @@ from django.db.models import Prefetch
 
 from agents.models import Agent
 from agents_site.errors import InvalidRequest, NotFound
-from agents_site.vocabulary import AgentHosting, EnvelopeDirection, RelationStatus
-from identity.models import AgentKeySet, ClientAnomaly, KeyBackup, Delivery, DeliveryAttempt, Envelope, IdentityProfile, InboxItem, Relation
+from agents_site.vocabulary import AgentHosting, EnvelopeDirection, KeyStatus, RelationStatus
+from identity.keys import key_id, keyset_status
+from identity.models import (AgentKeySet, ClientAnomaly, Delivery, DeliveryAttempt, Envelope, IdentityProfile, InboxItem, KeyBackup, Relation,
+                             UserKeySet)
 from identity.tokens import credential_is_valid
 
 MAX_REF = 128
@@ -61,6 +63,14 @@ def identity_get_owned(*, ref: str, creator_id: str) -> IdentityProfile:
     return profile
 
 
+def identity_get_related(*, ref: str, user_id: str) -> IdentityProfile:
+    """Return identity agent `ref` if `user_id` created it or has an active relation with it; 404 otherwise."""
+    profile = identity_get(ref=ref)
+    if profile.creator_id != user_id and not has_active_relation(agent_id=profile.agent_id, user_id=user_id):
+        raise NotFound("agent not found")
+    return profile
+
+
 def identity_list(*, creator_id: str) -> list[IdentityProfile]:
     """Return the identity agents `creator_id` created, newest first (one query)."""
     return list(IdentityProfile.objects.select_related("agent").filter(creator_id=creator_id).order_by("-created_at"))
@@ -78,6 +88,40 @@ def valid_keysets(*, agent_ids: list[str]) -> dict[str, list[AgentKeySet]]:
         if credential_is_valid(keyset):
             result.setdefault(keyset.agent_id, []).append(keyset)
     return result
+
+
+KEY_HISTORY = 20  # key sets listed per party (newest first): enough to name a revoked signer
+
+
+def agent_key_history(*, agent_id: str) -> list[AgentKeySet]:
+    """Return `agent_id`'s newest `KEY_HISTORY` key sets, valid or not, newest first (receivers
+    tell a revoked signer from an unknown one with them)."""
+    return list(AgentKeySet.objects.filter(agent_id=agent_id).order_by("-created_at", "-id")[:KEY_HISTORY])
+
+
+def user_key_history(*, user_id: str) -> list[UserKeySet]:
+    """Return `user_id`'s newest `KEY_HISTORY` key sets in the org, valid or not, newest first."""
+    return list(UserKeySet.objects.filter(user_id=user_id).order_by("-created_at", "-id")[:KEY_HISTORY])
+
+
+def valid_key_ids(keysets) -> tuple[set[str], set[str]]:
+    """Return `(X25519 key ids, Ed25519 key ids)` of the current and in-grace sets among `keysets`."""
+    valid = [k for k in keysets if keyset_status(k) in KeyStatus.VALID]
+    return {key_id(k.public_key) for k in valid}, {key_id(k.signing_public_key) for k in valid}
+
+
+def conversation_page(*, agent_id: str, user_id: str, cursor: object = None, limit: object = None) -> tuple[list[Envelope], str | None]:
+    """Return one page of the envelopes between `user_id` and `agent_id`, both ways, newest first,
+    and the next cursor (None at the end)."""
+    size = page_limit(limit)
+    before = parse_cursor(cursor)
+    qs = Envelope.objects.filter(agent_id=agent_id, user_id=user_id)
+    if before is not None:
+        qs = qs.filter(id__lt=before)
+    rows = list(qs.order_by("-id")[: size + 1])
+    more = len(rows) > size
+    rows = rows[:size]
+    return rows, (str(rows[-1].id) if more and rows else None)
 
 
 def signing_keyset(*, agent_id: str) -> AgentKeySet | None:

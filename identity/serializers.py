@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.core.validators import RegexValidator
 from rest_framework import serializers
 
-from agents_site.vocabulary import AnomalyKind, ConnectionMode, IdentityCategory
+from agents_site.vocabulary import AnomalyKind, ConnectionMode, EnvelopeDirection, IdentityCategory, KeyStatus
 
 CUSTOM_ID_PATTERN = r"^[a-z0-9_]{4,30}$"
 _CUSTOM_ID_AGENT_NAME = r"^[a-z0-9][a-z0-9_]{3,29}$"  # also a valid agent name: no leading "_"
@@ -79,9 +79,16 @@ class KeysRegisterIn(_Strict):
 
 
 class EnvelopeIn(_Strict):
-    """An opaque envelope: base64 ciphertext, at most 256 KiB decoded."""
+    """A v1 envelope (docs/envelopes.md): `v1.<header>.<sealed>.<signature>`, at most 256 KiB."""
 
     envelope = StrictCharField(trim_whitespace=True, max_length=None)
+
+
+class UserKeysIn(_Strict):
+    """PUT /v1/identity/users/me/keys: the user's base64 X25519 and Ed25519 public keys."""
+
+    public_key = StrictCharField(trim_whitespace=True, max_length=100)
+    signing_public_key = StrictCharField(trim_whitespace=True, max_length=100)
 
 
 # ---- answers (documentation) ----
@@ -114,12 +121,35 @@ class HealthOut(serializers.Serializer):
     checked_at = serializers.CharField(allow_null=True)
 
 
-class KeySetOut(serializers.Serializer):
+class PublicKeysOut(serializers.Serializer):
+    """A registered key set's public half: seal to `current`, accept `current` and `grace`."""
+
+    kid = serializers.CharField()
     public_key = serializers.CharField()
+    signing_kid = serializers.CharField()
     signing_public_key = serializers.CharField()
-    webhook_secret_set = serializers.BooleanField()
+    status = serializers.ChoiceField(choices=KeyStatus.choices)
     registered_at = serializers.CharField()
     expires_at = serializers.CharField(allow_null=True)
+    revoked_at = serializers.CharField(allow_null=True)
+
+
+class KeySetOut(PublicKeysOut):
+    webhook_secret_set = serializers.BooleanField()
+
+
+class AgentKeysOut(serializers.Serializer):
+    """An identity agent's key sets, newest first (the last 20, revoked ones included)."""
+
+    agent_id = serializers.CharField()
+    keys = PublicKeysOut(many=True)
+
+
+class UserKeysOut(serializers.Serializer):
+    """A user's key sets in the org, newest first (the last 20, superseded ones included)."""
+
+    user_id = serializers.CharField()
+    keys = PublicKeysOut(many=True)
 
 
 class AgentOut(serializers.Serializer):
@@ -193,7 +223,8 @@ class UserContextOut(serializers.Serializer):
 
 class EnvelopeOut(serializers.Serializer):
     envelope_id = serializers.CharField()
-    direction = serializers.CharField()
+    message_id = serializers.CharField(allow_null=True)
+    direction = serializers.ChoiceField(choices=EnvelopeDirection.choices)
     agent_id = serializers.CharField()
     user_id = serializers.CharField()
     envelope = serializers.CharField()
@@ -201,8 +232,16 @@ class EnvelopeOut(serializers.Serializer):
     created_at = serializers.CharField()
 
 
+class ConversationOut(serializers.Serializer):
+    """The envelopes between the caller and an agent, both ways, newest first."""
+
+    envelopes = EnvelopeOut(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
 class EnvelopeAcceptedOut(serializers.Serializer):
     envelope_id = serializers.CharField()
+    message_id = serializers.CharField()
     delivery_id = serializers.CharField(allow_null=True)
     created_at = serializers.CharField()
 

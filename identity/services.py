@@ -22,6 +22,7 @@ from django.utils import timezone
 from agents import services as agent_services
 from agents.models import Agent
 from agents_site.errors import InvalidRequest, NotFound, PayloadTooLarge
+from agents_site.wire import rfc3339
 from agents_site.vocabulary import (
     AgentHosting,
     ConnectionMode,
@@ -36,7 +37,7 @@ from identity.destinations import clean_url
 from identity.errors import AgentLimitExceeded, RotationLimit
 from identity.keys import validate_ed25519, validate_webhook_secret, validate_x25519
 from identity.models import (AgentCredential, AgentKeySet, ClientAnomaly, Delivery, IdentityLock, IdentityProfile, InboxItem, KeyBackup,
-                             Relation, TokenRotation)
+                             Relation, TokenRotation, UserKeySet)
 from identity.secretbox import encrypt_secret
 from identity.tokens import credential_is_valid, mint_token
 from sessions.services import refuse_secrets
@@ -263,9 +264,39 @@ def token_regenerate(*, profile: IdentityProfile, emergency: bool, actor: str) -
             AgentCredential.objects.filter(pk__in=revoked_ids, expires_at__isnull=True).update(expires_at=now + grace)
             AgentKeySet.objects.filter(agent_id=agent_id, revoked_at__isnull=True, expires_at__isnull=True).update(expires_at=now + grace)
         token = _issue_credential(org_slug=org, agent_id=agent_id, now=now)
+        users = _alert_users_keys_revoked(agent_id=agent_id, now=now) if emergency else []
         if emergency:
-            transaction.on_commit(lambda: live.revoke_connections(org, agent_id, revoked_ids), using=stores.current_alias())
+            def after_commit() -> None:
+                live.revoke_connections(org, agent_id, revoked_ids)
+                for user in users:
+                    live.wake_inbox(org, user)
+
+            transaction.on_commit(after_commit, using=stores.current_alias())
+        else:
+            until = rfc3339(now + grace)
+            transaction.on_commit(lambda: live.alert_agent(org, agent_id, SystemMessageCode.AGENT_TOKEN_ROTATED, {"previous_valid_until": until}),
+                                  using=stores.current_alias())
     return token
+
+
+def _alert_users_keys_revoked(*, agent_id: str, now) -> list[str]:
+    """Put a `security_alert` / `agent.keys_revoked` in the inbox of every user with an active
+    relation with `agent_id` (inside the rotation's transaction); return those users.
+
+    Their conversation views say why replies signed with the old key are refused from now on.
+    """
+    profile = IdentityProfile.objects.select_related("agent").filter(agent_id=agent_id).first()
+    users = sorted(set(selectors.active_relations(agent_id=agent_id).values_list("user_id", flat=True)))
+    for user in users:  # inbox ids commit in order per user (sorted: no deadlock)
+        lock_key("identity-inbox:" + user)
+    data = {"agent_id": agent_id, "custom_id": profile.agent.name if profile else "", "display_name": profile.display_name if profile else "",
+            "revoked_at": rfc3339(now)}
+    InboxItem.objects.bulk_create([
+        InboxItem(user_id=user, kind=InboxItemKind.SYSTEM, agent_id=agent_id, system_type=SystemMessageType.SECURITY_ALERT,
+                  system_code=SystemMessageCode.AGENT_KEYS_REVOKED, data=data, created_at=now)
+        for user in users
+    ])
+    return users
 
 
 def keys_register(*, agent_id: str, public_key: object, signing_public_key: object, webhook_secret: object = None) -> AgentKeySet:
@@ -298,6 +329,27 @@ def keys_register(*, agent_id: str, public_key: object, signing_public_key: obje
             webhook_secret_encrypted=encrypt_secret(secret) if secret else "",
             created_at=now,
         )
+
+
+def user_keys_put(*, user_id: str, public_key: object, signing_public_key: object) -> tuple[UserKeySet, bool]:
+    """Register `user_id`'s X25519 and Ed25519 public keys in the org; return `(key set, created)`.
+
+    Each key is validated as a real 32-byte public key (400 otherwise). The same pair again is
+    a no-op (`created` False). A new pair becomes current and the previous current set enters
+    its grace period (`AGENTS_IDENTITY_GRACE_SECONDS`): replies already sealed to it still open.
+    """
+    x25519 = validate_x25519(public_key)
+    ed25519 = validate_ed25519(signing_public_key)
+    grace = timedelta(seconds=int(getattr(settings, "AGENTS_IDENTITY_GRACE_SECONDS", 7 * 24 * 3600)))
+    now = timezone.now()
+    with stores.org_atomic():
+        lock_key("identity-user-keys:" + user_id)
+        current = UserKeySet.objects.filter(user_id=user_id, revoked_at__isnull=True, expires_at__isnull=True).order_by("-created_at", "-id")
+        first = current.first()
+        if first is not None and first.public_key == x25519 and first.signing_public_key == ed25519:
+            return first, False
+        current.update(expires_at=now + grace)
+        return UserKeySet.objects.create(user_id=user_id, public_key=x25519, signing_public_key=ed25519, created_at=now), True
 
 
 def relation_add(*, profile: IdentityProfile, user_id: str) -> tuple[Relation, bool]:

@@ -80,9 +80,9 @@ def test_inbox_page_receives_new_items_live(page, make_org, login):
     login(page, org)
     page.goto("/console/identity/inbox/")
     page.wait_for_selector("#inbox-empty")
-    from tests.identity.conftest import bearer, envelope
+    from tests.identity.conftest import pair
 
-    sent = post(org.client, f"/v1/identity/users/{org.user.get_username()}/messages", {"envelope": envelope()}, **bearer(created["agent_token"]))
+    sent = pair(org.client, org.user.get_username(), created).send_to_user()
     assert sent.status_code == 201
     page.wait_for_selector("li.inbox-item[data-kind=envelope]", timeout=15000)
     assert created["agent_id"] in page.inner_text("#inbox")

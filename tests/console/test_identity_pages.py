@@ -3,7 +3,7 @@
 import pytest
 
 from tests.console.conftest import signed_in
-from tests.identity.conftest import bearer, create_agent, envelope, post
+from tests.identity.conftest import create_agent, pair, post
 
 pytestmark = pytest.mark.django_db
 
@@ -19,12 +19,13 @@ def test_identity_pages_show_the_users_agents_deliveries_and_inbox(org_a, make_o
     html = page.content.decode()
     assert "mine_agent" in html and "their_agent" not in html
     assert mine["agent_token"] not in html  # shown once, by the API answer only
-    post(org_a.client, f"/v1/identity/agents/{mine['agent_id']}/messages", {"envelope": envelope()})
+    both = pair(org_a.client, org_a.user.get_username(), mine, webhook=True)
+    assert both.send_to_agent().status_code == 202
     deliveries = client.get(f"/console/identity/{mine['agent_id']}/deliveries/")
     assert deliveries.status_code == 200 and b"data-delivery=" in deliveries.content
     assert signed_in(other).get(f"/console/identity/{mine['agent_id']}/deliveries/").status_code == 404
     post(org_a.client, f"/v1/identity/agents/{mine['agent_id']}/relations")
-    post(org_a.client, f"/v1/identity/users/{org_a.user.get_username()}/messages", {"envelope": envelope()}, **bearer(mine["agent_token"]))
+    assert both.send_to_user().status_code == 201
     inbox = client.get("/console/identity/inbox/")
     assert inbox.status_code == 200 and b'data-kind="envelope"' in inbox.content
 

@@ -146,5 +146,63 @@ def bearer(token: str) -> dict:
     return {"HTTP_AUTHORIZATION": f"Bearer {token}"}
 
 
-def envelope(size: int = 64) -> str:
+def random_bytes_b64(size: int = 64) -> str:
+    """Base64 of random bytes: what an envelope looked like before v1 (now refused)."""
     return base64.b64encode(secrets.token_bytes(size)).decode()
+
+
+def seal(*, sender: tuple[str, str], recipient: tuple[str, str], sender_keys: AgentKeys, recipient_keys: AgentKeys, text: str = "hello", **kw) -> str:
+    """Return a real v1 envelope (sdk/python) from `sender` to `recipient` (`("user"|"agent", id)`)."""
+    from agents_identity.envelope import Party, seal as sdk_seal, text_body
+
+    return sdk_seal(body=text_body(text), sender=Party(*sender), recipient=Party(*recipient),
+                    recipient_key=recipient_keys.x25519.public_key(), signing_key=sender_keys.ed25519, **kw)
+
+
+def put_user_keys(client, keys: AgentKeys):
+    """PUT /v1/identity/users/me/keys with `keys`' public halves; return the response."""
+    return client.put("/v1/identity/users/me/keys", json.dumps(keys.body(webhook=False)), content_type="application/json")
+
+
+@dataclass
+class Pair:
+    """A user and an identity agent of one org, both with registered keys: they exchange v1 envelopes.
+
+    `to_agent(text)` / `to_user(text)` seal one (a fresh message id each); `send_to_agent` /
+    `send_to_user` also POST it (the user's client, the agent's token) and return the response.
+    """
+
+    client: object
+    user_id: str
+    agent: dict
+    user_keys: AgentKeys
+    agent_keys: AgentKeys
+
+    @property
+    def agent_id(self) -> str:
+        return self.agent["agent_id"]
+
+    def to_agent(self, text: str = "hello", **kw) -> str:
+        return seal(sender=("user", self.user_id), recipient=("agent", self.agent_id), sender_keys=self.user_keys,
+                    recipient_keys=self.agent_keys, text=text, **kw)
+
+    def to_user(self, text: str = "hi", **kw) -> str:
+        return seal(sender=("agent", self.agent_id), recipient=("user", self.user_id), sender_keys=self.agent_keys,
+                    recipient_keys=self.user_keys, text=text, **kw)
+
+    def send_to_agent(self, text: str = "hello", envelope: str | None = None):
+        return post(self.client, f"/v1/identity/agents/{self.agent_id}/messages", {"envelope": envelope or self.to_agent(text)})
+
+    def send_to_user(self, text: str = "hi", envelope: str | None = None):
+        return post(self.client, f"/v1/identity/users/{self.user_id}/messages", {"envelope": envelope or self.to_user(text)},
+                    **bearer(self.agent["agent_token"]))
+
+
+def pair(client, user_id: str, agent: dict, *, webhook: bool = False, agent_keys: AgentKeys | None = None, user_keys: AgentKeys | None = None) -> Pair:
+    """Register real keys for `agent` (with its token) and for the user of `client`; return the `Pair`."""
+    agent_keys = agent_keys or AgentKeys()
+    user_keys = user_keys or AgentKeys()
+    registered = post(client, f"/v1/identity/agents/{agent['agent_id']}/keys/register", agent_keys.body(webhook=webhook), **bearer(agent["agent_token"]))
+    assert registered.status_code == 200, registered.json()
+    assert put_user_keys(client, user_keys).status_code in (200, 201)
+    return Pair(client=client, user_id=user_id, agent=agent, user_keys=user_keys, agent_keys=agent_keys)

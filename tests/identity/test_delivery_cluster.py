@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from tests.identity.conftest import AgentKeys, bearer, create_agent, envelope, post
+from tests.identity.conftest import create_agent, pair
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -12,12 +12,11 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_a_real_qcluster_delivers_the_signed_webhook(org_a, receiver):
     from tests.support.qcluster import QCluster
 
-    keys = AgentKeys()
     created = create_agent(org_a.client, connection_mode="webhook", webhook_url=receiver.url).json()
-    post(org_a.client, f"/v1/identity/agents/{created['agent_id']}/keys/register", keys.body(webhook=True), **bearer(created["agent_token"]))
-    receiver.secret = keys.webhook_secret
-    sealed = envelope()
-    accepted = post(org_a.client, f"/v1/identity/agents/{created['agent_id']}/messages", {"envelope": sealed})
+    both = pair(org_a.client, org_a.user.get_username(), created, webhook=True)
+    receiver.secret = both.agent_keys.webhook_secret
+    sealed = both.to_agent()
+    accepted = both.send_to_agent(envelope=sealed)
     assert accepted.status_code == 202
     assert receiver.received == []  # queued on the task engine, not sent by the request
     cluster = QCluster({"AGENTS_WEBHOOK_ALLOW_HOSTS": "127.0.0.1"}).start()

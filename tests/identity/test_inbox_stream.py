@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.identity.conftest import envelope
+from tests.identity.conftest import AgentKeys, seal
 from tests.sessions.sse import SSEStream
 
 
@@ -31,6 +31,13 @@ def test_inbox_stream_replays_after_last_event_id_then_streams_live(org_a, daphn
     agent_auth = {"Authorization": f"Bearer {created['agent_token']}"}
     assert httpx.post(f"{base}/v1/identity/agents/{created['agent_id']}/relations", headers=auth).status_code == 201
     user = org_a.user.get_username()
+    agent_keys, user_keys = AgentKeys(), AgentKeys()
+    assert httpx.post(f"{base}/v1/identity/agents/{created['agent_id']}/keys/register", json=agent_keys.body(webhook=False), headers=agent_auth).status_code == 200
+    assert httpx.put(f"{base}/v1/identity/users/me/keys", json=user_keys.body(webhook=False), headers=auth).status_code == 201
+
+    def envelope() -> str:
+        return seal(sender=("agent", created["agent_id"]), recipient=("user", user), sender_keys=agent_keys, recipient_keys=user_keys)
+
     sent = [httpx.post(f"{base}/v1/identity/users/{user}/messages", json={"envelope": envelope()}, headers=agent_auth).json()["envelope_id"] for _ in range(3)]
     items = httpx.get(f"{base}/v1/identity/inbox", headers=auth).json()["items"]
     first_id = items[-1]["id"]  # the oldest item

@@ -12,7 +12,7 @@ from agents.models import Agent
 from agents_site.asgi import application
 from agents_site.vocabulary import RelationStatus
 from identity.models import AgentCredential, AgentKeySet, Envelope, InboxItem, Relation
-from tests.identity.conftest import AgentKeys, bearer, create_agent, envelope, post
+from tests.identity.conftest import AgentKeys, bearer, create_agent, pair, post
 
 
 def _connect(token: str) -> WebsocketCommunicator:
@@ -23,37 +23,36 @@ def _connect(token: str) -> WebsocketCommunicator:
 async def test_websocket_receives_live_and_queued_envelopes_in_order(org_a):
     created = (await sync_to_async(create_agent)(org_a.client)).json()
     agent_id, token = created["agent_id"], created["agent_token"]
-    registered = await sync_to_async(post)(org_a.client, f"/v1/identity/agents/{agent_id}/keys/register", AgentKeys().body(webhook=False), **bearer(token))
-    assert registered.status_code == 200
-    send = sync_to_async(lambda body: post(org_a.client, f"/v1/identity/agents/{agent_id}/messages", {"envelope": body}).json()["envelope_id"])
+    both = await sync_to_async(pair)(org_a.client, org_a.user.get_username(), created)
+    send = sync_to_async(lambda: both.send_to_agent().json()["envelope_id"])
 
     # Two envelopes arrive while the agent is offline: they wait.
-    queued = [await send(envelope()), await send(envelope())]
+    queued = [await send(), await send()]
     ws = _connect(token)
     connected, _ = await ws.connect()
     assert connected
     got = [await ws.receive_json_from(timeout=5), await ws.receive_json_from(timeout=5)]
     assert [g["envelope_id"] for g in got] == queued
     # A live one arrives while connected.
-    live = await send(envelope())
+    live = await send()
     frame = await ws.receive_json_from(timeout=5)
     assert frame["type"] == "envelope" and frame["envelope_id"] == live
     # Acknowledge only the first two, reconnect: the unacknowledged one comes again.
     await ws.send_json_to({"type": "ack", "envelope_ids": queued})
     assert (await ws.receive_json_from(timeout=5)) == {"type": "acked", "count": 2}
     await ws.disconnect()
-    later = await send(envelope())
+    later = await send()
     ws = _connect(token)
     assert (await ws.connect())[0]
     again = [await ws.receive_json_from(timeout=5), await ws.receive_json_from(timeout=5)]
     assert [g["envelope_id"] for g in again] == [live, later]
     # The agent writes to a user over the socket: only with a relation.
     user = org_a.user.get_username()
-    await ws.send_json_to({"type": "message", "user_id": user, "envelope": envelope()})
+    await ws.send_json_to({"type": "message", "user_id": user, "envelope": both.to_user()})
     refused = await ws.receive_json_from(timeout=5)
     assert refused["type"] == "error" and refused["status"] == 404
     await sync_to_async(post)(org_a.client, f"/v1/identity/agents/{agent_id}/relations")
-    await ws.send_json_to({"type": "message", "user_id": user, "envelope": envelope()})
+    await ws.send_json_to({"type": "message", "user_id": user, "envelope": both.to_user()})
     sent = await ws.receive_json_from(timeout=5)
     assert sent["type"] == "sent"
     inbox = await sync_to_async(lambda: org_a.client.get("/v1/identity/inbox").json())()
@@ -72,9 +71,12 @@ async def test_websocket_refuses_bad_tokens_and_emergency_rotation_closes_it(org
     assert (await ws.connect())[0]
     # A normal rotation keeps the connection (grace); an emergency one closes it at once.
     await sync_to_async(post)(org_a.client, f"/v1/identity/agents/{agent_id}/token/regenerate", {"emergency": False})
+    alert = await ws.receive_json_from(timeout=5)  # the agent is told, live
+    assert alert["type"] == "security_alert" and alert["code"] == "agent.token_rotated" and alert["data"]["previous_valid_until"]
     await ws.send_json_to({"type": "ack", "envelope_ids": []})
     assert (await ws.receive_json_from(timeout=5))["type"] == "acked"
     await sync_to_async(post)(org_a.client, f"/v1/identity/agents/{agent_id}/token/regenerate", {"emergency": True})
+    assert await ws.receive_json_from(timeout=5) == {"type": "security_alert", "code": "agent.token_revoked", "data": {"agent_id": agent_id}}
     closed = await ws.receive_output(timeout=5)
     assert closed == {"type": "websocket.close", "code": 4403}
     again = _connect(old)
@@ -87,15 +89,15 @@ def _setup_relations(org_a, make_org):
     from tenancy.services import api_key_create, membership_set
 
     created = create_agent(org_a.client, custom_id="doomed_agent", display_name="Doomed").json()
+    agent_keys = AgentKeys()
     users = []
     for name in ("alice-x", "bob-x"):
         member = membership_set(org=org_a.org, username=name, password="pw", is_admin=False)
         _, key = api_key_create(org=org_a.org, user=member.user)
         client = Client(HTTP_AUTHORIZATION=f"Bearer {key}")
         assert post(client, f"/v1/identity/agents/{created['agent_id']}/relations").status_code == 201
-        post(client, f"/v1/identity/agents/{created['agent_id']}/messages", {"envelope": envelope()})
+        assert pair(client, name, created, agent_keys=agent_keys).send_to_agent().status_code == 202
         users.append(client)
-    post(org_a.client, f"/v1/identity/agents/{created['agent_id']}/keys/register", AgentKeys().body(webhook=False), **bearer(created["agent_token"]))
     return created, users
 
 
