@@ -9,7 +9,7 @@ from django.db.models import Prefetch
 
 from agents.models import Agent
 from agents_site.errors import InvalidRequest, NotFound
-from agents_site.vocabulary import AgentHosting, EnvelopeDirection, KeyStatus, RelationStatus
+from agents_site.vocabulary import AgentHosting, EnvelopeDirection, InboxItemKind, KeyStatus, RelationStatus
 from identity.keys import key_id, keyset_status
 from identity.models import (AgentKeySet, ClientAnomaly, Delivery, DeliveryAttempt, Envelope, IdentityProfile, InboxItem, KeyBackup, Relation,
                              UserKeySet)
@@ -74,6 +74,17 @@ def identity_get_related(*, ref: str, user_id: str) -> IdentityProfile:
 def identity_list(*, creator_id: str) -> list[IdentityProfile]:
     """Return the identity agents `creator_id` created, newest first (one query)."""
     return list(IdentityProfile.objects.select_related("agent").filter(creator_id=creator_id).order_by("-created_at"))
+
+
+def identity_profiles(*, agent_ids: list[str]) -> list[IdentityProfile]:
+    """Return the identity profiles of `agent_ids` (those that still exist), by display name (one query)."""
+    return list(IdentityProfile.objects.select_related("agent").filter(agent_id__in=agent_ids).order_by("display_name"))
+
+
+def agent_alerts(*, user_id: str, agent_id: str, limit: int = 20) -> list[InboxItem]:
+    """Return `user_id`'s newest system messages about `agent_id` (security alerts), oldest first."""
+    rows = InboxItem.objects.filter(user_id=user_id, agent_id=agent_id, kind=InboxItemKind.SYSTEM).order_by("-id")[:limit]
+    return list(reversed(rows))
 
 
 def identity_count(*, creator_id: str) -> int:

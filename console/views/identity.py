@@ -12,7 +12,7 @@ from django.shortcuts import render
 from agents_site.vocabulary import ConnectionMode, IdentityCategory
 from console.access import member_required, org_admin_required
 from identity import selectors
-from identity.presenters import anomaly_view, delivery_view, identity_view, inbox_item_view
+from identity.presenters import anomaly_view, delivery_view, envelope_view, identity_view, inbox_item_view, public_keys_view
 
 
 @member_required
@@ -63,3 +63,39 @@ def identity_anomalies(request):
 def identity_keys(request):
     """Show the agent-keys page: the browser's keystore (lock/unlock), Passkey or password backup, restore."""
     return render(request, "console/identity/keys.html", {"nav": "keys-local"})
+
+
+@member_required
+def identity_talk_list(request):
+    """List the identity agents the signed-in user can talk to: those they added, and their own."""
+    user = request.principal.subject
+    related = {r.agent_id for r in selectors.user_relations(user_id=user)}
+    own = {p.agent_id for p in selectors.identity_list(creator_id=user)}
+    profiles = selectors.identity_profiles(agent_ids=sorted(related | own))
+    rows = [{**identity_view(p), "related": p.agent_id in related} for p in profiles]
+    return render(request, "console/identity/talk_list.html", {"agents": rows, "nav": "talk"})
+
+
+@member_required
+def identity_talk(request, ref: str):
+    """The conversation with one identity agent (creator or related user; 404 otherwise).
+
+    The page gets only sealed envelopes and public keys; the browser opens, verifies and seals
+    (static/console/talk.js over the SDK's envelope bundle). `inbox_head` makes the live stream
+    resume right after what the page was rendered with.
+    """
+    user = request.principal.subject
+    profile = selectors.identity_get_related(ref=ref, user_id=user)
+    rows, _ = selectors.conversation_page(agent_id=profile.agent_id, user_id=user, limit=100)
+    state = {
+        "agent": identity_view(profile),
+        "user": user,
+        "related": selectors.has_active_relation(agent_id=profile.agent_id, user_id=user),
+        "agentKeys": [public_keys_view(k) for k in selectors.agent_key_history(agent_id=profile.agent_id)],
+        "myKeys": [public_keys_view(k) for k in selectors.user_key_history(user_id=user)],
+        "history": [envelope_view(e) for e in reversed(rows)],
+        "alerts": [inbox_item_view(i) for i in selectors.agent_alerts(user_id=user, agent_id=profile.agent_id)],
+        "inboxHead": selectors.inbox_head(user_id=user),
+        "retentionSeconds": selectors.retention_days() * 86400,
+    }
+    return render(request, "console/identity/talk.html", {"agent": state["agent"], "talk_state": state, "nav": "talk"})

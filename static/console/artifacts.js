@@ -193,6 +193,11 @@
           secretRow("X25519 private key (JWK)", "x25519_private_jwk", JSON.stringify(keys.x25519.privateJwk)),
           secretRow("Ed25519 private key (JWK)", "ed25519_private_jwk", JSON.stringify(keys.ed25519.privateJwk))];
         if (secret) rows.push(secretRow("webhook secret", "webhook_secret", secret));
+        // Everything an SDK needs in one file (README "Agent SDKs"): save it as agent.json, mode 0600.
+        var agentJson = { base_url: location.origin, agent_id: created.agent_id, agent_token: created.agent_token,
+          x25519_private_jwk: keys.x25519.privateJwk, ed25519_private_jwk: keys.ed25519.privateJwk };
+        if (secret) agentJson.webhook_secret = secret;
+        rows.push(secretRow("agent.json (for sdk/python and sdk/typescript)", "agent_json", JSON.stringify(agentJson, null, 2)));
         var entry = { agent_id: created.agent_id, display_name: created.display_name, connection_mode: created.connection_mode,
           x25519: keys.x25519, ed25519: keys.ed25519 };
         if (secret) entry.webhook_secret = secret;

@@ -12,7 +12,10 @@
      `eval.first` = prf_salt) for credential `credential_id`, or
    - kdf "pbkdf2-sha256": the password path, `salt` and `iterations` (browsers or authenticators
      without PRF).
-   The agent token is never in the bundle: a lost token is rotated, not restored. */
+   The agent token is never in the bundle: a lost token is rotated, not restored.
+   The bundle also holds the signed-in user's own key pairs, `users: {<username>: {x25519, ed25519,
+   previous: [<older x25519 pairs>], saved_at}}`: the conversations page (talk.js) seals, signs
+   and opens with them, and registers their public halves (PUT /v1/identity/users/me/keys). */
 (function () {
   "use strict";
   var A = window.Agents, K = window.AgentKeys;
@@ -117,6 +120,22 @@
     return write();
   }
 
+  /* The user's key entry {x25519, ed25519, previous} in the unlocked vault, or null. */
+  function userKeys(username) {
+    return state.bundle && state.bundle.users && state.bundle.users[username] ? state.bundle.users[username] : null;
+  }
+
+  /* Make `keys` ({x25519, ed25519}, as AgentKeys.generate gives) the user's current pair; the
+     previous X25519 pair is kept (replies sealed to it, in grace, still open). Saves the vault. */
+  function setUserKeys(username, keys) {
+    if (!state.bundle) return Promise.reject(new Error("the keystore is locked"));
+    state.bundle.users = state.bundle.users || {};
+    var old = state.bundle.users[username];
+    var previous = old ? [old.x25519].concat(old.previous || []).slice(0, 5) : [];
+    state.bundle.users[username] = { x25519: keys.x25519, ed25519: keys.ed25519, previous: previous, saved_at: new Date().toISOString() };
+    return write().then(function () { return state.bundle.users[username]; });
+  }
+
   function agents() { return state.bundle ? Object.keys(state.bundle.agents).map(function (k) { return state.bundle.agents[k]; }) : []; }
 
   /* The PRF output (ArrayBuffer) of the Passkey `credentialId` (base64) for `salt`, or a new Passkey when none. */
@@ -194,5 +213,6 @@
   }
 
   window.Keystore = { status: status, create: create, unlock: unlock, lock: lock, add: add, agents: agents, WrongPassword: WrongPassword,
+    userKeys: userKeys, setUserKeys: setUserKeys,
     backupWithPasskey: backupWithPasskey, backupWithPassword: backupWithPassword, restore: restore };
 })();

@@ -1,0 +1,254 @@
+"""Talking to an identity agent end to end, in Chromium against a live daphne, with the SDKs' example
+echo agents running as real processes (webhook mode through a real django-q2 cluster, and WebSocket
+mode): the browser seals "hello", the agent answers "echo: hello", the browser opens and verifies it.
+Then refusals (tampered, wrongly signed, replayed, re-addressed), rotations normal and emergency
+mid-conversation, and the plaintext nowhere on the server's disk or in its logs."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import pytest
+
+from agents_identity.envelope import EnvelopeError, Party, Receiver, b64u, parse, seal, text_body, unb64u
+from identity.models import Envelope, InboxItem
+from tests.identity.conftest import bearer, create_agent, post
+from tests.sdk.example_agents import EchoAgent, build_typescript_sdk, new_credentials
+from tests.support.live import free_port
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PASSWORD = "talk protection password"
+REPLY = "li.agent.verified"
+
+
+@pytest.fixture(scope="module")
+def typescript_built():
+    build_typescript_sdk()
+
+
+@pytest.fixture
+def qcluster(settings):
+    """A real django-q2 cluster (webhook deliveries), allowed to deliver to 127.0.0.1."""
+    from tests.support.qcluster import QCluster
+
+    cluster = QCluster({"AGENTS_WEBHOOK_ALLOW_HOSTS": "127.0.0.1", "AGENTS_Q_POLL_SECONDS": "0.1"}).start()
+    yield cluster
+    cluster.stop()
+
+
+def start_agent(org, console_server, tmp_path: Path, *, sdk: str, mode: str, settings) -> tuple[EchoAgent, dict, object]:
+    """Create an identity agent of `org` (API), write its agent.json, start the example agent, add it for the user."""
+    port = free_port()
+    fields = {"connection_mode": mode, "display_name": f"Echo {sdk}", "custom_id": f"echo_{sdk[:2]}_{mode[:2]}_{secrets.token_hex(2)}"}
+    if mode == "webhook":
+        settings.AGENTS_WEBHOOK_ALLOW_HOSTS = ["127.0.0.1"]
+        fields["webhook_url"] = f"http://127.0.0.1:{port}/hook"
+    created = create_agent(org.client, **fields).json()
+    credentials = new_credentials(console_server.url, created, webhook=mode == "webhook")
+    path = tmp_path / f"agent-{sdk}-{mode}.json"
+    credentials.save(path)
+    assert post(org.client, f"/v1/identity/agents/{created['agent_id']}/relations").status_code == 201
+    agent = EchoAgent(sdk=sdk, mode=mode, credentials_path=path, log_path=tmp_path / f"agent-{sdk}-{mode}.log", port=port)
+    agent.start(register=True)
+    return agent, created, credentials
+
+
+def open_conversation(page, agent_id: str, *, create: bool = True):
+    page.goto(f"/console/identity/talk/{agent_id}/")
+    page.wait_for_selector("#talk[data-state=locked] #talk-unlock-form")
+    page.fill("#talk-unlock-form input[name=password]", PASSWORD)
+    page.click("#talk-unlock-form button")
+    page.wait_for_selector("#talk[data-state=ready][data-loaded='1']")
+
+
+def send(page, text: str):
+    page.fill("#talk-input", text)
+    page.click("#talk-send")
+
+
+def replies(page) -> list[str]:
+    return page.eval_on_selector_all(f"#talk-messages {REPLY} .bubble", "nodes => nodes.map(n => n.textContent)")
+
+
+def wait_reply(page, text: str, count: int = 1, timeout: int = 45_000):
+    page.wait_for_function(
+        "([sel, text, count]) => Array.from(document.querySelectorAll(sel)).filter(n => n.textContent === text).length >= count",
+        arg=[f"#talk-messages {REPLY} .bubble", text, count], timeout=timeout)
+
+
+@pytest.mark.parametrize("sdk,mode", [("python", "websocket"), ("python", "webhook"), ("typescript", "websocket"), ("typescript", "webhook")])
+def test_hello_round_trip_with_each_example_agent(request, page, make_org, login, console_server, tmp_path, settings, sdk, mode, shoot):
+    if sdk == "typescript":
+        request.getfixturevalue("typescript_built")
+    if mode == "webhook":
+        request.getfixturevalue("qcluster")
+    org = make_org(f"t{sdk[0]}{mode[1]}")
+    agent, created, credentials = start_agent(org, console_server, tmp_path, sdk=sdk, mode=mode, settings=settings)
+    try:
+        login(page, org)
+        open_conversation(page, created["agent_id"])
+        send(page, "hello")
+        wait_reply(page, "echo: hello")
+        reply = page.locator(f"#talk-messages {REPLY}").last
+        seal_line = reply.locator(".seal").inner_text()
+        assert f"signed by Echo {sdk}" in seal_line and credentials.keys.signing_kid[:8] in seal_line
+        assert page.locator("#talk-messages li.user .bubble").last.inner_text() == "hello"
+        agent.wait_for("opened envelope")
+        with org.context():
+            stored = list(Envelope.objects.filter(agent_id=created["agent_id"]).order_by("id"))
+        assert [e.direction for e in stored] == ["to_agent", "to_user"]
+        assert all(e.body.startswith("v1.") and b"hello" not in e.body.encode() for e in stored)
+        if (sdk, mode) == ("python", "websocket"):
+            shoot(page, "talk-1280")
+            page.set_viewport_size({"width": 390, "height": 844})
+            assert page.evaluate("document.documentElement.scrollWidth") <= 390
+            assert page.locator("#talk-send").is_visible() and page.locator(f"#talk-messages {REPLY}").last.is_visible()
+            shoot(page, "talk-390")
+    finally:
+        agent.stop()
+
+
+def grep_server(org, console_server, qcluster_log: str, needles: list[bytes]) -> list[str]:
+    """Return every file of the org's store (database, WAL, SHM), the default database and the server
+    logs that holds one of `needles`."""
+    from django.conf import settings
+    from django.db import connections
+
+    org_dir = Path(settings.AGENTS_DATA_DIR) / "orgs" / org.slug
+    candidates = [p for p in org_dir.rglob("*") if p.is_file()]
+    default = Path(str(connections["default"].settings_dict["NAME"]))
+    candidates += [p for p in default.parent.glob(default.name + "*") if p.is_file()]
+    candidates += [console_server.log_path]
+    found = [str(p) for p in candidates if any(n in p.read_bytes() for n in needles)]
+    found += ["qcluster log" for n in needles if n in qcluster_log.encode()]
+    return found
+
+
+def test_refusals_rotations_and_no_plaintext_on_the_server(page, make_org, login, console_server, tmp_path, settings, shoot):
+    org = make_org("tr")
+    agent, created, credentials = start_agent(org, console_server, tmp_path, sdk="python", mode="websocket", settings=settings)
+    agent_id, user = created["agent_id"], org.user.get_username()
+    secret_words = f"zebra quartz {secrets.token_hex(6)}"
+    try:
+        login(page, org)
+        open_conversation(page, agent_id)
+        send(page, "hello")
+        wait_reply(page, "echo: hello")
+        send(page, secret_words)
+        wait_reply(page, f"echo: {secret_words}")
+
+        # Nothing readable reached the server: its org files (database, WAL), the default database, its log.
+        from django.conf import settings as live_settings
+
+        assert grep_server(org, console_server, "", [secret_words.encode(), b"echo: hello"]) == []
+        org_files = sorted(p.name for p in (Path(live_settings.AGENTS_DATA_DIR) / "orgs" / org.slug).rglob("*") if p.is_file())
+        assert any(name.endswith(".db") for name in org_files), org_files
+        with org.context():  # the envelopes are there, sealed: the grep looked where they are
+            assert Envelope.objects.filter(agent_id=agent_id).count() == 4
+
+        # --- refusals, each with a clear message -------------------------------------------------
+        keys = org.client.get(f"/v1/identity/agents/{agent_id}/users/{user}/keys", **bearer(created["agent_token"])).json()["keys"]
+        import base64
+
+        user_key = base64.b64decode([k for k in keys if k["status"] == "current"][0]["public_key"])
+        me, them = Party("agent", agent_id), Party("user", user)
+
+        def agent_sends(envelope: str) -> None:
+            sent = post(org.client, f"/v1/identity/users/{user}/messages", {"envelope": envelope}, **bearer(created["agent_token"]))
+            assert sent.status_code == 201, sent.json()
+
+        good = seal(body=text_body("tampered"), sender=me, recipient=them, recipient_key=user_key, signing_key=credentials.keys.ed25519)
+        parts = good.split(".")
+        flipped = bytearray(unb64u(parts[2]))
+        flipped[-3] ^= 1
+        resealed = ".".join(["v1", parts[1], b64u(bytes(flipped))])
+        agent_sends(resealed + "." + b64u(credentials.keys.ed25519.sign(resealed.encode())))  # signed, but the ciphertext was altered
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+        forged = seal(body=text_body("forged"), sender=me, recipient=them, recipient_key=user_key, signing_key=credentials.keys.ed25519)
+        fparts = forged.split(".")
+        agent_sends(".".join(fparts[:3] + [b64u(Ed25519PrivateKey.generate().sign(".".join(fparts[:3]).encode()))]))  # skid names the agent's key
+        page.wait_for_selector("#talk-messages li.refused[data-refused=cannot_decrypt]")
+        page.wait_for_selector("#talk-messages li.refused[data-refused=bad_signature]")
+        assert "does not open" in page.inner_text("#talk-messages li.refused[data-refused=cannot_decrypt] .bubble")
+        assert "signature does not verify" in page.inner_text("#talk-messages li.refused[data-refused=bad_signature] .bubble")
+
+        # A replay: the platform refuses a repeated message id (409) …
+        replayed = seal(body=text_body("only once"), sender=me, recipient=them, recipient_key=user_key, signing_key=credentials.keys.ed25519)
+        agent_sends(replayed)
+        again = post(org.client, f"/v1/identity/users/{user}/messages", {"envelope": replayed}, **bearer(created["agent_token"]))
+        assert again.status_code == 409 and again.json()["code"] == "envelope_replayed"
+        wait_reply(page, "only once")
+        # … and if a compromised server delivered it again anyway, the browser refuses it.
+        from django.utils import timezone
+
+        with org.context():
+            row = Envelope.objects.create(public_id="env_" + secrets.token_hex(16), direction="to_user", agent_id=agent_id, user_id=user,
+                                          body=replayed, size_bytes=len(replayed), created_at=timezone.now())
+            InboxItem.objects.create(user_id=user, kind="envelope", agent_id=agent_id, envelope=row, created_at=timezone.now())
+        from identity import live
+
+        live.wake_inbox(org.slug, user)
+        page.wait_for_selector("#talk-messages li.refused[data-refused=replayed]", timeout=20_000)
+        assert "already received once" in page.inner_text("#talk-messages li.refused[data-refused=replayed] .bubble")
+        assert replies(page).count("only once") == 1
+
+        # Re-addressed to another agent: the platform refuses it, and the other agent cannot open it.
+        with org.context():
+            browser_sealed = Envelope.objects.filter(agent_id=agent_id, direction="to_agent").order_by("id").first().body
+        other = create_agent(org.client, custom_id="other_" + secrets.token_hex(3)).json()
+        other_creds = new_credentials(console_server.url, other, webhook=False)
+        assert post(org.client, f"/v1/identity/agents/{other['agent_id']}/keys/register",
+                    {"public_key": other_creds.keys.public_key, "signing_public_key": other_creds.keys.signing_public_key},
+                    **bearer(other["agent_token"])).status_code == 200
+        refused = post(org.client, f"/v1/identity/agents/{other['agent_id']}/messages", {"envelope": browser_sealed})
+        assert refused.status_code == 400 and f"addressed to agent {agent_id}" in refused.json()["error"]
+        other_receiver = Receiver(me=Party("agent", other["agent_id"]), private_keys=other_creds.keys.decryption_keys(), signer=lambda s, k: None)
+        with pytest.raises(EnvelopeError) as not_for_it:
+            other_receiver.open(browser_sealed)
+        assert not_for_it.value.code == "not_addressed_to_you" and "addressed to someone else" in str(not_for_it.value)
+        assert parse(browser_sealed).header.recipient == Party("agent", agent_id)
+        shoot(page, "talk-refusals")
+
+        # --- a normal rotation mid-conversation: the old key stays in grace -----------------------
+        # Rotations go through the live server: its channel layer reaches the agent's socket.
+        import httpx
+
+        def rotate(emergency: bool) -> str:
+            answer = httpx.post(f"{console_server.url}/v1/identity/agents/{agent_id}/token/regenerate", json={"emergency": emergency},
+                                headers={"Authorization": f"Bearer {org.key}"}, timeout=30)
+            assert answer.status_code == 200, answer.text
+            return answer.json()["agent_token"]
+
+        token = rotate(False)
+        agent.wait_for("security_alert agent.token_rotated")
+        agent.stop()
+        rotated = new_credentials(console_server.url, {**created, "agent_token": token}, webhook=False, previous=credentials.keys)
+        rotated.save(agent.credentials_path)
+        agent.start(register=True)
+        send(page, "after rotation")  # the page still seals to the old key, which is in grace
+        wait_reply(page, "echo: after rotation")
+        last = page.locator(f"#talk-messages {REPLY}").last.locator(".seal").inner_text()
+        assert rotated.keys.signing_kid[:8] in last  # signed by the new key, verified after re-reading the agent's keys
+        send(page, "and again")
+        wait_reply(page, "echo: and again")
+
+        # --- an emergency rotation: revoked at once, said clearly --------------------------------
+        rotate(True)
+        agent.wait_for("security_alert agent.token_revoked")
+        assert agent.wait_exit() == 0  # the socket was closed for good (4403): the example stops
+        page.wait_for_selector("#talk-messages li.system[data-alert='agent.keys_revoked']")
+        assert "emergency rotation" in page.inner_text("#talk-messages li.system[data-alert='agent.keys_revoked'] .bubble")
+        send(page, "anyone there?")
+        page.wait_for_selector("#talk-error:not([hidden])")
+        assert "has no current key" in page.inner_text("#talk-error") and "not sent" in page.inner_text("#talk-error")
+        # Reloaded, the replies signed with the revoked keys are refused, and say why.
+        open_conversation(page, agent_id)
+        page.wait_for_selector("#talk-messages li.refused[data-refused=signer_key_revoked]")
+        assert "revoked (an emergency rotation)" in page.inner_text("#talk-messages li.refused[data-refused=signer_key_revoked] .bubble")
+        assert replies(page) == []
+        shoot(page, "talk-emergency")
+    finally:
+        agent.stop()
