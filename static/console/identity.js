@@ -102,11 +102,15 @@
     if (item.system) {
       var d = item.system.data || {};
       li.appendChild(A.badge(item.system.type));
+      var what = item.system.code === "agent.keys_revoked"
+        ? "'s token and keys were revoked by an emergency rotation; replies signed with the old key are refused."
+        : " was deleted by its creator; your relation with it ended.";
       li.appendChild(A.el("span", { class: "body" }, [A.el("strong", { text: item.system.code }),
-        ": " + (d.display_name || "") + " (" + (d.custom_id || "") + ") was deleted by its creator; your relation with it ended."]));
+        ": " + (d.display_name || "") + " (" + (d.custom_id || "") + ")" + what]));
     } else {
       li.appendChild(A.el("span", { class: "chip", text: "envelope" }));
-      li.appendChild(A.el("span", { class: "body" }, ["from ", A.el("code", { text: item.agent_id }), " · " + (item.envelope ? item.envelope.size_bytes : 0) + " bytes sealed"]));
+      li.appendChild(A.el("span", { class: "body" }, ["from ", A.el("code", { text: item.agent_id }), " · " + (item.envelope ? item.envelope.size_bytes : 0) + " bytes sealed · ",
+        A.el("a", { href: "/console/identity/talk/" + encodeURIComponent(item.agent_id) + "/", text: "open the conversation" })]));
     }
     li.appendChild(A.el("time", { class: "muted small", text: A.fmtTime(item.created_at) }));
     return li;

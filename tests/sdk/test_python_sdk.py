@@ -1,0 +1,58 @@
+"""sdk/python beyond envelopes: it installs from its folder, verifies Standard Webhooks deliveries,
+loads the console's agent.json, and keeps a replay window."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+from standardwebhooks import Webhook
+
+from agents_identity import Credentials, KeyPairs, jwk_of, new_webhook_secret
+from agents_identity.webhooks import WebhookVerificationError, verify_webhook
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_sdk_installs_from_its_folder(tmp_path):
+    target = tmp_path / "site"
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(target),
+                           str(ROOT / "sdk" / "python")], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    probe = subprocess.run([sys.executable, "-c", "import agents_identity, agents_identity.examples.echo as e; print(agents_identity.__file__, e.echo.__name__)"],
+                           env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, cwd=str(tmp_path), timeout=60)
+    assert probe.returncode == 0, probe.stderr
+    assert probe.stdout.startswith(str(target)) and probe.stdout.strip().endswith("echo")
+
+
+def test_a_delivery_verifies_and_a_tampered_one_does_not():
+    secret = new_webhook_secret()
+    body = json.dumps({"type": "envelope.created", "timestamp": "2026-01-01T00:00:00Z", "data": {"envelope": "v1.x"}})
+    now = datetime.now(timezone.utc)
+    headers = {"webhook-id": "msg_1", "webhook-timestamp": str(int(now.timestamp())), "webhook-signature": Webhook(secret).sign("msg_1", now, body)}
+    assert verify_webhook(body.encode(), headers, secret)["data"]["envelope"] == "v1.x"
+    with pytest.raises(WebhookVerificationError):
+        verify_webhook(body.replace("v1.x", "v1.y"), headers, secret)
+    with pytest.raises(WebhookVerificationError):
+        verify_webhook(body, headers, new_webhook_secret())
+
+
+def test_the_consoles_agent_json_loads_and_a_mismatched_jwk_is_refused(tmp_path):
+    keys = KeyPairs()
+    data = {"base_url": "http://127.0.0.1:8000/", "agent_id": "ext_1", "agent_token": "agt_x", "x25519_private_jwk": jwk_of(keys.x25519),
+            "ed25519_private_jwk": {**jwk_of(keys.ed25519), "ext": True, "key_ops": ["sign"]}}
+    path = tmp_path / "agent.json"
+    path.write_text(json.dumps(data))
+    loaded = Credentials.load(path)
+    assert loaded.base_url == "http://127.0.0.1:8000" and loaded.keys.kid == keys.kid and loaded.keys.signing_kid == keys.signing_kid
+    loaded.save(tmp_path / "saved.json")
+    assert (tmp_path / "saved.json").stat().st_mode & 0o777 == 0o600
+    data["x25519_private_jwk"] = {**jwk_of(keys.x25519), "x": jwk_of(KeyPairs().x25519)["x"]}
+    with pytest.raises(ValueError, match="not the public half"):
+        Credentials.from_dict(data)
+    with pytest.raises(ValueError, match="agent_token"):
+        Credentials.from_dict({k: v for k, v in data.items() if k != "agent_token"})
