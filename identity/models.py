@@ -76,7 +76,23 @@ class AgentCredential(models.Model):
         return f"agt_…{self.token_id} ({self.agent_id})"
 
 
-class AgentKeySet(models.Model):
+class PublicKeySet(models.Model):
+    """The fields every registered key set has (an agent's or a user's): X25519 `public_key` and
+    Ed25519 `signing_public_key` (base64 of 32 bytes) and validity (`identity.keys.keyset_status`:
+    current, grace until `expires_at`, expired, revoked)."""
+
+    public_key = models.CharField(max_length=64)
+    signing_public_key = models.CharField(max_length=64)
+    created_at = models.DateTimeField()
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["-created_at", "-id"]
+
+
+class AgentKeySet(PublicKeySet):
     """Public keys an agent registered (X25519 `public_key`, Ed25519 `signing_public_key`,
     base64) and its webhook secret, Fernet-encrypted under the deployment key.
 
@@ -85,22 +101,16 @@ class AgentKeySet(models.Model):
     """
 
     agent_id = models.CharField(max_length=64, db_index=True)
-    public_key = models.CharField(max_length=64)
-    signing_public_key = models.CharField(max_length=64)
     webhook_secret_encrypted = models.TextField(default="", blank=True)
-    created_at = models.DateTimeField()
-    expires_at = models.DateTimeField(null=True, blank=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        ordering = ["-created_at", "-id"]
+    class Meta(PublicKeySet.Meta):
         verbose_name = "agent key set"
 
     def __str__(self) -> str:
         return f"keys of {self.agent_id} ({self.created_at:%Y-%m-%d})"
 
 
-class UserKeySet(models.Model):
+class UserKeySet(PublicKeySet):
     """Public keys a user registered in this org (`PUT /v1/identity/users/me/keys`): X25519
     `public_key` (agents seal replies to it) and Ed25519 `signing_public_key` (agents verify the
     user's envelopes with it), base64 of 32 bytes. The private halves never leave the user's browser.
@@ -111,14 +121,8 @@ class UserKeySet(models.Model):
     """
 
     user_id = models.CharField(max_length=300, db_index=True)
-    public_key = models.CharField(max_length=64)
-    signing_public_key = models.CharField(max_length=64)
-    created_at = models.DateTimeField()
-    expires_at = models.DateTimeField(null=True, blank=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        ordering = ["-created_at", "-id"]
+    class Meta(PublicKeySet.Meta):
         verbose_name = "user key set"
 
     def __str__(self) -> str:

@@ -41,6 +41,18 @@ def parse_cursor(cursor: object) -> int | None:
     return int(raw)
 
 
+def _cursor_page(qs, *, cursor: object, limit: object) -> tuple[list, str | None]:
+    """Return one page of `qs` by descending id after the cursor (400 on a bad one) and the next cursor."""
+    size = page_limit(limit)
+    before = parse_cursor(cursor)
+    if before is not None:
+        qs = qs.filter(id__lt=before)
+    rows = list(qs.order_by("-id")[: size + 1])
+    more = len(rows) > size
+    rows = rows[:size]
+    return rows, (str(rows[-1].id) if more and rows else None)
+
+
 def identity_get(*, ref: str) -> IdentityProfile:
     """Return the identity profile of the org's external agent `ref` (id or custom_id); 404 otherwise."""
     ref = (ref or "").strip()
@@ -124,15 +136,7 @@ def valid_key_ids(keysets) -> tuple[set[str], set[str]]:
 def conversation_page(*, agent_id: str, user_id: str, cursor: object = None, limit: object = None) -> tuple[list[Envelope], str | None]:
     """Return one page of the envelopes between `user_id` and `agent_id`, both ways, newest first,
     and the next cursor (None at the end)."""
-    size = page_limit(limit)
-    before = parse_cursor(cursor)
-    qs = Envelope.objects.filter(agent_id=agent_id, user_id=user_id)
-    if before is not None:
-        qs = qs.filter(id__lt=before)
-    rows = list(qs.order_by("-id")[: size + 1])
-    more = len(rows) > size
-    rows = rows[:size]
-    return rows, (str(rows[-1].id) if more and rows else None)
+    return _cursor_page(Envelope.objects.filter(agent_id=agent_id, user_id=user_id), cursor=cursor, limit=limit)
 
 
 def signing_keyset(*, agent_id: str) -> AgentKeySet | None:
@@ -191,15 +195,7 @@ def inbox_page(*, user_id: str, cursor: object = None, limit: object = None) -> 
 
     `cursor` is the previous page's `next_cursor` (items with a smaller id follow).
     """
-    size = page_limit(limit)
-    before = parse_cursor(cursor)
-    qs = InboxItem.objects.filter(user_id=user_id).select_related("envelope")
-    if before is not None:
-        qs = qs.filter(id__lt=before)
-    items = list(qs.order_by("-id")[: size + 1])
-    more = len(items) > size
-    items = items[:size]
-    return items, (str(items[-1].id) if more and items else None)
+    return _cursor_page(InboxItem.objects.filter(user_id=user_id).select_related("envelope"), cursor=cursor, limit=limit)
 
 
 def inbox_after(*, user_id: str, after_id: int, limit: int = 500) -> list[InboxItem]:
@@ -217,19 +213,13 @@ def delivery_page(*, agent_id: str, status: str | None = None, cursor: object = 
     """Return one page of `agent_id`'s webhook deliveries (newest first) with their attempts."""
     from agents_site.vocabulary import DeliveryStatus
 
-    size = page_limit(limit)
-    before = parse_cursor(cursor)
     qs = Delivery.objects.filter(agent_id=agent_id).select_related("envelope")
     if status:
         if status not in DeliveryStatus.values:
             raise InvalidRequest(f"status must be one of {'|'.join(DeliveryStatus.values)}")
         qs = qs.filter(status=status)
-    if before is not None:
-        qs = qs.filter(id__lt=before)
-    rows = list(qs.order_by("-id").prefetch_related(Prefetch("attempt_log", queryset=DeliveryAttempt.objects.order_by("number")))[: size + 1])
-    more = len(rows) > size
-    rows = rows[:size]
-    return rows, (str(rows[-1].id) if more and rows else None)
+    qs = qs.prefetch_related(Prefetch("attempt_log", queryset=DeliveryAttempt.objects.order_by("number")))
+    return _cursor_page(qs, cursor=cursor, limit=limit)
 
 
 def delivery_get(*, public_id: str) -> Delivery:

@@ -36,7 +36,7 @@
     signer_key_revoked: "it was signed with a key the agent revoked (an emergency rotation): it is not trusted",
     unknown_signer: "it was signed with a key the agent never registered",
     bad_signature: "its signature does not verify: it was altered, or not signed by " + agent.display_name,
-    cannot_decrypt: "it does not open: its content was altered, or it was sealed for someone else",
+    cannot_decrypt: "its ciphertext does not decrypt: it was altered, or sealed for someone else",
     not_addressed_to_you: "it is addressed to someone else",
     sender_mismatch: "it claims another sender than the agent that sent it",
     replayed: "it was already received once (a replay)",

@@ -101,6 +101,14 @@ def test_hello_round_trip_with_each_example_agent(request, page, make_org, login
         assert [e.direction for e in stored] == ["to_agent", "to_user"]
         assert all(e.body.startswith("v1.") and b"hello" not in e.body.encode() for e in stored)
         if (sdk, mode) == ("python", "websocket"):
+            # The user's keys: made here, kept in the (encrypted) keystore, public halves registered in the org.
+            kept = page.evaluate("u => window.Keystore.userKeys(u)", org.user.get_username())
+            registered = org.client.get("/v1/identity/users/me/keys").json()["keys"]
+            assert [k["status"] for k in registered] == ["current"]
+            assert registered[0]["public_key"] == kept["x25519"]["publicKey"] and registered[0]["signing_public_key"] == kept["ed25519"]["publicKey"]
+            vault = page.evaluate("""() => new Promise(r => { const o = indexedDB.open('agents-keystore', 1);
+              o.onsuccess = () => { const g = o.result.transaction('kv').objectStore('kv').get('vault'); g.onsuccess = () => r(JSON.stringify(g.result)); }; })""")
+            assert kept["x25519"]["privateJwk"]["d"] not in vault and kept["ed25519"]["privateJwk"]["d"] not in vault
             shoot(page, "talk-1280")
             page.set_viewport_size({"width": 390, "height": 844})
             assert page.evaluate("document.documentElement.scrollWidth") <= 390
@@ -172,7 +180,7 @@ def test_refusals_rotations_and_no_plaintext_on_the_server(page, make_org, login
         agent_sends(".".join(fparts[:3] + [b64u(Ed25519PrivateKey.generate().sign(".".join(fparts[:3]).encode()))]))  # skid names the agent's key
         page.wait_for_selector("#talk-messages li.refused[data-refused=cannot_decrypt]")
         page.wait_for_selector("#talk-messages li.refused[data-refused=bad_signature]")
-        assert "does not open" in page.inner_text("#talk-messages li.refused[data-refused=cannot_decrypt] .bubble")
+        assert "does not decrypt" in page.inner_text("#talk-messages li.refused[data-refused=cannot_decrypt] .bubble")
         assert "signature does not verify" in page.inner_text("#talk-messages li.refused[data-refused=bad_signature] .bubble")
 
         # A replay: the platform refuses a repeated message id (409) …

@@ -56,3 +56,35 @@ def test_the_consoles_agent_json_loads_and_a_mismatched_jwk_is_refused(tmp_path)
         Credentials.from_dict(data)
     with pytest.raises(ValueError, match="agent_token"):
         Credentials.from_dict({k: v for k, v in data.items() if k != "agent_token"})
+
+
+def test_the_webhook_server_answers_400_unverified_and_204_for_a_refused_envelope():
+    import threading
+
+    import httpx
+
+    from agents_identity import IdentityAgent, Party, seal, text_body
+
+    agent_keys, user_keys = KeyPairs(), KeyPairs()
+    credentials = Credentials(base_url="http://127.0.0.1:9", agent_id="ext_me", agent_token="agt_x", keys=agent_keys, webhook_secret=new_webhook_secret())
+    refused, answered = [], []
+    agent = IdentityAgent(credentials, on_message=lambda m: answered.append(m) or None, on_refused=lambda exc, env_id, user: refused.append(exc.code),
+                          log=lambda line: None)
+    server = agent.webhook_server(port=0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    try:
+        elsewhere = seal(body=text_body("not for you"), sender=Party("user", "u"), recipient=Party("agent", "ext_other"),
+                         recipient_key=agent_keys.x25519.public_key(), signing_key=user_keys.ed25519)
+        body = json.dumps({"type": "envelope.created", "timestamp": "2026-01-01T00:00:00Z",
+                           "data": {"envelope_id": "env_1", "agent_id": "ext_me", "user_id": "u", "envelope": elsewhere, "created_at": "x"}})
+        now = datetime.now(timezone.utc)
+        headers = {"webhook-id": "msg_1", "webhook-timestamp": str(int(now.timestamp())),
+                   "webhook-signature": Webhook(credentials.webhook_secret).sign("msg_1", now, body), "content-type": "application/json"}
+        assert httpx.post(url, content=body, headers={**headers, "webhook-signature": "v1,AAAA"}).status_code == 400
+        assert refused == []
+        assert httpx.post(url, content=body, headers=headers).status_code == 204  # refused, acknowledged, never answered
+        assert refused == ["not_addressed_to_you"] and answered == []
+    finally:
+        server.shutdown()
+        server.server_close()

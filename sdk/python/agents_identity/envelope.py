@@ -182,6 +182,17 @@ class Opened:
         return value if isinstance(value, str) else ""
 
 
+def _json_object(raw: bytes, what: str) -> dict:
+    """Decode `raw` as a UTF-8 JSON object; `EnvelopeError("malformed")` naming `what` otherwise."""
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise EnvelopeError("malformed", f"the {what} is not JSON") from exc
+    if not isinstance(data, dict):
+        raise EnvelopeError("malformed", f"the {what} is not a JSON object")
+    return data
+
+
 def _party(value: object, where: str) -> Party:
     if not isinstance(value, dict) or value.get("type") not in PARTY_TYPES or not isinstance(value.get("id"), str) or not value["id"]:
         raise EnvelopeError("malformed", f"`{where}` must be {{type: user|agent, id}}")
@@ -207,12 +218,7 @@ def parse(envelope: object) -> Parsed:
     header_bytes = unb64u(header_part)
     if len(header_bytes) > MAX_HEADER_BYTES:
         raise EnvelopeError("malformed", f"the header exceeds {MAX_HEADER_BYTES} bytes")
-    try:
-        data = json.loads(header_bytes.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise EnvelopeError("malformed", "the header is not JSON") from exc
-    if not isinstance(data, dict):
-        raise EnvelopeError("malformed", "the header is not a JSON object")
+    data = _json_object(header_bytes, "header")
     if data.get("v") != VERSION:
         raise EnvelopeError("unsupported_version", f"header v = {str(data.get('v'))[:16]!r}")
     mid, rkid, skid, ts = data.get("mid"), data.get("rkid"), data.get("skid"), data.get("ts")
@@ -368,12 +374,7 @@ def open_envelope(envelope: object, *, receiver: Receiver, sender: Party | None 
         plaintext = SUITE.decrypt(unb64u(parsed.sealed_part), private_key, info=info_for(parsed.header_part))
     except (InvalidTag, ValueError) as exc:
         raise EnvelopeError("cannot_decrypt") from exc
-    try:
-        body = json.loads(plaintext.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise EnvelopeError("malformed", "the plaintext is not JSON") from exc
-    if not isinstance(body, dict):
-        raise EnvelopeError("malformed", "the plaintext is not a JSON object")
+    body = _json_object(plaintext, "plaintext")
     receiver.replay.remember(header, now=now)
     return Opened(mid=header.mid, sender=header.sender, recipient=header.recipient, ts=header.ts, body=body,
                   signer_kid=header.skid, recipient_kid=header.rkid)
