@@ -25,7 +25,7 @@ import openai
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from runner.client import ServerClient
-from runner.tools import Tool, invoke
+from toolkit.invoke import Tool, invoke
 
 logger = logging.getLogger(__name__)
 
