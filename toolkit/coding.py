@@ -134,23 +134,30 @@ class ToolBox:
             os.close(fd)
             raise
 
-    def _read_bytes(self, path: object, *, limit: int | None = None) -> tuple[str, bytes]:
-        parts = self._parts(path)
+    def _open_file(self, parts: list[str], flags: int, *, verb: str, create: bool) -> int:
+        """Return an fd of the regular file `parts` opened with `flags`, never through a link."""
         display = "/".join(parts)
-        parent = self._open_parent(parts, create=False)
+        parent = self._open_parent(parts, create=create)
         try:
-            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=parent)
+            fd = os.open(parts[-1], flags | os.O_NOFOLLOW, 0o644, dir_fd=parent)
         except FileNotFoundError:
             raise ToolError(f"no such file: {display}") from None
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise ToolError(f"{display} is a symbolic link; the tools never follow links") from None
-            raise ToolError(f"cannot read {display}: {exc.strerror}") from None
+            raise ToolError(f"cannot {verb} {display}: {exc.strerror}") from None
         finally:
             os.close(parent)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise ToolError(f"{display} is not a regular file")
+        return fd
+
+    def _read_bytes(self, path: object, *, limit: int | None = None) -> tuple[str, bytes]:
+        parts = self._parts(path)
+        display = "/".join(parts)
+        fd = self._open_file(parts, os.O_RDONLY | os.O_NONBLOCK, verb="read", create=False)
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise ToolError(f"{display} is not a regular file")
             with os.fdopen(fd, "rb", closefd=False) as handle:
                 data = handle.read(limit + 1 if limit else -1)
         finally:
@@ -161,18 +168,8 @@ class ToolBox:
         display = "/".join(parts)
         if len(data) > WRITE_LIMIT_BYTES:
             raise ToolError(f"{display}: at most {WRITE_LIMIT_BYTES // 1024} KiB per file")
-        parent = self._open_parent(parts, create=True)
+        fd = self._open_file(parts, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, verb="write", create=True)
         try:
-            fd = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644, dir_fd=parent)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise ToolError(f"{display} is a symbolic link; the tools never follow links") from None
-            raise ToolError(f"cannot write {display}: {exc.strerror}") from None
-        finally:
-            os.close(parent)
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise ToolError(f"{display} is not a regular file")
             os.write(fd, data)
         finally:
             os.close(fd)

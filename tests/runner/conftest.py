@@ -24,6 +24,8 @@ class RunnerProcess:
         for name in ("INFERENCE_BASE_URL", "INFERENCE_API_KEY"):
             if env is None or name not in env:
                 self.env.pop(name, None)
+        if os.environ.get("AGENTS_COVERAGE_RUNNER"):  # `make coverage-runner`: measure this child too
+            self.env["COVERAGE_PROCESS_START"] = os.environ["AGENTS_COVERAGE_RUNNER"]
         self.log_path = log
         self.proc: subprocess.Popen | None = None
 

@@ -292,3 +292,38 @@ def test_a_lone_surrogate_in_the_models_answer_is_replaced_so_the_report_is_take
     row = wait_until(lambda: (r := routed(org_a, "run_surrogate")).state == "reported" and r, what="the report")
     assert (row.result["status"], row.result["output"]) == ("ok", "done ?")
     assert runner.terminate() == 0
+
+
+def test_steering_reaches_the_machine_between_steps_and_a_gateway_refusal_ends_the_run(org_a, daphne_server, upstream, runner_factory):
+    """message / pause / resume posted to the session apply on the machine; a 4xx from its gateway ends the run."""
+    import threading
+
+    import httpx
+    from sessions.services import session_create
+
+    held = threading.Event()
+    upstream.script(Reply(hold=held, tool_calls=[("calculator", {"expression": "1+1"})]),
+                    Reply(status=400, error_body={"error": {"message": "no such model", "type": "invalid_request_error"}}))
+    runner = runner_factory(daphne_server.url, org_a.key, env=inference_env(upstream))
+    runner.wait_for("claim key minted")
+    [target] = targets_of(org_a)
+    with org_a.context():
+        session = session_create(agent="calc", actor="x", target=target.id)
+    offer(org_a, target.id, run_id="run_steer", session_id=session.id,
+          payload={"agent": {"name": "calc", "model": "test-model", "tools": ["calculator"]}, "input": "go"})
+    wait_until(lambda: upstream.chat_requests, what="the first step")
+    api = f"{daphne_server.url}/v1/agents/sessions/{session.id}"
+    auth = {"Authorization": f"Bearer {org_a.key}"}
+    assert httpx.post(api + "/message", json={"message": "also say hi"}, headers=auth).status_code == 200
+    assert httpx.post(api + "/pause", json={}, headers=auth).status_code == 200
+    held.set()
+    wait_until(lambda: any(p.get("text") == "run paused" for _, p in _events(org_a, session.id)), what="the machine to pause")
+    assert len(upstream.chat_requests) == 1  # held: no step while paused
+    assert httpx.post(api + "/resume", json={}, headers=auth).status_code == 200
+    row = wait_until(lambda: (r := routed(org_a, "run_steer")).state == "reported" and r, what="the report")
+    assert row.result["status"] == "error" and "the gateway answered 400" in row.result["error"]
+    second = upstream.chat_requests[1]["messages"]
+    assert {"role": "user", "content": "also say hi"} in second
+    texts = [p.get("text") for _, p in _events(org_a, session.id)]
+    assert "run paused" in texts and "run resumed" in texts and "also say hi" in texts
+    assert runner.terminate() == 0
