@@ -10,6 +10,7 @@ import time
 import pytest
 
 from targets.models import ClaimKey, RoutedRun, Target
+from tests.runner.conftest import START_SECONDS
 from tests.support.live import LiveServer, free_port
 from tests.support.upstream import Reply
 from tests.targets.conftest import offer
@@ -17,7 +18,7 @@ from tests.targets.conftest import offer
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def wait_until(predicate, timeout: float = 20.0, what: str = "condition"):
+def wait_until(predicate, timeout: float = 120.0, what: str = "condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
@@ -112,7 +113,7 @@ def test_sigterm_during_a_run_reports_it_as_an_error_and_exits_cleanly(org_a, da
     offer(org_a, target.id, run_id="run_cut", payload={"agent": {"name": "slow", "model": "test-model"}, "input": "wait"})
     runner.wait_for("claimed run run_cut")
     wait_until(lambda: upstream.chat_requests, what="the inference call")
-    assert runner.terminate(timeout=10) == 0
+    assert runner.terminate(timeout=60) == 0
     row = routed(org_a, "run_cut")
     assert row.state == "reported" and row.result["status"] == "error"
     assert "stopped" in row.result["error"]
@@ -126,13 +127,13 @@ def test_a_superseded_runner_exits_with_code_3(org_a, daphne_server, runner_fact
     [target] = targets_of(org_a)
     rotated = httpx.post(daphne_server.url + f"/v1/agents/targets/{target.id}/key", headers={"Authorization": f"Bearer {org_a.key}"})
     assert rotated.status_code == 200
-    assert runner.proc.wait(timeout=15) == 3
+    assert runner.proc.wait(timeout=120) == 3
     assert "claim refused" in runner.log()
 
 
 def test_a_refused_api_key_exits_with_code_2_and_registers_nothing(org_a, daphne_server, runner_factory):
     runner = runner_factory(daphne_server.url, "ak_" + "0" * 48)
-    assert runner.proc.wait(timeout=15) == 2
+    assert runner.proc.wait(timeout=120) == 2
     assert "refused" in runner.log()
     assert targets_of(org_a) == []
 
@@ -144,9 +145,9 @@ def test_the_runner_backs_off_while_the_server_is_down_then_registers(org_a, run
     assert targets_of(org_a) == []
     server = LiveServer({"AGENTS_CLAIM_WAIT_SECONDS": "1"})
     server.port = port
-    server.start()
+    server.start(timeout=START_SECONDS)
     try:
-        runner.wait_for("claim key minted", timeout=40)
+        runner.wait_for("claim key minted", timeout=120)
         assert len(targets_of(org_a)) == 1
         assert runner.terminate() == 0
     finally:
@@ -241,7 +242,7 @@ def test_a_run_posted_with_target_id_runs_on_the_machine_end_to_end(org_a, upstr
         Reply(content="wrote answer.txt", prompt_tokens=20, completion_tokens=3),
     )
     auth = {"Authorization": f"Bearer {org_a.key}"}
-    server = LiveServer({"AGENTS_CLAIM_WAIT_SECONDS": "60"}).start()
+    server = LiveServer({"AGENTS_CLAIM_WAIT_SECONDS": "60"}).start(timeout=START_SECONDS)
     try:
         created = httpx.post(server.url + "/v1/agents", json={"name": "writer", "model": "test-model", "instructions": "Write files.",
                                                               "tools": ["calculator", "shell"]}, headers=auth)
@@ -259,7 +260,7 @@ def test_a_run_posted_with_target_id_runs_on_the_machine_end_to_end(org_a, upstr
                 row = Run.objects.get(pk=run_id)
             return row if row.status != "running" else None
 
-        row = wait_until(finished, timeout=15, what="the routed run to finish")
+        row = wait_until(finished, timeout=120, what="the routed run to finish")
         runs = httpx.get(server.url + "/v1/agents/writer/runs", headers=auth).json()["runs"]
     finally:
         server.stop()
