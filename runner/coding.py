@@ -211,8 +211,7 @@ class CodingExecution(Execution):
                     try:
                         result, failed = await toolbox.acall(name, raw)
                     except CommandCancelled as stopped:  # the tree is gone; keep what it printed with the stop
-                        await self.event("log", {"text": f"stopped while running {name}; the command was killed",
-                                                 "output": clip(valid_text(stopped.result.output), 4096)})
+                        await self.record_stop(name, stopped)
                         raise
                     wrote = wrote or name in WRITING_TOOLS
                     described.append(f"{name} {arguments.get('path') or arguments.get('command') or ''}".strip())

@@ -97,11 +97,20 @@ async def invoke(tool: Tool | None, *, name: str, raw_arguments: str, timeout: f
     """
     if tool is None:
         return f"error: no tool named {name!r} {missing}", True
+    # The call runs in the caller's task (asyncio.timeout, not wait_for), so a stop reaches the
+    # tool as the caller's own cancellation and a killed command's `CommandCancelled` (with its
+    # output so far) comes back out unchanged.
+    deadline = asyncio.timeout(timeout)
     try:
         arguments = parse_arguments(raw_arguments)
-        result = await asyncio.wait_for(tool.run(arguments), timeout)
-    except asyncio.TimeoutError:
+        async with deadline:
+            result = await tool.run(arguments)
+    except TimeoutError:
         return f"error: the tool ran longer than {timeout:g} s", True
+    except asyncio.CancelledError:
+        if deadline.expired():  # our own limit, raised as a CancelledError subclass (Python 3.11 passes it through)
+            return f"error: the tool ran longer than {timeout:g} s", True
+        raise
     except Exception as exc:  # a tool's refusal or its own bug must reach the model as text, not end the run
         if not isinstance(exc, ToolError):
             logger.warning("tool %s failed", name, exc_info=True)

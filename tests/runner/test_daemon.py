@@ -328,3 +328,31 @@ def test_steering_reaches_the_machine_between_steps_and_a_gateway_refusal_ends_t
     texts = [p.get("text") for _, p in _events(org_a, session.id)]
     assert "run paused" in texts and "run resumed" in texts and "also say hi" in texts
     assert runner.terminate() == 0
+
+
+def test_a_stop_during_a_shell_command_kills_its_tree_and_records_what_it_printed(org_a, daphne_server, upstream, runner_factory, tmp_path):
+    """SIGTERM, then the stop grace: the run's task is cancelled, the command and its child are gone,
+    its output so far is logged with the stop and no tool result is recorded (issue 25)."""
+    from sessions.services import session_create
+    from tests.toolkit.test_sandbox import descendants, running
+
+    work = tmp_path / "shell"
+    work.mkdir()
+    upstream.script(Reply(tool_calls=[("shell", {"command": "echo started; sleep 60 & sleep 61"})]), Reply(content="never"))
+    runner = runner_factory(daphne_server.url, org_a.key, "--allow-shell", str(work), "--stop-grace", "0.3", env=inference_env(upstream))
+    runner.wait_for("claim key minted")
+    [target] = targets_of(org_a)
+    with org_a.context():
+        session = session_create(agent="sh", actor="x", target=target.id)
+    offer(org_a, target.id, run_id="run_kill", session_id=session.id,
+          payload={"agent": {"name": "sh", "model": "test-model", "tools": ["shell"]}, "input": "go"})
+    tree = wait_until(lambda: (found := descendants(runner.proc.pid)) and sum(n == "sleep" for n, _ in found.values()) >= 2 and found,
+                      what="the command and its child to run")
+    assert runner.terminate(timeout=60) == 0
+    wait_until(lambda: not any(running(pid, start) for pid, (_, start) in tree.items()), what="the whole tree to be gone")
+    row = routed(org_a, "run_kill")
+    assert row.state == "reported" and row.result["status"] == "error"
+    events = _events(org_a, session.id)
+    assert [p for kind, p in events if kind == "log" and p.get("text", "").startswith("stopped while running shell")] == [
+        {"text": "stopped while running shell; the command was killed", "output": "started\n", "runId": "run_kill"}]
+    assert not any(kind == "tool-call" for kind, _ in events)

@@ -67,3 +67,22 @@ async def test_invoke_follows_the_servers_result_rules():
     assert (await invoke(None, name="ghost", raw_arguments="{}", timeout=1)) == ("error: no tool named 'ghost' on this machine", True)
     too_big, failed = await invoke(tool, name="echo", raw_arguments=json.dumps({"text": "y" * 40000}), timeout=1)
     assert failed and too_big.startswith("error: the arguments")
+
+
+async def test_a_tool_over_its_time_is_an_error_and_a_stop_passes_through_with_the_output(tmp_path):
+    import asyncio
+
+    from toolkit.sandbox import CommandCancelled
+
+    slow = Shell(tmp_path).tool()
+    result, failed = await invoke(slow, name="shell", raw_arguments=json.dumps({"command": "echo a; sleep 60"}), timeout=0.5)
+    assert failed and result == "error: the tool ran longer than 0.5 s"
+    task = asyncio.create_task(invoke(slow, name="shell", raw_arguments=json.dumps({"command": "echo partial; echo > seen; sleep 60"}), timeout=60))
+    for _ in range(2000):
+        if (tmp_path / "seen").exists():
+            break
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(CommandCancelled) as caught:
+        await task
+    assert caught.value.result.output == "partial\n"

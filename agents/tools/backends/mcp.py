@@ -4,8 +4,8 @@ Talks to each server with the `mcp` SDK's `Client`: a stdio server is started as
 this host for each listing or call (only when `AGENTS_MCP_STDIO` is on); an `http` server is a
 streamable-HTTP URL reached through `toolkit.outbound` (the SDK is handed a client whose every
 connection goes to the address that was checked): a private, loopback, link-local, CGNAT or
-metadata address is refused unless `AGENTS_MCP_ALLOW_HOSTS` names the host. Listings are cached per process for `AGENTS_MCP_LIST_TTL_SECONDS`; each
-call is bounded by `AGENTS_TOOL_CALL_TIMEOUT_SECONDS` (and the run's deadline).
+metadata address is refused unless `AGENTS_MCP_ALLOW_HOSTS` names the host. Listings are cached
+per process for `AGENTS_MCP_LIST_TTL_SECONDS`; each call is bounded by `AGENTS_TOOL_CALL_TIMEOUT_SECONDS` (and the run's deadline).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import logging
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-
 from contextlib import asynccontextmanager
 
 import anyio
