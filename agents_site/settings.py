@@ -288,6 +288,9 @@ AGENTS_TOOL_HTTP_ALLOW = _env_list("AGENTS_TOOL_HTTP_ALLOW")
 # with the host (single-tenant, self-hosted deployments).
 AGENTS_MCP_STDIO = _env_bool("AGENTS_MCP_STDIO", False)
 AGENTS_MCP_LIST_TTL_SECONDS = _env_int("AGENTS_MCP_LIST_TTL_SECONDS", 60)
+# Private, loopback, link-local, CGNAT and metadata hosts an HTTP MCP server URL may name anyway
+# (an in-house server); every other such address is refused when the server is reached.
+AGENTS_MCP_ALLOW_HOSTS = _env_list("AGENTS_MCP_ALLOW_HOSTS")
 # Steering: how long a paused run is held before it ends as an error, and how often a held run
 # re-checks its inbox (seconds).
 AGENTS_PAUSE_TIMEOUT_SECONDS = _env_float("AGENTS_PAUSE_TIMEOUT_SECONDS", 600.0)

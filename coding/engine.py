@@ -36,8 +36,8 @@ from coding import git as gitops
 from coding.models import CodingRun, Repo
 from coding.remotes import RepoScheme, check_reachable, credential_value
 from coding.sandbox import default_limits
-from coding.sandbox.backends.base import SandboxBackend
-from coding.tools import FINISH, WRITING_TOOLS, ToolBox, tool_definitions
+from toolkit.coding import FINISH, WRITING_TOOLS, ToolBox, tool_definitions
+from toolkit.sandbox import SandboxBackend
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,11 @@ tool) writes can reach the config, hooks or objects the platform's git reads. On
   run with `--no-ext-diff --no-textconv`, so `.gitattributes` cannot name a filter or driver
   (and none is configured: the config is the run's own);
 - bounds: clone/fetch is killed when the repository database passes `AGENTS_CODING_MAX_REPO_MB`
-  or the command its timeout; `tree_bytes` lets the engine bound the working copy.
+  or the command its timeout; `tree_bytes` lets the engine bound the working copy;
+- pinned connections: before each fetch and push the remote's host is resolved once and checked
+  (`coding.remotes.check_reachable`, the rules of `toolkit.outbound`), and git connects to that
+  address only — `-c http.curloptResolve=host:port:ip` and `http.followRedirects=false` for
+  https, `HostName=<ip>` (host key kept under the name) for ssh.
 
 A push credential (resolved by `coding.remotes.credential_value` only here, at push time) goes
 to git through `GIT_CONFIG_*` environment entries (an `http.extraHeader`, never on a command
@@ -35,8 +39,10 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
-from coding.remotes import CredentialValue
+from agents_site.errors import ApiError
+from coding.remotes import CredentialValue, Remote, check_reachable
 
 GIT_TIMEOUT_SECONDS = 120.0
 _SIZE_POLL_SECONDS = 0.25
@@ -108,17 +114,20 @@ def valid_branch(name: str) -> bool:
     return subprocess.run(["git", "check-ref-format", "--branch", name], capture_output=True, env=_base_env(None)).returncode == 0
 
 
-def _ssh_command(workspace: Workspace, key_file: str = "") -> str:
+def _ssh_command(workspace: Workspace, key_file: str = "", remote: Remote | None = None) -> str:
+    pinned = []
+    if remote is not None and remote.ssh_host():
+        pinned = ["-o", f"HostName={remote.ssh_host()}", "-o", f"HostKeyAlias={remote.host}"]
     parts = [
         "ssh", "-F", "/dev/null", "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", "IdentityAgent=none",
         "-o", "StrictHostKeyChecking=accept-new", "-o", f"UserKnownHostsFile={workspace.home / 'known_hosts'}",
         "-o", "ProxyCommand=none", "-o", "PermitLocalCommand=no",
-        "-o", f"IdentityFile={key_file or '/dev/null'}",
+        "-o", f"IdentityFile={key_file or '/dev/null'}", *pinned,
     ]
     return " ".join(shlex.quote(p) for p in parts)
 
 
-def _safe_config(workspace: Workspace, *, allow_file: bool, key_file: str = "") -> list[str]:
+def _safe_config(workspace: Workspace, *, allow_file: bool, key_file: str = "", remote: Remote | None = None) -> list[str]:
     pairs = {
         "core.hooksPath": "/dev/null",
         "core.fsmonitor": "false",
@@ -127,7 +136,7 @@ def _safe_config(workspace: Workspace, *, allow_file: bool, key_file: str = "") 
         "core.askPass": "",
         "core.attributesFile": "/dev/null",
         "core.excludesFile": "/dev/null",
-        "core.sshCommand": _ssh_command(workspace, key_file),
+        "core.sshCommand": _ssh_command(workspace, key_file, remote),
         "core.symlinks": "true",
         "credential.helper": "",
         "gpg.program": "false",
@@ -150,7 +159,7 @@ def _safe_config(workspace: Workspace, *, allow_file: bool, key_file: str = "") 
     argv = []
     for key, value in pairs.items():
         argv += ["-c", f"{key}={value}"]
-    return argv
+    return argv + (remote.pin_config() if remote is not None else [])
 
 
 def _base_env(workspace: Workspace | None) -> dict:
@@ -178,19 +187,33 @@ class Git:
         self.allow_file = allow_file
         self.timeout = timeout
 
-    def _argv(self, args: tuple[str, ...], *, key_file: str = "") -> list[str]:
+    def _argv(self, args: tuple[str, ...], *, key_file: str = "", remote: Remote | None = None) -> list[str]:
         return [
             "git", "--git-dir", str(self.workspace.git_dir), "--work-tree", str(self.workspace.work),
-            *_safe_config(self.workspace, allow_file=self.allow_file, key_file=key_file), *args,
+            *_safe_config(self.workspace, allow_file=self.allow_file, key_file=key_file, remote=remote), *args,
         ]
 
+    @staticmethod
+    def remote_for(url: str) -> Remote | None:
+        """Return the checked `Remote` of network URL `url` (resolved once: git is pinned to its address), None for file.
+
+        Raises `GitError` when the URL is no longer allowed (e.g. its host now resolves inward).
+        """
+        if urlsplit(url).scheme == "file":
+            return None
+        try:
+            return check_reachable(url)
+        except ApiError as exc:
+            raise GitError(exc.message) from exc
+
     def run(self, *args: str, env_extra: dict | None = None, key_file: str = "", check: bool = True,
-            max_bytes: int | None = None, timeout: float | None = None) -> subprocess.CompletedProcess:
+            max_bytes: int | None = None, timeout: float | None = None, remote: Remote | None = None) -> subprocess.CompletedProcess:
         """Run one git command; return it (text). Raises `GitError` with git's reason when it fails
-        (`check`), when it outlives `timeout`, or when the git database passes `max_bytes`."""
+        (`check`), when it outlives `timeout`, or when the git database passes `max_bytes`.
+        `remote` pins the network transfer to its checked address."""
         env = _base_env(self.workspace) | (env_extra or {})
         process = subprocess.Popen(
-            self._argv(args, key_file=key_file), cwd=self.workspace.work, env=env,
+            self._argv(args, key_file=key_file, remote=remote), cwd=self.workspace.work, env=env,
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
         )
         deadline = time.monotonic() + (timeout or self.timeout)
@@ -225,7 +248,8 @@ class Git:
 
     def fetch(self, url: str, refs: list[str], *, max_bytes: int) -> None:
         """Fetch `refs` (refspecs) from `url`; raise `GitError` (git's reason, or too large)."""
-        self.run("fetch", "--no-tags", "--no-recurse-submodules", "--quiet", "--", url, *refs, max_bytes=max_bytes)
+        self.run("fetch", "--no-tags", "--no-recurse-submodules", "--quiet", "--", url, *refs, max_bytes=max_bytes,
+                 remote=self.remote_for(url))
         if tree_bytes(self.workspace.git_dir) > max_bytes:  # finished between two size checks
             raise GitError(f"the repository is larger than the {max_bytes // (1024 * 1024)} MiB a coding run may clone")
 
@@ -311,7 +335,8 @@ class Git:
             env_extra = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "http.extraHeader", "GIT_CONFIG_VALUE_0": f"Authorization: Basic {token}"}
         elif credential is not None and credential.key_file:
             key_file = credential.key_file
-        self.run("push", "--no-verify", "--", url, f"HEAD:refs/heads/{branch}", env_extra=env_extra, key_file=key_file)
+        self.run("push", "--no-verify", "--", url, f"HEAD:refs/heads/{branch}", env_extra=env_extra, key_file=key_file,
+                 remote=self.remote_for(url))
 
 
 def _reason(stderr: str) -> str:

@@ -5,10 +5,14 @@ Clone URLs (POST /v1/agents/repos `cloneUrl`; issue 14 item 1):
 - `https://host[:port]/path` — no user or password in the URL (a credential is named, never
   pasted); `ssh://[user@]host[:port]/path` or the scp-like `user@host:path`;
   `file:///abs/path` only under one of `AGENTS_REPO_FILE_ROOTS` (resolved, links followed).
-- A host that is, or resolves to, a private, loopback, link-local, multicast or unspecified
-  address is refused unless listed in `AGENTS_REPO_ALLOW_HOSTS`. Checked when the repo is
-  registered (literal addresses and names that resolve) and again, resolving, before every
-  clone and push (`check_reachable`), so a name that later points inward is refused then.
+- A host that is, or resolves to, a private, loopback, link-local, CGNAT, metadata, multicast
+  or unspecified address is refused unless listed in `AGENTS_REPO_ALLOW_HOSTS` (the rules of
+  `toolkit.outbound`, `repo_policy`). Checked when the repo is registered (literal addresses
+  and names that resolve) and again, resolving, before every clone, fetch and push
+  (`check_reachable`): the `Remote` then carries the checked `address`, and the platform's git
+  connects to exactly that address (`Remote.pin_config`: `http.curloptResolve` for https, the
+  ssh command's `HostName` for ssh) with redirects off — a name that later points inward, or
+  answers differently to git's own lookup (DNS rebinding), reaches nothing.
 - Anything else (other schemes, `ext::`, a leading `-`, whitespace or control characters) is 400.
 
 Push credentials are operator configuration (`AGENTS_REPO_CREDENTIALS`, JSON
@@ -18,11 +22,9 @@ granted to the org; the value is read only by `credential_value` at push time on
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import re
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -31,6 +33,7 @@ from django.conf import settings
 
 from agents_site.errors import InvalidRequest
 from agents_site.vocabulary import RepoScheme
+from toolkit import outbound
 
 MAX_URL = 2048
 _SCP_LIKE = re.compile(r"^(?P<user>[A-Za-z0-9._-]+)@(?P<host>[A-Za-z0-9.-]+):(?P<path>[^/].*|/.+)$")
@@ -40,49 +43,65 @@ _FORBIDDEN_CHARS = re.compile(r"[\s\x00-\x1f\x7f\\]")
 
 @dataclass(frozen=True)
 class Remote:
-    """A checked clone URL: its scheme (`RepoScheme`), host ("" for file), local path (file)."""
+    """A checked clone URL: its scheme (`RepoScheme`), host ("" for file), local path (file).
+
+    `port` is the URL's (or the scheme's default); `address` the IP the host resolved to when it
+    was checked with `resolve=True` ("" otherwise): git is pinned to it (`pin_config`).
+    """
 
     url: str
     scheme: str
     host: str = ""
     path: str = ""
+    port: int = 0
+    address: str = ""
+
+    def pin_config(self) -> list[str]:
+        """Return git `-c` options making an https transfer connect to `address` and follow no redirect.
+
+        Example: host `git.example.com`, port 443, address `140.82.112.3` →
+        `["-c", "http.curloptResolve=git.example.com:443:140.82.112.3", "-c", "http.followRedirects=false"]`.
+        Empty for other schemes and for an unresolved remote (ssh is pinned by `ssh_host`).
+        """
+        if self.scheme != RepoScheme.HTTPS or not self.address:
+            return []
+        shown = f"[{self.address}]" if ":" in self.address else self.address
+        return ["-c", f"http.curloptResolve={self.host}:{self.port}:{shown}", "-c", "http.followRedirects=false"]
+
+    def ssh_host(self) -> str:
+        """Return the address ssh must connect to (`HostName`) for an ssh remote checked with `resolve=True`, else ""."""
+        return self.address if self.scheme == RepoScheme.SSH else ""
 
 
-def _allowed_host(host: str) -> bool:
-    return host.strip("[]").lower() in set(settings.AGENTS_REPO_ALLOW_HOSTS or [])
+def repo_policy() -> outbound.Policy:
+    """Return the outbound policy of clone URLs (`AGENTS_REPO_ALLOW_HOSTS` admits inward hosts)."""
+    return outbound.Policy(allow_hosts=tuple(settings.AGENTS_REPO_ALLOW_HOSTS or ()))
 
 
-def _inward(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%")[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
-        ip = ip.ipv4_mapped
-    return ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_multicast or ip.is_unspecified or ip.is_reserved
+def _check_host(host: str, *, port: int, resolve: bool) -> str:
+    """Raise `InvalidRequest` when `host` is inward (unless allowed); return the checked address when `resolve`.
 
-
-def _check_host(host: str, *, resolve: bool) -> None:
-    """Raise `InvalidRequest` when `host` is inward (unless allowed); `resolve` looks names up."""
+    `resolve` looks a name up once and checks every answer; the first one is returned ("" when
+    not resolving).
+    """
     bare = host.strip("[]").lower()
     if not bare or not _HOST.fullmatch(host):
         raise InvalidRequest("cloneUrl: the host is not a valid host name")
-    if _allowed_host(bare):
-        return
+    policy = repo_policy()
     refused = InvalidRequest(f"cloneUrl: host {bare} is private, loopback or link-local; the operator must list it in AGENTS_REPO_ALLOW_HOSTS")
-    if bare == "localhost" or bare.endswith(".localhost"):
-        raise refused
-    try:
-        if _inward(bare):
+    if not policy.admits(bare):
+        if bare == "localhost" or bare.endswith(".localhost"):
             raise refused
-        return  # a public literal address
-    except ValueError:
-        pass  # a name
+        if outbound.refused_reason(bare) not in ("", "not an IP address"):
+            raise refused
     if not resolve:
-        return
+        return ""
     try:
-        infos = socket.getaddrinfo(bare, None)
-    except (socket.gaierror, UnicodeError) as exc:
+        return policy.address(bare, port)
+    except outbound.Unresolved as exc:
         raise InvalidRequest(f"cloneUrl: host {bare} does not resolve") from exc
-    if any(_inward(info[4][0]) for info in infos):
-        raise refused
+    except outbound.Refused as exc:
+        raise refused from exc
 
 
 def _file_roots() -> list[Path]:
@@ -114,8 +133,8 @@ def parse_clone_url(url: object, *, resolve: bool = False) -> Remote:
         raise InvalidRequest("cloneUrl: whitespace, control characters, backslashes and a leading '-' are not allowed")
     scp = _SCP_LIKE.match(url) if "://" not in url else None
     if scp:
-        _check_host(scp.group("host"), resolve=resolve)
-        return Remote(url=url, scheme=RepoScheme.SSH, host=scp.group("host").lower())
+        address = _check_host(scp.group("host"), port=22, resolve=resolve)
+        return Remote(url=url, scheme=RepoScheme.SSH, host=scp.group("host").lower(), port=22, address=address)
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in RepoScheme.values:
@@ -130,17 +149,18 @@ def parse_clone_url(url: object, *, resolve: bool = False) -> Remote:
         raise InvalidRequest("cloneUrl: no credentials in the URL; name a push credential instead")
     host = parts.hostname or ""
     try:
-        parts.port  # noqa: B018 - raises on a bad port
+        port = parts.port or (443 if scheme == RepoScheme.HTTPS else 22)
     except ValueError as exc:
         raise InvalidRequest("cloneUrl: the port is not valid") from exc
     if not parts.path or parts.path == "/":
         raise InvalidRequest("cloneUrl: the URL names no repository path")
-    _check_host(f"[{host}]" if ":" in host else host, resolve=resolve)
-    return Remote(url=url, scheme=scheme, host=host.lower())
+    address = _check_host(f"[{host}]" if ":" in host else host, port=port, resolve=resolve)
+    return Remote(url=url, scheme=scheme, host=host.lower(), port=port, address=address)
 
 
 def check_reachable(url: str) -> Remote:
-    """Check `url` again right before git talks to it, resolving its host; return the `Remote`.
+    """Check `url` again right before git talks to it, resolving its host once; return the `Remote`
+    carrying the checked `address` (git is pinned to it: `Remote.pin_config`, `Remote.ssh_host`).
 
     Raises `InvalidRequest` when the URL is no longer allowed (a file root removed, a name
     now resolving inward).

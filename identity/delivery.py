@@ -4,9 +4,10 @@ An attempt POSTs `{"type": "envelope.created", "timestamp": <RFC 3339>, "data": 
 agent_id, user_id, envelope, created_at}}` to the agent's webhook_url with `webhook-id` (the
 delivery id, the same on every retry), `webhook-timestamp` (Unix seconds of this attempt) and
 `webhook-signature` (`v1,<base64 HMAC-SHA256>` with the secret the agent registered, made by
-the `standardwebhooks` package). A 2xx answer succeeds; anything else — another status, a
-redirect (never followed), a timeout, a refused address, no secret registered — fails the
-attempt. Failed attempt n is retried after `AGENTS_WEBHOOK_RETRY_BASE_SECONDS · 2^(n-1)`
+the `standardwebhooks` package), through `toolkit.outbound` (the connection goes to the address
+that was checked; `identity.destinations.webhook_policy`). A 2xx answer succeeds; anything else —
+another status, a redirect (never followed), a timeout, a refused address, no secret
+registered — fails the attempt. Failed attempt n is retried after `AGENTS_WEBHOOK_RETRY_BASE_SECONDS · 2^(n-1)`
 (capped by `AGENTS_WEBHOOK_RETRY_MAX_SECONDS`); after `AGENTS_WEBHOOK_MAX_ATTEMPTS` it is
 dead-lettered, kept with its attempt log and replayable. Org context required.
 """
@@ -17,7 +18,6 @@ import json
 import time
 from datetime import timedelta
 
-import httpx
 from django.conf import settings
 from django.utils import timezone
 from standardwebhooks import Webhook
@@ -25,12 +25,14 @@ from standardwebhooks import Webhook
 from agents_site.vocabulary import DeliveryStatus, WebhookEventType
 from agents_site.wire import rfc3339
 from identity import selectors
-from identity.destinations import DestinationRefused, check_destination
+from identity.destinations import webhook_policy
 from identity.models import Delivery, DeliveryAttempt
 from identity.secretbox import decrypt_secret
 from tenancy import stores
+from toolkit import outbound
 
 MAX_ERROR_CHARS = 500
+MAX_ANSWER_BYTES = 16 * 1024  # of a receiver's answer body (it is not kept)
 
 
 def _setting(name: str, default: float) -> float:
@@ -94,10 +96,6 @@ def _post(delivery: Delivery) -> tuple[int | None, str]:
     secret = decrypt_secret(keyset.webhook_secret_encrypted) if keyset else None
     if not secret:
         return None, "the agent has no webhook secret registered"
-    try:
-        check_destination(delivery.url)
-    except DestinationRefused as exc:
-        return None, f"refused destination: {exc}"
     body = webhook_body(delivery)
     now = timezone.now()
     headers = {
@@ -108,12 +106,14 @@ def _post(delivery: Delivery) -> tuple[int | None, str]:
         "webhook-signature": Webhook(secret).sign(delivery.public_id, now, body),
     }
     try:
-        with httpx.Client(timeout=_setting("AGENTS_WEBHOOK_TIMEOUT_SECONDS", 10), follow_redirects=False, trust_env=False) as client:
-            response = client.post(delivery.url, content=body.encode(), headers=headers)
-    except httpx.TimeoutException:
+        response = outbound.request(webhook_policy(), "POST", delivery.url, headers=headers, content=body.encode(),
+                                    timeout=_setting("AGENTS_WEBHOOK_TIMEOUT_SECONDS", 10), max_bytes=MAX_ANSWER_BYTES)
+    except outbound.Refused as exc:
+        return None, f"refused destination: {exc}"
+    except outbound.TimedOut:
         return None, "timed out"
-    except httpx.HTTPError as exc:
-        return None, f"request failed: {type(exc).__name__}"
+    except outbound.Failed as exc:
+        return None, f"request failed: {exc}"
     if 200 <= response.status_code < 300:
         return response.status_code, ""
     if 300 <= response.status_code < 400:

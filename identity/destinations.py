@@ -1,22 +1,23 @@
 """Where the platform may send an HTTP request for an identity agent (webhooks, health probes).
 
-`https` to a public address only; private, loopback, link-local, multicast, reserved and
+The rules are `toolkit.outbound`'s, with this module's policy (`webhook_policy`): `https` to a
+public address only — private, loopback, link-local, CGNAT, metadata, multicast, reserved and
 unspecified addresses are refused, whether written as an IP or resolved from a name — unless
-the host is listed in `AGENTS_WEBHOOK_ALLOW_HOSTS` (comma-separated host names or IPs, for
-local set-ups and tests), which may then also use plain `http`. Checked when a URL is saved
-(a name that does not resolve yet is accepted then) and again before every request (DNS may
-have changed).
+the host is listed in `AGENTS_WEBHOOK_ALLOW_HOSTS` (comma-separated host names or IPs, for local
+set-ups and tests), which may then also use plain `http`. A URL is checked when it is saved (a
+name that does not resolve yet is accepted then); a request resolves the name once more, checks
+that answer and connects to it (`toolkit.outbound.request`), so DNS cannot point it elsewhere
+between the check and the connection.
 """
 
 from __future__ import annotations
 
-import ipaddress
-import socket
 from urllib.parse import urlsplit
 
 from django.conf import settings
 
 from agents_site.errors import InvalidRequest
+from toolkit import outbound
 
 MAX_URL_CHARS = 2048
 
@@ -25,24 +26,9 @@ class DestinationRefused(Exception):
     """The URL's address is not one the platform sends to; `str()` says why."""
 
 
-def _allowed_hosts() -> set[str]:
-    return {h.strip().lower() for h in getattr(settings, "AGENTS_WEBHOOK_ALLOW_HOSTS", []) if h.strip()}
-
-
-def _public(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not (ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_multicast or ip.is_reserved or ip.is_unspecified)
-
-
-def _split(url: str) -> tuple[str, str]:
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
-    if parts.scheme not in ("http", "https") or not host:
-        raise DestinationRefused("the URL must be http(s)://host/…")
-    if parts.username or parts.password:
-        raise DestinationRefused("the URL must not carry credentials")
-    return parts.scheme, host
+def webhook_policy() -> outbound.Policy:
+    """Return the outbound policy of webhook deliveries and health probes (`AGENTS_WEBHOOK_ALLOW_HOSTS`)."""
+    return outbound.Policy(allow_hosts=tuple(getattr(settings, "AGENTS_WEBHOOK_ALLOW_HOSTS", []) or ()), https_only=True)
 
 
 def check_destination(url: str, *, resolve: bool = True, strict_dns: bool = True) -> None:
@@ -51,33 +37,16 @@ def check_destination(url: str, *, resolve: bool = True, strict_dns: bool = True
     `resolve`: also resolve a host name and refuse it if any address is not public.
     `strict_dns`: a name that does not resolve is refused (at save time it is accepted).
     """
-    scheme, host = _split(url)
-    allowed = host in _allowed_hosts()
-    if allowed:
-        return
-    if scheme != "https":
-        raise DestinationRefused("the URL must use https")
+    policy = webhook_policy()
     try:
-        literal = ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        literal = None
-    if literal is not None:
-        if not _public(literal):
-            raise DestinationRefused("the URL points to a private or loopback address")
-        return
-    if host == "localhost" or host.endswith(".localhost"):
-        raise DestinationRefused("the URL points to a private or loopback address")
-    if not resolve:
-        return
-    try:
-        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
-    except (socket.gaierror, UnicodeError) as exc:
+        _, host, port = policy.check_url(url)
+        if resolve and not policy.admits(host):
+            policy.address(host, port)
+    except outbound.Unresolved as exc:
         if strict_dns:
-            raise DestinationRefused(f"the host {host} does not resolve") from exc
-        return
-    for info in infos:
-        if not _public(ipaddress.ip_address(info[4][0].split("%")[0])):
-            raise DestinationRefused("the URL's host resolves to a private or loopback address")
+            raise DestinationRefused(str(exc)) from exc
+    except outbound.Refused as exc:
+        raise DestinationRefused(str(exc)) from exc
 
 
 def clean_url(value: object, field: str, *, https_only: bool = False) -> str:

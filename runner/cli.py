@@ -1,7 +1,7 @@
 """Command line of the runner: `python -m runner --server URL --api-key ak_… [options]`.
 
 Flags fall back to the environment: `AGENTS_SERVER`, `AGENTS_API_KEY`, `RUNNER_LABEL`,
-`RUNNER_ALLOW_SHELL`; inference uses the machine's `INFERENCE_BASE_URL` and `INFERENCE_API_KEY`
+`RUNNER_ALLOW_SHELL`, `AGENTS_TOOL_HTTP_ALLOW` (the hosts `http_get` may fetch, as on the server); inference uses the machine's `INFERENCE_BASE_URL` and `INFERENCE_API_KEY`
 (`--model` / `RUNNER_MODEL` replaces the agent's model when this gateway names it otherwise).
 """
 
@@ -30,6 +30,8 @@ def parse(argv: list[str] | None = None) -> Config:
     parser.add_argument("--host", default="", help="the re-link key (default: this host's name)")
     parser.add_argument("--allow-shell", metavar="DIR", default=env.get("RUNNER_ALLOW_SHELL", ""),
                         help="offer the shell tool, confined to DIR (off by default)")
+    parser.add_argument("--allow-http", metavar="HOSTS", default=env.get("AGENTS_TOOL_HTTP_ALLOW", ""),
+                        help="offer the http_get tool for these comma-separated hosts (*.example.com for subdomains; off by default)")
     parser.add_argument("--allow-unsandboxed-commands", action="store_true",
                         default=env.get("RUNNER_ALLOW_UNSANDBOXED", "").strip().lower() in {"1", "true", "yes", "on"},
                         help="on a machine without bubblewrap, let coding runs' `run` tool execute commands unconfined "
@@ -60,6 +62,7 @@ def parse(argv: list[str] | None = None) -> Config:
         host=args.host,
         key_dir=Path(args.key_dir).expanduser() if args.key_dir else None,
         shell_root=shell_root,
+        http_allow=tuple(h.strip() for h in args.allow_http.split(",") if h.strip()),
         heartbeat_seconds=max(args.heartbeat, 0.2),
         inference_base_url=env.get("INFERENCE_BASE_URL", "").strip(),
         inference_api_key=env.get("INFERENCE_API_KEY", "").strip(),

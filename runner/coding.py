@@ -4,7 +4,7 @@ In: a claim whose `kind` is `coding`: `{runId, sessionId, repo, project, base, b
 cloneUrl, timeoutSeconds, tool}` — no credential. The machine clones `cloneUrl` with its OWN
 access (its SSH keys, agent and credential helpers: the server sends none), into a fresh
 directory whose git database sits outside the working copy; checks out `base` as `branch`;
-runs the same tools the server offers (`runner.coding_tools`); commits after every turn that
+runs the same tools the server offers (`toolkit.coding`); commits after every turn that
 changed files with the trailers `Agents-Session` / `Agents-Turn` (the seq of the turn's last
 tool-call event); pushes `branch`; and returns the report `{status, output|error, model,
 tokens, toolCalls, durationMs, changed, branch, commitSha, diffstat}`.
@@ -12,7 +12,9 @@ tokens, toolCalls, durationMs, changed, branch, commitSha, diffstat}`.
 `run` executes in bubblewrap when the machine has it; without it, `run` is refused unless the
 daemon was started with `--allow-unsandboxed-commands` (the target's spec then says
 `"sandbox": "none"`). The platform's git runs with hooks, fsmonitor, external diff and textconv
-off. Steering (stop, pause, message) and the daemon's SIGTERM apply between turns.
+off. Steering (stop, pause, message) and the daemon's SIGTERM apply between turns; when the
+daemon cuts a run short (its stop grace passed), a running command's whole process tree is
+killed and what it had printed is recorded in the session with the stop.
 """
 
 from __future__ import annotations
@@ -28,9 +30,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.coding_tools import FINISH, WRITING_TOOLS, ToolBox, ToolError, tool_definitions
 from runner.execute import OK, Execution, RoutedRun, RunEnded, clip, valid_text
-from runner.sandbox import Limits, SandboxBackend
+from toolkit.coding import FINISH, WRITING_TOOLS, ToolBox, tool_definitions
+from toolkit.sandbox import CommandCancelled, Limits, SandboxBackend, Unavailable
 
 logger = logging.getLogger(__name__)
 
@@ -102,8 +104,7 @@ def _subject(text: str, fallback: str) -> str:
     return fallback[:SUBJECT_CHARS]
 
 
-def _refuse_run(arguments: dict) -> str:
-    raise ToolError("commands cannot run on this machine: it has no bubblewrap sandbox and its owner did not allow unsandboxed commands")
+NO_SANDBOX = "this machine has no bubblewrap sandbox and its owner did not allow unsandboxed commands"
 
 
 class CodingExecution(Execution):
@@ -178,10 +179,8 @@ class CodingExecution(Execution):
 
     async def _turns(self) -> None:
         limits = Limits(timeout_seconds=120)
-        toolbox = ToolBox(root=self.git.work, sandbox=self.sandbox, limits=limits,
+        toolbox = ToolBox(root=self.git.work, sandbox=self.sandbox or Unavailable(NO_SANDBOX), limits=limits,
                           seconds_left=lambda: max(self.deadline - time.monotonic(), 0.1))
-        if self.sandbox is None:
-            toolbox.handlers["run"] = _refuse_run
         messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": self.claim.prompt}]
         await self.event("message", {"role": "user", "text": clip(self.claim.prompt)})
         for turn_no in range(1, MAX_TURNS + 1):
@@ -209,7 +208,11 @@ class CodingExecution(Execution):
                     finished = arguments.get("summary") if isinstance(arguments.get("summary"), str) else ""
                     result, failed = "finished", False
                 else:
-                    result, failed = await asyncio.to_thread(toolbox.call, name, raw)
+                    try:
+                        result, failed = await toolbox.acall(name, raw)
+                    except CommandCancelled as stopped:  # the tree is gone; keep what it printed with the stop
+                        await self.record_stop(name, stopped)
+                        raise
                     wrote = wrote or name in WRITING_TOOLS
                     described.append(f"{name} {arguments.get('path') or arguments.get('command') or ''}".strip())
                 self.outcome.tool_calls += 1

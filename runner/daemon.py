@@ -26,8 +26,9 @@ from runner import gitinfo, keyfile, machine
 from runner.client import ClaimRefused, Fatal, ServerClient, Transient
 from runner.execute import Execution, RoutedRun
 from runner.coding import CODING_KIND, CodingExecution
-from runner.sandbox import machine_sandbox
-from runner.tools import builtin_tools
+from toolkit.builtin import async_tools
+from toolkit.sandbox import machine_sandbox
+from toolkit.shell import Shell
 
 logger = logging.getLogger("runner")
 
@@ -45,6 +46,7 @@ class Config:
     host: str = ""
     key_dir: Path | None = None
     shell_root: Path | None = None
+    http_allow: tuple[str, ...] = ()  # --allow-http: hosts the http_get tool may fetch (empty: no http_get)
     heartbeat_seconds: float = 30.0
     claim_timeout: float = 60.0
     inference_base_url: str = ""
@@ -75,7 +77,9 @@ class Daemon:
         self.inference = None
         if config.inference_base_url:
             self.inference = openai.AsyncOpenAI(base_url=config.inference_base_url, api_key=config.inference_api_key or "none", max_retries=0)
-        self.tools = builtin_tools(shell_root=config.shell_root)
+        self.tools = async_tools(http_allow=config.http_allow)
+        if config.shell_root is not None:
+            self.tools["shell"] = Shell(config.shell_root).tool()
         self.sandbox = machine_sandbox(allow_unsandboxed=config.allow_unsandboxed)
 
     # -- stopping ---------------------------------------------------------------------------

@@ -25,7 +25,8 @@ import openai
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from runner.client import ServerClient
-from runner.tools import Tool, invoke
+from toolkit.invoke import Tool, invoke
+from toolkit.sandbox import CommandCancelled
 
 logger = logging.getLogger(__name__)
 
@@ -152,22 +153,33 @@ class Execution:
             await self.server.append_events(session_id=self.run.session_id, events=events)
 
     async def execute(self) -> dict:
-        """Run the loop; return the report body. Never raises (a failure is an `error` report)."""
+        """Run the loop; return the report body. Never raises (a failure is an `error` report).
+
+        When the daemon cancels it (its stop grace passed), the cancellation is handled here:
+        the task is un-cancelled so the steps queued so far — a killed command's output among
+        them — are still posted before the report.
+        """
         try:
             if self.inference is None:
                 raise RunEnded("inference is not configured on this machine (INFERENCE_BASE_URL)")
-            try:
-                await self._loop()
-            finally:
-                await self.flush()
+            await self._loop()
         except RunEnded as exc:
             self.outcome.status, self.outcome.error = ERROR, str(exc)
         except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
             self.outcome.status, self.outcome.error = ERROR, "the runner stopped before the run finished"
         except Exception as exc:  # the machine must always report: an unknown failure is an error
             logger.exception("run %s failed", self.run.run_id)
             self.outcome.status, self.outcome.error = ERROR, f"{exc.__class__.__name__}: {exc}"
+        await self.flush()
         return self.outcome.report()
+
+    async def record_stop(self, tool: str, stopped: CommandCancelled) -> None:
+        """Queue the log of a command killed by a stop: what it printed so far, no tool result (issue 25)."""
+        await self.event("log", {"text": f"stopped while running {tool}; the command was killed",
+                                 "output": clip(valid_text(stopped.result.output), 4096)})
 
     # -- steering ---------------------------------------------------------------------------
     def _check_stop(self) -> None:
@@ -293,7 +305,11 @@ class Execution:
         raw = call.function.arguments or ""
         timeout = max(min(self.run.tool_call_timeout, self.deadline - time.monotonic()), 0.1)
         await self.flush()
-        result, failed = await invoke(offered.get(name), name=name, raw_arguments=raw, timeout=timeout)
+        try:
+            result, failed = await invoke(offered.get(name), name=name, raw_arguments=raw, timeout=timeout)
+        except CommandCancelled as stopped:
+            await self.record_stop(name, stopped)
+            raise
         self.outcome.tool_calls += 1
         try:
             arguments = json.loads(raw) if raw else {}

@@ -1,7 +1,8 @@
-"""The sandbox for the coding `run` tool: pick the configured backend (`AGENTS_CODING_SANDBOX`).
+"""The sandbox for the coding `run` tool on the server: the configured backend (`AGENTS_CODING_SANDBOX`).
 
-`bubblewrap` is the only confining backend; `none` (or a host without bubblewrap) makes the
-sandbox unavailable, and coding runs then answer 503 `sandbox_unavailable`.
+The backends live in `toolkit.sandbox` (shared with the runner). `bubblewrap` is the only
+confining backend; `none` (or a host without bubblewrap) makes the sandbox unavailable, and
+coding runs then answer 503 `sandbox_unavailable`.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from django.conf import settings
 
 from agents_site.errors import ServiceUnavailable
 from agents_site.vocabulary import ErrorCode
-from coding.sandbox.backends.base import Limits, Result, SandboxBackend
+from toolkit.sandbox import BubblewrapSandbox, Limits, Result, SandboxBackend, Unavailable
 
 
 class SandboxUnavailable(ServiceUnavailable):
@@ -20,23 +21,11 @@ class SandboxUnavailable(ServiceUnavailable):
     default_message = "no sandbox is available on this server for coding runs"
 
 
-class _Unavailable(SandboxBackend):
-    name = "none"
-
-    def available(self) -> bool:
-        return False
-
-    def unavailable_reason(self) -> str:
-        return "the operator disabled the coding sandbox (AGENTS_CODING_SANDBOX=none)"
-
-
 def get_sandbox() -> SandboxBackend:
     """Return the configured backend (it may be unavailable: check `available()`)."""
     if (settings.AGENTS_CODING_SANDBOX or "").lower() == "bubblewrap":
-        from coding.sandbox.backends.bubblewrap import BubblewrapSandbox
-
         return BubblewrapSandbox()
-    return _Unavailable()
+    return Unavailable("the operator disabled the coding sandbox (AGENTS_CODING_SANDBOX=none)")
 
 
 def require_sandbox() -> SandboxBackend:

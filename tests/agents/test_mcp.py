@@ -21,6 +21,12 @@ pytestmark = pytest.mark.django_db
 SERVER = Path(__file__).resolve().parents[1] / "support" / "mcp_server.py"
 
 
+@pytest.fixture(autouse=True)
+def loopback_mcp_allowed(settings):
+    """The test servers listen on loopback, which only an allow-listed host may reach."""
+    settings.AGENTS_MCP_ALLOW_HOSTS = ["127.0.0.1"]
+
+
 @pytest.fixture(scope="module")
 def mcp_http_url():
     """A real streamable-HTTP MCP server in its own process for this module."""
@@ -92,6 +98,43 @@ def test_unreachable_server_is_accepted_at_create_and_not_offered_at_run(funded,
     make_agent(funded, "hopeful", tools=["mcp__down__add", "calculator"])
     assert run(funded, "hopeful").json()["status"] == "ok"
     assert [t["function"]["name"] for t in upstream.chat_requests[0]["tools"]] == ["calculator"]
+
+
+def test_a_loopback_server_not_allow_listed_is_refused_before_any_request(funded, upstream, mcp_http_url, settings):
+    settings.AGENTS_MCP_ALLOW_HOSTS = []
+    register_http(funded, mcp_http_url)
+    make_agent(funded, "inward", tools=["mcp__remote__add", "calculator"])
+    body = run(funded, "inward").json()
+    assert body["status"] == "ok"
+    assert [t["function"]["name"] for t in upstream.chat_requests[0]["tools"]] == ["calculator"]
+    from agents.tools.backends.mcp import McpUnavailable, list_server_tools
+
+    with funded.context(), pytest.raises(McpUnavailable, match="refused destination: 127.0.0.1 is a loopback address"):
+        list_server_tools(McpServer.objects.get(name="remote"), fresh=True)
+
+
+def test_the_sdk_connects_through_the_outbound_door(funded, upstream, mcp_http_url, settings, monkeypatch):
+    """A name is resolved by the outbound module once and the SDK's connection goes to that answer."""
+    from toolkit import outbound
+
+    lookups: list[str] = []
+
+    def resolver(host: str, port: int) -> list[str]:
+        lookups.append(host)
+        return ["127.0.0.1"]
+
+    monkeypatch.setattr(outbound, "system_resolver", resolver)
+    settings.AGENTS_MCP_ALLOW_HOSTS = ["localhost"]  # the SDK's server accepts only a localhost Host header
+    register_http(funded, mcp_http_url.replace("127.0.0.1", "localhost"), name="named")
+    make_agent(funded, "named", tools=["mcp__named__add"])
+    upstream.script(Reply(tool_calls=[("mcp__named__add", {"a": 1, "b": 2})]), Reply(content="3"))
+    assert run(funded, "named").json()["output"] == "3"
+    assert tool_results(upstream.chat_requests[1]) == ["3"] and set(lookups) == {"localhost"}
+    settings.AGENTS_MCP_ALLOW_HOSTS = []  # the same name, no longer admitted, is refused
+    from agents.tools.backends.mcp import McpUnavailable, list_server_tools
+
+    with funded.context(), pytest.raises(McpUnavailable, match="refused destination: localhost is a loopback name"):
+        list_server_tools(McpServer.objects.get(name="named"), fresh=True)
 
 
 def test_stdio_servers_are_refused_while_off(org_a, upstream):

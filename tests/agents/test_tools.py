@@ -145,6 +145,25 @@ def test_http_get_fetches_allowed_hosts_cut_at_16_kib(funded, upstream, settings
     assert refused == "error: host 'example.com' is not on this deployment's allow-list"
 
 
+def test_http_get_goes_through_the_outbound_door_and_follows_no_redirect(funded, upstream, settings, monkeypatch):
+    """A named host is resolved once by toolkit.outbound and the connection goes to that answer."""
+    from toolkit import outbound
+
+    lookups: list[str] = []
+    monkeypatch.setattr(outbound, "system_resolver", lambda host, port: lookups.append(host) or ["127.0.0.1"])
+    port = upstream.base_url.split(":")[2].split("/")[0]
+    settings.AGENTS_TOOL_HTTP_ALLOW = ["gateway.test"]
+    make_agent(funded, "fetcher", tools=["http_get"])
+    upstream.script(
+        Reply(tool_calls=[("http_get", {"url": f"http://gateway.test:{port}/v1/models"}), ("http_get", {"url": "http://127.0.0.1/"})]),
+        Reply(content="fetched"),
+    )
+    assert run(funded, "fetcher").json()["status"] == "ok"
+    fetched, refused = tool_results(upstream.chat_requests[1])
+    assert fetched.startswith("HTTP 200\n") and lookups == ["gateway.test"]
+    assert refused == "error: host '127.0.0.1' is not on this deployment's allow-list"
+
+
 def test_current_time_answers_in_the_asked_zone(funded, upstream):
     make_agent(funded, "clock", tools=["current_time"])
     upstream.script(Reply(tool_calls=[("current_time", {"timezone": "Asia/Tokyo"})]), Reply(content="ok"))

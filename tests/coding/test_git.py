@@ -95,3 +95,62 @@ def test_clone_larger_than_the_bound_is_refused(hostile_remote, tmp_path):
 ])
 def test_branch_names(name, ok):
     assert valid_branch(name) is ok
+
+
+@pytest.fixture
+def forge(tmp_path, monkeypatch):
+    """An HTTPS listener on 127.0.0.1 with a certificate for forge.test; the outbound resolver answers 127.0.0.1 for any name."""
+    from tests.support.tls import TlsServer, make_ca
+    from toolkit import outbound
+
+    lookups: list[str] = []
+
+    def resolver(host: str, port: int) -> list[str]:
+        lookups.append(host)
+        return ["127.0.0.1"]
+
+    monkeypatch.setattr(outbound, "system_resolver", resolver)
+    server = TlsServer(make_ca(tmp_path, "forge.test")).start()
+    server.lookups = lookups
+    yield server
+    server.stop()
+
+
+def test_an_https_clone_connects_to_the_checked_address_keeping_the_name_for_tls(forge, tmp_path, settings):
+    """git cannot resolve forge.test itself: the handshake reaching 127.0.0.1 with SNI forge.test is the pin at work."""
+    settings.AGENTS_REPO_ALLOW_HOSTS = ["forge.test"]
+    workspace = gitops.workspace_create(str(tmp_path / "work"))
+    try:
+        with pytest.raises(GitError) as caught:  # our throwaway CA is not trusted: the TLS check by name fails
+            Git(workspace).clone(f"https://forge.test:{forge.port}/acme/shop.git", max_bytes=50 * 1024 * 1024)
+    finally:
+        gitops.workspace_remove(workspace)
+    assert forge.handshakes and set(forge.handshakes) == {"forge.test"}
+    assert forge.lookups == ["forge.test"]
+    assert "resolve" not in caught.value.reason.lower()
+
+
+def test_an_https_clone_of_a_name_resolving_inward_is_refused_before_git_connects(forge, tmp_path, settings):
+    settings.AGENTS_REPO_ALLOW_HOSTS = []
+    workspace = gitops.workspace_create(str(tmp_path / "work"))
+    try:
+        with pytest.raises(GitError) as caught:
+            Git(workspace).clone(f"https://forge.test:{forge.port}/acme/shop.git", max_bytes=50 * 1024 * 1024)
+        with pytest.raises(GitError):
+            Git(workspace).push(f"https://forge.test:{forge.port}/acme/shop.git", "agents/x")
+    finally:
+        gitops.workspace_remove(workspace)
+    assert "private, loopback or link-local" in caught.value.reason
+    assert forge.handshakes == []
+
+
+def test_a_checked_remote_pins_git_to_its_address():
+    from coding.remotes import Remote
+
+    https = Remote(url="https://git.example.com/a.git", scheme="https", host="git.example.com", port=443, address="140.82.112.3")
+    assert https.pin_config() == ["-c", "http.curloptResolve=git.example.com:443:140.82.112.3", "-c", "http.followRedirects=false"]
+    v6 = Remote(url="https://git.example.com/a.git", scheme="https", host="git.example.com", port=8443, address="2001:db8::7")
+    assert v6.pin_config()[1] == "http.curloptResolve=git.example.com:8443:[2001:db8::7]"
+    ssh = Remote(url="git@git.example.com:a.git", scheme="ssh", host="git.example.com", port=22, address="140.82.112.3")
+    assert ssh.pin_config() == [] and ssh.ssh_host() == "140.82.112.3"
+    assert "HostName=140.82.112.3" in gitops._ssh_command(gitops.Workspace(root=Path("/nonexistent")), remote=ssh)

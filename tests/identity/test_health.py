@@ -30,3 +30,22 @@ def test_health_probe_refuses_a_private_address_that_is_not_allow_listed(org_a, 
     health_probes()
     health = org_a.client.get(f"/v1/identity/agents/{created['agent_id']}").json()["health"]
     assert health["status"] == "unhealthy" and "refused" in health["detail"]
+
+
+def test_health_probes_go_through_the_outbound_door(org_a, receiver, settings, monkeypatch):
+    """A named host is resolved once by toolkit.outbound and the probe connects to the checked answer."""
+    from toolkit import outbound
+
+    lookups: list[str] = []
+    monkeypatch.setattr(outbound, "system_resolver", lambda host, port: lookups.append(host) or ["127.0.0.1"])
+    settings.AGENTS_WEBHOOK_ALLOW_HOSTS = ["hooks.test"]
+    url = receiver.url.replace("/hook", "/health").replace("127.0.0.1", "hooks.test")
+    created = create_agent(org_a.client, health_check_url=url).json()
+    assert "agent_id" in created, created
+    health_probes()
+    health = org_a.client.get(f"/v1/identity/agents/{created['agent_id']}").json()["health"]
+    assert health["status"] == "healthy" and "hooks.test" in lookups
+    settings.AGENTS_WEBHOOK_ALLOW_HOSTS = []  # no longer admitted: plain http and its loopback answer are refused
+    health_probes()
+    health = org_a.client.get(f"/v1/identity/agents/{created['agent_id']}").json()["health"]
+    assert health["status"] == "unhealthy" and health["detail"] == "refused destination: the URL must use https"

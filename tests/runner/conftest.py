@@ -13,6 +13,8 @@ import pytest
 
 from tests.support.live import ROOT, LiveServer
 
+START_SECONDS = 300.0  # a bound on a daphne start; a 2-core box shared by several suites took > 120 s
+
 
 class RunnerProcess:
     """`python -m runner …` in a subprocess, its log in a file."""
@@ -24,6 +26,8 @@ class RunnerProcess:
         for name in ("INFERENCE_BASE_URL", "INFERENCE_API_KEY"):
             if env is None or name not in env:
                 self.env.pop(name, None)
+        if os.environ.get("AGENTS_COVERAGE_RUNNER"):  # `make coverage-runner`: measure this child too
+            self.env["COVERAGE_PROCESS_START"] = os.environ["AGENTS_COVERAGE_RUNNER"]
         self.log_path = log
         self.proc: subprocess.Popen | None = None
 
@@ -35,7 +39,7 @@ class RunnerProcess:
     def log(self) -> str:
         return self.log_path.read_text()
 
-    def wait_for(self, text: str, timeout: float = 20.0) -> None:
+    def wait_for(self, text: str, timeout: float = 120.0) -> None:
         """Wait until the log contains `text` (or fail with the log)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -80,6 +84,6 @@ def runner_factory(tmp_path):
 @pytest.fixture(scope="module")
 def daphne_server(django_db_setup, django_db_blocker):
     """One daphne for the module's tests, claims waiting 1 s."""
-    server = LiveServer({"AGENTS_CLAIM_WAIT_SECONDS": "1"}).start()
+    server = LiveServer({"AGENTS_CLAIM_WAIT_SECONDS": "1"}).start(timeout=START_SECONDS)
     yield server
     server.stop()

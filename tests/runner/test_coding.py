@@ -70,7 +70,7 @@ def test_a_routed_coding_run_is_pushed_by_the_machine_with_provenance(org_a, dap
             row = Run.objects.get(pk=body["runId"])
         return row if row.status not in ("queued", "running") else None
 
-    row = wait_until(finished, timeout=30, what="the routed coding run to finish")
+    row = wait_until(finished, timeout=180, what="the routed coding run to finish")
     assert row.status == "ok", (row.error, runner.log()[-2000:])
     assert body["branch"] in row.output
     links = parse_links(git("--git-dir", str(bare_remote), "log", "--format=%x00%H%n%B%n%N", body["branch"]))

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from targets.models import ClaimKey, RoutedRun, Target
+from tests.runner.conftest import START_SECONDS
 from tests.support.live import LiveServer, free_port
 from tests.support.upstream import Reply
 from tests.targets.conftest import offer
@@ -17,7 +18,7 @@ from tests.targets.conftest import offer
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def wait_until(predicate, timeout: float = 20.0, what: str = "condition"):
+def wait_until(predicate, timeout: float = 120.0, what: str = "condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
@@ -112,7 +113,7 @@ def test_sigterm_during_a_run_reports_it_as_an_error_and_exits_cleanly(org_a, da
     offer(org_a, target.id, run_id="run_cut", payload={"agent": {"name": "slow", "model": "test-model"}, "input": "wait"})
     runner.wait_for("claimed run run_cut")
     wait_until(lambda: upstream.chat_requests, what="the inference call")
-    assert runner.terminate(timeout=10) == 0
+    assert runner.terminate(timeout=60) == 0
     row = routed(org_a, "run_cut")
     assert row.state == "reported" and row.result["status"] == "error"
     assert "stopped" in row.result["error"]
@@ -126,13 +127,13 @@ def test_a_superseded_runner_exits_with_code_3(org_a, daphne_server, runner_fact
     [target] = targets_of(org_a)
     rotated = httpx.post(daphne_server.url + f"/v1/agents/targets/{target.id}/key", headers={"Authorization": f"Bearer {org_a.key}"})
     assert rotated.status_code == 200
-    assert runner.proc.wait(timeout=15) == 3
+    assert runner.proc.wait(timeout=120) == 3
     assert "claim refused" in runner.log()
 
 
 def test_a_refused_api_key_exits_with_code_2_and_registers_nothing(org_a, daphne_server, runner_factory):
     runner = runner_factory(daphne_server.url, "ak_" + "0" * 48)
-    assert runner.proc.wait(timeout=15) == 2
+    assert runner.proc.wait(timeout=120) == 2
     assert "refused" in runner.log()
     assert targets_of(org_a) == []
 
@@ -144,9 +145,9 @@ def test_the_runner_backs_off_while_the_server_is_down_then_registers(org_a, run
     assert targets_of(org_a) == []
     server = LiveServer({"AGENTS_CLAIM_WAIT_SECONDS": "1"})
     server.port = port
-    server.start()
+    server.start(timeout=START_SECONDS)
     try:
-        runner.wait_for("claim key minted", timeout=40)
+        runner.wait_for("claim key minted", timeout=120)
         assert len(targets_of(org_a)) == 1
         assert runner.terminate() == 0
     finally:
@@ -241,7 +242,7 @@ def test_a_run_posted_with_target_id_runs_on_the_machine_end_to_end(org_a, upstr
         Reply(content="wrote answer.txt", prompt_tokens=20, completion_tokens=3),
     )
     auth = {"Authorization": f"Bearer {org_a.key}"}
-    server = LiveServer({"AGENTS_CLAIM_WAIT_SECONDS": "60"}).start()
+    server = LiveServer({"AGENTS_CLAIM_WAIT_SECONDS": "60"}).start(timeout=START_SECONDS)
     try:
         created = httpx.post(server.url + "/v1/agents", json={"name": "writer", "model": "test-model", "instructions": "Write files.",
                                                               "tools": ["calculator", "shell"]}, headers=auth)
@@ -259,7 +260,7 @@ def test_a_run_posted_with_target_id_runs_on_the_machine_end_to_end(org_a, upstr
                 row = Run.objects.get(pk=run_id)
             return row if row.status != "running" else None
 
-        row = wait_until(finished, timeout=15, what="the routed run to finish")
+        row = wait_until(finished, timeout=120, what="the routed run to finish")
         runs = httpx.get(server.url + "/v1/agents/writer/runs", headers=auth).json()["runs"]
     finally:
         server.stop()
@@ -292,3 +293,66 @@ def test_a_lone_surrogate_in_the_models_answer_is_replaced_so_the_report_is_take
     row = wait_until(lambda: (r := routed(org_a, "run_surrogate")).state == "reported" and r, what="the report")
     assert (row.result["status"], row.result["output"]) == ("ok", "done ?")
     assert runner.terminate() == 0
+
+
+def test_steering_reaches_the_machine_between_steps_and_a_gateway_refusal_ends_the_run(org_a, daphne_server, upstream, runner_factory):
+    """message / pause / resume posted to the session apply on the machine; a 4xx from its gateway ends the run."""
+    import threading
+
+    import httpx
+    from sessions.services import session_create
+
+    held = threading.Event()
+    upstream.script(Reply(hold=held, tool_calls=[("calculator", {"expression": "1+1"})]),
+                    Reply(status=400, error_body={"error": {"message": "no such model", "type": "invalid_request_error"}}))
+    runner = runner_factory(daphne_server.url, org_a.key, env=inference_env(upstream))
+    runner.wait_for("claim key minted")
+    [target] = targets_of(org_a)
+    with org_a.context():
+        session = session_create(agent="calc", actor="x", target=target.id)
+    offer(org_a, target.id, run_id="run_steer", session_id=session.id,
+          payload={"agent": {"name": "calc", "model": "test-model", "tools": ["calculator"]}, "input": "go"})
+    wait_until(lambda: upstream.chat_requests, what="the first step")
+    api = f"{daphne_server.url}/v1/agents/sessions/{session.id}"
+    auth = {"Authorization": f"Bearer {org_a.key}"}
+    assert httpx.post(api + "/message", json={"message": "also say hi"}, headers=auth).status_code == 200
+    assert httpx.post(api + "/pause", json={}, headers=auth).status_code == 200
+    held.set()
+    wait_until(lambda: any(p.get("text") == "run paused" for _, p in _events(org_a, session.id)), what="the machine to pause")
+    assert len(upstream.chat_requests) == 1  # held: no step while paused
+    assert httpx.post(api + "/resume", json={}, headers=auth).status_code == 200
+    row = wait_until(lambda: (r := routed(org_a, "run_steer")).state == "reported" and r, what="the report")
+    assert row.result["status"] == "error" and "the gateway answered 400" in row.result["error"]
+    second = upstream.chat_requests[1]["messages"]
+    assert {"role": "user", "content": "also say hi"} in second
+    texts = [p.get("text") for _, p in _events(org_a, session.id)]
+    assert "run paused" in texts and "run resumed" in texts and "also say hi" in texts
+    assert runner.terminate() == 0
+
+
+def test_a_stop_during_a_shell_command_kills_its_tree_and_records_what_it_printed(org_a, daphne_server, upstream, runner_factory, tmp_path):
+    """SIGTERM, then the stop grace: the run's task is cancelled, the command and its child are gone,
+    its output so far is logged with the stop and no tool result is recorded (issue 25)."""
+    from sessions.services import session_create
+    from tests.toolkit.test_sandbox import descendants, running
+
+    work = tmp_path / "shell"
+    work.mkdir()
+    upstream.script(Reply(tool_calls=[("shell", {"command": "echo started; sleep 60 & sleep 61"})]), Reply(content="never"))
+    runner = runner_factory(daphne_server.url, org_a.key, "--allow-shell", str(work), "--stop-grace", "0.3", env=inference_env(upstream))
+    runner.wait_for("claim key minted")
+    [target] = targets_of(org_a)
+    with org_a.context():
+        session = session_create(agent="sh", actor="x", target=target.id)
+    offer(org_a, target.id, run_id="run_kill", session_id=session.id,
+          payload={"agent": {"name": "sh", "model": "test-model", "tools": ["shell"]}, "input": "go"})
+    tree = wait_until(lambda: (found := descendants(runner.proc.pid)) and sum(n == "sleep" for n, _ in found.values()) >= 2 and found,
+                      what="the command and its child to run")
+    assert runner.terminate(timeout=60) == 0
+    wait_until(lambda: not any(running(pid, start) for pid, (_, start) in tree.items()), what="the whole tree to be gone")
+    row = routed(org_a, "run_kill")
+    assert row.state == "reported" and row.result["status"] == "error"
+    events = _events(org_a, session.id)
+    assert [p for kind, p in events if kind == "log" and p.get("text", "").startswith("stopped while running shell")] == [
+        {"text": "stopped while running shell; the command was killed", "output": "started\n", "runId": "run_kill"}]
+    assert not any(kind == "tool-call" for kind, _ in events)

@@ -8,10 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agents_site.vocabulary import ToolSource
+from toolkit.invoke import ToolError  # one error type for every tool, server and machine
 
-
-class ToolError(Exception):
-    """A tool call failed; the message goes back to the model as `error: <message>`."""
+__all__ = ["Resolution", "Tool", "ToolBackend", "ToolContext", "ToolError"]
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ MACHINE_TOOL_NAMES = ("shell",)
 
 
 class MachineTools(ToolBackend):
-    """Tools that exist only on registered machines (see `runner.tools`)."""
+    """Tools that exist only on registered machines (see `toolkit.shell`)."""
 
     source = ToolSource.MACHINE
 

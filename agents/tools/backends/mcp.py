@@ -2,8 +2,10 @@
 
 Talks to each server with the `mcp` SDK's `Client`: a stdio server is started as a command on
 this host for each listing or call (only when `AGENTS_MCP_STDIO` is on); an `http` server is a
-streamable-HTTP URL. Listings are cached per process for `AGENTS_MCP_LIST_TTL_SECONDS`; each
-call is bounded by `AGENTS_TOOL_CALL_TIMEOUT_SECONDS` (and the run's deadline).
+streamable-HTTP URL reached through `toolkit.outbound` (the SDK is handed a client whose every
+connection goes to the address that was checked): a private, loopback, link-local, CGNAT or
+metadata address is refused unless `AGENTS_MCP_ALLOW_HOSTS` names the host. Listings are cached
+per process for `AGENTS_MCP_LIST_TTL_SECONDS`; each call is bounded by `AGENTS_TOOL_CALL_TIMEOUT_SECONDS` (and the run's deadline).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import logging
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 
 import anyio
 from django.conf import settings
@@ -22,6 +25,7 @@ from agents.tools.backends.base import Resolution, Tool, ToolBackend, ToolContex
 from agents_site.errors import InvalidRequest
 from agents_site.vocabulary import McpTransport, ToolSource
 from tenancy import stores
+from toolkit import outbound
 
 logger = logging.getLogger(__name__)
 
@@ -48,11 +52,30 @@ def parse_name(name: str) -> tuple[str, str] | None:
 
 
 def _target(server: McpServer):
+    """Return the SDK's stdio parameters, or `(url, policy)` for an HTTP server (checked before any request)."""
     from mcp import StdioServerParameters
 
     if server.transport == McpTransport.STDIO:
         return StdioServerParameters(command=server.command, args=[str(a) for a in (server.args or [])])
-    return server.url
+    policy = outbound.Policy(allow_hosts=tuple(settings.AGENTS_MCP_ALLOW_HOSTS))
+    policy.check_url(server.url)
+    return server.url, policy
+
+
+@asynccontextmanager
+async def _client(target, timeout: float):
+    """Yield a connected SDK `Client` for `target` (an HTTP server over the outbound module's client)."""
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    if not isinstance(target, tuple):
+        async with Client(target, read_timeout_seconds=timeout) as client:
+            yield client
+        return
+    url, policy = target
+    async with outbound.async_client(policy, timeout=timeout) as http:
+        async with Client(streamable_http_client(url, http_client=http), read_timeout_seconds=timeout) as client:
+            yield client
 
 
 def _run_async(fn, *args):
@@ -68,11 +91,9 @@ def _run_async(fn, *args):
 
 
 async def _list(target, timeout: float) -> dict[str, dict]:
-    from mcp import Client
-
     tools: dict[str, dict] = {}
     with anyio.fail_after(timeout):
-        async with Client(target, read_timeout_seconds=timeout) as client:
+        async with _client(target, timeout) as client:
             cursor = None
             for _ in range(LIST_PAGES):
                 page = await client.list_tools(cursor=cursor)
@@ -85,10 +106,8 @@ async def _list(target, timeout: float) -> dict[str, dict]:
 
 
 async def _call(target, name: str, arguments: dict, timeout: float):
-    from mcp import Client
-
     with anyio.fail_after(timeout):
-        async with Client(target, read_timeout_seconds=timeout) as client:
+        async with _client(target, timeout) as client:
             return await client.call_tool(name, arguments)
 
 
@@ -110,10 +129,24 @@ def list_server_tools(server: McpServer, *, fresh: bool = False) -> dict[str, di
     try:
         tools = _run_async(_list, _target(server), settings.AGENTS_TOOL_CALL_TIMEOUT_SECONDS)
     except Exception as exc:  # the SDK raises transport, protocol and timeout errors alike
+        if refused := _refusal(exc):
+            raise McpUnavailable(f"MCP server {server.name!r} refused destination: {refused}"[:300]) from exc
         raise McpUnavailable(f"MCP server {server.name!r} did not answer: {type(exc).__name__}: {exc}"[:300]) from exc
     with _cache_lock:
         _listings[key] = (now, tools)
     return tools
+
+
+def _refusal(exc: BaseException | None, depth: int = 0) -> outbound.Refused | None:
+    """Return the `outbound.Refused` behind `exc` (the SDK wraps it in groups and causes), or None."""
+    if exc is None or depth > 8:
+        return None
+    if isinstance(exc, outbound.Refused):
+        return exc
+    for inner in (*getattr(exc, "exceptions", ()), exc.__cause__, exc.__context__):
+        if found := _refusal(inner, depth + 1):
+            return found
+    return None
 
 
 def _render(result) -> str:
@@ -134,6 +167,8 @@ def _invoker(server: McpServer, tool: str):
         except TimeoutError as exc:
             raise ToolError(f"the MCP tool did not answer within {timeout:g} s") from exc
         except Exception as exc:
+            if refused := _refusal(exc):
+                raise ToolError(f"MCP call refused destination: {refused}"[:500]) from exc
             raise ToolError(f"MCP call failed: {type(exc).__name__}: {exc}"[:500]) from exc
         text = _render(result)
         if result.is_error:

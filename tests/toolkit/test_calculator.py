@@ -2,7 +2,7 @@
 
 import pytest
 
-from agents.tools.calculator import CalculatorError, calculate
+from toolkit.calculator import CalculatorError, calculate
 
 
 @pytest.mark.parametrize(

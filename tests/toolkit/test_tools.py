@@ -1,4 +1,4 @@
-"""The machine's tools: built-ins, the confined shell, and the result rules."""
+"""The shared tools: built-ins, the machine's confined shell, and the result rules of a call."""
 
 from __future__ import annotations
 
@@ -7,12 +7,15 @@ import os
 
 import pytest
 
-from runner.tools import EMPTY, TRUNCATED, Shell, Tool, ToolError, builtin_tools, calculate, invoke
+from toolkit.builtin import async_tools
+from toolkit.calculator import calculate
+from toolkit.invoke import EMPTY, TRUNCATED, Tool, ToolError, invoke
+from toolkit.shell import Shell
 
 
-def test_the_shell_exists_only_with_a_root(tmp_path):
-    assert sorted(builtin_tools(shell_root=None)) == ["calculator", "current_time"]
-    assert "shell" in builtin_tools(shell_root=tmp_path)
+def test_http_get_exists_only_with_hosts_to_fetch():
+    assert sorted(async_tools()) == ["calculator", "current_time"]
+    assert sorted(async_tools(http_allow=("example.com",))) == ["calculator", "current_time", "http_get"]
 
 
 @pytest.mark.parametrize(
@@ -66,15 +69,20 @@ async def test_invoke_follows_the_servers_result_rules():
     assert failed and too_big.startswith("error: the arguments")
 
 
-def test_the_runner_imports_nothing_from_the_server():
-    import pathlib
-    import re
+async def test_a_tool_over_its_time_is_an_error_and_a_stop_passes_through_with_the_output(tmp_path):
+    import asyncio
 
-    root = pathlib.Path(__file__).resolve().parents[2] / "runner"
-    server_packages = {"agents", "agents_site", "tenancy", "billing", "sessions", "targets", "django", "ninja", "channels"}
-    for path in root.glob("*.py"):
-        for line in path.read_text().splitlines():
-            match = re.match(r"\s*(?:from|import)\s+([a-zA-Z_]+)", line)
-            if match:
-                assert match.group(1) not in server_packages, f"{path.name}: {line.strip()}"
-    assert os.path.exists(root / "__main__.py")
+    from toolkit.sandbox import CommandCancelled
+
+    slow = Shell(tmp_path).tool()
+    result, failed = await invoke(slow, name="shell", raw_arguments=json.dumps({"command": "echo a; sleep 60"}), timeout=0.5)
+    assert failed and result == "error: the tool ran longer than 0.5 s"
+    task = asyncio.create_task(invoke(slow, name="shell", raw_arguments=json.dumps({"command": "echo partial; echo > seen; sleep 60"}), timeout=60))
+    for _ in range(2000):
+        if (tmp_path / "seen").exists():
+            break
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(CommandCancelled) as caught:
+        await task
+    assert caught.value.result.output == "partial\n"

@@ -1,10 +1,23 @@
-"""The coding tools on a machine: `list_files`, `read_file`, `write_file`, `edit_file`, `search`,
-`run`, `finish` — a copy of the server's `coding/tools.py` (same names, same path rules, same
-refusals), because the runner imports nothing from the server. Keep the two in step.
+"""The coding tools the model calls: `list_files`, `read_file`, `write_file`, `edit_file`,
+`search`, `run`, `finish` (issue 14 item 3) — one implementation for the server's coding engine
+and a machine's routed coding runs.
+
+Every path is relative to the working copy. A path that is absolute, holds a `..` or `.git`
+component, or a NUL is refused, and no tool ever follows a symbolic link: each directory on
+the way is opened with `O_NOFOLLOW | O_DIRECTORY` relative to its parent's descriptor and the
+file itself with `O_NOFOLLOW`, so a link planted in the repository (or by a command) cannot
+lead a read or a write out of the working copy. A write whose text carries a masked
+credential placeholder (`[redacted:…]`) is refused, so masking never corrupts a repository.
+Failures come back to the model as `error: <why>` — a tool never crashes the run.
+
+`ToolBox.call` is blocking; `await ToolBox.acall` runs `run` with the sandbox's async entry
+point, so cancelling the awaiting task kills the command's process tree and raises
+`toolkit.sandbox.CommandCancelled` (its `result` holds the output so far).
 """
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import json
 import os
@@ -14,7 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.sandbox import Limits, SandboxBackend
+from toolkit.invoke import ToolError
+from toolkit.sandbox.backends.base import Limits, SandboxBackend
 
 READ_LIMIT_BYTES = 32 * 1024
 WRITE_LIMIT_BYTES = 1024 * 1024
@@ -24,10 +38,6 @@ SEARCH_FILE_BYTES = 1024 * 1024
 PLACEHOLDER = re.compile(r"\[redacted:[^\]\n]*\]")
 FINISH = "finish"
 WRITING_TOOLS = frozenset({"write_file", "edit_file", "run"})
-
-
-class ToolError(Exception):
-    """The call was refused or failed; the model reads `error: <message>`."""
 
 
 @dataclass
@@ -48,19 +58,37 @@ class ToolBox:
         }
 
     # -- dispatch ----------------------------------------------------------------------------
-    def call(self, name: str, raw_arguments: str) -> tuple[str, bool]:
-        """Run tool `name` on its JSON arguments; return `(result text, failed)`."""
+    def _resolve(self, name: str, raw_arguments: str) -> tuple[Callable[[dict], str], dict]:
         handler = self.handlers.get(name)
         if handler is None:
-            return f"error: unknown tool {name!r}; the tools are {', '.join(sorted([*self.handlers, FINISH]))}", True
+            raise ToolError(f"unknown tool {name!r}; the tools are {', '.join(sorted([*self.handlers, FINISH]))}")
         try:
             arguments = json.loads(raw_arguments or "{}")
         except json.JSONDecodeError:
-            return "error: the arguments are not valid JSON", True
+            raise ToolError("the arguments are not valid JSON") from None
         if not isinstance(arguments, dict):
-            return "error: the arguments must be a JSON object", True
+            raise ToolError("the arguments must be a JSON object")
+        return handler, arguments
+
+    def call(self, name: str, raw_arguments: str) -> tuple[str, bool]:
+        """Run tool `name` on its JSON arguments; return `(result text, failed)`. Blocking."""
         try:
+            handler, arguments = self._resolve(name, raw_arguments)
             return handler(arguments), False
+        except ToolError as exc:
+            return f"error: {exc}", True
+
+    async def acall(self, name: str, raw_arguments: str) -> tuple[str, bool]:
+        """Run tool `name` like `call`, awaiting a command in the sandbox (file tools run on a thread).
+
+        Cancelling the awaiting task during `run` kills the command's process tree and raises
+        `CommandCancelled` with the output so far.
+        """
+        try:
+            handler, arguments = self._resolve(name, raw_arguments)
+            if handler == self.run:
+                return await self.arun(arguments), False
+            return await asyncio.to_thread(handler, arguments), False
         except ToolError as exc:
             return f"error: {exc}", True
 
@@ -106,23 +134,30 @@ class ToolBox:
             os.close(fd)
             raise
 
-    def _read_bytes(self, path: object, *, limit: int | None = None) -> tuple[str, bytes]:
-        parts = self._parts(path)
+    def _open_file(self, parts: list[str], flags: int, *, verb: str, create: bool) -> int:
+        """Return an fd of the regular file `parts` opened with `flags`, never through a link."""
         display = "/".join(parts)
-        parent = self._open_parent(parts, create=False)
+        parent = self._open_parent(parts, create=create)
         try:
-            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=parent)
+            fd = os.open(parts[-1], flags | os.O_NOFOLLOW, 0o644, dir_fd=parent)
         except FileNotFoundError:
             raise ToolError(f"no such file: {display}") from None
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise ToolError(f"{display} is a symbolic link; the tools never follow links") from None
-            raise ToolError(f"cannot read {display}: {exc.strerror}") from None
+            raise ToolError(f"cannot {verb} {display}: {exc.strerror}") from None
         finally:
             os.close(parent)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise ToolError(f"{display} is not a regular file")
+        return fd
+
+    def _read_bytes(self, path: object, *, limit: int | None = None) -> tuple[str, bytes]:
+        parts = self._parts(path)
+        display = "/".join(parts)
+        fd = self._open_file(parts, os.O_RDONLY | os.O_NONBLOCK, verb="read", create=False)
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise ToolError(f"{display} is not a regular file")
             with os.fdopen(fd, "rb", closefd=False) as handle:
                 data = handle.read(limit + 1 if limit else -1)
         finally:
@@ -133,18 +168,8 @@ class ToolBox:
         display = "/".join(parts)
         if len(data) > WRITE_LIMIT_BYTES:
             raise ToolError(f"{display}: at most {WRITE_LIMIT_BYTES // 1024} KiB per file")
-        parent = self._open_parent(parts, create=True)
+        fd = self._open_file(parts, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, verb="write", create=True)
         try:
-            fd = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644, dir_fd=parent)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise ToolError(f"{display} is a symbolic link; the tools never follow links") from None
-            raise ToolError(f"cannot write {display}: {exc.strerror}") from None
-        finally:
-            os.close(parent)
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise ToolError(f"{display} is not a regular file")
             os.write(fd, data)
         finally:
             os.close(fd)
@@ -256,13 +281,14 @@ class ToolBox:
             os.close(fd)
         return "\n".join(matches) if matches else f"no line holds {query!r}"
 
-    def run(self, arguments: dict) -> str:
-        """Run `command` with `/bin/sh -c` in the sandbox (working copy at /workspace); return output and exit code."""
+    def _command(self, arguments: dict) -> tuple[str, Limits]:
         command = arguments.get("command")
         if not isinstance(command, str) or not command.strip():
             raise ToolError("command must be a non-empty shell command")
-        if self.sandbox is None or not self.sandbox.available():
+        if self.sandbox is None:
             raise ToolError("commands cannot run here: no sandbox is available")
+        if not self.sandbox.available():
+            raise ToolError(f"commands cannot run here: {self.sandbox.unavailable_reason() or 'no sandbox is available'}")
         timeout = arguments.get("timeoutSeconds", arguments.get("timeout"))
         wall = self.limits.timeout_seconds
         if isinstance(timeout, (int, float)) and timeout > 0:
@@ -270,7 +296,17 @@ class ToolBox:
         wall = max(min(wall, self.seconds_left()), 0.1)
         limits = Limits(timeout_seconds=wall, cpu_seconds=self.limits.cpu_seconds, memory_mb=self.limits.memory_mb,
                         output_bytes=self.limits.output_bytes, file_mb=self.limits.file_mb)
+        return command, limits
+
+    def run(self, arguments: dict) -> str:
+        """Run `command` with `/bin/sh -c` in the sandbox (working copy at /workspace); return output and exit code."""
+        command, limits = self._command(arguments)
         return self.sandbox.run(command, workdir=self.root, limits=limits).for_model()
+
+    async def arun(self, arguments: dict) -> str:
+        """Async `run`: cancelling the awaiting task kills the command (`CommandCancelled`)."""
+        command, limits = self._command(arguments)
+        return (await self.sandbox.arun(command, workdir=self.root, limits=limits)).for_model()
 
 
 def _function(name: str, description: str, properties: dict, required: list[str]) -> dict:

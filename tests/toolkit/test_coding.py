@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from coding.sandbox import Limits, get_sandbox
-from coding.tools import ToolBox, tool_definitions
+from toolkit.sandbox import BubblewrapSandbox, Limits
+from toolkit.coding import ToolBox, tool_definitions
 
 
 @pytest.fixture
@@ -18,7 +18,7 @@ def box(tmp_path) -> ToolBox:
     root.mkdir()
     (root / "src").mkdir()
     (root / "src" / "app.py").write_text("print('hi')\nprint('hi')\n")
-    return ToolBox(root=root, sandbox=get_sandbox(), limits=Limits(timeout_seconds=10))
+    return ToolBox(root=root, sandbox=BubblewrapSandbox(), limits=Limits(timeout_seconds=10))
 
 
 def call(box: ToolBox, name: str, **arguments) -> tuple[str, bool]:
@@ -89,7 +89,7 @@ def test_bad_arguments_and_unknown_tools_are_errors_to_the_model(box):
     assert failed and "unknown tool" in result
 
 
-@pytest.mark.skipif(not get_sandbox().available(), reason="bubblewrap is not installed")
+@pytest.mark.skipif(not BubblewrapSandbox().available(), reason="bubblewrap is not installed")
 def test_run_uses_the_sandbox_at_the_working_copy(box):
     result, failed = call(box, "run", command="python3 src/app.py && ls /")
     assert not failed and "hi" in result and "[exit code 0]" in result and "workspace" in result

@@ -15,19 +15,21 @@ Each command runs as `prlimit … bwrap … /bin/sh -c <command>` with:
 - rlimits set by `prlimit` on the whole tree: CPU seconds, address space, file size, and a
   wall-clock timeout after which the process group is killed; output beyond the limit stops
   the command.
+
+A stop (the caller's task cancelled, `arun`) SIGKILLs the outer `bwrap`'s process group; its
+sandboxed child dies with it (`--die-with-parent`), and with the pid namespace's first process
+the kernel kills every process the command started — nothing of the command keeps running.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import threading
-import time
 from pathlib import Path
 
-from coding.sandbox.backends.base import Limits, Result, SandboxBackend
+from toolkit.sandbox.backends.base import Invocation, Limits, SandboxBackend, prlimit_argv
 
 SANDBOX_ROOT = "/workspace"
 _ETC_FILES = (
@@ -53,9 +55,9 @@ class BubblewrapSandbox(SandboxBackend):
     # -- availability ---------------------------------------------------------------------
     def _check(self) -> tuple[bool, str]:
         if not self.bwrap:
-            return False, "bubblewrap (bwrap) is not installed on this server"
+            return False, "bubblewrap (bwrap) is not installed on this host"
         if not self.prlimit:
-            return False, "prlimit (util-linux) is not installed on this server"
+            return False, "prlimit (util-linux) is not installed on this host"
         try:
             probe = subprocess.run(
                 [*self._argv(Path("/tmp"), probe=True), "/bin/true"], capture_output=True, timeout=10, env={}
@@ -83,16 +85,7 @@ class BubblewrapSandbox(SandboxBackend):
 
     # -- the command line -------------------------------------------------------------------
     def _argv(self, workdir: Path, *, probe: bool = False, limits: Limits | None = None) -> list[str]:
-        argv = []
-        if limits is not None:
-            argv += [
-                self.prlimit,
-                f"--cpu={max(int(limits.cpu_seconds), 1)}",
-                f"--as={max(int(limits.memory_mb), 64) * 1024 * 1024}",
-                f"--fsize={max(int(limits.file_mb), 1) * 1024 * 1024}",
-                "--core=0",
-                "--",
-            ]
+        argv = prlimit_argv(self.prlimit, limits) if limits is not None else []
         argv += [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
                  "--uid", "1000", "--gid", "1000", "--ro-bind", "/usr", "/usr"]
         for path in _MERGED_USR:
@@ -115,63 +108,6 @@ class BubblewrapSandbox(SandboxBackend):
         """Return the full argv that runs `command` confined to `workdir` (for tests and logs)."""
         return [*self._argv(workdir, limits=limits), "/bin/sh", "-c", command]
 
-    # -- running ------------------------------------------------------------------------------
-    def run(self, command: str, *, workdir: Path, limits: Limits) -> Result:
-        """Run `command` in the sandbox; return its `Result` (never raises for the command's failure).
-
-        Raises `RuntimeError` when the sandbox is unavailable (callers check `available()` first).
-        """
-        if not self.available():
-            raise RuntimeError(self.unavailable_reason())
-        argv = self.command_line(command, workdir=Path(workdir).resolve(), limits=limits)
-        process = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            env={}, start_new_session=True, close_fds=True,
-        )
-        chunks: list[bytes] = []
-        size = 0
-        truncated = False
-        stop = threading.Event()
-
-        def kill() -> None:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-
-        def reader() -> None:
-            nonlocal size, truncated
-            stream = process.stdout
-            while True:
-                chunk = stream.read1(_CHUNK) if hasattr(stream, "read1") else stream.read(_CHUNK)
-                if not chunk:
-                    return
-                if size < limits.output_bytes:
-                    keep = chunk[: limits.output_bytes - size]
-                    chunks.append(keep)
-                    size += len(keep)
-                if size >= limits.output_bytes and len(chunk) and not truncated:
-                    truncated = True
-                    stop.set()
-                    kill()
-
-        thread = threading.Thread(target=reader, name="sandbox-output", daemon=True)
-        thread.start()
-        deadline = time.monotonic() + max(limits.timeout_seconds, 0.1)
-        timed_out = False
-        while True:
-            try:
-                process.wait(timeout=max(min(deadline - time.monotonic(), 0.5), 0.01))
-                break
-            except subprocess.TimeoutExpired:
-                if time.monotonic() >= deadline:
-                    timed_out = True
-                    kill()
-                    process.wait()
-                    break
-        kill()  # anything the command left behind in its group
-        thread.join(timeout=5)
-        process.stdout.close()
-        output = b"".join(chunks).decode("utf-8", errors="replace")
-        exit_code = None if (timed_out or truncated or process.returncode < 0) else process.returncode
-        return Result(exit_code=exit_code, output=output, timed_out=timed_out, truncated=truncated)
+    def invocation(self, command: str, *, workdir: Path, limits: Limits) -> Invocation:
+        """Return the confined start of `command`: `command_line`, an empty environment."""
+        return Invocation(argv=self.command_line(command, workdir=workdir, limits=limits), env={})

@@ -13,6 +13,8 @@ import ast
 import math
 import operator
 
+from toolkit.invoke import ToolError
+
 MAX_EXPRESSION_CHARS = 1000
 MAX_EXPONENT = 10_000
 MAX_MAGNITUDE = 10**300
@@ -45,8 +47,8 @@ _FUNCTIONS = {
 _CONSTANTS = {"pi": math.pi, "e": math.e}
 
 
-class CalculatorError(ValueError):
-    """The expression is not plain arithmetic, or its value is out of bounds."""
+class CalculatorError(ToolError, ValueError):
+    """The expression is not plain arithmetic, or its value is out of bounds (a `ToolError`: the model reads why)."""
 
 
 def _check(value):

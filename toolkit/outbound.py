@@ -1,0 +1,386 @@
+"""The one door for HTTP requests the platform makes to addresses a user named (issue 29 item 4).
+
+Webhook deliveries and health probes, the `http_get` tool, MCP servers and git over https all
+reach URLs an org member (or a model) chose. Each goes through this module, which:
+
+1. **checks the URL**: `http` or `https`, a host, no user or password in it; with
+   `Policy.https_only`, plain `http` only for a host the allow-list admits;
+2. **resolves the host once**, when the connection is opened, and refuses it when *any* answer
+   is not a public address — loopback, private (RFC 1918, ULA), link-local, carrier-grade NAT
+   (100.64/10), cloud metadata (169.254.169.254, fd00:ec2::254, 100.100.100.200), multicast,
+   reserved, unspecified or otherwise not global — unless the request's own allow-list admits
+   the host (`Policy.allow_hosts`);
+3. **connects to that checked address** — the connection is opened to the IP the check saw, while
+   the request keeps its `Host` header and TLS keeps the name for SNI and certificate checks
+   (an httpx transport whose network backend resolves through the policy), so a second DNS
+   answer (rebinding) is never used;
+4. **re-checks every hop**: a redirect is followed only when the caller asks, and each hop is
+   checked as in 1–3 (a redirect to 127.0.0.1 is refused);
+5. **bounds the exchange**: a total time (`timeout` seconds) and a body size (`max_bytes`).
+
+No proxy from the environment is used (it would connect elsewhere than the checked address).
+Settings are the caller's: it builds a `Policy` from its own allow-list setting
+(`AGENTS_WEBHOOK_ALLOW_HOSTS`, `AGENTS_TOOL_HTTP_ALLOW`, `AGENTS_MCP_ALLOW_HOSTS`,
+`AGENTS_REPO_ALLOW_HOSTS`). The model gateway (`INFERENCE_BASE_URL`) is operator configuration
+and does not go through here.
+
+The API:
+
+- `Policy(allow_hosts=(…), https_only=False)` — what one kind of request may reach;
+  `policy.check_url(url)`, `policy.address(host, port)` (resolve once and check: the IP to
+  connect to; git pins it with `http.curloptResolve`).
+- `request(policy, method, url, …) -> Response` — one bounded exchange (blocking).
+- `async_client(policy, …) -> httpx2.AsyncClient` — for an SDK that makes its own requests
+  (the MCP SDK): every connection it opens is checked and pinned the same way.
+- `Refused` (the destination is not allowed: say so, send nothing; `Unresolved` when the
+  name does not resolve), `Failed` (the exchange failed: network, TLS, protocol), `TimedOut`
+  (a `Failed`: the time bound passed).
+
+Allow-list entries are host names or IP addresses, compared case-insensitively without a
+trailing dot; an entry `*.example.com` admits every subdomain of example.com (not example.com
+itself). An entry admits exactly the host it names, whatever that host resolves to.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+import anyio
+import httpcore2
+import httpx2
+
+DEFAULT_TIMEOUT_SECONDS = 10.0
+DEFAULT_MAX_BYTES = 1024 * 1024
+MAX_REDIRECTS = 5
+USER_AGENT = "agents-outbound/1"
+
+Resolver = Callable[[str, int], list[str]]
+
+_CGNAT = ipaddress.ip_network("100.64.0.0/10")
+_METADATA = frozenset(ipaddress.ip_address(a) for a in ("169.254.169.254", "fd00:ec2::254", "100.100.100.200", "169.254.170.2"))
+
+
+class Refused(Exception):
+    """The destination is not one this request may reach; `str()` says why. Nothing was sent."""
+
+
+class Unresolved(Refused):
+    """The host name does not resolve (a `Refused`: nothing was sent)."""
+
+
+class Failed(Exception):
+    """The exchange failed (connection, TLS, protocol); `str()` is a short reason."""
+
+
+class TimedOut(Failed):
+    """The exchange did not finish within its time bound."""
+
+
+def system_resolver(host: str, port: int) -> list[str]:
+    """Return the addresses `host` resolves to for TCP on `port`, in the resolver's order, once each.
+
+    Raises `Refused` when the name does not resolve.
+    """
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise Unresolved(f"the host {host} does not resolve") from exc
+    addresses: list[str] = []
+    for info in infos:
+        address = str(info[4][0]).split("%")[0]
+        if address not in addresses:
+            addresses.append(address)
+    return addresses
+
+
+def _bare(host: str) -> str:
+    return (host or "").strip().strip("[]").lower().rstrip(".")
+
+
+def host_matches(entries: Iterable[str], host: str) -> bool:
+    """Return True when allow-list `entries` name `host` (exact, an equal IP, or `*.domain` for a subdomain).
+
+    Example: `["api.example.com", "*.corp.test", "10.0.0.5"]` admits `api.example.com`,
+    `git.corp.test` and `10.0.0.5`; not `example.com`, `corp.test` or `api.example.com.evil`.
+    """
+    name = _bare(host)
+    if not name:
+        return False
+    literal = _ip(name)
+    for raw in entries:
+        entry = _bare(raw)
+        if not entry:
+            continue
+        if entry.startswith("*."):
+            if name.endswith(entry[1:]) and len(name) > len(entry) - 1:
+                return True
+        elif entry == name or (literal is not None and _ip(entry) == literal):
+            return True
+    return False
+
+
+def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(_bare(text).split("%")[0])
+    except ValueError:
+        return None
+
+
+def refused_reason(address: str) -> str:
+    """Return why the platform does not connect to IP `address` ("" when it is a public address).
+
+    Example: `"127.0.0.1"` → `"loopback"`, `"100.64.1.1"` → `"carrier-grade NAT"`,
+    `"169.254.169.254"` → `"cloud metadata"`, `"8.8.8.8"` → `""`. IPv4-mapped IPv6 addresses
+    are judged as the IPv4 address they carry.
+    """
+    ip = _ip(address)
+    if ip is None:
+        return "not an IP address"
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    if ip in _METADATA:
+        return "cloud metadata"
+    if ip.is_loopback:
+        return "loopback"
+    if ip.is_unspecified:
+        return "unspecified"
+    if ip.is_link_local:
+        return "link-local"
+    if isinstance(ip, ipaddress.IPv4Address) and ip in _CGNAT:
+        return "carrier-grade NAT"
+    if ip.is_multicast:
+        return "multicast"
+    if ip.is_private:
+        return "private"
+    if ip.is_reserved or not ip.is_global:
+        return "reserved"
+    return ""
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What one kind of outbound request may reach.
+
+    `allow_hosts`: hosts admitted even when they are (or resolve to) a non-public address (and,
+    with `https_only`, over plain http). `resolver(host, port) -> [ip, …]` looks names up
+    (None: this module's `system_resolver`, looked up at each call).
+    """
+
+    allow_hosts: tuple[str, ...] = ()
+    https_only: bool = False
+    resolver: Resolver | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "allow_hosts", tuple(h for h in (self.allow_hosts or ()) if str(h).strip()))
+
+    def admits(self, host: str) -> bool:
+        """Return True when the allow-list names `host`."""
+        return host_matches(self.allow_hosts, host)
+
+    def check_url(self, url: str) -> tuple[str, str, int]:
+        """Return `(scheme, host, port)` of `url` when its shape may be requested; else raise `Refused`.
+
+        Does not resolve: the address is checked when the connection opens (`address`). A
+        literal IP and `localhost` names are judged here already.
+        """
+        try:
+            parts = urlsplit(str(url))
+            port = parts.port
+        except ValueError as exc:
+            raise Refused("the URL is not valid") from exc
+        scheme, host = parts.scheme.lower(), _bare(parts.hostname or "")
+        if scheme not in ("http", "https") or not host:
+            raise Refused("the URL must be http(s)://host/…")
+        if parts.username or parts.password:
+            raise Refused("the URL must not carry credentials")
+        admitted = self.admits(host)
+        if self.https_only and scheme != "https" and not admitted:
+            raise Refused("the URL must use https")
+        if not admitted:
+            if host == "localhost" or host.endswith(".localhost"):
+                raise Refused(f"{host} is a loopback name")
+            if _ip(host) is not None and (reason := refused_reason(host)):
+                raise Refused(f"{host} is a {reason} address")
+        return scheme, host, port or (443 if scheme == "https" else 80)
+
+    def address(self, host: str, port: int) -> str:
+        """Resolve `host` once and return the address to connect to: the first answer, every answer checked.
+
+        An admitted host may resolve anywhere. Raises `Refused` when the name does not resolve
+        or any answer is not a public address.
+        """
+        name = _bare(host)
+        if _ip(name) is not None:
+            addresses = [str(_ip(name))]
+        else:
+            if name == "localhost" or name.endswith(".localhost"):
+                if not self.admits(name):
+                    raise Refused(f"{name} is a loopback name")
+            addresses = list((self.resolver or system_resolver)(name, port))
+        if not addresses:
+            raise Unresolved(f"the host {name} does not resolve")
+        if not self.admits(name):
+            for address in addresses:
+                reason = refused_reason(address)
+                if reason and address == name:
+                    raise Refused(f"{name} is a {reason} address")
+                if reason:
+                    raise Refused(f"{name} resolves to {address}, a {reason} address")
+        return addresses[0]
+
+
+# --- the pinned transport -------------------------------------------------------------------
+
+
+class _PinnedBackend(httpcore2.NetworkBackend):
+    """httpcore's network backend: connect to `policy.address(host, port)` instead of resolving again."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.inner = httpcore2.SyncBackend()
+
+    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        return self.inner.connect_tcp(self.policy.address(host, port), port, timeout, local_address, socket_options)
+
+    def connect_unix_socket(self, path, timeout=None, socket_options=None):  # pragma: no cover - never configured
+        raise Refused("unix sockets are not an outbound destination")
+
+    def sleep(self, seconds: float) -> None:
+        self.inner.sleep(seconds)
+
+
+class _AsyncPinnedBackend(httpcore2.AsyncNetworkBackend):
+    """The async twin of `_PinnedBackend` (the lookup runs on a worker thread)."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.inner = httpcore2.AnyIOBackend()
+
+    async def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        address = await anyio.to_thread.run_sync(self.policy.address, host, port)
+        return await self.inner.connect_tcp(address, port, timeout, local_address, socket_options)
+
+    async def connect_unix_socket(self, path, timeout=None, socket_options=None):  # pragma: no cover - never configured
+        raise Refused("unix sockets are not an outbound destination")
+
+    async def sleep(self, seconds: float) -> None:
+        await self.inner.sleep(seconds)
+
+
+def _pool_options(verify) -> dict:
+    # httpx2's transports build their httpcore pool without a network backend parameter; the
+    # pool is rebuilt with the same options plus ours (tests/toolkit/test_outbound.py fails if
+    # httpx2 stops reading `_pool`, since the rebinding test would then reach the second answer).
+    return {"ssl_context": httpx2.create_ssl_context(verify=verify, trust_env=False), "max_connections": 10, "max_keepalive_connections": 5}
+
+
+class PinnedTransport(httpx2.HTTPTransport):
+    """An httpx2 transport whose every connection goes to the address `policy` checked (Host and SNI kept)."""
+
+    def __init__(self, policy: Policy, *, verify=True) -> None:
+        super().__init__(verify=verify, trust_env=False)
+        self._pool = httpcore2.ConnectionPool(network_backend=_PinnedBackend(policy), **_pool_options(verify))
+
+
+class AsyncPinnedTransport(httpx2.AsyncHTTPTransport):
+    """The async `PinnedTransport`."""
+
+    def __init__(self, policy: Policy, *, verify=True) -> None:
+        super().__init__(verify=verify, trust_env=False)
+        self._pool = httpcore2.AsyncConnectionPool(network_backend=_AsyncPinnedBackend(policy), **_pool_options(verify))
+
+
+def _hook(policy: Policy):
+    def check(request: httpx2.Request) -> None:
+        policy.check_url(str(request.url))
+
+    return check
+
+
+def _async_hook(policy: Policy):
+    async def check(request: httpx2.Request) -> None:
+        policy.check_url(str(request.url))
+
+    return check
+
+
+def async_client(policy: Policy, *, timeout: float = DEFAULT_TIMEOUT_SECONDS, headers: Mapping[str, str] | None = None,
+                 read_timeout: float | None = None, verify=True) -> httpx2.AsyncClient:
+    """Return an `httpx2.AsyncClient` whose every request is checked and pinned by `policy`.
+
+    For SDKs that make their own requests (the MCP SDK's `streamable_http_client(url,
+    http_client=…)`). `timeout` bounds connect/write/pool (and reads unless `read_timeout`).
+    Redirects are off; a hop an SDK follows itself is checked again. Close it (`async with`).
+    A refused destination raises `Refused` from the request.
+    """
+    return httpx2.AsyncClient(
+        transport=AsyncPinnedTransport(policy, verify=verify), trust_env=False, follow_redirects=False,
+        timeout=httpx2.Timeout(timeout, read=read_timeout if read_timeout is not None else timeout),
+        headers={"user-agent": USER_AGENT, **dict(headers or {})}, event_hooks={"request": [_async_hook(policy)]},
+    )
+
+
+# --- one bounded exchange ---------------------------------------------------------------------
+
+
+@dataclass
+class Response:
+    """What came back: status, headers (lower-case names), at most `max_bytes` of body, the final URL."""
+
+    status_code: int
+    headers: dict[str, str]
+    content: bytes
+    truncated: bool
+    url: str
+    encoding: str = "utf-8"
+
+    @property
+    def is_redirect(self) -> bool:
+        """True for a 3xx answer carrying a `location` (one the caller did not follow)."""
+        return 300 <= self.status_code < 400 and "location" in self.headers
+
+    def text(self) -> str:
+        """Return the body decoded with the answer's charset (invalid bytes replaced)."""
+        return self.content.decode(self.encoding or "utf-8", errors="replace")
+
+
+def request(policy: Policy, method: str, url: str, *, headers: Mapping[str, str] | None = None, content: bytes | None = None,
+            timeout: float = DEFAULT_TIMEOUT_SECONDS, max_bytes: int = DEFAULT_MAX_BYTES, follow_redirects: bool = False,
+            verify=True) -> Response:
+    """Make one request under `policy` and return the `Response` (blocking).
+
+    `timeout` (seconds) bounds the whole exchange, redirects included; the body is read up to
+    `max_bytes` bytes (`truncated` says more was sent). With `follow_redirects`, up to
+    `MAX_REDIRECTS` hops are followed, each checked again; otherwise a 3xx is returned as is.
+    Raises `Refused` (nothing sent to a refused address), `TimedOut` or `Failed`.
+    """
+    policy.check_url(url)
+    deadline = time.monotonic() + max(float(timeout), 0.1)
+    try:
+        with httpx2.Client(transport=PinnedTransport(policy, verify=verify), trust_env=False, follow_redirects=follow_redirects,
+                           max_redirects=MAX_REDIRECTS, timeout=max(float(timeout), 0.1),
+                           headers={"user-agent": USER_AGENT, "accept-encoding": "identity"},
+                           event_hooks={"request": [_hook(policy)]}) as client:
+            with client.stream(method, url, headers=dict(headers or {}), content=content) as answer:
+                body = bytearray()
+                truncated = False
+                for chunk in answer.iter_bytes():
+                    body.extend(chunk[: max_bytes - len(body)])
+                    if len(body) >= max_bytes:
+                        truncated = True
+                        break
+                    if time.monotonic() > deadline:
+                        raise TimedOut(f"no complete answer within {timeout:g} s")
+                return Response(status_code=answer.status_code, headers={k.lower(): v for k, v in answer.headers.items()},
+                                content=bytes(body), truncated=truncated, url=str(answer.url), encoding=answer.encoding or "utf-8")
+    except httpx2.TimeoutException as exc:
+        raise TimedOut(f"no answer within {timeout:g} s") from exc
+    except httpx2.TooManyRedirects as exc:
+        raise Failed(f"more than {MAX_REDIRECTS} redirects") from exc
+    except httpx2.HTTPError as exc:
+        raise Failed(f"{type(exc).__name__}: {exc}"[:300]) from exc
