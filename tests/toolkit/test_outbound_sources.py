@@ -10,7 +10,8 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-NOT_PRODUCT = {"tests", "bench", "scripts", "docs", "static", "templates", ".venv", "data", "node_modules"}
+# sdk/: the agent SDKs run in an agent developer's own process and call the platform it is configured with.
+NOT_PRODUCT = {"tests", "bench", "scripts", "docs", "static", "templates", ".venv", "data", "node_modules", "sdk"}
 
 NETWORK = {"httpx", "httpx2", "httpcore", "httpcore2", "requests", "urllib3", "aiohttp", "http.client", "urllib.request",
            "websockets", "openai", "mcp", "smtplib", "ftplib", "paramiko", "pycurl"}
