@@ -161,14 +161,26 @@ def test_a_redirect_to_loopback_is_refused_and_never_sent(servers, connections):
     assert target.requests == [] and len(edge.requests) == 2
 
 
+def _pair_on_one_port(servers) -> tuple:
+    """Start a server on 127.0.0.1 and one on 127.0.0.2 sharing a port (another process may hold
+    a port on 127.0.0.1 that is free on 127.0.0.2, so the 127.0.0.1 side picks it)."""
+    for _ in range(20):
+        target = servers("127.0.0.1")
+        try:
+            return servers("127.0.0.2", target.port), target
+        except OSError:
+            continue
+    raise AssertionError("no port free on both 127.0.0.1 and 127.0.0.2")
+
+
 def test_a_redirect_hop_is_checked_by_name_too(servers, connections):
-    edge = servers("127.0.0.2")
+    edge, target = _pair_on_one_port(servers)
     answers = {"edge.test": ["127.0.0.2"], "inner.test": ["127.0.0.1"]}
     policy = Policy(allow_hosts=("edge.test",), resolver=lambda host, port: answers[host])
     with pytest.raises(Refused, match="inner.test resolves to 127.0.0.1, a loopback address"):
         outbound.request(policy, "GET", f"http://edge.test:{edge.port}/go?to=http://inner.test:{edge.port}/", follow_redirects=True)
+    assert target.requests == []
     admitted = Policy(allow_hosts=("edge.test", "inner.test"), resolver=lambda host, port: answers[host])
-    target = servers("127.0.0.1", edge.port)
     followed = outbound.request(admitted, "GET", f"http://edge.test:{edge.port}/go?to=http://inner.test:{edge.port}/in", follow_redirects=True)
     assert followed.status_code == 200 and target.requests == [("/in", f"inner.test:{edge.port}")]
 
