@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import threading
 from dataclasses import dataclass
 
@@ -51,6 +52,10 @@ __all__ = [
 ]
 
 CRITICAL, HIGH, MEDIUM = SecretSeverity.CRITICAL, SecretSeverity.HIGH, SecretSeverity.MEDIUM
+#: What a masked credential becomes: its rule and the first 12 hex of its SHA-256 (never the value).
+REDACTION = "[redacted:{rule}:{fingerprint}]"
+REDACTION_PREFIX = "[redacted:"
+_PLACEHOLDER = re.compile(r"\[redacted:[^\]\n]*\]")
 _ENGINE_PREFIXES = ("betterleaks.", "kingfisher.", "veles.secrets/", "custom.")
 _TRAILING = tuple((mark + blank, " " + blank) for mark in ".,;!?)]" for blank in " \n\t\r")
 _PLATFORM_FIRST, _ENGINE_SECOND = 0, 1
@@ -177,6 +182,9 @@ def _kept_hits(text: str) -> list[Hit]:
     """Return the hits in `text`, overlapping ones reduced to the widest (then the platform's rule, which
     keeps the reference's id and severity, then the most severe)."""
     ranked = [(hit, _PLATFORM_FIRST) for hit in platform_hits(text)] + [(hit, _ENGINE_SECOND) for hit in _ENGINE.hits(text)]
+    if REDACTION_PREFIX in text:  # a placeholder of an earlier masking is no credential, nor is any part of it
+        placeholders = [m.span() for m in _PLACEHOLDER.finditer(text)]
+        ranked = [(hit, source) for hit, source in ranked if not any(a < hit.end and hit.start < b for a, b in placeholders)]
     ranked.sort(key=lambda pair: (pair[0].start, -(pair[0].end - pair[0].start), pair[1], SecretSeverity.RANK[pair[0].severity]))
     kept: list[Hit] = []
     for hit, _ in ranked:
@@ -237,9 +245,6 @@ def _findings(text: str, hits: list[Hit]) -> list[Finding]:
     return sorted(findings.values(), key=lambda f: (SecretSeverity.RANK[f.severity], f.line, f.rule))
 
 
-#: What a masked credential becomes: its rule and the first 12 hex of its SHA-256 (never the value).
-REDACTION = "[redacted:{rule}:{fingerprint}]"
-REDACTION_PREFIX = "[redacted:"
 
 
 def redaction_spans(text: str) -> list[tuple[int, int, str]]:
