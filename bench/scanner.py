@@ -20,7 +20,8 @@ Figures:
   on which the scanner reports anything, scanned as 40-line documents;
 * µs/KiB — scanning the clean corpus, per KiB of text;
 * 4 KiB mask — masking one 4 KiB reply (prose and code with two credentials), median;
-* ratio — each figure against `today` measured in the same run.
+* ratio — each figure against `today` measured in the same run;
+* streamed — the 4 KiB reply fed to `StreamMasker` 5 characters at a time (the adopted scanner).
 
     .venv/bin/python bench/scanner.py [--baseline-rev 07fecd1] [--repeat 3] [--misses]
 """
@@ -232,6 +233,19 @@ def main() -> None:
         print(f"| {name} | {r['caught']}/{r['samples']} = {r['caught'] / r['samples']:.3f} | {len(r['formats_missed'])} | "
               f"{r['fp_lines']} ({r['fp_lines'] / r['lines'] * 100:.3f} %) | {r['us_per_kib']:.1f} | {r['mask_4k_ms']:.3f} ms | "
               f"{r['us_per_kib'] / base['us_per_kib']:.3f} | {r['mask_4k_ms'] / base['mask_4k_ms']:.3f} |")
+    from sessions.masking import StreamMasker
+
+    reply = reply_4k()
+    pieces = [reply[i : i + 5] for i in range(0, len(reply), 5)]
+    stream_times = []
+    for _ in range(max(5, args.repeat * 3)):
+        start = time.perf_counter()
+        masker = StreamMasker()
+        streamed = "".join(masker.feed(p) for p in pieces) + masker.finish()
+        stream_times.append(time.perf_counter() - start)
+    assert streamed == adopted.redact_text(reply)[0]
+    print(f"\nadopted, streamed: the same 4 KiB reply fed to StreamMasker in {len(pieces)} pieces of 5 characters: "
+          f"{statistics.median(stream_times) * 1e3:.1f} ms in all ({statistics.median(stream_times) / len(pieces) * 1e6:.0f} µs a piece)")
     if args.misses:
         all_lines = clean_lines()
         for name, r in results.items():
