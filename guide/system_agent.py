@@ -28,7 +28,7 @@ import json
 from agents_site.errors import InvalidRequest, NotFound
 from agents_site.vocabulary import ArtifactSubtype, ChatRole, MsgSubtype, SystemCommand
 from chat.presets import FixedReply
-from guide import artifacts
+from guide import artifacts, field_names
 from identity import selectors as identity_selectors
 
 SYSTEM_PRESET = "system"
@@ -113,8 +113,9 @@ def parse_response(text: str) -> dict | None:
 
     400 when it is one but malformed: an artifact subtype that is not a response, a payload
     that is not an object, a field outside the subtype's allowed fields (a forbidden one named
-    as such, its value never echoed), a value that is not a short string (or, for
-    `emergency`, a boolean), no `agent_id`.
+    as such, its value never echoed; forbidden is decided after NFKC and look-alike folding,
+    `guide.field_names`, so `agent_tokеn` with a Cyrillic е is one), a field name outside
+    `[a-z0-9_]`, a value that is not a short string (or, for `emergency`, a boolean), no `agent_id`.
     """
     stripped = text.strip()
     if not stripped.startswith("{"):
@@ -137,8 +138,11 @@ def parse_response(text: str) -> dict | None:
         raise InvalidRequest("artifact_response payload must be an object")
     allowed = artifacts.ALLOWED_FIELDS[subtype]
     for name in sorted(payload):
-        if name in artifacts.FORBIDDEN_FIELDS or "private" in name or "secret" in name or "token" in name:
-            raise InvalidRequest(f"artifact_response must not carry {name[:40]}: it is a forbidden field")
+        if field_names.forbidden(name, artifacts.FORBIDDEN_FIELDS):  # after NFKC and look-alike folding
+            raise InvalidRequest(f"artifact_response must not carry {field_names.fold(name)[:40]}: it is a forbidden field")
+        if not field_names.FIELD_NAME.fullmatch(name):
+            shown = name.encode("unicode_escape").decode()[:60]
+            raise InvalidRequest(f"artifact_response field name {shown} must match {field_names.FIELD_NAME_RULE}")
         if name not in allowed:
             raise InvalidRequest(f"artifact_response field not allowed: {name[:40]} (allowed: {', '.join(allowed)})")
     for name, value in payload.items():

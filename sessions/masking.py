@@ -5,22 +5,21 @@ back only text that could still be, or be part of, a credential, until it resolv
 lets out, joined, is exactly `redact_text(whole reply)[0]`. Nothing it has let out is ever
 taken back, so it never lets out text whose masking could still change.
 
-What is held back (every rule of `scanner` is a token, a keyword and a token, or a PEM block):
+What is held back (every rule of `scanner` takes a token, a token after a keyword, or a PEM block):
 
 * the word being written: text after the last whitespace. A credential is one run of
   non-blank characters (its keyword context, `password = …`, `aws_secret_access_key: …`, is
   not masked, only the value after it), so a word is released once whitespace follows it;
-* a private key in progress: from a `BEGIN` that is, or may still become, the header of a
-  private key (`-----BEGIN RSA PRIVATE KEY-----`, the library's `BEGIN … PRIVATE KEY`) until its
-  `-----END …-----` line arrives (or another `-----BEGIN ` shows the block has no end);
-* an npm registry line (`//host/:_authToken=…`): its token rule takes the rest of the line, so
-  the rest of that line is held until the line ends;
+* a private key in progress: from a `-----BEGIN ` that is, or may still become, the header of a
+  private key (`-----BEGIN RSA PRIVATE KEY-----`, any `BEGIN … PRIVATE KEY` the maintained rules
+  know) until an `-----END …KEY-----` line arrives;
 * a long run of separators after a keyword (`password` + 600 blanks + `= value`): only the
   first 128 go out before the value, so the keyword stays in the look-back that masks it.
 
-Released text is masked with the hits of the whole line it belongs to (a keyword written
-earlier still counts). For very long lines the look-back is the 1024+ characters before the
-release point, aligned with the scanner's windows. A reply that ends releases the rest.
+Released text is masked with the hits of a look-back that starts at a line start at least 512
+characters before it (a rule's context before its value may span lines: `password:\n  "…"`), or,
+on a line longer than 4 KiB, at a blank at least 4 KiB back (a blank never falls inside a
+credential, so the hits there are those of the whole reply). A reply that ends releases the rest.
 `drop()` forgets what is held (a reply that broke off: a half-written credential must not be
 recorded either).
 """
@@ -30,27 +29,20 @@ from __future__ import annotations
 import logging
 import re
 
-from sessions.scanner import LIBRARY_OVERLAP, LIBRARY_WINDOW, apply_spans, redact_text, redaction_spans
+from sessions.scanner import apply_spans, redact_text, redaction_spans
+from sessions.secret_rules import KEYWORD_END
 
 logger = logging.getLogger(__name__)
 
-_KEY_TYPES = ("", "RSA ", "EC ", "OPENSSH ", "DSA ", "PGP ", "ENCRYPTED ")
-# The reference rule's headers (after the leading dashes) and the library's (detect-secrets).
-_PEM_HEADERS = tuple(f"BEGIN {kind}PRIVATE KEY{block}-----" for kind in _KEY_TYPES for block in ("", " BLOCK"))
-_LIBRARY_HEADERS = (
-    "BEGIN DSA PRIVATE KEY", "BEGIN EC PRIVATE KEY", "BEGIN OPENSSH PRIVATE KEY", "BEGIN PGP PRIVATE KEY BLOCK",
-    "BEGIN PRIVATE KEY", "BEGIN RSA PRIVATE KEY", "BEGIN SSH2 ENCRYPTED PRIVATE KEY",
-)
-_NPM_MARK = ":_authToken="
-_LOOK_BACK = LIBRARY_WINDOW  # characters of a long line read before the release point
-_LOOK_BACK_MIN = LIBRARY_OVERLAP  # a long line's look-back is never shorter than this
-# The keywords of the rules that mask a value written after them (`generic-secret`,
-# `aws-secret-access-key`) and what may stand between keyword and value (`password  =  "…`).
-_KEYWORD_END = re.compile(r"(?i)(?:password|passwd|secret|api_?key|access_?token|auth_?token|client_?secret|"
-                          r"aws_?secret_?access_?key)\Z")
+# A header that is, or may become, a private key's: `-----BEGIN` + up to 100 of `[ A-Z0-9_-]` +
+# `PRIVATE KEY` (+ ` BLOCK`) + `-----` (the maintained rules' form; the platform's is inside it).
+_PEM_OPEN = re.compile(r"-----BEGIN[ A-Z0-9_\-]{0,100}?PRIVATE KEY(?: BLOCK)?-----")
+_PEM_PARTIAL = re.compile(r"-----BEGIN[ A-Z0-9_\-]{0,110}")  # a header still being written (to the end of the text)
+_PEM_CLOSE = re.compile(r"-----END[ A-Z0-9_\-]{0,100}?KEY(?: BLOCK)?-----")
+_LOOK_BACK = 512  # characters of whole lines read before the release point
+_LONG_LINE = 4096  # on a longer line the look-back starts at a blank this far back
 _SEPARATORS = "\"' :="
 _KEYWORD_REACH = 128  # separators released after such a keyword (well inside the shortest look-back)
-_WINDOW_STEP = LIBRARY_WINDOW - LIBRARY_OVERLAP
 
 
 def _token_start(text: str, index: int, floor: int) -> int:
@@ -61,28 +53,18 @@ def _token_start(text: str, index: int, floor: int) -> int:
 
 
 def _pem_pending(text: str, begin: int) -> bool:
-    """Return True when the `BEGIN` at `begin` may still be, or is, a private key not yet resolved.
+    """Return True when the `-----BEGIN` at `begin` may still be, or is, a private key not yet resolved.
 
-    Resolved: the header cannot become one (`BEGIN CERTIFICATE`), or a whole header's block has
-    its `-----END <type>-----` or is followed by another `-----BEGIN ` (the block then ends at
-    its header). A library header (`BEGIN RSA PRIVATE KEY`, no dashes) is pending only while
-    it is being written.
+    Resolved: the header cannot become one (`-----BEGIN CERTIFICATE-----` and its line break), or
+    the block has its `-----END …KEY-----` line.
     """
-    rest = text[begin:]
-    if any(len(rest) < len(h) and h.startswith(rest) for h in _LIBRARY_HEADERS):
-        return True
-    if text[max(begin - 5, 0) : begin] != "-----":
-        return False
-    for header in _PEM_HEADERS:
-        if len(rest) < len(header) and header.startswith(rest):
-            return True
-        if rest.startswith(header):
-            kind = header[len("BEGIN ") : -len("-----")]
-            after = begin + len(header)
-            end = text.find(f"-----END {kind}-----", after)
-            again = text.find("-----BEGIN ", after)
-            return end < 0 and again < 0
-    return False
+    rest = text[begin : begin + 160]
+    opened = _PEM_OPEN.match(rest)
+    if opened is None:
+        return bool(_PEM_PARTIAL.fullmatch(text, begin))
+    after = begin + opened.end()
+    close = _PEM_CLOSE.search(text, after)
+    return close is None
 
 
 class StreamMasker:
@@ -147,18 +129,13 @@ class StreamMasker:
             cut_at -= 1
         if cut_at <= cut:
             return cut
-        index = text.find("BEGIN", cut)
+        index = text.find("-----BEGIN", cut)
         while 0 <= index < cut_at:
             if _pem_pending(text, index):
                 cut_at = min(cut_at, _token_start(text, index, cut))
                 break
-            index = text.find("BEGIN", index + 1)
-        cut_at = self._keyword_hold(cut_at)
-        line_start = text.rfind("\n") + 1
-        mark = text.find(_NPM_MARK, max(line_start, cut))
-        if mark >= 0:
-            cut_at = min(cut_at, _token_start(text, mark, cut))
-        return cut_at
+            index = text.find("-----BEGIN", index + 1)
+        return self._keyword_hold(cut_at)
 
     def _keyword_hold(self, cut_at: int) -> int:
         """Return `cut_at`, or less while a keyword (`password`, `aws_secret_access_key`…) is
@@ -167,19 +144,23 @@ class StreamMasker:
         blanks on a long line would otherwise push it out, and the value would stream raw)."""
         text, cut = self._text, self._cut
         line_start = text.rfind("\n", 0, cut_at) + 1
-        look = max(line_start, cut - _LOOK_BACK_MIN)
+        look = max(line_start, cut - _LOOK_BACK)
         head = text[look:cut_at].rstrip(_SEPARATORS)
         keyword_end = look + len(head)
-        if keyword_end < cut_at and _KEYWORD_END.search(head[-32:]):
+        if keyword_end < cut_at and KEYWORD_END.search(head[-32:]):
             return min(cut_at, max(cut, keyword_end + _KEYWORD_REACH))
         return cut_at
 
     def _context_start(self, cut: int) -> int:
-        line_start = self._text.rfind("\n", 0, cut) + 1
-        if cut - line_start <= _LOOK_BACK:
+        """Return where the look-back of a release starting at `cut` begins (see module doc)."""
+        text = self._text
+        line_start = text.rfind("\n", 0, max(cut - _LOOK_BACK, 0)) + 1
+        if cut - line_start <= _LONG_LINE:
             return line_start
-        steps = (cut - line_start - _LOOK_BACK) // _WINDOW_STEP + 1
-        return line_start + steps * _WINDOW_STEP  # aligned with the scanner's windows on this line
+        blank = cut - _LONG_LINE
+        while blank > line_start and not text[blank - 1].isspace():
+            blank -= 1
+        return blank
 
     def _masked(self, begin: int, end: int) -> str:
         start = self._context_start(begin)

@@ -11,10 +11,13 @@ from __future__ import annotations
 from django.shortcuts import render
 
 from console.access import member_required
+from guide import field_names
 
 
 @member_required
 def chat(request, conversation_id: str = ""):
     """Show the chat page, opened on `conversation_id` when given (the script reads it; an
-    unknown or foreign id is answered 404 by the API and the page says so)."""
-    return render(request, "console/chat.html", {"conversation_id": conversation_id, "nav": "chat"})
+    unknown or foreign id is answered 404 by the API and the page says so). The page carries the
+    look-alike table the client_action executor folds field names with (`guide.field_names`)."""
+    return render(request, "console/chat.html", {"conversation_id": conversation_id, "nav": "chat",
+                                                 "field_fold": field_names.fold_table()})

@@ -11,7 +11,11 @@
      `params_from_response` value must be `$.field` (a top-level field, nothing else).
    - The reply (`post_success_artifact`): only its `allowed_fields`, and never a forbidden field
      (the client's own list, the form's list, or any name that reads as a token, secret or
-     private key) — a form asking for one is refused.
+     private key) — a form asking for one is refused. A field name must be [a-z0-9_]{1,64};
+     whether it is forbidden is decided on its folded form (NFKC, then Unicode's look-alikes of
+     [a-z0-9_] replaced — the table the page carries as #agents-field-fold, from
+     guide/field_names.py — then lower case), so `agent_tokеn` with a Cyrillic е reads as
+     agent_token. The server applies the same rule to an artifact_response.
    Every refusal is reported as an anomaly with names only, never a value. */
 (function () {
   "use strict";
@@ -29,7 +33,12 @@
   // Never sent back to the system agent, whatever a form says.
   var FORBIDDEN = Object.freeze(["agent_token", "token", "private_key", "private_keys", "x25519_private_key", "ed25519_private_key",
     "signing_private_key", "webhook_secret", "secret", "jwk", "d"]);
-  var SECRET_NAME = /token|secret|private|password|jwk/i;
+  var SECRET_NAME = /token|secret|private|password|jwk/;
+  var FIELD_NAME = /^[a-z0-9_]{1,64}$/;
+  var FOLD = (function () {
+    var node = document.getElementById("agents-field-fold");
+    try { return node ? JSON.parse(node.textContent) : {}; } catch (e) { return {}; }
+  })();
   var SECRET_VALUE = /\bagt_[a-z0-9-]+_[0-9a-f]{16}_[0-9a-f]{48}\b|\bwhsec_/;
   var ID_VALUE = /^[A-Za-z0-9_-]{1,64}$/;
   var PARAM_NAME = /^:[a-z_]{1,32}$/;
@@ -56,6 +65,7 @@
     var detail = { reason: text(refusal.reason) };
     if (info.field) detail.field = text(info.field, 64);
     if (info.where) detail.where = text(info.where, 64);
+    if (info.folded && info.folded !== info.field) detail.folded = text(info.folded, 64);
     if (info.value !== undefined) detail.value = text(String(info.value), 120);
     return A.api("POST", "/v1/identity/anomalies", {
       kind: refusal.kind, artifact_subtype: text(context && context.subtype, 64), endpoint: text(info.endpoint, 300),
@@ -101,8 +111,26 @@
     return out;
   }
 
+  /* A name as it reads: NFKC, look-alikes of [a-z0-9_] replaced, lower case ("agent_tokеn" → "agent_token"). */
+  function fold(name) {
+    var out = "";
+    Array.from(String(name).normalize("NFKC")).forEach(function (c) {
+      out += Object.prototype.hasOwnProperty.call(FOLD, c) ? FOLD[c] : c;
+    });
+    return out.toLowerCase();
+  }
+
   function forbidden(name, formForbidden) {
-    return FORBIDDEN.indexOf(name) >= 0 || (formForbidden || []).indexOf(name) >= 0 || SECRET_NAME.test(name);
+    var folded = fold(name);
+    return FORBIDDEN.indexOf(folded) >= 0 || (formForbidden || []).map(fold).indexOf(folded) >= 0 || SECRET_NAME.test(folded);
+  }
+
+  /* Why a reply field name is refused (forbidden after folding, or outside [a-z0-9_]{1,64}), or "" when it may be used. */
+  function nameRefusal(name, formForbidden) {
+    if (typeof name !== "string") return "a field name must be a string";
+    if (forbidden(name, formForbidden)) return "the reply asks for a forbidden field";
+    if (!FIELD_NAME.test(name)) return "a field name must match [a-z0-9_]{1,64}";
+    return "";
   }
 
   function checkReply(spec) {
@@ -113,9 +141,8 @@
     var allowed = Array.isArray(spec.allowed_fields) ? spec.allowed_fields : [];
     var formForbidden = Array.isArray(spec.forbidden_fields) ? spec.forbidden_fields : [];
     allowed.forEach(function (name) {
-      if (typeof name !== "string" || forbidden(name, formForbidden)) {
-        throw new Refusal(KIND.field, "the reply asks for a forbidden field", { where: "post_success_artifact.allowed_fields", field: String(name) });
-      }
+      var why = nameRefusal(name, formForbidden);
+      if (why) throw new Refusal(KIND.field, why, { where: "post_success_artifact.allowed_fields", field: String(name), folded: fold(name) });
     });
     return { subtype: spec.subtype, allowed: allowed.slice(), forbidden: formForbidden.slice() };
   }
@@ -205,7 +232,7 @@
   function reply(plan, sources) {
     var payload = {};
     plan.reply.allowed.forEach(function (name) {
-      if (forbidden(name, plan.reply.forbidden)) return;
+      if (nameRefusal(name, plan.reply.forbidden)) return;
       for (var i = 0; i < sources.length; i++) {
         var source = sources[i] || {};
         if (Object.prototype.hasOwnProperty.call(source, name)) {
@@ -218,6 +245,6 @@
     return { msg_subtype: RESPONSE, artifact: { subtype: plan.reply.subtype, payload: payload } };
   }
 
-  window.ClientAction = { ENDPOINTS: ENDPOINTS, FORBIDDEN: FORBIDDEN, Refusal: Refusal, inspect: inspect, call: call, paramsFrom: paramsFrom,
+  window.ClientAction = { ENDPOINTS: ENDPOINTS, FORBIDDEN: FORBIDDEN, Refusal: Refusal, inspect: inspect, call: call, paramsFrom: paramsFrom, fold: fold,
     reply: reply, reportAnomaly: reportAnomaly, AUTH_USER: AUTH_USER, AUTH_AGENT: AUTH_AGENT, FORM: FORM, RESPONSE: RESPONSE };
 })();

@@ -135,10 +135,10 @@ def tool_daphne(django_db_setup, upstream_server):
     server.stop()
 
 
-def _needles(text: str, value: str | None) -> list[str]:
+def _needles(text: str, values: list[str]) -> list[str]:
     """The raw values to look for: every value the scanner finds, the corpus's own, and each long
     line of a multi-line value (a PEM body line leaked alone is still a leak)."""
-    values = raw_values(text) + ([value] if value else [])
+    values = raw_values(text) + [v.replace("\\n", "\n") for v in values]
     lines = [line for v in values for line in v.split("\n") if len(line) >= 16 and "PRIVATE KEY" not in line]
     return sorted(set(values + lines))
 
@@ -154,7 +154,9 @@ def _org_files(slug: str) -> bytes:
 
 @pytest.mark.django_db(transaction=True)
 def test_the_credential_corpus_leaves_no_raw_value_in_any_file_frame_or_page(make_org, tool_daphne, upstream):
-    corpus = credential_corpus()
+    samples = credential_corpus()  # in pages of 8: every credential goes through every path, in 27 rounds
+    corpus = [(" + ".join(n for n, _, _ in page), "\n\n".join(t for _, t, _ in page), [v for _, _, v in page])
+              for page in (samples[i : i + 8] for i in range(0, len(samples), 8))]
     secrets_server = _Secrets([text for _, text, _ in corpus])
     org = make_org("proof")
     fund(org, 100_000)
@@ -166,8 +168,8 @@ def test_the_credential_corpus_leaves_no_raw_value_in_any_file_frame_or_page(mak
     needles: list[str] = []
     try:
         assert session_stream.next_frame().comment == "stream open"
-        for index, (rule, text, value) in enumerate(corpus):
-            needles += _needles(text, value)
+        for index, (rule, text, values) in enumerate(corpus):
+            needles += _needles(text, values)
             for body in ({"input": f"remember {text}"}, {"input": text, "stream": True}):
                 refused = api.post("/v1/agents/echo/run", json=body)
                 assert refused.status_code == 422 and refused.json()["code"] == "secret_in_transcript", (rule, refused.text)
