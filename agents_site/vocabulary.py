@@ -472,6 +472,22 @@ class StoreCondition(StrEnum):
 
     READ_ONLY = "read_only"  # the database file or server refuses writes
     FULL = "full"  # the database reached its size limit or its disk is full
+    RESTORING = "restoring"  # the org's store is being restored from its backup (manage.py restore_org)
+
+
+class ReplicaGenerationEnd(models.TextChoices):
+    """Why an org's replica generation stopped receiving changes (tenancy.ReplicaGeneration)."""
+
+    RESTORED = "restored", "restored"  # the org was restored to a moment: a new generation carries on
+    REMOVED = "removed", "removed"  # the org was removed: its replica is kept for the retention period
+
+
+class RestoreStatus(models.TextChoices):
+    """The state of one restore of an org's store (tenancy.OrgRestore)."""
+
+    RUNNING = "running", "running"  # the org answers 503 store_unavailable (condition restoring)
+    DONE = "done", "done"  # the org is back with the data of the moment
+    FAILED = "failed", "failed"  # nothing was changed; `error` names the cause
 
 
 # Badge colours used by the console for each status word (CSS colour names).
