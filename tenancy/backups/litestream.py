@@ -231,6 +231,10 @@ class Control:
         """Stop replicating `path` (after a last sync); its replica stays as it is."""
         self._call("POST", "/unregister", {"path": path, "timeout": 30})
 
+    def sync(self, path: str, *, timeout: int = 30) -> dict:
+        """Ship what `path` has committed now and wait until the replica holds it (`sync -wait`)."""
+        return self._call("POST", "/sync", {"path": path, "wait": True, "timeout": timeout})
+
     def txid(self, path: str) -> int:
         """Return the last transaction of `path` Litestream has turned into an LTX file locally."""
         return int(self._call("GET", "/txid", params={"path": path}).get("txid") or 0)

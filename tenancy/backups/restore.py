@@ -235,12 +235,16 @@ def _restore_sqlite(slug: str, moment: dt.datetime | None, record, *, wait: floa
                 fenced.drain(wait)
             except TimeoutError as exc:
                 raise RestoreError(f"org {slug!r} could not be taken offline: {exc}") from exc
+            say(f"org {slug} is offline (503 store_unavailable, condition restoring) in every process; swapping its store")
             control = litestream.Control()
             if control.alive():
                 try:
                     control.unregister(str(live))
                 except litestream.LitestreamError as exc:
-                    raise RestoreError(f"replication of org {slug!r} could not be stopped for the restore: {exc}") from exc
+                    # A deleted or corrupt file fails Litestream's last sync, but it is let go all the same.
+                    if str(live) in control.databases():
+                        raise RestoreError(f"replication of org {slug!r} could not be stopped for the restore: {exc}") from exc
+                    say(f"replication of the old file stopped ({exc})")
             floor = floor_above(restored_head, _live_head(live), _previous_floor(slug))
             alias = _scratch_alias(scratch)
             try:
