@@ -7,7 +7,6 @@ any org context (every query names the alias).
 
 from __future__ import annotations
 
-from django.db import transaction
 from django.utils import timezone
 
 from sessions.models import EventClock, PositionGap
@@ -22,11 +21,11 @@ def clock_void_through(alias: str, floor: int) -> int:
     """Move the clock of `alias`'s store to `floor`, recording positions head+1 … floor−1 as void.
 
     Returns the head before the move (the restored moment's). No-op when `floor` is not past it.
+    The caller runs it in one transaction on `alias` (`tenancy.backups.restore`).
     """
-    with transaction.atomic(using=alias):
-        head = clock_head(alias)
-        if floor > head:
-            PositionGap.objects.using(alias).create(after=head, until=floor, created_at=timezone.now())
-            if not EventClock.objects.using(alias).filter(pk=1).update(last=floor):
-                EventClock.objects.using(alias).create(id=1, last=floor)
+    head = clock_head(alias)
+    if floor > head:
+        PositionGap.objects.using(alias).create(after=head, until=floor, created_at=timezone.now())
+        if not EventClock.objects.using(alias).filter(pk=1).update(last=floor):
+            EventClock.objects.using(alias).create(id=1, last=floor)
     return head

@@ -23,6 +23,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from django.db import transaction
 from django.utils import timezone
 
 from agents_site.vocabulary import RestoreStatus
@@ -143,7 +144,8 @@ def restore(slug: str, moment: dt.datetime | None, record, *, wait: float, say):
     restored_head = _clock.head(alias) if _clock else 0
     floor = floor_above(restored_head, live_head, _previous_floor(slug))
     if _clock is not None:
-        _clock.void_through(alias, floor)
+        with transaction.atomic(using=alias):
+            _clock.void_through(alias, floor)
     record.restored_head, record.position_floor = restored_head, floor
     record.status, record.finished_at = RestoreStatus.DONE, timezone.now()
     record.save(using="default")

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from agents_site.vocabulary import ReplicaGenerationEnd, RestoreStatus
@@ -195,8 +196,6 @@ def _remove_sidecars(path: Path) -> None:
 
 
 def _new_generation(slug: str, *, end_current: ReplicaGenerationEnd | None):
-    from django.db import transaction
-
     from tenancy.models import ReplicaGeneration
 
     now = timezone.now()
@@ -249,7 +248,8 @@ def _restore_sqlite(slug: str, moment: dt.datetime | None, record, *, wait: floa
             alias = _scratch_alias(scratch)
             try:
                 if _clock is not None:
-                    _clock.void_through(alias, floor)
+                    with transaction.atomic(using=alias):
+                        _clock.void_through(alias, floor)
             finally:
                 registry.unregister(alias)
             with contextlib.closing(sqlite3.connect(scratch)) as conn:
