@@ -5,7 +5,8 @@
    after that commit is measured (the replica directory polled every 2 ms), first with the org
    idle (baseline), then while a writer appends 100 events/s to the same org: p50 / p95 / max and
    the ratio of the loaded p50 to the idle one.
-2. Restore: an org file grown to 100 MiB (4 KiB rows), replicated, then `restore_org` (latest)
+2. Restore: an org file grown to 100 MiB (4 KiB rows) before replication starts (Litestream's
+   first snapshot of it is the 100 MiB image), shipped, then `restore_org` (latest)
    end to end, its Litestream download-and-rebuild, and the time the org answered 503 (fence up
    to fence down); against a plain copy of the same file (`shutil.copyfile`) in the same run.
 
@@ -39,7 +40,12 @@ def newest_ltx_mtime(root: Path) -> float:
     level0 = root / "ltx" / "0"
     if level0.is_dir():
         for entry in os.scandir(level0):
-            newest = max(newest, entry.stat().st_mtime)
+            if not entry.name.endswith(".ltx"):
+                continue  # a file still being written (.tmp)
+            try:
+                newest = max(newest, entry.stat().st_mtime)
+            except FileNotFoundError:
+                continue  # compacted away meanwhile
     return newest
 
 
@@ -74,6 +80,15 @@ def main() -> None:
     org_create(slug="big")
     with stores.org_context("lag"):
         session = services.session_create(agent="bench", actor="bench")
+    big = stores.store_path("big")
+    with sqlite3.connect(big) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS bench_filler (id INTEGER PRIMARY KEY, body BLOB)")
+        row = os.urandom(4096)
+        for _ in range(args.mib):
+            conn.executemany("INSERT INTO bench_filler (body) VALUES (?)", [(row,)] * 256)
+            conn.commit()
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    size = big.stat().st_size
     print(f"load average before: {os.getloadavg()}")
 
     replicate = subprocess.Popen([sys.executable, "manage.py", "replicate"], cwd=ROOT, env=dict(os.environ),
@@ -125,14 +140,6 @@ def main() -> None:
               f"  ({rate:.0f} appends/s achieved)  ratio p50 loaded/idle {statistics.median(loaded) / statistics.median(idle):.2f}")
         print(f"load average after lag: {os.getloadavg()}")
 
-        big = stores.store_path("big")
-        with sqlite3.connect(big) as conn:
-            conn.execute("CREATE TABLE IF NOT EXISTS bench_filler (id INTEGER PRIMARY KEY, body BLOB)")
-            row = os.urandom(4096)
-            for _ in range(args.mib):
-                conn.executemany("INSERT INTO bench_filler (body) VALUES (?)", [(row,)] * 256)
-                conn.commit()
-        size = big.stat().st_size
         while str(big) not in control.databases():
             time.sleep(0.05)
         shipped = time.monotonic()

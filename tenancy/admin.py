@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 
-from tenancy.admin_site import is_org_admin
+from tenancy.admin_site import OrgRowsReadOnly, is_org_admin
 
 from tenancy.models import ApiKey, Membership, Org, OrgPlacement, OrgRestore, ReplicaGeneration
 
@@ -96,33 +96,10 @@ class OrgPlacementAdmin(SuperuserOnly):
         return False
 
 
-class _OwnOrgReadOnly(admin.ModelAdmin):
-    """Read-only rows keyed by `slug`: a superuser sees every org's, an org admin the acting org's."""
+class _OwnOrgReadOnly(OrgRowsReadOnly):
+    """Read-only rows keyed by `slug` (a replica outlives its org's row)."""
 
-    def _allowed(self, request) -> bool:
-        return request.user.is_superuser or is_org_admin(request)
-
-    def has_module_permission(self, request):
-        return self._allowed(request)
-
-    def has_view_permission(self, request, obj=None):
-        return self._allowed(request)
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-    def get_queryset(self, request):
-        qs = super().get_queryset(request)
-        principal = getattr(request, "principal", None)
-        if principal and principal.org_slug:
-            return qs.filter(slug=principal.org_slug)
-        return qs if request.user.is_superuser else qs.none()
+    org_lookup = "slug"
 
 
 @admin.register(ReplicaGeneration)
