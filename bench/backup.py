@@ -156,13 +156,15 @@ def main() -> None:
                 marks["offline"] = time.monotonic()
             if "restored file ready" in line:
                 marks["ready"] = time.monotonic()
+                marks["litestream_ms"] = line.split(" in ", 1)[1].split(" ms", 1)[0]
 
         restore_started = time.monotonic()
         restore_org("big", None, say=say)
         ended = time.monotonic()
         assert not fence.restoring("big")
         print(f"restore of {size / 2**20:.1f} MiB: {ended - restore_started:.2f} s end to end "
-              f"(Litestream download + rebuild + migrate {marks['ready'] - restore_started:.2f} s; "
+              f"(file rebuilt and migrated beside the live one {marks['ready'] - restore_started:.2f} s, "
+              f"of which Litestream's restore {marks['litestream_ms']} ms; "
               f"org answering 503 for {ended - marks['offline']:.2f} s); plain copy {copy_seconds:.2f} s; "
               f"ratio restore/copy {(ended - restore_started) / copy_seconds:.1f}")
         print(f"load average after: {os.getloadavg()}")

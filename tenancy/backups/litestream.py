@@ -182,8 +182,8 @@ def restore(replica_url: str, output: Path, *, moment: dt.datetime | None) -> di
         args += ["-timestamp", moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"]
     out = _run([*args, replica_url])
     try:
-        return json.loads(out.strip().splitlines()[-1] if out.strip().startswith("{") is False else out)
-    except (ValueError, IndexError):
+        return json.loads(out[out.index("{"):])  # with -json the summary is stdout's only JSON
+    except ValueError:
         return {}
 
 

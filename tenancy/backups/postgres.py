@@ -106,7 +106,7 @@ def _active_elsewhere(server: dict, name: str) -> int:
 def restore(slug: str, moment: dt.datetime | None, record, *, wait: float, say):
     """Restore org `slug`'s database from its newest dump at or before `moment`; return `record` done."""
     from tenancy import registry, stores
-    from tenancy.backends.base import migrate
+    from tenancy.backends.base import migrate_if_behind
     from tenancy.backups.restore import _clock, _previous_floor, floor_above
 
     available = dumps(slug)
@@ -140,7 +140,7 @@ def restore(slug: str, moment: dt.datetime | None, record, *, wait: float, say):
                              f"{applied.stderr.decode(errors='replace').strip()}")
     registry.evict(alias)  # this process reconnects to the restored tables
     alias = stores.open_store(slug)
-    migrate(alias)
+    migrate_if_behind(alias)
     restored_head = _clock.head(alias) if _clock else 0
     floor = floor_above(restored_head, live_head, _previous_floor(slug))
     if _clock is not None:

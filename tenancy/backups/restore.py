@@ -41,7 +41,7 @@ from django.utils import timezone
 from agents_site.vocabulary import ReplicaGenerationEnd, RestoreStatus
 from tenancy import registry
 from tenancy.backends import get_backend
-from tenancy.backends.base import migrate
+from tenancy.backends.base import migrate_if_behind
 from tenancy.backends.sqlite import sqlite_settings, store_path
 from tenancy.backups import fence, litestream
 from tenancy.slugs import InvalidOrg, validate_slug
@@ -222,11 +222,12 @@ def _restore_sqlite(slug: str, moment: dt.datetime | None, record, *, wait: floa
             raise RestoreError(f"Litestream could not restore org {slug!r} from {generation.replica_url}: {exc}") from exc
         alias = _scratch_alias(scratch)
         try:
-            migrate(alias)  # a backup older than this code gets this code's migrations
+            migrate_if_behind(alias)  # a backup older than this code gets this code's migrations
             restored_head = _clock.head(alias) if _clock else 0
         finally:
             registry.unregister(alias)
-        say(f"restored file ready (Litestream txid {summary.get('txid', '?')}, event head {restored_head}); taking the org offline")
+        say(f"restored file ready (Litestream txid {summary.get('txid', '?')} in {summary.get('duration_ms', '?')} ms, "
+            f"event head {restored_head}); taking the org offline")
 
         with fence.Fenced(slug) as fenced:
             fenced.raise_flag()
