@@ -29,6 +29,7 @@ import logging
 import os
 import shutil
 import sqlite3
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -236,6 +237,14 @@ def _restore_sqlite(slug: str, moment: dt.datetime | None, record, *, wait: floa
             except TimeoutError as exc:
                 raise RestoreError(f"org {slug!r} could not be taken offline: {exc}") from exc
             say(f"org {slug} is offline (503 store_unavailable, condition restoring) in every process; swapping its store")
+            offline_at = phase = time.monotonic()
+            phases: dict[str, float] = {}
+
+            def lap(name: str) -> None:
+                nonlocal phase
+                now = time.monotonic()
+                phases[name], phase = now - phase, now
+
             control = litestream.Control()
             if control.alive():
                 try:
@@ -245,7 +254,9 @@ def _restore_sqlite(slug: str, moment: dt.datetime | None, record, *, wait: floa
                     if str(live) in control.databases():
                         raise RestoreError(f"replication of org {slug!r} could not be stopped for the restore: {exc}") from exc
                     say(f"replication of the old file stopped ({exc})")
+            lap("replication stopped")
             floor = floor_above(restored_head, _live_head(live), _previous_floor(slug))
+            lap("old head read")
             alias = _scratch_alias(scratch)
             try:
                 if _clock is not None:
@@ -257,6 +268,7 @@ def _restore_sqlite(slug: str, moment: dt.datetime | None, record, *, wait: floa
                 conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             Path(str(scratch) + "-wal").unlink(missing_ok=True)
             Path(str(scratch) + "-shm").unlink(missing_ok=True)
+            lap("clock moved")
             _remove_sidecars(live)
             os.replace(scratch, live)
             fd = os.open(live.parent, os.O_RDONLY)
@@ -268,12 +280,15 @@ def _restore_sqlite(slug: str, moment: dt.datetime | None, record, *, wait: floa
                 from tenancy import stores
 
                 stores.close_store(slug)  # this process's alias, if any, is registered afresh
+            lap("file swapped")
             _new_generation(slug, end_current=ReplicaGenerationEnd.RESTORED)
             record.restored_head, record.position_floor = restored_head, floor
             record.status, record.finished_at = RestoreStatus.DONE, timezone.now()
             record.save(using="default")
+        lap("recorded")
         say(f"org {slug} is back as of {moment.isoformat() if moment else 'the latest backup'}: event head {restored_head}, "
-            f"new events from {floor + 1}")
+            f"new events from {floor + 1}; offline {time.monotonic() - offline_at:.2f} s ("
+            + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in phases.items()) + ")")
         return record
     finally:
         for suffix in ("", "-wal", "-shm", ".tmp"):
