@@ -451,7 +451,7 @@ class ErrorCode(StrEnum):
     METHOD_NOT_ALLOWED = "method_not_allowed"  # the route exists without this method
     AGENT_EXTERNAL = "agent_external"  # the agent's brain runs elsewhere; it cannot be executed here
     STORE_BUSY = "store_busy"  # no database connection came free within the pool wait; retry
-    STORE_UNAVAILABLE = "store_unavailable"  # the org's store cannot take writes (read-only, full)
+    STORE_UNAVAILABLE = "store_unavailable"  # the org's store cannot take the request (read-only, full, being restored)
     ENVELOPE_KEY_UNKNOWN = "envelope_key_unknown"  # the envelope is sealed to (or signed with) a key that is not a current or in-grace key of its party
     ENVELOPE_REPLAYED = "envelope_replayed"  # an envelope with this (sender, message id) was already accepted
     AGENT_LIMIT_EXCEEDED = "agent_limit_exceeded"  # the user's identity-agent quota is used up (spec 001 AGT_008)

@@ -14,6 +14,10 @@ model and fails closed when no org is set. Every org transaction opens through `
 Provisioning runs under a per-org lock, so a slow one (postgres: CREATE DATABASE and migrate)
 never stalls other orgs; registered aliases are a bounded LRU (`tenancy.registry`) that never
 evicts an alias some thread acts for.
+
+Every frame acting for an org passes the org's restore fence (`tenancy.backups.fence`): while
+`manage.py restore_org` replaces the org's store it raises `StoreUnavailable(restoring)` (503),
+and the restore waits for frames already inside, in every process, before it swaps the file.
 """
 
 from __future__ import annotations

@@ -250,6 +250,13 @@ def test_the_drill_delete_then_corrupt_one_org_and_restore_it_to_a_moment(
         assert record2.position_floor == 2 * POSITION_EPOCH and _rows(org_b) == rows_b
         assert httpx.get(f"{server.url}{SESSIONS}/{later_a['session']}", headers={"Authorization": f"Bearer {org_a.key}"},
                          timeout=30).status_code == 200
+
+        # Removing an org stops its replication; its replica is kept (for the retention period).
+        b_generation = ReplicaGeneration.objects.get(slug=org_b.slug, ended_at__isnull=True)
+        org_b.org.delete()
+        _wait(lambda: str(path_b) not in replicator.control.databases(), "org B's replication stopped")
+        _wait(lambda: ReplicaGeneration.objects.get(pk=b_generation.pk).end_reason == ReplicaGenerationEnd.REMOVED, "B's line ended")
+        assert litestream.ltx_files(b_generation.replica_url)  # still there, still restorable
     finally:
         server.stop()
 
@@ -289,3 +296,38 @@ def test_refusals_that_need_no_replica(org_a, settings, tmp_path):
         parse_moment("yesterday")
     assert parse_moment("2026-05-01T12:30:00") == dt.datetime(2026, 5, 1, 12, 30, tzinfo=dt.UTC)
     assert floor_above(0) == POSITION_EPOCH and floor_above(5, None, POSITION_EPOCH + 3) == 2 * POSITION_EPOCH
+
+
+def test_replicas_of_ended_lines_are_deleted_after_the_retention_period(settings, tmp_path, db):
+    from tenancy.backups.replication import Supervisor
+
+    settings.AGENTS_BACKUP_URL = str(tmp_path / "replica")
+    settings.AGENTS_BACKUP_RETENTION_DAYS = 7
+    now = timezone.now()
+    lines = {}
+    for name, ended_days_ago in (("old", 8), ("recent", 6), ("current", None)):
+        url = litestream.join(litestream.base_url(), "orgs", "gone", name)
+        (litestream.local_path(url) / "ltx" / "0").mkdir(parents=True)
+        ended = None if ended_days_ago is None else now - dt.timedelta(days=ended_days_ago)
+        lines[name] = ReplicaGeneration.objects.create(slug="gone", name=name, replica_url=url, started_at=now - dt.timedelta(days=9),
+                                                       ended_at=ended, end_reason=ReplicaGenerationEnd.REMOVED if ended else "")
+    assert Supervisor().prune() == 1
+    kept = {name: litestream.local_path(line.replica_url).exists() for name, line in lines.items()}
+    assert kept == {"old": False, "recent": True, "current": True}
+    assert ReplicaGeneration.objects.get(pk=lines["old"].pk).pruned_at is not None
+
+
+def test_replication_moves_the_apps_checkpoint_out_of_litestreams_way(settings, tmp_path, db):
+    from tenancy.backends.sqlite import sqlite_settings
+
+    settings.AGENTS_BACKUP_URL = ""
+    assert "PRAGMA wal_autocheckpoint=1000;" in sqlite_settings(tmp_path / "x.db")["OPTIONS"]["init_command"]
+    settings.AGENTS_BACKUP_URL = str(tmp_path / "replica")
+    with stores.org_context("checkpoint-owner") as alias:
+        from django.db import connections
+
+        with connections[alias].cursor() as cursor:
+            cursor.execute("PRAGMA wal_autocheckpoint")
+            assert cursor.fetchone()[0] == 10_000  # Litestream checkpoints at 1,000 pages
+            cursor.execute("PRAGMA journal_mode")
+            assert cursor.fetchone()[0] == "wal"
