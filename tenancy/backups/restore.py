@@ -152,7 +152,12 @@ def _earliest_restorable(files: list[litestream.LtxFile]) -> dt.datetime | None:
     return min(starts) if starts else None
 
 
-def _check_replica(slug: str, generation, moment: dt.datetime | None) -> None:
+def _check_replica(slug: str, generation, moment: dt.datetime | None) -> dt.datetime | None:
+    """Check the generation's replica holds the moment; return the moment to ask Litestream for.
+
+    None (the latest) when the replica holds nothing newer than the moment: Litestream refuses a
+    timestamp past its newest file ("timestamp does not exist"), yet that state is the moment's.
+    """
     try:
         files = litestream.ltx_files(generation.replica_url)
     except litestream.LitestreamError as exc:
@@ -163,6 +168,12 @@ def _check_replica(slug: str, generation, moment: dt.datetime | None) -> None:
     if moment is not None and moment < earliest:
         raise RestoreError(f"the moment {moment.isoformat()} is before the first snapshot of org {slug!r} "
                            f"(the earliest moment its replica can restore is {earliest.isoformat()})")
+    if moment is None:
+        return None
+    newest = max(f.created_at for f in files)
+    # `ltx -json` (any replica but file://) gives seconds only: keep a second's margin there.
+    margin = dt.timedelta(0) if litestream.local_path(generation.replica_url) is not None else dt.timedelta(seconds=1)
+    return None if moment >= newest + margin else moment
 
 
 def _scratch_alias(path: Path, *, read_only: bool = False) -> str:
@@ -211,14 +222,14 @@ def _new_generation(slug: str, *, end_current: ReplicaGenerationEnd | None):
 
 def _restore_sqlite(slug: str, moment: dt.datetime | None, record, *, wait: float, say: Callable[[str], None]):
     generation = generation_for(slug, moment)
-    _check_replica(slug, generation, moment)
+    asked = _check_replica(slug, generation, moment)
     live = store_path(slug)
     live.parent.mkdir(parents=True, exist_ok=True)
     scratch = live.with_name(f".restore-{os.getpid()}-{uuid.uuid4().hex[:8]}.db")
     try:
         say(f"restoring {slug} from {generation.replica_url} as of {moment.isoformat() if moment else 'the latest'}")
         try:
-            summary = litestream.restore(generation.replica_url, scratch, moment=moment)
+            summary = litestream.restore(generation.replica_url, scratch, moment=asked)
         except litestream.LitestreamError as exc:
             raise RestoreError(f"Litestream could not restore org {slug!r} from {generation.replica_url}: {exc}") from exc
         alias = _scratch_alias(scratch)
