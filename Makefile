@@ -19,7 +19,8 @@ $(VENV)/.installed-dev: requirements.txt requirements-dev.txt
 	touch $@ $(VENV)/.installed-run
 
 ## make run: install, migrate, create the demo org (prints its login and API key once), serve
-## on 127.0.0.1:8000 with daphne plus a django-q2 cluster (its minute schedules ensured first).
+## on 127.0.0.1:8000 with daphne plus a django-q2 cluster (its minute schedules ensured first),
+## plus `manage.py replicate` (Litestream) when AGENTS_BACKUP_URL is set.
 run: $(VENV)/.installed-run
 	$(PY) manage.py migrate --noinput -v0
 	$(PY) manage.py migrate_orgs
@@ -27,7 +28,7 @@ run: $(VENV)/.installed-run
 	$(PY) manage.py bootstrap_demo
 	$(PY) manage.py ensure_schedules
 	@echo "Serving on http://127.0.0.1:$${PORT:-8000}/  (API docs: /v1/agents/docs, admin: /admin/)"
-	$(VENV)/bin/honcho start -f Procfile
+	$(VENV)/bin/honcho start -f Procfile web worker $$([ -n "$$AGENTS_BACKUP_URL" ] && echo backup)
 
 ## make test: install the dev requirements, hold the import contract, build and test sdk/typescript
 ## (npm ci against its lockfile, tsc, node --test, the vendored browser bundle checked), run the whole suite

@@ -100,13 +100,20 @@ class StoreBusy(ApiError):
 class StoreUnavailable(ApiError):
     """503: the org's store cannot take this request; the body's `condition` says why.
 
-    `condition` is a `StoreCondition` (`read_only`, `full`). The request's transaction was rolled
-    back, so nothing was half-written.
+    `condition` is a `StoreCondition` (`read_only`, `full`, `restoring`: `manage.py restore_org`
+    is replacing the org's store; answered with `Retry-After`). The request's transaction was
+    rolled back, so nothing was half-written.
     """
 
     status = 503
     code = ErrorCode.STORE_UNAVAILABLE
 
     def __init__(self, condition: StoreCondition) -> None:
-        words = {StoreCondition.READ_ONLY: "is read-only", StoreCondition.FULL: "is full"}[condition]
+        words = {StoreCondition.READ_ONLY: "is read-only", StoreCondition.FULL: "is full",
+                 StoreCondition.RESTORING: "is being restored from its backup"}[condition]
         super().__init__(f"the org's store {words}; nothing was written", condition=str(condition))
+        self.condition = condition
+
+    def headers(self) -> dict[str, str]:
+        """Return `{"Retry-After": "5"}` while the store is being restored; nothing otherwise."""
+        return {"Retry-After": "5"} if self.condition == StoreCondition.RESTORING else {}

@@ -30,7 +30,8 @@ COMMON = {
     413: "The body is over 1 MiB (`payload_too_large`).",
     503: (
         "The org's store or a service this request needs is unavailable; nothing was half-written "
-        "(`store_busy`: retry after `Retry-After` seconds; `store_unavailable`: its `condition` says why)."
+        "(`store_busy`: retry after `Retry-After` seconds; `store_unavailable`: its `condition` says why — "
+        "`read_only`, `full`, or `restoring` while the org's store is restored from its backup, with `Retry-After`)."
     ),
 }
 

@@ -52,6 +52,27 @@ ALLOWED_HOSTS = [h.strip() for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "127.
 AGENTS_DATA_DIR = Path(os.environ.get("AGENTS_DATA_DIR", str(BASE_DIR / "data"))).resolve()
 AGENTS_DATA_DIR.mkdir(parents=True, exist_ok=True)
 
+# Backups (tenancy/backups, README "Backups and restore"). SQLite mode: `manage.py replicate`
+# runs Litestream for the default database and every org file, shipping WAL to this replica
+# (a local directory, or any URL Litestream supports: s3://, gs://, abs://, sftp://, webdav://).
+# PostgreSQL org mode: `backup_org_pg` writes `pg_dump --format=custom` files under it (a local
+# directory). Unset: no replication, and the app checkpoints its own WAL as before.
+AGENTS_BACKUP_URL = os.environ.get("AGENTS_BACKUP_URL", "").strip()
+# How long a replica outlives its org (an org removed, or a replica retired by a restore), and
+# how far back a restore can go (Litestream's snapshot retention), in days.
+AGENTS_BACKUP_RETENTION_DAYS = max(1, _env_int("AGENTS_BACKUP_RETENTION_DAYS", 7))
+# How long every single committed transaction stays restorable to the second (Litestream keeps
+# its per-sync level-0 files this long; older moments restore at the compaction levels' 30 s /
+# 5 min / 1 h steps), in hours.
+AGENTS_BACKUP_EXACT_HOURS = max(1, _env_int("AGENTS_BACKUP_EXACT_HOURS", 24))
+# How often `manage.py replicate` looks for new, removed and restored orgs (seconds).
+AGENTS_BACKUP_POLL_SECONDS = max(0.2, _env_float("AGENTS_BACKUP_POLL_SECONDS", 2.0))
+# With replication on, Litestream owns WAL checkpoints (it holds a read transaction and
+# checkpoints at 1,000 pages); the app's automatic checkpoint then runs only past this many
+# pages, a safety net for a stopped `replicate` (SQLite's own default, 1,000, without it).
+AGENTS_SQLITE_AUTOCHECKPOINT_PAGES = 10_000 if AGENTS_BACKUP_URL else 1000
+
+
 INSTALLED_APPS = [
     "daphne",
     "agents_site.apps.AgentsAdminConfig",
@@ -133,7 +154,8 @@ if DATABASES["default"]["ENGINE"] in ("django.db.backends.sqlite3", SQLITE_ENGIN
         {
             "transaction_mode": "IMMEDIATE",
             "timeout": 30,
-            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+                            f"PRAGMA wal_autocheckpoint={AGENTS_SQLITE_AUTOCHECKPOINT_PAGES};",
         }
     )
     DATABASES["default"]["TEST"] = {"NAME": str(AGENTS_DATA_DIR / "test-default.db")}

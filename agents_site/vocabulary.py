@@ -451,7 +451,7 @@ class ErrorCode(StrEnum):
     METHOD_NOT_ALLOWED = "method_not_allowed"  # the route exists without this method
     AGENT_EXTERNAL = "agent_external"  # the agent's brain runs elsewhere; it cannot be executed here
     STORE_BUSY = "store_busy"  # no database connection came free within the pool wait; retry
-    STORE_UNAVAILABLE = "store_unavailable"  # the org's store cannot take writes (read-only, full)
+    STORE_UNAVAILABLE = "store_unavailable"  # the org's store cannot take the request (read-only, full, being restored)
     ENVELOPE_KEY_UNKNOWN = "envelope_key_unknown"  # the envelope is sealed to (or signed with) a key that is not a current or in-grace key of its party
     ENVELOPE_REPLAYED = "envelope_replayed"  # an envelope with this (sender, message id) was already accepted
     AGENT_LIMIT_EXCEEDED = "agent_limit_exceeded"  # the user's identity-agent quota is used up (spec 001 AGT_008)
@@ -472,6 +472,22 @@ class StoreCondition(StrEnum):
 
     READ_ONLY = "read_only"  # the database file or server refuses writes
     FULL = "full"  # the database reached its size limit or its disk is full
+    RESTORING = "restoring"  # the org's store is being restored from its backup (manage.py restore_org)
+
+
+class ReplicaGenerationEnd(models.TextChoices):
+    """Why an org's replica generation stopped receiving changes (tenancy.ReplicaGeneration)."""
+
+    RESTORED = "restored", "restored"  # the org was restored to a moment: a new generation carries on
+    REMOVED = "removed", "removed"  # the org was removed: its replica is kept for the retention period
+
+
+class RestoreStatus(models.TextChoices):
+    """The state of one restore of an org's store (tenancy.OrgRestore)."""
+
+    RUNNING = "running", "running"  # the org answers 503 store_unavailable (condition restoring)
+    DONE = "done", "done"  # the org is back with the data of the moment
+    FAILED = "failed", "failed"  # nothing was changed; `error` names the cause
 
 
 # Badge colours used by the console for each status word (CSS colour names).

@@ -7,3 +7,9 @@ class AgentSessionsConfig(AppConfig):
     name = "sessions"
     label = "agent_sessions"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from sessions.restore_hooks import clock_head, clock_void_through
+        from tenancy.backups.restore import register_event_clock
+
+        register_event_clock(head=clock_head, void_through=clock_void_through)

@@ -109,3 +109,25 @@ class EventClock(models.Model):
 
     def __str__(self) -> str:
         return f"event clock at {self.last}"
+
+
+class PositionGap(models.Model):
+    """Positions `after + 1 … until − 1` of the org's log that no event holds, and never will.
+
+    Written when the org's store is restored to a moment (`manage.py restore_org`): the log is
+    back at the moment's head (`after`) while clients may hold positions handed out later (by
+    the store that was replaced). The clock moves on to `until` (the head a `reset` frame then
+    names; no event holds it either), so no new event ever reuses such a position, and a
+    `Last-Event-ID` inside a gap opens the stream with a `reset` frame instead of resuming
+    silently over events that are gone.
+    """
+
+    after = models.PositiveBigIntegerField()
+    until = models.PositiveBigIntegerField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["after"]
+
+    def __str__(self) -> str:
+        return f"positions {self.after + 1}–{self.until - 1} void"

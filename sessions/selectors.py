@@ -18,7 +18,7 @@ from agents_site.pagination import Page, keyset_page, page_limit
 from agents_site.vocabulary import EventKind, SessionStatus
 from sessions import fields
 from sessions.errors import SessionNotFound
-from sessions.models import Event, EventClock, Session
+from sessions.models import Event, EventClock, PositionGap, Session
 
 LIST_DEFAULT_LIMIT = 100
 LIST_MAX_LIMIT = 500
@@ -228,6 +228,28 @@ def control_events_after(*, session_id: str, after: int | None) -> tuple[list[Ev
 def stream_head() -> int:
     """Return the org's newest event position (0 for an empty log)."""
     return EventClock.objects.filter(pk=1).values_list("last", flat=True).first() or 0
+
+
+def position_void(position: int) -> bool:
+    """Return True when `position` lies in a gap a restore left (no event holds it, ever).
+
+    A client's cursor there was handed out by a store that has since been replaced by a backup
+    (tenancy `restore_org`): the events it had seen up to it are gone.
+    """
+    return position > 0 and PositionGap.objects.filter(after__lt=position, until__gt=position).exists()
+
+
+def resume_point(last_event_id: int | None) -> tuple[int, bool]:
+    """Return `(head, reset)` for a stream resuming after `last_event_id` (None: from the head).
+
+    `reset` is True when the id cannot be resumed from: beyond the log's head (a made-up id)
+    or inside a gap a restore left (`position_void`). The stream then sends `reset` with the
+    head and goes on from there.
+    """
+    head = stream_head()
+    if last_event_id is None:
+        return head, False
+    return head, last_event_id > head or position_void(last_event_id)
 
 
 def events_after(*, position: int, root: str | None = None, limit: int = 500) -> tuple[list[Event], int]:

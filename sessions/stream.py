@@ -13,10 +13,12 @@ with the store as the source of truth behind it:
   first replayed every event with position > k from the store (page by page), then the live
   feed. For every k the client gets exactly the events after k: no gap, no duplicate, for the
   whole life of the log. Without it the stream starts at the head of the log.
-* Resume is never silent: a `Last-Event-ID` beyond the log's head (a log restored from a
-  backup or reset, a made-up id) opens the stream with `event: reset`, `id: <head>`,
-  `data: {"head": <head>}` and the stream goes on live from the head. The client re-reads
-  what it shows with the GET routes (as after any drop); its next reconnect sends the head.
+* Resume is never silent: a `Last-Event-ID` beyond the log's head (a made-up id) or inside a
+  gap a restore left (`sessions.models.PositionGap`: positions the replaced store handed out
+  after the restored moment) opens the stream with `event: reset`, `id: <head>`,
+  `data: {"head": <head>}` and the stream goes on live from the head. A stream open while its
+  org is restored gets the same frame at its next store read. The client re-reads what it
+  shows with the GET routes (as after any drop); its next reconnect sends the head.
 * Order and gaps: the stream keeps the org position it has covered. A live frame at or below
   it is a duplicate and skipped; one above the next expected position (frames from several
   processes can arrive out of order, and the layer may lose one) first pulls the missing
@@ -107,6 +109,10 @@ def _unbatched(frame: dict) -> list[dict] | tuple[dict]:
 
 
 def _replay_page(*, position: int, root: str | None) -> tuple[list[str], int, bool]:
+    if selectors.position_void(position):
+        # The store was restored under this stream: what it sent past the restored moment is gone.
+        head = selectors.stream_head()
+        return [render(StreamFrameKind.RESET, {"head": head}, head)], head, True
     events, horizon = selectors.events_after(position=position, root=root, limit=REPLAY_PAGE)
     chunks = [render(StreamFrameKind.EVENT, {"event": event_view(e)}, e.position) for e in events]
     return chunks, horizon, len(events) == REPLAY_PAGE
@@ -142,10 +148,11 @@ async def session_stream(*, org: str, root: str | None, last_event_id: int | Non
     try:
         # The head is read before the first byte: everything committed after it arrives through
         # the subscription taken above, so `: stream open` means "live from here".
-        head = await read_store(org, selectors.stream_head)
+        head, reset = await read_store(org, selectors.resume_point, last_event_id=last_event_id)
         yield ": stream open\n\n"
-        if last_event_id is not None and last_event_id > head:
-            # A restored or reset log, or a made-up id: say so, never replay nothing in silence.
+        if reset:
+            # A made-up id, or one the store handed out before it was restored to an earlier
+            # moment (beyond the head, or in the gap the restore left): say so, never resume silently.
             yield render(StreamFrameKind.RESET, {"head": head}, head)
             last_event_id = head
         state["cursor"] = head if last_event_id is None else last_event_id

@@ -2,9 +2,9 @@
 
 from django.contrib import admin
 
-from tenancy.admin_site import is_org_admin
+from tenancy.admin_site import OrgRowsReadOnly, is_org_admin
 
-from tenancy.models import ApiKey, Membership, Org, OrgPlacement
+from tenancy.models import ApiKey, Membership, Org, OrgPlacement, OrgRestore, ReplicaGeneration
 
 
 class SuperuserOnly(admin.ModelAdmin):
@@ -94,3 +94,56 @@ class OrgPlacementAdmin(SuperuserOnly):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+class _OwnOrgReadOnly(OrgRowsReadOnly):
+    """Read-only rows keyed by `slug` (a replica outlives its org's row)."""
+
+    org_lookup = "slug"
+
+
+@admin.register(ReplicaGeneration)
+class ReplicaGenerationAdmin(_OwnOrgReadOnly):
+    """The org's backup (`manage.py backup_status` for one org): each replica generation, and for
+    the current one its replica's lag and last snapshot, read live from the replica and Litestream."""
+
+    list_display = ("slug", "name", "started_at", "ended_at", "end_reason", "replica_lag", "last_snapshot", "replica_url")
+    list_filter = ("end_reason",)
+    search_fields = ("slug",)
+    readonly_fields = ("slug", "name", "replica_url", "started_at", "ended_at", "end_reason", "pruned_at", "replica_lag", "last_snapshot")
+
+    def _status(self, obj):
+        if obj.ended_at is not None:
+            return None
+        cache = self.__dict__.setdefault("_statuses", {})
+        if obj.pk not in cache:
+            from tenancy.backups.status import org_status
+
+            cache[obj.pk] = org_status(obj.slug)
+        return cache[obj.pk]
+
+    def changelist_view(self, request, extra_context=None):
+        self.__dict__["_statuses"] = {}  # read each org's replica once per page
+        return super().changelist_view(request, extra_context)
+
+    @admin.display(description="replica lag (s)")
+    def replica_lag(self, obj):
+        status = self._status(obj)
+        if status is None:
+            return "ended"
+        return status.state if status.lag_seconds is None else f"{status.lag_seconds:.1f} ({status.state})"
+
+    @admin.display(description="last snapshot")
+    def last_snapshot(self, obj):
+        status = self._status(obj)
+        return "-" if status is None or status.last_snapshot is None else status.last_snapshot.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+@admin.register(OrgRestore)
+class OrgRestoreAdmin(_OwnOrgReadOnly):
+    """Every restore of an org's store (`manage.py restore_org`): moment, outcome, event positions."""
+
+    list_display = ("slug", "moment", "status", "started_at", "finished_at", "restored_head", "position_floor", "error")
+    list_filter = ("status",)
+    search_fields = ("slug",)
+    readonly_fields = ("slug", "moment", "status", "started_at", "finished_at", "restored_head", "position_floor", "error")

@@ -72,3 +72,33 @@ class OrgModelAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return self.editable and self._allowed(request)
+
+
+class OrgRowsReadOnly(admin.ModelAdmin):
+    """A read-only ModelAdmin of default-database rows that belong to an org (`org_lookup` names
+    the org's slug: `org__slug` for a foreign key, `slug` for a slug column): a superuser sees
+    every org's rows, an org admin the acting org's, nobody adds, changes or deletes."""
+
+    org_lookup = "org__slug"
+
+    def has_module_permission(self, request):
+        return request.user.is_superuser or is_org_admin(request)
+
+    def has_view_permission(self, request, obj=None):
+        return self.has_module_permission(request)
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def get_queryset(self, request):
+        qs = super().get_queryset(request)
+        principal = getattr(request, "principal", None)
+        if principal and principal.org_slug:
+            return qs.filter(**{self.org_lookup: principal.org_slug})
+        return qs if request.user.is_superuser else qs.none()

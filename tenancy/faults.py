@@ -48,6 +48,8 @@ def store_fault(exc: BaseException) -> ApiError | None:
     `StoreUnavailable(FULL)` for SQLITE_FULL or SQLSTATE 53100. None for anything else.
     """
     for err in _chain(exc):
+        if isinstance(err, (StoreBusy, StoreUnavailable)):  # raised as such (an org being restored)
+            return err
         if _is_pool_timeout(err):
             return StoreBusy()
         if isinstance(err, sqlite3.Error):

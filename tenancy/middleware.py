@@ -42,6 +42,7 @@ class PrincipalMiddleware:
         principal = request.principal
         if principal is not None and principal.org_slug:
             stores.open_store(principal.org_slug)
+            stores.check_available(principal.org_slug)  # 503 `restoring` while restore_org runs
             return principal.org_slug
         return None
 

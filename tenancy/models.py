@@ -6,7 +6,7 @@ from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
 
-from agents_site.vocabulary import ApiKeyScope
+from agents_site.vocabulary import ApiKeyScope, ReplicaGenerationEnd, RestoreStatus
 
 SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 
@@ -86,3 +86,61 @@ class OrgPlacement(models.Model):
 
     def __str__(self) -> str:
         return f"{self.slug} on {self.server}"
+
+
+class ReplicaGeneration(models.Model):
+    """One unbroken line of an org store's continuous backup (SQLite mode, `manage.py replicate`).
+
+    Litestream ships the org file's WAL to `replica_url` from `started_at` on. A restore ends the
+    generation (`ended_at`, `end_reason=restored`) and the restored file starts a new one at a new
+    URL, so the replica of the old line is never overwritten and stays restorable to any moment of
+    its life; removing the org ends it with `removed`. An ended generation's replica is deleted
+    `AGENTS_BACKUP_RETENTION_DAYS` after `ended_at` (`pruned_at`). Keyed by slug, not a foreign
+    key: a replica outlives its org's row. `name` is the generation's path part (`g` + UTC time).
+    """
+
+    slug = models.CharField(max_length=63, validators=[RegexValidator(SLUG_RE)])
+    name = models.CharField(max_length=32)
+    replica_url = models.CharField(max_length=1000)
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+    end_reason = models.CharField(max_length=16, choices=ReplicaGenerationEnd.choices, blank=True, default="")
+    pruned_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["slug", "-started_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["slug", "name"], name="uniq_replica_generation_slug_name"),
+            models.UniqueConstraint(fields=["slug"], condition=models.Q(ended_at__isnull=True),
+                                    name="uniq_replica_generation_current"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.slug} {self.name}{'' if self.ended_at is None else f' ({self.end_reason})'}"
+
+
+class OrgRestore(models.Model):
+    """One restore of an org's store to a moment (`manage.py restore_org`), kept as a record.
+
+    While `status` is `running` the org answers 503 `store_unavailable` (`condition:
+    restoring`) in every process. `moment` is the moment asked for (None: the latest);
+    `restored_head` the org's event position at that moment and `position_floor` the position
+    the event clock was moved to (every position in between is void: a `Last-Event-ID` there
+    gets the stream's `reset` frame). `error` names the cause of a failure (nothing changed).
+    """
+
+    slug = models.CharField(max_length=63, validators=[RegexValidator(SLUG_RE)])
+    moment = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(max_length=16, choices=RestoreStatus.choices, default=RestoreStatus.RUNNING)
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    restored_head = models.PositiveBigIntegerField(null=True, blank=True)
+    position_floor = models.PositiveBigIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["-started_at"]
+        indexes = [models.Index(fields=["slug", "status"], name="ix_orgrestore_slug_status")]
+
+    def __str__(self) -> str:
+        return f"restore of {self.slug} ({self.status})"

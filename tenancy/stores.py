@@ -14,6 +14,10 @@ model and fails closed when no org is set. Every org transaction opens through `
 Provisioning runs under a per-org lock, so a slow one (postgres: CREATE DATABASE and migrate)
 never stalls other orgs; registered aliases are a bounded LRU (`tenancy.registry`) that never
 evicts an alias some thread acts for.
+
+Every frame acting for an org passes the org's restore fence (`tenancy.backups.fence`): while
+`manage.py restore_org` replaces the org's store it raises `StoreUnavailable(restoring)` (503),
+and the restore waits for frames already inside, in every process, before it swaps the file.
 """
 
 from __future__ import annotations
@@ -31,13 +35,14 @@ from tenancy.backends import get_backend
 from tenancy.backends import postgres as _postgres
 from tenancy.backends import sqlite as _sqlite
 from tenancy.backends.base import ORG_APP_LABELS, migrate
+from tenancy.backups import fence
 from tenancy.slugs import SLUG_RE, InvalidOrg, validate_slug
 
 __all__ = [
     "ORG_APP_LABELS", "SLUG_RE", "InvalidOrg", "NoOrgSelected", "StoreMissing", "validate_slug", "is_org_alias",
     "store_path", "postgres_database_name", "code_version", "template_path", "open_store", "close_store", "store_exists",
     "open_existing_store", "current_org", "current_alias", "set_current", "reset_current", "org_context",
-    "org_atomic", "existing_org_slugs", "migrate_store", "ensure_templates",
+    "org_atomic", "existing_org_slugs", "migrate_store", "ensure_templates", "check_available",
 ]
 
 _current_org: contextvars.ContextVar[str | None] = contextvars.ContextVar("agents_current_org", default=None)
@@ -129,11 +134,29 @@ def _acquire(slug: str) -> str:
     while True:  # provisioning runs outside the registry lock: re-check the alias is still there
         alias = open_store(slug)
         if registry.hold(alias):
-            return alias
+            break
+    try:
+        fence.enter(slug)  # StoreUnavailable(restoring) while the org is being restored
+    except BaseException:
+        registry.let_go(alias)
+        raise
+    if get_backend().kind == "sqlite":
+        _sqlite.drop_stale_connection(alias)  # a file replaced by a restore: never read the old one
+    return alias
 
 
 def _release(slug: str) -> None:
+    fence.leave(slug)
     registry.let_go(_alias(slug))
+
+
+def check_available(slug: str) -> None:
+    """Raise `StoreUnavailable` (503, `condition: restoring`) while org `slug` is being restored.
+
+    Every frame acting for the org checks it anyway (`set_current`, `org_context`); the request
+    middleware calls this first, on its thread, so PostgreSQL mode reads the flag there.
+    """
+    fence.check(validate_slug(slug))
 
 
 def current_org() -> str | None:

@@ -28,7 +28,7 @@ from django.conf import settings
 from django.db import connections
 
 from tenancy import registry
-from tenancy.backends.base import OrgStoreBackend, default_settings_copy, migrate
+from tenancy.backends.base import OrgStoreBackend, default_settings_copy, migrate, migrate_if_behind
 
 #: Seconds an idle pooled connection to an org database is kept (psycopg-pool's `max_idle`).
 ORG_POOL_MAX_IDLE_SECONDS = 60.0
@@ -193,11 +193,7 @@ def _database_exists(server: dict, name: str) -> bool:
 
 def _migrate_if_behind(alias: str) -> None:
     """Apply pending migrations to `alias` (an existing org database), if any; close its connection."""
-    from django.db.migrations.executor import MigrationExecutor
-
-    executor = MigrationExecutor(connections[alias])
-    if executor.migration_plan(executor.loader.graph.leaf_nodes()):
-        migrate(alias)
+    migrate_if_behind(alias)
     connections[alias].close()
 
 

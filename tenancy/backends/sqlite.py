@@ -41,10 +41,22 @@ def store_path(slug: str) -> Path:
     return data_dir() / "orgs" / slug / "agents.db"
 
 
+def autocheckpoint_pages() -> int:
+    """Return the WAL pages past which an app connection checkpoints by itself.
+
+    1,000 (SQLite's default) without replication; with `AGENTS_BACKUP_URL` set, 10,000:
+    Litestream owns checkpointing then (it checkpoints at 1,000 pages, holding a read
+    transaction so no checkpoint resets the WAL before it has shipped it) and the app's own
+    only runs if `manage.py replicate` is stopped and the WAL keeps growing.
+    """
+    return 10_000 if getattr(settings, "AGENTS_BACKUP_URL", "") else 1000
+
+
 def sqlite_settings(name: Path | str) -> dict:
     """Return the `DATABASES` entry of an org-shaped SQLite file at `name`.
 
-    WAL, `synchronous=NORMAL`, foreign keys on, 30 s busy timeout, BEGIN IMMEDIATE writes.
+    WAL, `synchronous=NORMAL`, foreign keys on, 30 s busy timeout, BEGIN IMMEDIATE writes; the
+    automatic checkpoint at `autocheckpoint_pages()` WAL pages.
     """
     base = default_settings_copy()
     base.update(
@@ -60,7 +72,8 @@ def sqlite_settings(name: Path | str) -> dict:
             "OPTIONS": {
                 "transaction_mode": "IMMEDIATE",
                 "timeout": 30,  # seconds: sqlite3's busy timeout
-                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; "
+                                f"PRAGMA wal_autocheckpoint={autocheckpoint_pages()};",
             },
             "TEST": {"NAME": str(name)},
         }
@@ -148,3 +161,29 @@ class SQLiteBackend(OrgStoreBackend):
     def exists(self, slug: str) -> bool:
         """Return True when org `slug`'s file exists."""
         return store_path(slug).exists()
+
+
+def drop_stale_connection(alias: str) -> bool:
+    """Drop this thread's open connection of `alias` if its file was replaced since; say so.
+
+    A thread keeps its connection between frames only outside requests (a shell, a test, a
+    worker between tasks); an org restored from its backup is a new file (a new inode), and such
+    a connection would still read and write the old one. It is closed the engine's way, which
+    hands it to the pool, and the pool never reuses (nor closes) a replaced file's connection.
+    """
+    from django.db import connections
+
+    connection = connections[alias]
+    identity = getattr(connection, "_pool_identity", None)
+    if connection.connection is None or identity is None or connection.in_atomic_block:
+        return False
+    try:
+        stat = os.stat(connection.settings_dict["NAME"])
+        current = (stat.st_dev, stat.st_ino)
+    except OSError:
+        current = None
+    if current == identity:
+        return False
+    with contextlib.suppress(Exception):
+        connection.close()
+    return True

@@ -111,6 +111,36 @@ def test_a_replaced_file_is_never_read_through_an_old_connection(db_file):
     again.close()
 
 
+def test_a_replaced_files_old_connection_is_leaked_never_closed_over_the_new_wal(db_file):
+    # A restore swaps a new file in (issue 35). SQLite closing the last connection of a WAL file
+    # checkpoints it and deletes `-wal` by name, which is the new file's by then; the old
+    # connection is leaked instead (take(), drain(), exit), and the new file's WAL stays readable.
+    wrapper = _wrapper(db_file)
+    _raw_id(wrapper)
+    wrapper.close()
+    assert pool.idle_count(str(db_file)) == 1
+    replacement = db_file.with_name("replacement.db")
+    new = sqlite3.connect(replacement)
+    new.execute("PRAGMA journal_mode=WAL")
+    new.execute("PRAGMA wal_autocheckpoint=0")
+    new.execute("CREATE TABLE kept (n INTEGER)")
+    new.commit()
+    for suffix in ("-wal", "-shm"):
+        if os.path.exists(f"{db_file}{suffix}"):
+            os.unlink(f"{db_file}{suffix}")
+    os.replace(replacement, db_file)
+    os.replace(f"{replacement}-wal", f"{db_file}-wal")
+    os.replace(f"{replacement}-shm", f"{db_file}-shm")
+    new.execute("INSERT INTO kept VALUES (1)")
+    new.commit()  # only in the WAL (no checkpoint)
+    assert pool.drain(str(db_file)) == 1  # the old connection: leaked, not closed
+    assert os.path.exists(f"{db_file}-wal")
+    reader = sqlite3.connect(db_file)  # a new process's view: the committed row is in the WAL by name
+    assert reader.execute("SELECT count(*) FROM kept").fetchone()[0] == 1
+    reader.close()
+    new.close()
+
+
 def test_the_pool_is_bounded_per_file(db_file, settings):
     settings.AGENTS_SQLITE_IDLE_PER_FILE = 2
     wrappers = [_wrapper(db_file) for _ in range(4)]

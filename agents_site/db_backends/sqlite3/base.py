@@ -14,9 +14,12 @@ What keeps a reused connection as good as a new one:
   one is), goes back; one closed inside an atomic block is really closed (Django still
   references it).
 * The file's identity (device, inode) is recorded when the connection is opened; a pooled
-  connection whose file was deleted or replaced (an org removed, a test's store rebuilt) is
-  closed, never reused. `close_pool()` (called when an org alias is unregistered) closes a
-  file's idle connections at once.
+  connection whose file was deleted or replaced (an org restored from its backup, a test's
+  store rebuilt) is never reused — and never closed either, but leaked (`leak`): closing the
+  last connection of a WAL database checkpoints it and deletes its `-wal` file *by name*,
+  which by then is the new file's WAL (its committed pages lost, "disk I/O error" after). The
+  same holds when the pool is drained (`close_pool()`, called when an org alias is
+  unregistered, closes a file's idle connections at once) and at the process's exit.
 * `PRAGMA foreign_keys = ON` is restored on reuse (a migration may have turned it off).
 * Bounded: at most `AGENTS_SQLITE_IDLE_PER_FILE` idle connections per file and
   `AGENTS_SQLITE_IDLE_CONNECTIONS` in the process (least recently used file first out).
@@ -37,6 +40,7 @@ did with SQLite's locks alone.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import os
 import threading
@@ -89,7 +93,7 @@ class IdlePool:
             if entries is not None and not entries:
                 del self._idle[key]
         for conn in stale:
-            _close_quietly(conn)
+            self.leak(conn)  # its file was replaced or deleted: closing it could delete the new file's -wal
         return found
 
     def give(self, key: tuple, conn, identity) -> None:
@@ -101,31 +105,37 @@ class IdlePool:
             entries = self._idle.setdefault(key, [])
             self._idle.move_to_end(key)
             if len(entries) >= per_file or total == 0:
-                evicted.append(conn)
+                evicted.append((key[0], conn, identity))
             else:
                 entries.append((conn, identity))
                 self._count += 1
                 while self._count > total:
                     oldest_key = next(iter(self._idle))
                     oldest = self._idle[oldest_key]
-                    evicted.append(oldest.pop(0)[0])
+                    evicted.append((oldest_key[0], *oldest.pop(0)))
                     self._count -= 1
                     if not oldest:
                         del self._idle[oldest_key]
             if not entries and key in self._idle:
                 del self._idle[key]
-        for victim in evicted:
-            _close_quietly(victim)
+        for name, victim, victim_identity in evicted:
+            if self.identity(name) == victim_identity:
+                _close_quietly(victim)
+            else:
+                self.leak(victim)  # its file was replaced since: never close (see `take`)
 
     def drain(self, path: str | None = None) -> int:
         """Close the idle connections of file `path` (every file when None); return how many."""
         closed = []
         with self._lock:
             for key in [k for k in self._idle if path is None or k[0] == path]:
-                closed.extend(conn for conn, _ in self._idle.pop(key))
+                closed.extend((key[0], conn, identity) for conn, identity in self._idle.pop(key))
             self._count -= len(closed)
-        for conn in closed:
-            _close_quietly(conn)
+        for name, conn, identity in closed:
+            if self.identity(name) == identity:
+                _close_quietly(conn)
+            else:
+                self.leak(conn)  # the file was replaced since: never close (see `take`)
         return len(closed)
 
     def idle_count(self, path: str | None = None) -> int:
@@ -152,6 +162,22 @@ class IdlePool:
         self._idle = OrderedDict()
         self._count = 0
 
+    def leak_replaced(self) -> int:
+        """Leak (never close) every idle connection whose file was replaced or deleted; return how many."""
+        leaked = 0
+        with self._lock:
+            for key in list(self._idle):
+                entries = self._idle[key]
+                current = self.identity(key[0])
+                for item in [e for e in entries if e[1] != current]:
+                    entries.remove(item)
+                    self.leak(item[0])
+                    leaked += 1
+                if not entries:
+                    del self._idle[key]
+            self._count -= leaked
+        return leaked
+
     def leak(self, conn) -> None:
         """Keep `conn` referenced until the process ends, and past it: never closed by this process."""
         ctypes.pythonapi.Py_IncRef(ctypes.py_object(conn))
@@ -167,6 +193,8 @@ def _close_quietly(conn) -> None:
 
 pool = IdlePool()
 os.register_at_fork(before=pool.drain, after_in_child=pool.forget_after_fork)
+# At exit the interpreter may free (close) what the pool holds, a replaced file's connections too.
+atexit.register(pool.leak_replaced)
 
 
 _write_locks: dict[str, threading.Lock] = {}
