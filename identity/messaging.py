@@ -64,7 +64,7 @@ def check_envelope(envelope: object, *, sender: tuple[str, str], recipient: tupl
 
 def _create(shape: OuterShape, **fields) -> Envelope:
     try:
-        with transaction.atomic(using=stores.current_alias()):
+        with stores.org_atomic():
             return Envelope.objects.create(sender=shape.sender, message_id=shape.message_id, size_bytes=shape.size_bytes, **fields)
     except IntegrityError:  # a concurrent request took this (sender, message id) first
         raise EnvelopeReplayed(f"an envelope with message id {shape.message_id} from you was already accepted", message_id=shape.message_id) from None

@@ -187,6 +187,7 @@ def _run_appenders(slug: str, session_ids: list[str], *, processes: int, per_thr
     for proc in procs:
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 0, err
+        assert "Traceback" not in err, err  # a thread's exception leaves the exit code 0
 
 
 def test_appends_from_three_processes_keep_seq_and_position_dense(org_a):
@@ -223,7 +224,9 @@ def test_appends_from_three_processes_keep_seq_and_position_dense_on_postgresql(
         two = services.session_create(agent="racer", actor="t")
     env = {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "agents_site.settings",
+        # The test's default database (its orgs and restore records) is the children's too.
+        "DJANGO_SETTINGS_MODULE": "tests.support.child_settings",
+        "AGENTS_TEST_DEFAULT_SQLITE": str(connections["default"].settings_dict["NAME"]),
         "AGENTS_DATA_DIR": str(settings.AGENTS_DATA_DIR),
         "AGENTS_ORG_DATABASE": "postgres",
         "DATABASE_URL": PG_SERVER,

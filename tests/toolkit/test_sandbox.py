@@ -40,8 +40,12 @@ def processes() -> dict[int, tuple[int, str, str, int]]:
     return table
 
 
-def descendants(root: int) -> dict[int, tuple[str, int]]:
-    """Return the living descendants of `root`: pid → (name, start time)."""
+def descendants(root: int, *, besides: dict[int, tuple[str, int]] | None = None) -> dict[int, tuple[str, int]]:
+    """Return the living descendants of `root`: pid → (name, start time), less those already in `besides`.
+
+    `besides` is what ran before the command: in the whole suite this worker's other children
+    (a live server, a gateway another test file started) live on and are not the command's.
+    """
     table = processes()
     found: dict[int, tuple[str, int]] = {}
     frontier = [root]
@@ -51,7 +55,7 @@ def descendants(root: int) -> dict[int, tuple[str, int]]:
             if ppid == parent and pid not in found and state not in ("Z", "X"):
                 found[pid] = (name, start)
                 frontier.append(pid)
-    return found
+    return {pid: entry for pid, entry in found.items() if (besides or {}).get(pid) != entry}
 
 
 def running(pid: int, start: int) -> bool:
@@ -73,8 +77,9 @@ async def until(condition, *, what: str, timeout: float = 60.0):
 async def cancel_midway(backend, work: Path) -> tuple[CommandCancelled, dict[int, tuple[str, int]]]:
     """Start `sleep 60` (and a child `sleep 60` it spawned) under `backend`, cancel it once both run; return the stop and the tree."""
     command = "echo started; sleep 60 & echo spawned > spawned.txt; sleep 60; echo never"
+    before = descendants(os.getpid())
     task = asyncio.create_task(backend.arun(command, workdir=work, limits=limits()))
-    tree = await until(lambda: (work / "spawned.txt").exists() and (found := descendants(os.getpid()))
+    tree = await until(lambda: (work / "spawned.txt").exists() and (found := descendants(os.getpid(), besides=before))
                        and sum(name == "sleep" for name, _ in found.values()) >= 2 and found, what="both sleeps to run")
     task.cancel()
     with pytest.raises(CommandCancelled) as caught:
@@ -84,10 +89,11 @@ async def cancel_midway(backend, work: Path) -> tuple[CommandCancelled, dict[int
 
 @bubblewrap
 async def test_a_cancelled_sandboxed_command_leaves_no_process_behind(tmp_path):
+    before_all = descendants(os.getpid())
     stop, tree = await cancel_midway(BubblewrapSandbox(), tmp_path)
     assert {"bwrap", "sleep"} <= {name for name, _ in tree.values()}
     await until(lambda: not any(running(pid, start) for pid, (_, start) in tree.items()), what="the whole tree to be gone")
-    assert not any(name in ("bwrap", "sleep", "sh") for name, _ in descendants(os.getpid()).values())
+    assert not any(name in ("bwrap", "sleep", "sh") for name, _ in descendants(os.getpid(), besides=before_all).values())
     assert isinstance(stop, asyncio.CancelledError)
     assert stop.result.cancelled is True and stop.result.exit_code is None
     assert stop.result.output == "started\n"  # what it printed before the stop, nothing after
@@ -102,8 +108,9 @@ async def test_a_cancelled_unconfined_command_leaves_no_process_behind(tmp_path)
 
 async def test_a_cancelled_shell_command_is_killed_with_its_children(tmp_path):
     shell = Shell(tmp_path)
+    before = descendants(os.getpid())
     task = asyncio.create_task(shell({"command": "sleep 60 & echo spawned > spawned.txt; sleep 60"}))
-    tree = await until(lambda: (tmp_path / "spawned.txt").exists() and (found := descendants(os.getpid()))
+    tree = await until(lambda: (tmp_path / "spawned.txt").exists() and (found := descendants(os.getpid(), besides=before))
                        and sum(name == "sleep" for name, _ in found.values()) >= 2 and found, what="both sleeps to run")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):

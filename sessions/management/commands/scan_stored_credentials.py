@@ -74,11 +74,11 @@ class Command(BaseCommand):
     help = "Report (never rewrite) stored values the credential scanner flags, per org, table and column: masked previews and fingerprints only."
 
     def add_arguments(self, parser):
-        parser.add_argument("--org", action="append", dest="orgs", metavar="SLUG", help="scan only this org's store (repeatable)")
+        parser.add_argument("--org", action="append", dest="org_slugs", metavar="SLUG", help="scan only this org's store (repeatable)")
         parser.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
 
     def handle(self, *args, **options):
-        orgs = options["orgs"]
+        orgs = options["org_slugs"]
         found = list(scan_stored(orgs=orgs, shared=not orgs))
         counts = Counter((f["org"], f["table"], f["column"]) for f in found)
         summary = [{"org": o, "table": t, "column": c, "findings": n} for (o, t, c), n in sorted(counts.items())]
