@@ -7,7 +7,7 @@ from django.core.validators import RegexValidator, URLValidator
 from django.db import models
 
 from agents_site.ids import mint_id
-from agents_site.vocabulary import AgentHosting, AgentStatus, ExecutionMode, McpTransport, RunKind, RunStatus
+from agents_site.vocabulary import AgentHosting, AgentStatus, ExecutionMode, FinishReason, McpTransport, RunKind, RunStatus
 
 MCP_SERVER_NAME_PATTERN = r"^[a-z0-9][a-z0-9-]{0,31}$"
 
@@ -70,6 +70,7 @@ class Run(models.Model):
     prompt_tokens = models.IntegerField(null=True, blank=True)
     completion_tokens = models.IntegerField(null=True, blank=True)
     tool_calls = models.IntegerField(default=0)
+    finish_reason = models.CharField(max_length=16, choices=FinishReason.choices, default="", blank=True)
     actor = models.CharField(max_length=300, default="", blank=True)
     trace_id = models.CharField(max_length=64, default="", blank=True)
     session_id = models.CharField(max_length=64, default="", blank=True)

@@ -31,6 +31,7 @@ def run_view(run: Run) -> dict:
             "promptTokens": run.prompt_tokens,
             "completionTokens": run.completion_tokens,
             "toolCalls": run.tool_calls or None,
+            "finishReason": run.finish_reason or None,
             "actor": run.actor,
             "traceId": run.trace_id,
             "sessionId": run.session_id,

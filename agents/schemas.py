@@ -12,7 +12,7 @@ from ninja import Schema
 from pydantic import BeforeValidator, ConfigDict, Field, StrictBool, StrictFloat, StrictInt
 
 from agents_site.schemas import choice, declare, required_in_docs, text
-from agents_site.vocabulary import ActivityKind, AgentHosting, AgentStatus, ExecutionMode, LedgerKind, MetricsRange, RunKind, RunStatus
+from agents_site.vocabulary import ActivityKind, AgentHosting, AgentStatus, ExecutionMode, FinishReason, LedgerKind, MetricsRange, RunKind, RunStatus
 
 # The limits the services enforce (agents.services, agents.lifecycle), declared for the docs.
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -104,6 +104,7 @@ class RunOut(Schema):
     promptTokens: int | None = None
     completionTokens: int | None = None
     toolCalls: int | None = None
+    finishReason: str | None = choice(FinishReason, None, description="why the last model reply ended; null until the run finishes")
     actor: str | None = None
     traceId: str | None = None
     sessionId: str | None = None

@@ -39,6 +39,22 @@ RunStatus.IN_FLIGHT = frozenset({RunStatus.QUEUED, RunStatus.RUNNING})
 RunStatus.HOLDS_FEE = RunStatus.IN_FLIGHT
 
 
+class FinishReason(models.TextChoices):
+    """Why a finished run's last model reply ended (the run's `finishReason`; issues 25 and 31).
+
+    The gateway's own `finish_reason` words pass through (`stop`, `length`, `content_filter`,
+    `tool_calls`); `stopped` is a user's stop, `error` a failure. Empty (null in the API) for a
+    run that has not finished or ended before any model reply was read.
+    """
+
+    STOP = "stop", "stop"  # the model ended its reply
+    LENGTH = "length", "truncated"  # cut by the token limit (maxTokens)
+    CONTENT_FILTER = "content_filter", "content filter"  # cut by the gateway's content filter
+    TOOL_CALLS = "tool_calls", "tool calls"  # the reply handed tool calls to the client
+    STOPPED = "stopped", "stopped"  # a stop command ended the run
+    ERROR = "error", "error"  # the run failed
+
+
 class RunKind(models.TextChoices):
     """What started a run. Every kind starts and finishes through the one run lifecycle."""
 

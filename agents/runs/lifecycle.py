@@ -41,7 +41,7 @@ from agents.inference import inference_configured
 from agents.models import Agent, Run
 from agents.run_session import RunSession, clip, session_title
 from agents_site.errors import ApiError, Conflict, InvalidRequest, ServiceUnavailable
-from agents_site.vocabulary import AgentHosting, ErrorCode, EventKind, RunKind, RunStatus, SessionStatus
+from agents_site.vocabulary import AgentHosting, ErrorCode, EventKind, FinishReason, RunKind, RunStatus, SessionStatus
 from billing.meter import balance_authorize, fee_for_kind, run_charge
 from sessions.services import refuse_secrets
 from tenancy import stores
@@ -94,6 +94,7 @@ class Outcome:
     completion_tokens: int | None = None
     tool_calls: int = 0
     duration_ms: int | None = None
+    finish_reason: str = ""  # FinishReason; "" → `stop` for an ok run, `error` for a failed one
     actions: list = field(default_factory=list)
     ops: list = field(default_factory=list)
 
@@ -403,6 +404,7 @@ def run_finish(
         "prompt_tokens": outcome.prompt_tokens,
         "completion_tokens": outcome.completion_tokens,
         "tool_calls": outcome.tool_calls,
+        "finish_reason": outcome.finish_reason or (FinishReason.STOP if ok else FinishReason.ERROR),
         "duration_ms": outcome.duration_ms,
         "finished_at": now,
     }

@@ -25,6 +25,7 @@ def test_run_answers_the_recorded_run_and_debits_once(funded, upstream):
     assert body["status"] == "ok" and body["output"] == "Hi there" and body["model"] == "test-model"
     assert body["input"] == "  say hi  " and body["agent"] == "writer"
     assert body["promptTokens"] == 12 and body["completionTokens"] == 3 and body["attempts"] == 1
+    assert body["finishReason"] == "stop"
     assert body["actor"] == f"{funded.slug}/{funded.user.username}"
     assert len(body["traceId"]) == 32 and body["id"].startswith("run_")
     sent = upstream.chat_requests[0]
@@ -178,6 +179,7 @@ def test_failed_run_is_502_whose_body_is_the_run_and_is_not_billed(funded, upstr
     body = response.json()
     assert body["status"] == "error" and body["error"] == "upstream answered 400: bad prompt"
     assert body["model"] == "test-model" and body["attempts"] == 1 and "output" not in body
+    assert body["finishReason"] == "error"
     assert "code" not in body  # the run, not an error envelope
     assert len(upstream.chat_requests) == 1
     [stored] = stored_runs(funded)
