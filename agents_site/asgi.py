@@ -259,7 +259,8 @@ class AgentsASGIHandler(ASGIHandler):
         body_file.close()
 
 
-django_asgi_app = AgentsASGIHandler()
+# AGENTS_FAST_HANDLER off: Django's own handler (and Django's own middleware, settings.py).
+django_asgi_app = AgentsASGIHandler() if settings.AGENTS_FAST_HANDLER else ASGIHandler()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import path  # noqa: E402

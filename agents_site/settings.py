@@ -100,18 +100,39 @@ INSTALLED_APPS = [
     "console",
 ]
 
+# The fast path (issue 27 item 3), each part switchable off to run on Django's stock code (a CI
+# pass of `make test` runs the API tests that way; agents_site/django_private.py lists every
+# private Django name the parts touch):
+# AGENTS_FAST_HANDLER — the ASGI handler (agents_site/asgi.py) and the inline middleware;
+# AGENTS_POOLED_SQLITE — the SQLite engine that keeps idle connections (agents_site/db_backends).
+AGENTS_FAST_HANDLER = _env_bool("AGENTS_FAST_HANDLER", True)
+AGENTS_POOLED_SQLITE = _env_bool("AGENTS_POOLED_SQLITE", True)
+_MIDDLEWARE_HOME = "agents_site.inline_middleware" if AGENTS_FAST_HANDLER else None
+_STOCK_MIDDLEWARE = {
+    "SecurityMiddleware": "django.middleware.security", "SessionMiddleware": "django.contrib.sessions.middleware",
+    "CommonMiddleware": "django.middleware.common", "CsrfViewMiddleware": "django.middleware.csrf",
+    "AuthenticationMiddleware": "django.contrib.auth.middleware", "MessageMiddleware": "django.contrib.messages.middleware",
+    "XFrameOptionsMiddleware": "django.middleware.clickjacking",
+}
+
+
+def _stock(name: str) -> str:
+    """Return the dotted path of Django's middleware `name`, inline on the loop when the fast handler is on."""
+    return f"{_MIDDLEWARE_HOME or _STOCK_MIDDLEWARE[name]}.{name}"
+
+
 # Django's stock middleware, run inline on the event loop under ASGI (agents_site/inline_middleware.py):
 # a request hops to a thread for the principal lookup and a sync view only.
 MIDDLEWARE = [
     "agents_site.middleware.api_error_shape",  # outermost: sees every error answered under /v1/
-    "agents_site.inline_middleware.SecurityMiddleware",
+    _stock("SecurityMiddleware"),
     "agents_site.middleware.static_files",  # WhiteNoise, kept out of the way of async views
-    "agents_site.inline_middleware.SessionMiddleware",
-    "agents_site.inline_middleware.CommonMiddleware",
-    "agents_site.inline_middleware.CsrfViewMiddleware",
-    "agents_site.inline_middleware.AuthenticationMiddleware",
-    "agents_site.inline_middleware.MessageMiddleware",
-    "agents_site.inline_middleware.XFrameOptionsMiddleware",
+    _stock("SessionMiddleware"),
+    _stock("CommonMiddleware"),
+    _stock("CsrfViewMiddleware"),
+    _stock("AuthenticationMiddleware"),
+    _stock("MessageMiddleware"),
+    _stock("XFrameOptionsMiddleware"),
     "tenancy.middleware.PrincipalMiddleware",
 ]
 
@@ -141,14 +162,14 @@ _default_sqlite = AGENTS_DATA_DIR / "default.db"
 if os.environ.get("DATABASE_URL"):
     DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=0)}
 else:
-    DATABASES = {"default": {"ENGINE": "agents_site.db_backends.sqlite3", "NAME": str(_default_sqlite)}}
+    DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": str(_default_sqlite)}}
 # SQLite files (the default database and every org store) use Django's engine with the idle
 # connections kept for reuse in the process (agents_site/db_backends/sqlite3): a request still
 # hands its connections back at its end, but reopening one costs nothing.
-SQLITE_ENGINE = "agents_site.db_backends.sqlite3"
+SQLITE_ENGINE = "agents_site.db_backends.sqlite3" if AGENTS_POOLED_SQLITE else "django.db.backends.sqlite3"
 AGENTS_SQLITE_IDLE_PER_FILE = max(0, _env_int("AGENTS_SQLITE_IDLE_PER_FILE", 8))
 AGENTS_SQLITE_IDLE_CONNECTIONS = max(0, _env_int("AGENTS_SQLITE_IDLE_CONNECTIONS", 64))
-if DATABASES["default"]["ENGINE"] in ("django.db.backends.sqlite3", SQLITE_ENGINE):
+if DATABASES["default"]["ENGINE"] in ("django.db.backends.sqlite3", "agents_site.db_backends.sqlite3"):
     DATABASES["default"]["ENGINE"] = SQLITE_ENGINE
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {
