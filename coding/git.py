@@ -43,6 +43,7 @@ from urllib.parse import urlsplit
 
 from agents_site.errors import ApiError
 from coding.remotes import CredentialValue, Remote, check_reachable
+from toolkit import commits
 
 GIT_TIMEOUT_SECONDS = 120.0
 _SIZE_POLL_SECONDS = 0.25
@@ -276,6 +277,16 @@ class Git:
     def changed(self) -> bool:
         """Return True when the working copy differs from HEAD (untracked files included)."""
         return bool(self.run("status", "--porcelain", "--untracked-files=all", "--ignore-submodules=all").stdout.strip())
+
+    def status(self) -> str:
+        """Return `git status` as `toolkit.commits.plan_turn` reads it (porcelain v1, NUL-separated, `.gitignore` honoured)."""
+        return self.run(*commits.STATUS_ARGS).stdout
+
+    def stage(self, paths: list[str]) -> str:
+        """Stage exactly `paths` (additions, changes, deletions) and return the staged diff (no external diff, no textconv)."""
+        for chunk in commits.chunks(paths):
+            self.run(*commits.stage_args(chunk))
+        return self.run("diff", "--cached", "--no-ext-diff", "--no-textconv", "--no-color", "-U0").stdout
 
     def stage_all(self) -> str:
         """Stage every change and return the staged diff (no external diff, no textconv)."""

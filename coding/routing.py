@@ -1,7 +1,7 @@
 """Routed coding runs (`targetId`): the run is offered to a registered machine (reference §1.9).
 
 The offer carries the routed-run fields `{kind: "coding", repo, project, base, branch, prompt,
-cloneUrl, timeoutSeconds, tool}` and no credential: the machine clones with its own access,
+cloneUrl, timeoutSeconds, tool, limits}` and no credential: the machine clones with its own access,
 runs the same tools (in bubblewrap where it has it), commits with the same trailers, pushes,
 streams its events into the run's session and reports `{ok, changed, branch, commitSha,
 diffstat, error}` through the targets report route, which settles the run like every routed
@@ -36,8 +36,18 @@ def routed_coding_payload(*, coding: CodingRun, repo: Repo, prompt: str) -> dict
     return {
         "kind": CODING_OFFER, "repo": repo.full_name, "project": coding.project, "base": coding.start_ref,
         "branch": coding.branch, "prompt": prompt, "cloneUrl": repo.clone_url, "timeoutSeconds": coding.timeout_seconds,
-        "tool": coding.tool,
+        "tool": coding.tool, "limits": coding_bounds().as_wire(),
     }
+
+
+def coding_bounds():
+    """Return the operator's commit bounds (`AGENTS_CODING_MAX_FILE_MB`, `…_PUSH_MB`, `…_REPO_MB`) as `toolkit.commits.Bounds`."""
+    from django.conf import settings
+
+    from toolkit.commits import Bounds
+
+    return Bounds.from_mb(file_mb=settings.AGENTS_CODING_MAX_FILE_MB, push_mb=settings.AGENTS_CODING_MAX_PUSH_MB,
+                          tree_mb=settings.AGENTS_CODING_MAX_REPO_MB)
 
 
 def routed_coding_offer(*, run: Run, coding: CodingRun, repo: Repo) -> None:
