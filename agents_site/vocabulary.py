@@ -476,6 +476,7 @@ class ErrorCode(StrEnum):
     REPO_EXISTS = "repo_exists"  # a repository of that owner/name is already registered in the org
     SANDBOX_UNAVAILABLE = "sandbox_unavailable"  # no sandbox for commands: coding runs refused, never unconfined
     CODING_BUSY = "coding_busy"  # the org has AGENTS_CODING_MAX_CONCURRENT coding runs in flight
+    BASE_NOT_FOUND = "base_not_found"  # a coding run's start branch does not exist in the repo's remote
     CONVERSATION_BUSY = "conversation_busy"  # a round of this conversation is in flight (multitaskStrategy)
     RUN_FAILED = "run_failed"  # the run executed and failed; the body names its run (502: runId on /v1/agents, run_id in the OpenAI error object)
     INVALID_API_KEY = "invalid_api_key"  # OpenAI-compatible endpoint: no API key, or an unknown or revoked one (401)

@@ -31,7 +31,7 @@ from agents.execution.completion import CompletionFailed, complete, models_for
 from agents.execution.loop import Outcome, RunEnded, RunLoop, valid_text
 from agents.models import Agent, Run
 from agents.run_session import RunSession, clip
-from agents_site.vocabulary import EventKind, RunStatus
+from agents_site.vocabulary import ErrorCode, EventKind, RunStatus
 from coding import git as gitops
 from coding.models import CodingRun, Repo
 from coding.routing import coding_bounds
@@ -182,7 +182,7 @@ class CodingLoop(RunLoop):
             raise RunEnded(f"clone failed: {exc.reason}") from exc
         start = self.coding.start_ref
         if not self.git.has_ref(f"refs/remotes/origin/{start}"):
-            raise RunEnded(f"branch {start!r} does not exist in {self.repo.full_name}")
+            raise RunEnded(f"{ErrorCode.BASE_NOT_FOUND}: branch {start!r} does not exist in {self.repo.full_name}")
         try:
             self.start_sha = self.git.checkout_new_branch(self.coding.branch, f"refs/remotes/origin/{start}")
         except gitops.GitError as exc:

@@ -353,3 +353,27 @@ class Git:
 def _reason(stderr: str) -> str:
     lines = [line.strip() for line in (stderr or "").splitlines() if line.strip() and not line.startswith("hint:")]
     return "\n".join(lines[-6:])[:2000]
+
+
+LS_REMOTE_TIMEOUT_SECONDS = 10.0
+
+
+def remote_has_branch(url: str, branch: str, *, timeout: float = LS_REMOTE_TIMEOUT_SECONDS) -> bool | None:
+    """Ask remote `url` whether it has `refs/heads/<branch>` (`git ls-remote`, pinned like every fetch).
+
+    Returns True/False on an answer, None when the remote could not be asked (unreachable, refused
+    by the outbound rules, slower than `timeout` seconds): the caller then lets the run find out.
+    Runs in a throw-away workspace (HOME, config) removed before returning.
+    """
+    workspace = workspace_create(None)
+    try:
+        git = Git(workspace, allow_file=urlsplit(url).scheme == "file", timeout=timeout)
+        git.init()
+        result = git.run("ls-remote", "--heads", "--", url, f"refs/heads/{branch}", remote=git.remote_for(url), check=False)
+        if result.returncode != 0:
+            return None
+        return any(line.split("\t", 1)[-1].strip() == f"refs/heads/{branch}" for line in result.stdout.splitlines())
+    except (GitError, OSError, subprocess.SubprocessError):
+        return None
+    finally:
+        workspace_remove(workspace)

@@ -12,6 +12,7 @@ else the repo's default branch). Org context required.
 from __future__ import annotations
 
 from agents.models import Run
+from agents_site.vocabulary import RunStatus
 from coding.models import CodingRun, Repo
 
 CODING_OFFER = "coding"
@@ -64,3 +65,42 @@ def routed_result(*, run_id: str) -> dict:
 
     offer = RoutedRun.objects.filter(pk=run_id).only("result").first()
     return dict(offer.result or {}) if offer is not None else {}
+
+
+def routed_coding_summarise(*, run_id: str, result: dict) -> dict | None:
+    """Record a routed coding run's report like a server run's; return its summary fields (None for another run).
+
+    Updates the `CodingRun` row (changed, pushed, head, diffstat, commits — each commit's patch
+    taken from the `commit` event the machine streamed) and returns `{changed, pushed, branch,
+    commitSha, diffstat, commits}` for the final `log` event, the shape the server's engine writes.
+    Called by `targets.settle` inside the report's org transaction.
+    """
+    from sessions.models import Event
+    from sessions.presenters import payload_value
+
+    coding = CodingRun.objects.filter(pk=run_id).first()
+    if coding is None:
+        return None
+    commits = [dict(c) for c in result.get("commits") or []]
+    patches = {}
+    for event in Event.objects.filter(session_id=coding.session_id, kind="commit").only("payload"):
+        payload = payload_value(event.payload)
+        if isinstance(payload, dict) and isinstance(payload.get("commit"), str):
+            patches[payload["commit"]] = payload.get("patch") or ""
+    changed = result.get("changed") is True
+    pushed = changed and result.get("pushed") is True and result.get("status") == RunStatus.OK
+    CodingRun.objects.filter(pk=run_id).update(
+        changed=changed, pushed=pushed, head_sha=result.get("commitSha") or "", diffstat=result.get("diffstat") or "",
+        commits=[{**c, "patch": patches.get(c["sha"], "")} for c in commits],
+    )
+    return {"changed": changed, "pushed": pushed, "branch": coding.branch, "commitSha": result.get("commitSha") or "",
+            "diffstat": result.get("diffstat") or "", "commits": commits}
+
+
+def routed_coding_settled(*, run: Run) -> None:
+    """After a routed coding run is settled: post its summary to its `replyConversationId` (if any)."""
+    from coding.services import coding_reply_post
+
+    coding = CodingRun.objects.filter(pk=run.id).first()
+    if coding is not None:
+        coding_reply_post(coding=coding, run=run)

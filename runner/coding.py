@@ -38,6 +38,7 @@ from toolkit.sandbox import CommandCancelled, Limits, SandboxBackend, Unavailabl
 logger = logging.getLogger(__name__)
 
 CODING_KIND = "coding"
+BASE_NOT_FOUND = "base_not_found"  # the server's error code for a start branch the remote lacks
 MAX_TURNS = 40
 PATCH_EVENT_BYTES = 16 * 1024
 SYSTEM_PROMPT = (
@@ -173,6 +174,13 @@ class CodingExecution(Execution):
             self.git = LocalGit(root)
             try:
                 await asyncio.to_thread(self.git.clone, self.claim.clone_url)
+            except GitFailed as exc:
+                raise RunEnded(f"clone failed: {exc}") from exc
+            try:
+                await self._git("rev-parse", "--verify", "--quiet", f"refs/remotes/origin/{self.claim.base}^{{commit}}")
+            except GitFailed:
+                raise RunEnded(f"{BASE_NOT_FOUND}: branch {self.claim.base!r} does not exist in {self.claim.repo}") from None
+            try:
                 await self._git("checkout", "-q", "-f", "-B", self.claim.branch, f"refs/remotes/origin/{self.claim.base}")
             except GitFailed as exc:
                 raise RunEnded(f"clone failed: {exc}") from exc

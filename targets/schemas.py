@@ -120,6 +120,8 @@ class ReportIn(Schema):
     branch: Any = None
     commitSha: Any = None
     diffstat: Any = None
+    pushed: Any = None
+    commits: Any = Field(None, description="A coding run's commits: [{sha, subject, turn, diffstat}].")
 
 
 class ReportOut(Schema):
