@@ -82,8 +82,10 @@ class CodingOutcome(Outcome):
     commits: list[Commit] = field(default_factory=list)
 
     def report(self) -> dict:
-        """Return the wire summary `{changed, pushed, branch, commitSha, diffstat, commits}`."""
+        """Return the wire summary `{text, summary, changed, pushed, branch, commitSha, diffstat, commits}`
+        (`summary`: the model's `finish` text; `text`: the run's output, or its error)."""
         return {
+            "text": self.output or self.error, "summary": self.summary,
             "changed": self.changed, "pushed": self.pushed, "branch": self.branch, "commitSha": self.head_sha,
             "diffstat": self.diffstat, "commits": [c.as_dict() for c in self.commits],
         }

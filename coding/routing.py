@@ -72,7 +72,7 @@ def routed_coding_summarise(*, run_id: str, result: dict) -> dict | None:
 
     Updates the `CodingRun` row (changed, pushed, head, diffstat, commits — each commit's patch
     taken from the `commit` event the machine streamed) and returns `{changed, pushed, branch,
-    commitSha, diffstat, commits}` for the final `log` event, the shape the server's engine writes.
+    commitSha, diffstat, commits, text, summary}` for the final `log` event, the shape the server's engine writes.
     Called by `targets.settle` inside the report's org transaction.
     """
     from sessions.models import Event
@@ -93,7 +93,8 @@ def routed_coding_summarise(*, run_id: str, result: dict) -> dict | None:
         changed=changed, pushed=pushed, head_sha=result.get("commitSha") or "", diffstat=result.get("diffstat") or "",
         commits=[{**c, "patch": patches.get(c["sha"], "")} for c in commits],
     )
-    return {"changed": changed, "pushed": pushed, "branch": coding.branch, "commitSha": result.get("commitSha") or "",
+    text = result.get("output") if result.get("status") == RunStatus.OK else result.get("error")
+    return {"text": text or "", "summary": result.get("summary") or "", "changed": changed, "pushed": pushed, "branch": coding.branch, "commitSha": result.get("commitSha") or "",
             "diffstat": result.get("diffstat") or "", "commits": commits}
 
 

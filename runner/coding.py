@@ -265,7 +265,7 @@ class CodingExecution(Execution):
         report = await super().execute()
         changed = bool(self.start_sha and self.head and self.head != self.start_sha)
         report.update({"changed": changed, "branch": self.claim.branch, "commitSha": self.head, "diffstat": getattr(self, "diffstat", ""),
-                       "pushed": self.pushed, "commits": self.commits})
+                       "pushed": self.pushed, "commits": self.commits, "summary": self.outcome.output if report["status"] == OK else ""})
         if report["status"] == OK:
             lines = [self.outcome.output.strip() or "(no summary)", ""]
             lines += [f"branch: {self.claim.branch}", f"commit: {self.head}", "", report["diffstat"]] if changed else ["no changes; nothing pushed"]

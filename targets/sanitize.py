@@ -150,9 +150,9 @@ def clean_report(raw: dict | None, *, ok_word: str, error_word: str) -> dict:
     """Return a machine's run report clamped to its limits; a report is never refused.
 
     In: `{status|ok, output, error, model, promptTokens, completionTokens, toolCalls,
-    durationMs, changed, pushed, branch, commitSha, diffstat, commits}` (any may be missing). Out: the same keys
+    durationMs, changed, pushed, branch, commitSha, diffstat, commits, summary}` (any may be missing). Out: the same keys
     with `status` one of `ok_word`/`error_word` (`ok: true` or `status == ok_word` means ok),
-    output ≤ 512 KiB, error and diffstat ≤ 64 KiB, branch ≤ 512, commitSha ≤ 128 characters,
+    output ≤ 512 KiB, error, summary and diffstat ≤ 64 KiB, branch ≤ 512, commitSha ≤ 128 characters,
     counts clamped to [0, 2^31-1], at most 500 commits `{sha, subject, turn, diffstat}` (others
     dropped). A failed report with no error text gets one.
     """
@@ -176,6 +176,7 @@ def clean_report(raw: dict | None, *, ok_word: str, error_word: str) -> dict:
         "commitSha": _cut_bytes(raw.get("commitSha"), MAX_COMMIT),
         "diffstat": _cut_bytes(raw.get("diffstat"), MAX_DIFFSTAT_BYTES),
         # A runner that predates `pushed` pushes before it reports an ok, changed run.
+        "summary": _cut_bytes(raw.get("summary"), MAX_ERROR_BYTES),
         "pushed": raw.get("pushed") is True if "pushed" in raw else (ok and raw.get("changed") is True),
         "commits": _clean_commits(raw.get("commits")),
     }

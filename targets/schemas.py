@@ -122,6 +122,7 @@ class ReportIn(Schema):
     diffstat: Any = None
     pushed: Any = None
     commits: Any = Field(None, description="A coding run's commits: [{sha, subject, turn, diffstat}].")
+    summary: Any = Field(None, description="A coding run's finish summary (the model's words).")
 
 
 class ReportOut(Schema):
