@@ -192,6 +192,14 @@ class TargetKind(models.TextChoices):
     MACHINE = "machine", "machine"
 
 
+class MachineSandbox(models.TextChoices):
+    """How a machine's runner confines a routed coding run's commands (`spec.sandbox`)."""
+
+    BUBBLEWRAP = "bubblewrap", "bubblewrap"  # in bubblewrap, like the server
+    NONE = "none", "none"  # unconfined: the owner started the runner with --allow-unsandboxed-commands
+    UNAVAILABLE = "unavailable", "unavailable"  # no sandbox: the `run` tool is refused there
+
+
 class TargetStatus(models.TextChoices):
     """A machine's status: stored as operator intent, answered as effective status."""
 

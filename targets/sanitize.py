@@ -15,6 +15,7 @@ import math
 from typing import Any
 
 from agents_site.errors import InvalidRequest
+from agents_site.vocabulary import MachineSandbox
 
 MAX_STRING = 64
 MAX_GPUS = 32
@@ -84,7 +85,7 @@ def clean_spec(raw: dict | None) -> dict:
             "gpus": gpus,
             # How the machine's runner confines coding commands: bubblewrap, none (the owner
             # accepted unsandboxed commands) or unavailable (coding `run` refused there).
-            "sandbox": clean_string(raw.get("sandbox")),
+            "sandbox": raw.get("sandbox") if raw.get("sandbox") in MachineSandbox.values else "",
         }
     )
 
