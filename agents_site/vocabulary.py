@@ -573,5 +573,5 @@ def vocabulary_for_js() -> dict:
         "systemMessageCode": list(SystemMessageCode.values),
         "badge": {str(k): v for k, v in BADGE_COLOURS.items()},
         # Single words the scripts compare against, named (never a copied literal in JS).
-        "word": {"toolCall": str(EventKind.TOOL_CALL), "runError": str(RunStatus.ERROR), "external": str(AgentHosting.EXTERNAL)},
+        "word": {"toolCall": str(EventKind.TOOL_CALL), "commit": str(EventKind.COMMIT), "runError": str(RunStatus.ERROR), "external": str(AgentHosting.EXTERNAL)},
     }

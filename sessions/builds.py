@@ -125,6 +125,23 @@ def _turn(event: Event, payload) -> dict:
     return turn
 
 
+def event_turns(events: list[Event]) -> tuple[list[dict], str, dict]:
+    """Return `(turns, model, final)` of a session's events (oldest first), as a build shows them.
+
+    `turns` as in `build_detail`; `model` from the first payload naming one; `final` the run's
+    closing facts (`summary`, `branch`, `head`, `diffstat`, `changed`, `pushed`; {} before the
+    run ends). Also used by the console's coding page, which updates while the run works.
+    """
+    turns, model, decoded = [], "", []
+    for event in events:
+        payload = payload_value(event.payload)
+        decoded.append((event, payload))
+        if not model and isinstance(payload, dict) and isinstance(payload.get("model"), str):
+            model = payload["model"]
+        turns.append(_turn(event, payload))
+    return turns, model, _final(decoded)
+
+
 def build_url(org: str, project: str, session_id: str) -> str:
     """Return the page of one build: `/builds/{org}/{project}/{sessionId}/`."""
     return f"/builds/{org}/{project}/{session_id}/"
@@ -203,14 +220,7 @@ def build_detail(*, org: str, project: str, session_id: str | None = None) -> di
             events = list(Event.objects.filter(session_id=session.id).order_by("seq")[:MAX_TURNS])
     except (stores.InvalidOrg, stores.StoreMissing):
         raise missing from None
-    turns, model, decoded = [], "", []
-    for event in events:
-        payload = payload_value(event.payload)
-        decoded.append((event, payload))
-        if not model and isinstance(payload, dict) and isinstance(payload.get("model"), str):
-            model = payload["model"]
-        turns.append(_turn(event, payload))
-    final = _final(decoded)
+    turns, model, final = event_turns(events)
     page = build_url(org, session.project, session.id)
     verify = (verify_recipe(session_id=session.id, branch=final["branch"], repo=session.repo, page=page)
               if final.get("branch") else VERIFY_COMMAND)
