@@ -165,6 +165,7 @@ class CodingExecution(Execution):
         self.commits.append(commit)
         await self.event("commit", {"text": subject, "commit": sha, "subject": subject, "diffstat": clip(stat, 4096), "turn": turn,
                                     "branch": self.claim.branch, "patch": clip(patch, PATCH_EVENT_BYTES)})
+        await self.flush()  # each commit reaches the session as it is made
         if plan.notes:
             await self._tell(messages, plan.notes, refused="links", files=[p for p, _ in plan.outside_links])
 
@@ -185,7 +186,8 @@ class CodingExecution(Execution):
             except GitFailed as exc:
                 raise RunEnded(f"clone failed: {exc}") from exc
             self.start_sha = await asyncio.to_thread(self.git.head)
-            await self.event("log", {"text": f"cloned {self.claim.repo} at {self.claim.base} ({self.start_sha[:12]}); working on {self.claim.branch}"})
+            await self.event("log", {"text": f"cloned {self.claim.repo} at {self.claim.base} ({self.start_sha[:12]}); working on {self.claim.branch}",
+                                     "branch": self.claim.branch, "base": self.claim.base, "baseCommit": self.start_sha})
             await self._turns()
             self.head = await asyncio.to_thread(self.git.head)
             if self.head != self.start_sha:
@@ -194,6 +196,7 @@ class CodingExecution(Execution):
                 except GitFailed as exc:
                     raise RunEnded(f"push of {self.claim.branch} was rejected: {exc}") from exc
                 self.pushed = True
+                await self.event("log", {"text": f"pushed {self.claim.branch} ({self.head[:12]})", "branch": self.claim.branch, "head": self.head})
             self.outcome.status = OK
         finally:
             if self.git is not None and self.start_sha and not self.head:
@@ -247,6 +250,7 @@ class CodingExecution(Execution):
                         raise
                     wrote = wrote or name in WRITING_TOOLS
                 self.outcome.tool_calls += 1
+                await self.flush()  # the turn's queued events (its message) land before its tool call, as on the server
                 stored = await self.server.append_event(session_id=self.claim.session_id, kind="tool-call", payload={
                     "name": name, "arguments": arguments, "result": clip(valid_text(result), 4096), "error": failed,
                     "round": turn_no, "runId": self.claim.run_id})
