@@ -384,6 +384,9 @@ AGENTS_REPO_FILE_ROOTS = [p.strip() for p in os.environ.get("AGENTS_REPO_FILE_RO
 AGENTS_REPO_ALLOW_HOSTS = _env_list("AGENTS_REPO_ALLOW_HOSTS")
 # Bound on one clone and on the working copy's disk use (MiB).
 AGENTS_CODING_MAX_REPO_MB = _env_int("AGENTS_CODING_MAX_REPO_MB", 200)
+# Bounds on what a coding run commits and pushes (MiB): one file, and all the files its commits add.
+AGENTS_CODING_MAX_FILE_MB = _env_int("AGENTS_CODING_MAX_FILE_MB", 10)
+AGENTS_CODING_MAX_PUSH_MB = _env_int("AGENTS_CODING_MAX_PUSH_MB", 50)
 # Coding runs one org may have in flight (queued or running); one more answers 429.
 AGENTS_CODING_MAX_CONCURRENT = _env_int("AGENTS_CODING_MAX_CONCURRENT", 2)
 # The fee of a successful coding run, in cents (unset or negative: the run fee).

@@ -192,6 +192,14 @@ class TargetKind(models.TextChoices):
     MACHINE = "machine", "machine"
 
 
+class MachineSandbox(models.TextChoices):
+    """How a machine's runner confines a routed coding run's commands (`spec.sandbox`)."""
+
+    BUBBLEWRAP = "bubblewrap", "bubblewrap"  # in bubblewrap, like the server
+    NONE = "none", "none"  # unconfined: the owner started the runner with --allow-unsandboxed-commands
+    UNAVAILABLE = "unavailable", "unavailable"  # no sandbox: the `run` tool is refused there
+
+
 class TargetStatus(models.TextChoices):
     """A machine's status: stored as operator intent, answered as effective status."""
 
@@ -476,6 +484,7 @@ class ErrorCode(StrEnum):
     REPO_EXISTS = "repo_exists"  # a repository of that owner/name is already registered in the org
     SANDBOX_UNAVAILABLE = "sandbox_unavailable"  # no sandbox for commands: coding runs refused, never unconfined
     CODING_BUSY = "coding_busy"  # the org has AGENTS_CODING_MAX_CONCURRENT coding runs in flight
+    BASE_NOT_FOUND = "base_not_found"  # a coding run's start branch does not exist in the repo's remote
     CONVERSATION_BUSY = "conversation_busy"  # a round of this conversation is in flight (multitaskStrategy)
     RUN_FAILED = "run_failed"  # the run executed and failed; the body names its run (502: runId on /v1/agents, run_id in the OpenAI error object)
     INVALID_API_KEY = "invalid_api_key"  # OpenAI-compatible endpoint: no API key, or an unknown or revoked one (401)
@@ -564,5 +573,5 @@ def vocabulary_for_js() -> dict:
         "systemMessageCode": list(SystemMessageCode.values),
         "badge": {str(k): v for k, v in BADGE_COLOURS.items()},
         # Single words the scripts compare against, named (never a copied literal in JS).
-        "word": {"toolCall": str(EventKind.TOOL_CALL), "runError": str(RunStatus.ERROR), "external": str(AgentHosting.EXTERNAL)},
+        "word": {"toolCall": str(EventKind.TOOL_CALL), "commit": str(EventKind.COMMIT), "runError": str(RunStatus.ERROR), "external": str(AgentHosting.EXTERNAL)},
     }

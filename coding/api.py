@@ -23,6 +23,8 @@ repos_router = Router(tags=["coding"])
 coding_router = Router(tags=["coding"])
 
 _ERRORS = {400: ErrorOut, 403: ErrorOut, 404: ErrorOut}
+# The public implementation's Slack/desktop narration fields (reference §8.2): refused, not ignored.
+UNSUPPORTED_FIELDS = ("desktop", "replyChannel", "replyThread")
 
 
 def _request_id(request) -> str:
@@ -86,13 +88,16 @@ def start_coding(request, payload: CodingIn):
 
     The session id is the handle: progress streams through the sessions API. 400 bad input
     (an unsupported `tool` names the supported ones), 404 repo/agent/after not in the org,
-    402 balance, 429 too many coding runs in flight, 503 no sandbox or no inference.
+    402 balance, 429 too many coding runs in flight, 503 no sandbox or no inference. 400
+    `base_not_found` when the remote lacks the start branch; 404 for an unknown
+    `replyConversationId`; `desktop`, `replyChannel`, `replyThread` → 400 "not supported here".
     """
     principal = require_org(request.auth)
     run, coding = services.coding_start(
         principal=principal, prompt=payload.prompt, repo=payload.repo, project=payload.project, base=payload.base,
         after=payload.after, agent_ref=payload.agentRef, target_id=payload.targetId, timeout_seconds=payload.timeoutSeconds,
-        tool=payload.tool, request_id=_request_id(request),
+        tool=payload.tool, reply_conversation_id=payload.replyConversationId,
+        unsupported=tuple(name for name in UNSUPPORTED_FIELDS if name in payload.model_fields_set), request_id=_request_id(request),
     )
     body = {"sessionId": coding.session_id, "runId": run.id, "branch": coding.branch, "repo": coding.repo,
             "routed": bool(coding.target_id), "targetId": coding.target_id}
@@ -109,9 +114,4 @@ def get_coding_run(request, run_id: str):
     coding = selectors.coding_run_get(run_id=run_id)
     if coding is None:
         raise NotFound("coding run not found")
-    routed = None
-    if coding.target_id:
-        from coding.routing import routed_result
-
-        routed = routed_result(run_id=run_id)
-    return coding_run_view(coding, Run.objects.filter(pk=run_id).first(), routed=routed)
+    return coding_run_view(coding, Run.objects.filter(pk=run_id).first())

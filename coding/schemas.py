@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ninja import Schema
+from typing import Any
+
+from ninja import Field, Schema
 
 
 class RepoIn(Schema):
@@ -51,6 +53,10 @@ class CodingIn(Schema):
     targetId: str | None = None
     timeoutSeconds: int | None = None
     tool: str | None = None
+    replyConversationId: str | None = Field(None, description="A conversation of the org: the run's summary is appended to it as an assistant turn when the run ends (404 when unknown).")
+    desktop: Any = Field(None, description="Not supported here: any value is refused with 400.")
+    replyChannel: Any = Field(None, description="Not supported here: any value is refused with 400.")
+    replyThread: Any = Field(None, description="Not supported here: any value is refused with 400.")
 
 
 class CodingStartedOut(Schema):
@@ -82,3 +88,4 @@ class CodingRunOut(Schema):
     targetId: str
     error: str
     createdAt: str
+    replyConversationId: str

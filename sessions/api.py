@@ -337,3 +337,11 @@ def get_build(request, org: str, project: str):
     """Return a published build with its turns, the commits they produced and the `git log`
     command that verifies them. No credential needed."""
     return builds.build_detail(org=org, project=project)
+
+
+# issue 30: every published build has its own address beside the project's latest
+@builds_router.get("/{org}/{project}/{session_id}", response={200: BuildOut}, summary="One published build of a project, by its session", exclude_none=True)
+def get_build_of_session(request, org: str, project: str, session_id: str):
+    """Return published build `session_id` of `org`/`project` (same shape as the project's latest;
+    404 when that session is not a published build of that project). No credential needed."""
+    return builds.build_detail(org=org, project=project, session_id=session_id)

@@ -254,6 +254,7 @@ class BuildEntryOut(Schema):
     turns: int
     startedAt: str
     endedAt: str
+    url: str
 
 
 class BuildsOut(Schema):
@@ -262,16 +263,43 @@ class BuildsOut(Schema):
     builds: list[BuildEntryOut]
 
 
+class BuildToolOut(Schema):
+    """A tool call of a build's turn: its name, arguments (JSON text) and result, masked as stored and cut to 4000 characters."""
+
+    name: str
+    arguments: str
+    result: str
+    error: bool
+
+
 class BuildTurnOut(Schema):
-    """One turn of a build: its seq, text, and the commit it produced."""
+    """One turn of a build: its seq, text, the tool it called, and the commit it produced.
+
+    A `commit` event carries the commit's `subject`, `diffstat`, `patch` (cut at 16 KiB) and
+    `forTurn`, the seq of the turn that made it (the commit's `Agents-Turn` trailer)."""
 
     turn: int
     kind: str = choice(EventKind, ...)
     actor: str | None = None
     body: str
+    tool: BuildToolOut | None = None
     commit: str | None = None
     subject: str | None = None
+    diffstat: str | None = None
+    patch: str | None = None
+    forTurn: int | None = None
     at: str
+
+
+class BuildSiblingOut(Schema):
+    """Another published build of the same project, with its own page."""
+
+    session: str
+    title: str
+    status: str = choice(SessionStatus, ...)
+    startedAt: str
+    endedAt: str
+    url: str
 
 
 class BuildOut(Schema):
@@ -285,7 +313,15 @@ class BuildOut(Schema):
     status: str = choice(SessionStatus, ...)
     repo: str | None = None
     model: str | None = None
+    summary: str | None = None
+    branch: str | None = None
+    head: str | None = None
+    diffstat: str | None = None
+    changed: bool | None = None
+    pushed: bool | None = None
     startedAt: str
     endedAt: str | None = None
+    url: str
     turns: list[BuildTurnOut]
+    builds: list[BuildSiblingOut]
     verify: str
