@@ -21,6 +21,7 @@ gateway).
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -204,29 +205,118 @@ def model_catalog() -> frozenset[str] | None:
 class UpstreamError(Exception):
     """A chat completion failed; `reason` is one sentence for the run's `error` field."""
 
-    def __init__(self, reason: str, *, status: int | None = None, partial: str = "") -> None:
+    def __init__(self, reason: str, *, status: int | None = None, partial: str = "", code: str = "") -> None:
         super().__init__(reason)
         self.reason = reason
         self.status = status
         self.partial = partial  # the reply's text received before the failure (raw; "" when none)
+        self.code = code  # the gateway's own error code when it named one (`context_length_exceeded`…), else ""
 
 
 class UpstreamBusy(UpstreamError):
-    """A transient failure the policy retries: 429, 5xx, a connection error or empty choices."""
+    """A transient failure the policy retries: 429, a 5xx that is not a refusal, a connection
+    error, a timeout or empty choices."""
 
 
 class UpstreamRefused(UpstreamError):
-    """A failure no retry can fix (a 4xx other than 429, an unreadable answer): fails at once."""
+    """A failure no retry can fix: fails at once. A 4xx other than 429; a 5xx whose body says the
+    request itself is wrong (an OpenAI-shaped `invalid_request_error`, a validation error: what
+    llama-cpp-python answers with 500); an unreadable answer."""
 
 
-def _status_reason(exc: openai.APIStatusError) -> str:
-    message = ""
-    body = exc.body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        message = inner.get("message", "") if isinstance(inner, dict) else str(inner)
-    message = (message or exc.message or "").strip()
-    return f"upstream answered {exc.status_code}: {message}"[:500]
+class ContextOverflow(UpstreamRefused):
+    """The prompt does not fit the model's context window (`code` = `context_length_exceeded`)."""
+
+
+#: Words in a gateway's error message that say the prompt is over the model's context window:
+#: OpenAI / vLLM ("maximum context length"), llama-cpp-python ("exceed context window"),
+#: llama.cpp's server ("exceeds the available context size", `exceed_context_size_error`),
+#: LiteLLM (`ContextWindowExceededError`).
+_OVERFLOW = re.compile(r"context[ _-]?length[ _-]?exceeded|maximum context length|exceeds? (the )?context window|"
+                       r"exceeds? the available context size|exceed_context_size|ContextWindowExceeded|context window of \d+",
+                       re.IGNORECASE)
+#: A validation failure of the request (pydantic / FastAPI): deterministic, whatever the status.
+_VALIDATION = re.compile(r"validation error|'loc':|\"loc\":|Input should be|Field required|Extra inputs are not permitted",
+                         re.IGNORECASE)
+_PYDANTIC_ERROR = re.compile(r"""['"]loc['"]:\s*[(\[]([^)\]]*)[)\]],\s*['"]msg['"]:\s*['"]([^'"]+)['"]""")
+_OVERFLOW_NUMBERS = (re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)"),
+                     re.compile(r"maximum context length is (\d+) tokens.*?(?:requested|resulted in) (\d+) tokens", re.S))
+
+
+def _error_fields(body) -> tuple[str, str, str]:
+    """Return the (message, type, code) a gateway's error body carries ("" where absent).
+
+    Shapes read: OpenAI `{"error": {"message", "type", "code"}}`, llama.cpp's server (the same,
+    `code` an integer), FastAPI `{"detail": "…" | [{"loc", "msg"}…]}`, a bare `{"message"}`.
+    """
+    if not isinstance(body, dict):
+        return (str(body) if body else "", "", "")
+    inner = body.get("error", body)
+    if isinstance(inner, str):
+        return inner, "", ""
+    if not isinstance(inner, dict):
+        return "", "", ""
+    detail = inner.get("detail")
+    message = inner.get("message") or ""
+    if not message and isinstance(detail, list):
+        message = repr(detail)  # read below like pydantic's own dump
+    elif not message and detail:
+        message = str(detail)
+    kind = inner.get("type") or ""
+    code = inner.get("code")
+    return str(message), str(kind) if kind else "", "" if code is None else str(code)
+
+
+def _validation_sentence(message: str) -> str:
+    """Return a validation dump as one sentence: the first error's field and message, and how many more."""
+    found = _PYDANTIC_ERROR.findall(message)
+    if not found:
+        return _one_line(message)
+    loc, msg = found[0]
+    parts = [p.strip(" '\"") for p in loc.split(",") if p.strip(" '\"") and p.strip(" '\"") not in ("body", "typed_dict")]
+    where = ".".join(parts)
+    more = len(found) - 1
+    tail = f" (and {more} more validation error{'s' if more != 1 else ''})" if more else ""
+    return f"{where}: {msg}{tail}" if where else f"{msg}{tail}"
+
+
+def _one_line(message: str, limit: int = 240) -> str:
+    text = " ".join((message or "").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def overflow_reason(message: str) -> str:
+    """Return the sentence of a context overflow, with the token counts when the message has them."""
+    for pattern in _OVERFLOW_NUMBERS:
+        match = pattern.search(message or "")
+        if match:
+            a, b = int(match.group(1)), int(match.group(2))
+            asked, window = (a, b) if pattern is _OVERFLOW_NUMBERS[0] else (b, a)
+            return (f"context_length_exceeded: the prompt ({asked} tokens) is over the model's context window of {window} tokens; "
+                    "shorten the conversation or raise the agent's contextWindow to the server's")
+    return ("context_length_exceeded: the prompt is over the model's context window "
+            f"(the gateway said: {_one_line(message, 160)})")
+
+
+def classify_status(status: int, body, fallback: str = "", *, partial: str = "") -> UpstreamError:
+    """Return the failure an error answer of the gateway is, with its reason in one sentence.
+
+    In: the HTTP status, the parsed error body (dict, or text), the SDK's message as a fallback.
+    Out: `ContextOverflow` when the message says the prompt is over the context window
+    (whatever the status); `UpstreamRefused` for a 4xx other than 429 and for a 5xx whose
+    body is an `invalid_request_error` or a validation failure (a retry sends the same request);
+    `UpstreamBusy` otherwise (429, any other 5xx).
+    """
+    message, kind, code = _error_fields(body)
+    message = message or fallback or ""
+    if code == "context_length_exceeded" or kind == "exceed_context_size_error" or _OVERFLOW.search(message):
+        return ContextOverflow(overflow_reason(message), status=status, partial=partial, code="context_length_exceeded")
+    validation = bool(_VALIDATION.search(message))
+    sentence = _validation_sentence(message) if validation else _one_line(message)
+    if status == 429 or (status >= 500 and kind != "invalid_request_error" and not validation):
+        return UpstreamBusy(f"upstream answered {status}: {sentence}"[:500], status=status, partial=partial, code=code)
+    return UpstreamRefused(f"upstream answered {status}: {sentence}"[:500], status=status, partial=partial,
+                           code=code)
 
 
 def output_token_cap(max_tokens: int | None) -> int:
@@ -364,9 +454,7 @@ def chat_completion(
     except UpstreamError:
         raise
     except openai.APIStatusError as exc:
-        if exc.status_code == 429 or exc.status_code >= 500:
-            raise UpstreamBusy(_status_reason(exc), status=exc.status_code, partial=reply.text) from exc
-        raise UpstreamRefused(_status_reason(exc), status=exc.status_code, partial=reply.text) from exc
+        raise classify_status(exc.status_code, exc.body, exc.message, partial=reply.text) from exc
     except (openai.APITimeoutError, httpx.TimeoutException) as exc:
         raise UpstreamBusy("upstream timed out", partial=reply.text) from exc
     except (openai.APIConnectionError, httpx.TransportError) as exc:
@@ -374,7 +462,10 @@ def chat_completion(
         reason = "upstream stream broke off" if reply.choices else "upstream unreachable"
         raise UpstreamBusy(f"{reason}: {cause}"[:500], partial=reply.text) from exc
     except openai.APIError as exc:  # an error frame inside the stream (the gateway failed while answering)
-        raise UpstreamBusy(f"upstream failed while streaming: {exc.message}"[:500], partial=reply.text) from exc
+        failure = classify_status(500, exc.body, exc.message, partial=reply.text)
+        if isinstance(failure, UpstreamBusy):
+            failure = UpstreamBusy(f"upstream failed while streaming: {_one_line(exc.message)}"[:500], partial=reply.text)
+        raise failure from exc
     except (openai.OpenAIError, ValueError) as exc:  # ValueError: a chunk that is not JSON
         raise UpstreamRefused(f"upstream answer unreadable: {exc}"[:500], partial=reply.text) from exc
     if not reply.choices:

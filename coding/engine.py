@@ -271,7 +271,7 @@ class CodingLoop(RunLoop):
             if not calls:  # a plain answer ends the run like finish; no tool ran, so nothing changed
                 self.outcome.summary = content
                 return
-            messages.append({"role": "assistant", "content": content or None,
+            messages.append({"role": "assistant", "content": content or "",  # "" not null: strict gateways (llama-cpp-python) refuse null
                              "tool_calls": [call.model_dump(mode="json", exclude_none=True) for call in calls]})
             described: list[tuple[str, dict]] = []
             last_seq = None

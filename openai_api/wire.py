@@ -147,6 +147,8 @@ def _messages(body: dict) -> list[dict]:
         kept = {key: message[key] for key in MESSAGE_KEYS if key in message}
         if calls is not None:
             kept["tool_calls"] = calls
+            if kept.get("content") is None:  # what the OpenAI SDK sends; strict gateways (llama-cpp-python) refuse null
+                kept["content"] = ""
         cleaned.append(kept)
     return cleaned
 

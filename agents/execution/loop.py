@@ -386,7 +386,7 @@ class RunLoop:
                     messages.append(
                         {
                             "role": "assistant",
-                            "content": content,
+                            "content": content or "",  # "" not null: strict gateways (llama-cpp-python) refuse null
                             "tool_calls": [_masked_call(call) for call in calls],
                         }
                     )

@@ -1,0 +1,81 @@
+"""The agent loop against gateways as they behave (issue 31): messages strict servers accept,
+deterministic refusals failed at once, honest finish reasons and usage, timeouts, the run id sent.
+
+The loopback upstream (`tests/support/upstream.py`) plays the gateways' own behaviours; the
+recorded exchanges of real servers are replayed in `tests/agents/test_gateway_transcripts.py`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.agents.conftest import make_agent, run, stored_runs
+from tests.support.upstream import Reply
+
+pytestmark = pytest.mark.django_db
+
+LLAMA_CPP_PYTHON_DUMP = (
+    "7 validation errors for CreateChatCompletionRequest: [{'type': 'string_type', 'loc': ('body', 'messages', 2, "
+    "'typed_dict', 'content'), 'msg': 'Input should be a valid string', 'input': None}, {'type': 'missing', 'loc': ('body', "
+    "'messages', 2, 'typed_dict', 'name'), 'msg': 'Field required', 'input': {}}, {'type': 'x', 'loc': ('body', 'a'), "
+    "'msg': 'm', 'input': 1}, {'type': 'x', 'loc': ('body', 'a'), 'msg': 'm', 'input': 1}, {'type': 'x', 'loc': ('body', 'a'), "
+    "'msg': 'm', 'input': 1}, {'type': 'x', 'loc': ('body', 'a'), 'msg': 'm', 'input': 1}, {'type': 'x', 'loc': ('body', 'a'), "
+    "'msg': 'm', 'input': 1}]"
+)
+
+
+def test_a_tool_round_sends_the_assistant_turn_with_empty_string_content_and_a_strict_server_accepts_it(funded, upstream):
+    upstream.strict = True  # refuses `content: null` as llama-cpp-python does
+    make_agent(funded, "calc", tools=["calculator"])
+    upstream.script(Reply(tool_calls=[("calculator", {"expression": "2+2"})]), Reply(content="four"))
+
+    body = run(funded, "calc", "2+2?").json()
+
+    assert (body["status"], body["output"], body["attempts"]) == ("ok", "four", 2)
+    assistant = [m for m in upstream.chat_requests[1]["messages"] if m["role"] == "assistant"]
+    assert assistant[0]["content"] == "" and assistant[0]["tool_calls"][0]["function"]["name"] == "calculator"
+
+
+@pytest.mark.parametrize("status,error_body", [
+    (400, {"error": {"message": "bad prompt", "type": "invalid_request_error"}}),
+    (422, {"detail": [{"loc": ["body", "messages", 0, "content"], "msg": "Input should be a valid string", "type": "string_type"}]}),
+    (500, {"error": {"message": "unsupported value", "type": "invalid_request_error", "param": "tool_choice", "code": None}}),
+    (500, {"error": {"message": LLAMA_CPP_PYTHON_DUMP, "type": "internal_server_error", "param": None, "code": None}}),
+])
+def test_a_deterministic_refusal_is_tried_once_and_named_in_one_sentence(funded, upstream, status, error_body):
+    make_agent(funded, "once")
+    upstream.script(*[Reply(status=status, error_body=error_body)] * 3, Reply(content="never reached"))
+
+    response = run(funded, "once")
+
+    body = response.json()
+    assert response.status_code == 502 and body["status"] == "error" and body["attempts"] == 1
+    assert len(upstream.chat_requests) == 1  # never retried
+    assert body["error"].startswith(f"upstream answered {status}: ")
+    assert "\n" not in body["error"] and len(body["error"]) < 300
+    if error_body is not None and "validation" in str(error_body):
+        assert body["error"] == ("upstream answered 500: messages.2.content: Input should be a valid string "
+                                 "(and 6 more validation errors)")
+    [stored] = stored_runs(funded)
+    assert stored.error == body["error"]
+
+
+def test_a_plain_500_is_still_retried(funded, upstream):
+    make_agent(funded, "busy")
+    upstream.script(Reply(status=500, error_body={"error": {"message": "out of memory", "type": "internal_server_error"}}),
+                    Reply(content="fine"))
+    body = run(funded, "busy").json()
+    assert (body["status"], body["output"], body["attempts"]) == ("ok", "fine", 2)
+
+
+@pytest.mark.parametrize("message", [
+    "This model's maximum context length is 2048 tokens. However, you requested 2066 tokens (2066 in the messages, 0 in the completion).",
+    "Requested tokens (2066) exceed context window of 2048",
+])
+def test_a_context_overflow_is_a_clear_context_length_exceeded_error_tried_once(funded, upstream, message):
+    make_agent(funded, "long")
+    upstream.script(Reply(status=400, error_body={"error": {"message": message, "type": "invalid_request_error",
+                                                            "code": "context_length_exceeded"}}))
+    body = run(funded, "long").json()
+    assert body["attempts"] == 1 and body["error"].startswith("context_length_exceeded: the prompt (2066 tokens)")
+    assert "context window of 2048 tokens" in body["error"]
