@@ -91,6 +91,11 @@ class Run(models.Model):
     def __str__(self) -> str:
         return f"{self.id} ({self.status})"
 
+    @property
+    def truncated(self) -> bool:
+        """True when the run's last reply was cut by the token limit (`finish_reason` `length`)."""
+        return self.finish_reason == FinishReason.LENGTH
+
 
 class IdempotencyRecord(models.Model):
     """The first run answered for an `Idempotency-Key` of the org (spec: POST …/run).

@@ -441,6 +441,8 @@ class OpenAIFinishReason(StrEnum):
 
     STOP = "stop"  # the agent answered
     TOOL_CALLS = "tool_calls"  # the agent called tools the caller executes (`tool_calls`)
+    LENGTH = "length"  # the gateway cut the reply at the token limit (max_tokens)
+    CONTENT_FILTER = "content_filter"  # the gateway's content filter cut the reply
 
 
 class ErrorCode(StrEnum):
@@ -564,5 +566,6 @@ def vocabulary_for_js() -> dict:
         "systemMessageCode": list(SystemMessageCode.values),
         "badge": {str(k): v for k, v in BADGE_COLOURS.items()},
         # Single words the scripts compare against, named (never a copied literal in JS).
-        "word": {"toolCall": str(EventKind.TOOL_CALL), "runError": str(RunStatus.ERROR), "external": str(AgentHosting.EXTERNAL)},
+        "word": {"toolCall": str(EventKind.TOOL_CALL), "runError": str(RunStatus.ERROR), "external": str(AgentHosting.EXTERNAL),
+                 "truncated": str(FinishReason.LENGTH)},
     }

@@ -166,9 +166,10 @@ def _stream(started: services.StartedCompletion, *, include_usage: bool, org: st
             if finished.status != RunStatus.OK:
                 failed = RunFailed(finished.error, run_id=finished.id, session_id=finished.session_id or "")
                 return render_frame(None, error_object(failed)) + render_frame(None, "[DONE]")
-            out = chunk(delta={}, finish=wire.finish_reason(getattr(finished, "ops", None)))
-            if include_usage:
-                out += chunk(usage=wire.usage_body(finished))
+            out = chunk(delta={}, finish=wire.finish_reason(finished))
+            usage = wire.usage_body(finished)
+            if include_usage and usage is not None:  # unknown usage is left out, never sent as zeros
+                out += chunk(usage=usage)
             return out + render_frame(None, "[DONE]")
         if event == ReplyFrame.ERROR:  # the worker failed outside the run's own record
             return render_frame(None, error_object(InternalError(data.get("error") or None))) + render_frame(None, "[DONE]")

@@ -13,7 +13,7 @@ import re
 import uuid
 from dataclasses import dataclass, field
 
-from agents_site.vocabulary import ChatRole, OpenAIFinishReason
+from agents_site.vocabulary import ChatRole, FinishReason, OpenAIFinishReason
 from agents_site.wire import MAX_SCHEMA_DEPTH, json_depth, unstorable_text
 from openai_api.errors import InvalidParam
 
@@ -251,16 +251,26 @@ def tool_calls(ops: list[dict]) -> list[dict]:
     ]
 
 
-def usage_body(run) -> dict:
-    """Return the run's token usage as OpenAI `usage` (0 where the gateway reported none)."""
+def usage_body(run) -> dict | None:
+    """Return the run's token usage as OpenAI `usage`, or None when the gateway reported none
+    (clients expect integers when `usage` is present: it is left out, never invented as 0).
+    A count the gateway gave while the other is unknown is sent with the unknown one as 0."""
+    if run.prompt_tokens is None and run.completion_tokens is None:
+        return None
     prompt = run.prompt_tokens or 0
     completion = run.completion_tokens or 0
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
-def finish_reason(ops) -> str:
-    """Return `tool_calls` when the round handed calls back to the caller, else `stop`."""
-    return str(OpenAIFinishReason.TOOL_CALLS if ops else OpenAIFinishReason.STOP)
+def finish_reason(run) -> str:
+    """Return the answer's `finish_reason`: `tool_calls` when the round handed calls back to the
+    caller, the gateway's `length` / `content_filter` when it cut the reply, else `stop`."""
+    if getattr(run, "ops", None):
+        return str(OpenAIFinishReason.TOOL_CALLS)
+    said = getattr(run, "finish_reason", "") or ""
+    if said in (FinishReason.LENGTH, FinishReason.CONTENT_FILTER):
+        return str(said)
+    return str(OpenAIFinishReason.STOP)
 
 
 def completion_body(run, *, model: str) -> dict:
@@ -274,8 +284,8 @@ def completion_body(run, *, model: str) -> dict:
         "object": "chat.completion",
         "created": int(run.created_at.timestamp()),
         "model": model,
-        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason(ops)}],
-        "usage": usage_body(run),
+        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason(run)}],
+        **({"usage": usage} if (usage := usage_body(run)) is not None else {}),
         "system_fingerprint": None,
         "session_id": run.session_id,
     }

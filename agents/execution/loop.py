@@ -31,7 +31,7 @@ from agents.runs.lifecycle import Outcome, stop_reason, user_turn
 from agents.tools.backends.base import ToolContext
 from agents.tools.invoke import invoke_tool
 from agents.tools.registry import resolve_tools
-from agents_site.vocabulary import ControlCommand, EventKind, RunStatus, SessionStatus
+from agents_site.vocabulary import ControlCommand, EventKind, FinishReason, RunStatus, SessionStatus
 from sessions.masking import StreamMasker
 from sessions.scanner import redact_text
 
@@ -68,6 +68,15 @@ def parsed_arguments(raw: str) -> dict:
     except (json.JSONDecodeError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def reply_finish(completion) -> str:
+    """Return the `FinishReason` of a completion's last reply: the gateway's `length` or
+    `content_filter` passed through (a reply cut short is still an answer: the run is `ok`),
+    `stop` otherwise."""
+    choices = getattr(completion, "choices", None) or []
+    said = getattr(choices[0], "finish_reason", None) if choices else None
+    return said if said in (FinishReason.LENGTH, FinishReason.CONTENT_FILTER) else FinishReason.STOP
 
 
 class RunEnded(Exception):
@@ -381,6 +390,7 @@ class RunLoop:
                                                             "ops": [op["name"] for op in self.outcome.ops], "runId": self.run.id}, last=True)
                     self.outcome.status = RunStatus.OK
                     self.outcome.output = content or ""
+                    self.outcome.finish_reason = FinishReason.TOOL_CALLS
                     return
                 if calls and offer:
                     messages.append(
@@ -408,6 +418,7 @@ class RunLoop:
                 continue
             self.outcome.status = RunStatus.OK
             self.outcome.output = text
+            self.outcome.finish_reason = reply_finish(answered.completion)
             return
 
     def execute(self) -> Outcome:

@@ -79,3 +79,37 @@ def test_a_context_overflow_is_a_clear_context_length_exceeded_error_tried_once(
     body = run(funded, "long").json()
     assert body["attempts"] == 1 and body["error"].startswith("context_length_exceeded: the prompt (2066 tokens)")
     assert "context window of 2048 tokens" in body["error"]
+
+
+# -- honest outcomes (issue 31 item 3) --------------------------------------------------------
+
+
+def test_a_reply_cut_by_the_token_limit_is_an_ok_run_recorded_with_finish_reason_length(funded, upstream):
+    make_agent(funded, "short", maxTokens=5)
+    upstream.script(Reply(content="Once upon a ti", finish="length"))
+
+    response = run(funded, "short")
+
+    body = response.json()
+    assert response.status_code == 200 and (body["status"], body["output"], body["finishReason"]) == ("ok", "Once upon a ti", "length")
+    [stored] = stored_runs(funded)
+    assert (stored.status, stored.finish_reason, stored.truncated) == ("ok", "length", True)
+    assert upstream.chat_requests[0]["max_tokens"] == 5
+
+
+def test_a_content_filter_finish_passes_through_and_a_plain_answer_is_stop(funded, upstream):
+    make_agent(funded, "filtered")
+    upstream.script(Reply(content="I can't", finish="content_filter"), Reply(content="fine"))
+    assert run(funded, "filtered").json()["finishReason"] == "content_filter"
+    assert run(funded, "filtered").json()["finishReason"] == "stop"
+
+
+def test_unknown_token_counts_stay_null_never_zero(funded, upstream):
+    make_agent(funded, "quiet")
+    upstream.script(Reply(content="no usage here", usage=False))
+
+    body = run(funded, "quiet").json()
+
+    assert (body["status"], body["promptTokens"], body["completionTokens"]) == ("ok", None, None)
+    [stored] = stored_runs(funded)
+    assert (stored.prompt_tokens, stored.completion_tokens) == (None, None)
