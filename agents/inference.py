@@ -1,7 +1,11 @@
 """The inference gateway: one `openai` SDK client per process, the served model catalog, and
 one chat completion, streamed, with its failure classified.
 
-Configured by `INFERENCE_BASE_URL`, `INFERENCE_API_KEY` and `INFERENCE_TIMEOUT_SECONDS`. The
+Configured by `INFERENCE_BASE_URL`, `INFERENCE_API_KEY` and the timeouts (issue 31):
+`INFERENCE_CONNECT_TIMEOUT_SECONDS` to connect, `INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS` until the
+first piece of the reply (a CPU model reads the prompt first), `INFERENCE_TOKEN_TIMEOUT_SECONDS`
+between two pieces, all within the caller's deadline (`timeout`; the run's
+`AGENTS_RUN_DEADLINE_SECONDS`). A `_Watchdog` ends a stream that goes quiet for longer. The
 SDK's own retries are off (`max_retries=0`): the run path applies the spec's retry policy
 (`agents.execution.completion`) to the `UpstreamBusy` failures raised here.
 
@@ -9,8 +13,10 @@ Every completion is streamed from the gateway (`stream: true`, `stream_options.i
 one path whether or not the caller streams. The pieces of the reply go to `on_delta` as they
 arrive; the reply, its tool calls (argument fragments joined by index) and the usage are
 assembled into the SDK's `ChatCompletion`, the shape a non-streamed call returns. Every
-completion asks for at most `AGENTS_MAX_OUTPUT_TOKENS` tokens (`max_tokens`), so no run writes
-forever, whatever its agent sets.
+completion asks for at most `AGENTS_MAX_OUTPUT_TOKENS` tokens (`max_tokens`; the agent's
+`maxTokens`, else `AGENTS_DEFAULT_OUTPUT_TOKENS`), so no run writes forever. Every request
+carries the run's id as the `X-Agents-Run-Id` header (issue 32), and with
+`AGENTS_GATEWAY_RUN_METADATA` also as `metadata.agents_run_id` in the body.
 
 A streamed answer is read to the end of its body after its `[DONE]`, on a drain thread
 (`_FinishingStream`): the SDK stops at `[DONE]` and closes the response, which made the HTTP
@@ -163,13 +169,13 @@ def get_client() -> openai.OpenAI | None:
     global _client, _client_key
     if not inference_configured():
         return None
-    key = (settings.INFERENCE_BASE_URL, settings.INFERENCE_API_KEY, settings.INFERENCE_TIMEOUT_SECONDS)
+    key = (settings.INFERENCE_BASE_URL, settings.INFERENCE_API_KEY)
     with _lock:
         if _client is None or _client_key != key:
             _client = openai.OpenAI(
                 base_url=settings.INFERENCE_BASE_URL,
                 api_key=settings.INFERENCE_API_KEY or "not-needed",
-                timeout=settings.INFERENCE_TIMEOUT_SECONDS,
+                timeout=gateway_timeout(None),
                 max_retries=0,
                 http_client=_GatewayHttpClient(),
             )
@@ -321,10 +327,93 @@ def classify_status(status: int, body, fallback: str = "", *, partial: str = "")
 
 def output_token_cap(max_tokens: int | None) -> int:
     """Return the `max_tokens` a completion asks for: the agent's value capped by
-    `AGENTS_MAX_OUTPUT_TOKENS`, or the cap when the agent sets none. Example: cap 4096, agent
-    8000 → 4096; agent None → 4096; agent 256 → 256."""
+    `AGENTS_MAX_OUTPUT_TOKENS`, or `AGENTS_DEFAULT_OUTPUT_TOKENS` (capped too) when the agent
+    sets none. Example: cap 4096, default 1024: agent 8000 → 4096; agent None → 1024; agent 256 → 256."""
     cap = max(int(settings.AGENTS_MAX_OUTPUT_TOKENS), 1)
-    return cap if not max_tokens else max(min(int(max_tokens), cap), 1)
+    if not max_tokens:
+        return max(min(int(settings.AGENTS_DEFAULT_OUTPUT_TOKENS), cap), 1)
+    return max(min(int(max_tokens), cap), 1)
+
+
+def gateway_timeout(seconds_left: float | None) -> httpx2.Timeout:
+    """Return the HTTP timeouts of one request to the gateway: connect
+    `INFERENCE_CONNECT_TIMEOUT_SECONDS`, each read `INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS` (the
+    longest quiet a stream may have; the watchdog holds the shorter gap between tokens), all
+    at most `seconds_left` (the caller's deadline; None: `AGENTS_RUN_DEADLINE_SECONDS`)."""
+    left = settings.AGENTS_RUN_DEADLINE_SECONDS if seconds_left is None else max(seconds_left, 0.001)
+    connect = min(settings.INFERENCE_CONNECT_TIMEOUT_SECONDS, left)
+    read = min(settings.INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS, left)
+    return httpx2.Timeout(connect=connect, read=read, write=max(connect, min(30.0, left)), pool=connect)
+
+
+class _Watchdog:
+    """Ends a streamed completion that goes quiet: no first piece of the reply (content or a
+    tool call's fragment) within `INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS` of the request, no
+    next piece within `INFERENCE_TOKEN_TIMEOUT_SECONDS` of the last, or the caller's deadline
+    passed. It shuts the response's socket down (a blocked read returns at once); `fired` then
+    says which limit, in words. One thread per streamed completion, waiting on an event."""
+
+    def __init__(self, *, started: float, deadline: float) -> None:
+        self.first = settings.INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS
+        self.between = settings.INFERENCE_TOKEN_TIMEOUT_SECONDS
+        self.deadline = deadline
+        self.last = started
+        self.pieces = 0
+        self.fired = ""
+        self._done = False
+        self._wake = threading.Event()  # set on the first piece (the limit shortens) and at the end
+        self._response = None
+        self._thread: threading.Thread | None = None
+
+    def watch(self, response) -> None:
+        """Start watching `response` (the SDK stream's `httpx2.Response`)."""
+        self._response = response
+        self._thread = threading.Thread(target=self._run, name="gateway-watchdog", daemon=True)
+        self._thread.start()
+
+    def piece(self) -> None:
+        """A piece of the reply arrived."""
+        self.pieces += 1
+        self.last = time.monotonic()
+        if self.pieces == 1:
+            self._wake.set()
+
+    def stop(self) -> None:
+        """The stream ended (or failed): stop watching."""
+        self._done = True
+        self._wake.set()
+
+    def _due(self) -> tuple[float, str]:
+        if self.pieces:
+            gap, what = self.last + self.between, f"no token for {self.between:g} s (INFERENCE_TOKEN_TIMEOUT_SECONDS)"
+        else:
+            gap, what = self.last + self.first, f"no first token within {self.first:g} s (INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS)"
+        return (gap, what) if gap < self.deadline else (self.deadline, "the run's deadline passed")
+
+    def _run(self) -> None:
+        while True:
+            due, what = self._due()
+            left = due - time.monotonic()
+            if self._done:
+                return
+            if left > 0:
+                self._wake.wait(left)
+                self._wake.clear()
+                continue
+            self.fired = what
+            self._cut()
+            return
+
+    def _cut(self) -> None:
+        stream = (getattr(self._response, "extensions", None) or {}).get("network_stream")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        try:
+            if sock is not None:
+                sock.shutdown(2)  # SHUT_RDWR: the run's blocked read returns now
+            else:
+                self._response.close()
+        except Exception:  # already closed: the read ends anyway
+            logger.debug("gateway watchdog: could not cut the stream", exc_info=True)
 
 
 class _Assembly:
@@ -341,7 +430,9 @@ class _Assembly:
         self.usage = None
         self.choices = False
 
-    def add(self, chunk, on_delta: Callable[[str], None] | None) -> None:
+    def add(self, chunk, on_delta: Callable[[str], None] | None) -> bool:
+        """Take one chunk; return True when it carried a piece of the reply (content or a tool call's fragment)."""
+        piece = False
         self.id = self.id or (getattr(chunk, "id", "") or "")
         self.model = self.model or (getattr(chunk, "model", "") or "")
         self.created = self.created or (getattr(chunk, "created", 0) or 0)
@@ -359,10 +450,12 @@ class _Assembly:
             if delta.content is not None:
                 self.saw_content = True
                 if delta.content:
+                    piece = True
                     self.content.append(delta.content)
                     if on_delta is not None:
                         on_delta(delta.content)
             for fragment in delta.tool_calls or []:
+                piece = True
                 call = self.calls.setdefault(fragment.index or 0, {"id": "", "name": "", "arguments": []})
                 if fragment.id:
                     call["id"] = call["id"] or fragment.id
@@ -372,6 +465,7 @@ class _Assembly:
                         call["name"] += function.name
                     if function.arguments:
                         call["arguments"].append(function.arguments)
+        return piece
 
     @property
     def text(self) -> str:
@@ -397,6 +491,10 @@ class _Assembly:
         })
 
 
+#: The header every completion carries the run's id in (issue 32): a gateway's logs (LiteLLM's
+#: spend logs) can be joined to the run.
+RUN_ID_HEADER = "X-Agents-Run-Id"
+
 _FINISH_REASONS = frozenset({"stop", "length", "tool_calls", "content_filter", "function_call"})
 
 
@@ -410,15 +508,21 @@ def chat_completion(
     max_tokens: int | None = None,
     temperature: float | None = None,
     top_p: float | None = None,
+    run_id: str = "",
+    passthrough: dict | None = None,
 ) -> ChatCompletion:
     """Stream one chat completion from the gateway; return it assembled as a `ChatCompletion` (1 choice).
 
     In: `model`, OpenAI-shaped `messages`, optional OpenAI `tools` definitions, an optional
-    `timeout` in seconds for the whole completion (default `INFERENCE_TIMEOUT_SECONDS`; it also
-    bounds each read), `on_delta(text)` called with each piece of the reply's content as it
+    `timeout`: the seconds left before the caller's deadline (default
+    `AGENTS_RUN_DEADLINE_SECONDS`), within which the connect, first-token and between-token
+    timeouts apply; `on_delta(text)` called with each piece of the reply's content as it
     arrives (raw, unmasked; must not raise), and the generation settings: `max_tokens` (capped
-    by `AGENTS_MAX_OUTPUT_TOKENS`, which is sent when it is None), `temperature`, `top_p` (sent
-    only when set).
+    by `AGENTS_MAX_OUTPUT_TOKENS`; `AGENTS_DEFAULT_OUTPUT_TOKENS` when None), `temperature`,
+    `top_p` (sent only when set); `run_id`, sent as the `X-Agents-Run-Id` header (and as
+    `metadata.agents_run_id` with `AGENTS_GATEWAY_RUN_METADATA`); `passthrough`, OpenAI request
+    fields sent unchanged (`response_format`, `tool_choice`, `stop`, `seed`, `user`…: an
+    OpenAI-compatible caller's own).
     Out: the SDK's `ChatCompletion`: `choices[0].message` with `content` (the pieces joined) and
     `tool_calls` (fragments joined by index), `usage` when the gateway reports it.
     Raises `UpstreamBusy` for 429, 5xx, connection errors, timeouts and a stream that breaks
@@ -429,28 +533,46 @@ def chat_completion(
     client = get_client()
     if client is None:
         raise UpstreamRefused("inference is not configured on this deployment")
-    total = settings.INFERENCE_TIMEOUT_SECONDS if timeout is None else max(timeout, 0.001)
-    if timeout is not None:
-        client = client.with_options(timeout=max(timeout, 0.001))
+    total = settings.AGENTS_RUN_DEADLINE_SECONDS if timeout is None else max(timeout, 0.001)
+    client = client.with_options(timeout=gateway_timeout(total))
     kwargs: dict = {"model": model, "messages": messages, "stream": True, "stream_options": {"include_usage": True},
                     "max_tokens": output_token_cap(max_tokens)}
+    for name, value in (passthrough or {}).items():
+        kwargs.setdefault(name, value)
     if tools:
         kwargs["tools"] = tools
     if temperature is not None:
         kwargs["temperature"] = temperature
     if top_p is not None:
         kwargs["top_p"] = top_p
+    if run_id:
+        kwargs["extra_headers"] = {RUN_ID_HEADER: run_id}
+        if settings.AGENTS_GATEWAY_RUN_METADATA:
+            kwargs["extra_body"] = {"metadata": {**((passthrough or {}).get("metadata") or {}), "agents_run_id": run_id}}
     reply = _Assembly()
     started = time.monotonic()
+    watchdog = _Watchdog(started=started, deadline=started + total)
     try:
-        stream = client.chat.completions.create(**kwargs)
         try:
-            for chunk in stream:
-                reply.add(chunk, on_delta)
-                if time.monotonic() - started > total:
-                    raise UpstreamBusy("upstream timed out", partial=reply.text)
-        finally:
-            stream.close()
+            stream = client.chat.completions.create(**kwargs)
+            watchdog.watch(getattr(stream, "response", None))
+            try:
+                for chunk in stream:
+                    if reply.add(chunk, on_delta):
+                        watchdog.piece()
+                    if time.monotonic() - started > total:
+                        raise UpstreamBusy("upstream timed out: the run's deadline passed", partial=reply.text)
+            finally:
+                watchdog.stop()
+                stream.close()
+        except UpstreamError:
+            raise
+        except Exception as exc:
+            if watchdog.fired:  # the watchdog cut a quiet stream: whatever the read raised, that is why
+                raise UpstreamBusy(f"upstream timed out: {watchdog.fired}", partial=reply.text) from exc
+            raise
+        if watchdog.fired:
+            raise UpstreamBusy(f"upstream timed out: {watchdog.fired}", partial=reply.text)
     except UpstreamError:
         raise
     except openai.APIStatusError as exc:

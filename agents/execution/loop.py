@@ -186,7 +186,7 @@ class RunLoop:
     """Execute one run of `agent` on `text`; `execute()` returns its `Outcome`, never raises.
 
     Must run inside the org context. `deadline` (monotonic seconds) bounds a nested run called
-    as a tool; None means no deadline beyond the gateway's own timeouts.
+    as a tool; None means `AGENTS_RUN_DEADLINE_SECONDS` from now (issue 31: a total run deadline).
     """
 
     def __init__(self, *, agent: Agent, text: str, run: Run, session: RunSession, org_slug: str, deadline: float | None,
@@ -197,7 +197,7 @@ class RunLoop:
         self.run = run
         self.session = session
         self.org_slug = org_slug
-        self.deadline = deadline if deadline is not None else math.inf
+        self.deadline = deadline if deadline is not None else time.monotonic() + settings.AGENTS_RUN_DEADLINE_SECONDS
         self.outcome = Outcome(model=agent.model or settings.AGENTS_DEFAULT_MODEL)
         self.prompt = prompt
         self.client_tools = [tool for tool in (client_tools or []) if isinstance(tool, dict)]
@@ -209,7 +209,8 @@ class RunLoop:
         self.session.delta(text, run_id=self.run.id)
 
     def _generation(self) -> dict:
-        return {"max_tokens": self.agent.max_tokens, "temperature": self.agent.temperature, "top_p": self.agent.top_p}
+        return {"max_tokens": self.agent.max_tokens, "temperature": self.agent.temperature, "top_p": self.agent.top_p,
+                "run_id": self.run.id, "passthrough": getattr(self.agent, "gateway_options", None)}
 
     def _hear(self, method: str, value) -> None:
         try:

@@ -113,3 +113,61 @@ def test_unknown_token_counts_stay_null_never_zero(funded, upstream):
     assert (body["status"], body["promptTokens"], body["completionTokens"]) == ("ok", None, None)
     [stored] = stored_runs(funded)
     assert (stored.prompt_tokens, stored.completion_tokens) == (None, None)
+
+
+# -- timeouts that fit slow models (issue 31 item 4) ------------------------------------------
+
+
+@pytest.fixture
+def one_attempt(settings):
+    settings.AGENTS_MODEL_ATTEMPTS = 1
+    return settings
+
+
+def test_no_first_token_within_its_timeout_ends_the_run_saying_so(funded, upstream, one_attempt):
+    one_attempt.INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS = 0.5
+    make_agent(funded, "mute")
+    upstream.script(Reply(content="late", first_chunk_delay=3))
+
+    body = run(funded, "mute").json()
+
+    assert body["status"] == "error"
+    assert body["error"].startswith("upstream timed out: no first token within 0.5 s (INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS)")
+
+
+def test_a_slow_first_token_is_waited_for_under_a_short_between_tokens_timeout(funded, upstream, one_attempt):
+    one_attempt.INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS = 10
+    one_attempt.INFERENCE_TOKEN_TIMEOUT_SECONDS = 0.3
+    make_agent(funded, "thinker")
+    upstream.script(Reply(content="at last", first_chunk_delay=0.8, chunks=["at", " last"]))
+
+    body = run(funded, "thinker").json()
+
+    assert (body["status"], body["output"]) == ("ok", "at last")
+
+
+def test_a_stream_that_stalls_between_tokens_ends_at_the_between_tokens_timeout(funded, upstream, one_attempt):
+    import threading
+
+    one_attempt.INFERENCE_TOKEN_TIMEOUT_SECONDS = 0.5
+    make_agent(funded, "staller")
+    release = threading.Event()
+    upstream.script(Reply(content="abcdef", chunk_size=2, pause_after=1, pause=release))
+    try:
+        body = run(funded, "staller").json()
+    finally:
+        release.set()
+
+    assert body["status"] == "error" and "abcdef".startswith(body.get("output", ""))  # what was written is kept
+    assert "no token for 0.5 s (INFERENCE_TOKEN_TIMEOUT_SECONDS)" in body["error"]
+
+
+def test_the_run_deadline_bounds_a_reply_that_keeps_streaming(funded, upstream, one_attempt):
+    one_attempt.AGENTS_RUN_DEADLINE_SECONDS = 1.0
+    make_agent(funded, "chatty")
+    upstream.script(Reply(content="abcdefghijklmnop", chunk_size=1, chunk_delay=0.2))
+
+    body = run(funded, "chatty").json()
+
+    assert body["status"] == "error" and "the run's deadline passed" in body["error"]
+    assert "abcdefghijklmnop".startswith(body.get("output", "")) and len(body.get("output", "")) < 16
