@@ -538,6 +538,8 @@ def chat_completion(
     kwargs: dict = {"model": model, "messages": messages, "stream": True, "stream_options": {"include_usage": True},
                     "max_tokens": output_token_cap(max_tokens)}
     for name, value in (passthrough or {}).items():
+        if name in ("tool_choice", "parallel_tool_calls") and not tools:
+            continue  # no tools offered this round (the loop's last): a gateway refuses a tool choice without tools
         kwargs.setdefault(name, value)
     if tools:
         kwargs["tools"] = tools

@@ -253,7 +253,8 @@ class CodingLoop(RunLoop):
             if time.monotonic() >= self.deadline:
                 raise RunEnded("the run ran out of time")
             try:
-                answered = complete(models=models, messages=messages, tools=definitions, timeout=self._seconds_left, on_retry=self._on_retry)
+                answered = complete(models=models, messages=messages, tools=definitions, timeout=self._seconds_left, on_retry=self._on_retry,
+                                    generation={"run_id": self.run.id})
             except CompletionFailed as exc:
                 self.outcome.attempts += exc.attempts
                 self.outcome.model = exc.model

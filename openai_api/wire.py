@@ -43,6 +43,7 @@ class CompletionRequest:
     max_tokens: int | None = None
     temperature: float | None = None
     top_p: float | None = None
+    passthrough: dict = field(default_factory=dict)  # PASSTHROUGH fields sent, checked, for the gateway unchanged
 
     def texts(self, *roles: str) -> list[str]:
         """Return the text of every message of `roles` (text parts joined by newlines), in order."""
@@ -181,17 +182,73 @@ def _tools(body: dict) -> list[dict]:
     return cleaned
 
 
+#: Fields of the request this endpoint reads itself (`stream_options` is its own: never forwarded).
+HANDLED = frozenset({"model", "messages", "tools", "stream", "stream_options", "max_tokens", "max_completion_tokens",
+                     "temperature", "top_p", "n"})
+#: Fields passed to the gateway unchanged (after a check of their shape), on every completion of the call.
+PASSTHROUGH = ("response_format", "tool_choice", "parallel_tool_calls", "stop", "seed", "presence_penalty",
+               "frequency_penalty", "user")
+#: Refused: the returned tokens would bypass the masking of credentials in the reply.
+REFUSED = {"logprobs": "'logprobs' is not supported: token log-probabilities would bypass the masking of credentials in replies",
+           "top_logprobs": "'top_logprobs' is not supported: token log-probabilities would bypass the masking of credentials in replies"}
+MAX_STOP = 4
+MAX_USER_LENGTH = 256
+TOOL_CHOICE_WORDS = ("none", "auto", "required")
+RESPONSE_FORMATS = ("text", "json_object", "json_schema")
+
+
+def _passthrough(body: dict) -> dict:
+    """Return the PASSTHROUGH fields `body` sets (null ones left out), each checked; 400 naming a bad one."""
+    sent = {name: body[name] for name in PASSTHROUGH if body.get(name) is not None}
+    fmt = sent.get("response_format")
+    if fmt is not None and (not isinstance(fmt, dict) or fmt.get("type") not in RESPONSE_FORMATS):
+        raise InvalidParam("'response_format' must be an object whose 'type' is text, json_object or json_schema", param="response_format")
+    if fmt is not None and json_depth(fmt, limit=MAX_SCHEMA_DEPTH) > MAX_SCHEMA_DEPTH:
+        raise InvalidParam(f"'response_format' nests deeper than {MAX_SCHEMA_DEPTH} levels", param="response_format")
+    choice = sent.get("tool_choice")
+    if choice is not None and choice not in TOOL_CHOICE_WORDS and not (
+            isinstance(choice, dict) and choice.get("type") == "function" and isinstance(choice.get("function"), dict)
+            and isinstance(choice["function"].get("name"), str) and FUNCTION_NAME.match(choice["function"]["name"])):
+        raise InvalidParam("'tool_choice' must be none, auto, required or {type: 'function', function: {name}}", param="tool_choice")
+    if "parallel_tool_calls" in sent:
+        _bool(sent, "parallel_tool_calls")
+    stop = sent.get("stop")
+    if stop is not None and not (isinstance(stop, str) or (isinstance(stop, list) and len(stop) <= MAX_STOP
+                                                          and all(isinstance(s, str) for s in stop))):
+        raise InvalidParam(f"'stop' must be a string or a list of at most {MAX_STOP} strings", param="stop")
+    _number(sent, "seed", -(2**63), 2**63 - 1, integer=True)
+    _number(sent, "presence_penalty", -2, 2)
+    _number(sent, "frequency_penalty", -2, 2)
+    user = sent.get("user")
+    if user is not None and (not isinstance(user, str) or len(user) > MAX_USER_LENGTH):
+        raise InvalidParam(f"'user' must be a string of at most {MAX_USER_LENGTH} characters", param="user")
+    return sent
+
+
+def _unhandled(body: dict) -> None:
+    """Refuse (400, naming it) a field this endpoint neither reads nor passes on: none is dropped in silence."""
+    for name, message in REFUSED.items():
+        if body.get(name) not in (None, False, 0):
+            raise InvalidParam(message, param=name)
+    for name in body:
+        if name not in HANDLED and name not in PASSTHROUGH and name not in REFUSED:
+            raise InvalidParam(f"'{name}' is not supported by this endpoint", param=name)
+
+
 def completion_request(body) -> CompletionRequest:
     """Check a chat completions body; return the `CompletionRequest` or raise `InvalidParam` (400).
 
     Checked: `model` (a non-empty string), `messages` (non-empty; roles system, user,
     assistant, tool; text content ≤ 128 KiB each), `tools` (function definitions), `stream`
     and `stream_options.include_usage` (booleans), `max_tokens` / `max_completion_tokens`
-    (1..1 000 000), `temperature` (0..2), `top_p` (0..1), `n` (1 only). Other OpenAI fields
-    are accepted and ignored.
+    (1..1 000 000), `temperature` (0..2), `top_p` (0..1), `n` (1 only); PASSTHROUGH fields
+    (`response_format`, `tool_choice`, `parallel_tool_calls`, `stop`, `seed`, the penalties,
+    `user`) checked and kept for the gateway; `logprobs` / `top_logprobs` refused; any other
+    field refused, naming it (issue 29 item 7).
     """
     if not isinstance(body, dict):
         raise InvalidParam("the request body must be a JSON object", param=None)
+    _unhandled(body)
     model = body.get("model")
     if not isinstance(model, str) or not model.strip():
         raise InvalidParam("'model' is required: the name or id of one of your agents", param="model")
@@ -216,6 +273,7 @@ def completion_request(body) -> CompletionRequest:
         max_tokens=max_tokens,
         temperature=_number(body, "temperature", 0, 2),
         top_p=_number(body, "top_p", 0, 1),
+        passthrough=_passthrough(body),
     )
 
 

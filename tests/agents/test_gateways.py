@@ -171,3 +171,16 @@ def test_the_run_deadline_bounds_a_reply_that_keeps_streaming(funded, upstream, 
 
     assert body["status"] == "error" and "the run's deadline passed" in body["error"]
     assert "abcdefghijklmnop".startswith(body.get("output", "")) and len(body.get("output", "")) < 16
+
+
+# -- the run id to the gateway (issue 32 item 5) -------------------------------------------------
+
+
+def test_every_completion_of_a_run_carries_its_run_id_header(funded, upstream):
+    make_agent(funded, "calc2", tools=["calculator"])
+    upstream.script(Reply(tool_calls=[("calculator", {"expression": "1+1"})]), Reply(content="2"))
+
+    body = run(funded, "calc2").json()
+
+    assert [h.get("x-agents-run-id") for h in upstream.request_headers] == [body["id"], body["id"]]
+    assert all("metadata" not in r and "user" not in r for r in upstream.chat_requests)

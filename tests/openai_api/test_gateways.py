@@ -79,3 +79,95 @@ def test_a_stream_ends_with_length_and_no_usage_chunk_when_the_gateway_sent_no_u
     assert response.status_code == 200 and response["X-Agents-Run-Id"].startswith("run")
     assert chunks[-1]["choices"][0]["finish_reason"] == "length"
     assert all("usage" not in chunk for chunk in chunks)
+
+
+# -- the caller's parameters (issue 29 item 7) ---------------------------------------------------
+
+PASSED = {
+    "response_format": {"type": "json_schema", "json_schema": {"name": "answer", "schema": {"type": "object"}}},
+    "stop": ["\n\n", "END"],
+    "seed": 42,
+    "presence_penalty": 0.5,
+    "frequency_penalty": -0.25,
+    "user": "end-user-17",
+}
+
+
+def test_the_callers_parameters_reach_the_gateway_unchanged(writer, upstream):
+    tools = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
+    choice = {"type": "function", "function": {"name": "lookup"}}
+
+    response = call(writer, tools=tools, tool_choice=choice, parallel_tool_calls=False, **PASSED)
+
+    assert response.status_code == 200, response.content
+    sent = upstream.chat_requests[-1]
+    assert {name: sent.get(name) for name in PASSED} == PASSED
+    assert (sent["tool_choice"], sent["parallel_tool_calls"]) == (choice, False)
+    assert sent["stream_options"] == {"include_usage": True}  # the platform's own, never the caller's
+
+
+def test_stream_options_are_the_endpoints_own_not_forwarded(writer, upstream):
+    upstream.script(Reply(content="hi", prompt_tokens=5, completion_tokens=1))
+    response = call(writer, stream=True, stream_options={"include_usage": False})
+    chunks = _chunks(response)
+    assert all("usage" not in chunk for chunk in chunks)  # include_usage false honoured
+    assert upstream.chat_requests[-1]["stream_options"] == {"include_usage": True}
+
+    upstream.script(Reply(content="hi", prompt_tokens=5, completion_tokens=1))
+    chunks = _chunks(call(writer, stream=True, stream_options={"include_usage": True}))
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"] == {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}
+
+
+@pytest.mark.parametrize("field,value,param", [
+    ("logprobs", True, "logprobs"),
+    ("top_logprobs", 3, "top_logprobs"),
+    ("logit_bias", {"50256": -100}, "logit_bias"),
+    ("metadata", {"a": "b"}, "metadata"),
+    ("frobnicate", 1, "frobnicate"),
+    ("stop", ["a", "b", "c", "d", "e"], "stop"),
+    ("tool_choice", "sometimes", "tool_choice"),
+    ("response_format", {"type": "yaml"}, "response_format"),
+    ("seed", "42", "seed"),
+    ("presence_penalty", 3, "presence_penalty"),
+    ("user", 17, "user"),
+    ("parallel_tool_calls", "yes", "parallel_tool_calls"),
+])
+def test_a_parameter_not_handled_or_malformed_is_refused_400_naming_it(writer, upstream, field, value, param):
+    response = call(writer, **{field: value})
+
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert (error["type"], error["param"]) == ("invalid_request_error", param) and field in error["message"]
+    assert upstream.chat_requests == []  # nothing reached the gateway, no run recorded
+    from agents.models import Run
+
+    with writer.context():
+        assert not Run.objects.exists()
+
+
+def test_logprobs_false_asks_for_nothing_and_is_accepted(writer, upstream):
+    assert call(writer, logprobs=False).status_code == 200
+    assert "logprobs" not in upstream.chat_requests[-1]
+
+
+# -- the run id to the gateway (issue 32 item 5) -------------------------------------------------
+
+
+def test_every_completion_carries_the_run_id_header_and_the_body_stays_strict(writer, upstream):
+    upstream.strict = True  # an unknown body field would be refused: none is sent by default
+    response = call(writer, user="end-user-17")
+
+    assert response.status_code == 200, response.content
+    run_id = response.json()["id"]
+    assert upstream.request_headers[-1]["x-agents-run-id"] == run_id
+    sent = upstream.chat_requests[-1]
+    assert "metadata" not in sent and sent["user"] == "end-user-17"
+
+
+def test_the_run_id_in_the_body_only_behind_its_setting(writer, upstream, settings):
+    settings.AGENTS_GATEWAY_RUN_METADATA = True
+    response = call(writer)
+    run_id = response.json()["id"]
+    sent = upstream.chat_requests[-1]
+    assert sent["metadata"] == {"agents_run_id": run_id} and upstream.request_headers[-1]["x-agents-run-id"] == run_id
+    assert "user" not in sent  # the platform never invents a `user`
