@@ -27,6 +27,7 @@ gateway).
 from __future__ import annotations
 
 import logging
+import math
 import re
 import threading
 import time
@@ -198,14 +199,136 @@ def model_catalog() -> frozenset[str] | None:
     cached = _catalog
     if cached and cached[1] == base and now - cached[0] < settings.AGENTS_MODEL_CATALOG_TTL_SECONDS:
         return cached[2]
+    windows: dict[str, int] = {}
     try:
-        ids = frozenset(m.id for m in client.with_options(timeout=10).models.list())
+        listed = list(client.with_options(timeout=10).models.list())
+        ids = frozenset(m.id for m in listed)
+        for m in listed:
+            window = _listed_window(m.model_dump() if hasattr(m, "model_dump") else {})
+            if window:
+                windows[m.id] = window
     except openai.OpenAIError as exc:
         logger.warning("model catalog unavailable: %s", exc)
         ids = frozenset()
     result = ids or None
     _catalog = (now, base, result)
+    with _lock:
+        _listed_windows.clear()
+        _listed_windows.update(windows)
     return result
+
+
+# -- what fits in a model's context (issue 31 item 2) ---------------------------------------------
+
+_listed_windows: dict[str, int] = {}  # model → context window the gateway's model list says
+_learned_windows: dict[tuple[str, str], int] = {}  # (base, model) → the window an overflow answer named
+_ratios: dict[tuple[str, str], float] = {}  # (base, model) → prompt tokens per byte, from earlier usage
+_tokenizer: dict[str, tuple[float, str | None]] = {}  # base → (checked at, the tokenize route that works, None: none)
+_counts: dict[tuple[str, str, int], int] = {}  # (base, model, hash of text) → tokens
+COUNT_CACHE_SIZE = 4096
+TOKENIZE_TIMEOUT_SECONDS = 5.0
+
+
+def _listed_window(entry: dict) -> int | None:
+    """Return the context window a model list entry states: vLLM `max_model_len`, others'
+    `context_length` / `context_window`, llama.cpp's `meta.n_ctx` (not `n_ctx_train`: the
+    server's own `--ctx-size` may be smaller than what the model was trained with)."""
+    for key in ("max_model_len", "context_length", "context_window"):
+        value = entry.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    meta = entry.get("meta")
+    value = meta.get("n_ctx") if isinstance(meta, dict) else None
+    return value if isinstance(value, int) and value > 0 else None
+
+
+def context_window(model: str) -> int | None:
+    """Return what the gateway says of `model`'s context window (tokens), or None when it says
+    nothing: the window an overflow answer named (the truth of this server), else its model list's."""
+    learned = _learned_windows.get((settings.INFERENCE_BASE_URL, model))
+    if learned:
+        return learned
+    if model not in _listed_windows and inference_configured():
+        model_catalog()
+    return _listed_windows.get(model)
+
+
+def note_window(model: str, window: int) -> None:
+    """Remember the context window an overflow answer of the gateway named for `model`."""
+    if window > 0:
+        _learned_windows[(settings.INFERENCE_BASE_URL, model)] = window
+
+
+def note_usage(model: str, prompt_bytes: int, prompt_tokens: int | None) -> None:
+    """Calibrate the token estimate of `model` from a completion's `usage.prompt_tokens` and the
+    bytes of the prompt it was sent (messages and tool definitions as JSON)."""
+    if prompt_tokens and prompt_bytes > 0:
+        _ratios[(settings.INFERENCE_BASE_URL, model)] = prompt_tokens / prompt_bytes
+
+
+def _root(base: str) -> str:
+    base = base.rstrip("/")
+    return base[: -len("/v1")] if base.endswith("/v1") else base
+
+
+#: The tokenize routes tried, in order: llama.cpp's server and vLLM (`POST /tokenize`, answering
+#: `tokens` or `count`), then llama-cpp-python's (`POST /extras/tokenize/count` → `count`).
+TOKENIZE_ROUTES = ("/tokenize", "/extras/tokenize/count")
+
+
+def _tokenize(client, base: str, route: str, model: str, text: str) -> int | None:
+    body = {"model": model, "content": text, "prompt": text, "input": text, "add_special": False}
+    headers = {"Authorization": f"Bearer {settings.INFERENCE_API_KEY}"} if settings.INFERENCE_API_KEY else {}
+    response = client._client.post(_root(base) + route, json=body, headers=headers, timeout=TOKENIZE_TIMEOUT_SECONDS)
+    if response.status_code != 200:
+        return None
+    data = response.json()
+    if isinstance(data.get("count"), int):
+        return data["count"]
+    tokens = data.get("tokens")
+    return len(tokens) if isinstance(tokens, list) else None
+
+
+def count_tokens(model: str, texts: list[str]) -> tuple[list[int], str]:
+    """Return the token count of each text and how it was counted: `tokenizer` (the gateway's own
+    tokenize route: llama.cpp, vLLM, llama-cpp-python), `calibrated` (bytes × the tokens per byte
+    of earlier answers' `usage.prompt_tokens`), or `estimate` (characters ÷ 3). Counts by the
+    tokenizer are cached; a gateway without a tokenize route is asked again after
+    `AGENTS_MODEL_CATALOG_TTL_SECONDS`. No tokenizer is ever downloaded."""
+    base = settings.INFERENCE_BASE_URL
+    client = get_client()
+    now = time.monotonic()
+    known = _tokenizer.get(base)
+    if client is not None and (known is None or (known[1] is None and now - known[0] > settings.AGENTS_MODEL_CATALOG_TTL_SECONDS)):
+        route = None
+        for candidate in TOKENIZE_ROUTES:
+            try:
+                if _tokenize(client, base, candidate, model, "hello") is not None:
+                    route = candidate
+                    break
+            except Exception:  # not this gateway's route (or unreachable): the next, then the estimate
+                continue
+        _tokenizer[base] = known = (now, route)
+    if client is not None and known and known[1]:
+        counts = []
+        try:
+            for text in texts:
+                key = (base, model, hash(text))
+                if key not in _counts:
+                    if len(_counts) >= COUNT_CACHE_SIZE:
+                        _counts.clear()
+                    counted = _tokenize(client, base, known[1], model, text)
+                    if counted is None:
+                        raise ValueError("tokenize answered without a count")
+                    _counts[key] = counted
+                counts.append(_counts[key])
+            return counts, "tokenizer"
+        except Exception:
+            logger.info("gateway tokenize failed; estimating instead", exc_info=True)
+    ratio = _ratios.get((base, model))
+    if ratio:
+        return [max(1, math.ceil(len(text.encode()) * ratio)) for text in texts], "calibrated"
+    return [math.ceil(len(text) / 3) for text in texts], "estimate"
 
 
 class UpstreamError(Exception):
@@ -231,7 +354,10 @@ class UpstreamRefused(UpstreamError):
 
 
 class ContextOverflow(UpstreamRefused):
-    """The prompt does not fit the model's context window (`code` = `context_length_exceeded`)."""
+    """The prompt does not fit the model's context window (`code` = `context_length_exceeded`;
+    `window`, the window the gateway named, else None)."""
+
+    window: int | None = None
 
 
 #: Words in a gateway's error message that say the prompt is over the model's context window:
@@ -291,6 +417,17 @@ def _one_line(message: str, limit: int = 240) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _named_window(message: str, body) -> int | None:
+    inner = body.get("error", body) if isinstance(body, dict) else None
+    if isinstance(inner, dict) and isinstance(inner.get("n_ctx"), int):  # llama.cpp's server
+        return inner["n_ctx"]
+    for index, pattern in enumerate(_OVERFLOW_NUMBERS):
+        match = pattern.search(message or "")
+        if match:
+            return int(match.group(2) if index == 0 else match.group(1))
+    return None
+
+
 def overflow_reason(message: str) -> str:
     """Return the sentence of a context overflow, with the token counts when the message has them."""
     for pattern in _OVERFLOW_NUMBERS:
@@ -316,7 +453,9 @@ def classify_status(status: int, body, fallback: str = "", *, partial: str = "")
     message, kind, code = _error_fields(body)
     message = message or fallback or ""
     if code == "context_length_exceeded" or kind == "exceed_context_size_error" or _OVERFLOW.search(message):
-        return ContextOverflow(overflow_reason(message), status=status, partial=partial, code="context_length_exceeded")
+        overflow = ContextOverflow(overflow_reason(message), status=status, partial=partial, code="context_length_exceeded")
+        overflow.window = _named_window(message, body)
+        return overflow
     validation = bool(_VALIDATION.search(message))
     sentence = _validation_sentence(message) if validation else _one_line(message)
     if status == 429 or (status >= 500 and kind != "invalid_request_error" and not validation):
@@ -498,6 +637,30 @@ RUN_ID_HEADER = "X-Agents-Run-Id"
 _FINISH_REASONS = frozenset({"stop", "length", "tool_calls", "content_filter", "function_call"})
 
 
+_BROKEN = (openai.APIConnectionError, httpx.TransportError, httpx2.TransportError)
+
+
+def _probe(client, kwargs: dict, deadline: float) -> None:
+    """Ask once more, not streamed and for one token, after a stream that broke before its first
+    piece: llama-cpp-python answers 200, then breaks the stream, for a request it refuses (a
+    prompt over the context window), and answers the same request not streamed with its 400.
+    Raises that refusal (`UpstreamRefused` / `ContextOverflow`); returns when the probe is
+    answered or fails otherwise (the break was transient: the caller's failure stands)."""
+    left = deadline - time.monotonic()
+    if left <= 0.5:
+        return
+    plain = {k: v for k, v in kwargs.items() if k not in ("stream", "stream_options")}
+    plain["max_tokens"] = 1
+    try:
+        client.with_options(timeout=gateway_timeout(left)).chat.completions.create(**plain)
+    except openai.APIStatusError as exc:
+        failure = classify_status(exc.status_code, exc.body, exc.message)
+        if isinstance(failure, UpstreamRefused):
+            raise failure from exc
+    except Exception:
+        logger.debug("gateway probe after a broken stream failed", exc_info=True)
+
+
 def chat_completion(
     *,
     model: str,
@@ -572,13 +735,22 @@ def chat_completion(
         except Exception as exc:
             if watchdog.fired:  # the watchdog cut a quiet stream: whatever the read raised, that is why
                 raise UpstreamBusy(f"upstream timed out: {watchdog.fired}", partial=reply.text) from exc
+            if reply.choices and not watchdog.pieces and isinstance(exc, _BROKEN):
+                _probe(client, kwargs, started + total)  # raises the refusal a broken stream hid
             raise
         if watchdog.fired:
             raise UpstreamBusy(f"upstream timed out: {watchdog.fired}", partial=reply.text)
+    except ContextOverflow as exc:
+        if exc.window:
+            note_window(model, exc.window)
+        raise
     except UpstreamError:
         raise
     except openai.APIStatusError as exc:
-        raise classify_status(exc.status_code, exc.body, exc.message, partial=reply.text) from exc
+        failure = classify_status(exc.status_code, exc.body, exc.message, partial=reply.text)
+        if isinstance(failure, ContextOverflow) and failure.window:
+            note_window(model, failure.window)
+        raise failure from exc
     except (openai.APITimeoutError, httpx.TimeoutException) as exc:
         raise UpstreamBusy("upstream timed out", partial=reply.text) from exc
     except (openai.APIConnectionError, httpx.TransportError) as exc:
@@ -607,3 +779,5 @@ def reset_caches() -> None:
         _client = None
         _client_key = None
         _catalog = None
+        for cache in (_listed_windows, _learned_windows, _ratios, _tokenizer, _counts):
+            cache.clear()

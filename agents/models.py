@@ -36,6 +36,9 @@ class Agent(models.Model):
     max_tokens = models.PositiveIntegerField(null=True, blank=True)
     temperature = models.FloatField(null=True, blank=True)
     top_p = models.FloatField(null=True, blank=True)
+    # The model's context window in tokens (None: the gateway's model metadata, else
+    # AGENTS_CONTEXT_WINDOW_TOKENS): the prompt's history is trimmed to fit it (issue 31).
+    context_window = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 

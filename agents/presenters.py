@@ -64,6 +64,7 @@ def agent_view(agent: Agent, *, runs: int) -> dict:
             "computeRef": agent.compute_ref,
             "serviceAccountId": agent.service_account_id,
             "maxTokens": agent.max_tokens,
+            "contextWindow": agent.context_window,
             "temperature": agent.temperature,
             "topP": agent.top_p,
             "runs": runs,

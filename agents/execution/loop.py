@@ -24,7 +24,9 @@ from django.conf import settings
 from opentelemetry import trace
 
 from agents import tracing
+from agents import inference
 from agents.execution.completion import CompletionFailed, ReplySink, complete, models_for
+from agents.execution.context import fit
 from agents.models import Agent, Run
 from agents.run_session import RunSession, clip
 from agents.runs.lifecycle import Outcome, stop_reason, user_turn
@@ -274,10 +276,21 @@ class RunLoop:
         )
         self.session.append(EventKind.LOG, {"text": "model failover" if failover else "model retry", "model": model, "attempt": attempt, "reason": reason[:500]})
 
+    def _fit(self, messages: list[dict], offer: list[dict] | None, model: str) -> list[dict]:
+        """Return what of `messages` fits the model's context window (`agents.execution.context`),
+        noting on the session when older turns were dropped."""
+        fitted = fit(messages, agent=self.agent, model=model, max_tokens=inference.output_token_cap(self.agent.max_tokens), tools=offer)
+        if fitted.dropped:
+            self.session.append(EventKind.LOG, {"text": f"dropped the {fitted.dropped} oldest messages to fit the context window "
+                                                        f"({fitted.window} tokens; counted by {fitted.counted_by})", "runId": self.run.id})
+        self._sent_bytes = len(json.dumps(fitted.messages, ensure_ascii=False).encode()) + len(json.dumps(offer or []).encode())
+        return fitted.messages
+
     def _add_usage(self, completion) -> None:
         usage = getattr(completion, "usage", None)
         if usage is None:
             return
+        inference.note_usage(self.outcome.model, getattr(self, "_sent_bytes", 0), usage.prompt_tokens)
         if usage.prompt_tokens is not None:
             self.outcome.prompt_tokens = (self.outcome.prompt_tokens or 0) + usage.prompt_tokens
         if usage.completion_tokens is not None:
@@ -358,7 +371,7 @@ class RunLoop:
             ) as step:
                 reply = ReplyStream(self._say)
                 try:
-                    answered = complete(models=models, messages=messages, tools=offer, timeout=self._seconds_left, on_retry=self._on_retry,
+                    answered = complete(models=models, messages=self._fit(messages, offer, models[0]), tools=offer, timeout=self._seconds_left, on_retry=self._on_retry,
                                         sink=reply, generation=self._generation())
                 except CompletionFailed as exc:
                     self.outcome.attempts += exc.attempts

@@ -171,3 +171,71 @@ def test_the_run_id_in_the_body_only_behind_its_setting(writer, upstream, settin
     sent = upstream.chat_requests[-1]
     assert sent["metadata"] == {"agents_run_id": run_id} and upstream.request_headers[-1]["x-agents-run-id"] == run_id
     assert "user" not in sent  # the platform never invents a `user`
+
+
+# -- context-aware prompts (issue 31 item 2) ---------------------------------------------------
+
+
+def _history(turns: int, words: int = 20) -> list[dict]:
+    messages = []
+    for n in range(turns):
+        messages.append({"role": "user", "content": f"question {n} " + "word " * words})
+        messages.append({"role": "assistant", "content": f"answer {n} " + "word " * words})
+    messages.append({"role": "user", "content": "the last question"})
+    return messages
+
+
+def test_the_oldest_turns_are_dropped_to_fit_the_agents_context_window(org_a, upstream):
+    credit_add(org=org_a.org, cents=1000, actor="test")
+    made = org_a.client.post("/v1/agents", {"name": "small", "instructions": "Be brief.", "contextWindow": 400, "maxTokens": 100},
+                             content_type="application/json")
+    assert made.status_code == 201 and made.json()["contextWindow"] == 400
+
+    response = org_a.client.post(PATH, {"model": "small", "messages": _history(10)}, content_type="application/json")
+
+    assert response.status_code == 200, response.content
+    sent = upstream.chat_requests[-1]["messages"]
+    assert sent[0] == {"role": "system", "content": "Be brief."} and sent[-1]["content"] == "the last question"
+    assert 3 < len(sent) < 22 and sent[1]["content"].startswith(("question", "answer"))
+    kept = [int(m["content"].split()[1]) for m in sent[1:-1]]
+    assert kept == sorted(kept) and max(kept) == 9  # the newest turns stayed, the oldest went
+    # chars ÷ 3 (no tokenize route): the history sent is within the budget 400 − 100 − 16
+    assert sum(-(-len(m["content"]) // 3) + 4 for m in sent) <= 284
+
+
+def test_the_gateways_tokenizer_counts_when_it_has_one(org_a, upstream):
+    upstream.tokenizer = "llama.cpp"  # POST /tokenize; the fake counts words
+    credit_add(org=org_a.org, cents=1000, actor="test")
+    org_a.client.post("/v1/agents", {"name": "counted", "contextWindow": 400, "maxTokens": 100}, content_type="application/json")
+
+    response = org_a.client.post(PATH, {"model": "counted", "messages": _history(10)}, content_type="application/json")
+
+    assert response.status_code == 200
+    assert any(r["_path"] == "/tokenize" for r in upstream.requests)
+    sent = upstream.chat_requests[-1]["messages"]
+    words = sum(len(m["content"].split()) + 4 for m in sent)
+    assert words <= 284 and words + 26 > 284  # counted by the tokenizer: as many turns as fit, no fewer
+
+
+def test_a_context_overflow_hidden_in_a_broken_stream_is_named_and_the_next_round_fits(writer, upstream):
+    upstream.context_window = 200  # llama-cpp-python: 200, then a broken stream; not streamed: its 400
+    messages = _history(8)  # ~360 words
+
+    first = call(writer, messages=messages)
+
+    assert first.status_code == 400
+    error = first.json()["error"]
+    assert (error["code"], error["type"], error["param"]) == ("context_length_exceeded", "invalid_request_error", "messages")
+    assert error["message"].startswith("context_length_exceeded: the prompt (") and "context window of 200 tokens" in error["message"]
+    from agents.models import Run
+
+    with writer.context():
+        run = Run.objects.get(pk=error["run_id"])
+    assert (run.status, run.attempts) == ("error", 1)  # not retried
+    assert [r.get("stream") for r in upstream.chat_requests] == [True, None]  # the stream, then the probe that named it
+
+    again = call(writer, messages=messages)  # the same conversation: trimmed to the window the gateway named
+
+    assert again.status_code == 200, again.content
+    sent = upstream.chat_requests[-1]["messages"]
+    assert sent[-1]["content"] == "the last question" and sum(len(m["content"].split()) for m in sent) < 200

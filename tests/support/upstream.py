@@ -118,6 +118,13 @@ class Upstream:
         self.requests: list[dict] = []
         self.request_headers: list[dict] = []
         self.strict = False  # validate messages as llama-cpp-python does (see the module doc)
+        # A model's context window in "tokens" (whitespace-separated words of the messages):
+        # over it, a streamed request gets llama-cpp-python's 200, role chunk, broken stream;
+        # one not streamed its 400 `context_length_exceeded`. None: no limit.
+        self.context_window: int | None = None
+        # The tokenize route served: "llama.cpp" (POST /tokenize → tokens), "llama-cpp-python"
+        # (POST /extras/tokenize/count → count), None (404, as OpenAI and LiteLLM answer).
+        self.tokenizer: str | None = None
         self.connections = 0  # TCP connections accepted (a client that keeps alive opens one)
         self._script: list[Reply] = []
         self._lock = threading.Lock()
@@ -141,6 +148,8 @@ class Upstream:
             self.requests.clear()
             self.request_headers.clear()
             self.strict = False
+            self.context_window = None
+            self.tokenizer = None
             self.connections = 0
             self.default_delay = 0.0
 
@@ -251,8 +260,26 @@ class Upstream:
                 body["_path"] = self.path
                 upstream.requests.append(body)
                 upstream.request_headers.append({k.lower(): v for k, v in self.headers.items()})
-                if not self.path.rstrip("/").endswith("/chat/completions"):
+                path = self.path.rstrip("/")
+                if path == "/tokenize" and upstream.tokenizer == "llama.cpp":
+                    self._send(200, {"tokens": list(range(len(str(body.get("content", "")).split())))})
+                    return
+                if path == "/extras/tokenize/count" and upstream.tokenizer == "llama-cpp-python":
+                    self._send(200, {"count": len(str(body.get("input", "")).split())})
+                    return
+                if not path.endswith("/chat/completions"):
                     self._send(404, {"error": {"message": "not found"}})
+                    return
+                prompt = sum(len(str(m.get("content") or "").split()) for m in body.get("messages") or [])
+                if upstream.context_window is not None and prompt >= upstream.context_window:
+                    if body.get("stream") is True:  # llama-cpp-python: the role chunk, then the stream breaks
+                        self._stream(Reply(content="", fail_after=0), body, {"id": "chatcmpl-x", "created": 0, "model": body.get("model", "")})
+                        return
+                    window = upstream.context_window
+                    self._send(400, {"error": {
+                        "message": f"This model's maximum context length is {window} tokens. However, you requested {prompt} tokens "
+                                   f"({prompt} in the messages, 0 in the completion). Please reduce the length of the messages or completion.",
+                        "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}})
                     return
                 if upstream.strict:
                     errors = strict_errors(body)
