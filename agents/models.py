@@ -36,6 +36,9 @@ class Agent(models.Model):
     max_tokens = models.PositiveIntegerField(null=True, blank=True)
     temperature = models.FloatField(null=True, blank=True)
     top_p = models.FloatField(null=True, blank=True)
+    # The model's context window in tokens (None: the gateway's model metadata, else
+    # AGENTS_CONTEXT_WINDOW_TOKENS): the prompt's history is trimmed to fit it (issue 31).
+    context_window = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 
@@ -90,6 +93,11 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return f"{self.id} ({self.status})"
+
+    @property
+    def truncated(self) -> bool:
+        """True when the run's last reply was cut by the token limit (`finish_reason` `length`)."""
+        return self.finish_reason == FinishReason.LENGTH
 
 
 class IdempotencyRecord(models.Model):

@@ -281,6 +281,9 @@ else:
 
 # Durable execution (agents/scheduling, agents/background.py, agents/recovery.py).
 AGENTS_RUN_TIMEOUT_SECONDS = _env_int("AGENTS_RUN_TIMEOUT_SECONDS", 600)
+# The whole deadline of one run's agent loop (every completion, retry and tool): past it the
+# run ends `error` "the run ran out of time". Below the task queue's kill by default.
+AGENTS_RUN_DEADLINE_SECONDS = max(_env_float("AGENTS_RUN_DEADLINE_SECONDS", float(max(AGENTS_RUN_TIMEOUT_SECONDS - 60, 30))), 1.0)
 # How long a stopping worker (SIGTERM/Ctrl-C on qcluster) lets its run in flight finish before
 # ending it "worker stopped" (seconds).
 AGENTS_SHUTDOWN_GRACE_SECONDS = _env_float("AGENTS_SHUTDOWN_GRACE_SECONDS", 10.0)
@@ -302,13 +305,27 @@ AGENTS_GATEWAY_JWT_KEY = os.environ.get("AGENTS_GATEWAY_JWT_KEY", "")
 # Inference (an OpenAI-compatible gateway).
 INFERENCE_BASE_URL = os.environ.get("INFERENCE_BASE_URL", "").strip()
 INFERENCE_API_KEY = os.environ.get("INFERENCE_API_KEY", "").strip()
-INFERENCE_TIMEOUT_SECONDS = float(os.environ.get("INFERENCE_TIMEOUT_SECONDS", "120") or 120)
+# Timeouts that fit a model on a CPU (issue 31): connecting; the first token (the prompt is read
+# first: slow on a CPU, so generous); the gap between two tokens once the reply streams. A
+# run's whole deadline is AGENTS_RUN_DEADLINE_SECONDS (below the task queue's own kill).
+INFERENCE_CONNECT_TIMEOUT_SECONDS = max(_env_float("INFERENCE_CONNECT_TIMEOUT_SECONDS", 10.0), 0.1)
+INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS = max(_env_float("INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS", 300.0), 0.1)
+INFERENCE_TOKEN_TIMEOUT_SECONDS = max(_env_float("INFERENCE_TOKEN_TIMEOUT_SECONDS", 60.0), 0.1)
 AGENTS_DEFAULT_MODEL = os.environ.get("AGENTS_DEFAULT_MODEL", "gpt-4o-mini").strip()
 AGENTS_FAILOVER_MODEL = os.environ.get("AGENTS_FAILOVER_MODEL", "").strip()
 AGENTS_MODEL_CATALOG_TTL_SECONDS = _env_int("AGENTS_MODEL_CATALOG_TTL_SECONDS", 300)
 # The most tokens one completion may write (`max_tokens` sent with every completion; an agent's
 # own `maxTokens` is at most this), so no run writes forever.
 AGENTS_MAX_OUTPUT_TOKENS = max(_env_int("AGENTS_MAX_OUTPUT_TOKENS", 4096), 1)
+# What a completion asks for when its agent sets no maxTokens (at most the cap above): small
+# enough that a CPU model answers within the timeouts.
+AGENTS_DEFAULT_OUTPUT_TOKENS = max(_env_int("AGENTS_DEFAULT_OUTPUT_TOKENS", 1024), 1)
+# The context window (tokens) assumed of a model whose agent sets no contextWindow and whose
+# gateway states none: a prompt's oldest turns are dropped to fit it (agents/execution/context.py).
+AGENTS_CONTEXT_WINDOW_TOKENS = max(_env_int("AGENTS_CONTEXT_WINDOW_TOKENS", 8192), 256)
+# Every completion carries its run's id in the X-Agents-Run-Id header; set this to also send it
+# in the body as metadata.agents_run_id (LiteLLM logs it; strict servers refuse unknown fields).
+AGENTS_GATEWAY_RUN_METADATA = os.environ.get("AGENTS_GATEWAY_RUN_METADATA", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 

@@ -449,6 +449,8 @@ class OpenAIFinishReason(StrEnum):
 
     STOP = "stop"  # the agent answered
     TOOL_CALLS = "tool_calls"  # the agent called tools the caller executes (`tool_calls`)
+    LENGTH = "length"  # the gateway cut the reply at the token limit (max_tokens)
+    CONTENT_FILTER = "content_filter"  # the gateway's content filter cut the reply
 
 
 class ErrorCode(StrEnum):
@@ -463,6 +465,7 @@ class ErrorCode(StrEnum):
     LONG_RUNNING_LIMIT = "long_running_limit"  # the org's cap on scheduled agents is reached
     SESSION_FINISHED = "session_finished"  # the session is done/error and cannot change
     SECRET_IN_TRANSCRIPT = "secret_in_transcript"  # a credential was found; nothing stored
+    CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded"  # the prompt is over the model's context window (the gateway said so)
     FORWARD_FAILED = "forward_failed"  # a control command was recorded but not forwarded
     INFERENCE_UNAVAILABLE = "inference_unavailable"  # no inference gateway configured
     INSUFFICIENT_BALANCE = "insufficient_balance"  # the org cannot pay the run fee
@@ -573,5 +576,6 @@ def vocabulary_for_js() -> dict:
         "systemMessageCode": list(SystemMessageCode.values),
         "badge": {str(k): v for k, v in BADGE_COLOURS.items()},
         # Single words the scripts compare against, named (never a copied literal in JS).
-        "word": {"toolCall": str(EventKind.TOOL_CALL), "commit": str(EventKind.COMMIT), "runError": str(RunStatus.ERROR), "external": str(AgentHosting.EXTERNAL)},
+        "word": {"toolCall": str(EventKind.TOOL_CALL), "commit": str(EventKind.COMMIT), "runError": str(RunStatus.ERROR), "external": str(AgentHosting.EXTERNAL),
+                 "truncated": str(FinishReason.LENGTH)},
     }

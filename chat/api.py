@@ -13,7 +13,7 @@ from ninja import Router
 from ninja.responses import Status
 
 from agents.presenters import run_view
-from agents.streaming import run_stream
+from agents.streaming import run_headers, run_stream
 from agents_site.pagination import cursor_param, limit_param
 from agents_site.schemas import ErrorOut
 from agents_site.vocabulary import ReplyFrame, RunStatus
@@ -85,7 +85,7 @@ def chat(request, payload: ChatIn):
             return ReplyFrame.ERROR, {**_failed(start, run).body(), "run": run_view(run)}
 
         opening = {"runId": start.run.id, "sessionId": start.run.session_id or None, "conversationId": start.conversation_id}
-        return run_stream(org=principal.org_slug, work=work, start=opening)
+        return run_headers(run_stream(org=principal.org_slug, work=work, start=opening), start.run)
     run = rounds.chat_round_execute(start)
     if run.status != RunStatus.OK:
         raise _failed(start, run)

@@ -272,7 +272,8 @@ class CodingLoop(RunLoop):
             if time.monotonic() >= self.deadline:
                 raise RunEnded("the run ran out of time")
             try:
-                answered = complete(models=models, messages=messages, tools=definitions, timeout=self._seconds_left, on_retry=self._on_retry)
+                answered = complete(models=models, messages=messages, tools=definitions, timeout=self._seconds_left, on_retry=self._on_retry,
+                                    generation={"run_id": self.run.id})
             except CompletionFailed as exc:
                 self.outcome.attempts += exc.attempts
                 self.outcome.model = exc.model
@@ -290,7 +291,7 @@ class CodingLoop(RunLoop):
             if not calls:  # a plain answer ends the run like finish; no tool ran, so nothing changed
                 self.outcome.summary = content
                 return
-            messages.append({"role": "assistant", "content": content or None,
+            messages.append({"role": "assistant", "content": content or "",  # "" not null: strict gateways (llama-cpp-python) refuse null
                              "tool_calls": [call.model_dump(mode="json", exclude_none=True) for call in calls]})
             described: list[tuple[str, dict]] = []
             last_seq = None

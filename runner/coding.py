@@ -228,7 +228,7 @@ class CodingExecution(Execution):
             if not calls:
                 self.outcome.output = content
                 return
-            messages.append({"role": "assistant", "content": content or None,
+            messages.append({"role": "assistant", "content": content or "",  # "" not null: strict gateways (llama-cpp-python) refuse null
                              "tool_calls": [call.model_dump(mode="json", exclude_none=True) for call in calls]})
             finished, wrote, last_seq = None, False, None
             for call in calls:

@@ -284,7 +284,7 @@ class Execution:
             content = valid_text(message.content) if message.content is not None else None
             calls = list(message.tool_calls or [])
             if calls and offer:
-                messages.append({"role": "assistant", "content": content,
+                messages.append({"role": "assistant", "content": content or "",  # "" not null (strict gateways)
                                  "tool_calls": [call.model_dump(mode="json", exclude_none=True) for call in calls]})
                 if content:
                     await self.event("message", {"role": "assistant", "text": clip(content), "model": self.outcome.model})

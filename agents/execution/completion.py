@@ -109,13 +109,14 @@ def complete(
     callable giving the seconds left for one call, or None for the gateway default),
     `on_retry(model, attempt, reason)` called before each retry or failover (span events, logs),
     `sink` hearing each attempt's reply as it streams (see `ReplySink`), and `generation`
-    (`max_tokens`, `temperature`, `top_p`; None values are the gateway's defaults).
+    (`max_tokens`, `temperature`, `top_p`; None values are the gateway's defaults; `run_id`, sent
+    to the gateway as a header; `passthrough`, OpenAI fields sent unchanged: `chat_completion`).
     Raises `CompletionFailed` carrying the last reason, the last model tried and the total
     attempts: at once for `UpstreamRefused`, after every attempt for `UpstreamBusy`, and at
     once (`streamed=True`) for a failure after the sink delivered part of the reply.
     """
     sink = sink or ReplySink()
-    options = {k: v for k, v in (generation or {}).items() if k in ("max_tokens", "temperature", "top_p")}
+    options = {k: v for k, v in (generation or {}).items() if k in ("max_tokens", "temperature", "top_p", "run_id", "passthrough")}
     attempts = 0
     retries: list[str] = []
     last: UpstreamError | None = None

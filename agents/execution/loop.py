@@ -24,14 +24,16 @@ from django.conf import settings
 from opentelemetry import trace
 
 from agents import tracing
+from agents import inference
 from agents.execution.completion import CompletionFailed, ReplySink, complete, models_for
+from agents.execution.context import fit
 from agents.models import Agent, Run
 from agents.run_session import RunSession, clip
 from agents.runs.lifecycle import Outcome, stop_reason, user_turn
 from agents.tools.backends.base import ToolContext
 from agents.tools.invoke import invoke_tool
 from agents.tools.registry import resolve_tools
-from agents_site.vocabulary import ControlCommand, EventKind, RunStatus, SessionStatus
+from agents_site.vocabulary import ControlCommand, EventKind, FinishReason, RunStatus, SessionStatus
 from sessions.masking import StreamMasker
 from sessions.scanner import redact_text
 
@@ -68,6 +70,15 @@ def parsed_arguments(raw: str) -> dict:
     except (json.JSONDecodeError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def reply_finish(completion) -> str:
+    """Return the `FinishReason` of a completion's last reply: the gateway's `length` or
+    `content_filter` passed through (a reply cut short is still an answer: the run is `ok`),
+    `stop` otherwise."""
+    choices = getattr(completion, "choices", None) or []
+    said = getattr(choices[0], "finish_reason", None) if choices else None
+    return said if said in (FinishReason.LENGTH, FinishReason.CONTENT_FILTER) else FinishReason.STOP
 
 
 class RunEnded(Exception):
@@ -177,7 +188,7 @@ class RunLoop:
     """Execute one run of `agent` on `text`; `execute()` returns its `Outcome`, never raises.
 
     Must run inside the org context. `deadline` (monotonic seconds) bounds a nested run called
-    as a tool; None means no deadline beyond the gateway's own timeouts.
+    as a tool; None means `AGENTS_RUN_DEADLINE_SECONDS` from now (issue 31: a total run deadline).
     """
 
     def __init__(self, *, agent: Agent, text: str, run: Run, session: RunSession, org_slug: str, deadline: float | None,
@@ -188,7 +199,7 @@ class RunLoop:
         self.run = run
         self.session = session
         self.org_slug = org_slug
-        self.deadline = deadline if deadline is not None else math.inf
+        self.deadline = deadline if deadline is not None else time.monotonic() + settings.AGENTS_RUN_DEADLINE_SECONDS
         self.outcome = Outcome(model=agent.model or settings.AGENTS_DEFAULT_MODEL)
         self.prompt = prompt
         self.client_tools = [tool for tool in (client_tools or []) if isinstance(tool, dict)]
@@ -200,7 +211,8 @@ class RunLoop:
         self.session.delta(text, run_id=self.run.id)
 
     def _generation(self) -> dict:
-        return {"max_tokens": self.agent.max_tokens, "temperature": self.agent.temperature, "top_p": self.agent.top_p}
+        return {"max_tokens": self.agent.max_tokens, "temperature": self.agent.temperature, "top_p": self.agent.top_p,
+                "run_id": self.run.id, "passthrough": getattr(self.agent, "gateway_options", None)}
 
     def _hear(self, method: str, value) -> None:
         try:
@@ -264,10 +276,21 @@ class RunLoop:
         )
         self.session.append(EventKind.LOG, {"text": "model failover" if failover else "model retry", "model": model, "attempt": attempt, "reason": reason[:500]})
 
+    def _fit(self, messages: list[dict], offer: list[dict] | None, model: str) -> list[dict]:
+        """Return what of `messages` fits the model's context window (`agents.execution.context`),
+        noting on the session when older turns were dropped."""
+        fitted = fit(messages, agent=self.agent, model=model, max_tokens=inference.output_token_cap(self.agent.max_tokens), tools=offer)
+        if fitted.dropped:
+            self.session.append(EventKind.LOG, {"text": f"dropped the {fitted.dropped} oldest messages to fit the context window "
+                                                        f"({fitted.window} tokens; counted by {fitted.counted_by})", "runId": self.run.id})
+        self._sent_bytes = len(json.dumps(fitted.messages, ensure_ascii=False).encode()) + len(json.dumps(offer or []).encode())
+        return fitted.messages
+
     def _add_usage(self, completion) -> None:
         usage = getattr(completion, "usage", None)
         if usage is None:
             return
+        inference.note_usage(self.outcome.model, getattr(self, "_sent_bytes", 0), usage.prompt_tokens)
         if usage.prompt_tokens is not None:
             self.outcome.prompt_tokens = (self.outcome.prompt_tokens or 0) + usage.prompt_tokens
         if usage.completion_tokens is not None:
@@ -348,7 +371,7 @@ class RunLoop:
             ) as step:
                 reply = ReplyStream(self._say)
                 try:
-                    answered = complete(models=models, messages=messages, tools=offer, timeout=self._seconds_left, on_retry=self._on_retry,
+                    answered = complete(models=models, messages=self._fit(messages, offer, models[0]), tools=offer, timeout=self._seconds_left, on_retry=self._on_retry,
                                         sink=reply, generation=self._generation())
                 except CompletionFailed as exc:
                     self.outcome.attempts += exc.attempts
@@ -381,12 +404,13 @@ class RunLoop:
                                                             "ops": [op["name"] for op in self.outcome.ops], "runId": self.run.id}, last=True)
                     self.outcome.status = RunStatus.OK
                     self.outcome.output = content or ""
+                    self.outcome.finish_reason = FinishReason.TOOL_CALLS
                     return
                 if calls and offer:
                     messages.append(
                         {
                             "role": "assistant",
-                            "content": content,
+                            "content": content or "",  # "" not null: strict gateways (llama-cpp-python) refuse null
                             "tool_calls": [_masked_call(call) for call in calls],
                         }
                     )
@@ -408,6 +432,7 @@ class RunLoop:
                 continue
             self.outcome.status = RunStatus.OK
             self.outcome.output = text
+            self.outcome.finish_reason = reply_finish(answered.completion)
             return
 
     def execute(self) -> Outcome:

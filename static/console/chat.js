@@ -249,7 +249,12 @@
           failed.classList.add("failed");
           failed.querySelector(".bubble").textContent = (final.reply ? final.reply + "\n\n" : "") + "⚠ " + (run.error || "the round failed");
         } else if (!reply && final.reply) {
-          bubble("assistant", final.reply);
+          reply = bubble("assistant", final.reply);
+        }
+        if (run.finishReason === A.vocab.word.truncated && reply) {  // cut by the token limit: say so (issue 31)
+          reply.classList.add("truncated");
+          reply.dataset.finish = run.finishReason;
+          reply.appendChild(A.el("div", { class: "cut-note", text: "✂ cut off at the token limit (maxTokens)" }));
         }
         if (final.conversationId && final.conversationId !== conversationId) {
           conversationId = final.conversationId;
