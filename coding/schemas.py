@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ninja import Schema
+from pydantic import Field
 
 
 class RepoIn(Schema):
@@ -51,6 +52,8 @@ class CodingIn(Schema):
     targetId: str | None = None
     timeoutSeconds: int | None = None
     tool: str | None = None
+    webhook: str | None = Field(None, description=(
+        "A URL to POST this run's `run.finished` event to: it must fall under one of the org's webhook endpoints, else 400."))
 
 
 class CodingStartedOut(Schema):

@@ -11,7 +11,7 @@ agent registered (no secret registered: the attempt fails). Org context required
 
 from __future__ import annotations
 
-from agents_site.vocabulary import WebhookChannel, WebhookEventType
+from agents_site.vocabulary import ConnectionMode, DeliveryStatus, WebhookChannel, WebhookEventType
 from agents_site.wire import rfc3339
 from identity import selectors
 from identity.models import Delivery, DeliveryAttempt
@@ -41,9 +41,32 @@ def webhook_body(delivery: Delivery) -> str:
 
 
 def delivery_secret(delivery: Delivery) -> str | None:
-    """Return the `whsec_…` secret the delivery's agent registered, or None."""
+    """Return the `whsec_…` secret signing `delivery`: the one kept on it (an alert after an
+    emergency rotation), else the one its agent registered; None when there is none."""
+    if delivery.signing_secret_encrypted:
+        return decrypt_secret(delivery.signing_secret_encrypted)
     keyset = selectors.signing_keyset(agent_id=delivery.agent_id)
     return decrypt_secret(keyset.webhook_secret_encrypted) if keyset else None
+
+
+def alert_delivery(*, profile, code: str, data: dict, secret_encrypted: str = "") -> Delivery | None:
+    """Queue a `security_alert` `{code, agent_id, **data}` to a webhook-mode agent (after commit); None for another mode.
+
+    The same system message a WebSocket-mode agent gets on its socket (`identity.live.alert_agent`).
+    `secret_encrypted`: sign with this secret rather than the agent's current one. Inside the
+    caller's org transaction.
+    """
+    if profile.connection_mode != ConnectionMode.WEBHOOK or not profile.webhook_url:
+        return None
+    at = engine.now()
+    body = engine.event_body(WebhookEventType.SECURITY_ALERT, {"code": str(code), "agent_id": profile.agent_id, **data}, at=at)
+    row = Delivery.objects.create(
+        public_id=engine.new_message_id(), agent_id=profile.agent_id, envelope=None, url=profile.webhook_url,
+        event_type=WebhookEventType.SECURITY_ALERT, payload=body, signing_secret_encrypted=secret_encrypted,
+        status=DeliveryStatus.PENDING, next_attempt_at=at, created_at=at, updated_at=at,
+    )
+    engine.on_commit_enqueue(WebhookChannel.IDENTITY, [row.public_id])
+    return row
 
 
 def channel() -> engine.Channel:

@@ -216,6 +216,9 @@ class Delivery(DeliveryFields):
 
     agent_id = models.CharField(max_length=64, db_index=True)
     envelope = models.ForeignKey(Envelope, on_delete=models.CASCADE, related_name="deliveries", null=True, blank=True)
+    # A security alert sent after an emergency rotation revoked the agent's keys is signed with the
+    # secret the agent had (the only one it can verify with), kept here encrypted; "" = the agent's current one.
+    signing_secret_encrypted = models.TextField(default="", blank=True)
 
     class Meta:
         ordering = ["-id"]

@@ -8,7 +8,7 @@ also to the run's own callback, `webhooks.callbacks`), as `{"type", "timestamp",
   from the run lifecycle's after-finish handler (`agents.hooks.register_run_finished_handler`);
 * `balance.low`: `{balanceCents, thresholdCents, runId}` when a run's debit takes the org's
   balance below `AGENTS_WEBHOOK_BALANCE_LOW_CENTS` (once per crossing);
-* `coding.pushed`: the coding run's record plus `{branch, commit, remote}` (`coding` calls
+* `coding.pushed`: the coding run's record plus `{branch, commitSha, repo}` (`coding` calls
   `coding_pushed`);
 * `session.published`: the session view (`sessions.hooks`);
 * `target.offline`: the machine's view plus `previousStatus`, one event per change of its
@@ -81,9 +81,9 @@ def _balance_check(run, org_slug: str) -> None:
         emit(WebhookEventType.BALANCE_LOW, {"balanceCents": after, "thresholdCents": threshold, "runId": run.id})
 
 
-def coding_pushed(run, *, branch: str, commit: str = "", remote: str = "") -> int:
-    """Emit `coding.pushed` for coding run `run` that pushed `branch` (at `commit`, to `remote`)."""
-    return emit(WebhookEventType.CODING_PUSHED, {**run_view(run), "branch": branch, "commit": commit, "remote": remote})
+def coding_pushed(run, *, branch: str, commit: str = "", repo: str = "") -> int:
+    """Emit `coding.pushed` for coding run `run` that pushed `branch` (at `commit`) of registered repo `repo` (`owner/name`)."""
+    return emit(WebhookEventType.CODING_PUSHED, {**run_view(run), "branch": branch, "commitSha": commit, "repo": repo})
 
 
 def _session_published(session) -> None:
