@@ -17,8 +17,9 @@ masked (`sessions.scanner.redact_text`), and makes a client span `webhook.delive
 
 **Retry schedule** (`RETRY_SCHEDULE_SECONDS`): after failed attempt n the next is due
 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, then every hour, each ±10 % jitter (times
-`AGENTS_WEBHOOK_RETRY_SCALE`, 1 in production), until `AGENTS_WEBHOOK_GIVE_UP_SECONDS` (24 h)
-after the delivery was created (or redelivered); then it is `dead` (kept, redeliverable).
+`AGENTS_WEBHOOK_RETRY_SCALE`, 1 in production), until an attempt made
+`AGENTS_WEBHOOK_GIVE_UP_SECONDS` (24 h) or more after the delivery was created (or redelivered)
+fails; then it is `dead` (kept, redeliverable).
 `AGENTS_WEBHOOK_MAX_ATTEMPTS` > 0 caps the attempts too.
 
 **Durable, never in a run's way**: the delivery row is written first; its attempt is a django-q2
@@ -242,11 +243,11 @@ def _claim(ch: Channel, delivery_id: str, *, force: bool):
     return row
 
 
-def _gives_up(row, at: datetime, delay: float) -> bool:
+def _gives_up(row, at: datetime) -> bool:
     cap = int(_setting("AGENTS_WEBHOOK_MAX_ATTEMPTS", 0))
     if cap > 0 and row.attempts >= cap:
         return True
-    return at + timedelta(seconds=delay) > row.created_at + timedelta(seconds=_setting("AGENTS_WEBHOOK_GIVE_UP_SECONDS", 86400))
+    return at >= row.created_at + timedelta(seconds=_setting("AGENTS_WEBHOOK_GIVE_UP_SECONDS", 86400))
 
 
 def attempt(channel_name: str, delivery_id: str, *, force: bool = False):
@@ -272,7 +273,7 @@ def attempt(channel_name: str, delivery_id: str, *, force: bool = False):
             fields.update(status=DeliveryStatus.SUCCEEDED, delivered_at=at, next_attempt_at=None)
         else:
             delay = retry_delay(row.attempts)
-            if _gives_up(row, at, delay):
+            if _gives_up(row, at):
                 fields.update(status=DeliveryStatus.DEAD, next_attempt_at=None)
             else:
                 retry_in = delay
