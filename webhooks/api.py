@@ -37,13 +37,14 @@ def list_webhooks(request):
     return {"webhooks": [endpoint_view(e) for e in selectors.endpoint_list()]}
 
 
-@router.post("", response={201: WebhookSecretOut}, summary="Create a webhook endpoint", exclude_none=True)
+@router.post("", response={201: WebhookSecretOut, 409: ErrorOut}, summary="Create a webhook endpoint", exclude_none=True)
 def create_webhook(request, payload: WebhookCreateIn):
     """Create an endpoint → 201 with its `secret` (`whsec_…`), shown this once.
 
     Events are POSTed to `url` as Standard Webhooks: `{"type", "timestamp", "data"}` signed in
     `webhook-signature`, `webhook-id` the same on every retry. 400 for a URL the platform does
-    not send to (https to a public address only), an empty or unknown `events`.
+    not send to (https to a public address only), an empty or unknown `events`; 409 when the org
+    already has 20 endpoints.
     """
     principal = _admin(request)
     endpoint, secret = services.endpoint_create(data=_input(payload), actor=principal.actor)

@@ -16,7 +16,7 @@ from datetime import timedelta
 
 from django.conf import settings
 
-from agents_site.errors import InvalidRequest
+from agents_site.errors import Conflict, InvalidRequest
 from agents_site.ids import mint_id
 from agents_site.vocabulary import DeliveryStatus, WebhookChannel, WebhookDisabledReason, WebhookEventType
 from tenancy import stores
@@ -74,8 +74,8 @@ class EndpointInput:
 def endpoint_create(*, data: EndpointInput, actor: str) -> tuple[Endpoint, str]:
     """Create an endpoint → `(endpoint, secret)`; the secret is never answered again.
 
-    400 for a refused URL, an empty or unknown `events`, a long description, or more than
-    `MAX_ENDPOINTS` endpoints in the org.
+    400 for a refused URL, an empty or unknown `events`, a long description; 409 when the org
+    already has `MAX_ENDPOINTS` endpoints.
     """
     url = _clean_endpoint_url(data.url)
     events = clean_events(data.events)
@@ -84,7 +84,7 @@ def endpoint_create(*, data: EndpointInput, actor: str) -> tuple[Endpoint, str]:
     at = engine.now()
     with stores.org_atomic():
         if Endpoint.objects.count() >= MAX_ENDPOINTS:
-            raise InvalidRequest(f"an org has at most {MAX_ENDPOINTS} webhook endpoints")
+            raise Conflict(f"an org has at most {MAX_ENDPOINTS} webhook endpoints; delete one first")
         row = Endpoint.objects.create(
             public_id=mint_id("whe"), url=url, events=events, description=description,
             enabled=True if data.enabled is None else bool(data.enabled), secret_encrypted=encrypt_secret(secret),

@@ -113,3 +113,12 @@ def test_webhooks_is_a_reserved_agent_name_and_an_existing_one_stays_reachable_b
         Agent.objects.filter(pk=agent["id"]).update(name="webhooks")  # named before the word was reserved
     assert org_a.client.get(f"/v1/agents/{agent['id']}").json()["name"] == "webhooks"
     assert org_a.client.get("/v1/agents/webhooks").status_code == 200  # the route, not the agent
+
+
+def test_an_org_has_at_most_twenty_endpoints(org_a, receiver):
+    for _ in range(20):
+        create_endpoint(org_a, receiver.url)
+    response = post(org_a.client, "/v1/agents/webhooks", {"url": receiver.url, "events": ["run.finished"]})
+    assert response.status_code == 409 and response.json()["code"] == "conflict"
+    with org_a.context():
+        assert Endpoint.objects.count() == 20
