@@ -11,6 +11,7 @@ from django.http import JsonResponse
 from django.urls import register_converter
 from ninja import Path, Query, Router
 
+from agents.hooks import request_callback
 from agents import dashboards, selectors
 from agents.background import run_submit
 from agents.execution import run_execute, run_execute_opened, run_open
@@ -183,11 +184,20 @@ def run_agent(request, ref: str, payload: RunIn):
     `{runId, sessionId}`, `delta` frames as the reply is written, `tool` frames, and a final
     `run` frame carrying the recorded run (a failed run too: its `error` says why). A client
     that leaves does not stop the run. `stream` with `background` or `targetId` is 400.
+
+    `webhook` asks for this run's own `run.finished` callback: a URL under one of the org's
+    webhook endpoints (same scheme, host and port, and a path under the endpoint's), signed with
+    that endpoint's secret; any other URL is 400 and nothing runs.
     """
     principal = require_org(request.auth)  # checked again on purpose: this route moves money
     if payload.stream and (payload.background or payload.targetId is not None):
         raise InvalidRequest("stream cannot be combined with background or targetId: a streamed run executes in this request")
     agent = selectors.agent_get(ref=ref)
+    with request_callback(payload.webhook):  # 400 for a URL outside the org's webhook endpoints
+        return _run(request, agent, payload, principal)
+
+
+def _run(request, agent, payload: RunIn, principal):
     if payload.stream:
         return _streamed(request, agent, payload, principal)
     if payload.targetId is not None:

@@ -185,6 +185,10 @@ class RunIn(Schema):
         "`true` answers `text/event-stream` while the run executes: `delta` frames as the reply is written, `tool` frames, "
         "then one `run` frame with the recorded run (a JSON boolean; not with `background` or `targetId`)."))
     targetId: str | None = Field(None, description="Id of an online machine of the org to run on.")
+    webhook: str | None = Field(None, description=(
+        "A URL to POST this run's `run.finished` event to, signed like every webhook: it must fall under one of the "
+        "org's webhook endpoints (same scheme, host and port; a path under the endpoint's), else 400."),
+        json_schema_extra=declare(maxLength=2048, format="uri"))
 
 
 class RunAcceptedOut(Schema):

@@ -90,6 +90,7 @@ INSTALLED_APPS = [
     "agents",
     "sessions.apps.AgentSessionsConfig",
     "targets",
+    "webhooks",
     "rest_framework",
     "drf_spectacular",
     "identity.apps.IdentityConfig",
@@ -451,9 +452,20 @@ AGENTS_SECRETS_KEY = os.environ.get("AGENTS_SECRETS_KEY", "").strip()
 # Webhook deliveries: hosts that may be private/loopback and plain http (local set-ups, tests).
 AGENTS_WEBHOOK_ALLOW_HOSTS = _env_list("AGENTS_WEBHOOK_ALLOW_HOSTS")
 AGENTS_WEBHOOK_TIMEOUT_SECONDS = _env_float("AGENTS_WEBHOOK_TIMEOUT_SECONDS", 10.0)
-AGENTS_WEBHOOK_MAX_ATTEMPTS = _env_int("AGENTS_WEBHOOK_MAX_ATTEMPTS", 6)
-AGENTS_WEBHOOK_RETRY_BASE_SECONDS = _env_float("AGENTS_WEBHOOK_RETRY_BASE_SECONDS", 30.0)
-AGENTS_WEBHOOK_RETRY_MAX_SECONDS = _env_float("AGENTS_WEBHOOK_RETRY_MAX_SECONDS", 3600.0)
+# The engine's retry schedule (webhooks.engine: 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, then hourly,
+# ±10 % jitter) times this scale; a delivery is dead this long after it was created; > 0 also
+# caps the attempts.
+AGENTS_WEBHOOK_RETRY_SCALE = _env_float("AGENTS_WEBHOOK_RETRY_SCALE", 1.0)
+AGENTS_WEBHOOK_GIVE_UP_SECONDS = _env_float("AGENTS_WEBHOOK_GIVE_UP_SECONDS", 86400.0)
+AGENTS_WEBHOOK_MAX_ATTEMPTS = _env_int("AGENTS_WEBHOOK_MAX_ATTEMPTS", 0)
+# An org endpoint whose attempts all failed for this long is disabled (the dashboard says so).
+AGENTS_WEBHOOK_DISABLE_AFTER_SECONDS = _env_float("AGENTS_WEBHOOK_DISABLE_AFTER_SECONDS", 86400.0)
+# Threads per process making webhook attempts (0: inline in the task), and the longest retry
+# wait an in-process timer re-queues (later ones: the minute tick).
+AGENTS_WEBHOOK_THREADS = _env_int("AGENTS_WEBHOOK_THREADS", 4)
+AGENTS_WEBHOOK_FAST_RETRY_SECONDS = _env_float("AGENTS_WEBHOOK_FAST_RETRY_SECONDS", 60.0)
+# balance.low fires when a debit takes the org's balance below this (cents; 0: never).
+AGENTS_WEBHOOK_BALANCE_LOW_CENTS = _env_int("AGENTS_WEBHOOK_BALANCE_LOW_CENTS", 500)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [],

@@ -355,9 +355,38 @@ class AgentHealth(models.TextChoices):
 
 
 class WebhookEventType(models.TextChoices):
-    """The `type` of a webhook body sent to an identity agent."""
+    """The `type` of a webhook body: to an identity agent, or to an org's webhook endpoints (issue 32)."""
 
-    ENVELOPE = "envelope.created", "envelope created"  # a user sent the agent an envelope
+    ENVELOPE = "envelope.created", "envelope created"  # (identity agent) a user sent the agent an envelope
+    SECURITY_ALERT = "security_alert", "security alert"  # (identity agent) a system message: rotation, revocation
+    RUN_FINISHED = "run.finished", "run finished"  # a run of any kind ended (ok or error); data is the run record
+    RUN_WAITING = "run.waiting", "run waiting"  # a run waits for an approval (reserved: no approvals yet)
+    CODING_PUSHED = "coding.pushed", "coding pushed"  # a coding run pushed its branch
+    SESSION_PUBLISHED = "session.published", "session published"  # a session became public
+    TARGET_OFFLINE = "target.offline", "target status changed"  # a machine's computed status changed (sweep)
+    BALANCE_LOW = "balance.low", "balance low"  # the org's balance fell below AGENTS_WEBHOOK_BALANCE_LOW_CENTS
+    TEST = "webhook.test", "test"  # a test send from the console or POST …/webhooks/{id}/test
+
+
+#: The events an org webhook endpoint may subscribe to (`events` of POST /v1/agents/webhooks).
+WebhookEventType.SUBSCRIBABLE = frozenset({
+    WebhookEventType.RUN_FINISHED, WebhookEventType.RUN_WAITING, WebhookEventType.CODING_PUSHED,
+    WebhookEventType.SESSION_PUBLISHED, WebhookEventType.TARGET_OFFLINE, WebhookEventType.BALANCE_LOW,
+})
+
+
+class WebhookChannel(models.TextChoices):
+    """Which kind of endpoint a delivery of the shared webhook engine goes to (`webhooks.engine`)."""
+
+    IDENTITY = "identity", "identity agent"  # an identity agent's webhook_url, signed with its registered secret
+    ORG = "org", "org endpoint"  # an org webhook endpoint (or a per-request callback under it), signed with its secret
+
+
+class WebhookDisabledReason(models.TextChoices):
+    """Why an org webhook endpoint is not delivered to."""
+
+    NONE = "", "enabled or disabled by hand"
+    FAILING = "failing", "failing for 24 hours"  # every attempt failed for AGENTS_WEBHOOK_DISABLE_AFTER_SECONDS
 
 
 class MsgSubtype(models.TextChoices):

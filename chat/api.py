@@ -12,6 +12,7 @@ from django.http import HttpResponse, JsonResponse
 from ninja import Router
 from ninja.responses import Status
 
+from agents.hooks import request_callback
 from agents.presenters import run_view
 from agents.streaming import run_headers, run_stream
 from agents_site.pagination import cursor_param, limit_param
@@ -69,14 +70,17 @@ def chat(request, payload: ChatIn):
     `agent_external`, or `conversation_busy` while a round of the conversation is in flight
     (`multitaskStrategy: enqueue` waits for it instead); 402/503 balance; 503 no inference;
     502 `run_failed` when the run failed (`runId`, `conversationId`; your message stays stored).
+    `webhook`: the round's own `run.finished` callback, a URL under one of the org's webhook
+    endpoints (else 400).
     """
     principal = require_org(request.auth)
     tools = [tool.model_dump(exclude_none=True) for tool in payload.tools] if payload.tools is not None else None
-    start = rounds.chat_round_start(
-        actor=principal.actor, messages=payload.messages, preset=payload.preset, agent=payload.agent, tools=tools,
-        system=payload.system, conversation_id=payload.conversationId, multitask_strategy=payload.multitaskStrategy,
-        request_id=_request_id(request), subject=principal.subject,
-    )
+    with request_callback(payload.webhook):  # 400 for a URL outside the org's webhook endpoints
+        start = rounds.chat_round_start(
+            actor=principal.actor, messages=payload.messages, preset=payload.preset, agent=payload.agent, tools=tools,
+            system=payload.system, conversation_id=payload.conversationId, multitask_strategy=payload.multitaskStrategy,
+            request_id=_request_id(request), subject=principal.subject,
+        )
     if payload.stream:
         def work(listener):
             run = rounds.chat_round_execute(start, listener=listener)

@@ -57,6 +57,8 @@ class CodingIn(Schema):
     desktop: Any = Field(None, description="Not supported here: any value is refused with 400.")
     replyChannel: Any = Field(None, description="Not supported here: any value is refused with 400.")
     replyThread: Any = Field(None, description="Not supported here: any value is refused with 400.")
+    webhook: str | None = Field(None, description=(
+        "A URL to POST this run's `run.finished` event to: it must fall under one of the org's webhook endpoints, else 400."))
 
 
 class CodingStartedOut(Schema):

@@ -24,6 +24,7 @@ from coding.models import CodingRun, Repo
 from coding.remotes import check_credential_name, parse_clone_url
 from coding.selectors import NAME_RE, coding_run_by_session, coding_runs_in_flight, repo_get_by_full_name
 from tenancy import stores
+from webhooks import events as webhook_events
 
 logger = logging.getLogger(__name__)
 
@@ -268,6 +269,8 @@ def coding_execute(*, run_id: str) -> str:
         tool_calls=outcome.tool_calls, summary=outcome.report(),
     )
     coding_reply_post(coding=CodingRun.objects.get(pk=run_id), run=finished)
+    if outcome.pushed:
+        webhook_events.coding_pushed(finished or run, branch=coding.branch, commit=outcome.head_sha, repo=coding.repo)
     return finished.status
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.core.validators import RegexValidator
 from rest_framework import serializers
 
-from agents_site.vocabulary import AnomalyKind, ConnectionMode, EnvelopeDirection, IdentityCategory, KeyStatus
+from agents_site.vocabulary import AnomalyKind, ConnectionMode, EnvelopeDirection, IdentityCategory, KeyStatus, WebhookEventType
 
 CUSTOM_ID_PATTERN = r"^[a-z0-9_]{4,30}$"
 _CUSTOM_ID_AGENT_NAME = r"^[a-z0-9][a-z0-9_]{3,29}$"  # also a valid agent name: no leading "_"
@@ -270,13 +270,15 @@ class AttemptOut(serializers.Serializer):
     number = serializers.IntegerField()
     status_code = serializers.IntegerField(allow_null=True)
     error = serializers.CharField(allow_null=True)
+    response_body = serializers.CharField(allow_null=True, help_text="At most 4 KiB of the receiver's answer, credentials masked.")
     duration_ms = serializers.IntegerField()
     at = serializers.CharField()
 
 
 class DeliveryOut(serializers.Serializer):
     delivery_id = serializers.CharField()
-    envelope_id = serializers.CharField()
+    type = serializers.ChoiceField(choices=[WebhookEventType.ENVELOPE, WebhookEventType.SECURITY_ALERT], help_text="What the delivery carries: an envelope, or a security alert (a system message).")
+    envelope_id = serializers.CharField(allow_null=True, help_text="The envelope delivered; null for a security alert.")
     agent_id = serializers.CharField()
     url = serializers.CharField()
     status = serializers.CharField()
