@@ -310,6 +310,7 @@ class ExecutorInbox:
         self._commands: queue.Queue[dict] = queue.Queue()
         self._delivering = threading.Lock()  # held by the hub while it queues and acks a command
         self._closed = False
+        self._watchers: list = []
 
     @classmethod
     def open(cls, *, session_id: str) -> ExecutorInbox:
@@ -358,12 +359,27 @@ class ExecutorInbox:
         with self._log_lock:
             self._cursor = max([self._cursor, *seqs])
 
+    def watch(self, callback) -> None:
+        """Call `callback(command)` with each command the moment it is received, on the receiving
+        thread (the hub's, or the caller of `pending()`), before the run drains it.
+
+        The run's stop watcher (issue 25): a `stop` must interrupt the model call or command in
+        flight, not wait for the next step. A callback must be quick and must not raise (what it
+        raises is logged).
+        """
+        self._watchers.append(callback)
+
     def _queue_once(self, command: dict) -> None:
         with self._seen_lock:
             if command.get("seq") in self._seen:
                 return
             self._seen.add(command.get("seq"))
         self._commands.put(command)
+        for callback in list(self._watchers):
+            try:
+                callback(command)
+            except Exception:
+                logger.warning("executor inbox of %s: a command watcher failed", self.session_id, exc_info=True)
 
     def _read_log(self, *, close: bool) -> None:
         """Queue control commands recorded after the cursor (the durable path)."""

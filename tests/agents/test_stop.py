@@ -1,0 +1,103 @@
+"""Stop means stop (issue 25): a stop interrupts the model call, the tool or the child run in
+flight, not only the next step, and nothing of the interrupted step is recorded as completed.
+
+Each test checks the cause and the order, never a duration: the fake gateway saw the client
+close its stream before the last chunk, no second upstream request followed, and after the
+stop's `control` event the session holds only the run's end (the partial reply as an
+`incomplete` turn, written with the summary, then the summary). Timings live in bench/stop.py.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from tests.agents.conftest import debits, make_agent, run
+from tests.agents.test_run_session import Steer, events, session_status
+from tests.support.qcluster import wait_for
+from tests.support.upstream import Reply
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+#: A 30 s streamed reply: 300 pieces, one every 0.1 s.
+WORDS = "word " * 300
+
+
+def long_reply() -> Reply:
+    return Reply(content=WORDS, chunk_size=5, chunk_delay=0.1)
+
+
+def after_stop(org, session_id: str) -> tuple[dict, list[dict]]:
+    """Return the session's stop event and every event recorded after it."""
+    recorded = events(org, session_id)
+    [stop] = [e for e in recorded if e["kind"] == "control" and e["payload"]["command"] == "stop"]
+    return stop, [e for e in recorded if e["seq"] > stop["seq"]]
+
+
+def assert_only_the_end_after_the_stop(org, session_id: str, *, partial: str | None) -> None:
+    """After the stop: the partial reply as an `incomplete` turn (when one was streamed), then the summary."""
+    _, later = after_stop(org, session_id)
+    expected = ([("message", True)] if partial else []) + [("log", None)]
+    assert [(e["kind"], e["payload"].get("incomplete")) for e in later] == expected
+    if partial:
+        assert later[0]["payload"]["text"] == partial
+    assert later[-1]["payload"]["status"] == "error" and "runId" in later[-1]["payload"]
+
+
+def streaming(upstream, pieces: int = 3):
+    """Wait until the upstream has sent `pieces` pieces of the first streamed reply."""
+    wait_for(lambda: upstream.streams and upstream.streams[0].sent >= pieces, timeout=30, message="the reply to stream")
+
+
+def closed_early(upstream) -> None:
+    """The client closed the stream before its last chunk (the upstream's next write failed)."""
+    wait_for(lambda: upstream.streams[0].client_closed or upstream.streams[0].finished, timeout=40, message="the stream to end")
+    stream = upstream.streams[0]
+    assert stream.client_closed and not stream.finished and stream.sent < stream.pieces
+
+
+def test_a_stop_closes_the_streamed_completion_of_a_sync_run_and_keeps_the_partial_reply_once(funded, upstream):
+    make_agent(funded, "talker")
+    upstream.script(long_reply())
+
+    def script(sid, steer):
+        streaming(upstream)
+        steer.post(sid, "stop", message="enough")
+
+    steer = Steer(funded, script)
+    steer.start()
+    response = run(funded, "talker")
+    steer.finish()
+
+    closed_early(upstream)
+    assert len(upstream.chat_requests) == 1  # no retry, no failover after the stop
+    assert response.status_code == 502
+    body = response.json()
+    assert body["status"] == "error" and body["error"] == f"stopped by {funded.slug}/{funded.user.username}: enough"
+    assert body["finishReason"] == "stopped"
+    assert body["output"] and WORDS.startswith(body["output"]) and len(body["output"]) < len(WORDS)
+    assert_only_the_end_after_the_stop(funded, body["sessionId"], partial=body["output"])
+    assert session_status(funded, body["sessionId"]) == "error"
+    assert debits(funded) == []  # a stopped run stays unbilled
+
+
+def test_a_stop_before_the_first_piece_cancels_the_request_and_records_no_reply(funded, upstream):
+    make_agent(funded, "thinker")
+    held = threading.Event()
+    upstream.script(Reply(content=WORDS, chunk_size=5, chunk_delay=0.1, first_chunk_delay=30))
+
+    def script(sid, steer):
+        wait_for(lambda: upstream.streams, timeout=30, message="the request")
+        steer.post(sid, "stop")
+
+    steer = Steer(funded, script)
+    steer.start()
+    response = run(funded, "thinker")
+    steer.finish()
+    held.set()
+
+    body = response.json()
+    assert response.status_code == 502 and body["finishReason"] == "stopped" and not body.get("output")
+    assert len(upstream.chat_requests) == 1
+    assert_only_the_end_after_the_stop(funded, body["sessionId"], partial=None)
