@@ -228,7 +228,7 @@ class _Hub:
                 inbox._read_log(close=False)
             if inboxes:
                 connections.close_all()  # this thread's own connections, between reads
-            next_read = time.monotonic() + float(getattr(settings, "AGENTS_CONTROL_POLL_SECONDS", 1.0))
+            next_read = time.monotonic() + float(getattr(settings, "AGENTS_CONTROL_POLL_SECONDS", 0.5))
         if not message or message.get("type") != "control.command":
             return next_read
         with self._lock:

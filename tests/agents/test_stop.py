@@ -101,3 +101,37 @@ def test_a_stop_before_the_first_piece_cancels_the_request_and_records_no_reply(
     assert response.status_code == 502 and body["finishReason"] == "stopped" and not body.get("output")
     assert len(upstream.chat_requests) == 1
     assert_only_the_end_after_the_stop(funded, body["sessionId"], partial=None)
+
+
+def _cluster_env(upstream) -> dict:
+    return {"AGENTS_Q_WORKERS": "1", "AGENTS_RUN_LEASE_SECONDS": "2", "INFERENCE_BASE_URL": upstream.base_url,
+            "INFERENCE_API_KEY": "test-key", "AGENTS_DEFAULT_MODEL": "test-model"}
+
+
+def test_a_stop_reaches_a_background_run_streaming_in_a_qcluster_worker(funded, upstream):
+    """`make run`'s defaults (ORM broker, an in-memory bus per process): the worker is another
+    process, which reads the stop from the durable control log while the reply streams."""
+    from tests.support.qcluster import QCluster
+
+    make_agent(funded, "worker")
+    upstream.script(long_reply())
+    cluster = QCluster(_cluster_env(upstream), name="qcluster-stop").start()
+    try:
+        accepted = funded.client.post("/v1/agents/worker/run", {"input": "talk", "background": True}, content_type="application/json")
+        assert accepted.status_code == 202
+        run_id, sid = accepted.json()["runId"], accepted.json()["sessionId"]
+        streaming(upstream)
+        stopped = funded.client.post(f"/v1/agents/sessions/{sid}/stop", {}, content_type="application/json")
+        wait_for(lambda: funded.client.get(f"/v1/agents/runs/{run_id}").json()["status"] == "error", timeout=40,
+                 message=f"the stop\n{cluster.log()[-3000:]}")
+        closed_early(upstream)
+    finally:
+        cluster.stop()
+
+    assert stopped.status_code == 200
+    view = funded.client.get(f"/v1/agents/runs/{run_id}").json()
+    assert view["error"] == f"stopped by {funded.slug}/{funded.user.username}" and view["finishReason"] == "stopped"
+    assert view["output"] and WORDS.startswith(view["output"])
+    assert len(upstream.chat_requests) == 1
+    assert_only_the_end_after_the_stop(funded, sid, partial=view["output"])
+    assert debits(funded) == []
