@@ -94,7 +94,8 @@ class RunSession:
             for event in events:
                 body = json.loads(event.payload or "{}")
                 session._backlog.append(
-                    {"command": body.get("command"), "message": body.get("message"), "payload": body.get("payload"), "seq": event.seq}
+                    {"command": body.get("command"), "message": body.get("message"), "payload": body.get("payload"), "seq": event.seq,
+                     **({"push": True} if body.get("push") is True else {})}
                 )
             if session._inbox is not None and events:
                 session._inbox.advance([event.seq for event in events])
