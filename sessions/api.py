@@ -308,7 +308,7 @@ def resume_session(request, id: str):  # spec 003: POST /v1/agents/sessions/{id}
 @sessions_router.post("/{id}/stop", response=_STEER_RESPONSES, summary="Ask a session to stop for good", exclude_none=True, openapi_extra=_openapi_body(StopIn))
 def stop_session(request, id: str):  # spec 003: POST /v1/agents/sessions/{id}/stop
     """Ask the session to stop for good: the run's model call, command or child run in flight is
-    interrupted at once (issue 25); `{"push": true}` lets a stopped coding run push its commits.
+    interrupted at once; `{"push": true}` lets a stopped coding run push the commits it made.
 
     Answers `{command, event, forwarded}`: the recorded command, and whether a running executor
     took it. 409 `session_finished` on a finished session; 422 when the payload carries a
