@@ -135,3 +135,31 @@ def test_a_stop_reaches_a_background_run_streaming_in_a_qcluster_worker(funded, 
     assert len(upstream.chat_requests) == 1
     assert_only_the_end_after_the_stop(funded, sid, partial=view["output"])
     assert debits(funded) == []
+
+
+def test_an_agent_called_as_a_tool_stops_with_its_parent(funded, upstream):
+    make_agent(funded, "child")
+    make_agent(funded, "parent", tools=["agent_child"])
+    upstream.script(Reply(tool_calls=[("agent_child", {"input": "talk"})]), long_reply())
+
+    def script(sid, steer):
+        wait_for(lambda: len(upstream.streams) >= 2 and upstream.streams[1].sent >= 3, timeout=30, message="the child's reply")
+        steer.post(sid, "stop")
+
+    steer = Steer(funded, script)
+    steer.start()
+    response = run(funded, "parent")
+    steer.finish()
+
+    assert response.status_code == 502 and response.json()["finishReason"] == "stopped"
+    wait_for(lambda: upstream.streams[1].client_closed or upstream.streams[1].finished, timeout=40, message="the child's stream to end")
+    assert upstream.streams[1].client_closed and not upstream.streams[1].finished
+    assert len(upstream.chat_requests) == 2  # the parent never asked again
+    from agents.models import Run
+
+    with funded.context():
+        child = Run.objects.get(parent_run_id=response.json()["id"])
+    assert (child.status, child.finish_reason, child.error) == ("error", "stopped", "stopped with its parent run")
+    assert WORDS.startswith(child.output) and child.output
+    assert_only_the_end_after_the_stop(funded, response.json()["sessionId"], partial=None)  # no tool result in the parent
+    assert debits(funded) == []
