@@ -163,3 +163,33 @@ def test_an_agent_called_as_a_tool_stops_with_its_parent(funded, upstream):
     assert WORDS.startswith(child.output) and child.output
     assert_only_the_end_after_the_stop(funded, response.json()["sessionId"], partial=None)  # no tool result in the parent
     assert debits(funded) == []
+
+
+def test_pause_lets_the_reply_being_streamed_finish_and_holds_before_the_next_step(funded, upstream):
+    """`pause` never interrupts: the streamed reply is read to its end and recorded; the run holds
+    (session `paused`) before its next step until `resume`."""
+    make_agent(funded, "pausable", tools=["calculator"])
+    upstream.script(Reply(content="thinking " * 10, chunk_size=9, chunk_delay=0.1, tool_calls=[("calculator", {"expression": "1+1"})]),
+                    Reply(content="two"))
+    seen: dict = {}
+
+    def script(sid, steer):
+        streaming(upstream, 2)
+        steer.post(sid, "pause")
+        wait_for(lambda: session_status(funded, sid) == "paused", timeout=30, message="the pause")
+        seen["requests while paused"] = len(upstream.chat_requests)
+        seen["first stream"] = (upstream.streams[0].finished, upstream.streams[0].client_closed)
+        steer.post(sid, "resume")
+
+    steer = Steer(funded, script)
+    steer.start()
+    response = run(funded, "pausable")
+    steer.finish()
+
+    assert response.status_code == 200 and response.json()["output"] == "two" and response.json()["finishReason"] == "stop"
+    assert seen == {"requests while paused": 1, "first stream": (True, False)}
+    recorded = events(funded, response.json()["sessionId"])
+    kinds = [(e["kind"], (e["payload"] or {}).get("text") or (e["payload"] or {}).get("command")) for e in recorded]
+    pause_at = kinds.index(("control", "pause"))
+    assert ("message", "thinking " * 10) in kinds[pause_at:]  # the reply streamed on and was recorded whole
+    assert kinds.index(("log", "run paused")) < kinds.index(("control", "resume")) < kinds.index(("log", "run resumed"))
