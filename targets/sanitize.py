@@ -15,6 +15,7 @@ import math
 from typing import Any
 
 from agents_site.errors import InvalidRequest
+from agents_site.vocabulary import FinishReason
 
 MAX_STRING = 64
 MAX_GPUS = 32
@@ -131,7 +132,8 @@ def clean_report(raw: dict | None, *, ok_word: str, error_word: str) -> dict:
     """Return a machine's run report clamped to its limits; a report is never refused.
 
     In: `{status|ok, output, error, model, promptTokens, completionTokens, toolCalls,
-    durationMs, changed, branch, commitSha, diffstat}` (any may be missing). Out: the same keys
+    durationMs, changed, branch, commitSha, diffstat, finishReason}` (any may be missing; a
+    finishReason outside the vocabulary reads ""). Out: the same keys
     with `status` one of `ok_word`/`error_word` (`ok: true` or `status == ok_word` means ok),
     output ≤ 512 KiB, error and diffstat ≤ 64 KiB, branch ≤ 512, commitSha ≤ 128 characters,
     counts clamped to [0, 2^31-1]. A failed report with no error text gets one.
@@ -155,6 +157,7 @@ def clean_report(raw: dict | None, *, ok_word: str, error_word: str) -> dict:
         "branch": _cut_bytes(raw.get("branch"), MAX_BRANCH),
         "commitSha": _cut_bytes(raw.get("commitSha"), MAX_COMMIT),
         "diffstat": _cut_bytes(raw.get("diffstat"), MAX_DIFFSTAT_BYTES),
+        "finishReason": raw.get("finishReason") if raw.get("finishReason") in FinishReason.values else "",
     }
     if not ok and not report["error"]:
         report["error"] = "the machine reported a failure without a reason"

@@ -120,6 +120,7 @@ class ReportIn(Schema):
     branch: Any = None
     commitSha: Any = None
     diffstat: Any = None
+    finishReason: Any = Field(None, description="Why the run's last reply ended (`stopped` for a run its session's stop ended); another value is ignored.")
 
 
 class ReportOut(Schema):
