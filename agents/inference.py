@@ -40,6 +40,8 @@ import openai
 from django.conf import settings
 from openai.types.chat import ChatCompletion
 
+from toolkit.stopping import WatchedBackend
+
 logger = logging.getLogger(__name__)
 
 _lock = threading.Lock()
@@ -131,7 +133,12 @@ def _drain_done() -> None:
 
 
 class _KeepAliveTransport(httpx2.HTTPTransport):
-    """The SDK's HTTP transport, with every `text/event-stream` body a `_FinishingStream`."""
+    """The SDK's HTTP transport, with every `text/event-stream` body a `_FinishingStream`, and
+    network streams a run's stop interrupts (`toolkit.stopping.WatchedBackend`, issue 25)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._pool._network_backend = WatchedBackend(self._pool._network_backend)
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         response = super().handle_request(request)

@@ -355,7 +355,7 @@ AGENTS_MCP_ALLOW_HOSTS = _env_list("AGENTS_MCP_ALLOW_HOSTS")
 # Steering: how long a paused run is held before it ends as an error, and how often a held run
 # re-checks its inbox (seconds).
 AGENTS_PAUSE_TIMEOUT_SECONDS = _env_float("AGENTS_PAUSE_TIMEOUT_SECONDS", 600.0)
-AGENTS_CONTROL_POLL_SECONDS = _env_float("AGENTS_CONTROL_POLL_SECONDS", 1.0)
+AGENTS_CONTROL_POLL_SECONDS = _env_float("AGENTS_CONTROL_POLL_SECONDS", 0.5)
 # How long an Idempotency-Key on POST …/run is remembered (seconds).
 AGENTS_IDEMPOTENCY_TTL_SECONDS = _env_int("AGENTS_IDEMPOTENCY_TTL_SECONDS", 24 * 3600)
 

@@ -606,5 +606,5 @@ def vocabulary_for_js() -> dict:
         "badge": {str(k): v for k, v in BADGE_COLOURS.items()},
         # Single words the scripts compare against, named (never a copied literal in JS).
         "word": {"toolCall": str(EventKind.TOOL_CALL), "commit": str(EventKind.COMMIT), "runError": str(RunStatus.ERROR), "external": str(AgentHosting.EXTERNAL),
-                 "truncated": str(FinishReason.LENGTH)},
+                 "truncated": str(FinishReason.LENGTH), "stopped": str(FinishReason.STOPPED)},
     }

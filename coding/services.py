@@ -266,7 +266,7 @@ def coding_execute(*, run_id: str) -> str:
     finished = runs.coding_run_finish(
         run=run, session=session, status=outcome.status, output=outcome.output, error=outcome.error, model=outcome.model,
         attempts=outcome.attempts, prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens,
-        tool_calls=outcome.tool_calls, summary=outcome.report(),
+        tool_calls=outcome.tool_calls, summary=outcome.report(), finish_reason=outcome.finish_reason,
     )
     coding_reply_post(coding=CodingRun.objects.get(pk=run_id), run=finished)
     if outcome.pushed:

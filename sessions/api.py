@@ -38,6 +38,7 @@ from sessions.schemas import (
     SessionListOut,
     SessionOut,
     SessionPatchIn,
+    StopIn,
     TreeNodeOut,
 )
 from sessions.stream import parse_last_event_id, read_store, resolve_root, stream_response
@@ -266,8 +267,12 @@ def poll_control(request, id: str, after: int | None = None):
 
 def _steer(request, id: str, command: str):
     body = _json_body(request, required=False)
+    push = body.get("push") if command == ControlCommand.STOP else None
+    if push is not None and not isinstance(push, bool):
+        raise InvalidRequest("push must be true or false")
     event, forwarded = control.control_send(
-        session_id=id, command=command, message=body.get("message"), payload=body.get("payload"), actor=request.auth.actor
+        session_id=id, command=command, message=body.get("message"), payload=body.get("payload"), actor=request.auth.actor,
+        push=bool(push),
     )
     return {"command": command, "event": event_view(event), "forwarded": forwarded}
 
@@ -300,9 +305,10 @@ def resume_session(request, id: str):  # spec 003: POST /v1/agents/sessions/{id}
     return _steer(request, id, ControlCommand.RESUME)
 
 
-@sessions_router.post("/{id}/stop", response=_STEER_RESPONSES, summary="Ask a session to stop for good", exclude_none=True, openapi_extra=_openapi_body(ControlIn))
+@sessions_router.post("/{id}/stop", response=_STEER_RESPONSES, summary="Ask a session to stop for good", exclude_none=True, openapi_extra=_openapi_body(StopIn))
 def stop_session(request, id: str):  # spec 003: POST /v1/agents/sessions/{id}/stop
-    """Ask the session to stop for good.
+    """Ask the session to stop for good: the run's model call, command or child run in flight is
+    interrupted at once; `{"push": true}` lets a stopped coding run push the commits it made.
 
     Answers `{command, event, forwarded}`: the recorded command, and whether a running executor
     took it. 409 `session_finished` on a finished session; 422 when the payload carries a

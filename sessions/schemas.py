@@ -106,6 +106,12 @@ def _message_or_payload(schema: dict, model: type | None = None) -> None:
     ]
 
 
+class StopIn(ControlIn):
+    """Optional body of a `stop`: a note, any JSON, and `push` (a coding run pushes the commits it made before the stop)."""
+
+    push: bool | None = Field(None, description="A coding run only: push the commits made before the stop (default false: nothing is pushed).")
+
+
 class ControlMessageIn(ControlIn):
     """Body of a `message` command: a non-empty `message`, a non-null `payload`, or both."""
 

@@ -124,6 +124,7 @@ class ReportIn(Schema):
     pushed: Any = None
     commits: Any = Field(None, description="A coding run's commits: [{sha, subject, turn, diffstat}].")
     summary: Any = Field(None, description="A coding run's finish summary (the model's words).")
+    finishReason: Any = Field(None, description="Why the run's last reply ended (`stopped` for a run its session's stop ended); another value is ignored.")
 
 
 class ReportOut(Schema):

@@ -11,6 +11,17 @@ Every completion streams (`agents.inference`): each piece of the reply is masked
 listener and, as ephemeral `delta` frames, to the session's watchers. Retries and failover
 happen only until the first piece has gone out; a gateway failure after that ends the run
 `error` with the output written so far (what the listener heard).
+
+A stop interrupts the step in flight (issue 25), not only between steps: the run's
+`StopSignal` is set by its inbox the moment the `stop` command arrives (any process: the bus,
+or the durable log's poll), which cancels the streamed completion (its socket shut down, no
+retry, no failover), a running tool (a child agent run stops with it, an MCP call is
+cancelled) and, in a coding run, the sandboxed command's process tree. Nothing of the
+interrupted step is recorded as if completed: the reply written so far becomes the run's
+output and its turn is written `incomplete` with the run's end; no tool result follows; the
+run ends `error` "stopped by <actor>" with `finishReason` `stopped`. A `pause` does not
+interrupt: the reply being streamed and a running command finish, and the run holds before
+the next step.
 """
 
 from __future__ import annotations
@@ -25,7 +36,7 @@ from opentelemetry import trace
 
 from agents import tracing
 from agents import inference
-from agents.execution.completion import CompletionFailed, ReplySink, complete, models_for
+from agents.execution.completion import CompletionFailed, CompletionStopped, ReplySink, complete, models_for
 from agents.execution.context import fit
 from agents.models import Agent, Run
 from agents.run_session import RunSession, clip
@@ -36,6 +47,7 @@ from agents.tools.registry import resolve_tools
 from agents_site.vocabulary import ControlCommand, EventKind, FinishReason, RunStatus, SessionStatus
 from sessions.masking import StreamMasker
 from sessions.scanner import redact_text
+from toolkit.stopping import StopSignal
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +95,10 @@ def reply_finish(completion) -> str:
 
 class RunEnded(Exception):
     """The loop must end the run as an error with this sentence (stop, pause timeout, deadline)."""
+
+
+class RunStopped(RunEnded):
+    """The run's stop ended it (a `stop` command, or its parent's stop): `finishReason` `stopped`."""
 
 
 def compose_prompt(agent: Agent, text: str) -> list[dict]:
@@ -153,8 +169,9 @@ class ReplyStream(ReplySink):
     `delivered` turns True with the first masked text sent; `finish(content)` sends the rest
     once the completion is whole; `written` is everything sent."""
 
-    def __init__(self, say) -> None:
+    def __init__(self, say, stopped=lambda: False) -> None:
         self._say = say
+        self._stopped = stopped
         self._masker = StreamMasker()
         self.delivered = False
 
@@ -163,7 +180,9 @@ class ReplyStream(ReplySink):
         self._masker = StreamMasker()
 
     def piece(self, text: str) -> None:
-        """Mask and send what may go out of this raw piece."""
+        """Mask and send what may go out of this raw piece (nothing once the run is stopped)."""
+        if self._stopped():
+            return
         out = self._masker.feed(valid_text(text))
         if out:
             self.delivered = True
@@ -188,12 +207,14 @@ class RunLoop:
     """Execute one run of `agent` on `text`; `execute()` returns its `Outcome`, never raises.
 
     Must run inside the org context. `deadline` (monotonic seconds) bounds a nested run called
-    as a tool; None means `AGENTS_RUN_DEADLINE_SECONDS` from now (issue 31: a total run deadline).
+    as a tool; None means `AGENTS_RUN_DEADLINE_SECONDS` from now (issue 31: a total run deadline). `stop` is the run's stop
+    signal when the caller has one (a child run's is its parent's child); the loop sets it when
+    its session receives `stop`.
     """
 
     def __init__(self, *, agent: Agent, text: str, run: Run, session: RunSession, org_slug: str, deadline: float | None,
                  prompt: list[dict] | None = None, client_tools: list[dict] | None = None,
-                 listener: RunListener | None = None):
+                 listener: RunListener | None = None, stop: StopSignal | None = None):
         self.agent = agent
         self.text = text
         self.run = run
@@ -205,6 +226,8 @@ class RunLoop:
         self.client_tools = [tool for tool in (client_tools or []) if isinstance(tool, dict)]
         self.listener = listener or RunListener()
         self._held = False
+        self.stop = stop or StopSignal()
+        watch_stop(self.session, self.stop)
 
     def _say(self, text: str) -> None:
         self._hear("delta", text)
@@ -221,6 +244,14 @@ class RunLoop:
             logger.warning("run %s: listener %s failed", self.run.id, method, exc_info=True)
 
     # -- steering -------------------------------------------------------------------------
+    def _stopped(self) -> RunStopped:
+        """Return the end of a run whose stop signal is set: "stopped by <actor>[: message]"."""
+        command = self.stop.command or {}
+        if command.get("parent"):
+            return RunStopped("stopped with its parent run")
+        actor = command.get("actor") or self.session.actor_of(command.get("seq")) or "the control plane"
+        return RunStopped(stop_reason(f"stopped by {actor}", command.get("message")))
+
     def _hold_status(self, held: bool) -> None:
         if held != self._held:
             self._held = held
@@ -240,8 +271,8 @@ class RunLoop:
             for command in commands:
                 verb = command.get("command")
                 if verb == ControlCommand.STOP:
-                    actor = command.get("actor") or self.session.actor_of(command.get("seq")) or "the control plane"
-                    raise RunEnded(stop_reason(f"stopped by {actor}", command.get("message")))
+                    self.stop.set(command)
+                    raise self._stopped()
                 if verb == ControlCommand.PAUSE:
                     paused = True
                 elif verb == ControlCommand.RESUME:
@@ -256,6 +287,8 @@ class RunLoop:
             if not self._held:
                 paused_since = time.monotonic()
                 self._hold_status(True)
+            if self.stop.is_set():
+                raise self._stopped()
             if time.monotonic() - paused_since > settings.AGENTS_PAUSE_TIMEOUT_SECONDS:
                 raise RunEnded(f"paused for longer than {settings.AGENTS_PAUSE_TIMEOUT_SECONDS:g} s")
             command = self.session.wait(settings.AGENTS_CONTROL_POLL_SECONDS)
@@ -314,8 +347,13 @@ class RunLoop:
                 session_id=self.session.session_id,
                 depth=self.run.depth,
                 deadline=min(self.deadline, time.monotonic() + settings.AGENTS_TOOL_CALL_TIMEOUT_SECONDS),
+                stop=self.stop,
             )
+            if self.stop.is_set():
+                raise self._stopped()
             result, failed = invoke_tool(tool, wire_name=wire_name, raw_arguments=raw, context=context)
+            if self.stop.is_set():  # the stop interrupted the call: its result is not the tool's answer
+                raise self._stopped()
             result = masked(valid_text(result))
             span.set_attribute(tracing.ATTR_TOOL_FAILED, failed)
         self.outcome.tool_calls += 1
@@ -369,19 +407,21 @@ class RunLoop:
                 },
                 record_exception=False,
             ) as step:
-                reply = ReplyStream(self._say)
+                reply = ReplyStream(self._say, self.stop.is_set)
                 try:
                     answered = complete(models=models, messages=self._fit(messages, offer, models[0]), tools=offer, timeout=self._seconds_left, on_retry=self._on_retry,
-                                        sink=reply, generation=self._generation())
+                                        sink=reply, generation=self._generation(), stop=self.stop)
+                except CompletionStopped as exc:
+                    self.outcome.attempts += exc.attempts
+                    self.outcome.model = exc.model
+                    step.set_status(trace.Status(trace.StatusCode.ERROR, "stopped"))
+                    self._keep_partial(reply.broke_off(), exc.model)
+                    raise self._stopped() from exc
                 except CompletionFailed as exc:
                     self.outcome.attempts += exc.attempts
                     self.outcome.model = exc.model
                     step.set_status(trace.Status(trace.StatusCode.ERROR, exc.reason[:200]))
-                    written = reply.broke_off()
-                    if written:  # the run keeps what was written; the session shows it as an unfinished turn
-                        self.outcome.output = written
-                        self.session.append(EventKind.MESSAGE, {"role": "assistant", "text": clip(written), "model": exc.model,
-                                                                "incomplete": True, "runId": self.run.id}, last=True)
+                    self._keep_partial(reply.broke_off(), exc.model)
                     raise RunEnded(exc.reason) from exc
                 step.set_attribute(tracing.ATTR_RESPONSE_MODEL, answered.model)
                 self.outcome.attempts += answered.attempts
@@ -435,10 +475,23 @@ class RunLoop:
             self.outcome.finish_reason = reply_finish(answered.completion)
             return
 
+    def _keep_partial(self, written: str, model: str) -> None:
+        """A reply broke off (a failure or a stop): the run keeps what was written as its output and
+        the session gets it as an `incomplete` turn, held to be written with the run's end."""
+        if written:
+            self.outcome.output = written
+            self.session.append(EventKind.MESSAGE, {"role": "assistant", "text": clip(written), "model": model,
+                                                    "incomplete": True, "runId": self.run.id}, last=True)
+
     def execute(self) -> Outcome:
-        """Run the loop; return the outcome (status `ok` with output, or `error` with a reason)."""
+        """Run the loop; return the outcome (status `ok` with output, or `error` with a reason;
+        `finish_reason` `stopped` when the run's stop ended it)."""
         try:
             self._loop()
+        except RunStopped as exc:
+            self.outcome.status = RunStatus.ERROR
+            self.outcome.error = str(exc)
+            self.outcome.finish_reason = FinishReason.STOPPED
         except RunEnded as exc:
             self.outcome.status = RunStatus.ERROR
             self.outcome.error = str(exc)
@@ -447,3 +500,14 @@ class RunLoop:
             self.outcome.status = RunStatus.ERROR
             self.outcome.error = f"internal error: {type(exc).__name__}"
         return self.outcome
+
+
+def watch_stop(session: RunSession, stop: StopSignal) -> None:
+    """Set `stop` the moment a `stop` command reaches `session`'s inbox, whatever the run is doing
+    (the process's steering hub calls in from its own thread; issue 25)."""
+
+    def on_command(command: dict) -> None:
+        if command.get("command") == ControlCommand.STOP:
+            stop.set(command)
+
+    session.on_command(on_command)

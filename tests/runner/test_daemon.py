@@ -356,3 +356,68 @@ def test_a_stop_during_a_shell_command_kills_its_tree_and_records_what_it_printe
     assert [p for kind, p in events if kind == "log" and p.get("text", "").startswith("stopped while running shell")] == [
         {"text": "stopped while running shell; the command was killed", "output": "started\n", "runId": "run_kill"}]
     assert not any(kind == "tool-call" for kind, _ in events)
+
+
+def test_a_stop_closes_the_machines_model_call_in_flight_and_it_reports_stopped(org_a, daphne_server, upstream, runner_factory):
+    """Issue 25 item 5: the runner watches its run's control channel while the model call runs; the
+    stop cancels the request the gateway is still holding (it never answered) and no second
+    request follows."""
+    import threading
+
+    import httpx
+    from sessions.services import session_create
+
+    held = threading.Event()
+    upstream.script(Reply(hold=held, content="too late"))
+    runner = runner_factory(daphne_server.url, org_a.key, env=inference_env(upstream))
+    try:
+        runner.wait_for("claim key minted")
+        [target] = targets_of(org_a)
+        with org_a.context():
+            session = session_create(agent="talk", actor="x", target=target.id)
+        offer(org_a, target.id, run_id="run_watch", session_id=session.id,
+              payload={"agent": {"name": "talk", "model": "test-model"}, "input": "go"})
+        wait_until(lambda: upstream.chat_requests, what="the model call")
+        stopped = httpx.post(daphne_server.url + f"/v1/agents/sessions/{session.id}/stop", json={"message": "enough"},
+                             headers={"Authorization": f"Bearer {org_a.key}"})
+        assert stopped.status_code == 200
+        row = wait_until(lambda: (r := routed(org_a, "run_watch")).state == "reported" and r, what="the report")
+        assert not held.is_set()  # reported while the gateway still held its answer: the call was cancelled
+    finally:
+        held.set()
+    assert row.result["status"] == "error" and row.result["error"] == "stopped: enough" and row.result["finishReason"] == "stopped"
+    assert len(upstream.chat_requests) == 1
+    assert runner.terminate() == 0
+
+
+def test_a_stop_kills_the_machines_running_command_and_it_reports(org_a, daphne_server, upstream, runner_factory, tmp_path):
+    """The stop posted to the session (not SIGTERM) reaches the machine while its command runs: the
+    command's tree is gone, no tool result is recorded, the report says stopped."""
+    import httpx
+    from sessions.services import session_create
+    from tests.toolkit.test_sandbox import descendants, running
+
+    work = tmp_path / "shell"
+    work.mkdir()
+    upstream.script(Reply(tool_calls=[("shell", {"command": "echo started; sleep 60 & sleep 61"})]), Reply(content="never"))
+    runner = runner_factory(daphne_server.url, org_a.key, "--allow-shell", str(work), env=inference_env(upstream))
+    runner.wait_for("claim key minted")
+    [target] = targets_of(org_a)
+    with org_a.context():
+        session = session_create(agent="sh", actor="x", target=target.id)
+    offer(org_a, target.id, run_id="run_cmd", session_id=session.id,
+          payload={"agent": {"name": "sh", "model": "test-model", "tools": ["shell"]}, "input": "go"})
+    tree = wait_until(lambda: (found := descendants(runner.proc.pid)) and sum(n == "sleep" for n, _ in found.values()) >= 2 and found,
+                      what="the command and its child to run")
+    stopped = httpx.post(daphne_server.url + f"/v1/agents/sessions/{session.id}/stop", json={},
+                         headers={"Authorization": f"Bearer {org_a.key}"})
+    assert stopped.status_code == 200
+    wait_until(lambda: not any(running(pid, start) for pid, (_, start) in tree.items()), what="the whole tree to be gone")
+    row = wait_until(lambda: (r := routed(org_a, "run_cmd")).state == "reported" and r, what="the report")
+    assert row.result["status"] == "error" and row.result["finishReason"] == "stopped"
+    assert len(upstream.chat_requests) == 1
+    events = _events(org_a, session.id)
+    assert not any(kind == "tool-call" for kind, _ in events)
+    assert [p.get("output") for kind, p in events if kind == "log" and p.get("text", "").startswith("stopped while running shell")] == ["started\n"]
+    assert runner.proc.poll() is None  # the daemon goes on: only the run stopped
+    assert runner.terminate() == 0

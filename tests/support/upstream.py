@@ -35,6 +35,10 @@ Gateways' own behaviours (issue 31): `Reply(finish="length")` ends with that fin
 is not a string (an assistant's `null` beside `tool_calls`) or an unknown top-level field →
 500 with the pydantic dump in an `internal_server_error`. Every request's headers are kept in
 `upstream.request_headers` (same order as `requests`).
+
+Every streamed answer is followed in `upstream.streams` (`Streamed`: the pieces sent, whether the
+body was sent to its end, whether the client closed the connection before that — a cancelled
+request, issue 25).
 """
 
 from __future__ import annotations
@@ -108,6 +112,18 @@ def strict_errors(body: dict) -> list[dict]:
     return errors
 
 
+@dataclass
+class Streamed:
+    """One streamed answer as the upstream sent it: `sent` content pieces of `pieces`, `finished`
+    when the body's last chunk went out, `client_closed` when a write failed because the client
+    had closed the connection first (the stream was cancelled before its end)."""
+
+    pieces: int
+    sent: int = 0
+    finished: bool = False
+    client_closed: bool = False
+
+
 class Upstream:
     """The loopback server: start with `Upstream().start()`, stop with `.stop()`."""
 
@@ -126,6 +142,7 @@ class Upstream:
         # (POST /extras/tokenize/count → count), None (404, as OpenAI and LiteLLM answer).
         self.tokenizer: str | None = None
         self.connections = 0  # TCP connections accepted (a client that keeps alive opens one)
+        self.streams: list[Streamed] = []  # every streamed answer, in order
         self._script: list[Reply] = []
         self._lock = threading.Lock()
         self.server: ThreadingHTTPServer | None = None
@@ -150,6 +167,7 @@ class Upstream:
             self.strict = False
             self.context_window = None
             self.tokenizer = None
+            self.streams.clear()
             self.connections = 0
             self.default_delay = 0.0
 
@@ -197,7 +215,7 @@ class Upstream:
             def _frame(self, data) -> None:
                 self._write_chunk("data: " + (data if isinstance(data, str) else json.dumps(data)) + "\n\n")
 
-            def _stream(self, reply: Reply, body: dict, base: dict) -> None:
+            def _stream(self, reply: Reply, body: dict, base: dict, followed: Streamed) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Transfer-Encoding", "chunked")
@@ -224,6 +242,7 @@ class Upstream:
                     if reply.chunk_delay:
                         time.sleep(reply.chunk_delay)
                     self._frame(choice({"content": piece}))
+                    followed.sent += 1
                 if reply.fail_after is not None and reply.fail_after >= len(pieces):
                     self._fail(reply)
                     return
@@ -240,6 +259,7 @@ class Upstream:
                     self._frame({**chunk, "choices": [], "usage": usage})
                 self._frame("[DONE]")
                 self._write_chunk("")  # the chunked body's end
+                followed.finished = True
 
             def _fail(self, reply: Reply) -> None:
                 if reply.fail_with == "error":
@@ -297,7 +317,13 @@ class Upstream:
                     return
                 base = {"id": "chatcmpl-" + uuid.uuid4().hex[:12], "object": "chat.completion", "created": int(time.time()), "model": body.get("model", "")}
                 if body.get("stream") is True:
-                    self._stream(reply, body, base)
+                    followed = Streamed(pieces=len(reply.pieces()))
+                    upstream.streams.append(followed)
+                    try:
+                        self._stream(reply, body, base, followed)
+                    except (BrokenPipeError, ConnectionResetError):
+                        followed.client_closed = True
+                        self.close_connection = True
                     return
                 if reply.empty:
                     self._send(200, {**base, "choices": [], "usage": None})
