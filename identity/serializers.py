@@ -7,12 +7,18 @@ answers in the OpenAPI document (views render `identity.presenters`).
 
 from __future__ import annotations
 
+import re
+
 from django.core.validators import RegexValidator
 from rest_framework import serializers
 
 from agents_site.vocabulary import AnomalyKind, ConnectionMode, EnvelopeDirection, IdentityCategory, KeyStatus
 
 CUSTOM_ID_PATTERN = r"^[a-z0-9_]{4,30}$"
+#: What an anomaly's `conversation_id` may hold: an id-like word (no `/`, no dots, no markup), or nothing.
+ANOMALY_CONVERSATION_PATTERN = r"^[A-Za-z0-9_-]{0,64}$"
+#: The conversation ids the console links to (rows stored before the pattern may hold anything).
+CONVERSATION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _CUSTOM_ID_AGENT_NAME = r"^[a-z0-9][a-z0-9_]{3,29}$"  # also a valid agent name: no leading "_"
 
 
@@ -23,6 +29,15 @@ class StrictCharField(serializers.CharField):
         if not isinstance(data, str):
             self.fail("invalid")
         return super().to_internal_value(data)
+
+
+class StrictChoiceField(serializers.ChoiceField):
+    """A ChoiceField whose refusal lists the choices and never echoes the value sent."""
+
+    def __init__(self, choices, **kwargs):
+        super().__init__(choices, **kwargs)
+        allowed = ", ".join(str(key) for key in self.choices)
+        self.error_messages["invalid_choice"] = f"must be one of: {allowed}"
 
 
 class _Strict(serializers.Serializer):
@@ -37,8 +52,6 @@ class _Strict(serializers.Serializer):
 
 
 def _custom_id_rule(value: str) -> str:
-    import re
-
     if value and not re.fullmatch(_CUSTOM_ID_AGENT_NAME, value):
         raise serializers.ValidationError(f"must match {CUSTOM_ID_PATTERN} and start with a letter or digit")
     return value
@@ -51,8 +64,8 @@ class AgentCreateIn(_Strict):
     custom_id = StrictCharField(required=False, allow_blank=True, allow_null=True, max_length=30, validators=[_custom_id_rule])
     bio = StrictCharField(required=False, allow_blank=True, max_length=500, trim_whitespace=False)
     avatar_url = StrictCharField(required=False, allow_blank=True, allow_null=True, max_length=2048)
-    category = serializers.ChoiceField(choices=IdentityCategory.choices, required=False, allow_blank=True, allow_null=True)
-    connection_mode = serializers.ChoiceField(choices=ConnectionMode.choices)
+    category = StrictChoiceField(choices=IdentityCategory.choices, required=False, allow_blank=True, allow_null=True)
+    connection_mode = StrictChoiceField(choices=ConnectionMode.choices)
     webhook_url = StrictCharField(required=False, allow_blank=True, allow_null=True, max_length=2048)
     health_check_url = StrictCharField(required=False, allow_blank=True, allow_null=True, max_length=2048)
 
@@ -61,7 +74,7 @@ class AgentPatchIn(AgentCreateIn):
     """PATCH /v1/identity/agents/{id}: any subset of the creation fields; custom_id immutable."""
 
     display_name = StrictCharField(min_length=2, max_length=32, required=False)
-    connection_mode = serializers.ChoiceField(choices=ConnectionMode.choices, required=False)
+    connection_mode = StrictChoiceField(choices=ConnectionMode.choices, required=False)
 
 
 class RegenerateIn(_Strict):
@@ -128,7 +141,7 @@ class PublicKeysOut(serializers.Serializer):
     public_key = serializers.CharField()
     signing_kid = serializers.CharField()
     signing_public_key = serializers.CharField()
-    status = serializers.ChoiceField(choices=KeyStatus.choices)
+    status = StrictChoiceField(choices=KeyStatus.choices)
     registered_at = serializers.CharField()
     expires_at = serializers.CharField(allow_null=True)
     revoked_at = serializers.CharField(allow_null=True)
@@ -224,7 +237,7 @@ class UserContextOut(serializers.Serializer):
 class EnvelopeOut(serializers.Serializer):
     envelope_id = serializers.CharField()
     message_id = serializers.CharField(allow_null=True)
-    direction = serializers.ChoiceField(choices=EnvelopeDirection.choices)
+    direction = StrictChoiceField(choices=EnvelopeDirection.choices)
     agent_id = serializers.CharField()
     user_id = serializers.CharField()
     envelope = serializers.CharField()
@@ -297,16 +310,17 @@ class DeliveryListOut(serializers.Serializer):
 class AnomalyIn(_Strict):
     """POST /v1/identity/anomalies: what a client's client_action executor refused (names only, no values)."""
 
-    kind = serializers.ChoiceField(choices=AnomalyKind.choices)
+    kind = StrictChoiceField(choices=AnomalyKind.choices)
     artifact_subtype = StrictCharField(required=False, allow_blank=True, max_length=64)
     endpoint = StrictCharField(required=False, allow_blank=True, max_length=300)
-    conversation_id = StrictCharField(required=False, allow_blank=True, max_length=64)
+    conversation_id = StrictCharField(required=False, allow_blank=True, max_length=64,
+                                      validators=[RegexValidator(ANOMALY_CONVERSATION_PATTERN, "must be an id: letters, digits, _ and -")])
     detail = serializers.DictField(required=False, child=StrictCharField(max_length=300, allow_blank=True))
 
 
 class AnomalyOut(serializers.Serializer):
     id = serializers.IntegerField()
-    kind = serializers.ChoiceField(choices=AnomalyKind.choices)
+    kind = StrictChoiceField(choices=AnomalyKind.choices)
     artifact_subtype = serializers.CharField()
     endpoint = serializers.CharField()
     conversation_id = serializers.CharField()

@@ -18,6 +18,7 @@ from agents_site.errors import InvalidRequest
 from agents_site.pagination import cursor_param, limit_param
 from agents_site.schemas import word_param
 from agents_site.vocabulary import ControlCommand, SessionStatus
+from agents_site.wire import INT64_MAX, INT64_MIN
 from sessions import builds, control, selectors, services
 from sessions.presenters import control_command_view, event_view, session_view, tree_view
 from sessions.schemas import (
@@ -257,7 +258,8 @@ def append_event(request, id: str):  # spec 003: POST /v1/agents/sessions/{id}/e
 
 # spec 003: GET /v1/agents/sessions/{id}/control
 @sessions_router.get("/{id}/control", response={200: ControlPollOut}, summary="Steering commands after a cursor", exclude_none=True)
-def poll_control(request, id: str, after: int | None = None):
+def poll_control(request, id: str, after: int | None = Query(None, ge=INT64_MIN, le=INT64_MAX,
+                                                             description="Commands with a seq above this (absent or negative: from the start).")):
     """Return the control commands with `seq` > `after`, oldest first, at most 200, and the
     cursor to poll from next."""
     events, cursor = selectors.control_commands(session_id=id, after=after)
