@@ -7,6 +7,7 @@ cannot forget them:
 * 403 `forbidden` — every operation that needs a credential (no key, a bad key, no org);
 * 400 `invalid_request` — every operation that takes a parameter or a body;
 * 413 `payload_too_large` — every operation that takes a body (over 1 MiB, before parsing);
+* 415 `unsupported_media_type` — every operation that takes a body (one that is not JSON);
 * 404 `not_found` — every operation with an id in its path (unknown, or another org's);
 * 503 `store_busy` / `store_unavailable` — every operation that reads or writes the org's store.
 
@@ -28,6 +29,7 @@ COMMON = {
     403: "No valid credential, no org, or the credential may not do this (`forbidden`).",
     404: "Not found: unknown, or another org's (the two are never told apart).",
     413: "The body is over 1 MiB (`payload_too_large`).",
+    415: "The body is not JSON: send `Content-Type: application/json` (`unsupported_media_type`).",
     503: (
         "The org's store or a service this request needs is unavailable; nothing was half-written "
         "(`store_busy`: retry after `Retry-After` seconds; `store_unavailable`: its `condition` says why — "
@@ -64,6 +66,7 @@ def _declare_common(operation: dict) -> None:
         _answer(operation, 400)
     if has_body:
         _answer(operation, 413)
+        _answer(operation, 415)
     if any(p.get("in") == "path" for p in parameters):
         _answer(operation, 404)
 
@@ -91,6 +94,19 @@ def _refuse_reserved_names(document: dict) -> None:
         name["not"] = {"enum": sorted(reserved_names())}
 
 
+def _hoist_streams(document: dict) -> None:
+    """Publish every titled `text/event-stream` schema as its own component and refer to it."""
+    schemas = document["components"]["schemas"]
+    for item in document.get("paths", {}).values():
+        for operation in item.values():
+            for entry in operation.get("responses", {}).values():
+                content = entry.get("content", {}).get("text/event-stream")
+                schema = content.get("schema") if content else None
+                if schema and "title" in schema:
+                    schemas.setdefault(schema["title"], schema)
+                    content["schema"] = {"$ref": f"#/components/schemas/{schema['title']}"}
+
+
 def complete(document: dict) -> dict:
     """Return `document` (Ninja's OpenAPI dict) with the shared answers, the security scheme
     and the reserved agent names declared. Mutates and returns the same dict."""
@@ -101,4 +117,5 @@ def complete(document: dict) -> dict:
         for operation in item.values():
             _declare_common(operation)
     _refuse_reserved_names(document)
+    _hoist_streams(document)
     return document

@@ -13,8 +13,9 @@ from collections.abc import Callable, Iterable
 from typing import Annotated, Any
 
 from ninja import Schema
-from pydantic import Field, WithJsonSchema
+from pydantic import ConfigDict, Field, WithJsonSchema
 
+from agents_site.errors import InvalidRequest
 from agents_site.vocabulary import ErrorCode
 
 
@@ -63,6 +64,39 @@ def word_param(choices: Iterable) -> Any:
     return Annotated[str | None, WithJsonSchema({"type": "string", "enum": words(choices)})]
 
 
+class BodySchema(Schema):
+    """Base of every request body of `/v1/agents` (and of each object nested in one).
+
+    One rule for every write (issue 29, "the schemas say what is enforced"): a field the schema
+    does not declare is refused with 400 `invalid_request` naming it (`fields[].field` is its
+    path, `message` "unknown field"), and the OpenAPI document declares it as
+    `additionalProperties: false`. A subclass keeps the rule when it sets its own
+    `model_config` (pydantic merges configs). A new body schema inherits it by subclassing this
+    class instead of `ninja.Schema`; a route reading its raw body itself calls
+    `refuse_unknown_fields` with its schema.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def refuse_unknown_fields(body: dict, schema: type[Schema], *, prefix: str = "") -> None:
+    """Raise `InvalidRequest` (400) naming the first keys of `body` that `schema` does not declare.
+
+    For routes that read their raw body (they declare `schema` in the document with
+    `additionalProperties: false`). Example: `{"kind": "message", "paylod": {}}` against
+    `EventIn` → "invalid request: paylod: unknown field".
+    """
+    known = set(schema.model_fields) | {f.alias for f in schema.model_fields.values() if f.alias}
+    unknown = sorted(str(key) for key in body if key not in known)
+    if unknown:
+        fields = [{"field": f"{prefix}{name}", "message": UNKNOWN_FIELD} for name in unknown]
+        raise InvalidRequest(f"invalid request: {fields[0]['field']}: {UNKNOWN_FIELD}", fields=fields)
+
+
+#: The message naming a field a body schema does not declare.
+UNKNOWN_FIELD = "unknown field"
+
+
 class ErrorOut(Schema):
     """The one error shape: `status` (the HTTP status), `code` (a stable word) and `error` (a
     sentence); some errors add named fields, such as `fields` on a validation error."""
@@ -95,3 +129,22 @@ def required_in_docs(*names: str) -> Callable[[dict, type], None]:
                     prop["anyOf"] = kept
 
     return apply
+
+
+def sse_frame(event: str, data: dict) -> dict:
+    """One Server-Sent Event as schemathesis and OpenAPI 3.1 read it: `event` and its JSON `data`."""
+    return {
+        "type": "object",
+        "required": ["event", "data"],
+        "properties": {"event": {"const": str(event)}, "data": {"type": "string", "contentMediaType": "application/json", "contentSchema": data}},
+    }
+
+
+def stream_schema(title: str, description: str, frames: list[dict]) -> dict:
+    """Return the schema of a `text/event-stream` answer: one of `frames` (each `sse_frame`).
+
+    `title` names it: `agents_site.openapi.complete` publishes it as its own component
+    (`#/components/schemas/<title>`), so a stream's frames are a schema of the document like any
+    body, not prose.
+    """
+    return {"title": title, "description": description, "oneOf": frames}

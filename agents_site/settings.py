@@ -430,7 +430,7 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "identity.openapi.add_stream_path"],
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "identity.openapi.add_stream_path", "identity.openapi.strict_request_bodies"],
 }
 # Throttle counters (and any other cache use): per process by default, Redis when REDIS_URL is set.
 if REDIS_URL:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from ninja import Schema
 
+from agents_site.schemas import BodySchema
 
-class RepoIn(Schema):
+
+class RepoIn(BodySchema):
     """Body of POST /v1/agents/repos (`owner` + `name`, or `repo` "owner/name") and of PATCH."""
 
     repo: str | None = None
@@ -39,7 +41,7 @@ class RepoDeletedOut(Schema):
     repo: str
 
 
-class CodingIn(Schema):
+class CodingIn(BodySchema):
     """Body of POST /v1/agents/coding: one autonomous coding run against a registered repo."""
 
     prompt: str | None = None

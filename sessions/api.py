@@ -16,7 +16,7 @@ from ninja import Query, Router, Status
 
 from agents_site.errors import InvalidRequest
 from agents_site.pagination import cursor_param, limit_param
-from agents_site.schemas import word_param
+from agents_site.schemas import BodySchema, refuse_unknown_fields, word_param
 from agents_site.vocabulary import ControlCommand, SessionStatus
 from agents_site.wire import INT64_MAX, INT64_MIN
 from sessions import builds, control, selectors, services
@@ -197,6 +197,7 @@ def _turn(item, *, caller: str) -> dict:
     """Return one turn of a request body as `{kind, payload, actor}` (blank actor → the caller)."""
     if not isinstance(item, dict):
         raise InvalidRequest("an event must be a JSON object")
+    refuse_unknown_fields(item, EventIn)
     actor = item.get("actor")
     if actor is not None and not isinstance(actor, str):
         raise InvalidRequest("actor must be a string")
@@ -208,6 +209,12 @@ def _turn(item, *, caller: str) -> dict:
     }
 
 
+class EventBatchBody(BodySchema):
+    """The batch form of POST …/events (read by the route itself; declared by `_append_body`)."""
+
+    events: list
+
+
 def _append_body() -> dict:
     """The request body of POST …/events: one turn, or `{"events": [...]}` (a body with `events` is a batch)."""
     single = EventIn.model_json_schema()
@@ -215,6 +222,7 @@ def _append_body() -> dict:
         "title": "EventBatchIn",
         "description": f"Append 1 to {services.MAX_BATCH_EVENTS} turns at once, all or none, in list order (the body at most 1 MiB).",
         "type": "object",
+        "additionalProperties": False,
         "required": ["events"],
         "properties": {"events": {"type": "array", "minItems": 1, "maxItems": services.MAX_BATCH_EVENTS, "items": single}},
     }
@@ -243,6 +251,7 @@ def append_event(request, id: str):  # spec 003: POST /v1/agents/sessions/{id}/e
     body = _json_body(request, required=True)
     caller = request.auth.actor
     if "events" in body:
+        refuse_unknown_fields(body, EventBatchBody)
         items = body["events"]
         if not isinstance(items, list) or not 1 <= len(items) <= services.MAX_BATCH_EVENTS:
             raise InvalidRequest(services.BATCH_SIZE_MESSAGE)
@@ -268,6 +277,7 @@ def poll_control(request, id: str, after: int | None = Query(None, ge=INT64_MIN,
 
 def _steer(request, id: str, command: str):
     body = _json_body(request, required=False)
+    refuse_unknown_fields(body, ControlIn)
     event, forwarded = control.control_send(
         session_id=id, command=command, message=body.get("message"), payload=body.get("payload"), actor=request.auth.actor
     )

@@ -7,7 +7,7 @@ from typing import Any
 from ninja import Schema
 from pydantic import ConfigDict, Field, StrictBool
 
-from agents_site.schemas import ErrorOut, choice, required_in_docs, text
+from agents_site.schemas import BodySchema, ErrorOut, choice, required_in_docs, text
 from agents_site.vocabulary import ControlCommand, EventKind, SecretSeverity, SessionStatus
 from sessions import fields
 
@@ -31,7 +31,7 @@ def _create_schema(schema: dict, model: type | None = None) -> None:
     schema["then"] = {"required": ["project"], "properties": {"project": {"type": "string", "pattern": r"\S"}}}
 
 
-class SessionIn(Schema):
+class SessionIn(BodySchema):
     """Open a session. Only `agent` is required; text fields are trimmed."""
 
     model_config = ConfigDict(json_schema_extra=_create_schema)
@@ -54,7 +54,7 @@ class SessionIn(Schema):
     published: StrictBool | None = Field(None, description=_PUBLISHED)
 
 
-class SessionPatchIn(Schema):
+class SessionPatchIn(BodySchema):
     """Change a session. An omitted (or null) field keeps its value; a finished session keeps its status."""
 
     status: str | None = choice(SessionStatus)
@@ -81,7 +81,7 @@ def _control_turn(schema: dict, model: type | None = None) -> None:
     }
 
 
-class EventIn(Schema):
+class EventIn(BodySchema):
     """Append one turn. A payload carrying a credential is refused (422) and nothing is stored.
     A `control` turn's payload is a steering command: `{command, message?, payload?}`."""
 
@@ -92,7 +92,7 @@ class EventIn(Schema):
     actor: str | None = _limited(fields.MAX_ACTOR, "Who wrote the turn (default: the caller). ")
 
 
-class ControlIn(Schema):
+class ControlIn(BodySchema):
     """Optional body of a steering command: a note for the running agent and any JSON."""
 
     message: str | None = text(description="Text for the running agent, at most 16 KiB of UTF-8.")
