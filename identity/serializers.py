@@ -83,11 +83,17 @@ class RegenerateIn(_Strict):
     emergency = serializers.BooleanField(required=False, default=False)
 
 
+#: Standard base64 with its padding (what `base64.b64decode(validate=True)` reads), non-empty.
+BASE64_PATTERN = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})$"
+#: The base64 of 32 bytes (a raw X25519 or Ed25519 public key): 43 characters and one `=`.
+KEY_PATTERN = r"^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=$"
+
+
 class KeysRegisterIn(_Strict):
     """POST …/keys/register (agent token): base64 X25519 and Ed25519 public keys, webhook secret."""
 
-    public_key = StrictCharField(trim_whitespace=True, max_length=100)
-    signing_public_key = StrictCharField(trim_whitespace=True, max_length=100)
+    public_key = StrictCharField(trim_whitespace=True, max_length=100, validators=[RegexValidator(KEY_PATTERN, "must be the base64 of 32 bytes")])
+    signing_public_key = StrictCharField(trim_whitespace=True, max_length=100, validators=[RegexValidator(KEY_PATTERN, "must be the base64 of 32 bytes")])
     webhook_secret = StrictCharField(required=False, allow_blank=True, allow_null=True, max_length=400)
 
 
@@ -100,8 +106,8 @@ class EnvelopeIn(_Strict):
 class UserKeysIn(_Strict):
     """PUT /v1/identity/users/me/keys: the user's base64 X25519 and Ed25519 public keys."""
 
-    public_key = StrictCharField(trim_whitespace=True, max_length=100)
-    signing_public_key = StrictCharField(trim_whitespace=True, max_length=100)
+    public_key = StrictCharField(trim_whitespace=True, max_length=100, validators=[RegexValidator(KEY_PATTERN, "must be the base64 of 32 bytes")])
+    signing_public_key = StrictCharField(trim_whitespace=True, max_length=100, validators=[RegexValidator(KEY_PATTERN, "must be the base64 of 32 bytes")])
 
 
 # ---- answers (documentation) ----
@@ -332,7 +338,7 @@ class BackupIn(_Strict):
     """PUT /v1/identity/backup: the key bundle, encrypted in the browser (base64, opaque here)."""
 
     encrypted_backup_blob_v2 = StrictCharField(trim_whitespace=True, max_length=None, min_length=4,
-                                               validators=[RegexValidator(r"^[A-Za-z0-9+/]+={0,2}$", "must be base64")])
+                                               validators=[RegexValidator(BASE64_PATTERN, "must be base64")])
 
 
 class BackupStoredOut(serializers.Serializer):

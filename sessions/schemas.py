@@ -18,6 +18,7 @@ _PUBLISHED = "A JSON boolean. `true` lists the session on the public builds gall
 _TERMINAL = "An `https://` URL of a live terminal on the session (at most 512 characters); \"\" withdraws it."
 _TARGET = "Id of a registered machine of the org; \"\" detaches. "
 _TERMINAL_OR_BLANK = "^$|" + fields.TERMINAL_PATTERN
+_PROJECT_OR_BLANK = "^$|" + fields.PROJECT_PATTERN
 
 
 def _limited(limit: int, what: str = "") -> object:
@@ -28,7 +29,7 @@ def _create_schema(schema: dict, model: type | None = None) -> None:
     required_in_docs("agent")(schema, model)
     # Publishing needs a project (sessions.fields.PUBLISH_MESSAGE).
     schema["if"] = {"properties": {"published": {"const": True}}, "required": ["published"]}
-    schema["then"] = {"required": ["project"], "properties": {"project": {"type": "string", "pattern": r"\S"}}}
+    schema["then"] = {"required": ["project"], "properties": {"project": {"type": "string", "pattern": fields.PROJECT_PATTERN}}}
 
 
 class SessionIn(BodySchema):
@@ -50,7 +51,8 @@ class SessionIn(BodySchema):
     terminal: str | None = text(description=_TERMINAL, maxLength=fields.MAX_TERMINAL, pattern=_TERMINAL_OR_BLANK)
     provider: str | None = _limited(fields.MAX_PROVIDER)
     account: str | None = _limited(fields.MAX_ACCOUNT)
-    project: str | None = _limited(fields.MAX_PROJECT, "Project slug; required to publish. ")
+    project: str | None = text(description="Project slug (a letter or digit, then letters, digits, `.`, `_`, `-`; at most 128); required to publish.",
+                               maxLength=fields.MAX_PROJECT, pattern=_PROJECT_OR_BLANK)
     published: StrictBool | None = Field(None, description=_PUBLISHED)
 
 
@@ -61,7 +63,8 @@ class SessionPatchIn(BodySchema):
     title: str | None = _limited(fields.MAX_TITLE)
     target: str | None = _limited(fields.MAX_TARGET, _TARGET)
     terminal: str | None = text(description=_TERMINAL, maxLength=fields.MAX_TERMINAL, pattern=_TERMINAL_OR_BLANK)
-    project: str | None = _limited(fields.MAX_PROJECT, "Project slug. ")
+    project: str | None = text(description="Project slug (as on create); \"\" drops it (not while published).",
+                               maxLength=fields.MAX_PROJECT, pattern=_PROJECT_OR_BLANK)
     published: StrictBool | None = Field(None, description=_PUBLISHED)
     cwd: str | None = _limited(fields.MAX_CWD)
 
