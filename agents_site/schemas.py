@@ -10,10 +10,10 @@ declare, is what the contract test (schemathesis over a live server) reports.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from ninja import Schema
-from pydantic import ConfigDict, Field, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
 from agents_site.errors import InvalidRequest
 from agents_site.vocabulary import ErrorCode
@@ -64,19 +64,85 @@ def word_param(choices: Iterable) -> Any:
     return Annotated[str | None, WithJsonSchema({"type": "string", "enum": words(choices)})]
 
 
+#: The credential scanner every caller-written text passes (registered by `sessions` in its
+#: `AppConfig.ready()`: this module sits below it). Called with `{field name: value}`; raises
+#: 422 `secret_in_transcript` with findings naming the field.
+_text_scanner: Callable[[dict[str, Any]], None] | None = None
+
+
+def register_text_scanner(scanner: Callable[[dict[str, Any]], None]) -> None:
+    """Install the scanner `BodySchema` and `scan_caller_text` call (once, from `sessions`)."""
+    global _text_scanner
+    _text_scanner = scanner
+
+
+def scan_caller_text(fields: dict[str, Any]) -> None:
+    """Refuse (422 `secret_in_transcript`) when any text in `fields` (`{name: str | list | dict}`) carries a credential.
+
+    The one check behind every text field a caller writes, on both APIs (Ninja `BodySchema`,
+    DRF `identity.serializers._Strict`). Strings are scanned wherever they sit in lists and
+    objects (keys included). Raises `RuntimeError` if no scanner was registered: a body must
+    never pass unscanned because an app did not load.
+    """
+    if _text_scanner is None:
+        raise RuntimeError("no credential scanner registered (sessions app not ready)")
+    texts = {name: value for name, value in fields.items() if _has_text(value)}
+    if texts:
+        _text_scanner(texts)
+
+
+def _has_text(value: Any) -> bool:
+    if isinstance(value, str):
+        return value != ""
+    if isinstance(value, dict):
+        return any(_has_text(k) or _has_text(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(_has_text(v) for v in value)
+    return False
+
+
+def _plain(value: Any) -> Any:
+    """Return `value` with nested body models left out (each scans itself when it is validated)."""
+    if isinstance(value, BaseModel):
+        return None
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
 class BodySchema(Schema):
     """Base of every request body of `/v1/agents` (and of each object nested in one).
 
-    One rule for every write (issue 29, "the schemas say what is enforced"): a field the schema
-    does not declare is refused with 400 `invalid_request` naming it (`fields[].field` is its
-    path, `message` "unknown field"), and the OpenAPI document declares it as
-    `additionalProperties: false`. A subclass keeps the rule when it sets its own
-    `model_config` (pydantic merges configs). A new body schema inherits it by subclassing this
-    class instead of `ninja.Schema`; a route reading its raw body itself calls
-    `refuse_unknown_fields` with its schema.
+    Two rules for every write (issue 29):
+
+    * **Strict.** A field the schema does not declare is refused with 400 `invalid_request`
+      naming it (`fields[].field` is its path, `message` "unknown field"), and the OpenAPI
+      document declares `additionalProperties: false`.
+    * **Scanned.** Every text the caller wrote — each string field, and each string inside a
+      list or object field — passes the credential scanner (`scan_caller_text`) once the body
+      is valid, before the route runs: a credential anywhere is 422 `secret_in_transcript` with
+      findings naming the field, and nothing is stored. `unscanned` names fields whose value is
+      not the caller's words (none so far); `scanned = False` exempts a body that carries what
+      the platform *received* (a machine's report of model output, masked where it is stored).
+
+    A new body schema gets both by subclassing this class instead of `ninja.Schema` (a subclass
+    keeps them when it sets its own `model_config`: pydantic merges configs). A route reading
+    its raw body itself calls `refuse_unknown_fields` and `scan_caller_text`.
     """
 
     model_config = ConfigDict(extra="forbid")
+
+    unscanned: ClassVar[frozenset[str]] = frozenset()
+    scanned: ClassVar[bool] = True
+
+    @model_validator(mode="after")
+    def _refuse_credentials(self):
+        cls = type(self)
+        if cls.scanned:
+            scan_caller_text({name: _plain(getattr(self, name)) for name in cls.model_fields if name not in cls.unscanned})
+        return self
 
 
 def refuse_unknown_fields(body: dict, schema: type[Schema], *, prefix: str = "") -> None:

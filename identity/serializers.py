@@ -12,6 +12,7 @@ import re
 from django.core.validators import RegexValidator
 from rest_framework import serializers
 
+from agents_site.schemas import scan_caller_text
 from agents_site.vocabulary import AnomalyKind, ConnectionMode, EnvelopeDirection, IdentityCategory, KeyStatus
 
 CUSTOM_ID_PATTERN = r"^[a-z0-9_]{4,30}$"
@@ -41,7 +42,18 @@ class StrictChoiceField(serializers.ChoiceField):
 
 
 class _Strict(serializers.Serializer):
-    """Refuse fields the route does not know (a typo must not pass silently)."""
+    """Base of every request body of the identity API: strict and scanned (issue 29).
+
+    A field the route does not know is refused 400 naming it (a typo must not pass silently;
+    the document says `additionalProperties: false`, `identity.openapi.strict_request_bodies`).
+    Every text the caller wrote passes the credential scanner once the fields are valid
+    (`agents_site.schemas.scan_caller_text`): a credential is 422 `secret_in_transcript` with
+    findings naming the field, nothing stored. `unscanned` names fields that are not words
+    (public keys, a webhook secret the agent registers on purpose, sealed envelopes, the
+    encrypted backup): they are validated by shape instead.
+    """
+
+    unscanned: frozenset[str] = frozenset()
 
     def to_internal_value(self, data):
         if isinstance(data, dict):
@@ -49,6 +61,11 @@ class _Strict(serializers.Serializer):
             if unknown:
                 raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
         return super().to_internal_value(data)
+
+    def validate(self, attrs):
+        """Scan every caller-written text of the valid body (422 on a credential)."""
+        scan_caller_text({name: value for name, value in attrs.items() if name not in self.unscanned})
+        return attrs
 
 
 def _custom_id_rule(value: str) -> str:
@@ -61,7 +78,9 @@ class AgentCreateIn(_Strict):
     """POST /v1/identity/agents: the creation form (spec 001)."""
 
     display_name = StrictCharField(min_length=2, max_length=32)
-    custom_id = StrictCharField(required=False, allow_blank=True, allow_null=True, max_length=30, validators=[_custom_id_rule])
+    custom_id = StrictCharField(required=False, allow_blank=True, allow_null=True, max_length=30,
+                                validators=[RegexValidator("^$|" + _CUSTOM_ID_AGENT_NAME, f"must match {CUSTOM_ID_PATTERN} and start with a letter or digit"),
+                                            _custom_id_rule])
     bio = StrictCharField(required=False, allow_blank=True, max_length=500, trim_whitespace=False)
     avatar_url = StrictCharField(required=False, allow_blank=True, allow_null=True, max_length=2048)
     category = StrictChoiceField(choices=IdentityCategory.choices, required=False, allow_blank=True, allow_null=True)
@@ -92,6 +111,8 @@ KEY_PATTERN = r"^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=$"
 class KeysRegisterIn(_Strict):
     """POST …/keys/register (agent token): base64 X25519 and Ed25519 public keys, webhook secret."""
 
+    unscanned = frozenset({"public_key", "signing_public_key", "webhook_secret"})
+
     public_key = StrictCharField(trim_whitespace=True, max_length=100, validators=[RegexValidator(KEY_PATTERN, "must be the base64 of 32 bytes")])
     signing_public_key = StrictCharField(trim_whitespace=True, max_length=100, validators=[RegexValidator(KEY_PATTERN, "must be the base64 of 32 bytes")])
     webhook_secret = StrictCharField(required=False, allow_blank=True, allow_null=True, max_length=400)
@@ -100,11 +121,15 @@ class KeysRegisterIn(_Strict):
 class EnvelopeIn(_Strict):
     """A v1 envelope (docs/envelopes.md): `v1.<header>.<sealed>.<signature>`, at most 256 KiB."""
 
+    unscanned = frozenset({"envelope"})  # sealed: the platform cannot read it (the client scans before sealing)
+
     envelope = StrictCharField(trim_whitespace=True, max_length=None)
 
 
 class UserKeysIn(_Strict):
     """PUT /v1/identity/users/me/keys: the user's base64 X25519 and Ed25519 public keys."""
+
+    unscanned = frozenset({"public_key", "signing_public_key"})
 
     public_key = StrictCharField(trim_whitespace=True, max_length=100, validators=[RegexValidator(KEY_PATTERN, "must be the base64 of 32 bytes")])
     signing_public_key = StrictCharField(trim_whitespace=True, max_length=100, validators=[RegexValidator(KEY_PATTERN, "must be the base64 of 32 bytes")])
@@ -336,6 +361,8 @@ class AnomalyOut(serializers.Serializer):
 
 class BackupIn(_Strict):
     """PUT /v1/identity/backup: the key bundle, encrypted in the browser (base64, opaque here)."""
+
+    unscanned = frozenset({"encrypted_backup_blob_v2"})
 
     encrypted_backup_blob_v2 = StrictCharField(trim_whitespace=True, max_length=None, min_length=4,
                                                validators=[RegexValidator(BASE64_PATTERN, "must be base64")])

@@ -16,9 +16,9 @@ from ninja import Query, Router, Status
 
 from agents_site.errors import InvalidRequest
 from agents_site.pagination import cursor_param, limit_param
-from agents_site.schemas import BodySchema, refuse_unknown_fields, word_param
+from agents_site.schemas import BodySchema, refuse_unknown_fields, scan_caller_text, word_param
 from agents_site.vocabulary import ControlCommand, SessionStatus
-from agents_site.wire import INT64_MAX, INT64_MIN
+from agents_site.wire import INT64_MAX, INT64_MIN, unstorable_text
 from sessions import builds, control, selectors, services
 from sessions.presenters import control_command_view, event_view, session_view, tree_view
 from sessions.schemas import (
@@ -59,6 +59,9 @@ def _json_body(request, *, required: bool) -> dict:
         raise InvalidRequest("payload must be valid JSON") from exc
     if not isinstance(body, dict):
         raise InvalidRequest("the body must be a JSON object")
+    refusal = unstorable_text(body)  # before any scan: a lone surrogate is no text to scan
+    if refusal is not None:
+        raise refusal
     return body
 
 
@@ -201,6 +204,7 @@ def _turn(item, *, caller: str) -> dict:
     actor = item.get("actor")
     if actor is not None and not isinstance(actor, str):
         raise InvalidRequest("actor must be a string")
+    scan_caller_text({"actor": actor})  # the payload is scanned by the service (findings with line numbers)
     kind = item.get("kind")
     return {
         "kind": kind if isinstance(kind, str) else "",

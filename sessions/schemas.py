@@ -235,6 +235,7 @@ class FindingOut(Schema):
     preview: str
     fingerprint: str
     index: int | None = Field(None, description="In a batch append: the position (from 0) of the event carrying it.")
+    field: str | None = Field(None, description="The body field that carried it (when a text field of a write was scanned).")
 
 
 class SecretErrorOut(ErrorOut):

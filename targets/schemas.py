@@ -107,6 +107,8 @@ class ReportIn(BodySchema):
     """A machine's report of a run it claimed; clamped to the limits, never refused. The run is
     `ok` when `status` is `ok` or, without a status, when `ok` is `true`."""
 
+    scanned = False  # what a machine received from its model: masked where it is stored, never refused
+
     status: str | None = None
     ok: StrictBool | None = Field(None, description="A JSON boolean.")
     output: Any = None
