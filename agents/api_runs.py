@@ -20,7 +20,7 @@ from agents.runs.routed import routed_start
 from agents.streaming import run_headers, run_stream
 from agents.schemas import ActivityOut, BillingOut, MetricsOut, RunAcceptedOut, RunIn, RunListOut, RunOut
 from agents_site.errors import InvalidRequest
-from agents_site.schemas import ErrorOut, word_param
+from agents_site.schemas import ErrorOut, sse_frame, stream_schema, word_param
 from agents_site.vocabulary import MetricsRange, ReplyFrame, RunKind, RunStatus
 from agents_site.wire import compact
 from agents_site.pagination import cursor_param, limit_param
@@ -132,28 +132,17 @@ _STREAM_DOC = (
 _RUN_RESPONSES = {status: {"links": {"GetRun": _RUN_LINK}} for status in (200, 502)}
 
 
-def _frame_schema(event: str, data: dict) -> dict:
-    """One Server-Sent Event as schemathesis and OpenAPI 3.1 read it: `event` and its JSON `data`."""
-    return {
-        "type": "object",
-        "required": ["event", "data"],
-        "properties": {"event": {"const": event}, "data": {"type": "string", "contentMediaType": "application/json", "contentSchema": data}},
-    }
-
-
 _TEXT = {"type": "string"}
-_STREAM_FRAME = {
-    "description": _STREAM_DOC,
-    "oneOf": [
-        _frame_schema(ReplyFrame.START, {"type": "object", "required": ["runId"],
-                                         "properties": {"runId": _TEXT, "sessionId": {"type": ["string", "null"]}}}),
-        _frame_schema(ReplyFrame.DELTA, {"type": "object", "required": ["text"], "properties": {"text": _TEXT}}),
-        _frame_schema(ReplyFrame.TOOL, {"type": "object", "required": ["name", "args"],
-                               "properties": {"name": _TEXT, "args": {"type": "object"}, "result": _TEXT, "error": _TEXT}}),
-        _frame_schema(ReplyFrame.RUN, {"$ref": "#/components/schemas/RunOut"}),
-        _frame_schema(ReplyFrame.ERROR, {"$ref": "#/components/schemas/ErrorOut"}),
-    ],
-}
+_STREAM_FRAME = stream_schema("RunStreamFrame", _STREAM_DOC, [
+    sse_frame(ReplyFrame.START, {"type": "object", "required": ["runId"],
+                                 "properties": {"runId": _TEXT, "sessionId": {"type": ["string", "null"]}}}),
+    sse_frame(ReplyFrame.DELTA, {"type": "object", "required": ["text"], "properties": {"text": _TEXT}}),
+    sse_frame(ReplyFrame.TOOL, {"type": "object", "required": ["name", "args"],
+                                "properties": {"name": _TEXT, "args": {"type": "object"}, "result": _TEXT, "error": _TEXT}}),
+    sse_frame(ReplyFrame.OPS, {"type": "object", "required": ["ops"], "properties": {"ops": {"type": "array", "items": {"type": "object"}}}}),
+    sse_frame(ReplyFrame.RUN, {"$ref": "#/components/schemas/RunOut"}),
+    sse_frame(ReplyFrame.ERROR, {"$ref": "#/components/schemas/ErrorOut"}),
+])
 _RUN_RESPONSES[200]["content"] = {"text/event-stream": {"schema": _STREAM_FRAME}}
 
 

@@ -11,7 +11,7 @@ from typing import Annotated
 from ninja import Schema
 from pydantic import BeforeValidator, ConfigDict, Field, StrictBool, StrictFloat, StrictInt
 
-from agents_site.schemas import choice, declare, required_in_docs, text
+from agents_site.schemas import BodySchema, choice, declare, required_in_docs, text
 from agents_site.vocabulary import ActivityKind, AgentHosting, AgentStatus, ExecutionMode, FinishReason, LedgerKind, MetricsRange, RunKind, RunStatus
 
 # The limits the services enforce (agents.services, agents.lifecycle), declared for the docs.
@@ -58,7 +58,7 @@ def _max_tokens_schema(schema: dict) -> None:
     declare(on="integer", minimum=1, maximum=settings.AGENTS_MAX_OUTPUT_TOKENS)(schema)
 
 
-class AgentIn(Schema):
+class AgentIn(BodySchema):
     """Change an agent: every field is optional and an omitted (or null) field keeps its value.
     The name cannot change."""
 
@@ -168,7 +168,7 @@ def _run_schema(schema: dict, model: type | None = None) -> None:
     ]}
 
 
-class RunIn(Schema):
+class RunIn(BodySchema):
     """Run an agent on `input` (at most 128 KiB of UTF-8; may be empty).
 
     `background: true` (or the header `Prefer: respond-async`) queues the run for a worker

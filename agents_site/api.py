@@ -16,6 +16,7 @@ from ninja.parser import Parser
 from ninja.utils import check_csrf
 
 from agents_site.errors import ApiError, Forbidden, InvalidRequest, NotFound, PayloadTooLarge
+from agents_site.schemas import UNKNOWN_FIELD
 from agents_site.vocabulary import ErrorCode, PrincipalVia
 from agents_site.wire import unstorable_text
 from tenancy import stores
@@ -137,7 +138,8 @@ def _validation_error(request, exc: ValidationError):
     fields = []
     for err in exc.errors:
         loc = [str(p) for p in err.get("loc", ())]
-        fields.append({"field": ".".join(loc), "message": err.get("msg", "invalid")})
+        message = UNKNOWN_FIELD if err.get("type") == "extra_forbidden" else err.get("msg", "invalid")
+        fields.append({"field": ".".join(loc), "message": message})
     first = fields[0] if fields else {"field": "", "message": "invalid"}
     message = f"invalid request: {first['field']}: {first['message']}" if first["field"] else "invalid request"
     return error_response(InvalidRequest(message, fields=fields))

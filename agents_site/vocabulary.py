@@ -487,6 +487,7 @@ class ErrorCode(StrEnum):
 
     INVALID_REQUEST = "invalid_request"  # the body, query or path failed validation
     PAYLOAD_TOO_LARGE = "payload_too_large"  # the request body exceeds the upload limit
+    UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"  # a body that is not JSON on a JSON route (415)
     FORBIDDEN = "forbidden"  # no validated principal, no org, or a bad credential
     NOT_FOUND = "not_found"  # unknown, or another org's (never told apart)
     CONFLICT = "conflict"  # the write collides with what is stored

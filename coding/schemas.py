@@ -6,8 +6,10 @@ from typing import Any
 
 from ninja import Field, Schema
 
+from agents_site.schemas import BodySchema
 
-class RepoIn(Schema):
+
+class RepoIn(BodySchema):
     """Body of POST /v1/agents/repos (`owner` + `name`, or `repo` "owner/name") and of PATCH."""
 
     repo: str | None = None
@@ -41,7 +43,7 @@ class RepoDeletedOut(Schema):
     repo: str
 
 
-class CodingIn(Schema):
+class CodingIn(BodySchema):
     """Body of POST /v1/agents/coding: one autonomous coding run against a registered repo."""
 
     prompt: str | None = None

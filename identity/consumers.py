@@ -18,22 +18,73 @@ missing token is refused before accepting). Then, JSON frames:
 
 An emergency rotation or a delete closes connections using the revoked token (code 4403);
 every frame from the agent re-checks that its token is still valid.
+
+A frame the server cannot read — binary, text that is not JSON (or nests too deep to parse),
+not an object, an unpaired UTF-16 surrogate or a NUL anywhere, ids that are not
+`env_<32 hex>`, a `user_id` that is not a string of 1..300 characters — is answered with an
+error frame `{"type": "error", "status": 400, "code": "invalid_request", "error"}` that never
+echoes the value, and the connection stays open (issue 29: never a 1011 close).
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import re
+
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from agents_site.errors import ApiError
+from agents_site.errors import ApiError, InvalidRequest
 from agents_site.vocabulary import ErrorCode, SystemMessageCode, SystemMessageType
-from agents_site.wire import rfc3339
+from agents_site.wire import rfc3339, unstorable_text
 from identity import live, messaging, selectors
 from identity.tokens import AgentCaller, authenticate_token, credential_still_valid
 from tenancy import stores
 
+logger = logging.getLogger(__name__)
+
 CLOSE_REVOKED = 4403
 CLOSE_UNAUTHORIZED = 4401
+#: An envelope's public id (`identity.messaging._new_id("env")`).
+ENVELOPE_ID = re.compile(r"env_[0-9a-f]{32}")
+#: At most this many ids per `ack` frame.
+MAX_ACK_IDS = 500
+#: A text frame larger than this is refused unread (an envelope is at most 256 KiB, base64 in JSON).
+MAX_FRAME_CHARS = 512 * 1024
+
+
+def read_frame(text_data: str | None, bytes_data: bytes | None) -> dict:
+    """Return an agent's frame as a dict; raise `InvalidRequest` (never echoing it) when unreadable.
+
+    In: the raw WebSocket message (text or binary). Out: the decoded JSON object, its `ack`
+    ids and `message` user id checked (`ENVELOPE_ID`, a string of 1..300 characters).
+    """
+    if text_data is None:
+        raise InvalidRequest("frames must be JSON text; binary frames are not read")
+    if len(text_data) > MAX_FRAME_CHARS:
+        raise InvalidRequest(f"a frame holds at most {MAX_FRAME_CHARS} characters")
+    try:
+        content = json.loads(text_data)
+    except (ValueError, RecursionError):
+        raise InvalidRequest("the frame is not valid JSON") from None
+    if not isinstance(content, dict):
+        raise InvalidRequest("a frame must be a JSON object")
+    refusal = unstorable_text(content)
+    if refusal is not None:
+        raise InvalidRequest("the frame holds an unpaired UTF-16 surrogate or a NUL character")
+    kind = content.get("type")
+    if kind == "ack":
+        ids = content.get("envelope_ids")
+        if not isinstance(ids, list) or len(ids) > MAX_ACK_IDS or not all(isinstance(i, str) and ENVELOPE_ID.fullmatch(i) for i in ids):
+            raise InvalidRequest(f"envelope_ids must be a list of at most {MAX_ACK_IDS} envelope ids (env_ + 32 hex)")
+    elif kind == "message":
+        user_id = content.get("user_id")
+        if not isinstance(user_id, str) or not 1 <= len(user_id.strip()) <= 300:
+            raise InvalidRequest("user_id must be a string of 1 to 300 characters")
+    else:
+        raise InvalidRequest("type must be 'ack' or 'message'")
+    return content
 
 
 def _token_from_scope(scope) -> str:
@@ -111,17 +162,32 @@ class IdentityAgentConsumer(AsyncJsonWebsocketConsumer):
         if self.caller is not None:
             await self.send_json({"type": str(SystemMessageType.SECURITY_ALERT), "code": message.get("code"), "data": message.get("data") or {}})
 
+    async def receive(self, text_data=None, bytes_data=None, **kwargs):
+        """Read one frame (see `read_frame`); answer an unreadable one with an error frame."""
+        if self.caller is None:
+            return
+        try:
+            content = read_frame(text_data, bytes_data)
+        except InvalidRequest as exc:
+            await self.send_json({"type": "error", **exc.body()})
+            return
+        try:
+            await self.receive_json(content)
+        except Exception:  # a fault answers this frame; the connection stays (never a 1011 close)
+            logger.exception("identity WebSocket frame failed")
+            await self.send_json({"type": "error", "status": 500, "code": str(ErrorCode.INTERNAL), "error": "internal error; nothing was half-written"})
+
     async def receive_json(self, content, **kwargs):
+        """Act on one read frame: `ack` → `acked`, `message` → `sent` or an error frame."""
         if self.caller is None:
             return
         valid = await database_sync_to_async(credential_still_valid)(org_slug=self.caller.org_slug, credential_id=self.caller.credential_id)
         if not valid:
             await self.close(code=CLOSE_REVOKED)
             return
-        kind = content.get("type") if isinstance(content, dict) else None
+        kind = content.get("type")
         if kind == "ack":
-            ids = content.get("envelope_ids")
-            count = await database_sync_to_async(_ack)(self.caller, ids if isinstance(ids, list) else [])
+            count = await database_sync_to_async(_ack)(self.caller, content["envelope_ids"])
             await self.send_json({"type": "acked", "count": count})
         elif kind == "message":
             try:
@@ -130,5 +196,4 @@ class IdentityAgentConsumer(AsyncJsonWebsocketConsumer):
                 await self.send_json({"type": "error", **exc.body()})
                 return
             await self.send_json({"type": "sent", "envelope_id": envelope_id})
-        else:
-            await self.send_json({"type": "error", "status": 400, "code": str(ErrorCode.INVALID_REQUEST), "error": "type must be 'ack' or 'message'"})
+

@@ -266,6 +266,19 @@ def refuse_secrets(payload) -> None:
         raise SecretInTranscript(rejection_message(findings), findings=[f.as_dict() for f in findings])
 
 
+def refuse_secrets_in_fields(fields: dict) -> None:
+    """Raise 422 `SecretInTranscript` if any value of `fields` (`{name: JSON value}`) carries a credential.
+
+    Each finding (masked, never the value) names its `field`. The scanner behind every text
+    field a caller writes (`agents_site.schemas.scan_caller_text`).
+    """
+    found: list = []
+    for name, value in fields.items():
+        found.extend((name, finding) for finding in scan_payload(value))
+    if found:
+        raise SecretInTranscript(rejection_message([f for _, f in found]), findings=[{**f.as_dict(), "field": name} for name, f in found])
+
+
 def session_append_event(*, session_id: str, kind: str, payload, actor: str) -> Event:
     """Append one turn to a session's log and return the stored event (spec 003: POST …/events → 201).
 
