@@ -5,6 +5,7 @@ from django.contrib import admin
 from tenancy.admin_site import OrgRowsReadOnly, is_org_admin
 
 from tenancy.models import ApiKey, Membership, Org, OrgPlacement, OrgRestore, ReplicaGeneration
+from tenancy.services import membership_remove, org_delete
 
 
 class SuperuserOnly(admin.ModelAdmin):
@@ -26,8 +27,17 @@ class SuperuserOnly(admin.ModelAdmin):
 
 @admin.register(Org)
 class OrgAdmin(SuperuserOnly):
+    """Orgs (superusers). Deleting one goes through `org_delete`: its open connections close."""
+
     list_display = ("slug", "name", "created_at")
     search_fields = ("slug", "name")
+
+    def delete_model(self, request, obj):
+        org_delete(org=obj)
+
+    def delete_queryset(self, request, queryset):
+        for org in queryset:
+            org_delete(org=org)
 
 
 @admin.register(Membership)
@@ -35,6 +45,13 @@ class MembershipAdmin(SuperuserOnly):
     list_display = ("user", "org", "is_admin")
     list_filter = ("is_admin",)
     search_fields = ("user__username", "org__slug")
+
+    def delete_model(self, request, obj):
+        membership_remove(org=obj.org, user_id=obj.user_id)  # keys revoked, connections closed
+
+    def delete_queryset(self, request, queryset):
+        for membership in queryset.select_related("org"):
+            membership_remove(org=membership.org, user_id=membership.user_id)
 
 
 @admin.register(ApiKey)

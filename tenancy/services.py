@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from agents_site.errors import InvalidRequest, NotFound
 from agents_site.vocabulary import ApiKeyScope
-from tenancy import stores
+from tenancy import revocation, stores
 from tenancy.signals import org_created
 from tenancy.models import ApiKey, Membership, Org
 from tenancy.principal import API_KEY_PREFIX, hash_api_key
@@ -107,4 +107,40 @@ def api_key_revoke(*, org: Org, key_id: int) -> ApiKey:
     if row.revoked_at is None:
         row.revoked_at = timezone.now()
         row.save(update_fields=["revoked_at"])
+    # Every open connection the key authorised closes, in every process (idempotent too).
+    revocation.revoke_on_commit([revocation.key_revoked(row.pk)])
     return row
+
+
+def membership_remove(*, org: Org, user_id: int) -> int:
+    """Remove user `user_id` from `org`: revoke their keys there, close their connections.
+
+    The user row is never edited (users are global; they may belong to other orgs). Every API
+    key of the user in `org` is revoked; once committed, every open connection of the user
+    acting for `org` (streams, long-polls, streamed replies) closes in every process, and a
+    console login that acted for `org` is logged out on its next request. Returns how many
+    keys were revoked. Raises `NotFound` when the user is not a member of `org` (another
+    org's member included).
+    """
+    with transaction.atomic():
+        membership = Membership.objects.select_for_update().filter(org=org, user_id=user_id).first()
+        if membership is None:
+            raise NotFound("member not found")
+        key_ids = list(ApiKey.objects.filter(org=org, user_id=user_id, revoked_at__isnull=True).values_list("pk", flat=True))
+        ApiKey.objects.filter(pk__in=key_ids).update(revoked_at=timezone.now())
+        membership.delete()
+        revocation.revoke_on_commit([revocation.member_removed(org.slug, user_id),
+                                     *(revocation.key_revoked(pk) for pk in key_ids)])
+    return len(key_ids)
+
+
+def org_delete(*, org: Org) -> None:
+    """Delete `org`'s row with its memberships and API keys; close its open connections.
+
+    Once committed, every open connection acting for the org closes in every process. The
+    org's store (its file or database) is left as it is, for its backups and an operator.
+    """
+    slug = org.slug
+    with transaction.atomic():
+        org.delete()
+        revocation.revoke_on_commit([revocation.org_deleted(slug)])
