@@ -156,8 +156,22 @@ INVITATION_PREFIX = "inv_"
 USERNAME_MAX = 150
 
 
+LAST_ADMIN = "an org keeps at least one admin: make another member an admin first"
+
+
 def _admins_left_without(*, org: Org, user_id: int) -> int:
     return Membership.objects.filter(org=org, is_admin=True).exclude(user_id=user_id).count()
+
+
+def membership_change_refusal(*, membership: Membership, is_admin: bool | None = None, removing: bool = False) -> str | None:
+    """Return why `membership` may not lose its admin role (`is_admin=False`) or be removed, else None.
+
+    The one rule both the console and the admin apply: an org keeps at least one admin.
+    """
+    losing_admin = membership.is_admin and (removing or is_admin is False)
+    if losing_admin and _admins_left_without(org=membership.org, user_id=membership.user_id) == 0:
+        return LAST_ADMIN
+    return None
 
 
 def membership_role_set(*, org: Org, user_id: int, is_admin: bool) -> Membership:
@@ -171,8 +185,9 @@ def membership_role_set(*, org: Org, user_id: int, is_admin: bool) -> Membership
         membership = Membership.objects.select_for_update().filter(org=org, user_id=user_id).first()
         if membership is None:
             raise NotFound("member not found")
-        if membership.is_admin and not is_admin and _admins_left_without(org=org, user_id=user_id) == 0:
-            raise Conflict("an org keeps at least one admin: make another member an admin first")
+        refusal = membership_change_refusal(membership=membership, is_admin=is_admin)
+        if refusal:
+            raise Conflict(refusal)
         if membership.is_admin != is_admin:
             membership.is_admin = is_admin
             membership.save(update_fields=["is_admin"])
@@ -188,8 +203,9 @@ def member_remove(*, org: Org, user_id: int) -> int:
     membership = Membership.objects.filter(org=org, user_id=user_id).first()
     if membership is None:
         raise NotFound("member not found")
-    if membership.is_admin and _admins_left_without(org=org, user_id=user_id) == 0:
-        raise Conflict("an org keeps at least one admin: make another member an admin first")
+    refusal = membership_change_refusal(membership=membership, removing=True)
+    if refusal:
+        raise Conflict(refusal)
     return membership_remove(org=org, user_id=user_id)
 
 
