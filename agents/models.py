@@ -135,7 +135,7 @@ class McpServer(models.Model):
         max_length=32,
         unique=True,
         validators=[RegexValidator(MCP_SERVER_NAME_PATTERN, "lower-case letters, digits and '-', at most 32")],
-        help_text="tools are named mcp__<name>__<tool>",
+        help_text="Agents call this server's tools mcp__‹this name›__‹tool›, e.g. mcp__github__search_issues.",
     )
     transport = models.CharField(max_length=16, choices=McpTransport.choices)
     command = models.CharField(max_length=500, default="", blank=True, help_text="stdio: the executable")

@@ -210,7 +210,14 @@ AGENTS_ORG_DATABASE_PREFIX = os.environ.get("AGENTS_ORG_DATABASE_PREFIX", "agent
 # in the default database (tenancy.OrgPlacement), so it never moves. Empty: DATABASE_URL's server.
 AGENTS_ORG_DATABASE_SERVERS = [u.strip() for u in os.environ.get("AGENTS_ORG_DATABASE_SERVERS", "").split(",") if u.strip()]
 
-AUTH_PASSWORD_VALIDATORS = []
+# Checked where a password is chosen in the site (an org admin creating a user or setting a first
+# password, Django's password forms); `manage.py` commands that take a password do not check it.
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 10}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = False
@@ -434,6 +441,8 @@ LOGGING = {
 # How many org stores one process keeps registered as database aliases (LRU). Django walks
 # every registered alias per request, so this bounds a request's cost whatever the org count.
 AGENTS_STORE_CACHE_SIZE = _env_int("AGENTS_STORE_CACHE_SIZE", 64)
+# An org admin's invitation link (console → Members) works once, for this many hours.
+AGENTS_INVITE_TTL_HOURS = max(1, _env_int("AGENTS_INVITE_TTL_HOURS", 72))
 
 
 # Agent identity (spec 001; the identity app, DRF under /v1/identity/).

@@ -533,6 +533,22 @@ class StoreCondition(StrEnum):
     RESTORING = "restoring"  # the org's store is being restored from its backup (manage.py restore_org)
 
 
+class InvitationState(models.TextChoices):
+    """Where an invitation to join an org stands (tenancy.Invitation)."""
+
+    PENDING = "pending", "pending"  # the link works: the next signed-in user to accept it joins
+    ACCEPTED = "accepted", "accepted"  # used once; it lets nobody else in
+    REVOKED = "revoked", "revoked"  # withdrawn by an admin before anyone used it
+    EXPIRED = "expired", "expired"  # not used before its expiry
+
+
+class MemberRole(models.TextChoices):
+    """A member's role in an org (tenancy.Membership.is_admin)."""
+
+    MEMBER = "member", "member"  # uses the org's agents, sessions and machines
+    ADMIN = "admin", "admin"  # also manages members, API keys, billing and the org's admin pages
+
+
 class ReplicaGenerationEnd(models.TextChoices):
     """Why an org's replica generation stopped receiving changes (tenancy.ReplicaGeneration)."""
 
