@@ -5,7 +5,7 @@ from __future__ import annotations
 from ninja import Schema
 from pydantic import ConfigDict, Field, StrictBool
 
-from agents_site.schemas import choice, declare, required_in_docs, text
+from agents_site.schemas import BodySchema, choice, declare, required_in_docs, text
 from agents_site.vocabulary import DeliveryStatus, WebhookDisabledReason, WebhookEventType
 from webhooks.destinations import MAX_URL_CHARS
 from webhooks.services import MAX_DESCRIPTION_CHARS
@@ -15,7 +15,7 @@ _EVENTS = ("The events delivered to this endpoint: `run.finished` (every kind of
            "`session.published`, `target.offline` (a machine's computed status changed), `balance.low`.")
 
 
-class WebhookIn(Schema):
+class WebhookIn(BodySchema):
     """Change an endpoint: an omitted (or null) field keeps its value."""
 
     url: str | None = text(description="Where events are POSTed: https (a public address), at most 2048 characters.",

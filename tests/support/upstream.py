@@ -293,7 +293,8 @@ class Upstream:
                 prompt = sum(len(str(m.get("content") or "").split()) for m in body.get("messages") or [])
                 if upstream.context_window is not None and prompt >= upstream.context_window:
                     if body.get("stream") is True:  # llama-cpp-python: the role chunk, then the stream breaks
-                        self._stream(Reply(content="", fail_after=0), body, {"id": "chatcmpl-x", "created": 0, "model": body.get("model", "")})
+                        broken = Reply(content="", fail_after=0)
+                        self._stream(broken, body, {"id": "chatcmpl-x", "created": 0, "model": body.get("model", "")}, Streamed(pieces=len(broken.pieces())))
                         return
                     window = upstream.context_window
                     self._send(400, {"error": {
