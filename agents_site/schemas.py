@@ -101,6 +101,34 @@ def _has_text(value: Any) -> bool:
     return False
 
 
+#: How deep a body field may nest before it is refused unread (400): the scanner and the routes
+#: walk bodies, and a value nested past Python's stack would make them fail with a 500.
+MAX_BODY_DEPTH = 100
+
+
+def too_deep(name: str, value: Any, *, limit: int = MAX_BODY_DEPTH) -> str | None:
+    """Return the path (`tools[0].function.parameters.…`) where `value` (field `name`) first nests deeper than `limit`, else None.
+
+    Iterative: a value nested deeper than Python's stack is measured too. The path names the
+    first six steps, then "…".
+    """
+    stack: list[tuple[Any, int, list[str]]] = [(value, 0, [name])]
+    while stack:
+        item, depth, path = stack.pop()
+        if isinstance(item, BaseModel):
+            continue  # a nested body model was measured when it was validated
+        if isinstance(item, dict):
+            children = [(child, [*path, f".{key}"] if len(path) < 7 else path) for key, child in item.items()]
+        elif isinstance(item, list | tuple):
+            children = [(child, [*path, f"[{i}]"] if len(path) < 7 else path) for i, child in enumerate(item)]
+        else:
+            continue
+        if depth + 1 > limit:
+            return "".join(path) + ("…" if len(path) >= 7 else "")
+        stack.extend((child, depth + 1, child_path) for child, child_path in children)
+    return None
+
+
 def _plain(value: Any) -> Any:
     """Return `value` with nested body models left out (each scans itself when it is validated)."""
     if isinstance(value, BaseModel):
@@ -140,6 +168,10 @@ class BodySchema(Schema):
     @model_validator(mode="after")
     def _refuse_credentials(self):
         cls = type(self)
+        for name in cls.model_fields:
+            deep = too_deep(name, getattr(self, name))
+            if deep is not None:
+                raise InvalidRequest(f"{deep} nests deeper than {MAX_BODY_DEPTH} levels")
         if cls.scanned:
             scan_caller_text({name: _plain(getattr(self, name)) for name in cls.model_fields if name not in cls.unscanned})
         return self

@@ -2,8 +2,8 @@
 
 A few fields are valid only against what is stored or against a rule no JSON Schema keyword
 states: a tool name must name a tool the org has, a `parentSessionId`, `target` or `targetId`
-must name a session or machine of the org, a `cursor` must be a `nextCursor` the list handed
-out, a cron must fire, a time zone must exist. The
+must name a session or machine of the org, a `webhook` must fall under one of the org's webhook
+endpoints, a `cursor` must be a `nextCursor` the list handed out, a cron must fire, a time zone must exist. The
 document describes them in words; generated *valid* requests get such values from here (or
 leave the field out), so the check that valid requests are accepted tests everything else.
 Invalid (negative) requests are never touched: the server must refuse them as they come.
@@ -72,6 +72,7 @@ def _chat_body(body: dict) -> None:
     """
     body.pop("agent", None)
     body.pop("stream", None)
+    body.pop("webhook", None)  # only a URL under one of the org's webhook endpoints is valid
 
 
 @schemathesis.hook
@@ -94,6 +95,7 @@ def map_case(context, case):
         _session_body(case.body, patch=True)
     elif path == "/v1/agents/{ref}/run" and method == "POST":
         case.body.pop("targetId", None)
+        case.body.pop("webhook", None)
     elif path == "/v1/agents/chat" and method == "POST":
         _chat_body(case.body)
     elif path == "/v1/agents/repos" and method == "POST":

@@ -30,7 +30,20 @@ def test_tool_parameters_nested_too_deep_are_a_400_before_the_round_starts(funde
     response = post(funded, raw)
 
     assert response.status_code == 400, response.content
-    assert response.json()["code"] == "invalid_request" and "tools[0].function.parameters" in response.json()["error"]
+    # Past MAX_BODY_DEPTH the body model refuses it unread (its nested function object names the
+    # field); between 64 and 100 levels the round's own schema check names tools[i].function.parameters.
+    error = response.json()["error"]
+    assert response.json()["code"] == "invalid_request" and "parameters" in error and "nests deeper than" in error
+    _nothing_happened(funded, upstream)
+
+
+def test_tool_parameters_a_little_too_deep_name_the_tool(funded, upstream):
+    raw = '{"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":' + nested(80) + "}}]}"
+
+    response = post(funded, raw)
+
+    assert response.status_code == 400, response.content
+    assert "tools[0].function.parameters nests deeper than 64 levels" in response.json()["error"]
     _nothing_happened(funded, upstream)
 
 
