@@ -370,7 +370,7 @@ _OVERFLOW = re.compile(r"context[ _-]?length[ _-]?exceeded|maximum context lengt
 #: A validation failure of the request (pydantic / FastAPI): deterministic, whatever the status.
 _VALIDATION = re.compile(r"validation error|'loc':|\"loc\":|Input should be|Field required|Extra inputs are not permitted",
                          re.IGNORECASE)
-_PYDANTIC_ERROR = re.compile(r"""['"]loc['"]:\s*[(\[]([^)\]]*)[)\]],\s*['"]msg['"]:\s*['"]([^'"]+)['"]""")
+_PYDANTIC_ERROR = re.compile(r"""['"]loc['"]:\s*(?:\(([^)]*)\)|\[([^\]]*)\]),\s*['"]msg['"]:\s*(?:'([^']*)'|"([^"]*)")""")
 _OVERFLOW_NUMBERS = (re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)"),
                      re.compile(r"maximum context length is (\d+) tokens.*?(?:requested|resulted in) (\d+) tokens", re.S))
 
@@ -404,7 +404,8 @@ def _validation_sentence(message: str) -> str:
     found = _PYDANTIC_ERROR.findall(message)
     if not found:
         return _one_line(message)
-    loc, msg = found[0]
+    tuple_loc, list_loc, quoted, double = found[0]
+    loc, msg = tuple_loc or list_loc, quoted or double
     parts = [p.strip(" '\"") for p in loc.split(",") if p.strip(" '\"") and p.strip(" '\"") not in ("body", "typed_dict")]
     where = ".".join(parts)
     more = len(found) - 1

@@ -31,9 +31,11 @@ arguments arrive as fragments by index, a finish chunk, a usage chunk when
 
 Gateways' own behaviours (issue 31): `Reply(finish="length")` ends with that finish reason;
 `Reply(usage=False)` sends no usage even when asked (llama-cpp-python streams none);
-`upstream.strict = True` answers like llama-cpp-python's validation: a message whose `content`
-is not a string (an assistant's `null` beside `tool_calls`) or an unknown top-level field →
-500 with the pydantic dump in an `internal_server_error`. Every request's headers are kept in
+`upstream.strict = True` validates like a strict server: a message whose `content` is not a
+string (an assistant's `null` beside `tool_calls`: llama-cpp-python's validation) or a top-level
+field outside llama-cpp-python's request model (a server that refuses unknown fields; that one
+ignores them) → 500 with a pydantic-style dump in an `internal_server_error`, as
+llama-cpp-python answers its validation failures. Every request's headers are kept in
 `upstream.request_headers` (same order as `requests`).
 """
 
