@@ -16,7 +16,8 @@ assembled into the SDK's `ChatCompletion`, the shape a non-streamed call returns
 completion asks for at most `AGENTS_MAX_OUTPUT_TOKENS` tokens (`max_tokens`; the agent's
 `maxTokens`, else `AGENTS_DEFAULT_OUTPUT_TOKENS`), so no run writes forever. Every request
 carries the run's id as the `X-Agents-Run-Id` header (issue 32), and with
-`AGENTS_GATEWAY_RUN_METADATA` also as `metadata.agents_run_id` in the body.
+`AGENTS_GATEWAY_RUN_METADATA` also in the body as `metadata` (`agents_run_id`, and the tag
+`agents_run:<id>` LiteLLM keeps in its spend logs).
 
 A streamed answer is read to the end of its body after its `[DONE]`, on a drain thread
 (`_FinishingStream`): the SDK stops at `[DONE]` and closes the response, which made the HTTP
@@ -714,7 +715,8 @@ def chat_completion(
     if run_id:
         kwargs["extra_headers"] = {RUN_ID_HEADER: run_id}
         if settings.AGENTS_GATEWAY_RUN_METADATA:
-            kwargs["extra_body"] = {"metadata": {**((passthrough or {}).get("metadata") or {}), "agents_run_id": run_id}}
+            # LiteLLM records `metadata.tags` as the spend log's `request_tags` (usage joined to the run).
+            kwargs["extra_body"] = {"metadata": {"agents_run_id": run_id, "tags": [f"agents_run:{run_id}"]}}
     reply = _Assembly()
     started = time.monotonic()
     watchdog = _Watchdog(started=started, deadline=started + total)
