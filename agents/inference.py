@@ -690,10 +690,13 @@ def chat_completion(
     OpenAI-compatible caller's own).
     Out: the SDK's `ChatCompletion`: `choices[0].message` with `content` (the pieces joined) and
     `tool_calls` (fragments joined by index), `usage` when the gateway reports it.
-    Raises `UpstreamBusy` for 429, 5xx, connection errors, timeouts and a stream that breaks
-    off (mid-stream failures carry the text received so far in `partial`), and for an answer
-    with no choices; `UpstreamRefused` for any other status, an unreadable answer, or when no
-    gateway is configured.
+    Raises `UpstreamBusy` for 429, a 5xx that is not a refusal, connection errors, timeouts
+    (the reason names the limit) and a stream that breaks off (mid-stream failures carry the
+    text received so far in `partial`), and for an answer with no choices; `ContextOverflow`
+    when the gateway says the prompt is over the context window (its window remembered:
+    `context_window`), also when a stream broke before its first piece and the one-token probe
+    names it; `UpstreamRefused` for any other 4xx, a 5xx refusal (`classify_status`), an
+    unreadable answer, or when no gateway is configured.
     """
     client = get_client()
     if client is None:
