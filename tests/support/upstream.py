@@ -127,6 +127,7 @@ class Upstream:
         # The tokenize route served: "llama.cpp" (POST /tokenize → tokens), "llama-cpp-python"
         # (POST /extras/tokenize/count → count), None (404, as OpenAI and LiteLLM answer).
         self.tokenizer: str | None = None
+        self.model_extra: dict[str, dict] = {}  # model → extra fields of its /models entry (`max_model_len`…)
         self.connections = 0  # TCP connections accepted (a client that keeps alive opens one)
         self._script: list[Reply] = []
         self._lock = threading.Lock()
@@ -152,6 +153,7 @@ class Upstream:
             self.strict = False
             self.context_window = None
             self.tokenizer = None
+            self.model_extra = {}
             self.connections = 0
             self.default_delay = 0.0
 
@@ -252,7 +254,8 @@ class Upstream:
             def do_GET(self):
                 if self.path.rstrip("/").endswith("/models"):
                     upstream.requests.append({"_path": self.path})
-                    self._send(200, {"object": "list", "data": [{"id": m, "object": "model", "created": 0, "owned_by": "test"} for m in upstream.models]})
+                    self._send(200, {"object": "list", "data": [{"id": m, "object": "model", "created": 0, "owned_by": "test", **upstream.model_extra.get(m, {})}
+                                               for m in upstream.models]})
                 else:
                     self._send(404, {"error": {"message": "not found"}})
 
