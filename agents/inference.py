@@ -27,6 +27,7 @@ gateway).
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import re
@@ -640,11 +641,18 @@ _FINISH_REASONS = frozenset({"stop", "length", "tool_calls", "content_filter", "
 
 
 _BROKEN = (openai.APIConnectionError, httpx.TransportError, httpx2.TransportError)
+#: A prompt smaller than this cannot be over a context of 512 tokens (the smallest a server is
+#: run with; a token is at least one byte): a stream of it that broke is not probed, only retried.
+PROBE_MIN_BYTES = 512
+
+
+def _prompt_bytes(messages: list[dict], tools: list[dict] | None) -> int:
+    return len(json.dumps(messages, ensure_ascii=False).encode()) + (len(json.dumps(tools).encode()) if tools else 0)
 
 
 def _probe(client, kwargs: dict, deadline: float) -> None:
-    """Ask once more, not streamed and for one token, after a stream that broke before its first
-    piece: llama-cpp-python answers 200, then breaks the stream, for a request it refuses (a
+    """Ask once more, not streamed and for one token, after a stream of a prompt of at least
+    `PROBE_MIN_BYTES` that broke before its first piece: llama-cpp-python answers 200, then breaks the stream, for a request it refuses (a
     prompt over the context window), and answers the same request not streamed with its 400.
     Raises that refusal (`UpstreamRefused` / `ContextOverflow`); returns when the probe is
     answered or fails otherwise (the break was transient: the caller's failure stands)."""
@@ -741,7 +749,7 @@ def chat_completion(
         except Exception as exc:
             if watchdog.fired:  # the watchdog cut a quiet stream: whatever the read raised, that is why
                 raise UpstreamBusy(f"upstream timed out: {watchdog.fired}", partial=reply.text) from exc
-            if reply.choices and not watchdog.pieces and isinstance(exc, _BROKEN):
+            if reply.choices and not watchdog.pieces and isinstance(exc, _BROKEN) and _prompt_bytes(messages, tools) >= PROBE_MIN_BYTES:
                 _probe(client, kwargs, started + total)  # raises the refusal a broken stream hid
             raise
         if watchdog.fired:

@@ -83,7 +83,7 @@ def test_llama_cpp_python_a_context_overflow_in_a_broken_stream_is_named(funded,
     replay.play("llama-cpp-python", "context_overflow_stream", "context_overflow_probe")
     _agent(funded, "long", "gemma-3-270m")
 
-    body = run(funded, "long", "a very long prompt").json()
+    body = run(funded, "long", "a very long prompt " * 100).json()
 
     assert body["status"] == "error" and body["attempts"] == 1
     assert body["error"].startswith("context_length_exceeded: the prompt (2067 tokens) is over the model's context window of 2048 tokens")

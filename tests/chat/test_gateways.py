@@ -15,7 +15,7 @@ def test_an_overflowing_round_is_named_and_the_next_round_of_the_conversation_is
     upstream.context_window = 60  # words; llama-cpp-python's way: a broken stream, its 400 when not streamed
     made = funded.client.post("/v1/agents", {"name": "brief", "instructions": "Be brief."}, content_type="application/json")
     assert made.status_code == 201
-    long = "a long note about the weather " * 12  # 72 words
+    long = "a long note about the weather " * 20  # 120 words, 600 bytes
 
     first = chat(funded, {"messages": user(long), "agent": "brief"})
 
