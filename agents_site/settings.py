@@ -332,7 +332,8 @@ AGENTS_DEFAULT_OUTPUT_TOKENS = max(_env_int("AGENTS_DEFAULT_OUTPUT_TOKENS", 1024
 # gateway states none: a prompt's oldest turns are dropped to fit it (agents/execution/context.py).
 AGENTS_CONTEXT_WINDOW_TOKENS = max(_env_int("AGENTS_CONTEXT_WINDOW_TOKENS", 8192), 256)
 # Every completion carries its run's id in the X-Agents-Run-Id header; set this to also send it
-# in the body as metadata.agents_run_id (LiteLLM logs it; strict servers refuse unknown fields).
+# in the body as metadata {agents_run_id, tags: ["agents_run:<id>"]} (LiteLLM keeps the tags in
+# its spend logs; strict servers refuse unknown fields).
 AGENTS_GATEWAY_RUN_METADATA = os.environ.get("AGENTS_GATEWAY_RUN_METADATA", "").strip().lower() in ("1", "true", "yes", "on")
 
 

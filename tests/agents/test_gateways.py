@@ -184,3 +184,39 @@ def test_every_completion_of_a_run_carries_its_run_id_header(funded, upstream):
 
     assert [h.get("x-agents-run-id") for h in upstream.request_headers] == [body["id"], body["id"]]
     assert all("metadata" not in r and "user" not in r for r in upstream.chat_requests)
+
+
+# -- counting tokens and knowing the window (issue 31 item 2) ------------------------------------
+
+
+def test_tokens_are_counted_by_llama_cpp_pythons_route_when_it_has_one(upstream):
+    from agents import inference
+
+    upstream.tokenizer = "llama-cpp-python"  # POST /extras/tokenize/count (no /tokenize)
+    counts, how = inference.count_tokens("test-model", ["one two three", "four"])
+    assert (counts, how) == ([3, 1], "tokenizer")
+    assert [r["_path"] for r in upstream.requests if "tokenize" in r["_path"]][:2] == ["/tokenize", "/extras/tokenize/count"]
+
+
+def test_without_a_tokenizer_counts_are_calibrated_from_usage_else_chars_over_three(upstream):
+    from agents import inference
+
+    assert inference.count_tokens("test-model", ["x" * 30]) == ([10], "estimate")
+    inference.note_usage("test-model", prompt_bytes=100, prompt_tokens=50)  # this model: one token per 2 bytes
+    assert inference.count_tokens("test-model", ["x" * 30]) == ([15], "calibrated")
+
+
+def test_a_window_the_model_list_states_is_used_and_an_agents_own_is_capped_by_it(upstream, settings):
+    from types import SimpleNamespace
+
+    from agents import inference
+    from agents.execution.context import window_for
+
+    upstream.models = ["test-model"]
+    upstream.model_extra = {"test-model": {"max_model_len": 4096}}  # vLLM's field
+    assert inference.context_window("test-model") == 4096
+    assert window_for(SimpleNamespace(context_window=None), "test-model") == 4096
+    assert window_for(SimpleNamespace(context_window=8000), "test-model") == 4096
+    assert window_for(SimpleNamespace(context_window=2048), "test-model") == 2048
+    settings.AGENTS_CONTEXT_WINDOW_TOKENS = 1000
+    assert window_for(SimpleNamespace(context_window=None), "other-model") == 1000

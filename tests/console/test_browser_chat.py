@@ -101,3 +101,26 @@ def test_the_stop_button_stops_the_round_through_its_session(page, make_org, log
         run = Run.objects.get()
         assert (run.kind, run.status, run.finish_reason, run.output) == ("chat", "error", "stopped", "one ")
         assert "stopped by" in run.error and "stopped from the chat page" in run.error
+
+
+def test_a_reply_cut_by_the_token_limit_is_marked_in_the_chat(page, make_org, make_agent, login, upstream_server):
+    org = make_org("cx")
+    make_agent(org, "terse", instructions="Answer briefly.")
+    upstream_server.script(Reply(content="Once upon a ti", chunks=["Once ", "upon a ti"], finish="length"), Reply(content="Whole answer."))
+    login(page, org)
+    page.goto("/console/chat/")
+    page.wait_for_selector("#chat-with option[value='agent:terse']", state="attached")
+    page.select_option("#chat-with", "agent:terse")
+    page.fill("#chat-input", "Tell me a story")
+    page.click("#chat-send")
+    page.wait_for_selector("#chat-messages li.assistant.truncated .cut-note")
+    assert "cut off at the token limit" in page.inner_text("#chat-messages li.assistant.truncated .cut-note")
+    assert page.get_attribute("#chat-messages li.assistant.truncated", "data-finish") == "length"
+    page.wait_for_selector("#chat-stop", state="hidden")
+    page.fill("#chat-input", "Another")
+    page.click("#chat-send")
+    page.wait_for_function("document.querySelectorAll('#chat-messages li.assistant').length === 2")
+    page.wait_for_selector("#chat-stop", state="hidden")
+    assert page.locator("#chat-messages li.assistant.truncated").count() == 1  # a whole reply is not marked
+    with org.context():
+        assert [r.finish_reason for r in Run.objects.order_by("created_at")] == ["length", "stop"]

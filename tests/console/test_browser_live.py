@@ -220,3 +220,16 @@ def test_the_session_page_reconnects_and_is_replayed_what_it_missed(browser, mak
     finally:
         context.close()
         server.stop()
+
+
+def test_a_run_cut_by_the_token_limit_is_marked_on_the_agent_page(page, make_org, make_agent, login, upstream_server):
+    org = make_org("lt")
+    make_agent(org, "terse")
+    upstream_server.script(Reply(content="Once upon a ti", finish="length"))
+    login(page, org)
+    page.goto("/console/agents/terse/")
+    page.fill("#run-input", "Tell me a story")
+    page.click("#run-button")
+    page.wait_for_selector("#run-result:not([hidden])")
+    page.wait_for_function("document.getElementById('run-meta').textContent.indexOf('cut off at the token limit') >= 0")
+    assert page.inner_text("#run-status") == "ok" and page.get_attribute("#run-status", "data-finish") == "length"

@@ -169,7 +169,8 @@ def test_the_run_id_in_the_body_only_behind_its_setting(writer, upstream, settin
     response = call(writer)
     run_id = response.json()["id"]
     sent = upstream.chat_requests[-1]
-    assert sent["metadata"] == {"agents_run_id": run_id} and upstream.request_headers[-1]["x-agents-run-id"] == run_id
+    assert sent["metadata"] == {"agents_run_id": run_id, "tags": [f"agents_run:{run_id}"]}
+    assert upstream.request_headers[-1]["x-agents-run-id"] == run_id
     assert "user" not in sent  # the platform never invents a `user`
 
 

@@ -31,9 +31,11 @@ arguments arrive as fragments by index, a finish chunk, a usage chunk when
 
 Gateways' own behaviours (issue 31): `Reply(finish="length")` ends with that finish reason;
 `Reply(usage=False)` sends no usage even when asked (llama-cpp-python streams none);
-`upstream.strict = True` answers like llama-cpp-python's validation: a message whose `content`
-is not a string (an assistant's `null` beside `tool_calls`) or an unknown top-level field →
-500 with the pydantic dump in an `internal_server_error`. Every request's headers are kept in
+`upstream.strict = True` validates like a strict server: a message whose `content` is not a
+string (an assistant's `null` beside `tool_calls`: llama-cpp-python's validation) or a top-level
+field outside llama-cpp-python's request model (a server that refuses unknown fields; that one
+ignores them) → 500 with a pydantic-style dump in an `internal_server_error`, as
+llama-cpp-python answers its validation failures. Every request's headers are kept in
 `upstream.request_headers` (same order as `requests`).
 
 Every streamed answer is followed in `upstream.streams` (`Streamed`: the pieces sent, whether the
@@ -141,6 +143,7 @@ class Upstream:
         # The tokenize route served: "llama.cpp" (POST /tokenize → tokens), "llama-cpp-python"
         # (POST /extras/tokenize/count → count), None (404, as OpenAI and LiteLLM answer).
         self.tokenizer: str | None = None
+        self.model_extra: dict[str, dict] = {}  # model → extra fields of its /models entry (`max_model_len`…)
         self.connections = 0  # TCP connections accepted (a client that keeps alive opens one)
         self.streams: list[Streamed] = []  # every streamed answer, in order
         self._script: list[Reply] = []
@@ -168,6 +171,7 @@ class Upstream:
             self.context_window = None
             self.tokenizer = None
             self.streams.clear()
+            self.model_extra = {}
             self.connections = 0
             self.default_delay = 0.0
 
@@ -270,7 +274,8 @@ class Upstream:
             def do_GET(self):
                 if self.path.rstrip("/").endswith("/models"):
                     upstream.requests.append({"_path": self.path})
-                    self._send(200, {"object": "list", "data": [{"id": m, "object": "model", "created": 0, "owned_by": "test"} for m in upstream.models]})
+                    self._send(200, {"object": "list", "data": [{"id": m, "object": "model", "created": 0, "owned_by": "test", **upstream.model_extra.get(m, {})}
+                                               for m in upstream.models]})
                 else:
                     self._send(404, {"error": {"message": "not found"}})
 

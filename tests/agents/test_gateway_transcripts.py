@@ -1,0 +1,160 @@
+"""Transcripts of llama-cpp-python's server and LiteLLM's proxy replayed against the agent,
+tool, chat and OpenAI-compatible paths (issue 31 item 5).
+
+The transcripts (`tests/support/transcripts/*.json`) say how they were made: both are WRITTEN
+FROM THE SERVERS' SOURCE AND DOCUMENTATION, not recorded (see each file's `provenance`); the
+real server is exercised by `make test-gateways` (scripts/test-gateways.sh).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from agents import inference
+from billing.services import credit_add
+from tests.agents.conftest import make_agent, run, stored_runs
+from tests.support.replay import Replay, transcript
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(scope="module")
+def replay_server():
+    server = Replay().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def replay(replay_server, settings):
+    replay_server.reset()
+    settings.INFERENCE_BASE_URL = replay_server.base_url
+    settings.INFERENCE_API_KEY = "test-key"
+    inference.reset_caches()
+    yield replay_server
+    inference.reset_caches()
+    assert replay_server.unplayed == 0  # every exchange the test queued was asked for
+
+
+def _agent(org, name: str, model: str, **fields) -> None:
+    make_agent(org, name, model=model, **fields)
+
+
+@pytest.mark.parametrize("server", ["llama-cpp-python", "litellm-proxy"])
+def test_every_transcript_says_how_it_was_made(server):
+    data = transcript(server)
+    assert data["server"] and data["provenance"].startswith(("RECORDED", "WRITTEN FROM"))
+
+
+# -- llama-cpp-python ---------------------------------------------------------------------------
+
+
+def test_llama_cpp_python_a_tool_round_trip_is_accepted(funded, replay):
+    replay.play("llama-cpp-python", "tool_call_stream", "tool_result_answer")
+    _agent(funded, "calc", "gemma-3-270m", tools=["calculator"])
+
+    body = run(funded, "calc", "6*7?").json()
+
+    assert (body["status"], body["output"], body["finishReason"]) == ("ok", "It is 42.", "stop")
+    assistant = [m for m in replay.chat_requests[1]["messages"] if m["role"] == "assistant"][0]
+    assert assistant["content"] == ""  # what this server's validation accepts (null is its 500 below)
+    assert (body["promptTokens"], body["completionTokens"]) == (None, None)  # it streams no usage
+
+
+def test_llama_cpp_python_a_validation_500_is_not_retried_and_named_in_one_sentence(funded, replay):
+    replay.play("llama-cpp-python", "null_content_refused")
+    _agent(funded, "strict", "gemma-3-270m")
+
+    body = run(funded, "strict").json()
+
+    assert body["attempts"] == 1 and len(replay.chat_requests) == 1
+    assert body["error"] == ("upstream answered 500: messages.2.role: Input should be 'system' "
+                             "(and 6 more validation errors)")
+
+
+def test_llama_cpp_python_truncation_is_an_ok_run_with_finish_reason_length(funded, replay):
+    replay.play("llama-cpp-python", "truncated_stream")
+    _agent(funded, "short", "gemma-3-270m", maxTokens=5)
+    body = run(funded, "short").json()
+    assert (body["status"], body["output"], body["finishReason"]) == ("ok", "Once upon a time", "length")
+
+
+def test_llama_cpp_python_a_context_overflow_in_a_broken_stream_is_named(funded, replay):
+    replay.play("llama-cpp-python", "context_overflow_stream", "context_overflow_probe")
+    _agent(funded, "long", "gemma-3-270m")
+
+    body = run(funded, "long", "a very long prompt " * 100).json()
+
+    assert body["status"] == "error" and body["attempts"] == 1
+    assert body["error"].startswith("context_length_exceeded: the prompt (2067 tokens) is over the model's context window of 2048 tokens")
+    assert [r.get("stream") for r in replay.chat_requests] == [True, None] and replay.chat_requests[1]["max_tokens"] == 1
+    assert inference.context_window("gemma-3-270m") == 2048  # learned: the next round is trimmed to it
+
+
+def test_llama_cpp_python_the_openai_path_streams_without_inventing_usage(org_a, replay):
+    from tests.openai_api.test_gateways import PATH, _chunks
+
+    replay.play("llama-cpp-python", "plain_stream_no_usage")
+    credit_add(org=org_a.org, cents=1000, actor="test")
+    make_agent(org_a, "gem", model="gemma-3-270m")
+
+    response = org_a.client.post(PATH, {"model": "gem", "messages": [{"role": "user", "content": "hi"}], "stream": True,
+                                        "stream_options": {"include_usage": True}}, content_type="application/json")
+
+    chunks = _chunks(response)
+    assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"]) == "Hi there!"
+    assert all("usage" not in c for c in chunks) and chunks[-1]["choices"][0]["finish_reason"] == "stop"
+    assert replay.request_headers[-1]["x-agents-run-id"] == response["X-Agents-Run-Id"]
+
+
+# -- LiteLLM's proxy ----------------------------------------------------------------------------
+
+
+def test_litellm_a_tool_round_trip_with_usage_summed(funded, replay):
+    replay.play("litellm-proxy", "tool_call_stream", "tool_result_answer")
+    _agent(funded, "calc", "local-gemma", tools=["calculator"])
+
+    body = run(funded, "calc", "6*7?").json()
+
+    assert (body["status"], body["output"], body["promptTokens"], body["completionTokens"]) == ("ok", "It is 42.", 181, 17)
+    assert [h["x-agents-run-id"] for h in replay.request_headers] == [body["id"]] * 2
+
+
+def test_litellm_a_context_overflow_is_context_length_exceeded(funded, replay):
+    replay.play("litellm-proxy", "context_overflow")
+    _agent(funded, "long", "local-gemma")
+    body = run(funded, "long").json()
+    assert body["attempts"] == 1
+    assert body["error"].startswith("context_length_exceeded: the prompt (9000 tokens) is over the model's context window of 8192 tokens")
+
+
+def test_litellm_a_rate_limit_is_retried_then_answered(funded, replay):
+    replay.play("litellm-proxy", "rate_limited", "stream_with_usage")
+    _agent(funded, "busy", "local-gemma")
+    body = run(funded, "busy").json()
+    assert (body["status"], body["output"], body["attempts"], body["promptTokens"]) == ("ok", "Hello from LiteLLM", 2, 19)
+
+
+def test_litellm_a_bad_request_is_not_retried(funded, replay):
+    replay.play("litellm-proxy", "bad_request")
+    _agent(funded, "bad", "local-gemma")
+    body = run(funded, "bad").json()
+    assert body["attempts"] == 1 and body["error"].startswith(
+        "upstream answered 400: litellm.BadRequestError: OpenAIException - Invalid value for 'tool_choice'")
+    assert "\n" not in body["error"]
+
+
+def test_litellm_truncation_passes_through_the_openai_path(org_a, replay):
+    from tests.openai_api.test_gateways import PATH
+
+    replay.play("litellm-proxy", "truncated_stream")
+    credit_add(org=org_a.org, cents=1000, actor="test")
+    make_agent(org_a, "lite", model="local-gemma")
+
+    body = org_a.client.post(PATH, {"model": "lite", "messages": [{"role": "user", "content": "story"}], "max_tokens": 3},
+                             content_type="application/json").json()
+
+    assert body["choices"][0]["finish_reason"] == "length" and body["choices"][0]["message"]["content"] == "Once upon a"
+    assert body["usage"] == {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}
+    [stored] = stored_runs(org_a)
+    assert stored.finish_reason == "length"
