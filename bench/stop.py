@@ -10,6 +10,9 @@ Cases (real parts: daphne, a `manage.py qcluster` process, bubblewrap, the loopb
    embedded defaults (ORM broker, an in-memory bus per process: the worker reads the stop from
    the control rows every `AGENTS_CONTROL_POLL_SECONDS`); terminal = the run row is `error`
    (read every 5 ms).
+4. routed run: `python -m runner` (its own gateway: the loopback upstream, answering after 30 s)
+   claims a run posted with `targetId`; once the model call is in flight, the stop is posted;
+   terminal = the run row is `error` (the machine's report settled it).
 3. sandboxed command: `sleep 60` under bubblewrap through the coding tools' stoppable path
    (`toolkit.stopping.run_stoppable`, what a coding run uses); stop = the run's `StopSignal`
    set (what its inbox does when the command arrives); terminal = `CommandCancelled` raised with
@@ -154,11 +157,43 @@ def streamed_cases(args, upstream, slug: str, key: str, base_env: dict) -> list[
             stops.append(time.perf_counter() - t0)
         results.append({"case": "background run in a qcluster process", "stop": stops, "baseline": floors,
                         "baseline_name": "stop route round trip"})
+
+        # 4. a routed run: `python -m runner` claims it, its model call (30 s) is in flight
+        results.append(routed_case(args, upstream, slug, key, server, client))
     finally:
         client.close()
         cluster.stop()
         server.stop()
     return results
+
+
+def routed_case(args, upstream, slug: str, key: str, server, client) -> dict:
+    from tests.runner.conftest import RunnerProcess
+    from tests.support.upstream import Reply
+
+    work = Path(tempfile.mkdtemp(prefix="agents-bench-runner-"))
+    runner = RunnerProcess(server=server.url, api_key=key, key_dir=work / "keys", log=work / "runner.log",
+                           env={"INFERENCE_BASE_URL": upstream.base_url, "INFERENCE_API_KEY": "bench"}).start()
+    stops, floors = [], []
+    try:
+        runner.wait_for("claim key minted", timeout=600)
+        target = client.get("/v1/agents/targets").json()["targets"][0]["id"]
+        for _ in range(args.tries):
+            upstream.reset()
+            upstream.script(Reply(delay=30, content="too late"))
+            accepted = client.post("/v1/agents/bench/run", json={"input": "talk", "targetId": target})
+            assert accepted.status_code == 202, accepted.text
+            body = accepted.json()
+            wait(lambda: upstream.chat_requests, timeout=120)
+            t0 = time.perf_counter()
+            answer = client.post(f"/v1/agents/sessions/{body['sessionId']}/stop", json={})
+            floors.append(time.perf_counter() - t0)
+            assert answer.status_code == 200, answer.text
+            wait(lambda: run_status(slug, body["runId"] if "runId" in body else body["id"]) == "error", timeout=60)
+            stops.append(time.perf_counter() - t0)
+    finally:
+        runner.terminate(timeout=30)
+    return {"case": "routed run (python -m runner)", "stop": stops, "baseline": floors, "baseline_name": "stop route round trip"}
 
 
 def command_case(args) -> dict:
