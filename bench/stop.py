@@ -103,6 +103,11 @@ def running_session(slug: str) -> str:
     return found if attached else ""
 
 
+#: Stop answers other than 200 by status (a 502 forward_failed: recorded, not acknowledged within
+#: AGENTS_CONTROL_FORWARD_TIMEOUT_SECONDS; the run still reads it from its control log).
+refused: dict[int, int] = {}
+
+
 def streamed_cases(args, upstream, slug: str, key: str, base_env: dict) -> list[dict]:
     import httpx
 
@@ -136,9 +141,9 @@ def streamed_cases(args, upstream, slug: str, key: str, base_env: dict) -> list[
             t0 = time.perf_counter()
             answer = client.post(f"/v1/agents/sessions/{sid}/stop", json={})
             floors.append(time.perf_counter() - t0)
-            assert answer.status_code == 200, answer.text
+            refused[answer.status_code] = refused.get(answer.status_code, 0) + (answer.status_code != 200)
             thread.join(60)
-            assert box["response"].json()["finishReason"] == "stopped", box["response"].text
+            assert box["response"].json().get("finishReason") == "stopped", box["response"].text
             stops.append(box["at"] - t0)
         results.append({"case": "30 s streamed reply (sync run)", "stop": stops, "baseline": floors, "baseline_name": "stop route round trip"})
 
@@ -152,7 +157,7 @@ def streamed_cases(args, upstream, slug: str, key: str, base_env: dict) -> list[
             t0 = time.perf_counter()
             answer = client.post(f"/v1/agents/sessions/{accepted['sessionId']}/stop", json={})
             floors.append(time.perf_counter() - t0)
-            assert answer.status_code == 200, answer.text
+            refused[answer.status_code] = refused.get(answer.status_code, 0) + (answer.status_code != 200)
             wait(lambda: run_status(slug, accepted["runId"]) == "error", timeout=60)
             stops.append(time.perf_counter() - t0)
         results.append({"case": "background run in a qcluster process", "stop": stops, "baseline": floors,
@@ -188,7 +193,7 @@ def routed_case(args, upstream, slug: str, key: str, server, client) -> dict:
             t0 = time.perf_counter()
             answer = client.post(f"/v1/agents/sessions/{body['sessionId']}/stop", json={})
             floors.append(time.perf_counter() - t0)
-            assert answer.status_code == 200, answer.text
+            refused[answer.status_code] = refused.get(answer.status_code, 0) + (answer.status_code != 200)
             wait(lambda: run_status(slug, body["runId"] if "runId" in body else body["id"]) == "error", timeout=60)
             stops.append(time.perf_counter() - t0)
     finally:
@@ -260,7 +265,7 @@ def main() -> None:
     for result in streamed_cases(args, upstream, slug, key, base_env):
         show(result)
     upstream.stop()
-    print(f"load average at the end {os.getloadavg()[0]:.1f}", flush=True)
+    print(f"load average at the end {os.getloadavg()[0]:.1f}; stop answers other than 200: {refused or 'none'}", flush=True)
 
 
 def show(result: dict) -> None:
