@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.execute import OK, Execution, RoutedRun, RunEnded, clip, valid_text
+from runner.execute import OK, Execution, RoutedRun, RunEnded, RunStopped, clip, valid_text
 from toolkit import commits
 from toolkit.coding import FINISH, WRITING_TOOLS, ToolBox, tool_definitions
 from toolkit.sandbox import CommandCancelled, Limits, SandboxBackend, Unavailable
@@ -190,15 +190,17 @@ class CodingExecution(Execution):
             self.start_sha = await asyncio.to_thread(self.git.head)
             await self.event("log", {"text": f"cloned {self.claim.repo} at {self.claim.base} ({self.start_sha[:12]}); working on {self.claim.branch}",
                                      "branch": self.claim.branch, "base": self.claim.base, "baseCommit": self.start_sha})
-            await self._turns()
-            self.head = await asyncio.to_thread(self.git.head)
-            if self.head != self.start_sha:
-                try:
-                    await self._git("push", "--no-verify", "--", self.claim.clone_url, f"HEAD:refs/heads/{self.claim.branch}")
-                except GitFailed as exc:
-                    raise RunEnded(f"push of {self.claim.branch} was rejected: {exc}") from exc
-                self.pushed = True
-                await self.event("log", {"text": f"pushed {self.claim.branch} ({self.head[:12]})", "branch": self.claim.branch, "head": self.head})
+            try:
+                await self._turns()
+            except RunStopped as stopped:
+                # A stop that said {"push": true} pushes the commits made before it; any other end pushes nothing.
+                if stopped.command.get("push") is True:
+                    try:
+                        await self._push_branch()
+                    except RunEnded as failed:
+                        raise RunStopped(f"{stopped}; the push it asked for failed: {failed}", stopped.command) from None
+                raise
+            await self._push_branch()
             self.outcome.status = OK
         finally:
             if self.git is not None and self.start_sha and not self.head:
@@ -261,6 +263,17 @@ class CodingExecution(Execution):
                 self.outcome.output = finished
                 return
         raise RunEnded(f"the run took {MAX_TURNS} turns without calling finish")
+
+    async def _push_branch(self) -> None:
+        """Push the run's branch when it has commits (sets `pushed`); raise `RunEnded` when refused."""
+        self.head = await asyncio.to_thread(self.git.head)
+        if self.head != self.start_sha:
+            try:
+                await self._git("push", "--no-verify", "--", self.claim.clone_url, f"HEAD:refs/heads/{self.claim.branch}")
+            except GitFailed as exc:
+                raise RunEnded(f"push of {self.claim.branch} was rejected: {exc}") from exc
+            self.pushed = True
+            await self.event("log", {"text": f"pushed {self.claim.branch} ({self.head[:12]})", "branch": self.claim.branch, "head": self.head})
 
     async def _acall(self, toolbox: ToolBox, name: str, raw: str) -> tuple[str, bool]:
         """Run one coding tool; a killed command's output so far is recorded with the stop."""

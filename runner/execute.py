@@ -50,7 +50,11 @@ class RunEnded(Exception):
 
 
 class RunStopped(RunEnded):
-    """The session's stop ended the run (reported with `finishReason` `stopped`)."""
+    """The session's stop ended the run (reported with `finishReason` `stopped`); `command` is the stop."""
+
+    def __init__(self, reason: str, command: dict | None = None) -> None:
+        super().__init__(reason)
+        self.command = command or {}
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -378,4 +382,4 @@ class Execution:
 
 def _stopped(command: dict) -> RunStopped:
     """Return the end of a run stopped by `command`: "stopped: <message>" (a default without one)."""
-    return RunStopped("stopped: " + (command.get("message") or "a stop command was posted to the session"))
+    return RunStopped("stopped: " + (command.get("message") or "a stop command was posted to the session"), command)

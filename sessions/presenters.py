@@ -109,11 +109,13 @@ def tree_view(root: Session, *, org: str, by_parent: dict[str, list[Session]]) -
 
 
 def control_command_view(event: Event) -> dict:
-    """Return `{seq, command, message?, payload?}` of a `control` event."""
+    """Return `{seq, command, message?, payload?, push?}` of a `control` event (`push: true` only on a stop that said so)."""
     body = payload_value(event.payload) or {}
     view = {"seq": event.seq, "command": body.get("command", "")}
     if "message" in body:
         view["message"] = body["message"]
     if "payload" in body:
         view["payload"] = body["payload"]
+    if body.get("push") is True:
+        view["push"] = True
     return view

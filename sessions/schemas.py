@@ -223,6 +223,7 @@ class ControlCommandOut(Schema):
     command: str = choice(ControlCommand, ...)
     message: str | None = None
     payload: Any = None
+    push: bool | None = Field(None, description="A stop only: true when it asked a coding run to push the commits made before it.")
 
 
 class ControlPollOut(Schema):

@@ -467,6 +467,7 @@ class RunLoop:
             self.session.append(EventKind.MESSAGE, {"role": "assistant", "text": clip(text), "model": answered.model, "runId": self.run.id},
                                 last=True)
             followup = [{"role": "assistant", "content": text}]
+            self.outcome.output = text  # a stop arriving now keeps the whole reply as the run's output
             if self.steer(followup) and round_no < rounds:
                 messages.extend(followup)
                 continue

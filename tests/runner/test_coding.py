@@ -154,3 +154,51 @@ def test_a_routed_runs_record_equals_a_server_runs_for_the_same_work(org_a, daph
 def _serving(org, target_id, ClaimKey):
     with org.context():
         return ClaimKey.objects.filter(target_id=target_id, serving_at__isnull=False).exists()
+def test_a_stop_that_says_push_kills_the_machines_command_and_pushes_the_commits_before_it(org_a, daphne_server, upstream, runner_factory,
+                                                                                             bare_remote, settings):
+    """Issue 25 on a machine: the stop reaches the runner while `sleep 60` runs in its sandbox; the
+    tree is killed, no tool result is recorded for it, the report says stopped, and — the stop said
+    `{"push": true}` — the commit made before it is pushed."""
+    from billing.services import credit_add
+    from targets.models import ClaimKey
+    from tests.toolkit.test_sandbox import descendants, running
+
+    settings.CLOUD_AGENT_FEE_CENTS = 100
+    credit_add(org=org_a.org, cents=1000, actor="test")
+    assert org_a.client.post("/v1/agents/repos", {"repo": "acme/shop", "cloneUrl": f"file://{bare_remote}"},
+                             content_type="application/json").status_code == 201
+    upstream.script(
+        Reply(content="Add a", tool_calls=[("write_file", {"path": "a.txt", "content": "a\n"})]),
+        Reply(content="Test it", tool_calls=[("run", {"command": "echo started; sleep 60; echo never"})]),
+        Reply(tool_calls=[("finish", {"summary": "never"})]),
+    )
+    runner = runner_factory(daphne_server.url, org_a.key, env=inference_env(upstream))
+    runner.wait_for("claim key minted")
+    [target] = targets_of(org_a)
+
+    def serving():
+        with org_a.context():
+            return ClaimKey.objects.filter(target_id=target.id, serving_at__isnull=False).exists()
+
+    wait_until(serving, what="the first claim")
+    body = org_a.client.post("/v1/agents/coding", {"repo": "acme/shop", "prompt": "add a", "targetId": target.id},
+                             content_type="application/json").json()
+    tree = wait_until(lambda: (found := descendants(runner.proc.pid)) and any(n == "sleep" for n, _ in found.values()) and found,
+                      timeout=180, what="sleep 60 to run on the machine")
+    stopped = org_a.client.post(f"/v1/agents/sessions/{body['sessionId']}/stop", {"push": True}, content_type="application/json")
+    assert stopped.status_code == 200
+
+    def finished():
+        with org_a.context():
+            row = Run.objects.get(pk=body["runId"])
+        return row if row.status not in ("queued", "running") else None
+
+    row = wait_until(finished, timeout=120, what="the report")
+    wait_until(lambda: not any(running(pid, start) for pid, (_, start) in tree.items()), what="the tree to be gone")
+    assert (row.status, row.finish_reason) == ("error", "stopped") and row.error.startswith("stopped"), row.error
+    assert len(upstream.chat_requests) == 2
+    with org_a.context():
+        names = [json.loads(e.payload)["name"] for e in Event.objects.filter(session_id=body["sessionId"], kind="tool-call")]
+    assert names == ["write_file"]  # no result for the killed command
+    assert body["branch"] in git("--git-dir", str(bare_remote), "branch", "--list")
+    assert runner.terminate() == 0

@@ -24,6 +24,7 @@ ALLOWED = {
     "runner/daemon.py": {"openai"},
     "runner/client.py": {"httpx"},  # the runner's server, configured by the machine's owner
     "agents/tools/backends/mcp.py": {"mcp"},
+    "toolkit/stopping.py": {"httpcore2", "socket"},  # a run's stop shuts down a connection's socket (issue 25); it opens none
     "tenancy/backups/litestream.py": {"httpx"},  # the local Litestream daemon's Unix control socket (operator configuration), no address
   # the SDK gets its HTTP client from toolkit.outbound (asserted below)
 }
