@@ -214,10 +214,12 @@ class AgentsASGIHandler(ASGIHandler):
             await self.send_response(error_response, send)
             await sync_to_async(error_response.close)()
             return
-        guard = RequestGuard(asyncio.get_running_loop(), request.path)
-        request.agents_revocation = guard  # armed by the principal middleware; see agents_site.revocation_guard
-        send = guard.wrap(send)
         match = self._sync_view_match(request)
+        # Armed by the principal middleware (agents_site.revocation_guard): an async view may wait,
+        # so it registers at once; a sync view's answer registers only if it streams.
+        guard = RequestGuard(asyncio.get_running_loop(), request.path, eager=match is None)
+        request.agents_revocation = guard
+        send = guard.wrap(send)
         if match is None:
             await signals.request_started.asend(sender=self.__class__, scope=scope)
             get_response = self.run_get_response
@@ -231,6 +233,8 @@ class AgentsASGIHandler(ASGIHandler):
 
         async def process_request(request, send):
             response = await get_response(request)
+            if response.streaming:
+                guard.register()
             try:
                 await self.send_response(response, send)
             except asyncio.CancelledError:

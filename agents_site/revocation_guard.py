@@ -35,12 +35,14 @@ class RequestGuard:
     the end answers or ends a revoked request; `close()` always.
     """
 
-    __slots__ = ("loop", "since", "path", "task", "fired", "started", "done", "headers", "_watch")
+    __slots__ = ("loop", "since", "path", "task", "fired", "started", "done", "headers", "eager", "principal", "_watch")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, path: str) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, path: str, *, eager: bool = True) -> None:
         self.loop = loop
         self.since = revocation.mark()
         self.path = path
+        self.eager = eager
+        self.principal = None
         self.task: asyncio.Task | None = None
         self.fired = False
         self.started = False
@@ -49,10 +51,22 @@ class RequestGuard:
         self._watch = None
 
     def __call__(self, principal) -> None:
-        """Arm the guard for `principal` (called by the principal middleware; any thread)."""
-        keys = revocation.principal_keys(principal)
-        if keys and self._watch is None:
-            self._watch = revocation.watch(keys, self._revoked, since=self.since)
+        """Arm the guard for `principal` (called by the principal middleware; any thread).
+
+        An eager guard (an async view: it may wait, like the claim long-poll) registers at once;
+        otherwise the principal is kept and `register()` is called only if the answer streams —
+        a plain request registers nothing. A revocation in between is not missed: `since`.
+        """
+        self.principal = principal
+        if self.eager:
+            self.register()
+
+    def register(self) -> None:
+        """Register the request with the revocation registry (once; nothing without a principal)."""
+        if self._watch is None and self.principal is not None:
+            keys = revocation.principal_keys(self.principal)
+            if keys:
+                self._watch = revocation.watch(keys, self._revoked, since=self.since)
 
     def _revoked(self) -> None:
         try:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from agents_site.vocabulary import InvitationState, MemberRole
+from agents_site.vocabulary import MemberRole
 from tenancy.models import Invitation, Membership, Org
 
 
@@ -57,12 +57,3 @@ def invitation_list(*, org: Org, limit: int = 50) -> list[tuple[Invitation, str]
     now = timezone.now()
     rows = Invitation.objects.filter(org=org).select_related("created_by", "accepted_by").order_by("-created_at", "-id")[:limit]
     return [(row, row.state(now)) for row in rows]
-
-
-def pending_invitation_count(*, org: Org) -> int:
-    """Return how many of `org`'s invitations still work."""
-    now = timezone.now()
-    return Invitation.objects.filter(org=org, accepted_at__isnull=True, revoked_at__isnull=True, expires_at__gt=now).count()
-
-
-__all__ = ["MemberRow", "member_list", "invitation_list", "pending_invitation_count", "InvitationState"]

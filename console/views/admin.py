@@ -57,7 +57,7 @@ def api_keys(request):
 def api_key_revoke_view(request, key_id: int):
     """Revoke one of the org's API keys (idempotent); another org's key is a 404."""
     row = api_key_revoke(org=_acting_org(request), key_id=key_id)
-    messages.success(request, f"API key {row.prefix}… revoked; it no longer authenticates.")
+    messages.success(request, f"API key {row.prefix}… revoked: it no longer authenticates, and its open connections are closed.")
     return redirect("console:keys")
 
 
