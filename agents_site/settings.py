@@ -105,6 +105,7 @@ INSTALLED_APPS = [
 # a request hops to a thread for the principal lookup and a sync view only.
 MIDDLEWARE = [
     "agents_site.middleware.api_error_shape",  # outermost: sees every error answered under /v1/
+    "agents_site.middleware.request_span",  # one server span per request, parent of a run's spans
     "agents_site.inline_middleware.SecurityMiddleware",
     "agents_site.middleware.static_files",  # WhiteNoise, kept out of the way of async views
     "agents_site.inline_middleware.SessionMiddleware",
