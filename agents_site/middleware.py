@@ -1,4 +1,4 @@
-"""Give every error answered under `/v1/` the one error shape, whoever produced it.
+"""Give every error answered under `/v1/` the one error shape, whoever produced it; trace every request.
 
 The API's own errors are shaped by `agents_site.api`; a few are answered before or around it:
 Django's resolver answers an unknown path with an HTML 404, Ninja answers a method a route does
@@ -24,7 +24,9 @@ from django.core.exceptions import RequestDataTooBig
 from django.core.signals import got_request_exception
 from django.http import JsonResponse
 from django.utils.decorators import sync_and_async_middleware
+from opentelemetry.trace import SpanKind
 
+from agents.tracing import error_status, tracer
 from agents_site.errors import ApiError, InvalidRequest, UnsupportedMediaType
 from agents_site.vocabulary import ApiKeyScope, ErrorCode
 from agents_site.wire import NUL, NUL_ESCAPE, unstorable_text
@@ -191,5 +193,61 @@ def static_files(get_response):
             if static_file is not None:
                 return whitenoise.serve(static_file, request)
             return get_response(request)
+
+    return middleware
+
+
+# --- the request span (issue 32 item 6) ---------------------------------------------------------
+
+def _route(request) -> str:
+    match = getattr(request, "resolver_match", None)
+    route = getattr(match, "route", None) if match is not None else None
+    return "/" + route.lstrip("^").rstrip("$") if route else ""
+
+
+def _finish_span(span, request, response) -> None:
+    """Name and close the request span: route template, status, org; never a body, query or header."""
+    route = _route(request)
+    span.update_name(f"{request.method} {route}" if route else request.method)
+    if route:
+        span.set_attribute("http.route", route)
+    principal = getattr(request, "principal", None)
+    org = getattr(principal, "org_slug", None) if principal is not None else None
+    if org:
+        span.set_attribute("agents.org", org)
+    status = getattr(response, "status_code", 500)
+    span.set_attribute("http.response.status_code", status)
+    if status >= 500:
+        span.set_status(error_status(f"HTTP {status}"))
+
+
+def _start_span(request):
+    return tracer().start_as_current_span(request.method, kind=SpanKind.SERVER, record_exception=False,
+                                          attributes={"http.request.method": request.method})
+
+
+@sync_and_async_middleware
+def request_span(get_response):
+    """Middleware factory: one server span per HTTP request (`http.route` template, status, org).
+
+    The span is current while the view runs, so a run the request executes (`agent.run` →
+    `agent.step` → `agent.tool`, `agents.tracing`) is its child. Nothing of the request's body,
+    query or headers is recorded.
+    """
+    if iscoroutinefunction(get_response):
+
+        async def middleware(request):
+            with _start_span(request) as span:
+                response = await get_response(request)
+                _finish_span(span, request, response)
+                return response
+
+    else:
+
+        def middleware(request):
+            with _start_span(request) as span:
+                response = get_response(request)
+                _finish_span(span, request, response)
+                return response
 
     return middleware

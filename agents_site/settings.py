@@ -126,6 +126,7 @@ def _stock(name: str) -> str:
 # a request hops to a thread for the principal lookup and a sync view only.
 MIDDLEWARE = [
     "agents_site.middleware.api_error_shape",  # outermost: sees every error answered under /v1/
+    "agents_site.middleware.request_span",  # one server span per request, parent of a run's spans
     _stock("SecurityMiddleware"),
     "agents_site.middleware.static_files",  # WhiteNoise, kept out of the way of async views
     _stock("SessionMiddleware"),

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
+from agents import tracing
 from agents.execution.completion import CompletionFailed, CompletionStopped, complete, models_for
 from agents.execution.loop import Outcome, RunEnded, RunLoop, RunStopped, masked, valid_text, watch_stop
 from agents.models import Agent, Run
@@ -51,6 +52,9 @@ logger = logging.getLogger(__name__)
 
 EVENT_TEXT_BYTES = 4 * 1024
 PATCH_EVENT_BYTES = 16 * 1024
+#: `gen_ai.tool.name` of the agent.tool spans of a turn's commit and of the branch push (issue 32 item 6).
+SPAN_COMMIT = "git.commit"
+SPAN_PUSH = "git.push"
 SYSTEM_PROMPT = (
     "You are a coding agent working in a git repository checked out at the working directory. "
     "Use the tools to inspect and change files and to run commands (no network; only the repository is writable). "
@@ -281,68 +285,72 @@ class CodingLoop(RunLoop):
         self._append(EventKind.MESSAGE, {"role": "user", "text": clip(self.text), "runId": self.run.id})
         turns = max(settings.AGENTS_CODING_MAX_TURNS, 1)
         for turn_no in range(1, turns + 1):
-            self.steer(messages)
-            if time.monotonic() >= self.deadline:
-                raise RunEnded("the run ran out of time")
-            try:
-                answered = complete(models=models, messages=messages, tools=definitions, timeout=self._seconds_left, on_retry=self._on_retry,
-                                    generation={"run_id": self.run.id}, stop=self.stop)
-            except CompletionStopped as exc:
-                self.outcome.attempts += exc.attempts
-                self.outcome.model = exc.model
-                raise self._stopped() from exc
-            except CompletionFailed as exc:
-                self.outcome.attempts += exc.attempts
-                self.outcome.model = exc.model
-                raise RunEnded(exc.reason) from exc
-            self.outcome.attempts += answered.attempts
-            self.outcome.model = answered.model
-            if answered.failed_over:
-                models = models[models.index(answered.model):]
-            self._add_usage(answered.completion)
-            message = answered.completion.choices[0].message
-            content = valid_text(message.content) if message.content is not None else ""
-            calls = list(message.tool_calls or [])
-            if content:
-                self._append(EventKind.MESSAGE, {"role": "assistant", "text": clip(content), "model": answered.model, "runId": self.run.id})
-            if not calls:  # a plain answer ends the run like finish; no tool ran, so nothing changed
-                self.outcome.summary = content
-                return
-            messages.append({"role": "assistant", "content": content or "",  # "" not null: strict gateways (llama-cpp-python) refuse null
-                             "tool_calls": [call.model_dump(mode="json", exclude_none=True) for call in calls]})
-            described: list[tuple[str, dict]] = []
-            last_seq = None
-            finished = None
-            for call in calls:
-                name = getattr(call.function, "name", "") or ""
-                raw = getattr(call.function, "arguments", "") or ""
+            with tracing.tracer().start_as_current_span(tracing.SPAN_STEP, attributes={tracing.ATTR_ROUND: turn_no, tracing.ATTR_RUN_ID: self.run.id}):
+                self.steer(messages)
+                if time.monotonic() >= self.deadline:
+                    raise RunEnded("the run ran out of time")
                 try:
-                    arguments = json.loads(raw or "{}")
-                except json.JSONDecodeError:
-                    arguments = {}
-                arguments = arguments if isinstance(arguments, dict) else {}
-                if name == FINISH:
-                    summary = arguments.get("summary")
-                    finished = summary if isinstance(summary, str) else ""
-                    result, failed = "finished", False
-                else:
-                    if self.stop.is_set():
-                        raise self._stopped()
-                    result, failed = self._call_tool(toolbox, name, raw, arguments)
-                    described.append((name, arguments))
-                result = valid_text(result)
-                self.outcome.tool_calls += 1
-                seq = self._append(EventKind.TOOL_CALL, {
-                    "name": name, "arguments": arguments if len(raw.encode()) <= EVENT_TEXT_BYTES else clip(raw, EVENT_TEXT_BYTES),
-                    "result": clip(result, EVENT_TEXT_BYTES), "error": failed, "round": turn_no, "runId": self.run.id,
-                })
-                last_seq = seq if seq is not None else last_seq
-                messages.append({"role": "tool", "tool_call_id": getattr(call, "id", ""), "content": result})
-            if any(name in WRITING_TOOLS for name, _ in described):  # read-only turns cannot change the tree
-                self._commit_turn(content=content, finished=finished, turn=last_seq, messages=messages)
-            if finished is not None:
-                self.outcome.summary = finished
-                return
+                    answered = complete(models=models, messages=messages, tools=definitions, timeout=self._seconds_left, on_retry=self._on_retry,
+                                        generation={"run_id": self.run.id}, stop=self.stop)
+                except CompletionStopped as exc:
+                    self.outcome.attempts += exc.attempts
+                    self.outcome.model = exc.model
+                    raise self._stopped() from exc
+                except CompletionFailed as exc:
+                    self.outcome.attempts += exc.attempts
+                    self.outcome.model = exc.model
+                    raise RunEnded(exc.reason) from exc
+                self.outcome.attempts += answered.attempts
+                self.outcome.model = answered.model
+                if answered.failed_over:
+                    models = models[models.index(answered.model):]
+                self._add_usage(answered.completion)
+                message = answered.completion.choices[0].message
+                content = valid_text(message.content) if message.content is not None else ""
+                calls = list(message.tool_calls or [])
+                if content:
+                    self._append(EventKind.MESSAGE, {"role": "assistant", "text": clip(content), "model": answered.model, "runId": self.run.id})
+                if not calls:  # a plain answer ends the run like finish; no tool ran, so nothing changed
+                    self.outcome.summary = content
+                    return
+                messages.append({"role": "assistant", "content": content or "",  # "" not null: strict gateways (llama-cpp-python) refuse null
+                                 "tool_calls": [call.model_dump(mode="json", exclude_none=True) for call in calls]})
+                described: list[tuple[str, dict]] = []
+                last_seq = None
+                finished = None
+                for call in calls:
+                    name = getattr(call.function, "name", "") or ""
+                    raw = getattr(call.function, "arguments", "") or ""
+                    try:
+                        arguments = json.loads(raw or "{}")
+                    except json.JSONDecodeError:
+                        arguments = {}
+                    arguments = arguments if isinstance(arguments, dict) else {}
+                    if name == FINISH:
+                        summary = arguments.get("summary")
+                        finished = summary if isinstance(summary, str) else ""
+                        result, failed = "finished", False
+                    else:
+                        if self.stop.is_set():
+                            raise self._stopped()
+                        with tracing.tracer().start_as_current_span(tracing.SPAN_TOOL, attributes={tracing.ATTR_TOOL_NAME: name}) as tool_span:
+                            result, failed = self._call_tool(toolbox, name, raw, arguments)  # the span's duration is the sandbox command's
+                            tool_span.set_attribute(tracing.ATTR_TOOL_FAILED, bool(failed))
+                        described.append((name, arguments))
+                    result = valid_text(result)
+                    self.outcome.tool_calls += 1
+                    seq = self._append(EventKind.TOOL_CALL, {
+                        "name": name, "arguments": arguments if len(raw.encode()) <= EVENT_TEXT_BYTES else clip(raw, EVENT_TEXT_BYTES),
+                        "result": clip(result, EVENT_TEXT_BYTES), "error": failed, "round": turn_no, "runId": self.run.id,
+                    })
+                    last_seq = seq if seq is not None else last_seq
+                    messages.append({"role": "tool", "tool_call_id": getattr(call, "id", ""), "content": result})
+                if any(name in WRITING_TOOLS for name, _ in described):  # read-only turns cannot change the tree
+                    with tracing.tracer().start_as_current_span(tracing.SPAN_TOOL, attributes={tracing.ATTR_TOOL_NAME: SPAN_COMMIT}):
+                        self._commit_turn(content=content, finished=finished, turn=last_seq, messages=messages)
+                if finished is not None:
+                    self.outcome.summary = finished
+                    return
         raise RunEnded(f"the run took {turns} turns without calling finish")
 
     def _call_tool(self, toolbox: ToolBox, name: str, raw: str, arguments: dict) -> tuple[str, bool]:
@@ -379,7 +387,8 @@ class CodingLoop(RunLoop):
         if self.repo.credential and credential is None:
             raise RunEnded(f"push credential {self.repo.credential!r} is not available on this server; {len(self.outcome.commits)} commit(s) kept unpushed")
         try:
-            self.git.push(remote_url, self.coding.branch, credential=credential)
+            with tracing.tracer().start_as_current_span(tracing.SPAN_TOOL, attributes={tracing.ATTR_TOOL_NAME: SPAN_PUSH}):
+                self.git.push(remote_url, self.coding.branch, credential=credential)
         except gitops.GitError as exc:
             raise RunEnded(f"push of {self.coding.branch} was rejected: {exc.reason}") from exc
         self.outcome.pushed = True

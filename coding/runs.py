@@ -87,8 +87,11 @@ def coding_run_finish(
     tool_calls: int = 0,
     summary: dict | None = None,
     finish_reason: str = "",
+    span=None,
 ) -> Run:
     """Record the outcome of running coding run `run` through the lifecycle's `run_finish`; return the run.
+
+    `span`: the run's `agent.run` span when it executed here (its step and tool spans' parent).
 
     A run someone else finished meanwhile (a stop before start, recovery) is left as it is.
     `summary` is merged into the final `log` event's payload. Org context required.
@@ -96,6 +99,6 @@ def coding_run_finish(
     outcome = Outcome(status=status, output=output, error=error, model=model, attempts=attempts,
                       prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, tool_calls=tool_calls,
                       finish_reason=finish_reason)
-    run_finish(run_id=run.id, outcome=outcome, session=session, summary=summary)
+    run_finish(run_id=run.id, outcome=outcome, session=session, summary=summary, span=span)
     run.refresh_from_db()
     return run

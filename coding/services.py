@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import IntegrityError
 from django.utils import timezone
 
+from agents.execution.service import run_span
 from agents.models import Agent, Run
 from agents.run_session import RunSession
 from agents_site.errors import Forbidden, InvalidRequest, NotFound
@@ -253,21 +254,23 @@ def coding_execute(*, run_id: str) -> str:
         error = "the repo was removed before the run started" if repo is None else f"no sandbox: {sandbox.unavailable_reason()}"
         return runs.coding_run_finish(run=run, session=session, status=RunStatus.ERROR, error=error).status
     deadline = time.monotonic() + coding.timeout_seconds
-    try:
-        outcome = CodingLoop(run=run, coding=coding, repo=repo, agent=run.agent, session=session,
-                             org_slug=stores.current_org(), sandbox=sandbox, deadline=deadline).execute()
-    except Exception as exc:  # CodingLoop never raises; this guards a bug so the run cannot stay running
-        logger.exception("coding run %s crashed", run_id)
-        return runs.coding_run_finish(run=run, session=session, status=RunStatus.ERROR, error=f"internal error: {type(exc).__name__}").status
-    CodingRun.objects.filter(pk=run_id).update(
-        changed=outcome.changed, pushed=outcome.pushed, head_sha=outcome.head_sha, diffstat=outcome.diffstat,
-        commits=[c.as_dict(with_patch=True) for c in outcome.commits],
-    )
-    finished = runs.coding_run_finish(
-        run=run, session=session, status=outcome.status, output=outcome.output, error=outcome.error, model=outcome.model,
-        attempts=outcome.attempts, prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens,
-        tool_calls=outcome.tool_calls, summary=outcome.report(), finish_reason=outcome.finish_reason,
-    )
+    with run_span(run_id=run.id, agent_name=run.agent_name, actor=run.actor, model=run.model, kind=run.kind) as span:
+        try:
+            outcome = CodingLoop(run=run, coding=coding, repo=repo, agent=run.agent, session=session,
+                                 org_slug=stores.current_org(), sandbox=sandbox, deadline=deadline).execute()
+        except Exception as exc:  # CodingLoop never raises; this guards a bug so the run cannot stay running
+            logger.exception("coding run %s crashed", run_id)
+            return runs.coding_run_finish(run=run, session=session, status=RunStatus.ERROR, error=f"internal error: {type(exc).__name__}",
+                                          span=span).status
+        CodingRun.objects.filter(pk=run_id).update(
+            changed=outcome.changed, pushed=outcome.pushed, head_sha=outcome.head_sha, diffstat=outcome.diffstat,
+            commits=[c.as_dict(with_patch=True) for c in outcome.commits],
+        )
+        finished = runs.coding_run_finish(
+            run=run, session=session, status=outcome.status, output=outcome.output, error=outcome.error, model=outcome.model,
+            attempts=outcome.attempts, prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens,
+            tool_calls=outcome.tool_calls, summary=outcome.report(), finish_reason=outcome.finish_reason, span=span,
+        )
     coding_reply_post(coding=CodingRun.objects.get(pk=run_id), run=finished)
     if outcome.pushed:
         webhook_events.coding_pushed(finished or run, branch=coding.branch, commit=outcome.head_sha, repo=coding.repo)

@@ -10,12 +10,10 @@ Routed by `tenancy.db_router` to the current org's database (`identity` is an or
 from django.db import models
 
 from agents.models import Agent
-from webhooks.models import AttemptFields, DeliveryFields
 from agents_site.vocabulary import (
     AgentHealth,
     AnomalyKind,
     ConnectionMode,
-    DeliveryStatus,
     EnvelopeDirection,
     IdentityCategory,
     InboxItemKind,
@@ -23,6 +21,7 @@ from agents_site.vocabulary import (
     SystemMessageCode,
     SystemMessageType,
 )
+from webhooks.models import AttemptFields, DeliveryFields
 
 
 class IdentityProfile(models.Model):

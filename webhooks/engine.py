@@ -44,6 +44,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import close_old_connections, transaction
@@ -349,7 +350,18 @@ def enqueue_later(org: str, channel_name: str, delivery_id: str, delay: float) -
     timer.start()
 
 
-def _in_thread(org: str, channel_name: str, delivery_id: str) -> None:
+#: Attempts one process makes at once to one origin (scheme, host, port): a stalled receiver can
+#: hold this many webhook threads, never all of them; what is over waits, due, for the tick.
+MAX_IN_FLIGHT_PER_ORIGIN = 2
+_in_flight: dict[str, int] = {}
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url or "")
+    return f"{parts.scheme}://{parts.netloc}".lower()
+
+
+def _in_thread(org: str, channel_name: str, delivery_id: str, origin: str) -> None:
     close_old_connections()
     try:
         with stores.org_context(org, create=False):
@@ -357,12 +369,19 @@ def _in_thread(org: str, channel_name: str, delivery_id: str) -> None:
     except Exception:
         logger.exception("webhook delivery %s of org %s failed", delivery_id, org)
     finally:
+        with _pool_lock:
+            _in_flight[origin] = max(0, _in_flight.get(origin, 1) - 1)
         close_old_connections()
 
 
 def dispatch(org: str, channel_name: str, delivery_ids: list[str]) -> int:
     """Attempt `delivery_ids`: on the process's webhook threads (`AGENTS_WEBHOOK_THREADS` > 0), or
-    inline (0: tests, and the django-q2 sync mode). Returns how many were handed on."""
+    inline (0: tests, and the django-q2 sync mode). Returns how many were handed on.
+
+    On threads, at most `MAX_IN_FLIGHT_PER_ORIGIN` attempts to one origin run at once in this
+    process; a delivery over that stays due and the minute tick queues it again, so a stalled
+    receiver cannot take every thread from the others.
+    """
     global _pool
     threads = int(_setting("AGENTS_WEBHOOK_THREADS", 4))
     if threads <= 0:
@@ -370,9 +389,18 @@ def dispatch(org: str, channel_name: str, delivery_ids: list[str]) -> int:
             for delivery_id in delivery_ids:
                 attempt(channel_name, delivery_id)
         return len(delivery_ids)
+    with stores.org_context(org, create=False):
+        urls = dict(channel(channel_name).delivery_model.objects.filter(public_id__in=list(delivery_ids)).values_list("public_id", "url"))
+    handed = 0
     with _pool_lock:
         if _pool is None:
             _pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="webhooks")
     for delivery_id in delivery_ids:
-        _pool.submit(_in_thread, org, channel_name, delivery_id)
-    return len(delivery_ids)
+        origin = _origin(urls.get(delivery_id, ""))
+        with _pool_lock:
+            if _in_flight.get(origin, 0) >= MAX_IN_FLIGHT_PER_ORIGIN:
+                continue  # stays due: the tick queues it again
+            _in_flight[origin] = _in_flight.get(origin, 0) + 1
+        _pool.submit(_in_thread, org, channel_name, delivery_id, origin)
+        handed += 1
+    return handed

@@ -125,3 +125,22 @@ def test_a_websocket_identity_agent_gets_no_webhook_alert(org_a, receiver):
     with org_a.context():
         assert Delivery.objects.count() == 0
     assert receiver.received == []
+
+
+def test_on_threads_a_stalled_origin_holds_at_most_two_threads(org_a, subscribed, receiver, settings, monkeypatch):
+    """Three deliveries to one origin handed to the webhook threads at once: two are attempted, the third stays due."""
+    settings.AGENTS_WEBHOOK_THREADS = 4
+    from webhooks import services
+
+    monkeypatch.setattr(engine, "enqueue", lambda *a, **k: None)  # only the dispatch below
+    with org_a.context():
+        endpoint = Endpoint.objects.get()
+        rows = services.deliveries_create(endpoints_and_urls=[(endpoint, endpoint.url)] * 3, event_type="webhook.test", data={})
+    receiver.mode = "slow"
+    receiver.slow_seconds = 1.0
+    assert engine.dispatch(org_a.slug, "org", [r.public_id for r in rows]) == 2
+    engine._pool.shutdown(wait=True)
+    engine._pool = None
+    assert engine._in_flight.get(f"http://127.0.0.1:{receiver.server.server_address[1]}") == 0
+    statuses = sorted(r.status for r in _deliveries(org_a))
+    assert statuses == ["pending", "succeeded", "succeeded"] and len(receiver.received) == 2
