@@ -23,6 +23,7 @@ ALLOWED = {
     "runner/execute.py": {"openai"},  # the machine's own gateway, configured by its owner
     "runner/daemon.py": {"openai"},
     "runner/client.py": {"httpx"},  # the runner's server, configured by the machine's owner
+    "runner/verify.py": {"httpx"},  # `python -m runner verify`: the build address its user names, read on the user's own machine
     "agents/tools/backends/mcp.py": {"mcp"},
     "tenancy/backups/litestream.py": {"httpx"},  # the local Litestream daemon's Unix control socket (operator configuration), no address
   # the SDK gets its HTTP client from toolkit.outbound (asserted below)
