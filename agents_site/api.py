@@ -16,6 +16,7 @@ from ninja.parser import Parser
 from ninja.utils import check_csrf
 
 from agents_site.errors import ApiError, Forbidden, InvalidRequest, NotFound, PayloadTooLarge
+from agents_site.schemas import UNKNOWN_FIELD
 from agents_site.vocabulary import ErrorCode, PrincipalVia
 from agents_site.wire import unstorable_text
 from tenancy import stores
@@ -137,7 +138,8 @@ def _validation_error(request, exc: ValidationError):
     fields = []
     for err in exc.errors:
         loc = [str(p) for p in err.get("loc", ())]
-        fields.append({"field": ".".join(loc), "message": err.get("msg", "invalid")})
+        message = UNKNOWN_FIELD if err.get("type") == "extra_forbidden" else err.get("msg", "invalid")
+        fields.append({"field": ".".join(loc), "message": message})
     first = fields[0] if fields else {"field": "", "message": "invalid"}
     message = f"invalid request: {first['field']}: {first['message']}" if first["field"] else "invalid request"
     return error_response(InvalidRequest(message, fields=fields))
@@ -204,6 +206,7 @@ def _mount() -> None:
     from coding.api import coding_router, repos_router
     from sessions.api import builds_router, sessions_router
     from targets.api import router as targets_router
+    from webhooks.api import router as webhooks_router
 
     api.add_router("/agents/sessions", sessions_router)
     api.add_router("/agents/builds", builds_router)
@@ -211,6 +214,7 @@ def _mount() -> None:
     api.add_router("/agents/repos", repos_router)
     api.add_router("/agents/coding", coding_router)
     api.add_router("/agents/chat", chat_router)
+    api.add_router("/agents/webhooks", webhooks_router)
     api.add_router("/agents", runs_router)
     api.add_router("/agents", agents_router)
 

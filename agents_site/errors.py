@@ -49,6 +49,14 @@ class PayloadTooLarge(ApiError):
     default_message = "request body too large"
 
 
+class UnsupportedMediaType(ApiError):
+    """415: a request body that is not `application/json` (or `application/*+json`) on a JSON route."""
+
+    status = 415
+    code = ErrorCode.UNSUPPORTED_MEDIA_TYPE
+    default_message = "the request body must be JSON (Content-Type: application/json)"
+
+
 class Forbidden(ApiError):
     """403: no validated principal, no org, or a credential that failed."""
 

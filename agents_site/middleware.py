@@ -25,7 +25,7 @@ from django.core.signals import got_request_exception
 from django.http import JsonResponse
 from django.utils.decorators import sync_and_async_middleware
 
-from agents_site.errors import ApiError, InvalidRequest
+from agents_site.errors import ApiError, InvalidRequest, UnsupportedMediaType
 from agents_site.vocabulary import ApiKeyScope, ErrorCode
 from agents_site.wire import NUL, NUL_ESCAPE, unstorable_text
 from openai_api.errors import error_object
@@ -49,6 +49,7 @@ _CODES = {
     404: ErrorCode.NOT_FOUND,
     405: ErrorCode.METHOD_NOT_ALLOWED,
     413: ErrorCode.PAYLOAD_TOO_LARGE,
+    415: ErrorCode.UNSUPPORTED_MEDIA_TYPE,
 }
 
 
@@ -80,11 +81,38 @@ def _nul_refusal(request) -> InvalidRequest | None:
     return unstorable_text(data)
 
 
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def is_json_media_type(content_type: str) -> bool:
+    """Return whether `content_type` (parameters stripped) is `application/json` or `application/<x>+json`."""
+    kind = (content_type or "").split(";", 1)[0].strip().lower()
+    return kind == "application/json" or (kind.startswith("application/") and kind.endswith("+json"))
+
+
+def _media_refusal(request) -> ApiError | None:
+    """Return the 415 for a `/v1/` write whose non-empty body is not declared JSON, else None.
+
+    Every write route of both APIs reads JSON; a `text/plain`, XML or form body is refused
+    before any view runs (a body the route never reads is still refused: nothing guesses).
+    """
+    if request.method not in _BODY_METHODS:
+        return None
+    try:
+        body = request.body
+    except RequestDataTooBig:  # the route answers 413 itself
+        return None
+    if not body or is_json_media_type(request.META.get("CONTENT_TYPE", "")):
+        return None
+    return UnsupportedMediaType()
+
+
 def _refused(request):
-    """Return a 400 for a `/v1/` request holding a NUL in its path, query or JSON body, else None."""
+    """Return a 415 for a `/v1/` write whose body is not JSON, a 400 for a NUL in its path, query
+    or JSON body, else None."""
     if not request.path.startswith(API_PREFIX):
         return None
-    refusal = _nul_refusal(request)
+    refusal = _media_refusal(request) or _nul_refusal(request)
     return _render(request, refusal) if refusal is not None else None
 
 

@@ -7,6 +7,9 @@ cannot forget them:
 * 403 `forbidden` — every operation that needs a credential (no key, a bad key, no org);
 * 400 `invalid_request` — every operation that takes a parameter or a body;
 * 413 `payload_too_large` — every operation that takes a body (over 1 MiB, before parsing);
+* 415 `unsupported_media_type` — every operation that takes a body (one that is not JSON);
+* 422 `secret_in_transcript` — every operation that takes a body (a credential in any text the
+  caller wrote: `agents_site.schemas.BodySchema`);
 * 404 `not_found` — every operation with an id in its path (unknown, or another org's);
 * 503 `store_busy` / `store_unavailable` — every operation that reads or writes the org's store.
 
@@ -28,6 +31,8 @@ COMMON = {
     403: "No valid credential, no org, or the credential may not do this (`forbidden`).",
     404: "Not found: unknown, or another org's (the two are never told apart).",
     413: "The body is over 1 MiB (`payload_too_large`).",
+    415: "The body is not JSON: send `Content-Type: application/json` (`unsupported_media_type`).",
+    422: "A credential in a text you wrote (`secret_in_transcript`, masked `findings` naming the field); nothing was stored.",
     503: (
         "The org's store or a service this request needs is unavailable; nothing was half-written "
         "(`store_busy`: retry after `Retry-After` seconds; `store_unavailable`: its `condition` says why — "
@@ -46,11 +51,14 @@ def _normalise(operation: dict) -> dict:
     return merged
 
 
-def _answer(operation: dict, status: int) -> None:
+_SECRET_REF = {"$ref": "#/components/schemas/SecretErrorOut"}
+
+
+def _answer(operation: dict, status: int, schema: dict = _ERROR_REF) -> None:
     entry = operation["responses"].setdefault(status, {})
     if entry.get("description") in (None, "", "Unknown Status Code"):
         entry["description"] = COMMON[status]
-    entry.setdefault("content", {"application/json": {"schema": _ERROR_REF}})
+    entry.setdefault("content", {"application/json": {"schema": schema}})
 
 
 def _declare_common(operation: dict) -> None:
@@ -64,6 +72,9 @@ def _declare_common(operation: dict) -> None:
         _answer(operation, 400)
     if has_body:
         _answer(operation, 413)
+        _answer(operation, 415)
+        if not operation.get("x-unscanned"):
+            _answer(operation, 422, _SECRET_REF)
     if any(p.get("in") == "path" for p in parameters):
         _answer(operation, 404)
 
@@ -91,6 +102,19 @@ def _refuse_reserved_names(document: dict) -> None:
         name["not"] = {"enum": sorted(reserved_names())}
 
 
+def _hoist_streams(document: dict) -> None:
+    """Publish every titled `text/event-stream` schema as its own component and refer to it."""
+    schemas = document["components"]["schemas"]
+    for item in document.get("paths", {}).values():
+        for operation in item.values():
+            for entry in operation.get("responses", {}).values():
+                content = entry.get("content", {}).get("text/event-stream")
+                schema = content.get("schema") if content else None
+                if schema and "title" in schema:
+                    schemas.setdefault(schema["title"], schema)
+                    content["schema"] = {"$ref": f"#/components/schemas/{schema['title']}"}
+
+
 def complete(document: dict) -> dict:
     """Return `document` (Ninja's OpenAPI dict) with the shared answers, the security scheme
     and the reserved agent names declared. Mutates and returns the same dict."""
@@ -101,4 +125,5 @@ def complete(document: dict) -> dict:
         for operation in item.values():
             _declare_common(operation)
     _refuse_reserved_names(document)
+    _hoist_streams(document)
     return document

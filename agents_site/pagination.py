@@ -8,10 +8,15 @@ page. The client passes it back as `?cursor=` (with the same filters) to read th
   column). Rows with equal timestamps are therefore never skipped or repeated, and a row
   inserted during a walk either sorts before the cursor (a newer row: not shown in this walk)
   or after it (shown once); it can never duplicate or hide a row that was already there.
-* The cursor is urlsafe base64 (no padding) of compact JSON `{"l": <list tag>, "k": [<sort
-  key of the last row>]}`. It is opaque to clients; a cursor that does not decode, has the
-  wrong number of keys, keys of the wrong type, or belongs to another list (another tag) is
-  400 `invalid_request`.
+* The cursor is `<body>.<mac>`: `body` urlsafe base64 (no padding) of compact JSON `{"l": <list
+  tag>, "k": [<sort key of the last row>]}`, `mac` the urlsafe base64 of the first 16 bytes of
+  HMAC-SHA256 under a key derived from `SECRET_KEY` (Django's `salted_hmac`, salt
+  `agents_site.pagination.cursor`) over the body and the list's scope: the store the list reads
+  (the org's database alias) and the SQL of its filters (the agent of an agent's runs, the
+  status, the kind, the org of a ledger). So the server accepts only cursors it issued for
+  this very list of this very org: another org's cursor, an org-wide runs cursor used on one
+  agent's runs, or an edited cursor is 400 `invalid_request`, as is one that does not decode,
+  has the wrong number of keys or keys of the wrong type (issue 29, signed cursors).
 * `limit`: absent → the list's default; above its maximum → clamped to the maximum; below 1
   or not an integer → 400 (this departs on purpose from the reference's silent default).
 
@@ -20,13 +25,15 @@ Example::
     page = keyset_page(Run.objects.filter(status__in=RunStatus.FINISHED),
                        order=("-finished_at", "-id"), limit=50, cursor=None, tag="runs")
     page.items        # ≤ 50 runs, newest first
-    page.next_cursor  # "eyJsIjoicnVucyIsImsiOlsiMjAyNi0xMi0wMVQwMjo0Nzo0Ny4xMjM0NTYrMDA6MDAiLCJydW5fLi4uIl19" or None
+    page.next_cursor  # "eyJsIjoicnVucyIsImsiOlsiMjAyNi0xMi0wMVQwMjo0Nzo0Ny4xMjM0NTYrMDA6MDAiLCJydW5fLi4uIl19.3q2-7w…" or None
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
+import hmac
 import json
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -35,6 +42,7 @@ from typing import Any, Generic, TypeVar
 
 from django.core.exceptions import ValidationError
 from django.db.models import Q, QuerySet
+from django.utils.crypto import salted_hmac
 from ninja import Query
 
 from agents_site.errors import InvalidRequest
@@ -100,19 +108,49 @@ def _to_json(value: Any) -> Any:
     return value
 
 
-def encode_cursor(*, tag: str, keys: list[Any]) -> str:
-    """Return the opaque cursor for sort `keys` of list `tag` (urlsafe base64 of compact JSON, no padding)."""
+_SALT = "agents_site.pagination.cursor"
+_MAC_BYTES = 16
+
+
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _mac(body: str, scope: str) -> str:
+    """Return the urlsafe base64 of the truncated HMAC-SHA256 binding `body` to `scope`."""
+    return _b64(salted_hmac(_SALT, f"{body}|{scope}", algorithm="sha256").digest()[:_MAC_BYTES])
+
+
+def list_scope(queryset: QuerySet) -> str:
+    """Return what a cursor of `queryset`'s list is bound to: its store alias and its filters' SQL (hashed).
+
+    Two lists share a scope only when they read the same store with the same filters, e.g. an
+    org's runs and one agent's runs differ (the agent's id is in the SQL), and so do two orgs.
+    """
+    try:
+        sql = str(queryset.order_by().query)
+    except Exception:  # a filter that can match nothing (`pk__in=[]`) has no SQL: the model names it
+        sql = queryset.model._meta.label
+    return hashlib.sha256(f"{queryset.db}\0{sql}".encode()).hexdigest()
+
+
+def encode_cursor(*, tag: str, keys: list[Any], scope: str = "") -> str:
+    """Return the signed cursor for sort `keys` of list `tag` in `scope` (`<body>.<mac>`, urlsafe, no padding)."""
     raw = json.dumps({"l": tag, "k": [_to_json(k) for k in keys]}, separators=(",", ":"), ensure_ascii=True)
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+    body = _b64(raw.encode())
+    return f"{body}.{_mac(body, scope)}"
 
 
-def decode_cursor(cursor: str, *, tag: str, size: int) -> list[Any]:
-    """Return the `size` raw sort keys carried by `cursor`; raise `InvalidRequest` (400) unless it
-    is a cursor of list `tag` (the keys are not yet typed: see `keyset_page`)."""
+def decode_cursor(cursor: str, *, tag: str, size: int, scope: str = "") -> list[Any]:
+    """Return the `size` raw sort keys carried by `cursor`; raise `InvalidRequest` (400) unless this
+    server signed it for list `tag` in `scope` (the keys are not yet typed: see `keyset_page`)."""
     if not isinstance(cursor, str) or not cursor or len(cursor) > CURSOR_MAX_LENGTH:
         raise InvalidRequest(_MALFORMED)
+    body, dot, mac = cursor.partition(".")
+    if not dot or not hmac.compare_digest(mac.encode("ascii", "replace"), _mac(body, scope).encode()):
+        raise InvalidRequest(_MALFORMED)
     try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
         data = json.loads(raw.decode("utf-8"))
     except (binascii.Error, ValueError, UnicodeDecodeError) as exc:
         raise InvalidRequest(_MALFORMED) from exc
@@ -155,14 +193,17 @@ def keyset_page(queryset: QuerySet, *, order: tuple[str, ...], limit: int, curso
 
     `order` names concrete, non-null model fields (`"-x"` descending), and its LAST field must be
     unique (the primary key) so the order is total. `tag` names the list (and its filters'
-    shape) so a cursor of another list is refused. Reads `limit + 1` rows in one query (plus
+    shape) so a cursor of another list is refused; the cursor is signed and bound to the
+    queryset's store and filters (`list_scope`), so only a cursor issued for this list of this
+    org passes. Reads `limit + 1` rows in one query (plus
     whatever the queryset's own annotations cost). Raises `InvalidRequest` (400) for a
     malformed or foreign cursor.
     """
     model = queryset.model
     columns = [name.lstrip("-") for name in order]
+    scope = list_scope(queryset)
     if cursor is not None:
-        raw = decode_cursor(cursor, tag=tag, size=len(order))
+        raw = decode_cursor(cursor, tag=tag, size=len(order), scope=scope)
         keys = [_typed(model, column, value) for column, value in zip(columns, raw, strict=True)]
         queryset = queryset.filter(_after(order, keys))
     rows = list(queryset.order_by(*order)[: limit + 1])
@@ -171,4 +212,4 @@ def keyset_page(queryset: QuerySet, *, order: tuple[str, ...], limit: int, curso
     rows = rows[:limit]
     last = rows[-1]
     keys = [getattr(last, model._meta.get_field(column).attname) for column in columns]
-    return Page(items=rows, next_cursor=encode_cursor(tag=tag, keys=keys))
+    return Page(items=rows, next_cursor=encode_cursor(tag=tag, keys=keys, scope=scope))

@@ -10,11 +10,12 @@ declare, is what the contract test (schemathesis over a live server) reports.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from ninja import Schema
-from pydantic import Field, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
+from agents_site.errors import InvalidRequest
 from agents_site.vocabulary import ErrorCode
 
 
@@ -63,6 +64,105 @@ def word_param(choices: Iterable) -> Any:
     return Annotated[str | None, WithJsonSchema({"type": "string", "enum": words(choices)})]
 
 
+#: The credential scanner every caller-written text passes (registered by `sessions` in its
+#: `AppConfig.ready()`: this module sits below it). Called with `{field name: value}`; raises
+#: 422 `secret_in_transcript` with findings naming the field.
+_text_scanner: Callable[[dict[str, Any]], None] | None = None
+
+
+def register_text_scanner(scanner: Callable[[dict[str, Any]], None]) -> None:
+    """Install the scanner `BodySchema` and `scan_caller_text` call (once, from `sessions`)."""
+    global _text_scanner
+    _text_scanner = scanner
+
+
+def scan_caller_text(fields: dict[str, Any]) -> None:
+    """Refuse (422 `secret_in_transcript`) when any text in `fields` (`{name: str | list | dict}`) carries a credential.
+
+    The one check behind every text field a caller writes, on both APIs (Ninja `BodySchema`,
+    DRF `identity.serializers._Strict`). Strings are scanned wherever they sit in lists and
+    objects (keys included). Raises `RuntimeError` if no scanner was registered: a body must
+    never pass unscanned because an app did not load.
+    """
+    if _text_scanner is None:
+        raise RuntimeError("no credential scanner registered (sessions app not ready)")
+    texts = {name: value for name, value in fields.items() if _has_text(value)}
+    if texts:
+        _text_scanner(texts)
+
+
+def _has_text(value: Any) -> bool:
+    if isinstance(value, str):
+        return value != ""
+    if isinstance(value, dict):
+        return any(_has_text(k) or _has_text(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(_has_text(v) for v in value)
+    return False
+
+
+def _plain(value: Any) -> Any:
+    """Return `value` with nested body models left out (each scans itself when it is validated)."""
+    if isinstance(value, BaseModel):
+        return None
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+class BodySchema(Schema):
+    """Base of every request body of `/v1/agents` (and of each object nested in one).
+
+    Two rules for every write (issue 29):
+
+    * **Strict.** A field the schema does not declare is refused with 400 `invalid_request`
+      naming it (`fields[].field` is its path, `message` "unknown field"), and the OpenAPI
+      document declares `additionalProperties: false`.
+    * **Scanned.** Every text the caller wrote — each string field, and each string inside a
+      list or object field — passes the credential scanner (`scan_caller_text`) once the body
+      is valid, before the route runs: a credential anywhere is 422 `secret_in_transcript` with
+      findings naming the field, and nothing is stored. `unscanned` names fields whose value is
+      not the caller's words (none so far); `scanned = False` exempts a body that carries what
+      the platform *received* (a machine's report of model output, masked where it is stored).
+
+    A new body schema gets both by subclassing this class instead of `ninja.Schema` (a subclass
+    keeps them when it sets its own `model_config`: pydantic merges configs). A route reading
+    its raw body itself calls `refuse_unknown_fields` and `scan_caller_text`.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    unscanned: ClassVar[frozenset[str]] = frozenset()
+    scanned: ClassVar[bool] = True
+
+    @model_validator(mode="after")
+    def _refuse_credentials(self):
+        cls = type(self)
+        if cls.scanned:
+            scan_caller_text({name: _plain(getattr(self, name)) for name in cls.model_fields if name not in cls.unscanned})
+        return self
+
+
+def refuse_unknown_fields(body: dict, schema: type[Schema], *, prefix: str = "") -> None:
+    """Raise `InvalidRequest` (400) naming the first keys of `body` that `schema` does not declare.
+
+    For routes that read their raw body (they declare `schema` in the document with
+    `additionalProperties: false`). Example: `{"kind": "message", "paylod": {}}` against
+    `EventIn` → "invalid request: paylod: unknown field".
+    """
+    known = set(schema.model_fields) | {f.alias for f in schema.model_fields.values() if f.alias}
+    unknown = sorted(str(key) for key in body if key not in known)
+    if unknown:
+        fields = [{"field": f"{prefix}{name}", "message": UNKNOWN_FIELD} for name in unknown]
+        raise InvalidRequest(f"invalid request: {fields[0]['field']}: {UNKNOWN_FIELD}", fields=fields)
+
+
+#: The message naming a field a body schema does not declare.
+UNKNOWN_FIELD = "unknown field"
+
+
 class ErrorOut(Schema):
     """The one error shape: `status` (the HTTP status), `code` (a stable word) and `error` (a
     sentence); some errors add named fields, such as `fields` on a validation error."""
@@ -95,3 +195,22 @@ def required_in_docs(*names: str) -> Callable[[dict, type], None]:
                     prop["anyOf"] = kept
 
     return apply
+
+
+def sse_frame(event: str, data: dict) -> dict:
+    """One Server-Sent Event as schemathesis and OpenAPI 3.1 read it: `event` and its JSON `data`."""
+    return {
+        "type": "object",
+        "required": ["event", "data"],
+        "properties": {"event": {"const": str(event)}, "data": {"type": "string", "contentMediaType": "application/json", "contentSchema": data}},
+    }
+
+
+def stream_schema(title: str, description: str, frames: list[dict]) -> dict:
+    """Return the schema of a `text/event-stream` answer: one of `frames` (each `sse_frame`).
+
+    `title` names it: `agents_site.openapi.complete` publishes it as its own component
+    (`#/components/schemas/<title>`), so a stream's frames are a schema of the document like any
+    body, not prose.
+    """
+    return {"title": title, "description": description, "oneOf": frames}

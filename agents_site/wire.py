@@ -16,6 +16,10 @@ NUL_ESCAPE = b"\\u0000"
 #: How deep a JSON Schema (a tool's `parameters`) may nest: deeper ones are refused (400) before a
 #: run starts, since encoding them for the gateway overflows the stack and fails the started run.
 MAX_SCHEMA_DEPTH = 64
+#: The range of an integer either store can compare with (a signed 64-bit column): a query or body
+#: integer outside it is refused 400 before it reaches SQL (SQLite's driver raises OverflowError).
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
 
 
 def rfc3339(value: datetime | None) -> str:

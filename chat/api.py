@@ -12,10 +12,11 @@ from django.http import HttpResponse, JsonResponse
 from ninja import Router
 from ninja.responses import Status
 
+from agents.hooks import request_callback
 from agents.presenters import run_view
-from agents.streaming import run_stream
+from agents.streaming import run_headers, run_stream
 from agents_site.pagination import cursor_param, limit_param
-from agents_site.schemas import ErrorOut
+from agents_site.schemas import ErrorOut, sse_frame, stream_schema
 from agents_site.vocabulary import ReplyFrame, RunStatus
 from chat import rounds, selectors, services
 from chat.errors import RoundFailed
@@ -28,12 +29,26 @@ from tenancy.principal import require_org
 
 router = Router(tags=["chat"])
 
+_TEXT = {"type": "string"}
+_WITH_RUN = {"run": {"$ref": "#/components/schemas/RunOut"}}
+_CHAT_STREAM = stream_schema("ChatStreamFrame", (
+    "With `stream: true`: Server-Sent Events while the round runs. First `event: start` `{runId, sessionId, conversationId}` "
+    "(to stop it); `delta` `{text}` pieces of the reply (credentials masked); `tool` `{name, args, result|error}` for a tool "
+    "executed here; `ops` `{ops}` for calls the client runs; then one `chat` frame (the 200 body plus `run`) or, for a "
+    "failed run, one `error` frame (the 502 body plus `run`)."), [
+    sse_frame(ReplyFrame.START, {"type": "object", "required": ["runId", "conversationId"],
+                                 "properties": {"runId": _TEXT, "sessionId": {"type": ["string", "null"]}, "conversationId": _TEXT}}),
+    sse_frame(ReplyFrame.DELTA, {"type": "object", "required": ["text"], "properties": {"text": _TEXT}}),
+    sse_frame(ReplyFrame.TOOL, {"type": "object", "required": ["name", "args"],
+                                "properties": {"name": _TEXT, "args": {"type": "object"}, "result": _TEXT, "error": _TEXT}}),
+    sse_frame(ReplyFrame.OPS, {"type": "object", "required": ["ops"], "properties": {"ops": {"type": "array", "items": {"$ref": "#/components/schemas/OpOut"}}}}),
+    sse_frame(ReplyFrame.CHAT, {"allOf": [{"$ref": "#/components/schemas/ChatOut"}, {"type": "object", "required": ["run"], "properties": _WITH_RUN}]}),
+    sse_frame(ReplyFrame.ERROR, {"allOf": [{"$ref": "#/components/schemas/ErrorOut"}, {"type": "object", "properties": _WITH_RUN}]}),
+])
 _STREAM = {
     200: {
-        "description": "The round's answer; with `stream: true`, `text/event-stream`: `delta` `{text}`, `tool` "
-                       "`{name, args, result|error}` and `ops` `{ops}` frames, then one `chat` frame (this body plus "
-                       "`run`) or, for a failed run, one `error` frame (the 502 body plus `run`).",
-        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        "description": "The round's answer; with `stream: true`, `text/event-stream` (see `ChatStreamFrame`).",
+        "content": {"text/event-stream": {"schema": _CHAT_STREAM}},
     }
 }
 
@@ -69,14 +84,17 @@ def chat(request, payload: ChatIn):
     `agent_external`, or `conversation_busy` while a round of the conversation is in flight
     (`multitaskStrategy: enqueue` waits for it instead); 402/503 balance; 503 no inference;
     502 `run_failed` when the run failed (`runId`, `conversationId`; your message stays stored).
+    `webhook`: the round's own `run.finished` callback, a URL under one of the org's webhook
+    endpoints (else 400).
     """
     principal = require_org(request.auth)
     tools = [tool.model_dump(exclude_none=True) for tool in payload.tools] if payload.tools is not None else None
-    start = rounds.chat_round_start(
-        actor=principal.actor, messages=payload.messages, preset=payload.preset, agent=payload.agent, tools=tools,
-        system=payload.system, conversation_id=payload.conversationId, multitask_strategy=payload.multitaskStrategy,
-        request_id=_request_id(request), subject=principal.subject,
-    )
+    with request_callback(payload.webhook):  # 400 for a URL outside the org's webhook endpoints
+        start = rounds.chat_round_start(
+            actor=principal.actor, messages=payload.messages, preset=payload.preset, agent=payload.agent, tools=tools,
+            system=payload.system, conversation_id=payload.conversationId, multitask_strategy=payload.multitaskStrategy,
+            request_id=_request_id(request), subject=principal.subject,
+        )
     if payload.stream:
         def work(listener):
             run = rounds.chat_round_execute(start, listener=listener)
@@ -85,7 +103,7 @@ def chat(request, payload: ChatIn):
             return ReplyFrame.ERROR, {**_failed(start, run).body(), "run": run_view(run)}
 
         opening = {"runId": start.run.id, "sessionId": start.run.session_id or None, "conversationId": start.conversation_id}
-        return run_stream(org=principal.org_slug, work=work, start=opening)
+        return run_headers(run_stream(org=principal.org_slug, work=work, start=opening), start.run)
     run = rounds.chat_round_execute(start)
     if run.status != RunStatus.OK:
         raise _failed(start, run)

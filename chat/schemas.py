@@ -11,15 +11,15 @@ from typing import Any, Literal
 from ninja import Schema
 from pydantic import ConfigDict, Field, StrictBool
 
-from agents_site.schemas import ErrorOut, choice, declare, required_in_docs, text
+from agents_site.schemas import BodySchema, ErrorOut, choice, declare, required_in_docs, text
 from agents_site.vocabulary import ChatRole, MultitaskStrategy
 from chat.presets import preset_ids
-from chat.validation import MAX_CONTENT_BYTES, MAX_TITLE, TOOL_NAME_PATTERN
+from chat.validation import MAX_CONTENT_BYTES, MAX_MESSAGES, MAX_TITLE, MAX_TOOLS, TOOL_NAME_PATTERN
 
 _CONTENT = f"The message's text, at most {MAX_CONTENT_BYTES // 1024} KiB of UTF-8. A credential in it refuses the request (422 `secret_in_transcript`)."
 
 
-class MessageIn(Schema):
+class MessageIn(BodySchema):
     """One message: `role` and `content` (OpenAI's shape)."""
 
     model_config = ConfigDict(json_schema_extra=required_in_docs("role", "content"))
@@ -30,7 +30,7 @@ class MessageIn(Schema):
     content: str | None = text(description=_CONTENT)
 
 
-class ToolFunctionIn(Schema):
+class ToolFunctionIn(BodySchema):
     """An OpenAI function: its name, what it does, and its parameters as a JSON Schema object."""
 
     name: str = Field(..., pattern=TOOL_NAME_PATTERN, description="1–64 letters, digits, `_` or `-`.")
@@ -38,14 +38,14 @@ class ToolFunctionIn(Schema):
     parameters: dict[str, Any] | None = Field(None, description="A JSON Schema object (default: no parameters).")
 
 
-class ToolIn(Schema):
+class ToolIn(BodySchema):
     """An OpenAI tool definition: `{"type": "function", "function": {name, description?, parameters?}}`."""
 
     type: Literal["function"] = Field(..., description="Always `function`.")
     function: ToolFunctionIn
 
 
-class ChatIn(Schema):
+class ChatIn(BodySchema):
     """One tool-calling round: the caller's new messages, and what drives the round.
 
     `agent` (one of the org's agents, by name or id) or `preset` (default `assistant`) — not
@@ -56,15 +56,19 @@ class ChatIn(Schema):
 
     model_config = ConfigDict(json_schema_extra=required_in_docs("messages"))
 
-    messages: list[MessageIn] | None = Field(None, description="At least one message; the last `user` one is stored with the reply.",
-                                             json_schema_extra=declare(on="array", minItems=1))
+    messages: list[MessageIn] | None = Field(None, description=f"1 to {MAX_MESSAGES} messages (at most 512 KiB of content together); the last `user` one is stored with the reply.",
+                                             json_schema_extra=declare(on="array", minItems=1, maxItems=MAX_MESSAGES))
     preset: str | None = choice(preset_ids(), description="A preset of GET /v1/agents/chat/presets (default `assistant`; not with `agent`).")
     agent: str | None = text(description="Name or id of one of the org's agents: its model, instructions and tools drive the round (not with `preset`).")
-    tools: list[ToolIn] | None = Field(None, description="The caller's own OpenAI function definitions; their calls come back as `ops`.")
+    tools: list[ToolIn] | None = Field(None, description="The caller's own OpenAI function definitions; their calls come back as `ops`.",
+                                       json_schema_extra=declare(on="array", maxItems=MAX_TOOLS))
     system: str | None = text(description="Added to the preset's system prompt (or the agent's instructions) after a blank line; at most 128 KiB of UTF-8.")
     conversationId: str | None = text(description="Continue this conversation; an unknown id starts a new one.")
     stream: StrictBool | None = Field(None, description="`true` answers `text/event-stream`: `delta`, `tool` and `ops` frames, then one `chat` frame (or `error`).")
     multitaskStrategy: str | None = choice(MultitaskStrategy, description="While a round of the conversation is in flight: `reject` (409 `conversation_busy`, the default) or `enqueue` (wait for it, then run).")
+    webhook: str | None = text(description=(
+        "A URL to POST this round's `run.finished` event to: it must fall under one of the org's webhook endpoints, else 400."),
+        maxLength=2048, format="uri")
 
 
 class ActionOut(Schema):
@@ -147,12 +151,13 @@ class ConversationDetailOut(Schema):
     messages: list[MessageOut]
 
 
-class ConversationIn(Schema):
+class ConversationIn(BodySchema):
     """Record turns without a completion: a new conversation with `messages` (none is fine)."""
 
     title: str | None = text(description=f"At most {MAX_TITLE} characters (default: the first user message's start, or \"New conversation\").",
                              maxLength=MAX_TITLE)
-    messages: list[MessageIn] | None = Field(None, description="Turns to record, in order (any role).")
+    messages: list[MessageIn] | None = Field(None, description=f"Up to {MAX_MESSAGES} turns to record, in order (any role; at most 512 KiB of content together).",
+                                             json_schema_extra=declare(on="array", maxItems=MAX_MESSAGES))
 
 
 class RoundFailedOut(ErrorOut):

@@ -13,6 +13,11 @@ from agents_site.vocabulary import ChatRole
 from sessions.services import refuse_secrets
 
 MAX_CONTENT_BYTES = 128 * 1024
+#: At most this many messages in one body (a chat round or a recorded conversation): refused (400)
+#: before any scan or store work, so a body's work is bounded before it starts.
+MAX_MESSAGES = 500
+#: At most this many bytes of UTF-8 message content in one body, all messages together.
+MAX_TOTAL_CONTENT_BYTES = 512 * 1024
 MAX_TOOLS = 128  # the caller's own function definitions per round (as on the OpenAI-compatible endpoint)
 MAX_TITLE = 80
 DEFAULT_TITLE = "New conversation"
@@ -24,6 +29,7 @@ def clean_messages(messages, *, required: bool) -> list[dict]:
     """Return `messages` (MessageIn-like objects or dicts) as `[{"role", "content"}]`.
 
     Raises `InvalidRequest` (400): "messages required" (None or empty, when `required`);
+    more than `MAX_MESSAGES` messages or `MAX_TOTAL_CONTENT_BYTES` of content together;
     "messages[i].role must be one of system|user|assistant|tool"; "messages[i].content is
     required"; "messages[i].content is over 128 KiB". Example: `[MessageIn(role="user",
     content="hi")]` → `[{"role": "user", "content": "hi"}]`.
@@ -32,7 +38,10 @@ def clean_messages(messages, *, required: bool) -> list[dict]:
         if required:
             raise InvalidRequest("messages required")
         return []
+    if len(messages) > MAX_MESSAGES:
+        raise InvalidRequest(f"messages: at most {MAX_MESSAGES} messages in one request")
     cleaned = []
+    total = 0
     for index, message in enumerate(messages):
         role = message.get("role") if isinstance(message, dict) else getattr(message, "role", None)
         content = message.get("content") if isinstance(message, dict) else getattr(message, "content", None)
@@ -40,8 +49,12 @@ def clean_messages(messages, *, required: bool) -> list[dict]:
             raise InvalidRequest(f"messages[{index}].role must be one of {_ROLES}")
         if not isinstance(content, str):
             raise InvalidRequest(f"messages[{index}].content is required (a string)")
-        if len(content.encode()) > MAX_CONTENT_BYTES:
+        size = len(content.encode())
+        if size > MAX_CONTENT_BYTES:
             raise InvalidRequest(f"messages[{index}].content is over 128 KiB")
+        total += size
+        if total > MAX_TOTAL_CONTENT_BYTES:
+            raise InvalidRequest(f"messages: at most {MAX_TOTAL_CONTENT_BYTES // 1024} KiB of content in one request")
         cleaned.append({"role": role, "content": content})
     return cleaned
 

@@ -12,6 +12,7 @@ from django.http import JsonResponse
 from ninja import Router
 from ninja.responses import Status
 
+from agents.hooks import request_callback
 from agents.models import Run
 from agents_site.schemas import ErrorOut
 from coding import selectors, services
@@ -91,14 +92,17 @@ def start_coding(request, payload: CodingIn):
     402 balance, 429 too many coding runs in flight, 503 no sandbox or no inference. 400
     `base_not_found` when the remote lacks the start branch; 404 for an unknown
     `replyConversationId`; `desktop`, `replyChannel`, `replyThread` → 400 "not supported here".
+    `webhook`: this run's own `run.finished` callback, a URL under one of the org's webhook
+    endpoints (else 400).
     """
     principal = require_org(request.auth)
-    run, coding = services.coding_start(
-        principal=principal, prompt=payload.prompt, repo=payload.repo, project=payload.project, base=payload.base,
-        after=payload.after, agent_ref=payload.agentRef, target_id=payload.targetId, timeout_seconds=payload.timeoutSeconds,
-        tool=payload.tool, reply_conversation_id=payload.replyConversationId,
-        unsupported=tuple(name for name in UNSUPPORTED_FIELDS if name in payload.model_fields_set), request_id=_request_id(request),
-    )
+    with request_callback(payload.webhook):  # 400 for a URL outside the org's webhook endpoints
+        run, coding = services.coding_start(
+            principal=principal, prompt=payload.prompt, repo=payload.repo, project=payload.project, base=payload.base,
+            after=payload.after, agent_ref=payload.agentRef, target_id=payload.targetId, timeout_seconds=payload.timeoutSeconds,
+            tool=payload.tool, reply_conversation_id=payload.replyConversationId,
+            unsupported=tuple(name for name in UNSUPPORTED_FIELDS if name in payload.model_fields_set), request_id=_request_id(request),
+        )
     body = {"sessionId": coding.session_id, "runId": run.id, "branch": coding.branch, "repo": coding.repo,
             "routed": bool(coding.target_id), "targetId": coding.target_id}
     response = JsonResponse(body, status=202)

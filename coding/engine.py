@@ -15,7 +15,12 @@
 
 Between turns the session's steering commands apply exactly as for every run (`RunLoop.steer`):
 `pause` holds, `message` adds a user turn, `stop` ends the run `error` "stopped by …"
-(nothing pushed; commits made so far are reported). Before each commit the staged diff goes
+(nothing pushed; commits made so far are reported). A stop also interrupts the turn in flight
+(issue 25): the completion's request is cancelled, a running `run` command's whole process tree
+is killed (no tool result is recorded; what it printed is kept, masked, in the run's end as
+`stoppedCommand`), and the run ends `finishReason` `stopped`. The commits made before the stop
+are pushed only when the stop said `{"push": true}`. A `pause` lets the command finish (its
+result is recorded) and holds before the next turn. Before each commit the staged diff goes
 through the project's secret scanner; a credential is unstaged, never committed, and the model
 is told why. The working copy is removed whatever happens.
 """
@@ -30,11 +35,11 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from agents.execution.completion import CompletionFailed, complete, models_for
-from agents.execution.loop import Outcome, RunEnded, RunLoop, valid_text
+from agents.execution.completion import CompletionFailed, CompletionStopped, complete, models_for
+from agents.execution.loop import Outcome, RunEnded, RunLoop, RunStopped, masked, valid_text, watch_stop
 from agents.models import Agent, Run
 from agents.run_session import RunSession, clip
-from agents_site.vocabulary import ErrorCode, EventKind, RunStatus
+from agents_site.vocabulary import ErrorCode, EventKind, FinishReason, RunStatus
 from coding import git as gitops
 from coding.models import CodingRun, Repo
 from coding.routing import coding_bounds
@@ -42,7 +47,8 @@ from coding.remotes import RepoScheme, check_reachable, credential_value
 from coding.sandbox import default_limits
 from toolkit import commits
 from toolkit.coding import FINISH, WRITING_TOOLS, ToolBox, tool_definitions
-from toolkit.sandbox import SandboxBackend
+from toolkit.sandbox import CommandCancelled, SandboxBackend
+from toolkit.stopping import StopSignal, run_stoppable
 
 logger = logging.getLogger(__name__)
 
@@ -83,15 +89,20 @@ class CodingOutcome(Outcome):
     diffstat: str = ""
     summary: str = ""
     commits: list[Commit] = field(default_factory=list)
+    stopped_command: dict | None = None  # a command killed by a stop: {name, command, output (masked, clipped)}
 
     def report(self) -> dict:
         """Return the wire summary `{text, summary, changed, pushed, branch, commitSha, diffstat, commits}`
-        (`summary`: the model's `finish` text; `text`: the run's output, or its error)."""
-        return {
+        (`summary`: the model's `finish` text; `text`: the run's output, or its error), plus
+        `stoppedCommand` when a stop killed a command."""
+        report = {
             "text": self.output or self.error, "summary": self.summary,
             "changed": self.changed, "pushed": self.pushed, "branch": self.branch, "commitSha": self.head_sha,
             "diffstat": self.diffstat, "commits": [c.as_dict() for c in self.commits],
         }
+        if self.stopped_command is not None:
+            report["stoppedCommand"] = self.stopped_command
+        return report
 
 
 def short_session_id(session_id: str) -> str:
@@ -144,6 +155,8 @@ class CodingLoop(RunLoop):
         self.bounds = coding_bounds()
         self.committed_bytes = 0
         self._tree_warned = False
+        self.stop = StopSignal()
+        watch_stop(self.session, self.stop)
 
     # -- session bookkeeping ---------------------------------------------------------------
     def _append(self, kind: EventKind, payload: dict) -> int | None:
@@ -275,7 +288,12 @@ class CodingLoop(RunLoop):
             if time.monotonic() >= self.deadline:
                 raise RunEnded("the run ran out of time")
             try:
-                answered = complete(models=models, messages=messages, tools=definitions, timeout=self._seconds_left, on_retry=self._on_retry)
+                answered = complete(models=models, messages=messages, tools=definitions, timeout=self._seconds_left, on_retry=self._on_retry,
+                                    generation={"run_id": self.run.id}, stop=self.stop)
+            except CompletionStopped as exc:
+                self.outcome.attempts += exc.attempts
+                self.outcome.model = exc.model
+                raise self._stopped() from exc
             except CompletionFailed as exc:
                 self.outcome.attempts += exc.attempts
                 self.outcome.model = exc.model
@@ -293,7 +311,7 @@ class CodingLoop(RunLoop):
             if not calls:  # a plain answer ends the run like finish; no tool ran, so nothing changed
                 self.outcome.summary = content
                 return
-            messages.append({"role": "assistant", "content": content or None,
+            messages.append({"role": "assistant", "content": content or "",  # "" not null: strict gateways (llama-cpp-python) refuse null
                              "tool_calls": [call.model_dump(mode="json", exclude_none=True) for call in calls]})
             described: list[tuple[str, dict]] = []
             last_seq = None
@@ -311,7 +329,9 @@ class CodingLoop(RunLoop):
                     finished = summary if isinstance(summary, str) else ""
                     result, failed = "finished", False
                 else:
-                    result, failed = toolbox.call(name, raw)
+                    if self.stop.is_set():
+                        raise self._stopped()
+                    result, failed = self._call_tool(toolbox, name, raw, arguments)
                     described.append((name, arguments))
                 result = valid_text(result)
                 self.outcome.tool_calls += 1
@@ -327,6 +347,27 @@ class CodingLoop(RunLoop):
                 self.outcome.summary = finished
                 return
         raise RunEnded(f"the run took {turns} turns without calling finish")
+
+    def _call_tool(self, toolbox: ToolBox, name: str, raw: str, arguments: dict) -> tuple[str, bool]:
+        """Run one coding tool; a stop kills a running command's process tree (issue 25).
+
+        Raises `RunStopped` when the stop interrupted the call: no result is recorded, and a
+        killed command's output so far is kept (masked, clipped) for the run's end.
+        """
+        if name != "run":
+            return toolbox.call(name, raw)
+        try:
+            return run_stoppable(lambda: toolbox.acall(name, raw), self.stop)
+        except CommandCancelled as killed:
+            command = arguments.get("command") if isinstance(arguments.get("command"), str) else ""
+            self.outcome.stopped_command = {"name": name, "command": clip(masked(command), EVENT_TEXT_BYTES),
+                                            "output": clip(masked(valid_text(killed.result.output)), EVENT_TEXT_BYTES)}
+            raise self._stopped() from None
+
+    def _push_after_stop(self) -> bool:
+        """Return True when the stop that ended the run asked for the commits made so far to be pushed."""
+        command = self.stop.command or {}
+        return bool(command.get("push")) and self.stop.is_set()
 
     def _push(self) -> None:
         head = self.git.head()
@@ -364,6 +405,16 @@ class CodingLoop(RunLoop):
             self._push()
             self.outcome.status = RunStatus.OK
             self.outcome.output = self._final_text()
+        except RunStopped as exc:
+            self.outcome.status = RunStatus.ERROR
+            self.outcome.error = str(exc)
+            self.outcome.finish_reason = FinishReason.STOPPED
+            self._record_state()
+            if self._push_after_stop():  # the stop said {"push": true}: the commits made so far go out
+                try:
+                    self._push()
+                except (RunEnded, ApiError, gitops.GitError) as failed:
+                    self.outcome.error = f"{self.outcome.error}; the push it asked for failed: {getattr(failed, 'message', None) or failed}"
         except (RunEnded, ApiError) as exc:
             self.outcome.status = RunStatus.ERROR
             self.outcome.error = getattr(exc, "message", None) or str(exc)

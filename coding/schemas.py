@@ -6,8 +6,10 @@ from typing import Any
 
 from ninja import Field, Schema
 
+from agents_site.schemas import BodySchema
 
-class RepoIn(Schema):
+
+class RepoIn(BodySchema):
     """Body of POST /v1/agents/repos (`owner` + `name`, or `repo` "owner/name") and of PATCH."""
 
     repo: str | None = None
@@ -41,7 +43,7 @@ class RepoDeletedOut(Schema):
     repo: str
 
 
-class CodingIn(Schema):
+class CodingIn(BodySchema):
     """Body of POST /v1/agents/coding: one autonomous coding run against a registered repo."""
 
     prompt: str | None = None
@@ -57,6 +59,8 @@ class CodingIn(Schema):
     desktop: Any = Field(None, description="Not supported here: any value is refused with 400.")
     replyChannel: Any = Field(None, description="Not supported here: any value is refused with 400.")
     replyThread: Any = Field(None, description="Not supported here: any value is refused with 400.")
+    webhook: str | None = Field(None, description=(
+        "A URL to POST this run's `run.finished` event to: it must fall under one of the org's webhook endpoints, else 400."))
 
 
 class CodingStartedOut(Schema):

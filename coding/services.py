@@ -24,6 +24,7 @@ from coding.models import CodingRun, Repo
 from coding.remotes import check_credential_name, parse_clone_url
 from coding.selectors import NAME_RE, coding_run_by_session, coding_runs_in_flight, repo_get_by_full_name
 from tenancy import stores
+from webhooks import events as webhook_events
 
 logger = logging.getLogger(__name__)
 
@@ -265,9 +266,11 @@ def coding_execute(*, run_id: str) -> str:
     finished = runs.coding_run_finish(
         run=run, session=session, status=outcome.status, output=outcome.output, error=outcome.error, model=outcome.model,
         attempts=outcome.attempts, prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens,
-        tool_calls=outcome.tool_calls, summary=outcome.report(),
+        tool_calls=outcome.tool_calls, summary=outcome.report(), finish_reason=outcome.finish_reason,
     )
     coding_reply_post(coding=CodingRun.objects.get(pk=run_id), run=finished)
+    if outcome.pushed:
+        webhook_events.coding_pushed(finished or run, branch=coding.branch, commit=outcome.head_sha, repo=coding.repo)
     return finished.status
 
 

@@ -18,7 +18,7 @@ from django.http import Http404
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
-from agents_site.errors import ApiError, Forbidden, InvalidRequest, NotFound, PayloadTooLarge
+from agents_site.errors import ApiError, Forbidden, InvalidRequest, NotFound, PayloadTooLarge, UnsupportedMediaType
 from agents_site.vocabulary import ErrorCode
 from identity.errors import RateLimited
 from tenancy import stores
@@ -63,7 +63,9 @@ def _as_api_error(exc: Exception) -> ApiError | None:
         error = ApiError(str(exc.detail))
         error.status, error.code = 405, ErrorCode.METHOD_NOT_ALLOWED
         return error
-    if isinstance(exc, (drf.ParseError, drf.UnsupportedMediaType)):
+    if isinstance(exc, drf.UnsupportedMediaType):
+        return UnsupportedMediaType()
+    if isinstance(exc, drf.ParseError):
         return InvalidRequest(f"the request body could not be read: {exc.detail}")
     if isinstance(exc, RequestDataTooBig):
         return PayloadTooLarge()

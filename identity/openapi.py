@@ -37,6 +37,28 @@ def add_stream_path(result, generator, request, public):
     return result
 
 
+def strict_request_bodies(result, generator, request, public):
+    """drf-spectacular post-processing hook: declare what `identity.serializers._Strict` enforces.
+
+    Every request body component (`…Request`, the split request half) gets
+    `additionalProperties: false` (an unknown field is a 400 naming it), and every operation
+    with a body answers 415 `unsupported_media_type` for a body that is not JSON and 422
+    `secret_in_transcript` for a credential in a text field (`_Strict.validate`; the key,
+    envelope and backup bodies scan nothing, so they never answer it — declared anyway).
+    """
+    for name, schema in result.get("components", {}).get("schemas", {}).items():
+        if name.endswith("Request") and schema.get("type") == "object":
+            schema["additionalProperties"] = False
+    for item in result.get("paths", {}).values():
+        for operation in item.values():
+            if isinstance(operation, dict) and "requestBody" in operation:
+                responses = operation.setdefault("responses", {})
+                responses.setdefault("415", {"description": "The body is not JSON (`unsupported_media_type`).", "content": {"application/json": {"schema": ERROR_REF}}})
+                responses.setdefault("422", {"description": "A credential in a text you wrote (`secret_in_transcript`, masked `findings`); nothing stored.",
+                                             "content": {"application/json": {"schema": ERROR_REF}}})
+    return result
+
+
 class UserPrincipalScheme(OpenApiAuthenticationExtension):
     """The user principal in the document: an API key or gateway JWT as a bearer (or a console session)."""
 

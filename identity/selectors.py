@@ -25,7 +25,7 @@ def page_limit(limit: object) -> int:
     if limit is None or limit == "":
         return PAGE_DEFAULT
     raw = str(limit).strip()
-    if not re.fullmatch(r"-?[0-9]{1,18}", raw):
+    if not re.fullmatch(r"[-+]?[0-9]{1,4000}", raw):  # any integer (Python parses up to 4300 digits)
         raise InvalidRequest("limit must be an integer")
     value = int(raw)
     return value if 1 <= value <= PAGE_MAX else PAGE_DEFAULT

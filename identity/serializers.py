@@ -7,12 +7,19 @@ answers in the OpenAPI document (views render `identity.presenters`).
 
 from __future__ import annotations
 
+import re
+
 from django.core.validators import RegexValidator
 from rest_framework import serializers
 
-from agents_site.vocabulary import AnomalyKind, ConnectionMode, EnvelopeDirection, IdentityCategory, KeyStatus
+from agents_site.schemas import scan_caller_text
+from agents_site.vocabulary import AnomalyKind, ConnectionMode, EnvelopeDirection, IdentityCategory, KeyStatus, WebhookEventType
 
 CUSTOM_ID_PATTERN = r"^[a-z0-9_]{4,30}$"
+#: What an anomaly's `conversation_id` may hold: an id-like word (no `/`, no dots, no markup), or nothing.
+ANOMALY_CONVERSATION_PATTERN = r"^[A-Za-z0-9_-]{0,64}$"
+#: The conversation ids the console links to (rows stored before the pattern may hold anything).
+CONVERSATION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _CUSTOM_ID_AGENT_NAME = r"^[a-z0-9][a-z0-9_]{3,29}$"  # also a valid agent name: no leading "_"
 
 
@@ -25,8 +32,28 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+class StrictChoiceField(serializers.ChoiceField):
+    """A ChoiceField whose refusal lists the choices and never echoes the value sent."""
+
+    def __init__(self, choices, **kwargs):
+        super().__init__(choices, **kwargs)
+        allowed = ", ".join(str(key) for key in self.choices)
+        self.error_messages["invalid_choice"] = f"must be one of: {allowed}"
+
+
 class _Strict(serializers.Serializer):
-    """Refuse fields the route does not know (a typo must not pass silently)."""
+    """Base of every request body of the identity API: strict and scanned (issue 29).
+
+    A field the route does not know is refused 400 naming it (a typo must not pass silently;
+    the document says `additionalProperties: false`, `identity.openapi.strict_request_bodies`).
+    Every text the caller wrote passes the credential scanner once the fields are valid
+    (`agents_site.schemas.scan_caller_text`): a credential is 422 `secret_in_transcript` with
+    findings naming the field, nothing stored. `unscanned` names fields that are not words
+    (public keys, a webhook secret the agent registers on purpose, sealed envelopes, the
+    encrypted backup): they are validated by shape instead.
+    """
+
+    unscanned: frozenset[str] = frozenset()
 
     def to_internal_value(self, data):
         if isinstance(data, dict):
@@ -35,10 +62,13 @@ class _Strict(serializers.Serializer):
                 raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
         return super().to_internal_value(data)
 
+    def validate(self, attrs):
+        """Scan every caller-written text of the valid body (422 on a credential)."""
+        scan_caller_text({name: value for name, value in attrs.items() if name not in self.unscanned})
+        return attrs
+
 
 def _custom_id_rule(value: str) -> str:
-    import re
-
     if value and not re.fullmatch(_CUSTOM_ID_AGENT_NAME, value):
         raise serializers.ValidationError(f"must match {CUSTOM_ID_PATTERN} and start with a letter or digit")
     return value
@@ -48,11 +78,13 @@ class AgentCreateIn(_Strict):
     """POST /v1/identity/agents: the creation form (spec 001)."""
 
     display_name = StrictCharField(min_length=2, max_length=32)
-    custom_id = StrictCharField(required=False, allow_blank=True, allow_null=True, max_length=30, validators=[_custom_id_rule])
+    custom_id = StrictCharField(required=False, allow_blank=True, allow_null=True, max_length=30,
+                                validators=[RegexValidator("^$|" + _CUSTOM_ID_AGENT_NAME, f"must match {CUSTOM_ID_PATTERN} and start with a letter or digit"),
+                                            _custom_id_rule])
     bio = StrictCharField(required=False, allow_blank=True, max_length=500, trim_whitespace=False)
     avatar_url = StrictCharField(required=False, allow_blank=True, allow_null=True, max_length=2048)
-    category = serializers.ChoiceField(choices=IdentityCategory.choices, required=False, allow_blank=True, allow_null=True)
-    connection_mode = serializers.ChoiceField(choices=ConnectionMode.choices)
+    category = StrictChoiceField(choices=IdentityCategory.choices, required=False, allow_blank=True, allow_null=True)
+    connection_mode = StrictChoiceField(choices=ConnectionMode.choices)
     webhook_url = StrictCharField(required=False, allow_blank=True, allow_null=True, max_length=2048)
     health_check_url = StrictCharField(required=False, allow_blank=True, allow_null=True, max_length=2048)
 
@@ -61,7 +93,7 @@ class AgentPatchIn(AgentCreateIn):
     """PATCH /v1/identity/agents/{id}: any subset of the creation fields; custom_id immutable."""
 
     display_name = StrictCharField(min_length=2, max_length=32, required=False)
-    connection_mode = serializers.ChoiceField(choices=ConnectionMode.choices, required=False)
+    connection_mode = StrictChoiceField(choices=ConnectionMode.choices, required=False)
 
 
 class RegenerateIn(_Strict):
@@ -70,16 +102,26 @@ class RegenerateIn(_Strict):
     emergency = serializers.BooleanField(required=False, default=False)
 
 
+#: Standard base64 with its padding (what `base64.b64decode(validate=True)` reads), non-empty.
+BASE64_PATTERN = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})$"
+#: The base64 of 32 bytes (a raw X25519 or Ed25519 public key): 43 characters and one `=`.
+KEY_PATTERN = r"^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=$"
+
+
 class KeysRegisterIn(_Strict):
     """POST …/keys/register (agent token): base64 X25519 and Ed25519 public keys, webhook secret."""
 
-    public_key = StrictCharField(trim_whitespace=True, max_length=100)
-    signing_public_key = StrictCharField(trim_whitespace=True, max_length=100)
+    unscanned = frozenset({"public_key", "signing_public_key", "webhook_secret"})
+
+    public_key = StrictCharField(trim_whitespace=True, max_length=100, validators=[RegexValidator(KEY_PATTERN, "must be the base64 of 32 bytes")])
+    signing_public_key = StrictCharField(trim_whitespace=True, max_length=100, validators=[RegexValidator(KEY_PATTERN, "must be the base64 of 32 bytes")])
     webhook_secret = StrictCharField(required=False, allow_blank=True, allow_null=True, max_length=400)
 
 
 class EnvelopeIn(_Strict):
     """A v1 envelope (docs/envelopes.md): `v1.<header>.<sealed>.<signature>`, at most 256 KiB."""
+
+    unscanned = frozenset({"envelope"})  # sealed: the platform cannot read it (the client scans before sealing)
 
     envelope = StrictCharField(trim_whitespace=True, max_length=None)
 
@@ -87,8 +129,10 @@ class EnvelopeIn(_Strict):
 class UserKeysIn(_Strict):
     """PUT /v1/identity/users/me/keys: the user's base64 X25519 and Ed25519 public keys."""
 
-    public_key = StrictCharField(trim_whitespace=True, max_length=100)
-    signing_public_key = StrictCharField(trim_whitespace=True, max_length=100)
+    unscanned = frozenset({"public_key", "signing_public_key"})
+
+    public_key = StrictCharField(trim_whitespace=True, max_length=100, validators=[RegexValidator(KEY_PATTERN, "must be the base64 of 32 bytes")])
+    signing_public_key = StrictCharField(trim_whitespace=True, max_length=100, validators=[RegexValidator(KEY_PATTERN, "must be the base64 of 32 bytes")])
 
 
 # ---- answers (documentation) ----
@@ -128,7 +172,7 @@ class PublicKeysOut(serializers.Serializer):
     public_key = serializers.CharField()
     signing_kid = serializers.CharField()
     signing_public_key = serializers.CharField()
-    status = serializers.ChoiceField(choices=KeyStatus.choices)
+    status = StrictChoiceField(choices=KeyStatus.choices)
     registered_at = serializers.CharField()
     expires_at = serializers.CharField(allow_null=True)
     revoked_at = serializers.CharField(allow_null=True)
@@ -224,7 +268,7 @@ class UserContextOut(serializers.Serializer):
 class EnvelopeOut(serializers.Serializer):
     envelope_id = serializers.CharField()
     message_id = serializers.CharField(allow_null=True)
-    direction = serializers.ChoiceField(choices=EnvelopeDirection.choices)
+    direction = StrictChoiceField(choices=EnvelopeDirection.choices)
     agent_id = serializers.CharField()
     user_id = serializers.CharField()
     envelope = serializers.CharField()
@@ -270,13 +314,15 @@ class AttemptOut(serializers.Serializer):
     number = serializers.IntegerField()
     status_code = serializers.IntegerField(allow_null=True)
     error = serializers.CharField(allow_null=True)
+    response_body = serializers.CharField(allow_null=True, help_text="At most 4 KiB of the receiver's answer, credentials masked.")
     duration_ms = serializers.IntegerField()
     at = serializers.CharField()
 
 
 class DeliveryOut(serializers.Serializer):
     delivery_id = serializers.CharField()
-    envelope_id = serializers.CharField()
+    type = serializers.ChoiceField(choices=[WebhookEventType.ENVELOPE, WebhookEventType.SECURITY_ALERT], help_text="What the delivery carries: an envelope, or a security alert (a system message).")
+    envelope_id = serializers.CharField(allow_null=True, help_text="The envelope delivered; null for a security alert.")
     agent_id = serializers.CharField()
     url = serializers.CharField()
     status = serializers.CharField()
@@ -297,16 +343,17 @@ class DeliveryListOut(serializers.Serializer):
 class AnomalyIn(_Strict):
     """POST /v1/identity/anomalies: what a client's client_action executor refused (names only, no values)."""
 
-    kind = serializers.ChoiceField(choices=AnomalyKind.choices)
+    kind = StrictChoiceField(choices=AnomalyKind.choices)
     artifact_subtype = StrictCharField(required=False, allow_blank=True, max_length=64)
     endpoint = StrictCharField(required=False, allow_blank=True, max_length=300)
-    conversation_id = StrictCharField(required=False, allow_blank=True, max_length=64)
+    conversation_id = StrictCharField(required=False, allow_blank=True, max_length=64,
+                                      validators=[RegexValidator(ANOMALY_CONVERSATION_PATTERN, "must be an id: letters, digits, _ and -")])
     detail = serializers.DictField(required=False, child=StrictCharField(max_length=300, allow_blank=True))
 
 
 class AnomalyOut(serializers.Serializer):
     id = serializers.IntegerField()
-    kind = serializers.ChoiceField(choices=AnomalyKind.choices)
+    kind = StrictChoiceField(choices=AnomalyKind.choices)
     artifact_subtype = serializers.CharField()
     endpoint = serializers.CharField()
     conversation_id = serializers.CharField()
@@ -317,8 +364,10 @@ class AnomalyOut(serializers.Serializer):
 class BackupIn(_Strict):
     """PUT /v1/identity/backup: the key bundle, encrypted in the browser (base64, opaque here)."""
 
+    unscanned = frozenset({"encrypted_backup_blob_v2"})
+
     encrypted_backup_blob_v2 = StrictCharField(trim_whitespace=True, max_length=None, min_length=4,
-                                               validators=[RegexValidator(r"^[A-Za-z0-9+/]+={0,2}$", "must be base64")])
+                                               validators=[RegexValidator(BASE64_PATTERN, "must be base64")])
 
 
 class BackupStoredOut(serializers.Serializer):

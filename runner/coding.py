@@ -14,7 +14,9 @@ the run at once (`base_not_found: …`).
 `run` executes in bubblewrap when the machine has it; without it, `run` is refused unless the
 daemon was started with `--allow-unsandboxed-commands` (the target's spec then says
 `"sandbox": "none"`). The platform's git runs with hooks, fsmonitor, external diff and textconv
-off. Steering (stop, pause, message) and the daemon's SIGTERM apply between turns; when the
+off. Steering (stop, pause, message) and the daemon's SIGTERM apply between turns, and a stop
+read while the model call or a command runs cancels it at once (the command's tree is killed,
+nothing is pushed); when the
 daemon cuts a run short (its stop grace passed), a running command's whole process tree is
 killed and what it had printed is recorded in the session with the stop.
 """
@@ -230,7 +232,7 @@ class CodingExecution(Execution):
             if not calls:
                 self.outcome.output = content
                 return
-            messages.append({"role": "assistant", "content": content or None,
+            messages.append({"role": "assistant", "content": content or "",  # "" not null: strict gateways (llama-cpp-python) refuse null
                              "tool_calls": [call.model_dump(mode="json", exclude_none=True) for call in calls]})
             finished, wrote, last_seq = None, False, None
             for call in calls:
@@ -245,11 +247,7 @@ class CodingExecution(Execution):
                     finished = arguments.get("summary") if isinstance(arguments.get("summary"), str) else ""
                     result, failed = "finished", False
                 else:
-                    try:
-                        result, failed = await toolbox.acall(name, raw)
-                    except CommandCancelled as stopped:  # the tree is gone; keep what it printed with the stop
-                        await self.record_stop(name, stopped)
-                        raise
+                    result, failed = await self._watched(self._acall(toolbox, name, raw))
                     wrote = wrote or name in WRITING_TOOLS
                 self.outcome.tool_calls += 1
                 await self.flush()  # the turn's queued events (its message) land before its tool call, as on the server
@@ -265,6 +263,14 @@ class CodingExecution(Execution):
                 self.outcome.output = finished
                 return
         raise RunEnded(f"the run took {MAX_TURNS} turns without calling finish")
+
+    async def _acall(self, toolbox: ToolBox, name: str, raw: str) -> tuple[str, bool]:
+        """Run one coding tool; a killed command's output so far is recorded with the stop."""
+        try:
+            return await toolbox.acall(name, raw)
+        except CommandCancelled as stopped:  # the tree is gone; keep what it printed with the stop
+            await self.record_stop(name, stopped)
+            raise
 
     async def execute(self) -> dict:
         """Run clone → turns → push; return the report (never raises)."""

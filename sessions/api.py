@@ -16,8 +16,9 @@ from ninja import Query, Router, Status
 
 from agents_site.errors import InvalidRequest
 from agents_site.pagination import cursor_param, limit_param
-from agents_site.schemas import word_param
+from agents_site.schemas import BodySchema, refuse_unknown_fields, scan_caller_text, word_param
 from agents_site.vocabulary import ControlCommand, SessionStatus
+from agents_site.wire import INT64_MAX, INT64_MIN, unstorable_text
 from sessions import builds, control, selectors, services
 from sessions.presenters import control_command_view, event_view, session_view, tree_view
 from sessions.schemas import (
@@ -38,6 +39,7 @@ from sessions.schemas import (
     SessionListOut,
     SessionOut,
     SessionPatchIn,
+    StopIn,
     TreeNodeOut,
 )
 from sessions.stream import parse_last_event_id, read_store, resolve_root, stream_response
@@ -58,6 +60,9 @@ def _json_body(request, *, required: bool) -> dict:
         raise InvalidRequest("payload must be valid JSON") from exc
     if not isinstance(body, dict):
         raise InvalidRequest("the body must be a JSON object")
+    refusal = unstorable_text(body)  # before any scan: a lone surrogate is no text to scan
+    if refusal is not None:
+        raise refusal
     return body
 
 
@@ -196,15 +201,23 @@ def _turn(item, *, caller: str) -> dict:
     """Return one turn of a request body as `{kind, payload, actor}` (blank actor → the caller)."""
     if not isinstance(item, dict):
         raise InvalidRequest("an event must be a JSON object")
+    refuse_unknown_fields(item, EventIn)
     actor = item.get("actor")
     if actor is not None and not isinstance(actor, str):
         raise InvalidRequest("actor must be a string")
+    scan_caller_text({"actor": actor})  # the payload is scanned by the service (findings with line numbers)
     kind = item.get("kind")
     return {
         "kind": kind if isinstance(kind, str) else "",
         "payload": item.get("payload"),
         "actor": (actor or "").strip() or caller,  # a blank actor names none: the caller
     }
+
+
+class EventBatchBody(BodySchema):
+    """The batch form of POST …/events (read by the route itself; declared by `_append_body`)."""
+
+    events: list
 
 
 def _append_body() -> dict:
@@ -214,6 +227,7 @@ def _append_body() -> dict:
         "title": "EventBatchIn",
         "description": f"Append 1 to {services.MAX_BATCH_EVENTS} turns at once, all or none, in list order (the body at most 1 MiB).",
         "type": "object",
+        "additionalProperties": False,
         "required": ["events"],
         "properties": {"events": {"type": "array", "minItems": 1, "maxItems": services.MAX_BATCH_EVENTS, "items": single}},
     }
@@ -242,6 +256,7 @@ def append_event(request, id: str):  # spec 003: POST /v1/agents/sessions/{id}/e
     body = _json_body(request, required=True)
     caller = request.auth.actor
     if "events" in body:
+        refuse_unknown_fields(body, EventBatchBody)
         items = body["events"]
         if not isinstance(items, list) or not 1 <= len(items) <= services.MAX_BATCH_EVENTS:
             raise InvalidRequest(services.BATCH_SIZE_MESSAGE)
@@ -257,7 +272,8 @@ def append_event(request, id: str):  # spec 003: POST /v1/agents/sessions/{id}/e
 
 # spec 003: GET /v1/agents/sessions/{id}/control
 @sessions_router.get("/{id}/control", response={200: ControlPollOut}, summary="Steering commands after a cursor", exclude_none=True)
-def poll_control(request, id: str, after: int | None = None):
+def poll_control(request, id: str, after: int | None = Query(None, ge=INT64_MIN, le=INT64_MAX,
+                                                             description="Commands with a seq above this (absent or negative: from the start).")):
     """Return the control commands with `seq` > `after`, oldest first, at most 200, and the
     cursor to poll from next."""
     events, cursor = selectors.control_commands(session_id=id, after=after)
@@ -266,8 +282,13 @@ def poll_control(request, id: str, after: int | None = None):
 
 def _steer(request, id: str, command: str):
     body = _json_body(request, required=False)
+    refuse_unknown_fields(body, ControlIn)
+    push = body.get("push")
+    if push is not None and (command != ControlCommand.STOP or not isinstance(push, bool)):
+        raise InvalidRequest("push must be true or false, and only on stop")
     event, forwarded = control.control_send(
-        session_id=id, command=command, message=body.get("message"), payload=body.get("payload"), actor=request.auth.actor
+        session_id=id, command=command, message=body.get("message"), payload=body.get("payload"), actor=request.auth.actor,
+        push=bool(push),
     )
     return {"command": command, "event": event_view(event), "forwarded": forwarded}
 
@@ -300,9 +321,10 @@ def resume_session(request, id: str):  # spec 003: POST /v1/agents/sessions/{id}
     return _steer(request, id, ControlCommand.RESUME)
 
 
-@sessions_router.post("/{id}/stop", response=_STEER_RESPONSES, summary="Ask a session to stop for good", exclude_none=True, openapi_extra=_openapi_body(ControlIn))
+@sessions_router.post("/{id}/stop", response=_STEER_RESPONSES, summary="Ask a session to stop for good", exclude_none=True, openapi_extra=_openapi_body(StopIn))
 def stop_session(request, id: str):  # spec 003: POST /v1/agents/sessions/{id}/stop
-    """Ask the session to stop for good.
+    """Ask the session to stop for good: the run's model call, command or child run in flight is
+    interrupted at once; `{"push": true}` lets a stopped coding run push the commits it made.
 
     Answers `{command, event, forwarded}`: the recorded command, and whether a running executor
     took it. 409 `session_finished` on a finished session; 422 when the payload carries a

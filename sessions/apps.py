@@ -6,10 +6,14 @@ class AgentSessionsConfig(AppConfig):
 
     name = "sessions"
     label = "agent_sessions"
+    verbose_name = "Sessions"  # what the admin shows (the label would read "Agent_Sessions")
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from agents_site.schemas import register_text_scanner
         from sessions.restore_hooks import clock_head, clock_void_through
+        from sessions.services import refuse_secrets_in_fields
         from tenancy.backups.restore import register_event_clock
 
         register_event_clock(head=clock_head, void_through=clock_void_through)
+        register_text_scanner(refuse_secrets_in_fields)

@@ -27,6 +27,11 @@ MAX_TERMINAL = 512
 MAX_PROVIDER = 64
 MAX_ACCOUNT = 256
 MAX_PROJECT = 128
+#: A project slug: it is a path segment of the public gallery (`/builds/{org}/{project}`), so no
+#: `/`, no leading dot, no markup: a letter or digit, then letters, digits, `.`, `_`, `-`.
+PROJECT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+_PROJECT_RE = re.compile(PROJECT_PATTERN)
+PROJECT_MESSAGE = "project must be a slug: a letter or digit, then letters, digits, '.', '_' or '-' (at most 128)"
 MAX_PAYLOAD_BYTES = 64 * 1024
 MAX_MESSAGE_BYTES = 16 * 1024
 
@@ -130,8 +135,11 @@ def clean_terminal(value) -> str:
 
 
 def clean_project(value) -> str:
-    """Return the project slug (≤128), trimmed; else 400."""
-    return bounded(value, MAX_PROJECT, "project")
+    """Return the project slug (≤128, `PROJECT_PATTERN`; "" for none), untrimmed; else 400."""
+    text = bounded(value, MAX_PROJECT, "project", trim=False)
+    if text and not _PROJECT_RE.fullmatch(text):
+        raise InvalidRequest(PROJECT_MESSAGE, fields=[{"field": "project", "message": PROJECT_MESSAGE}])
+    return text
 
 
 def target_exists(target: str) -> bool:

@@ -7,7 +7,7 @@ from typing import Any
 from ninja import Schema
 from pydantic import ConfigDict, Field, StrictBool
 
-from agents_site.schemas import ErrorOut, choice, required_in_docs, text
+from agents_site.schemas import BodySchema, ErrorOut, choice, required_in_docs, text
 from agents_site.vocabulary import ControlCommand, EventKind, SecretSeverity, SessionStatus
 from sessions import fields
 
@@ -18,6 +18,7 @@ _PUBLISHED = "A JSON boolean. `true` lists the session on the public builds gall
 _TERMINAL = "An `https://` URL of a live terminal on the session (at most 512 characters); \"\" withdraws it."
 _TARGET = "Id of a registered machine of the org; \"\" detaches. "
 _TERMINAL_OR_BLANK = "^$|" + fields.TERMINAL_PATTERN
+_PROJECT_OR_BLANK = "^$|" + fields.PROJECT_PATTERN
 
 
 def _limited(limit: int, what: str = "") -> object:
@@ -28,10 +29,10 @@ def _create_schema(schema: dict, model: type | None = None) -> None:
     required_in_docs("agent")(schema, model)
     # Publishing needs a project (sessions.fields.PUBLISH_MESSAGE).
     schema["if"] = {"properties": {"published": {"const": True}}, "required": ["published"]}
-    schema["then"] = {"required": ["project"], "properties": {"project": {"type": "string", "pattern": r"\S"}}}
+    schema["then"] = {"required": ["project"], "properties": {"project": {"type": "string", "pattern": fields.PROJECT_PATTERN}}}
 
 
-class SessionIn(Schema):
+class SessionIn(BodySchema):
     """Open a session. Only `agent` is required; text fields are trimmed."""
 
     model_config = ConfigDict(json_schema_extra=_create_schema)
@@ -50,18 +51,20 @@ class SessionIn(Schema):
     terminal: str | None = text(description=_TERMINAL, maxLength=fields.MAX_TERMINAL, pattern=_TERMINAL_OR_BLANK)
     provider: str | None = _limited(fields.MAX_PROVIDER)
     account: str | None = _limited(fields.MAX_ACCOUNT)
-    project: str | None = _limited(fields.MAX_PROJECT, "Project slug; required to publish. ")
+    project: str | None = text(description="Project slug (a letter or digit, then letters, digits, `.`, `_`, `-`; at most 128); required to publish.",
+                               maxLength=fields.MAX_PROJECT, pattern=_PROJECT_OR_BLANK)
     published: StrictBool | None = Field(None, description=_PUBLISHED)
 
 
-class SessionPatchIn(Schema):
+class SessionPatchIn(BodySchema):
     """Change a session. An omitted (or null) field keeps its value; a finished session keeps its status."""
 
     status: str | None = choice(SessionStatus)
     title: str | None = _limited(fields.MAX_TITLE)
     target: str | None = _limited(fields.MAX_TARGET, _TARGET)
     terminal: str | None = text(description=_TERMINAL, maxLength=fields.MAX_TERMINAL, pattern=_TERMINAL_OR_BLANK)
-    project: str | None = _limited(fields.MAX_PROJECT, "Project slug. ")
+    project: str | None = text(description="Project slug (as on create); \"\" drops it (not while published).",
+                               maxLength=fields.MAX_PROJECT, pattern=_PROJECT_OR_BLANK)
     published: StrictBool | None = Field(None, description=_PUBLISHED)
     cwd: str | None = _limited(fields.MAX_CWD)
 
@@ -81,7 +84,7 @@ def _control_turn(schema: dict, model: type | None = None) -> None:
     }
 
 
-class EventIn(Schema):
+class EventIn(BodySchema):
     """Append one turn. A payload carrying a credential is refused (422) and nothing is stored.
     A `control` turn's payload is a steering command: `{command, message?, payload?}`."""
 
@@ -92,11 +95,12 @@ class EventIn(Schema):
     actor: str | None = _limited(fields.MAX_ACTOR, "Who wrote the turn (default: the caller). ")
 
 
-class ControlIn(Schema):
+class ControlIn(BodySchema):
     """Optional body of a steering command: a note for the running agent and any JSON."""
 
     message: str | None = text(description="Text for the running agent, at most 16 KiB of UTF-8.")
     payload: Any = Field(None, description="Any JSON, at most 64 KiB once serialised.")
+    push: bool | None = Field(None, description="`stop` only: push what a coding run committed before the stop (default: nothing is pushed).")
 
 
 def _message_or_payload(schema: dict, model: type | None = None) -> None:
@@ -104,6 +108,12 @@ def _message_or_payload(schema: dict, model: type | None = None) -> None:
         {"required": ["message"], "properties": {"message": {"type": "string", "minLength": 1}}},
         {"required": ["payload"], "properties": {"payload": {"not": {"type": "null"}}}},
     ]
+
+
+class StopIn(ControlIn):
+    """Optional body of a `stop`: a note, any JSON, and `push` (a coding run pushes the commits it made before the stop)."""
+
+    push: bool | None = Field(None, description="A coding run only: push the commits made before the stop (default false: nothing is pushed).")
 
 
 class ControlMessageIn(ControlIn):
@@ -232,6 +242,7 @@ class FindingOut(Schema):
     preview: str
     fingerprint: str
     index: int | None = Field(None, description="In a batch append: the position (from 0) of the event carrying it.")
+    field: str | None = Field(None, description="The body field that carried it (when a text field of a write was scanned).")
 
 
 class SecretErrorOut(ErrorOut):

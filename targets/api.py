@@ -98,7 +98,7 @@ async def claim(request, target_id: str, x_target_key: str = Header(default="", 
     return JsonResponse(routed_run_view(offer))
 
 
-@router.post("/{target_id}/runs/{run_id}/report", response={200: ReportOut, 403: ErrorOut}, summary="Report a claimed run's result", openapi_extra={"responses": {403: {"description": _CLAIM_REJECTED}}})
+@router.post("/{target_id}/runs/{run_id}/report", response={200: ReportOut, 403: ErrorOut}, summary="Report a claimed run's result", openapi_extra={"responses": {403: {"description": _CLAIM_REJECTED}}, "x-unscanned": True})
 def report(request, target_id: str, run_id: str, payload: ReportIn, x_target_key: str = Header(default="", alias="X-Target-Key", description="The machine's claim key.")):
     """Record the result of a run this machine claimed → `{"delivered": bool}` (`false`: the
     run is unknown or already finished). Same two proofs as the claim; either failing is 403."""

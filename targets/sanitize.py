@@ -15,7 +15,7 @@ import math
 from typing import Any
 
 from agents_site.errors import InvalidRequest
-from agents_site.vocabulary import MachineSandbox
+from agents_site.vocabulary import FinishReason, MachineSandbox
 
 MAX_STRING = 64
 MAX_GPUS = 32
@@ -151,7 +151,8 @@ def clean_report(raw: dict | None, *, ok_word: str, error_word: str) -> dict:
     """Return a machine's run report clamped to its limits; a report is never refused.
 
     In: `{status|ok, output, error, model, promptTokens, completionTokens, toolCalls,
-    durationMs, changed, pushed, branch, commitSha, diffstat, commits, summary}` (any may be missing). Out: the same keys
+    durationMs, changed, pushed, branch, commitSha, diffstat, commits, summary, finishReason}` (any may be
+    missing; a finishReason outside the vocabulary reads ""). Out: the same keys
     with `status` one of `ok_word`/`error_word` (`ok: true` or `status == ok_word` means ok),
     output ≤ 512 KiB, error, summary and diffstat ≤ 64 KiB, branch ≤ 512, commitSha ≤ 128 characters,
     counts clamped to [0, 2^31-1], at most 500 commits `{sha, subject, turn, diffstat}` (others
@@ -180,6 +181,7 @@ def clean_report(raw: dict | None, *, ok_word: str, error_word: str) -> dict:
         "summary": _cut_bytes(raw.get("summary"), MAX_ERROR_BYTES),
         "pushed": raw.get("pushed") is True if "pushed" in raw else (ok and raw.get("changed") is True),
         "commits": _clean_commits(raw.get("commits")),
+        "finishReason": raw.get("finishReason") if raw.get("finishReason") in FinishReason.values else "",
     }
     if not ok and not report["error"]:
         report["error"] = "the machine reported a failure without a reason"

@@ -7,7 +7,7 @@ from typing import Any
 from ninja import Schema
 from pydantic import ConfigDict, Field, StrictBool
 
-from agents_site.schemas import choice, declare, required_in_docs, text
+from agents_site.schemas import BodySchema, choice, declare, required_in_docs, text
 from agents_site.vocabulary import MachineSandbox, TargetKind, TargetStatus
 from targets.sanitize import MAX_GPUS
 from targets.services import MAX_CAPACITY, MAX_HOST, MAX_LABEL
@@ -24,7 +24,7 @@ _METRICS = (
 )
 
 
-class TargetIn(Schema):
+class TargetIn(BodySchema):
     """Change a machine: an omitted (or null) field keeps its value; a `metrics` change is a heartbeat."""
 
     label: str | None = text(description="At most 128 characters.", maxLength=MAX_LABEL, pattern=r"\S")
@@ -104,9 +104,11 @@ class ClaimKeyOut(Schema):
     claimKey: str
 
 
-class ReportIn(Schema):
+class ReportIn(BodySchema):
     """A machine's report of a run it claimed; clamped to the limits, never refused. The run is
     `ok` when `status` is `ok` or, without a status, when `ok` is `true`."""
+
+    scanned = False  # what a machine received from its model: masked where it is stored, never refused
 
     status: str | None = None
     ok: StrictBool | None = Field(None, description="A JSON boolean.")
@@ -124,6 +126,7 @@ class ReportIn(Schema):
     pushed: Any = None
     commits: Any = Field(None, description="A coding run's commits: [{sha, subject, turn, diffstat}].")
     summary: Any = Field(None, description="A coding run's finish summary (the model's words).")
+    finishReason: Any = Field(None, description="Why the run's last reply ended (`stopped` for a run its session's stop ended); another value is ignored.")
 
 
 class ReportOut(Schema):

@@ -45,6 +45,7 @@ def report_outcome(result: dict) -> Outcome:
         completion_tokens=result.get("completionTokens"),
         tool_calls=result.get("toolCalls") or 0,
         duration_ms=int(result.get("durationMs") or 0) or None,
+        finish_reason=result.get("finishReason") or "",
     )
 
 

@@ -8,8 +8,11 @@ no org store is ever created by a visit.
 
 from __future__ import annotations
 
+import re
+
 from django.http import Http404
 from django.shortcuts import render
+from django.urls import reverse
 
 from agents_site.errors import ApiError
 
@@ -19,8 +22,13 @@ GALLERY_LIMIT = 100
 def build_list(request):
     """Show every org's published builds, most recently updated first (at most 100)."""
     from sessions.builds import builds_index
+    from sessions.fields import PROJECT_PATTERN
 
-    return render(request, "console/gallery/list.html", {"builds": builds_index(limit=GALLERY_LIMIT)})
+    builds = builds_index(limit=GALLERY_LIMIT)
+    for build in builds:  # a project stored before the slug rule may hold anything: no link, never a 500
+        ok = re.fullmatch(PROJECT_PATTERN, build.get("project") or "")
+        build["url"] = reverse("gallery:build", kwargs={"org": build["org"], "project": build["project"]}) if ok else ""
+    return render(request, "console/gallery/list.html", {"builds": builds})
 
 
 def build_detail(request, org: str, project: str, session_id: str | None = None):

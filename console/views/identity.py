@@ -8,11 +8,13 @@ console answers exactly what the API answers and shows tokens only where the API
 from __future__ import annotations
 
 from django.shortcuts import render
+from django.urls import reverse
 
 from agents_site.vocabulary import ConnectionMode, IdentityCategory
 from console.access import member_required, org_admin_required
 from identity import selectors
 from identity.presenters import anomaly_view, delivery_view, envelope_view, identity_view, inbox_item_view, public_keys_view
+from identity.serializers import CONVERSATION_ID
 
 
 @member_required
@@ -56,6 +58,9 @@ def identity_inbox(request):
 def identity_anomalies(request):
     """Show org admins what clients refused in artifact forms (spec 001 client_action anomalies), newest first."""
     rows = [anomaly_view(a) for a in selectors.anomaly_list(limit=200)]
+    for row in rows:  # a link only for a conversation id of this platform: a stored row never breaks the page
+        conversation = row.get("conversation_id") or ""
+        row["conversation_url"] = reverse("console:chat-conversation", args=[conversation]) if CONVERSATION_ID.fullmatch(conversation) else ""
     return render(request, "console/identity/anomalies.html", {"anomalies": rows, "nav": "anomalies"})
 
 

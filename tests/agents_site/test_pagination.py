@@ -275,13 +275,59 @@ def test_page_limit_defaults_clamps_and_refuses():
 
 
 def test_a_cursor_round_trips_and_carries_its_list():
-    cursor = encode_cursor(tag="runs", keys=["2026-12-01T02:47:47.123456+00:00", "run_1"])
+    cursor = encode_cursor(tag="runs", keys=["2026-12-01T02:47:47.123456+00:00", "run_1"], scope="s1")
     assert "=" not in cursor and "+" not in cursor and "/" not in cursor
-    assert decode_cursor(cursor, tag="runs", size=2) == ["2026-12-01T02:47:47.123456+00:00", "run_1"]
+    assert decode_cursor(cursor, tag="runs", size=2, scope="s1") == ["2026-12-01T02:47:47.123456+00:00", "run_1"]
     with pytest.raises(InvalidRequest):
-        decode_cursor(cursor, tag="sessions", size=2)
+        decode_cursor(cursor, tag="sessions", size=2, scope="s1")
     with pytest.raises(InvalidRequest):
-        decode_cursor(cursor, tag="runs", size=1)
+        decode_cursor(cursor, tag="runs", size=1, scope="s1")
+    with pytest.raises(InvalidRequest):  # another list's (or org's) scope
+        decode_cursor(cursor, tag="runs", size=2, scope="s2")
+
+
+def test_a_cursor_is_signed_under_the_servers_key(settings):
+    cursor = encode_cursor(tag="runs", keys=["2026-12-01T02:47:47.123456+00:00", "run_1"], scope="s")
+    body, mac = cursor.split(".")
+    edited = base64.urlsafe_b64encode(json.dumps({"l": "runs", "k": ["2030-01-01T00:00:00+00:00", "run_1"]}).encode()).decode().rstrip("=")
+    for bad in (edited + "." + mac, body, body + ".", body + "." + mac[:-1] + ("A" if mac[-1] != "A" else "B")):
+        with pytest.raises(InvalidRequest):
+            decode_cursor(bad, tag="runs", size=2, scope="s")
+    settings.SECRET_KEY = "another-deployment-" + "k" * 40
+    with pytest.raises(InvalidRequest):
+        decode_cursor(cursor, tag="runs", size=2, scope="s")
+
+
+def _runs_cursor(org, state) -> str:
+    at = timezone.now()
+    for _ in range(3):
+        _run(RunStatus.OK)(org, state, at)
+    return _get(org, "/v1/agents/runs", limit=1)["nextCursor"]
+
+
+def test_an_org_wide_runs_cursor_is_refused_on_an_agents_runs(org_a):
+    _owner(org_a, state := {})
+    cursor = _runs_cursor(org_a, state)
+    assert org_a.client.get("/v1/agents/runs", {"cursor": cursor, "limit": 1}).status_code == 200
+    response = org_a.client.get("/v1/agents/owner/runs", {"cursor": cursor, "limit": 1})
+    assert response.status_code == 400, response.content
+    assert response.json() == {"status": 400, "code": "invalid_request", "error": response.json()["error"]} and "cursor" in response.json()["error"]
+    agent_cursor = _get(org_a, "/v1/agents/owner/runs", limit=1)["nextCursor"]
+    assert org_a.client.get("/v1/agents/runs", {"cursor": agent_cursor}).status_code == 400
+
+
+def test_another_orgs_cursor_and_an_edited_cursor_are_400(org_a, org_b):
+    _owner(org_a, state := {})
+    cursor = _runs_cursor(org_a, state)
+    _owner(org_b, other := {})
+    _runs_cursor(org_b, other)
+    response = org_b.client.get("/v1/agents/runs", {"cursor": cursor})
+    assert response.status_code == 400 and response.json()["code"] == "invalid_request"
+    body, mac = cursor.split(".")
+    keys = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    keys["k"][0] = "2099-01-01T00:00:00+00:00"
+    edited = base64.urlsafe_b64encode(json.dumps(keys, separators=(",", ":")).encode()).decode().rstrip("=") + "." + mac
+    assert org_a.client.get("/v1/agents/runs", {"cursor": edited}).status_code == 400
 
 
 def test_a_last_page_that_is_exactly_full_has_no_next_cursor(org_a):

@@ -81,3 +81,24 @@ def test_more_tools_than_the_cap_is_a_400_and_nothing_starts(funded, upstream):
     assert response.status_code == 400
     assert response.json() == {"status": 400, "code": "invalid_request", "error": "tools: at most 128 function definitions"}
     assert upstream.chat_requests == []
+
+
+def test_more_messages_than_the_cap_is_a_400_before_any_scan(funded, upstream, monkeypatch):
+    from chat import validation
+
+    scanned = []
+    monkeypatch.setattr(validation, "refuse_secrets", lambda text: scanned.append(text))
+    response = chat(funded, {"messages": [{"role": "user", "content": "hi"}] * (validation.MAX_MESSAGES + 1)})
+    assert response.status_code == 400
+    assert response.json() == {"status": 400, "code": "invalid_request", "error": f"messages: at most {validation.MAX_MESSAGES} messages in one request"}
+    assert scanned == [] and upstream.chat_requests == []
+
+
+def test_more_content_than_the_total_cap_is_a_400(funded, upstream):
+    from chat import validation
+
+    piece = "x" * (100 * 1024)
+    response = chat(funded, {"messages": [{"role": "user", "content": piece}] * 6})
+    assert response.status_code == 400
+    assert response.json()["error"] == f"messages: at most {validation.MAX_TOTAL_CONTENT_BYTES // 1024} KiB of content in one request"
+    assert upstream.chat_requests == []

@@ -193,3 +193,15 @@ def test_the_form_sets_refuses_and_clears_generation_settings(org_a, admin_clien
     with org_a.context():
         agent = Agent.objects.get(name="tuned")
         assert (agent.max_tokens, agent.temperature, agent.top_p) == (None, None, None)
+
+
+def test_a_run_cut_by_the_token_limit_is_marked_truncated_in_the_runs_table(org_a, admin_client, make_agent, make_runs):
+    agent = make_agent(org_a, "cut")
+    cut, whole = make_runs(org_a, agent, 2)
+    with org_a.context():
+        Run.objects.filter(pk=cut.pk).update(finish_reason="length")
+        Run.objects.filter(pk=whole.pk).update(finish_reason="stop")
+
+    page = admin_client.get("/console/agents/cut/").content.decode()
+
+    assert page.count('data-finish="length"') == 1 and "✂ truncated" in page

@@ -31,6 +31,21 @@ def test_org_admins_see_the_orgs_anomalies_and_members_are_refused(org_a, org_b,
     assert "Client anomalies" not in signed_in(member).get("/console/").content.decode()
 
 
+def test_an_anomaly_with_a_slash_in_its_conversation_id_is_refused_and_a_stored_one_renders(org_a):
+    refused = post(org_a.client, "/v1/identity/anomalies", {"kind": "endpoint_not_allowed", "conversation_id": "a/b"})
+    assert refused.status_code == 400 and refused.json()["fields"][0]["field"] == "conversation_id"
+    from django.utils import timezone
+
+    from identity.models import ClientAnomaly
+
+    with org_a.context():  # a row stored before the pattern held
+        ClientAnomaly.objects.create(user_id="u", kind="endpoint_not_allowed", conversation_id="../x/<b>y</b>", detail={}, created_at=timezone.now())
+    page = signed_in(org_a).get("/console/identity/anomalies/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "../x/&lt;b&gt;y&lt;/b&gt;" in html and "<b>y</b>" not in html and 'href="/console/chat/../' not in html
+
+
 def test_the_django_admin_lists_anomalies_and_backups_read_only_without_the_blob(org_a):
     report(org_a)
     secret_blob = base64.b64encode(b"ciphertext-that-stays-opaque").decode()

@@ -143,6 +143,15 @@ def test_the_control_poll_returns_commands_after_the_cursor_oldest_first(org_a):
     assert org_a.client.get(f"{BASE}/{session['id']}/control", {"after": "x"}).status_code == 400
 
 
+@pytest.mark.parametrize("after", ["9223372036854775808", "-9223372036854775809", "1" + "0" * 40])
+def test_a_control_cursor_beyond_64_bits_is_400(org_a, after):
+    session = new_session(org_a)
+    response = org_a.client.get(f"{BASE}/{session['id']}/control", {"after": after})
+    assert response.status_code == 400, response.content
+    assert response.json()["code"] == "invalid_request" and response.json()["status"] == 400
+    assert org_a.client.get(f"{BASE}/{session['id']}/control", {"after": "9223372036854775807"}).json()["commands"] == []
+
+
 def test_the_control_poll_returns_at_most_200(org_a):
     session = new_session(org_a)
     with org_a.context():
@@ -319,7 +328,7 @@ def test_daphne_forwards_a_command_to_an_executor_over_redis(redis_daphnes, make
     org = make_org("fw")
     server = redis_daphnes[0]
     headers = {"Authorization": f"Bearer {org.key}"}
-    session = httpx.post(f"{server.url}{BASE}", json={"agent": "coder"}, headers=headers).json()
+    session = httpx.post(f"{server.url}{BASE}", json={"agent": "coder"}, headers=headers, timeout=30).json()
     with org.context():
         inbox = ExecutorInbox.open(session_id=session["id"])
     try:
