@@ -5,9 +5,12 @@
     → create the run's own branch `agents/<short session id>`
     → turns: one completion (retries and failover as every run, `agents.execution.completion`),
       then the coding tools it asks for; every call is a `tool-call` event of the session;
-      after a turn that changed files the platform commits them (author: the agent; subject:
-      the turn's summary line; trailers `Agents-Session` and `Agents-Turn` = the seq of the
-      turn's last tool-call event) and records a `commit` event (sha, subject, diffstat)
+      after a turn that changed files the platform commits them within the run's bounds
+      (`toolkit.commits`: no by-products, no links out of the working copy, per-file and
+      per-run size limits told to the model; author: the agent; subject: the model's words
+      for the turn, else a summary of its file changes; trailers `Agents-Session` and
+      `Agents-Turn` = the seq of the turn's last tool-call event) and records a `commit`
+      event (sha, subject, diffstat, diff)
     → `finish` (or a plain answer) ends the loop → push the branch (only when commits exist).
 
 Between turns the session's steering commands apply exactly as for every run (`RunLoop.steer`):

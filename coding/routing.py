@@ -3,9 +3,12 @@
 The offer carries the routed-run fields `{kind: "coding", repo, project, base, branch, prompt,
 cloneUrl, timeoutSeconds, tool, limits}` and no credential: the machine clones with its own access,
 runs the same tools (in bubblewrap where it has it), commits with the same trailers, pushes,
-streams its events into the run's session and reports `{ok, changed, branch, commitSha,
-diffstat, error}` through the targets report route, which settles the run like every routed
-run. `base` is where the run starts (the request's `base`, else the `after` run's branch,
+streams its events into the run's session (each commit as it is made) and reports `{ok,
+changed, pushed, branch, commitSha, diffstat, commits, summary, error}` through the targets
+report route, which settles the run like every routed run and, through the report handlers
+registered in `CodingConfig.ready`, fills the coding-run record and final event exactly as a
+server run's (`routed_coding_summarise`). The machine checks `base` after its clone and ends
+the run with `base_not_found` when the remote lacks it. `base` is where the run starts (the request's `base`, else the `after` run's branch,
 else the repo's default branch). Org context required.
 """
 
@@ -57,14 +60,6 @@ def routed_coding_offer(*, run: Run, coding: CodingRun, repo: Repo) -> None:
 
     mailbox.routed_offer(target_id=coding.target_id, run_id=run.id, session_id=coding.session_id,
                          payload=routed_coding_payload(coding=coding, repo=repo, prompt=run.input))
-
-
-def routed_result(*, run_id: str) -> dict:
-    """Return the machine's clamped report of routed coding run `run_id` ({} before it reports)."""
-    from targets.models import RoutedRun
-
-    offer = RoutedRun.objects.filter(pk=run_id).only("result").first()
-    return dict(offer.result or {}) if offer is not None else {}
 
 
 def routed_coding_summarise(*, run_id: str, result: dict) -> dict | None:

@@ -1,13 +1,15 @@
 """A routed coding run on this machine: the server's engine, run locally (issue 14 item 5).
 
 In: a claim whose `kind` is `coding`: `{runId, sessionId, repo, project, base, branch, prompt,
-cloneUrl, timeoutSeconds, tool}` — no credential. The machine clones `cloneUrl` with its OWN
+cloneUrl, timeoutSeconds, tool, limits}` — no credential. The machine clones `cloneUrl` with its OWN
 access (its SSH keys, agent and credential helpers: the server sends none), into a fresh
 directory whose git database sits outside the working copy; checks out `base` as `branch`;
 runs the same tools the server offers (`toolkit.coding`); commits after every turn that
 changed files with the trailers `Agents-Session` / `Agents-Turn` (the seq of the turn's last
-tool-call event); pushes `branch`; and returns the report `{status, output|error, model,
-tokens, toolCalls, durationMs, changed, branch, commitSha, diffstat}`.
+tool-call event) within the claim's `limits` (`toolkit.commits`, as the server does); pushes
+`branch`; and returns the report `{status, output|error, model, tokens, toolCalls, durationMs,
+changed, pushed, branch, commitSha, diffstat, commits, summary}`. A `base` the remote lacks ends
+the run at once (`base_not_found: …`).
 
 `run` executes in bubblewrap when the machine has it; without it, `run` is refused unless the
 daemon was started with `--allow-unsandboxed-commands` (the target's spec then says

@@ -27,7 +27,8 @@ def build_list(request):
     builds = builds_index(limit=GALLERY_LIMIT)
     for build in builds:  # a project stored before the slug rule may hold anything: no link, never a 500
         ok = re.fullmatch(PROJECT_PATTERN, build.get("project") or "")
-        build["url"] = reverse("gallery:build", kwargs={"org": build["org"], "project": build["project"]}) if ok else ""
+        build["url"] = reverse("gallery:build-session", kwargs={"org": build["org"], "project": build["project"],
+                                                             "session_id": build["session"]}) if ok else ""  # each build its own page
     return render(request, "console/gallery/list.html", {"builds": builds})
 
 

@@ -138,6 +138,15 @@ def test_the_coding_page_updates_while_the_run_works(page, coder, upstream, logi
     page.reload()
     assert page.locator("#coding-summary").is_visible() and _fits(page)
     shoot(page, "coding-done-narrow")
+    # The session page shows the same turns: tool calls, and each commit as a card with its diff.
+    page.set_viewport_size({"width": 1280, "height": 860})
+    page.goto(f"/console/sessions/{started['sessionId']}/")
+    page.wait_for_selector("#events li[data-kind='commit'] .commit-subject")
+    assert [t.strip() for t in page.locator("#events li[data-kind='commit'] .commit-subject").all_inner_texts()] == ["Add a", "Add b"]
+    assert "1 file changed" in page.inner_text("#events li[data-kind='commit'] .diffstat >> nth=0")
+    page.locator("#events li[data-kind='commit'] summary >> nth=0").click()
+    assert "+a" in page.inner_text("#events li[data-kind='commit'] .diff >> nth=0")
+    assert page.locator("#events li[data-kind='tool-call'] .tool-name code").first.inner_text() == "write_file"
 
 
 def _off_loop(fn):

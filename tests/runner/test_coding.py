@@ -148,6 +148,16 @@ def test_a_routed_runs_record_equals_a_server_runs_for_the_same_work(org_a, daph
     assert [c[0] for c in server_record["commits"]] == ["Add calc", "Add out.txt"]
     for key in server_record:
         assert routed_record[key] == server_record[key], (key, server_record["kinds"], routed_record["kinds"])
+
+    # A base the remote lacks: the machine checks it after its clone and ends the run at once.
+    calls_before = len(upstream.chat_requests)
+    missing = org_a.client.post("/v1/agents/coding", {"repo": "acme/shop", "prompt": "x", "targetId": target.id, "base": "no-such-branch"},
+                                content_type="application/json")
+    assert missing.status_code == 202  # a routed run's base is the machine's to check (it clones with its own access)
+    routed = missing.json()
+    row = wait_until(finished, timeout=120, what="the routed run with a missing base to end")
+    assert row.status == "error" and row.error == "base_not_found: branch 'no-such-branch' does not exist in acme/shop"
+    assert len(upstream.chat_requests) == calls_before  # no model turn was taken
     assert runner.terminate() == 0
 
 

@@ -179,3 +179,28 @@ def test_parse_links_needs_a_sha_and_both_trailers_and_lets_the_last_win():
 @pytest.mark.parametrize("turn", ["-1", "0", "1.5", "٣"])
 def test_parse_links_refuses_a_turn_that_is_not_a_positive_integer(turn):
     assert parse_links(f"\x00{'a' * 40}\nAgents-Session: sess_1\nAgents-Turn: {turn}\n") == []
+
+
+def test_every_published_build_of_a_project_has_its_own_address(org_a):
+    first = _publish(org_a, "shop", title="first")
+    append(org_a, first["id"], "tool-call", {"name": "run", "arguments": {"command": "make test"}, "result": "ok " + "x" * 5000, "error": False})
+    second = _publish(org_a, "shop", title="second")
+    other = _publish(org_a, "other")
+    hidden = new_session(org_a, project="shop", title="draft")
+    anonymous = Client()
+    latest = anonymous.get(f"{BUILDS}/{org_a.slug}/shop").json()
+    assert latest["session"] == second["id"] and latest["url"] == f"/builds/{org_a.slug}/shop/{second['id']}/"
+    assert [(b["session"], b["url"]) for b in latest["builds"]] == [
+        (second["id"], f"/builds/{org_a.slug}/shop/{second['id']}/"), (first["id"], f"/builds/{org_a.slug}/shop/{first['id']}/")]
+    older = anonymous.get(f"{BUILDS}/{org_a.slug}/shop/{first['id']}")
+    assert older.status_code == 200 and older.json()["session"] == first["id"] and older.json()["title"] == "first"
+    [call] = [t for t in older.json()["turns"] if t["kind"] == "tool-call"]
+    assert call["tool"]["name"] == "run" and call["tool"]["arguments"] == '{"command": "make test"}' and call["tool"]["error"] is False
+    assert call["tool"]["result"].endswith("…[cut]") and len(call["tool"]["result"]) < 4100
+    assert call["body"] == 'run {"command": "make test"}'
+    for session_id in (other["id"], hidden["id"], "sess_unknown"):  # another project's, unpublished, unknown: all 404
+        missing = anonymous.get(f"{BUILDS}/{org_a.slug}/shop/{session_id}")
+        assert missing.status_code == 404 and missing.json() == {
+            "status": 404, "code": "not_found", "error": f"no published build for {org_a.slug}/shop/{session_id}"}
+    index = {b["session"]: b["url"] for b in anonymous.get(BUILDS).json()["builds"]}
+    assert index[first["id"]] != index[second["id"]]

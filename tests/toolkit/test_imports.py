@@ -35,4 +35,4 @@ def test_the_runner_keeps_only_its_own_parts():
     """The coding tools, the sandbox and the built-in tools live in toolkit, not in a copy."""
     names = sorted(p.name for p in (ROOT / "runner").glob("*.py"))
     assert names == ["__init__.py", "__main__.py", "cli.py", "client.py", "coding.py", "daemon.py", "execute.py", "gitinfo.py",
-                     "keyfile.py", "machine.py"]
+                     "keyfile.py", "machine.py", "verify.py"]
