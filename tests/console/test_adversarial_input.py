@@ -9,6 +9,8 @@ below 500 and carries the markup only escaped, so nothing a member wrote is exec
 
 from __future__ import annotations
 
+import itertools
+
 import json
 
 import pytest
@@ -97,7 +99,8 @@ def _console_urls(org_a, admin: Client) -> list[str]:
         sessions = list(Session.objects.values_list("id", flat=True))
         identities = list(IdentityProfile.objects.values_list("agent_id", flat=True))
     values = {"ref": agents + identities, "conversation_id": conversations, "session_id": sessions, "run_id": ["run_" + "0" * 32],
-              "key_id": ["1"]}
+              "key_id": ["1"], "endpoint_id": ["whe_" + "0" * 32], "delivery_id": ["msg_" + "0" * 32], "action": ["deliveries"],
+              "user_id": [str(org_a.user.pk)], "invitation_id": ["1"], "token": ["x" * 43]}
     urls = []
     resolver = get_resolver()
     for pattern in resolver.url_patterns:
@@ -110,9 +113,11 @@ def _console_urls(org_a, admin: Client) -> list[str]:
             if not params:
                 urls.append(route)
                 continue
-            (name,) = params
-            for value in values[name]:
-                urls.append(route.replace(f"<str:{name}>", value).replace(f"<int:{name}>", value))
+            for combination in itertools.product(*(values[name] for name in params)):
+                url = route
+                for name, value in zip(params, combination):
+                    url = url.replace(f"<str:{name}>", value).replace(f"<int:{name}>", value)
+                urls.append(url)
     return urls
 
 
