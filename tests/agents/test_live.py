@@ -71,10 +71,13 @@ def test_a_run_on_daphne_is_recorded_billed_and_traced_over_otlp(make_org, upstr
             time.sleep(0.05)
     finally:
         server.stop()
-    names = sorted(s.name for s in spans)
+    names = sorted(s.name for s in spans if s.name.startswith("agent."))
     assert names == ["agent.run", "agent.step", "agent.step", "agent.tool"]
     [root] = [s for s in spans if s.name == "agent.run"]
     assert root.trace_id.hex() == body["traceId"]
+    # The request's server span (issue 32 item 6: route template, no body) is the run's parent.
+    [request_span] = [s for s in spans if s.span_id == root.parent_span_id]
+    assert request_span.name.startswith("POST /v1/agents/") and request_span.name.endswith("/run") and "live" not in request_span.name
     assert {a.key: a.value.string_value for a in root.attributes if a.key == "agents.run_id"} == {"agents.run_id": body["id"]}
     assert [(r.id, r.status) for r in stored_runs(org)] == [(body["id"], "ok")]
     assert [d.run_id for d in debits(org)] == [body["id"]]

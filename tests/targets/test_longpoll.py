@@ -61,7 +61,7 @@ async def until_waiting(org, target_id: str, claims: list, n: int = 1) -> None:
 
 async def aclaim(caller: Caller, target_id: str, key: str):
     headers = {"Authorization": f"Bearer {caller.api_key}", "X-Target-Key": key}
-    return await caller.client.post(f"/v1/agents/targets/{target_id}/claim", headers=headers)
+    return await caller.client.post(f"/v1/agents/targets/{target_id}/claim", content_type="application/json", headers=headers)
 
 
 async def test_a_waiting_claim_is_woken_by_an_offer(settings, org_a, machine, aclient):
