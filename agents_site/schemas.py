@@ -137,6 +137,19 @@ class BodySchema(Schema):
 
     unscanned: ClassVar[frozenset[str]] = frozenset()
     scanned: ClassVar[bool] = True
+    #: `{field: (most items, the 400 message)}` for list fields, checked on the raw body before any
+    #: item is validated: a body's work is bounded before it starts (20,000 chat messages took 35 s).
+    max_items: ClassVar[dict[str, tuple[int, str]]] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bound_lists(cls, data: Any) -> Any:
+        if cls.max_items and isinstance(data, dict):
+            for name, (most, message) in cls.max_items.items():
+                value = data.get(name)
+                if isinstance(value, list) and len(value) > most:
+                    raise InvalidRequest(message)
+        return data
 
     @model_validator(mode="after")
     def _refuse_credentials(self):
