@@ -31,6 +31,7 @@ _WIRE_TO_FIELD = {
     "maxTokens": "max_tokens",
     "temperature": "temperature",
     "topP": "top_p",
+    "contextWindow": "context_window",
 }
 
 

@@ -11,12 +11,13 @@ from django.http import JsonResponse
 from django.urls import register_converter
 from ninja import Path, Query, Router
 
+from agents.hooks import request_callback
 from agents import dashboards, selectors
 from agents.background import run_submit
 from agents.execution import run_execute, run_execute_opened, run_open
 from agents.presenters import run_view
 from agents.runs.routed import routed_start
-from agents.streaming import run_stream
+from agents.streaming import run_headers, run_stream
 from agents.schemas import ActivityOut, BillingOut, MetricsOut, RunAcceptedOut, RunIn, RunListOut, RunOut
 from agents_site.errors import InvalidRequest
 from agents_site.schemas import ErrorOut, sse_frame, stream_schema, word_param
@@ -122,7 +123,8 @@ def billing(
 
 
 _STREAM_DOC = (
-    "With `\"stream\": true`: Server-Sent Events while the run executes. `event: delta` "
+    "With `\"stream\": true`: Server-Sent Events while the run executes (headers `X-Agents-Run-Id`, "
+    "`X-Agents-Session-Id`). First `event: start` `data: {\"runId\", \"sessionId\"}` (watch or stop the run by them); `event: delta` "
     "`data: {\"text\"}` — a piece of the reply (credentials masked; the pieces concatenate to what was written); "
     "`event: tool` `data: {name, args, result|error}` — a tool call executed; then one `event: run` whose data is "
     "the recorded run, exactly the body the call without `stream` answers (a failed run: the run with its `error`)."
@@ -132,6 +134,8 @@ _RUN_RESPONSES = {status: {"links": {"GetRun": _RUN_LINK}} for status in (200, 5
 
 _TEXT = {"type": "string"}
 _STREAM_FRAME = stream_schema("RunStreamFrame", _STREAM_DOC, [
+    sse_frame(ReplyFrame.START, {"type": "object", "required": ["runId"],
+                                 "properties": {"runId": _TEXT, "sessionId": {"type": ["string", "null"]}}}),
     sse_frame(ReplyFrame.DELTA, {"type": "object", "required": ["text"], "properties": {"text": _TEXT}}),
     sse_frame(ReplyFrame.TOOL, {"type": "object", "required": ["name", "args"],
                                 "properties": {"name": _TEXT, "args": {"type": "object"}, "result": _TEXT, "error": _TEXT}}),
@@ -165,14 +169,24 @@ def run_agent(request, ref: str, payload: RunIn):
     the run is routed to that machine instead and answered 202 while it runs there.
 
     With `"stream": true` the same checks answer their JSON errors first; then the answer is
-    200 `text/event-stream`: `delta` frames as the reply is written, `tool` frames, and a final
+    200 `text/event-stream` (headers `X-Agents-Run-Id`, `X-Agents-Session-Id`): a `start` frame
+    `{runId, sessionId}`, `delta` frames as the reply is written, `tool` frames, and a final
     `run` frame carrying the recorded run (a failed run too: its `error` says why). A client
     that leaves does not stop the run. `stream` with `background` or `targetId` is 400.
+
+    `webhook` asks for this run's own `run.finished` callback: a URL under one of the org's
+    webhook endpoints (same scheme, host and port, and a path under the endpoint's), signed with
+    that endpoint's secret; any other URL is 400 and nothing runs.
     """
     principal = require_org(request.auth)  # checked again on purpose: this route moves money
     if payload.stream and (payload.background or payload.targetId is not None):
         raise InvalidRequest("stream cannot be combined with background or targetId: a streamed run executes in this request")
     agent = selectors.agent_get(ref=ref)
+    with request_callback(payload.webhook):  # 400 for a URL outside the org's webhook endpoints
+        return _run(request, agent, payload, principal)
+
+
+def _run(request, agent, payload: RunIn, principal):
     if payload.stream:
         return _streamed(request, agent, payload, principal)
     if payload.targetId is not None:
@@ -212,15 +226,18 @@ def _streamed(request, agent, payload: RunIn, principal):
         request_id=_request_id(request),
         idempotency_key=request.headers.get("Idempotency-Key", ""),
     )
-    if run.replayed:  # the recorded run again, as the stream's one final frame
-        response = run_stream(org=principal.org_slug, work=lambda listener: (ReplyFrame.RUN, run_view(run)))
+    # The stream opens with `start` (run and session ids) and says them in headers too, as the chat
+    # and OpenAI-compatible streams do: a client can watch or stop the run while it streams (issue 31).
+    opening = {"runId": run.id, "sessionId": run.session_id or None}
+    if run.replayed:  # the recorded run again, as the stream's final frame
+        response = run_stream(org=principal.org_slug, work=lambda listener: (ReplyFrame.RUN, run_view(run)), start=opening)
         response["Idempotent-Replayed"] = "true"
-        return response
+        return run_headers(response, run)
 
     def work(listener):
         return ReplyFrame.RUN, run_view(run_execute_opened(run=run, agent=agent, listener=listener))
 
-    return run_stream(org=principal.org_slug, work=work)
+    return run_headers(run_stream(org=principal.org_slug, work=work, start=opening), run)
 
 
 def _routed(request, agent, payload: RunIn, principal):

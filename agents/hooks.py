@@ -7,16 +7,41 @@ the way `django.contrib.admin` collects `ModelAdmin`s.
 * `register_agent_delete_handler(fn)`: `fn(agent)` is called by `agents.services.agent_delete`
   inside the delete's org-store transaction, before the agent row goes, for every agent deleted
   (whatever route deleted it). A handler that raises aborts the delete (nothing is written).
+* `register_conversation_replies(exists, append)`: the chat app's `exists(conversation_id) -> bool`
+  and `append(*, conversation_id, text, run_id) -> bool` (an assistant turn), used by runs that
+  post their result into a conversation (`replyConversationId` of a coding run). Org context.
 * `register_schedule(name, func, cron)`: a django-q2 schedule `manage.py ensure_schedules`
   installs beside the platform's own (`func` is a dotted path, `cron` 5 fields).
+* `register_run_started_handler(fn)`: `fn(run)` is called by the run lifecycle's `run_start`
+  inside its transaction, once the run row is inserted (every kind of run). A handler that
+  raises aborts the start (nothing is written).
+* `register_run_finished_handler(fn)`: `fn(run, org_slug)` is called once a finished run's row
+  has committed and it was debited (`agents.runs.lifecycle._after_finish`), in org context. What
+  it raises is logged; it never undoes the finish.
+* `register_callback_resolver(fn)` / `with request_callback(url):`: a run request's own callback URL
+  (`webhook` of POST …/{ref}/run): `fn(url)` checks it (raising a 400) and returns what the
+  run-started handler needs; `with request_callback(url):` keeps that for the run the block starts first.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+from agents_site.errors import InvalidRequest
+
+logger = logging.getLogger(__name__)
 
 _delete_handlers: list[Callable] = []
 _schedules: dict[str, tuple[str, str]] = {}
+_conversations: dict[str, Callable] = {}
+_started_handlers: list[Callable] = []
+_finished_handlers: list[Callable] = []
+_callback_resolver: list[Callable] = []
+#: The checked callback of the run this request (or task) starts next; taken by the first run started.
+requested_callback: ContextVar[object | None] = ContextVar("agents_requested_callback", default=None)
 
 
 def register_agent_delete_handler(fn: Callable) -> None:
@@ -42,3 +67,70 @@ def register_schedule(name: str, func: str, cron: str) -> None:
 def extra_schedules() -> dict[str, tuple[str, str]]:
     """Return the schedules registered by higher apps: `{name: (func, cron)}`."""
     return dict(_schedules)
+
+
+def register_conversation_replies(*, exists: Callable[[str], bool], append: Callable[..., bool]) -> None:
+    """Register how a run checks a conversation of the org and appends an assistant turn to it."""
+    _conversations["exists"], _conversations["append"] = exists, append
+
+
+def conversation_exists(conversation_id: str) -> bool:
+    """Return True when `conversation_id` is a conversation of the current org (False without a chat app)."""
+    exists = _conversations.get("exists")
+    return bool(exists and exists(conversation_id))
+
+
+def conversation_post(*, conversation_id: str, text: str, run_id: str = "") -> bool:
+    """Append `text` as an assistant turn of conversation `conversation_id`; return whether it was stored."""
+    append = _conversations.get("append")
+    return bool(append and append(conversation_id=conversation_id, text=text, run_id=run_id))
+def register_run_started_handler(fn: Callable) -> None:
+    """Call `fn(run)` inside `run_start`'s transaction for every run started (idempotent per function)."""
+    if fn not in _started_handlers:
+        _started_handlers.append(fn)
+
+
+def run_started_handlers(run) -> None:
+    """Call every registered run-started handler with `run` (inside the start's transaction)."""
+    for fn in list(_started_handlers):
+        fn(run)
+
+
+def register_run_finished_handler(fn: Callable) -> None:
+    """Call `fn(run, org_slug)` after every run's finish commits (idempotent per function)."""
+    if fn not in _finished_handlers:
+        _finished_handlers.append(fn)
+
+
+def run_finished_handlers(run, org_slug: str) -> None:
+    """Call every registered run-finished handler; log (never raise) what one raises."""
+    for fn in list(_finished_handlers):
+        try:
+            fn(run, org_slug)
+        except Exception:
+            logger.exception("run %s: a run-finished handler failed", getattr(run, "id", "?"))
+
+
+def register_callback_resolver(fn: Callable) -> None:
+    """Use `fn(url) -> checked` to check a run request's callback URL (the last registration wins)."""
+    _callback_resolver[:] = [fn]
+
+
+@contextmanager
+def request_callback(url: str | None) -> Iterator[None]:
+    """Check `url` (None: nothing asked) and keep it, while the block runs, for the run it starts next.
+
+    Raises what the resolver raises (400 `invalid_request` for a URL outside the org's webhook
+    endpoints) before anything is written, and `InvalidRequest` when no resolver is registered.
+    Org context required.
+    """
+    if url is None:
+        yield
+        return
+    if not _callback_resolver:
+        raise InvalidRequest("webhook: callbacks are not available")
+    token = requested_callback.set(_callback_resolver[0](url))
+    try:
+        yield
+    finally:
+        requested_callback.reset(token)

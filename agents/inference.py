@@ -1,7 +1,11 @@
 """The inference gateway: one `openai` SDK client per process, the served model catalog, and
 one chat completion, streamed, with its failure classified.
 
-Configured by `INFERENCE_BASE_URL`, `INFERENCE_API_KEY` and `INFERENCE_TIMEOUT_SECONDS`. The
+Configured by `INFERENCE_BASE_URL`, `INFERENCE_API_KEY` and the timeouts (issue 31):
+`INFERENCE_CONNECT_TIMEOUT_SECONDS` to connect, `INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS` until the
+first piece of the reply (a CPU model reads the prompt first), `INFERENCE_TOKEN_TIMEOUT_SECONDS`
+between two pieces, all within the caller's deadline (`timeout`; the run's
+`AGENTS_RUN_DEADLINE_SECONDS`). A `_Watchdog` ends a stream that goes quiet for longer. The
 SDK's own retries are off (`max_retries=0`): the run path applies the spec's retry policy
 (`agents.execution.completion`) to the `UpstreamBusy` failures raised here.
 
@@ -9,8 +13,10 @@ Every completion is streamed from the gateway (`stream: true`, `stream_options.i
 one path whether or not the caller streams. The pieces of the reply go to `on_delta` as they
 arrive; the reply, its tool calls (argument fragments joined by index) and the usage are
 assembled into the SDK's `ChatCompletion`, the shape a non-streamed call returns. Every
-completion asks for at most `AGENTS_MAX_OUTPUT_TOKENS` tokens (`max_tokens`), so no run writes
-forever, whatever its agent sets.
+completion asks for at most `AGENTS_MAX_OUTPUT_TOKENS` tokens (`max_tokens`; the agent's
+`maxTokens`, else `AGENTS_DEFAULT_OUTPUT_TOKENS`), so no run writes forever. Every request
+carries the run's id as the `X-Agents-Run-Id` header (issue 32), and with
+`AGENTS_GATEWAY_RUN_METADATA` also as `metadata.agents_run_id` in the body.
 
 A streamed answer is read to the end of its body after its `[DONE]`, on a drain thread
 (`_FinishingStream`): the SDK stops at `[DONE]` and closes the response, which made the HTTP
@@ -21,6 +27,8 @@ gateway).
 from __future__ import annotations
 
 import logging
+import math
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -31,6 +39,8 @@ import httpx2
 import openai
 from django.conf import settings
 from openai.types.chat import ChatCompletion
+
+from toolkit.stopping import WatchedBackend
 
 logger = logging.getLogger(__name__)
 
@@ -123,7 +133,12 @@ def _drain_done() -> None:
 
 
 class _KeepAliveTransport(httpx2.HTTPTransport):
-    """The SDK's HTTP transport, with every `text/event-stream` body a `_FinishingStream`."""
+    """The SDK's HTTP transport, with every `text/event-stream` body a `_FinishingStream`, and
+    network streams a run's stop interrupts (`toolkit.stopping.WatchedBackend`, issue 25)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._pool._network_backend = WatchedBackend(self._pool._network_backend)
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         response = super().handle_request(request)
@@ -162,13 +177,13 @@ def get_client() -> openai.OpenAI | None:
     global _client, _client_key
     if not inference_configured():
         return None
-    key = (settings.INFERENCE_BASE_URL, settings.INFERENCE_API_KEY, settings.INFERENCE_TIMEOUT_SECONDS)
+    key = (settings.INFERENCE_BASE_URL, settings.INFERENCE_API_KEY)
     with _lock:
         if _client is None or _client_key != key:
             _client = openai.OpenAI(
                 base_url=settings.INFERENCE_BASE_URL,
                 api_key=settings.INFERENCE_API_KEY or "not-needed",
-                timeout=settings.INFERENCE_TIMEOUT_SECONDS,
+                timeout=gateway_timeout(None),
                 max_retries=0,
                 http_client=_GatewayHttpClient(),
             )
@@ -191,50 +206,360 @@ def model_catalog() -> frozenset[str] | None:
     cached = _catalog
     if cached and cached[1] == base and now - cached[0] < settings.AGENTS_MODEL_CATALOG_TTL_SECONDS:
         return cached[2]
+    windows: dict[str, int] = {}
     try:
-        ids = frozenset(m.id for m in client.with_options(timeout=10).models.list())
+        listed = list(client.with_options(timeout=10).models.list())
+        ids = frozenset(m.id for m in listed)
+        for m in listed:
+            window = _listed_window(m.model_dump() if hasattr(m, "model_dump") else {})
+            if window:
+                windows[m.id] = window
     except openai.OpenAIError as exc:
         logger.warning("model catalog unavailable: %s", exc)
         ids = frozenset()
     result = ids or None
     _catalog = (now, base, result)
+    with _lock:
+        _listed_windows.clear()
+        _listed_windows.update(windows)
     return result
+
+
+# -- what fits in a model's context (issue 31 item 2) ---------------------------------------------
+
+_listed_windows: dict[str, int] = {}  # model → context window the gateway's model list says
+_learned_windows: dict[tuple[str, str], int] = {}  # (base, model) → the window an overflow answer named
+_ratios: dict[tuple[str, str], float] = {}  # (base, model) → prompt tokens per byte, from earlier usage
+_tokenizer: dict[str, tuple[float, str | None]] = {}  # base → (checked at, the tokenize route that works, None: none)
+_counts: dict[tuple[str, str, int], int] = {}  # (base, model, hash of text) → tokens
+COUNT_CACHE_SIZE = 4096
+TOKENIZE_TIMEOUT_SECONDS = 5.0
+
+
+def _listed_window(entry: dict) -> int | None:
+    """Return the context window a model list entry states: vLLM `max_model_len`, others'
+    `context_length` / `context_window`, llama.cpp's `meta.n_ctx` (not `n_ctx_train`: the
+    server's own `--ctx-size` may be smaller than what the model was trained with)."""
+    for key in ("max_model_len", "context_length", "context_window"):
+        value = entry.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    meta = entry.get("meta")
+    value = meta.get("n_ctx") if isinstance(meta, dict) else None
+    return value if isinstance(value, int) and value > 0 else None
+
+
+def context_window(model: str) -> int | None:
+    """Return what the gateway says of `model`'s context window (tokens), or None when it says
+    nothing: the window an overflow answer named (the truth of this server), else its model list's."""
+    learned = _learned_windows.get((settings.INFERENCE_BASE_URL, model))
+    if learned:
+        return learned
+    if model not in _listed_windows and inference_configured():
+        model_catalog()
+    return _listed_windows.get(model)
+
+
+def note_window(model: str, window: int) -> None:
+    """Remember the context window an overflow answer of the gateway named for `model`."""
+    if window > 0:
+        _learned_windows[(settings.INFERENCE_BASE_URL, model)] = window
+
+
+def note_usage(model: str, prompt_bytes: int, prompt_tokens: int | None) -> None:
+    """Calibrate the token estimate of `model` from a completion's `usage.prompt_tokens` and the
+    bytes of the prompt it was sent (messages and tool definitions as JSON)."""
+    if prompt_tokens and prompt_bytes > 0:
+        _ratios[(settings.INFERENCE_BASE_URL, model)] = prompt_tokens / prompt_bytes
+
+
+def _root(base: str) -> str:
+    base = base.rstrip("/")
+    return base[: -len("/v1")] if base.endswith("/v1") else base
+
+
+#: The tokenize routes tried, in order: llama.cpp's server and vLLM (`POST /tokenize`, answering
+#: `tokens` or `count`), then llama-cpp-python's (`POST /extras/tokenize/count` → `count`).
+TOKENIZE_ROUTES = ("/tokenize", "/extras/tokenize/count")
+
+
+def _tokenize(client, base: str, route: str, model: str, text: str) -> int | None:
+    body = {"model": model, "content": text, "prompt": text, "input": text, "add_special": False}
+    headers = {"Authorization": f"Bearer {settings.INFERENCE_API_KEY}"} if settings.INFERENCE_API_KEY else {}
+    response = client._client.post(_root(base) + route, json=body, headers=headers, timeout=TOKENIZE_TIMEOUT_SECONDS)
+    if response.status_code != 200:
+        return None
+    data = response.json()
+    if isinstance(data.get("count"), int):
+        return data["count"]
+    tokens = data.get("tokens")
+    return len(tokens) if isinstance(tokens, list) else None
+
+
+def count_tokens(model: str, texts: list[str]) -> tuple[list[int], str]:
+    """Return the token count of each text and how it was counted: `tokenizer` (the gateway's own
+    tokenize route: llama.cpp, vLLM, llama-cpp-python), `calibrated` (bytes × the tokens per byte
+    of earlier answers' `usage.prompt_tokens`), or `estimate` (characters ÷ 3). Counts by the
+    tokenizer are cached; a gateway without a tokenize route is asked again after
+    `AGENTS_MODEL_CATALOG_TTL_SECONDS`. No tokenizer is ever downloaded."""
+    base = settings.INFERENCE_BASE_URL
+    client = get_client()
+    now = time.monotonic()
+    known = _tokenizer.get(base)
+    if client is not None and (known is None or (known[1] is None and now - known[0] > settings.AGENTS_MODEL_CATALOG_TTL_SECONDS)):
+        route = None
+        for candidate in TOKENIZE_ROUTES:
+            try:
+                if _tokenize(client, base, candidate, model, "hello") is not None:
+                    route = candidate
+                    break
+            except Exception:  # not this gateway's route (or unreachable): the next, then the estimate
+                continue
+        _tokenizer[base] = known = (now, route)
+    if client is not None and known and known[1]:
+        counts = []
+        try:
+            for text in texts:
+                key = (base, model, hash(text))
+                if key not in _counts:
+                    if len(_counts) >= COUNT_CACHE_SIZE:
+                        _counts.clear()
+                    counted = _tokenize(client, base, known[1], model, text)
+                    if counted is None:
+                        raise ValueError("tokenize answered without a count")
+                    _counts[key] = counted
+                counts.append(_counts[key])
+            return counts, "tokenizer"
+        except Exception:
+            logger.info("gateway tokenize failed; estimating instead", exc_info=True)
+    ratio = _ratios.get((base, model))
+    if ratio:
+        return [max(1, math.ceil(len(text.encode()) * ratio)) for text in texts], "calibrated"
+    return [math.ceil(len(text) / 3) for text in texts], "estimate"
 
 
 class UpstreamError(Exception):
     """A chat completion failed; `reason` is one sentence for the run's `error` field."""
 
-    def __init__(self, reason: str, *, status: int | None = None, partial: str = "") -> None:
+    def __init__(self, reason: str, *, status: int | None = None, partial: str = "", code: str = "") -> None:
         super().__init__(reason)
         self.reason = reason
         self.status = status
         self.partial = partial  # the reply's text received before the failure (raw; "" when none)
+        self.code = code  # the gateway's own error code when it named one (`context_length_exceeded`…), else ""
 
 
 class UpstreamBusy(UpstreamError):
-    """A transient failure the policy retries: 429, 5xx, a connection error or empty choices."""
+    """A transient failure the policy retries: 429, a 5xx that is not a refusal, a connection
+    error, a timeout or empty choices."""
 
 
 class UpstreamRefused(UpstreamError):
-    """A failure no retry can fix (a 4xx other than 429, an unreadable answer): fails at once."""
+    """A failure no retry can fix: fails at once. A 4xx other than 429; a 5xx whose body says the
+    request itself is wrong (an OpenAI-shaped `invalid_request_error`, a validation error: what
+    llama-cpp-python answers with 500); an unreadable answer."""
 
 
-def _status_reason(exc: openai.APIStatusError) -> str:
-    message = ""
-    body = exc.body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        message = inner.get("message", "") if isinstance(inner, dict) else str(inner)
-    message = (message or exc.message or "").strip()
-    return f"upstream answered {exc.status_code}: {message}"[:500]
+class ContextOverflow(UpstreamRefused):
+    """The prompt does not fit the model's context window (`code` = `context_length_exceeded`;
+    `window`, the window the gateway named, else None)."""
+
+    window: int | None = None
+
+
+#: Words in a gateway's error message that say the prompt is over the model's context window:
+#: OpenAI / vLLM ("maximum context length"), llama-cpp-python ("exceed context window"),
+#: llama.cpp's server ("exceeds the available context size", `exceed_context_size_error`),
+#: LiteLLM (`ContextWindowExceededError`).
+_OVERFLOW = re.compile(r"context[ _-]?length[ _-]?exceeded|maximum context length|exceeds? (the )?context window|"
+                       r"exceeds? the available context size|exceed_context_size|ContextWindowExceeded|context window of \d+",
+                       re.IGNORECASE)
+#: A validation failure of the request (pydantic / FastAPI): deterministic, whatever the status.
+_VALIDATION = re.compile(r"validation error|'loc':|\"loc\":|Input should be|Field required|Extra inputs are not permitted",
+                         re.IGNORECASE)
+_PYDANTIC_ERROR = re.compile(r"""['"]loc['"]:\s*[(\[]([^)\]]*)[)\]],\s*['"]msg['"]:\s*['"]([^'"]+)['"]""")
+_OVERFLOW_NUMBERS = (re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)"),
+                     re.compile(r"maximum context length is (\d+) tokens.*?(?:requested|resulted in) (\d+) tokens", re.S))
+
+
+def _error_fields(body) -> tuple[str, str, str]:
+    """Return the (message, type, code) a gateway's error body carries ("" where absent).
+
+    Shapes read: OpenAI `{"error": {"message", "type", "code"}}`, llama.cpp's server (the same,
+    `code` an integer), FastAPI `{"detail": "…" | [{"loc", "msg"}…]}`, a bare `{"message"}`.
+    """
+    if not isinstance(body, dict):
+        return (str(body) if body else "", "", "")
+    inner = body.get("error", body)
+    if isinstance(inner, str):
+        return inner, "", ""
+    if not isinstance(inner, dict):
+        return "", "", ""
+    detail = inner.get("detail")
+    message = inner.get("message") or ""
+    if not message and isinstance(detail, list):
+        message = repr(detail)  # read below like pydantic's own dump
+    elif not message and detail:
+        message = str(detail)
+    kind = inner.get("type") or ""
+    code = inner.get("code")
+    return str(message), str(kind) if kind else "", "" if code is None else str(code)
+
+
+def _validation_sentence(message: str) -> str:
+    """Return a validation dump as one sentence: the first error's field and message, and how many more."""
+    found = _PYDANTIC_ERROR.findall(message)
+    if not found:
+        return _one_line(message)
+    loc, msg = found[0]
+    parts = [p.strip(" '\"") for p in loc.split(",") if p.strip(" '\"") and p.strip(" '\"") not in ("body", "typed_dict")]
+    where = ".".join(parts)
+    more = len(found) - 1
+    tail = f" (and {more} more validation error{'s' if more != 1 else ''})" if more else ""
+    return f"{where}: {msg}{tail}" if where else f"{msg}{tail}"
+
+
+def _one_line(message: str, limit: int = 240) -> str:
+    text = " ".join((message or "").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _named_window(message: str, body) -> int | None:
+    inner = body.get("error", body) if isinstance(body, dict) else None
+    if isinstance(inner, dict) and isinstance(inner.get("n_ctx"), int):  # llama.cpp's server
+        return inner["n_ctx"]
+    for index, pattern in enumerate(_OVERFLOW_NUMBERS):
+        match = pattern.search(message or "")
+        if match:
+            return int(match.group(2) if index == 0 else match.group(1))
+    return None
+
+
+def overflow_reason(message: str) -> str:
+    """Return the sentence of a context overflow, with the token counts when the message has them."""
+    for pattern in _OVERFLOW_NUMBERS:
+        match = pattern.search(message or "")
+        if match:
+            a, b = int(match.group(1)), int(match.group(2))
+            asked, window = (a, b) if pattern is _OVERFLOW_NUMBERS[0] else (b, a)
+            return (f"context_length_exceeded: the prompt ({asked} tokens) is over the model's context window of {window} tokens; "
+                    "shorten the conversation or raise the agent's contextWindow to the server's")
+    return ("context_length_exceeded: the prompt is over the model's context window "
+            f"(the gateway said: {_one_line(message, 160)})")
+
+
+def classify_status(status: int, body, fallback: str = "", *, partial: str = "") -> UpstreamError:
+    """Return the failure an error answer of the gateway is, with its reason in one sentence.
+
+    In: the HTTP status, the parsed error body (dict, or text), the SDK's message as a fallback.
+    Out: `ContextOverflow` when the message says the prompt is over the context window
+    (whatever the status); `UpstreamRefused` for a 4xx other than 429 and for a 5xx whose
+    body is an `invalid_request_error` or a validation failure (a retry sends the same request);
+    `UpstreamBusy` otherwise (429, any other 5xx).
+    """
+    message, kind, code = _error_fields(body)
+    message = message or fallback or ""
+    if code == "context_length_exceeded" or kind == "exceed_context_size_error" or _OVERFLOW.search(message):
+        overflow = ContextOverflow(overflow_reason(message), status=status, partial=partial, code="context_length_exceeded")
+        overflow.window = _named_window(message, body)
+        return overflow
+    validation = bool(_VALIDATION.search(message))
+    sentence = _validation_sentence(message) if validation else _one_line(message)
+    if status == 429 or (status >= 500 and kind != "invalid_request_error" and not validation):
+        return UpstreamBusy(f"upstream answered {status}: {sentence}"[:500], status=status, partial=partial, code=code)
+    return UpstreamRefused(f"upstream answered {status}: {sentence}"[:500], status=status, partial=partial,
+                           code=code)
 
 
 def output_token_cap(max_tokens: int | None) -> int:
     """Return the `max_tokens` a completion asks for: the agent's value capped by
-    `AGENTS_MAX_OUTPUT_TOKENS`, or the cap when the agent sets none. Example: cap 4096, agent
-    8000 → 4096; agent None → 4096; agent 256 → 256."""
+    `AGENTS_MAX_OUTPUT_TOKENS`, or `AGENTS_DEFAULT_OUTPUT_TOKENS` (capped too) when the agent
+    sets none. Example: cap 4096, default 1024: agent 8000 → 4096; agent None → 1024; agent 256 → 256."""
     cap = max(int(settings.AGENTS_MAX_OUTPUT_TOKENS), 1)
-    return cap if not max_tokens else max(min(int(max_tokens), cap), 1)
+    if not max_tokens:
+        return max(min(int(settings.AGENTS_DEFAULT_OUTPUT_TOKENS), cap), 1)
+    return max(min(int(max_tokens), cap), 1)
+
+
+def gateway_timeout(seconds_left: float | None) -> httpx2.Timeout:
+    """Return the HTTP timeouts of one request to the gateway: connect
+    `INFERENCE_CONNECT_TIMEOUT_SECONDS`, each read `INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS` (the
+    longest quiet a stream may have; the watchdog holds the shorter gap between tokens), all
+    at most `seconds_left` (the caller's deadline; None: `AGENTS_RUN_DEADLINE_SECONDS`)."""
+    left = settings.AGENTS_RUN_DEADLINE_SECONDS if seconds_left is None else max(seconds_left, 0.001)
+    connect = min(settings.INFERENCE_CONNECT_TIMEOUT_SECONDS, left)
+    read = min(settings.INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS, left)
+    return httpx2.Timeout(connect=connect, read=read, write=max(connect, min(30.0, left)), pool=connect)
+
+
+class _Watchdog:
+    """Ends a streamed completion that goes quiet: no first piece of the reply (content or a
+    tool call's fragment) within `INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS` of the request, no
+    next piece within `INFERENCE_TOKEN_TIMEOUT_SECONDS` of the last, or the caller's deadline
+    passed. It shuts the response's socket down (a blocked read returns at once); `fired` then
+    says which limit, in words. One thread per streamed completion, waiting on an event."""
+
+    def __init__(self, *, started: float, deadline: float) -> None:
+        self.first = settings.INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS
+        self.between = settings.INFERENCE_TOKEN_TIMEOUT_SECONDS
+        self.deadline = deadline
+        self.last = started
+        self.pieces = 0
+        self.fired = ""
+        self._done = False
+        self._wake = threading.Event()  # set on the first piece (the limit shortens) and at the end
+        self._response = None
+        self._thread: threading.Thread | None = None
+
+    def watch(self, response) -> None:
+        """Start watching `response` (the SDK stream's `httpx2.Response`)."""
+        self._response = response
+        self._thread = threading.Thread(target=self._run, name="gateway-watchdog", daemon=True)
+        self._thread.start()
+
+    def piece(self) -> None:
+        """A piece of the reply arrived."""
+        self.pieces += 1
+        self.last = time.monotonic()
+        if self.pieces == 1:
+            self._wake.set()
+
+    def stop(self) -> None:
+        """The stream ended (or failed): stop watching."""
+        self._done = True
+        self._wake.set()
+
+    def _due(self) -> tuple[float, str]:
+        if self.pieces:
+            gap, what = self.last + self.between, f"no token for {self.between:g} s (INFERENCE_TOKEN_TIMEOUT_SECONDS)"
+        else:
+            gap, what = self.last + self.first, f"no first token within {self.first:g} s (INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS)"
+        return (gap, what) if gap < self.deadline else (self.deadline, "the run's deadline passed")
+
+    def _run(self) -> None:
+        while True:
+            due, what = self._due()
+            left = due - time.monotonic()
+            if self._done:
+                return
+            if left > 0:
+                self._wake.wait(left)
+                self._wake.clear()
+                continue
+            self.fired = what
+            self._cut()
+            return
+
+    def _cut(self) -> None:
+        stream = (getattr(self._response, "extensions", None) or {}).get("network_stream")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        try:
+            if sock is not None:
+                sock.shutdown(2)  # SHUT_RDWR: the run's blocked read returns now
+            else:
+                self._response.close()
+        except Exception:  # already closed: the read ends anyway
+            logger.debug("gateway watchdog: could not cut the stream", exc_info=True)
 
 
 class _Assembly:
@@ -251,7 +576,9 @@ class _Assembly:
         self.usage = None
         self.choices = False
 
-    def add(self, chunk, on_delta: Callable[[str], None] | None) -> None:
+    def add(self, chunk, on_delta: Callable[[str], None] | None) -> bool:
+        """Take one chunk; return True when it carried a piece of the reply (content or a tool call's fragment)."""
+        piece = False
         self.id = self.id or (getattr(chunk, "id", "") or "")
         self.model = self.model or (getattr(chunk, "model", "") or "")
         self.created = self.created or (getattr(chunk, "created", 0) or 0)
@@ -269,10 +596,12 @@ class _Assembly:
             if delta.content is not None:
                 self.saw_content = True
                 if delta.content:
+                    piece = True
                     self.content.append(delta.content)
                     if on_delta is not None:
                         on_delta(delta.content)
             for fragment in delta.tool_calls or []:
+                piece = True
                 call = self.calls.setdefault(fragment.index or 0, {"id": "", "name": "", "arguments": []})
                 if fragment.id:
                     call["id"] = call["id"] or fragment.id
@@ -282,6 +611,7 @@ class _Assembly:
                         call["name"] += function.name
                     if function.arguments:
                         call["arguments"].append(function.arguments)
+        return piece
 
     @property
     def text(self) -> str:
@@ -307,7 +637,35 @@ class _Assembly:
         })
 
 
+#: The header every completion carries the run's id in (issue 32): a gateway's logs (LiteLLM's
+#: spend logs) can be joined to the run.
+RUN_ID_HEADER = "X-Agents-Run-Id"
+
 _FINISH_REASONS = frozenset({"stop", "length", "tool_calls", "content_filter", "function_call"})
+
+
+_BROKEN = (openai.APIConnectionError, httpx.TransportError, httpx2.TransportError)
+
+
+def _probe(client, kwargs: dict, deadline: float) -> None:
+    """Ask once more, not streamed and for one token, after a stream that broke before its first
+    piece: llama-cpp-python answers 200, then breaks the stream, for a request it refuses (a
+    prompt over the context window), and answers the same request not streamed with its 400.
+    Raises that refusal (`UpstreamRefused` / `ContextOverflow`); returns when the probe is
+    answered or fails otherwise (the break was transient: the caller's failure stands)."""
+    left = deadline - time.monotonic()
+    if left <= 0.5:
+        return
+    plain = {k: v for k, v in kwargs.items() if k not in ("stream", "stream_options")}
+    plain["max_tokens"] = 1
+    try:
+        client.with_options(timeout=gateway_timeout(left)).chat.completions.create(**plain)
+    except openai.APIStatusError as exc:
+        failure = classify_status(exc.status_code, exc.body, exc.message)
+        if isinstance(failure, UpstreamRefused):
+            raise failure from exc
+    except Exception:
+        logger.debug("gateway probe after a broken stream failed", exc_info=True)
 
 
 def chat_completion(
@@ -320,15 +678,21 @@ def chat_completion(
     max_tokens: int | None = None,
     temperature: float | None = None,
     top_p: float | None = None,
+    run_id: str = "",
+    passthrough: dict | None = None,
 ) -> ChatCompletion:
     """Stream one chat completion from the gateway; return it assembled as a `ChatCompletion` (1 choice).
 
     In: `model`, OpenAI-shaped `messages`, optional OpenAI `tools` definitions, an optional
-    `timeout` in seconds for the whole completion (default `INFERENCE_TIMEOUT_SECONDS`; it also
-    bounds each read), `on_delta(text)` called with each piece of the reply's content as it
+    `timeout`: the seconds left before the caller's deadline (default
+    `AGENTS_RUN_DEADLINE_SECONDS`), within which the connect, first-token and between-token
+    timeouts apply; `on_delta(text)` called with each piece of the reply's content as it
     arrives (raw, unmasked; must not raise), and the generation settings: `max_tokens` (capped
-    by `AGENTS_MAX_OUTPUT_TOKENS`, which is sent when it is None), `temperature`, `top_p` (sent
-    only when set).
+    by `AGENTS_MAX_OUTPUT_TOKENS`; `AGENTS_DEFAULT_OUTPUT_TOKENS` when None), `temperature`,
+    `top_p` (sent only when set); `run_id`, sent as the `X-Agents-Run-Id` header (and as
+    `metadata.agents_run_id` with `AGENTS_GATEWAY_RUN_METADATA`); `passthrough`, OpenAI request
+    fields sent unchanged (`response_format`, `tool_choice`, `stop`, `seed`, `user`…: an
+    OpenAI-compatible caller's own).
     Out: the SDK's `ChatCompletion`: `choices[0].message` with `content` (the pieces joined) and
     `tool_calls` (fragments joined by index), `usage` when the gateway reports it.
     Raises `UpstreamBusy` for 429, 5xx, connection errors, timeouts and a stream that breaks
@@ -339,34 +703,61 @@ def chat_completion(
     client = get_client()
     if client is None:
         raise UpstreamRefused("inference is not configured on this deployment")
-    total = settings.INFERENCE_TIMEOUT_SECONDS if timeout is None else max(timeout, 0.001)
-    if timeout is not None:
-        client = client.with_options(timeout=max(timeout, 0.001))
+    total = settings.AGENTS_RUN_DEADLINE_SECONDS if timeout is None else max(timeout, 0.001)
+    client = client.with_options(timeout=gateway_timeout(total))
     kwargs: dict = {"model": model, "messages": messages, "stream": True, "stream_options": {"include_usage": True},
                     "max_tokens": output_token_cap(max_tokens)}
+    for name, value in (passthrough or {}).items():
+        if name in ("tool_choice", "parallel_tool_calls") and not tools:
+            continue  # no tools offered this round (the loop's last): a gateway refuses a tool choice without tools
+        kwargs.setdefault(name, value)
     if tools:
         kwargs["tools"] = tools
     if temperature is not None:
         kwargs["temperature"] = temperature
     if top_p is not None:
         kwargs["top_p"] = top_p
+    if run_id:
+        kwargs["extra_headers"] = {RUN_ID_HEADER: run_id}
+        if settings.AGENTS_GATEWAY_RUN_METADATA:
+            kwargs["extra_body"] = {"metadata": {**((passthrough or {}).get("metadata") or {}), "agents_run_id": run_id}}
     reply = _Assembly()
     started = time.monotonic()
+    watchdog = _Watchdog(started=started, deadline=started + total)
     try:
-        stream = client.chat.completions.create(**kwargs)
         try:
-            for chunk in stream:
-                reply.add(chunk, on_delta)
-                if time.monotonic() - started > total:
-                    raise UpstreamBusy("upstream timed out", partial=reply.text)
-        finally:
-            stream.close()
+            stream = client.chat.completions.create(**kwargs)
+            watchdog.watch(getattr(stream, "response", None))
+            try:
+                for chunk in stream:
+                    if reply.add(chunk, on_delta):
+                        watchdog.piece()
+                    if time.monotonic() - started > total:
+                        raise UpstreamBusy("upstream timed out: the run's deadline passed", partial=reply.text)
+            finally:
+                watchdog.stop()
+                stream.close()
+        except UpstreamError:
+            raise
+        except Exception as exc:
+            if watchdog.fired:  # the watchdog cut a quiet stream: whatever the read raised, that is why
+                raise UpstreamBusy(f"upstream timed out: {watchdog.fired}", partial=reply.text) from exc
+            if reply.choices and not watchdog.pieces and isinstance(exc, _BROKEN):
+                _probe(client, kwargs, started + total)  # raises the refusal a broken stream hid
+            raise
+        if watchdog.fired:
+            raise UpstreamBusy(f"upstream timed out: {watchdog.fired}", partial=reply.text)
+    except ContextOverflow as exc:
+        if exc.window:
+            note_window(model, exc.window)
+        raise
     except UpstreamError:
         raise
     except openai.APIStatusError as exc:
-        if exc.status_code == 429 or exc.status_code >= 500:
-            raise UpstreamBusy(_status_reason(exc), status=exc.status_code, partial=reply.text) from exc
-        raise UpstreamRefused(_status_reason(exc), status=exc.status_code, partial=reply.text) from exc
+        failure = classify_status(exc.status_code, exc.body, exc.message, partial=reply.text)
+        if isinstance(failure, ContextOverflow) and failure.window:
+            note_window(model, failure.window)
+        raise failure from exc
     except (openai.APITimeoutError, httpx.TimeoutException) as exc:
         raise UpstreamBusy("upstream timed out", partial=reply.text) from exc
     except (openai.APIConnectionError, httpx.TransportError) as exc:
@@ -374,7 +765,10 @@ def chat_completion(
         reason = "upstream stream broke off" if reply.choices else "upstream unreachable"
         raise UpstreamBusy(f"{reason}: {cause}"[:500], partial=reply.text) from exc
     except openai.APIError as exc:  # an error frame inside the stream (the gateway failed while answering)
-        raise UpstreamBusy(f"upstream failed while streaming: {exc.message}"[:500], partial=reply.text) from exc
+        failure = classify_status(500, exc.body, exc.message, partial=reply.text)
+        if isinstance(failure, UpstreamBusy):
+            failure = UpstreamBusy(f"upstream failed while streaming: {_one_line(exc.message)}"[:500], partial=reply.text)
+        raise failure from exc
     except (openai.OpenAIError, ValueError) as exc:  # ValueError: a chunk that is not JSON
         raise UpstreamRefused(f"upstream answer unreadable: {exc}"[:500], partial=reply.text) from exc
     if not reply.choices:
@@ -392,3 +786,5 @@ def reset_caches() -> None:
         _client = None
         _client_key = None
         _catalog = None
+        for cache in (_listed_windows, _learned_windows, _ratios, _tokenizer, _counts):
+            cache.clear()

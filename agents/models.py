@@ -36,6 +36,9 @@ class Agent(models.Model):
     max_tokens = models.PositiveIntegerField(null=True, blank=True)
     temperature = models.FloatField(null=True, blank=True)
     top_p = models.FloatField(null=True, blank=True)
+    # The model's context window in tokens (None: the gateway's model metadata, else
+    # AGENTS_CONTEXT_WINDOW_TOKENS): the prompt's history is trimmed to fit it (issue 31).
+    context_window = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 
@@ -91,6 +94,11 @@ class Run(models.Model):
     def __str__(self) -> str:
         return f"{self.id} ({self.status})"
 
+    @property
+    def truncated(self) -> bool:
+        """True when the run's last reply was cut by the token limit (`finish_reason` `length`)."""
+        return self.finish_reason == FinishReason.LENGTH
+
 
 class IdempotencyRecord(models.Model):
     """The first run answered for an `Idempotency-Key` of the org (spec: POST …/run).
@@ -127,7 +135,7 @@ class McpServer(models.Model):
         max_length=32,
         unique=True,
         validators=[RegexValidator(MCP_SERVER_NAME_PATTERN, "lower-case letters, digits and '-', at most 32")],
-        help_text="tools are named mcp__<name>__<tool>",
+        help_text="Agents call this server's tools mcp__‹this name›__‹tool›, e.g. mcp__github__search_issues.",
     )
     transport = models.CharField(max_length=16, choices=McpTransport.choices)
     command = models.CharField(max_length=500, default="", blank=True, help_text="stdio: the executable")

@@ -38,7 +38,8 @@ def run_view(run: Run) -> dict:
             "startedAt": rfc3339(run.started_at),
             "createdAt": rfc3339(run.finished_at or run.created_at),
         },
-        keep=("id", "kind", "agent", "status", "model", "input", "durationMs", "createdAt"),
+        # Token counts are null, never 0 or absent, when the gateway reported none (issue 31).
+        keep=("id", "kind", "agent", "status", "model", "input", "durationMs", "createdAt", "promptTokens", "completionTokens"),
     )
 
 
@@ -63,6 +64,7 @@ def agent_view(agent: Agent, *, runs: int) -> dict:
             "computeRef": agent.compute_ref,
             "serviceAccountId": agent.service_account_id,
             "maxTokens": agent.max_tokens,
+            "contextWindow": agent.context_window,
             "temperature": agent.temperature,
             "topP": agent.top_p,
             "runs": runs,

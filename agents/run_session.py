@@ -94,7 +94,8 @@ class RunSession:
             for event in events:
                 body = json.loads(event.payload or "{}")
                 session._backlog.append(
-                    {"command": body.get("command"), "message": body.get("message"), "payload": body.get("payload"), "seq": event.seq}
+                    {"command": body.get("command"), "message": body.get("message"), "payload": body.get("payload"), "seq": event.seq,
+                     **({"push": True} if body.get("push") is True else {})}
                 )
             if session._inbox is not None and events:
                 session._inbox.advance([event.seq for event in events])
@@ -185,6 +186,21 @@ class RunSession:
         except Exception:
             logger.warning("run session %s: inbox read failed", self.session_id, exc_info=True)
             return self._fresh(backlog)
+
+    def on_command(self, callback) -> None:
+        """Call `callback(command)` the moment each steering command is received (on the receiving
+        thread), before the loop drains it with `pending()`; commands recorded before the executor
+        attached are passed at once. Used by the run's stop watcher (issue 25)."""
+        for command in list(self._backlog):
+            try:
+                callback(command)
+            except Exception:
+                logger.warning("run session %s: command watcher failed", self.session_id, exc_info=True)
+        if self._inbox is not None:
+            try:
+                self._inbox.watch(callback)
+            except Exception:
+                logger.warning("run session %s: command watcher not registered", self.session_id, exc_info=True)
 
     def wait(self, timeout: float) -> dict | None:
         """Wait up to `timeout` seconds for the next command; return it, or None."""

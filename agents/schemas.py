@@ -42,6 +42,15 @@ def _integral(value):
 JsonInt = Annotated[StrictInt, BeforeValidator(_integral)]
 
 
+CONTEXT_WINDOW_MIN = 256
+CONTEXT_WINDOW_MAX = 10_000_000
+_CONTEXT_WINDOW = (
+    f"The model's context window in tokens ({CONTEXT_WINDOW_MIN} to {CONTEXT_WINDOW_MAX}; the server's own, e.g. llama.cpp's `--ctx-size`). "
+    "The prompt's oldest turns are dropped to fit it with `maxTokens` of room for the reply. Absent: the gateway's model "
+    "metadata where it gives one, else the deployment's `AGENTS_CONTEXT_WINDOW_TOKENS`."
+)
+
+
 def _max_tokens_schema(schema: dict) -> None:
     # Read when the document is built (not at import): the cap is the deployment's setting.
     from django.conf import settings
@@ -68,6 +77,8 @@ class AgentIn(BodySchema):
     maxTokens: JsonInt | None = Field(None, description=_MAX_TOKENS, json_schema_extra=_max_tokens_schema)
     temperature: StrictFloat | None = Field(None, description=_TEMPERATURE, json_schema_extra=declare(on="number", minimum=0, maximum=2))
     topP: StrictFloat | None = Field(None, description=_TOP_P, json_schema_extra=declare(on="number", exclusiveMinimum=0, maximum=1))
+    contextWindow: JsonInt | None = Field(None, description=_CONTEXT_WINDOW, json_schema_extra=declare(
+        on="integer", minimum=CONTEXT_WINDOW_MIN, maximum=CONTEXT_WINDOW_MAX))
 
 
 def _create_schema(schema: dict, model: type | None = None) -> None:
@@ -131,6 +142,7 @@ class AgentOut(Schema):
     maxTokens: int | None = Field(None, description="The most tokens one reply may have (absent: the deployment's cap).")
     temperature: float | None = Field(None, description="Sampling temperature (absent: the gateway's default).")
     topP: float | None = Field(None, description="Nucleus sampling (absent: the gateway's default).")
+    contextWindow: int | None = Field(None, description="The model's context window in tokens (absent: the gateway's model metadata, else the deployment's default).")
     runs: int
     createdAt: str
     updatedAt: str
@@ -173,6 +185,10 @@ class RunIn(BodySchema):
         "`true` answers `text/event-stream` while the run executes: `delta` frames as the reply is written, `tool` frames, "
         "then one `run` frame with the recorded run (a JSON boolean; not with `background` or `targetId`)."))
     targetId: str | None = Field(None, description="Id of an online machine of the org to run on.")
+    webhook: str | None = Field(None, description=(
+        "A URL to POST this run's `run.finished` event to, signed like every webhook: it must fall under one of the "
+        "org's webhook endpoints (same scheme, host and port; a path under the endpoint's), else 400."),
+        json_schema_extra=declare(maxLength=2048, format="uri"))
 
 
 class RunAcceptedOut(Schema):

@@ -145,6 +145,7 @@ class AgentInput:
     max_tokens: object = UNSET
     temperature: object = UNSET
     top_p: object = UNSET
+    context_window: object = UNSET
 
 
 def _given(value: object) -> bool:
@@ -157,17 +158,19 @@ def _finite(value: object) -> float | None:
     return float(value)
 
 
-def clean_generation(*, max_tokens: object = UNSET, temperature: object = UNSET, top_p: object = UNSET) -> dict:
+def clean_generation(*, max_tokens: object = UNSET, temperature: object = UNSET, top_p: object = UNSET,
+                     context_window: object = UNSET) -> dict:
     """Return the given generation settings validated, as model field values (omitted ones left out).
 
     `max_tokens`: an integer from 1 to `AGENTS_MAX_OUTPUT_TOKENS`; `temperature`: a number from
-    0 to 2; `top_p`: a number above 0 and at most 1. Raises `InvalidRequest` (400) naming the
+    0 to 2; `top_p`: a number above 0 and at most 1; `context_window`: an integer from 256 to
+    10 000 000 (tokens). Raises `InvalidRequest` (400) naming the
     wire field. None clears a setting (the gateway's default again; the API treats JSON null as
     omitted, the console's empty field clears). Example: `clean_generation(temperature=0.2)` →
     `{"temperature": 0.2}`; `clean_generation(top_p=None)` → `{"top_p": None}`.
     """
     cleaned: dict = {}
-    for field, value in (("max_tokens", max_tokens), ("temperature", temperature), ("top_p", top_p)):
+    for field, value in (("max_tokens", max_tokens), ("temperature", temperature), ("top_p", top_p), ("context_window", context_window)):
         if value is None:
             cleaned[field] = None
     if _given(max_tokens) and max_tokens is not None:
@@ -185,6 +188,11 @@ def clean_generation(*, max_tokens: object = UNSET, temperature: object = UNSET,
         if value is None or not 0 < value <= 1:
             raise InvalidRequest("topP must be a number above 0 and at most 1")
         cleaned["top_p"] = value
+    if _given(context_window) and context_window is not None:
+        low, high = 256, 10_000_000
+        if isinstance(context_window, bool) or not isinstance(context_window, int) or not low <= context_window <= high:
+            raise InvalidRequest(f"contextWindow must be an integer from {low} to {high} (tokens)")
+        cleaned["context_window"] = context_window
     return cleaned
 
 
@@ -206,7 +214,8 @@ def agent_create(*, data: AgentInput) -> Agent:
     service_account_id = _clean_ref(data.service_account_id if _given(data.service_account_id) else None, "serviceAccountId")
     tools = _validate_tools(clean_tools(data.tools if _given(data.tools) else None), agent_name=name)
     description = ((data.description if _given(data.description) else "") or "").strip()
-    generation = clean_generation(max_tokens=data.max_tokens, temperature=data.temperature, top_p=data.top_p)
+    generation = clean_generation(max_tokens=data.max_tokens, temperature=data.temperature, top_p=data.top_p,
+                                  context_window=data.context_window)
     now = timezone.now()
     try:
         with stores.org_atomic(serialize=LONG_RUNNING_CAP if mode == ExecutionMode.LONG_RUNNING else False):
@@ -247,7 +256,8 @@ def agent_update(*, ref: str, data: AgentInput) -> Agent:
     may_enter_cap = _given(data.execution_mode) or _given(data.schedule)
     with stores.org_atomic(serialize=LONG_RUNNING_CAP if may_enter_cap else False):
         agent = agent_get(ref=ref)
-        generation = clean_generation(max_tokens=data.max_tokens, temperature=data.temperature, top_p=data.top_p)
+        generation = clean_generation(max_tokens=data.max_tokens, temperature=data.temperature, top_p=data.top_p,
+                                      context_window=data.context_window)
         was_long_running = agent.execution_mode == ExecutionMode.LONG_RUNNING and bool(agent.schedule)
         if model is not None:
             agent.model = model

@@ -111,6 +111,15 @@ class QueueListener(RunListener):
             self._also.ops(ops)
 
 
+def run_headers(response, run):
+    """Return `response` with `X-Agents-Run-Id` / `X-Agents-Session-Id` naming `run` (the
+    session header only when the run has one)."""
+    response["X-Agents-Run-Id"] = run.id
+    if run.session_id:
+        response["X-Agents-Session-Id"] = run.session_id
+    return response
+
+
 def run_stream(
     *,
     org: str,

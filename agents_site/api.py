@@ -206,6 +206,7 @@ def _mount() -> None:
     from coding.api import coding_router, repos_router
     from sessions.api import builds_router, sessions_router
     from targets.api import router as targets_router
+    from webhooks.api import router as webhooks_router
 
     api.add_router("/agents/sessions", sessions_router)
     api.add_router("/agents/builds", builds_router)
@@ -213,6 +214,7 @@ def _mount() -> None:
     api.add_router("/agents/repos", repos_router)
     api.add_router("/agents/coding", coding_router)
     api.add_router("/agents/chat", chat_router)
+    api.add_router("/agents/webhooks", webhooks_router)
     api.add_router("/agents", runs_router)
     api.add_router("/agents", agents_router)
 

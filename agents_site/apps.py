@@ -3,10 +3,14 @@ from django.contrib.admin import apps as admin_apps
 
 
 class AgentsSiteConfig(AppConfig):
-    """The composition root: its management commands (an override of django-q2's `qcluster`)."""
+    """The composition root: its management commands (an override of django-q2's `qcluster`) and system checks."""
 
     default = True
     name = "agents_site"
+
+    def ready(self) -> None:
+        """Register the platform's system checks (agents_site/checks.py)."""
+        from agents_site import checks  # noqa: F401
 
 
 class AgentsAdminConfig(admin_apps.AdminConfig):

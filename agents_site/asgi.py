@@ -52,6 +52,9 @@ django.setup(set_prefix=False)
 
 from django.conf import settings  # noqa: E402
 
+from agents_site.revocation_guard import RequestGuard  # noqa: E402
+from tenancy import revocation  # noqa: E402
+
 # Routes whose requests mostly wait (POST …/claim, GET …/sessions/stream); they share threads.
 SHARED_THREAD_PATHS = re.compile(r"^/v1/agents/(targets/[^/]+/claim|sessions/stream)/?$")
 
@@ -211,6 +214,9 @@ class AgentsASGIHandler(ASGIHandler):
             await self.send_response(error_response, send)
             await sync_to_async(error_response.close)()
             return
+        guard = RequestGuard(asyncio.get_running_loop(), request.path)
+        request.agents_revocation = guard  # armed by the principal middleware; see agents_site.revocation_guard
+        send = guard.wrap(send)
         match = self._sync_view_match(request)
         if match is None:
             await signals.request_started.asend(sender=self.__class__, scope=scope)
@@ -233,6 +239,9 @@ class AgentsASGIHandler(ASGIHandler):
 
         # Django's order: the disconnect listener first, so a failure there cannot stop the answer being cancelled.
         tasks = [asyncio.create_task(self.listen_for_disconnect(receive)), asyncio.create_task(process_request(request, send))]
+        guard.task = tasks[1]
+        if guard.fired:  # revoked before the work was created
+            tasks[1].cancel()
         await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         for task in tasks:
             if task.done():
@@ -240,6 +249,8 @@ class AgentsASGIHandler(ASGIHandler):
                     task.result()
                 except RequestAborted:
                     pass
+                except asyncio.CancelledError:
+                    pass  # the work cancelled by a revocation (the guard): answered below
                 except AssertionError:
                     body_file.close()
                     raise
@@ -256,10 +267,17 @@ class AgentsASGIHandler(ASGIHandler):
         else:
             if not getattr(response, "agents_closed", False):
                 await sync_to_async(response.close)()
+        guard.close()
+        try:
+            await guard.finish(send)  # a revoked credential: answer 403, or end the stream
+        except Exception:  # the client is gone already
+            pass
         body_file.close()
 
 
-django_asgi_app = AgentsASGIHandler()
+# AGENTS_FAST_HANDLER off: Django's own handler (and Django's own middleware, settings.py).
+django_asgi_app = AgentsASGIHandler() if settings.AGENTS_FAST_HANDLER else ASGIHandler()
+revocation.start()  # join the revocation broadcast now: a connection opened later is closed by it
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import path  # noqa: E402

@@ -90,6 +90,7 @@ INSTALLED_APPS = [
     "agents",
     "sessions.apps.AgentSessionsConfig",
     "targets",
+    "webhooks",
     "rest_framework",
     "drf_spectacular",
     "identity.apps.IdentityConfig",
@@ -100,18 +101,39 @@ INSTALLED_APPS = [
     "console",
 ]
 
+# The fast path (issue 27 item 3), each part switchable off to run on Django's stock code (a CI
+# pass of `make test` runs the API tests that way; agents_site/django_private.py lists every
+# private Django name the parts touch):
+# AGENTS_FAST_HANDLER — the ASGI handler (agents_site/asgi.py) and the inline middleware;
+# AGENTS_POOLED_SQLITE — the SQLite engine that keeps idle connections (agents_site/db_backends).
+AGENTS_FAST_HANDLER = _env_bool("AGENTS_FAST_HANDLER", True)
+AGENTS_POOLED_SQLITE = _env_bool("AGENTS_POOLED_SQLITE", True)
+_MIDDLEWARE_HOME = "agents_site.inline_middleware" if AGENTS_FAST_HANDLER else None
+_STOCK_MIDDLEWARE = {
+    "SecurityMiddleware": "django.middleware.security", "SessionMiddleware": "django.contrib.sessions.middleware",
+    "CommonMiddleware": "django.middleware.common", "CsrfViewMiddleware": "django.middleware.csrf",
+    "AuthenticationMiddleware": "django.contrib.auth.middleware", "MessageMiddleware": "django.contrib.messages.middleware",
+    "XFrameOptionsMiddleware": "django.middleware.clickjacking",
+}
+
+
+def _stock(name: str) -> str:
+    """Return the dotted path of Django's middleware `name`, inline on the loop when the fast handler is on."""
+    return f"{_MIDDLEWARE_HOME or _STOCK_MIDDLEWARE[name]}.{name}"
+
+
 # Django's stock middleware, run inline on the event loop under ASGI (agents_site/inline_middleware.py):
 # a request hops to a thread for the principal lookup and a sync view only.
 MIDDLEWARE = [
     "agents_site.middleware.api_error_shape",  # outermost: sees every error answered under /v1/
-    "agents_site.inline_middleware.SecurityMiddleware",
+    _stock("SecurityMiddleware"),
     "agents_site.middleware.static_files",  # WhiteNoise, kept out of the way of async views
-    "agents_site.inline_middleware.SessionMiddleware",
-    "agents_site.inline_middleware.CommonMiddleware",
-    "agents_site.inline_middleware.CsrfViewMiddleware",
-    "agents_site.inline_middleware.AuthenticationMiddleware",
-    "agents_site.inline_middleware.MessageMiddleware",
-    "agents_site.inline_middleware.XFrameOptionsMiddleware",
+    _stock("SessionMiddleware"),
+    _stock("CommonMiddleware"),
+    _stock("CsrfViewMiddleware"),
+    _stock("AuthenticationMiddleware"),
+    _stock("MessageMiddleware"),
+    _stock("XFrameOptionsMiddleware"),
     "tenancy.middleware.PrincipalMiddleware",
 ]
 
@@ -141,14 +163,14 @@ _default_sqlite = AGENTS_DATA_DIR / "default.db"
 if os.environ.get("DATABASE_URL"):
     DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=0)}
 else:
-    DATABASES = {"default": {"ENGINE": "agents_site.db_backends.sqlite3", "NAME": str(_default_sqlite)}}
+    DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": str(_default_sqlite)}}
 # SQLite files (the default database and every org store) use Django's engine with the idle
 # connections kept for reuse in the process (agents_site/db_backends/sqlite3): a request still
 # hands its connections back at its end, but reopening one costs nothing.
-SQLITE_ENGINE = "agents_site.db_backends.sqlite3"
+SQLITE_ENGINE = "agents_site.db_backends.sqlite3" if AGENTS_POOLED_SQLITE else "django.db.backends.sqlite3"
 AGENTS_SQLITE_IDLE_PER_FILE = max(0, _env_int("AGENTS_SQLITE_IDLE_PER_FILE", 8))
 AGENTS_SQLITE_IDLE_CONNECTIONS = max(0, _env_int("AGENTS_SQLITE_IDLE_CONNECTIONS", 64))
-if DATABASES["default"]["ENGINE"] in ("django.db.backends.sqlite3", SQLITE_ENGINE):
+if DATABASES["default"]["ENGINE"] in ("django.db.backends.sqlite3", "agents_site.db_backends.sqlite3"):
     DATABASES["default"]["ENGINE"] = SQLITE_ENGINE
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {
@@ -188,7 +210,14 @@ AGENTS_ORG_DATABASE_PREFIX = os.environ.get("AGENTS_ORG_DATABASE_PREFIX", "agent
 # in the default database (tenancy.OrgPlacement), so it never moves. Empty: DATABASE_URL's server.
 AGENTS_ORG_DATABASE_SERVERS = [u.strip() for u in os.environ.get("AGENTS_ORG_DATABASE_SERVERS", "").split(",") if u.strip()]
 
-AUTH_PASSWORD_VALIDATORS = []
+# Checked where a password is chosen in the site (an org admin creating a user or setting a first
+# password, Django's password forms); `manage.py` commands that take a password do not check it.
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 10}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = False
@@ -260,6 +289,9 @@ else:
 
 # Durable execution (agents/scheduling, agents/background.py, agents/recovery.py).
 AGENTS_RUN_TIMEOUT_SECONDS = _env_int("AGENTS_RUN_TIMEOUT_SECONDS", 600)
+# The whole deadline of one run's agent loop (every completion, retry and tool): past it the
+# run ends `error` "the run ran out of time". Below the task queue's kill by default.
+AGENTS_RUN_DEADLINE_SECONDS = max(_env_float("AGENTS_RUN_DEADLINE_SECONDS", float(max(AGENTS_RUN_TIMEOUT_SECONDS - 60, 30))), 1.0)
 # How long a stopping worker (SIGTERM/Ctrl-C on qcluster) lets its run in flight finish before
 # ending it "worker stopped" (seconds).
 AGENTS_SHUTDOWN_GRACE_SECONDS = _env_float("AGENTS_SHUTDOWN_GRACE_SECONDS", 10.0)
@@ -281,13 +313,27 @@ AGENTS_GATEWAY_JWT_KEY = os.environ.get("AGENTS_GATEWAY_JWT_KEY", "")
 # Inference (an OpenAI-compatible gateway).
 INFERENCE_BASE_URL = os.environ.get("INFERENCE_BASE_URL", "").strip()
 INFERENCE_API_KEY = os.environ.get("INFERENCE_API_KEY", "").strip()
-INFERENCE_TIMEOUT_SECONDS = float(os.environ.get("INFERENCE_TIMEOUT_SECONDS", "120") or 120)
+# Timeouts that fit a model on a CPU (issue 31): connecting; the first token (the prompt is read
+# first: slow on a CPU, so generous); the gap between two tokens once the reply streams. A
+# run's whole deadline is AGENTS_RUN_DEADLINE_SECONDS (below the task queue's own kill).
+INFERENCE_CONNECT_TIMEOUT_SECONDS = max(_env_float("INFERENCE_CONNECT_TIMEOUT_SECONDS", 10.0), 0.1)
+INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS = max(_env_float("INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS", 300.0), 0.1)
+INFERENCE_TOKEN_TIMEOUT_SECONDS = max(_env_float("INFERENCE_TOKEN_TIMEOUT_SECONDS", 60.0), 0.1)
 AGENTS_DEFAULT_MODEL = os.environ.get("AGENTS_DEFAULT_MODEL", "gpt-4o-mini").strip()
 AGENTS_FAILOVER_MODEL = os.environ.get("AGENTS_FAILOVER_MODEL", "").strip()
 AGENTS_MODEL_CATALOG_TTL_SECONDS = _env_int("AGENTS_MODEL_CATALOG_TTL_SECONDS", 300)
 # The most tokens one completion may write (`max_tokens` sent with every completion; an agent's
 # own `maxTokens` is at most this), so no run writes forever.
 AGENTS_MAX_OUTPUT_TOKENS = max(_env_int("AGENTS_MAX_OUTPUT_TOKENS", 4096), 1)
+# What a completion asks for when its agent sets no maxTokens (at most the cap above): small
+# enough that a CPU model answers within the timeouts.
+AGENTS_DEFAULT_OUTPUT_TOKENS = max(_env_int("AGENTS_DEFAULT_OUTPUT_TOKENS", 1024), 1)
+# The context window (tokens) assumed of a model whose agent sets no contextWindow and whose
+# gateway states none: a prompt's oldest turns are dropped to fit it (agents/execution/context.py).
+AGENTS_CONTEXT_WINDOW_TOKENS = max(_env_int("AGENTS_CONTEXT_WINDOW_TOKENS", 8192), 256)
+# Every completion carries its run's id in the X-Agents-Run-Id header; set this to also send it
+# in the body as metadata.agents_run_id (LiteLLM logs it; strict servers refuse unknown fields).
+AGENTS_GATEWAY_RUN_METADATA = os.environ.get("AGENTS_GATEWAY_RUN_METADATA", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 
@@ -316,7 +362,7 @@ AGENTS_MCP_ALLOW_HOSTS = _env_list("AGENTS_MCP_ALLOW_HOSTS")
 # Steering: how long a paused run is held before it ends as an error, and how often a held run
 # re-checks its inbox (seconds).
 AGENTS_PAUSE_TIMEOUT_SECONDS = _env_float("AGENTS_PAUSE_TIMEOUT_SECONDS", 600.0)
-AGENTS_CONTROL_POLL_SECONDS = _env_float("AGENTS_CONTROL_POLL_SECONDS", 1.0)
+AGENTS_CONTROL_POLL_SECONDS = _env_float("AGENTS_CONTROL_POLL_SECONDS", 0.5)
 # How long an Idempotency-Key on POST …/run is remembered (seconds).
 AGENTS_IDEMPOTENCY_TTL_SECONDS = _env_int("AGENTS_IDEMPOTENCY_TTL_SECONDS", 24 * 3600)
 
@@ -363,6 +409,9 @@ AGENTS_REPO_FILE_ROOTS = [p.strip() for p in os.environ.get("AGENTS_REPO_FILE_RO
 AGENTS_REPO_ALLOW_HOSTS = _env_list("AGENTS_REPO_ALLOW_HOSTS")
 # Bound on one clone and on the working copy's disk use (MiB).
 AGENTS_CODING_MAX_REPO_MB = _env_int("AGENTS_CODING_MAX_REPO_MB", 200)
+# Bounds on what a coding run commits and pushes (MiB): one file, and all the files its commits add.
+AGENTS_CODING_MAX_FILE_MB = _env_int("AGENTS_CODING_MAX_FILE_MB", 10)
+AGENTS_CODING_MAX_PUSH_MB = _env_int("AGENTS_CODING_MAX_PUSH_MB", 50)
 # Coding runs one org may have in flight (queued or running); one more answers 429.
 AGENTS_CODING_MAX_CONCURRENT = _env_int("AGENTS_CODING_MAX_CONCURRENT", 2)
 # The fee of a successful coding run, in cents (unset or negative: the run fee).
@@ -392,6 +441,8 @@ LOGGING = {
 # How many org stores one process keeps registered as database aliases (LRU). Django walks
 # every registered alias per request, so this bounds a request's cost whatever the org count.
 AGENTS_STORE_CACHE_SIZE = _env_int("AGENTS_STORE_CACHE_SIZE", 64)
+# An org admin's invitation link (console → Members) works once, for this many hours.
+AGENTS_INVITE_TTL_HOURS = max(1, _env_int("AGENTS_INVITE_TTL_HOURS", 72))
 
 
 # Agent identity (spec 001; the identity app, DRF under /v1/identity/).
@@ -410,9 +461,20 @@ AGENTS_SECRETS_KEY = os.environ.get("AGENTS_SECRETS_KEY", "").strip()
 # Webhook deliveries: hosts that may be private/loopback and plain http (local set-ups, tests).
 AGENTS_WEBHOOK_ALLOW_HOSTS = _env_list("AGENTS_WEBHOOK_ALLOW_HOSTS")
 AGENTS_WEBHOOK_TIMEOUT_SECONDS = _env_float("AGENTS_WEBHOOK_TIMEOUT_SECONDS", 10.0)
-AGENTS_WEBHOOK_MAX_ATTEMPTS = _env_int("AGENTS_WEBHOOK_MAX_ATTEMPTS", 6)
-AGENTS_WEBHOOK_RETRY_BASE_SECONDS = _env_float("AGENTS_WEBHOOK_RETRY_BASE_SECONDS", 30.0)
-AGENTS_WEBHOOK_RETRY_MAX_SECONDS = _env_float("AGENTS_WEBHOOK_RETRY_MAX_SECONDS", 3600.0)
+# The engine's retry schedule (webhooks.engine: 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, then hourly,
+# ±10 % jitter) times this scale; a delivery is dead this long after it was created; > 0 also
+# caps the attempts.
+AGENTS_WEBHOOK_RETRY_SCALE = _env_float("AGENTS_WEBHOOK_RETRY_SCALE", 1.0)
+AGENTS_WEBHOOK_GIVE_UP_SECONDS = _env_float("AGENTS_WEBHOOK_GIVE_UP_SECONDS", 86400.0)
+AGENTS_WEBHOOK_MAX_ATTEMPTS = _env_int("AGENTS_WEBHOOK_MAX_ATTEMPTS", 0)
+# An org endpoint whose attempts all failed for this long is disabled (the dashboard says so).
+AGENTS_WEBHOOK_DISABLE_AFTER_SECONDS = _env_float("AGENTS_WEBHOOK_DISABLE_AFTER_SECONDS", 86400.0)
+# Threads per process making webhook attempts (0: inline in the task), and the longest retry
+# wait an in-process timer re-queues (later ones: the minute tick).
+AGENTS_WEBHOOK_THREADS = _env_int("AGENTS_WEBHOOK_THREADS", 4)
+AGENTS_WEBHOOK_FAST_RETRY_SECONDS = _env_float("AGENTS_WEBHOOK_FAST_RETRY_SECONDS", 60.0)
+# balance.low fires when a debit takes the org's balance below this (cents; 0: never).
+AGENTS_WEBHOOK_BALANCE_LOW_CENTS = _env_int("AGENTS_WEBHOOK_BALANCE_LOW_CENTS", 500)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [],

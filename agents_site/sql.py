@@ -65,8 +65,7 @@ def insert(objs: list[models.Model], connection) -> None:
 
     Each value is what the ORM's insert would send: the field's `pre_save` (so `auto_now_add`
     stamps) prepared for this database. A model whose primary key the database assigns (an
-    auto field) takes one object per call; its new key is read back (`RETURNING`, or the
-    last insert id where the database has no `RETURNING`). The
+    auto field) takes one object per call; its new key is read back (`RETURNING`). The
     instances are marked saved to `connection`. Raises the database's `IntegrityError` for a
     constraint the rows break (nothing inserted).
     """
@@ -86,11 +85,8 @@ def insert(objs: list[models.Model], connection) -> None:
     with connection.cursor() as cursor:
         if auto is None:
             cursor.execute(text, params)
-        elif connection.features.can_return_columns_from_insert:
+        else:  # RETURNING: PostgreSQL, and SQLite ≥ 3.35 (the minimum, system check agents.E001)
             cursor.execute(f"{text} RETURNING {quote(auto.column)}", params)
             setattr(objs[0], auto.attname, cursor.fetchone()[0])
-        else:  # SQLite before 3.35 has no RETURNING
-            cursor.execute(text, params)
-            setattr(objs[0], auto.attname, connection.ops.last_insert_id(cursor, meta.db_table, auto.column))
     for obj in objs:
         obj._state.adding, obj._state.db = False, connection.alias

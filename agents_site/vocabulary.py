@@ -192,6 +192,14 @@ class TargetKind(models.TextChoices):
     MACHINE = "machine", "machine"
 
 
+class MachineSandbox(models.TextChoices):
+    """How a machine's runner confines a routed coding run's commands (`spec.sandbox`)."""
+
+    BUBBLEWRAP = "bubblewrap", "bubblewrap"  # in bubblewrap, like the server
+    NONE = "none", "none"  # unconfined: the owner started the runner with --allow-unsandboxed-commands
+    UNAVAILABLE = "unavailable", "unavailable"  # no sandbox: the `run` tool is refused there
+
+
 class TargetStatus(models.TextChoices):
     """A machine's status: stored as operator intent, answered as effective status."""
 
@@ -347,9 +355,38 @@ class AgentHealth(models.TextChoices):
 
 
 class WebhookEventType(models.TextChoices):
-    """The `type` of a webhook body sent to an identity agent."""
+    """The `type` of a webhook body: to an identity agent, or to an org's webhook endpoints (issue 32)."""
 
-    ENVELOPE = "envelope.created", "envelope created"  # a user sent the agent an envelope
+    ENVELOPE = "envelope.created", "envelope created"  # (identity agent) a user sent the agent an envelope
+    SECURITY_ALERT = "security_alert", "security alert"  # (identity agent) a system message: rotation, revocation
+    RUN_FINISHED = "run.finished", "run finished"  # a run of any kind ended (ok or error); data is the run record
+    RUN_WAITING = "run.waiting", "run waiting"  # a run waits for an approval (reserved: no approvals yet)
+    CODING_PUSHED = "coding.pushed", "coding pushed"  # a coding run pushed its branch
+    SESSION_PUBLISHED = "session.published", "session published"  # a session became public
+    TARGET_OFFLINE = "target.offline", "target status changed"  # a machine's computed status changed (sweep)
+    BALANCE_LOW = "balance.low", "balance low"  # the org's balance fell below AGENTS_WEBHOOK_BALANCE_LOW_CENTS
+    TEST = "webhook.test", "test"  # a test send from the console or POST …/webhooks/{id}/test
+
+
+#: The events an org webhook endpoint may subscribe to (`events` of POST /v1/agents/webhooks).
+WebhookEventType.SUBSCRIBABLE = frozenset({
+    WebhookEventType.RUN_FINISHED, WebhookEventType.RUN_WAITING, WebhookEventType.CODING_PUSHED,
+    WebhookEventType.SESSION_PUBLISHED, WebhookEventType.TARGET_OFFLINE, WebhookEventType.BALANCE_LOW,
+})
+
+
+class WebhookChannel(models.TextChoices):
+    """Which kind of endpoint a delivery of the shared webhook engine goes to (`webhooks.engine`)."""
+
+    IDENTITY = "identity", "identity agent"  # an identity agent's webhook_url, signed with its registered secret
+    ORG = "org", "org endpoint"  # an org webhook endpoint (or a per-request callback under it), signed with its secret
+
+
+class WebhookDisabledReason(models.TextChoices):
+    """Why an org webhook endpoint is not delivered to."""
+
+    NONE = "", "enabled or disabled by hand"
+    FAILING = "failing", "failing for 24 hours"  # every attempt failed for AGENTS_WEBHOOK_DISABLE_AFTER_SECONDS
 
 
 class MsgSubtype(models.TextChoices):
@@ -441,6 +478,8 @@ class OpenAIFinishReason(StrEnum):
 
     STOP = "stop"  # the agent answered
     TOOL_CALLS = "tool_calls"  # the agent called tools the caller executes (`tool_calls`)
+    LENGTH = "length"  # the gateway cut the reply at the token limit (max_tokens)
+    CONTENT_FILTER = "content_filter"  # the gateway's content filter cut the reply
 
 
 class ErrorCode(StrEnum):
@@ -456,6 +495,7 @@ class ErrorCode(StrEnum):
     LONG_RUNNING_LIMIT = "long_running_limit"  # the org's cap on scheduled agents is reached
     SESSION_FINISHED = "session_finished"  # the session is done/error and cannot change
     SECRET_IN_TRANSCRIPT = "secret_in_transcript"  # a credential was found; nothing stored
+    CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded"  # the prompt is over the model's context window (the gateway said so)
     FORWARD_FAILED = "forward_failed"  # a control command was recorded but not forwarded
     INFERENCE_UNAVAILABLE = "inference_unavailable"  # no inference gateway configured
     INSUFFICIENT_BALANCE = "insufficient_balance"  # the org cannot pay the run fee
@@ -477,6 +517,7 @@ class ErrorCode(StrEnum):
     REPO_EXISTS = "repo_exists"  # a repository of that owner/name is already registered in the org
     SANDBOX_UNAVAILABLE = "sandbox_unavailable"  # no sandbox for commands: coding runs refused, never unconfined
     CODING_BUSY = "coding_busy"  # the org has AGENTS_CODING_MAX_CONCURRENT coding runs in flight
+    BASE_NOT_FOUND = "base_not_found"  # a coding run's start branch does not exist in the repo's remote
     CONVERSATION_BUSY = "conversation_busy"  # a round of this conversation is in flight (multitaskStrategy)
     RUN_FAILED = "run_failed"  # the run executed and failed; the body names its run (502: runId on /v1/agents, run_id in the OpenAI error object)
     INVALID_API_KEY = "invalid_api_key"  # OpenAI-compatible endpoint: no API key, or an unknown or revoked one (401)
@@ -490,6 +531,22 @@ class StoreCondition(StrEnum):
     READ_ONLY = "read_only"  # the database file or server refuses writes
     FULL = "full"  # the database reached its size limit or its disk is full
     RESTORING = "restoring"  # the org's store is being restored from its backup (manage.py restore_org)
+
+
+class InvitationState(models.TextChoices):
+    """Where an invitation to join an org stands (tenancy.Invitation)."""
+
+    PENDING = "pending", "pending"  # the link works: the next signed-in user to accept it joins
+    ACCEPTED = "accepted", "accepted"  # used once; it lets nobody else in
+    REVOKED = "revoked", "revoked"  # withdrawn by an admin before anyone used it
+    EXPIRED = "expired", "expired"  # not used before its expiry
+
+
+class MemberRole(models.TextChoices):
+    """A member's role in an org (tenancy.Membership.is_admin)."""
+
+    MEMBER = "member", "member"  # uses the org's agents, sessions and machines
+    ADMIN = "admin", "admin"  # also manages members, API keys, billing and the org's admin pages
 
 
 class ReplicaGenerationEnd(models.TextChoices):
@@ -565,5 +622,6 @@ def vocabulary_for_js() -> dict:
         "systemMessageCode": list(SystemMessageCode.values),
         "badge": {str(k): v for k, v in BADGE_COLOURS.items()},
         # Single words the scripts compare against, named (never a copied literal in JS).
-        "word": {"toolCall": str(EventKind.TOOL_CALL), "runError": str(RunStatus.ERROR), "external": str(AgentHosting.EXTERNAL)},
+        "word": {"toolCall": str(EventKind.TOOL_CALL), "commit": str(EventKind.COMMIT), "runError": str(RunStatus.ERROR), "external": str(AgentHosting.EXTERNAL),
+                 "truncated": str(FinishReason.LENGTH), "stopped": str(FinishReason.STOPPED)},
     }

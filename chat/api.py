@@ -12,8 +12,9 @@ from django.http import HttpResponse, JsonResponse
 from ninja import Router
 from ninja.responses import Status
 
+from agents.hooks import request_callback
 from agents.presenters import run_view
-from agents.streaming import run_stream
+from agents.streaming import run_headers, run_stream
 from agents_site.pagination import cursor_param, limit_param
 from agents_site.schemas import ErrorOut, sse_frame, stream_schema
 from agents_site.vocabulary import ReplyFrame, RunStatus
@@ -83,14 +84,17 @@ def chat(request, payload: ChatIn):
     `agent_external`, or `conversation_busy` while a round of the conversation is in flight
     (`multitaskStrategy: enqueue` waits for it instead); 402/503 balance; 503 no inference;
     502 `run_failed` when the run failed (`runId`, `conversationId`; your message stays stored).
+    `webhook`: the round's own `run.finished` callback, a URL under one of the org's webhook
+    endpoints (else 400).
     """
     principal = require_org(request.auth)
     tools = [tool.model_dump(exclude_none=True) for tool in payload.tools] if payload.tools is not None else None
-    start = rounds.chat_round_start(
-        actor=principal.actor, messages=payload.messages, preset=payload.preset, agent=payload.agent, tools=tools,
-        system=payload.system, conversation_id=payload.conversationId, multitask_strategy=payload.multitaskStrategy,
-        request_id=_request_id(request), subject=principal.subject,
-    )
+    with request_callback(payload.webhook):  # 400 for a URL outside the org's webhook endpoints
+        start = rounds.chat_round_start(
+            actor=principal.actor, messages=payload.messages, preset=payload.preset, agent=payload.agent, tools=tools,
+            system=payload.system, conversation_id=payload.conversationId, multitask_strategy=payload.multitaskStrategy,
+            request_id=_request_id(request), subject=principal.subject,
+        )
     if payload.stream:
         def work(listener):
             run = rounds.chat_round_execute(start, listener=listener)
@@ -99,7 +103,7 @@ def chat(request, payload: ChatIn):
             return ReplyFrame.ERROR, {**_failed(start, run).body(), "run": run_view(run)}
 
         opening = {"runId": start.run.id, "sessionId": start.run.session_id or None, "conversationId": start.conversation_id}
-        return run_stream(org=principal.org_slug, work=work, start=opening)
+        return run_headers(run_stream(org=principal.org_slug, work=work, start=opening), start.run)
     run = rounds.chat_round_execute(start)
     if run.status != RunStatus.OK:
         raise _failed(start, run)

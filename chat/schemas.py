@@ -67,6 +67,9 @@ class ChatIn(BodySchema):
     conversationId: str | None = text(description="Continue this conversation; an unknown id starts a new one.")
     stream: StrictBool | None = Field(None, description="`true` answers `text/event-stream`: `delta`, `tool` and `ops` frames, then one `chat` frame (or `error`).")
     multitaskStrategy: str | None = choice(MultitaskStrategy, description="While a round of the conversation is in flight: `reject` (409 `conversation_busy`, the default) or `enqueue` (wait for it, then run).")
+    webhook: str | None = text(description=(
+        "A URL to POST this round's `run.finished` event to: it must fall under one of the org's webhook endpoints, else 400."),
+        maxLength=2048, format="uri")
 
 
 class ActionOut(Schema):

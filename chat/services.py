@@ -134,3 +134,18 @@ def conversation_wait_free(*, conversation_id: str, deadline: float, poll_second
             return False
         with released:
             released.wait(min(poll_seconds, left))
+
+
+def conversation_exists(conversation_id: str) -> bool:
+    """Return True when `conversation_id` (a string) names a conversation of the current org."""
+    return isinstance(conversation_id, str) and Conversation.objects.filter(pk=conversation_id).exists()
+
+
+def conversation_post_assistant(*, conversation_id: str, text: str, run_id: str = "") -> bool:
+    """Append `text` as an assistant turn of `conversation_id` (another run's result); False when it is gone."""
+    with stores.org_atomic():
+        conversation = Conversation.objects.filter(pk=conversation_id).first()
+        if conversation is None:
+            return False
+        _append(conversation, [{"role": "assistant", "content": text}], run_id=run_id)
+    return True

@@ -12,17 +12,20 @@ from django.http import JsonResponse
 from ninja import Router
 from ninja.responses import Status
 
+from agents.hooks import request_callback
 from agents.models import Run
 from agents_site.schemas import ErrorOut
 from coding import selectors, services
 from coding.presenters import coding_run_view, repo_view
-from coding.schemas import CodingIn, CodingRunOut, CodingStartedOut, RepoDeletedOut, RepoIn, RepoListOut, RepoOut
+from coding.schemas import CodingIn, CodingRunOut, CodingStartedOut, RepoCreateIn, RepoDeletedOut, RepoIn, RepoListOut, RepoOut
 from tenancy.principal import require_org
 
 repos_router = Router(tags=["coding"])
 coding_router = Router(tags=["coding"])
 
 _ERRORS = {400: ErrorOut, 403: ErrorOut, 404: ErrorOut}
+# The public implementation's Slack/desktop narration fields (reference §8.2): refused, not ignored.
+UNSUPPORTED_FIELDS = ("desktop", "replyChannel", "replyThread")
 
 
 def _request_id(request) -> str:
@@ -37,7 +40,7 @@ def list_repos(request):
 
 
 @repos_router.post("", response={201: RepoOut, 409: ErrorOut, **_ERRORS}, summary="Register a repo (org admins)")
-def create_repo(request, payload: RepoIn):
+def create_repo(request, payload: RepoCreateIn):
     """Register a repository → 201; 400 for a bad name, URL, branch or credential; 403 non-admin; 409 duplicate."""
     owner, name = payload.owner, payload.name
     if payload.repo is not None and owner is None and name is None:
@@ -86,14 +89,20 @@ def start_coding(request, payload: CodingIn):
 
     The session id is the handle: progress streams through the sessions API. 400 bad input
     (an unsupported `tool` names the supported ones), 404 repo/agent/after not in the org,
-    402 balance, 429 too many coding runs in flight, 503 no sandbox or no inference.
+    402 balance, 429 too many coding runs in flight, 503 no sandbox or no inference. 400
+    `base_not_found` when the remote lacks the start branch; 404 for an unknown
+    `replyConversationId`; `desktop`, `replyChannel`, `replyThread` → 400 "not supported here".
+    `webhook`: this run's own `run.finished` callback, a URL under one of the org's webhook
+    endpoints (else 400).
     """
     principal = require_org(request.auth)
-    run, coding = services.coding_start(
-        principal=principal, prompt=payload.prompt, repo=payload.repo, project=payload.project, base=payload.base,
-        after=payload.after, agent_ref=payload.agentRef, target_id=payload.targetId, timeout_seconds=payload.timeoutSeconds,
-        tool=payload.tool, request_id=_request_id(request),
-    )
+    with request_callback(payload.webhook):  # 400 for a URL outside the org's webhook endpoints
+        run, coding = services.coding_start(
+            principal=principal, prompt=payload.prompt, repo=payload.repo, project=payload.project, base=payload.base,
+            after=payload.after, agent_ref=payload.agentRef, target_id=payload.targetId, timeout_seconds=payload.timeoutSeconds,
+            tool=payload.tool, reply_conversation_id=payload.replyConversationId,
+            unsupported=tuple(name for name in UNSUPPORTED_FIELDS if name in payload.model_fields_set), request_id=_request_id(request),
+        )
     body = {"sessionId": coding.session_id, "runId": run.id, "branch": coding.branch, "repo": coding.repo,
             "routed": bool(coding.target_id), "targetId": coding.target_id}
     response = JsonResponse(body, status=202)
@@ -109,9 +118,4 @@ def get_coding_run(request, run_id: str):
     coding = selectors.coding_run_get(run_id=run_id)
     if coding is None:
         raise NotFound("coding run not found")
-    routed = None
-    if coding.target_id:
-        from coding.routing import routed_result
-
-        routed = routed_result(run_id=run_id)
-    return coding_run_view(coding, Run.objects.filter(pk=run_id).first(), routed=routed)
+    return coding_run_view(coding, Run.objects.filter(pk=run_id).first())

@@ -6,3 +6,10 @@ class CodingConfig(AppConfig):
 
     name = "coding"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        """Record routed coding runs' reports like server runs (`targets.settle`)."""
+        from coding.routing import routed_coding_settled, routed_coding_summarise
+        from targets.settle import register_report_handler
+
+        register_report_handler(summarise=routed_coding_summarise, settled=routed_coding_settled)

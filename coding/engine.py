@@ -12,7 +12,12 @@
 
 Between turns the session's steering commands apply exactly as for every run (`RunLoop.steer`):
 `pause` holds, `message` adds a user turn, `stop` ends the run `error` "stopped by …"
-(nothing pushed; commits made so far are reported). Before each commit the staged diff goes
+(nothing pushed; commits made so far are reported). A stop also interrupts the turn in flight
+(issue 25): the completion's request is cancelled, a running `run` command's whole process tree
+is killed (no tool result is recorded; what it printed is kept, masked, in the run's end as
+`stoppedCommand`), and the run ends `finishReason` `stopped`. The commits made before the stop
+are pushed only when the stop said `{"push": true}`. A `pause` lets the command finish (its
+result is recorded) and holds before the next turn. Before each commit the staged diff goes
 through the project's secret scanner; a credential is unstaged, never committed, and the model
 is told why. The working copy is removed whatever happens.
 """
@@ -27,22 +32,25 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from agents.execution.completion import CompletionFailed, complete, models_for
-from agents.execution.loop import Outcome, RunEnded, RunLoop, valid_text
+from agents.execution.completion import CompletionFailed, CompletionStopped, complete, models_for
+from agents.execution.loop import Outcome, RunEnded, RunLoop, RunStopped, masked, valid_text, watch_stop
 from agents.models import Agent, Run
 from agents.run_session import RunSession, clip
-from agents_site.vocabulary import EventKind, RunStatus
+from agents_site.vocabulary import ErrorCode, EventKind, FinishReason, RunStatus
 from coding import git as gitops
 from coding.models import CodingRun, Repo
+from coding.routing import coding_bounds
 from coding.remotes import RepoScheme, check_reachable, credential_value
 from coding.sandbox import default_limits
+from toolkit import commits
 from toolkit.coding import FINISH, WRITING_TOOLS, ToolBox, tool_definitions
-from toolkit.sandbox import SandboxBackend
+from toolkit.sandbox import CommandCancelled, SandboxBackend
+from toolkit.stopping import StopSignal, run_stoppable
 
 logger = logging.getLogger(__name__)
 
 EVENT_TEXT_BYTES = 4 * 1024
-SUBJECT_CHARS = 72
+PATCH_EVENT_BYTES = 16 * 1024
 SYSTEM_PROMPT = (
     "You are a coding agent working in a git repository checked out at the working directory. "
     "Use the tools to inspect and change files and to run commands (no network; only the repository is writable). "
@@ -78,13 +86,20 @@ class CodingOutcome(Outcome):
     diffstat: str = ""
     summary: str = ""
     commits: list[Commit] = field(default_factory=list)
+    stopped_command: dict | None = None  # a command killed by a stop: {name, command, output (masked, clipped)}
 
     def report(self) -> dict:
-        """Return the wire summary `{changed, pushed, branch, commitSha, diffstat, commits}`."""
-        return {
+        """Return the wire summary `{text, summary, changed, pushed, branch, commitSha, diffstat, commits}`
+        (`summary`: the model's `finish` text; `text`: the run's output, or its error), plus
+        `stoppedCommand` when a stop killed a command."""
+        report = {
+            "text": self.output or self.error, "summary": self.summary,
             "changed": self.changed, "pushed": self.pushed, "branch": self.branch, "commitSha": self.head_sha,
             "diffstat": self.diffstat, "commits": [c.as_dict() for c in self.commits],
         }
+        if self.stopped_command is not None:
+            report["stoppedCommand"] = self.stopped_command
+        return report
 
 
 def short_session_id(session_id: str) -> str:
@@ -95,22 +110,6 @@ def short_session_id(session_id: str) -> str:
 def branch_for(session_id: str) -> str:
     """Return the run's own branch, `agents/<short session id>`."""
     return f"agents/{short_session_id(session_id)}"
-
-
-def _subject(text: str, fallback: str) -> str:
-    for line in (text or "").splitlines():
-        line = line.strip().lstrip("#").strip()
-        if line:
-            return line[:SUBJECT_CHARS]
-    return fallback[:SUBJECT_CHARS]
-
-
-def _describe(calls: list[tuple[str, dict]]) -> str:
-    parts = []
-    for name, arguments in calls:
-        target = arguments.get("path") or arguments.get("command") or ""
-        parts.append(f"{name} {target}".strip() if isinstance(target, str) else name)
-    return "Agent: " + "; ".join(parts) if parts else "Agent changes"
 
 
 def _diff_findings(diff: str) -> list:
@@ -150,6 +149,11 @@ class CodingLoop(RunLoop):
         self.git: gitops.Git | None = None
         self.start_sha = ""
         self.author = run.agent_name or "agent"
+        self.bounds = coding_bounds()
+        self.committed_bytes = 0
+        self._tree_warned = False
+        self.stop = StopSignal()
+        watch_stop(self.session, self.stop)
 
     # -- session bookkeeping ---------------------------------------------------------------
     def _append(self, kind: EventKind, payload: dict) -> int | None:
@@ -193,7 +197,7 @@ class CodingLoop(RunLoop):
             raise RunEnded(f"clone failed: {exc.reason}") from exc
         start = self.coding.start_ref
         if not self.git.has_ref(f"refs/remotes/origin/{start}"):
-            raise RunEnded(f"branch {start!r} does not exist in {self.repo.full_name}")
+            raise RunEnded(f"{ErrorCode.BASE_NOT_FOUND}: branch {start!r} does not exist in {self.repo.full_name}")
         try:
             self.start_sha = self.git.checkout_new_branch(self.coding.branch, f"refs/remotes/origin/{start}")
         except gitops.GitError as exc:
@@ -204,13 +208,36 @@ class CodingLoop(RunLoop):
                   branch=self.coding.branch, base=start, baseCommit=self.start_sha)
 
     # -- commits ---------------------------------------------------------------------------
-    def _commit_turn(self, *, subject: str, turn: int | None, messages: list[dict]) -> None:
-        """Commit what the turn changed, unless the scanner finds a credential (then tell the model)."""
-        if not self.git.changed():
+    def _tell(self, messages: list[dict], text: str, **extra) -> None:
+        """Tell the model `text` as a user turn of the platform and record it as a `log` event."""
+        self._log(text, **extra)
+        messages.append({"role": "user", "content": f"[platform] {text}"})
+
+    def _commit_turn(self, *, content: str, finished: str | None, turn: int | None, messages: list[dict]) -> None:
+        """Commit what the turn changed within the run's bounds (`toolkit.commits`); tell the model what was not.
+
+        Over the working-copy cap: the model is told once and the turn not committed; still over
+        at its next changing turn → `RunEnded`. A file or push bound refused, a credential found
+        by the scanner, a link out of the working copy: the model is told which files and why.
+        """
+        size = commits.tree_bytes(self.workspace.work)
+        warning = commits.tree_warning(size, self.bounds)
+        if warning:
+            if self._tree_warned:
+                raise RunEnded(f"the working copy grew past {settings.AGENTS_CODING_MAX_REPO_MB} MiB and stayed there after the model was told")
+            self._tree_warned = True
+            self._tell(messages, warning, refused="working-copy", bytes=size)
             return
-        if gitops.tree_bytes(self.workspace.work) > self._max_bytes():
-            raise RunEnded(f"the working copy grew past {settings.AGENTS_CODING_MAX_REPO_MB} MiB")
-        diff = self.git.stage_all()
+        self._tree_warned = False
+        plan = commits.plan_turn(self.git.status(), self.workspace.work, bounds=self.bounds, pushed_bytes=self.committed_bytes)
+        if plan.refusal:
+            self._tell(messages, plan.refusal, refused="bounds", files=[p for p, _ in plan.too_large] or [p for p, _ in plan.sizes][:20])
+            return
+        if not plan.stage:
+            if plan.notes:
+                self._tell(messages, plan.notes, refused="links")
+            return
+        diff = self.git.stage(plan.stage)
         findings = _diff_findings(diff)
         if findings:
             self.git.unstage()
@@ -221,6 +248,7 @@ class CodingLoop(RunLoop):
             self._log(reason, findings=[f.as_dict() for f in findings])
             messages.append({"role": "user", "content": f"The platform {reason}"})
             return
+        subject = commits.commit_subject(content=content, finished=finished, plan=plan)
         if turn is None:
             turn = self._append(EventKind.LOG, {"text": "commit of changes made outside a recorded turn", "runId": self.run.id}) or 1
         message = f"{subject}\n\nAgents-Session: {self.session.session_id}\nAgents-Turn: {turn}\n"
@@ -229,8 +257,12 @@ class CodingLoop(RunLoop):
         stat = self.git.diffstat(parent, sha)
         commit = Commit(sha=sha, subject=subject, turn=turn, diffstat=stat, patch=self.git.patch(sha))
         self.outcome.commits.append(commit)
+        self.committed_bytes += plan.bytes
         self._append(EventKind.COMMIT, {"text": subject, "commit": sha, "subject": subject, "diffstat": clip(stat, EVENT_TEXT_BYTES),
-                                        "turn": turn, "branch": self.coding.branch, "runId": self.run.id})
+                                        "turn": turn, "branch": self.coding.branch, "runId": self.run.id,
+                                        "patch": clip(commit.patch, PATCH_EVENT_BYTES)})
+        if plan.notes:
+            self._tell(messages, plan.notes, refused="links", files=[p for p, _ in plan.outside_links])
 
     # -- the loop -------------------------------------------------------------------------------
     def _messages(self) -> list[dict]:
@@ -253,7 +285,12 @@ class CodingLoop(RunLoop):
             if time.monotonic() >= self.deadline:
                 raise RunEnded("the run ran out of time")
             try:
-                answered = complete(models=models, messages=messages, tools=definitions, timeout=self._seconds_left, on_retry=self._on_retry)
+                answered = complete(models=models, messages=messages, tools=definitions, timeout=self._seconds_left, on_retry=self._on_retry,
+                                    generation={"run_id": self.run.id}, stop=self.stop)
+            except CompletionStopped as exc:
+                self.outcome.attempts += exc.attempts
+                self.outcome.model = exc.model
+                raise self._stopped() from exc
             except CompletionFailed as exc:
                 self.outcome.attempts += exc.attempts
                 self.outcome.model = exc.model
@@ -271,7 +308,7 @@ class CodingLoop(RunLoop):
             if not calls:  # a plain answer ends the run like finish; no tool ran, so nothing changed
                 self.outcome.summary = content
                 return
-            messages.append({"role": "assistant", "content": content or None,
+            messages.append({"role": "assistant", "content": content or "",  # "" not null: strict gateways (llama-cpp-python) refuse null
                              "tool_calls": [call.model_dump(mode="json", exclude_none=True) for call in calls]})
             described: list[tuple[str, dict]] = []
             last_seq = None
@@ -289,7 +326,9 @@ class CodingLoop(RunLoop):
                     finished = summary if isinstance(summary, str) else ""
                     result, failed = "finished", False
                 else:
-                    result, failed = toolbox.call(name, raw)
+                    if self.stop.is_set():
+                        raise self._stopped()
+                    result, failed = self._call_tool(toolbox, name, raw, arguments)
                     described.append((name, arguments))
                 result = valid_text(result)
                 self.outcome.tool_calls += 1
@@ -299,13 +338,33 @@ class CodingLoop(RunLoop):
                 })
                 last_seq = seq if seq is not None else last_seq
                 messages.append({"role": "tool", "tool_call_id": getattr(call, "id", ""), "content": result})
-            fallback = finished if finished else _describe(described)
             if any(name in WRITING_TOOLS for name, _ in described):  # read-only turns cannot change the tree
-                self._commit_turn(subject=_subject(content, _subject(fallback, "Agent changes")), turn=last_seq, messages=messages)
+                self._commit_turn(content=content, finished=finished, turn=last_seq, messages=messages)
             if finished is not None:
                 self.outcome.summary = finished
                 return
         raise RunEnded(f"the run took {turns} turns without calling finish")
+
+    def _call_tool(self, toolbox: ToolBox, name: str, raw: str, arguments: dict) -> tuple[str, bool]:
+        """Run one coding tool; a stop kills a running command's process tree (issue 25).
+
+        Raises `RunStopped` when the stop interrupted the call: no result is recorded, and a
+        killed command's output so far is kept (masked, clipped) for the run's end.
+        """
+        if name != "run":
+            return toolbox.call(name, raw)
+        try:
+            return run_stoppable(lambda: toolbox.acall(name, raw), self.stop)
+        except CommandCancelled as killed:
+            command = arguments.get("command") if isinstance(arguments.get("command"), str) else ""
+            self.outcome.stopped_command = {"name": name, "command": clip(masked(command), EVENT_TEXT_BYTES),
+                                            "output": clip(masked(valid_text(killed.result.output)), EVENT_TEXT_BYTES)}
+            raise self._stopped() from None
+
+    def _push_after_stop(self) -> bool:
+        """Return True when the stop that ended the run asked for the commits made so far to be pushed."""
+        command = self.stop.command or {}
+        return bool(command.get("push")) and self.stop.is_set()
 
     def _push(self) -> None:
         head = self.git.head()
@@ -343,6 +402,16 @@ class CodingLoop(RunLoop):
             self._push()
             self.outcome.status = RunStatus.OK
             self.outcome.output = self._final_text()
+        except RunStopped as exc:
+            self.outcome.status = RunStatus.ERROR
+            self.outcome.error = str(exc)
+            self.outcome.finish_reason = FinishReason.STOPPED
+            self._record_state()
+            if self._push_after_stop():  # the stop said {"push": true}: the commits made so far go out
+                try:
+                    self._push()
+                except (RunEnded, ApiError, gitops.GitError) as failed:
+                    self.outcome.error = f"{self.outcome.error}; the push it asked for failed: {getattr(failed, 'message', None) or failed}"
         except (RunEnded, ApiError) as exc:
             self.outcome.status = RunStatus.ERROR
             self.outcome.error = getattr(exc, "message", None) or str(exc)

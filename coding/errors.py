@@ -1,6 +1,6 @@
 """Typed errors of the coding surface (rendered by the one error handler)."""
 
-from agents_site.errors import ApiError, Conflict, NotFound
+from agents_site.errors import ApiError, Conflict, InvalidRequest, NotFound
 from agents_site.vocabulary import ErrorCode
 
 
@@ -23,3 +23,13 @@ class CodingBusy(ApiError):
     status = 429
     code = ErrorCode.CODING_BUSY
     default_message = "too many coding runs in flight for this org"
+
+
+class BaseNotFound(InvalidRequest):
+    """400 `base_not_found`: the remote has no branch `base` (asked with `git ls-remote` before the 202).
+
+    Extras: `base` (the branch name). Nothing was started, held or billed.
+    """
+
+    code = ErrorCode.BASE_NOT_FOUND
+    default_message = "the base branch does not exist in the repo"

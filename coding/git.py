@@ -43,6 +43,7 @@ from urllib.parse import urlsplit
 
 from agents_site.errors import ApiError
 from coding.remotes import CredentialValue, Remote, check_reachable
+from toolkit import commits
 
 GIT_TIMEOUT_SECONDS = 120.0
 _SIZE_POLL_SECONDS = 0.25
@@ -277,6 +278,16 @@ class Git:
         """Return True when the working copy differs from HEAD (untracked files included)."""
         return bool(self.run("status", "--porcelain", "--untracked-files=all", "--ignore-submodules=all").stdout.strip())
 
+    def status(self) -> str:
+        """Return `git status` as `toolkit.commits.plan_turn` reads it (porcelain v1, NUL-separated, `.gitignore` honoured)."""
+        return self.run(*commits.STATUS_ARGS).stdout
+
+    def stage(self, paths: list[str]) -> str:
+        """Stage exactly `paths` (additions, changes, deletions) and return the staged diff (no external diff, no textconv)."""
+        for chunk in commits.chunks(paths):
+            self.run(*commits.stage_args(chunk))
+        return self.run("diff", "--cached", "--no-ext-diff", "--no-textconv", "--no-color", "-U0").stdout
+
     def stage_all(self) -> str:
         """Stage every change and return the staged diff (no external diff, no textconv)."""
         self.run("add", "-A", "--", ".")
@@ -342,3 +353,27 @@ class Git:
 def _reason(stderr: str) -> str:
     lines = [line.strip() for line in (stderr or "").splitlines() if line.strip() and not line.startswith("hint:")]
     return "\n".join(lines[-6:])[:2000]
+
+
+LS_REMOTE_TIMEOUT_SECONDS = 10.0
+
+
+def remote_has_branch(url: str, branch: str, *, timeout: float = LS_REMOTE_TIMEOUT_SECONDS) -> bool | None:
+    """Ask remote `url` whether it has `refs/heads/<branch>` (`git ls-remote`, pinned like every fetch).
+
+    Returns True/False on an answer, None when the remote could not be asked (unreachable, refused
+    by the outbound rules, slower than `timeout` seconds): the caller then lets the run find out.
+    Runs in a throw-away workspace (HOME, config) removed before returning.
+    """
+    workspace = workspace_create(None)
+    try:
+        git = Git(workspace, allow_file=urlsplit(url).scheme == "file", timeout=timeout)
+        git.init()
+        result = git.run("ls-remote", "--heads", "--", url, f"refs/heads/{branch}", remote=git.remote_for(url), check=False)
+        if result.returncode != 0:
+            return None
+        return any(line.split("\t", 1)[-1].strip() == f"refs/heads/{branch}" for line in result.stdout.splitlines())
+    except (GitError, OSError, subprocess.SubprocessError):
+        return None
+    finally:
+        workspace_remove(workspace)

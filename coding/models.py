@@ -67,6 +67,7 @@ class CodingRun(models.Model):
     head_sha = models.CharField(max_length=64, default="", blank=True)
     diffstat = models.TextField(default="", blank=True)
     commits = models.JSONField(default=list, blank=True)  # [{sha, subject, turn, diffstat}]
+    reply_conversation_id = models.CharField(max_length=64, default="", blank=True)  # the run's summary goes there at its end
     created_at = models.DateTimeField(db_index=True)
 
     class Meta:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from agents_site.vocabulary import RunStatus
 from agents_site.wire import rfc3339
 from coding.models import CodingRun, Repo
 
@@ -16,17 +15,13 @@ def repo_view(repo: Repo) -> dict:
     }
 
 
-def coding_run_view(coding: CodingRun, run, *, routed: dict | None = None) -> dict:
-    """Return a coding run with its run's status and error; a routed run's figures come from
-    the machine's report (`routed`: `{changed, branch, commitSha, diffstat}`) once it reported."""
-    if routed:
-        changed = routed.get("changed") is True
-        pushed = changed and run is not None and run.status == RunStatus.OK
-        return {**coding_run_view(coding, run), "changed": changed, "pushed": pushed,
-                "commitSha": routed.get("commitSha") or "", "diffstat": routed.get("diffstat") or ""}
+def coding_run_view(coding: CodingRun, run) -> dict:
+    """Return a coding run with its run's status and error, server or routed alike (a routed run's
+    row is filled from the machine's report when it settles: `coding.routing.routed_coding_summarise`)."""
     return {
         "runId": coding.run_id, "sessionId": coding.session_id, "repo": coding.repo, "branch": coding.branch,
         "base": coding.start_ref, "after": coding.after, "status": run.status if run else "", "changed": coding.changed,
         "pushed": coding.pushed, "commitSha": coding.head_sha, "diffstat": coding.diffstat, "commits": [{k: v for k, v in c.items() if k != "patch"} for c in coding.commits or []],
         "targetId": coding.target_id, "error": (run.error if run else ""), "createdAt": rfc3339(coding.created_at),
+        "replyConversationId": coding.reply_conversation_id,
     }

@@ -1,7 +1,7 @@
 """Routed coding runs (`targetId`): the run is offered to a registered machine (reference §1.9).
 
 The offer carries the routed-run fields `{kind: "coding", repo, project, base, branch, prompt,
-cloneUrl, timeoutSeconds, tool}` and no credential: the machine clones with its own access,
+cloneUrl, timeoutSeconds, tool, limits}` and no credential: the machine clones with its own access,
 runs the same tools (in bubblewrap where it has it), commits with the same trailers, pushes,
 streams its events into the run's session and reports `{ok, changed, branch, commitSha,
 diffstat, error}` through the targets report route, which settles the run like every routed
@@ -12,6 +12,7 @@ else the repo's default branch). Org context required.
 from __future__ import annotations
 
 from agents.models import Run
+from agents_site.vocabulary import RunStatus
 from coding.models import CodingRun, Repo
 
 CODING_OFFER = "coding"
@@ -36,8 +37,18 @@ def routed_coding_payload(*, coding: CodingRun, repo: Repo, prompt: str) -> dict
     return {
         "kind": CODING_OFFER, "repo": repo.full_name, "project": coding.project, "base": coding.start_ref,
         "branch": coding.branch, "prompt": prompt, "cloneUrl": repo.clone_url, "timeoutSeconds": coding.timeout_seconds,
-        "tool": coding.tool,
+        "tool": coding.tool, "limits": coding_bounds().as_wire(),
     }
+
+
+def coding_bounds():
+    """Return the operator's commit bounds (`AGENTS_CODING_MAX_FILE_MB`, `…_PUSH_MB`, `…_REPO_MB`) as `toolkit.commits.Bounds`."""
+    from django.conf import settings
+
+    from toolkit.commits import Bounds
+
+    return Bounds.from_mb(file_mb=settings.AGENTS_CODING_MAX_FILE_MB, push_mb=settings.AGENTS_CODING_MAX_PUSH_MB,
+                          tree_mb=settings.AGENTS_CODING_MAX_REPO_MB)
 
 
 def routed_coding_offer(*, run: Run, coding: CodingRun, repo: Repo) -> None:
@@ -54,3 +65,43 @@ def routed_result(*, run_id: str) -> dict:
 
     offer = RoutedRun.objects.filter(pk=run_id).only("result").first()
     return dict(offer.result or {}) if offer is not None else {}
+
+
+def routed_coding_summarise(*, run_id: str, result: dict) -> dict | None:
+    """Record a routed coding run's report like a server run's; return its summary fields (None for another run).
+
+    Updates the `CodingRun` row (changed, pushed, head, diffstat, commits — each commit's patch
+    taken from the `commit` event the machine streamed) and returns `{changed, pushed, branch,
+    commitSha, diffstat, commits, text, summary}` for the final `log` event, the shape the server's engine writes.
+    Called by `targets.settle` inside the report's org transaction.
+    """
+    from sessions.models import Event
+    from sessions.presenters import payload_value
+
+    coding = CodingRun.objects.filter(pk=run_id).first()
+    if coding is None:
+        return None
+    commits = [dict(c) for c in result.get("commits") or []]
+    patches = {}
+    for event in Event.objects.filter(session_id=coding.session_id, kind="commit").only("payload"):
+        payload = payload_value(event.payload)
+        if isinstance(payload, dict) and isinstance(payload.get("commit"), str):
+            patches[payload["commit"]] = payload.get("patch") or ""
+    changed = result.get("changed") is True
+    pushed = changed and result.get("pushed") is True and result.get("status") == RunStatus.OK
+    CodingRun.objects.filter(pk=run_id).update(
+        changed=changed, pushed=pushed, head_sha=result.get("commitSha") or "", diffstat=result.get("diffstat") or "",
+        commits=[{**c, "patch": patches.get(c["sha"], "")} for c in commits],
+    )
+    text = result.get("output") if result.get("status") == RunStatus.OK else result.get("error")
+    return {"text": text or "", "summary": result.get("summary") or "", "changed": changed, "pushed": pushed, "branch": coding.branch, "commitSha": result.get("commitSha") or "",
+            "diffstat": result.get("diffstat") or "", "commits": commits}
+
+
+def routed_coding_settled(*, run: Run) -> None:
+    """After a routed coding run is settled: post its summary to its `replyConversationId` (if any)."""
+    from coding.services import coding_reply_post
+
+    coding = CodingRun.objects.filter(pk=run.id).first()
+    if coding is not None:
+        coding_reply_post(coding=coding, run=run)

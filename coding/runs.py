@@ -86,6 +86,7 @@ def coding_run_finish(
     completion_tokens: int | None = None,
     tool_calls: int = 0,
     summary: dict | None = None,
+    finish_reason: str = "",
 ) -> Run:
     """Record the outcome of running coding run `run` through the lifecycle's `run_finish`; return the run.
 
@@ -93,7 +94,8 @@ def coding_run_finish(
     `summary` is merged into the final `log` event's payload. Org context required.
     """
     outcome = Outcome(status=status, output=output, error=error, model=model, attempts=attempts,
-                      prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, tool_calls=tool_calls)
+                      prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, tool_calls=tool_calls,
+                      finish_reason=finish_reason)
     run_finish(run_id=run.id, outcome=outcome, session=session, summary=summary)
     run.refresh_from_db()
     return run

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from ninja import Schema
+from typing import Any
 
+from ninja import Field, Schema
 from pydantic import ConfigDict
 
 from agents_site.schemas import BodySchema, choice, required_in_docs, text
@@ -18,11 +19,18 @@ class RepoIn(BodySchema):
     """Body of POST /v1/agents/repos (`owner` + `name`, or `repo` "owner/name") and of PATCH."""
 
     repo: str | None = text(description="`owner/name` (instead of `owner` and `name`).")
-    owner: str | None = text(description=_NAME_DOC, pattern=_NAME)
-    name: str | None = text(description=_NAME_DOC, pattern=_NAME)
+    owner: str | None = text(description="Ignored on PATCH (a repository keeps its owner/name).")
+    name: str | None = text(description="Ignored on PATCH (a repository keeps its owner/name).")
     cloneUrl: str | None = None
     defaultBranch: str | None = None
     credential: str | None = None
+
+
+class RepoCreateIn(RepoIn):
+    """Body of POST /v1/agents/repos: `owner` + `name` (or `repo` "owner/name"), `cloneUrl`."""
+
+    owner: str | None = text(description=_NAME_DOC, pattern=_NAME)
+    name: str | None = text(description=_NAME_DOC, pattern=_NAME)
 
 
 class RepoOut(Schema):
@@ -62,6 +70,12 @@ class CodingIn(BodySchema):
     targetId: str | None = None
     timeoutSeconds: int | None = None
     tool: str | None = choice(CodingTool, description="The engine (default `dev`).")
+    replyConversationId: str | None = Field(None, description="A conversation of the org: the run's summary is appended to it as an assistant turn when the run ends (404 when unknown).")
+    desktop: Any = Field(None, description="Not supported here: any value is refused with 400.")
+    replyChannel: Any = Field(None, description="Not supported here: any value is refused with 400.")
+    replyThread: Any = Field(None, description="Not supported here: any value is refused with 400.")
+    webhook: str | None = Field(None, description=(
+        "A URL to POST this run's `run.finished` event to: it must fall under one of the org's webhook endpoints, else 400."))
 
 
 class CodingStartedOut(Schema):
@@ -93,3 +107,4 @@ class CodingRunOut(Schema):
     targetId: str
     error: str
     createdAt: str
+    replyConversationId: str

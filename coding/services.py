@@ -18,12 +18,13 @@ from agents_site.errors import Forbidden, InvalidRequest, NotFound
 from agents_site.vocabulary import CodingTool, RunStatus
 from billing.meter import run_fee_cents
 from coding import runs
-from coding.errors import CodingBusy, RepoExists
-from coding.git import valid_branch
+from coding.errors import BaseNotFound, CodingBusy, RepoExists
+from coding.git import remote_has_branch, valid_branch
 from coding.models import CodingRun, Repo
 from coding.remotes import check_credential_name, parse_clone_url
 from coding.selectors import NAME_RE, coding_run_by_session, coding_runs_in_flight, repo_get_by_full_name
 from tenancy import stores
+from webhooks import events as webhook_events
 
 logger = logging.getLogger(__name__)
 
@@ -117,16 +118,31 @@ def _clean_timeout(value: object) -> int:
     return value
 
 
+def _clean_reply_conversation(value: object) -> str:
+    """Return conversation id `value` ("" for none) when it names a conversation of this org; else `NotFound` (404)."""
+    from agents.hooks import conversation_exists
+
+    if value in (None, ""):
+        return ""
+    if not isinstance(value, str) or len(value) > 64 or not conversation_exists(value):
+        raise NotFound("replyConversationId: no conversation with that id")
+    return value
+
+
 def coding_start(*, principal, prompt: object, repo: object, project: object = None, base: object = None, after: object = None,
                  agent_ref: object = None, target_id: object = None, timeout_seconds: object = None, tool: object = None,
+                 reply_conversation_id: object = None, unsupported: tuple[str, ...] = (),
                  request_id: str = "") -> tuple[Run, CodingRun]:
     """Admit one coding run (spec 000; reference §8.2) and queue it; return `(run, coding run)`.
 
-    Order: tool (`dev` only, else 400 naming what is supported) → prompt (required, ≤ 128 KiB)
+    Order: `unsupported` fields the request carried (`desktop`, `replyChannel`, `replyThread`:
+    400 "not supported here") → tool (`dev` only, else 400 naming what is supported) → prompt (required, ≤ 128 KiB)
     → repo `owner/name` of this org (404) → `base` (a branch name, 400) → `after` (an earlier
     coding run's session of this org on the same repo that pushed its branch: 404 / 400) →
     `agentRef` (404) → `timeoutSeconds` (400) → `targetId` (routed: the machine must pass the
-    dispatch gate) → the sandbox (503 `sandbox_unavailable`) and inference (503) for a run
+    dispatch gate) → `replyConversationId` (a conversation of this org, else 404) → for a run
+    here, the start branch on the remote (`git ls-remote`, ≤ 10 s; 400 `base_not_found` naming
+    it when the remote answers without it) → the sandbox (503 `sandbox_unavailable`) and inference (503) for a run
     here → in one org-store transaction: the org's coding runs in flight (429 at
     `AGENTS_CODING_MAX_CONCURRENT`), the balance gate (402/503), the run, its session and
     this record; the task is queued once that commits. `base` wins over `after`.
@@ -136,6 +152,9 @@ def coding_start(*, principal, prompt: object, repo: object, project: object = N
     from agents.selectors import agent_get
     from coding.sandbox import require_sandbox
 
+    for name in unsupported:
+        raise InvalidRequest(f"{name} is not supported here: this platform does not narrate runs into Slack or a desktop; "
+                             "use replyConversationId to have the result posted into a conversation")
     tool = CodingTool.DEV if tool in (None, "") else tool
     if tool not in CodingTool.values:
         raise InvalidRequest(f"tool {tool!r} is not supported; supported: {', '.join(CodingTool.values)}")
@@ -166,9 +185,12 @@ def coding_start(*, principal, prompt: object, repo: object, project: object = N
         target = check_target(target_id)
     else:
         require_sandbox()
+    reply_to = _clean_reply_conversation(reply_conversation_id)
+    start_ref = base or (earlier.branch if earlier else "") or the_repo.default_branch
+    if not target and remote_has_branch(the_repo.clone_url, start_ref) is False:
+        raise BaseNotFound(f"branch {start_ref!r} does not exist in {the_repo.full_name}", base=start_ref)
     if not inference_configured() and not target:
         raise InferenceUnavailable()
-    start_ref = base or (earlier.branch if earlier else "") or the_repo.default_branch
     org = stores.current_org()
     record: dict = {}
 
@@ -178,7 +200,7 @@ def coding_start(*, principal, prompt: object, repo: object, project: object = N
         record["coding"] = CodingRun.objects.create(
             run_id=run.id, session_id=session_id, repo_id=the_repo.id, repo=the_repo.full_name, project=project, base=base,
             after=earlier.session_id if earlier else "", start_ref=start_ref, branch=branch_for(session_id), tool=tool,
-            target_id=target, timeout_seconds=timeout, created_at=run.created_at,
+            target_id=target, timeout_seconds=timeout, created_at=run.created_at, reply_conversation_id=reply_to,
         )
         if target:  # a routed run is running from its offer on; the machine's report settles it
             from coding.routing import routed_coding_offer
@@ -244,6 +266,52 @@ def coding_execute(*, run_id: str) -> str:
     finished = runs.coding_run_finish(
         run=run, session=session, status=outcome.status, output=outcome.output, error=outcome.error, model=outcome.model,
         attempts=outcome.attempts, prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens,
-        tool_calls=outcome.tool_calls, summary=outcome.report(),
+        tool_calls=outcome.tool_calls, summary=outcome.report(), finish_reason=outcome.finish_reason,
     )
+    coding_reply_post(coding=CodingRun.objects.get(pk=run_id), run=finished)
+    if outcome.pushed:
+        webhook_events.coding_pushed(finished or run, branch=coding.branch, commit=outcome.head_sha, repo=coding.repo)
     return finished.status
+
+
+def coding_build_path(coding: CodingRun) -> str:
+    """Return where the run can be read: its build page `/builds/{org}/{project}/{sessionId}/` when it has a
+    project (shown once the session is published), else its console page `/console/coding/{runId}/`."""
+    if coding.project:
+        return f"/builds/{stores.current_org()}/{coding.project}/{coding.session_id}/"
+    return f"/console/coding/{coding.run_id}/"
+
+
+def coding_reply_text(*, coding: CodingRun, run: Run) -> str:
+    """Return the run's summary as posted into its `replyConversationId`: status, branch, head, diffstat, build link."""
+    summary = (run.output or "").strip().splitlines()[0] if run.status == RunStatus.OK and (run.output or "").strip() else ""
+    lines = [f"Coding run {run.status} on {coding.repo}" + (f": {summary}" if summary else "")]
+    if run.status != RunStatus.OK and run.error:
+        lines.append(f"error: {run.error}")
+    lines.append(f"branch: {coding.branch}" + ("" if coding.pushed else " (not pushed)"))
+    if coding.head_sha:
+        lines.append(f"head: {coding.head_sha}")
+    lines.append("")
+    lines.append(coding.diffstat or "no changes")
+    lines.append("")
+    lines.append(f"build: {coding_build_path(coding)}")
+    return "\n".join(lines).strip()
+
+
+def coding_reply_post(*, coding: CodingRun, run: Run) -> bool:
+    """Append the run's summary to its `replyConversationId` as an assistant turn; return whether it was posted.
+
+    Nothing to do without one; a conversation deleted meanwhile is skipped (logged). Never raises.
+    """
+    from agents.hooks import conversation_post
+
+    if not coding.reply_conversation_id:
+        return False
+    try:
+        posted = conversation_post(conversation_id=coding.reply_conversation_id, text=coding_reply_text(coding=coding, run=run), run_id=run.id)
+    except Exception:
+        logger.warning("coding run %s: its summary could not be posted to %s", run.id, coding.reply_conversation_id, exc_info=True)
+        return False
+    if not posted:
+        logger.info("coding run %s: conversation %s is gone; summary not posted", run.id, coding.reply_conversation_id)
+    return posted

@@ -46,6 +46,8 @@ class AgentForm(forms.Form):
     max_tokens = forms.CharField(required=False, max_length=20, help_text="Blank: the gateway's default, within the deployment's cap.")
     temperature = forms.CharField(required=False, max_length=20, help_text="0 to 2. Blank: the gateway's default.")
     top_p = forms.CharField(required=False, max_length=20, help_text="Above 0, at most 1. Blank: the gateway's default.")
+    context_window = forms.CharField(required=False, max_length=20,
+                                     help_text="Tokens the model's server holds (e.g. llama.cpp --ctx-size). Blank: the gateway's metadata, else the deployment's default.")
     execution_mode = forms.ChoiceField(required=False, choices=ExecutionMode.choices, initial=ExecutionMode.ONE_SHOT)
     schedule = forms.CharField(required=False, max_length=200, strip=False, help_text="5-field cron, e.g. */15 * * * *")
     timezone = forms.CharField(required=False, max_length=64, strip=False, initial="UTC")
@@ -63,6 +65,7 @@ class AgentForm(forms.Form):
                 "max_tokens": "" if agent.max_tokens is None else str(agent.max_tokens),
                 "temperature": "" if agent.temperature is None else f"{agent.temperature:g}",
                 "top_p": "" if agent.top_p is None else f"{agent.top_p:g}",
+                "context_window": "" if agent.context_window is None else str(agent.context_window),
                 "execution_mode": agent.execution_mode,
                 "schedule": agent.schedule,
                 "timezone": agent.timezone,
@@ -90,6 +93,7 @@ class AgentForm(forms.Form):
             max_tokens=_number(data.get("max_tokens"), integer=True),
             temperature=_number(data.get("temperature")),
             top_p=_number(data.get("top_p")),
+            context_window=_number(data.get("context_window"), integer=True),
         )
         if include_name:
             values["name"] = data.get("name") or ""

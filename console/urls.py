@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from console.views import admin, agents, auth, chat, coding, dashboard, identity, sessions
+from console.views import admin, agents, auth, chat, coding, dashboard, identity, members, sessions, webhooks
 
 app_name = "console"
 
@@ -34,4 +34,16 @@ urlpatterns = [
     path("keys/", admin.api_keys, name="keys"),
     path("keys/<int:key_id>/revoke/", admin.api_key_revoke_view, name="key-revoke"),
     path("billing/", admin.billing, name="billing"),
+    path("webhooks/", webhooks.webhook_list, name="webhooks"),
+    path("webhooks/<str:endpoint_id>/", webhooks.webhook_detail, name="webhook"),
+    path("webhooks/<str:endpoint_id>/<str:action>/", webhooks.webhook_action, name="webhook-action"),
+    path("webhooks/<str:endpoint_id>/deliveries/<str:delivery_id>/redeliver/", webhooks.webhook_redeliver, name="webhook-redeliver"),
+    path("members/", members.members, name="members"),
+    path("members/invite/", members.member_invite, name="member-invite"),
+    path("members/new/", members.member_create, name="member-create"),
+    path("members/<int:user_id>/role/", members.member_role, name="member-role"),
+    path("members/<int:user_id>/remove/", members.member_remove, name="member-remove"),
+    path("members/<int:user_id>/password/", members.member_password, name="member-password"),
+    path("members/invitations/<int:invitation_id>/revoke/", members.invitation_revoke, name="invitation-revoke"),
+    path("invite/<str:token>/", members.invite_accept, name="invite"),
 ]

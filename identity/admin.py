@@ -77,7 +77,7 @@ class DeliveryAttemptInline(admin.TabularInline):
     model = DeliveryAttempt
     extra = 0
     can_delete = False
-    readonly_fields = ("number", "status_code", "error", "duration_ms", "created_at")
+    readonly_fields = ("number", "status_code", "error", "response_body", "duration_ms", "created_at")
 
     def has_add_permission(self, request, obj=None):
         return False
@@ -92,6 +92,7 @@ class DeliveryAdmin(OrgModelAdmin):
     list_filter = ("status",)
     search_fields = ("public_id", "agent_id")
     inlines = [DeliveryAttemptInline]
+    exclude = ("signing_secret_encrypted",)  # a secret: never shown
 
 
 @admin.register(InboxItem)

@@ -5,7 +5,8 @@ class IdentityConfig(AppConfig):
     """Agent identity (spec 001): identity agents, tokens, keys, relations, envelopes, deliveries.
 
     Its models live in each org's store. `ready()` registers the cascade delete with the agents
-    layer (which never imports this app) and the app's django-q2 schedules.
+    layer (which never imports this app), its deliveries' channel with the webhook engine and the
+    app's django-q2 schedules.
     """
 
     name = "identity"
@@ -15,9 +16,12 @@ class IdentityConfig(AppConfig):
     def ready(self) -> None:
         from agents.hooks import register_agent_delete_handler, register_schedule
         from identity import openapi  # noqa: F401  (registers the OpenAPI auth schemes)
+        from identity.delivery import channel
         from identity.services import identity_cascade_delete
+        from webhooks.engine import register_channel
+
+        register_channel(channel())
 
         register_agent_delete_handler(identity_cascade_delete)
-        register_schedule("identity: deliveries", "identity.tasks.deliveries_tick", "* * * * *")
         register_schedule("identity: health probes", "identity.tasks.health_probes", "*/5 * * * *")
         register_schedule("identity: retention", "identity.tasks.retention", "17 * * * *")

@@ -16,7 +16,8 @@ missing token is refused before accepting). Then, JSON frames:
   rotation: `data.previous_valid_until`), `agent.token_revoked` (sent just before an emergency
   rotation or a delete closes this connection).
 
-An emergency rotation or a delete closes connections using the revoked token (code 4403);
+An emergency rotation or a delete closes connections using the revoked token (code 4403), and
+so does deleting the agent's org (`tenancy.revocation`, in every process);
 every frame from the agent re-checks that its token is still valid.
 
 A frame the server cannot read — binary, text that is not JSON (or nests too deep to parse),
@@ -28,6 +29,7 @@ echoes the value, and the connection stays open (issue 29: never a 1011 close).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -40,7 +42,7 @@ from agents_site.vocabulary import ErrorCode, SystemMessageCode, SystemMessageTy
 from agents_site.wire import rfc3339, unstorable_text
 from identity import live, messaging, selectors
 from identity.tokens import AgentCaller, authenticate_token, credential_still_valid
-from tenancy import stores
+from tenancy import revocation, stores
 
 logger = logging.getLogger(__name__)
 
@@ -120,20 +122,32 @@ class IdentityAgentConsumer(AsyncJsonWebsocketConsumer):
 
     caller: AgentCaller | None = None
     group: str | None = None
+    revocation_watch: revocation.Watch | None = None
     cursor: int = 0
 
     async def connect(self):
+        since = revocation.mark()
         try:
             self.caller = await database_sync_to_async(authenticate_token)(_token_from_scope(self.scope))
         except ApiError:
             await self.close(code=CLOSE_UNAUTHORIZED)
             return
+        loop = asyncio.get_running_loop()
+        # Deleting the agent's org closes this connection in whichever process holds it.
+        self.revocation_watch = revocation.watch(
+            [revocation.org_deleted(self.caller.org_slug)],
+            lambda: loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self._org_deleted())), since=since)
         self.group = live.agent_group(self.caller.org_slug, self.caller.agent_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
         await self._flush()
 
+    async def _org_deleted(self) -> None:
+        await self.close(code=CLOSE_REVOKED)
+
     async def disconnect(self, code):
+        if self.revocation_watch is not None:
+            self.revocation_watch.cancel()
         if self.group:
             await self.channel_layer.group_discard(self.group, self.channel_name)
 

@@ -18,13 +18,15 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from agents_site.errors import InvalidRequest, NotFound
-from agents_site.vocabulary import ConnectionMode, DeliveryStatus, EnvelopeDirection, EnvelopeParty, InboxItemKind
+from agents_site.vocabulary import ConnectionMode, DeliveryStatus, EnvelopeDirection, EnvelopeParty, InboxItemKind, WebhookChannel, WebhookEventType
 from identity import live, selectors
+from identity.delivery import envelope_data
 from identity.envelope_format import OuterShape, outer_shape
 from identity.errors import EnvelopeKeyUnknown, EnvelopeReplayed
 from identity.models import Delivery, Envelope, IdentityProfile, InboxItem
 from identity.services import lock_key
 from tenancy import stores
+from webhooks import engine
 
 
 def _new_id(prefix: str) -> str:
@@ -90,10 +92,10 @@ def envelope_to_agent(*, profile: IdentityProfile, user_id: str, envelope: objec
         if profile.connection_mode == ConnectionMode.WEBHOOK:
             delivery = Delivery.objects.create(
                 public_id=_new_id("msg"), agent_id=profile.agent_id, envelope=row, url=profile.webhook_url,
+                event_type=WebhookEventType.ENVELOPE, payload=engine.event_body(WebhookEventType.ENVELOPE, envelope_data(row), at=now),
                 status=DeliveryStatus.PENDING, next_attempt_at=now, created_at=now, updated_at=now,
             )
-            delivery_id = delivery.public_id
-            transaction.on_commit(lambda: enqueue_delivery(org, delivery_id), using=stores.current_alias())
+            engine.on_commit_enqueue(WebhookChannel.IDENTITY, [delivery.public_id])
         else:
             transaction.on_commit(lambda: live.wake_agent(org, profile.agent_id), using=stores.current_alias())
     return row, delivery
@@ -135,15 +137,8 @@ def envelopes_ack(*, agent_id: str, public_ids: list[str]) -> int:
 
 
 def enqueue_delivery(org: str, delivery_id: str) -> None:
-    """Queue one attempt of delivery `delivery_id` of org `org` on django-q2 (never raises)."""
-    import logging
-
-    from django_q.tasks import async_task
-
-    try:
-        async_task("identity.tasks.deliver", org, delivery_id, task_name=f"identity-deliver-{delivery_id}", group="identity.deliver")
-    except Exception:  # the minute tick picks up what could not be queued
-        logging.getLogger(__name__).warning("could not queue delivery %s", delivery_id, exc_info=True)
+    """Queue one attempt of delivery `delivery_id` of org `org` on the webhook engine (never raises)."""
+    engine.enqueue(org, WebhookChannel.IDENTITY, [delivery_id])
 
 
 def delivery_replay(*, delivery: Delivery, profile: IdentityProfile) -> Delivery:
@@ -157,15 +152,14 @@ def delivery_replay(*, delivery: Delivery, profile: IdentityProfile) -> Delivery
         raise Conflict("the delivery is still being attempted")
     if profile.connection_mode != ConnectionMode.WEBHOOK or not profile.webhook_url:
         raise Conflict("the agent is not in webhook mode")
-    org = stores.current_org()
     now = timezone.now()
     with stores.org_atomic():
         replay = Delivery.objects.create(
             public_id=_new_id("msg"), agent_id=delivery.agent_id, envelope_id=delivery.envelope_id, url=profile.webhook_url,
+            event_type=delivery.event_type, payload=delivery.payload,
             status=DeliveryStatus.PENDING, next_attempt_at=now, created_at=now, updated_at=now,
         )
-        replay_id = replay.public_id
-        transaction.on_commit(lambda: enqueue_delivery(org, replay_id), using=stores.current_alias())
+        engine.on_commit_enqueue(WebhookChannel.IDENTITY, [replay.public_id])
     return replay
 
 

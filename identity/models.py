@@ -10,6 +10,7 @@ Routed by `tenancy.db_router` to the current org's database (`identity` is an or
 from django.db import models
 
 from agents.models import Agent
+from webhooks.models import AttemptFields, DeliveryFields
 from agents_site.vocabulary import (
     AgentHealth,
     AnomalyKind,
@@ -204,25 +205,20 @@ class Envelope(models.Model):
         return f"{self.public_id} ({self.direction}, {self.size_bytes} bytes)"
 
 
-class Delivery(models.Model):
-    """One webhook delivery of an envelope: attempts, backoff, dead letter, replays.
+class Delivery(DeliveryFields):
+    """One webhook delivery to an identity agent (an envelope, or a `security_alert`): attempts,
+    backoff, dead letter, replays — made by the shared engine (`webhooks.engine`, channel `identity`).
 
     `public_id` is the Standard Webhooks `webhook-id` (the same on every retry, so receivers
     can de-duplicate). `next_attempt_at` is when the next attempt is due while `retrying`.
+    `envelope` is empty for a system message (`event_type` `security_alert`).
     """
 
-    public_id = models.CharField(max_length=64, unique=True)
     agent_id = models.CharField(max_length=64, db_index=True)
-    envelope = models.ForeignKey(Envelope, on_delete=models.CASCADE, related_name="deliveries")
-    url = models.CharField(max_length=2048)
-    status = models.CharField(max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING)
-    attempts = models.PositiveIntegerField(default=0)
-    last_status_code = models.PositiveIntegerField(null=True, blank=True)
-    last_error = models.CharField(max_length=500, default="", blank=True)
-    next_attempt_at = models.DateTimeField(null=True, blank=True, db_index=True)
-    created_at = models.DateTimeField(db_index=True)
-    updated_at = models.DateTimeField()
-    delivered_at = models.DateTimeField(null=True, blank=True)
+    envelope = models.ForeignKey(Envelope, on_delete=models.CASCADE, related_name="deliveries", null=True, blank=True)
+    # A security alert sent after an emergency rotation revoked the agent's keys is signed with the
+    # secret the agent had (the only one it can verify with), kept here encrypted; "" = the agent's current one.
+    signing_secret_encrypted = models.TextField(default="", blank=True)
 
     class Meta:
         ordering = ["-id"]
@@ -232,15 +228,10 @@ class Delivery(models.Model):
         return f"{self.public_id} ({self.status})"
 
 
-class DeliveryAttempt(models.Model):
-    """One HTTP attempt of a delivery: status code or error, and how long it took."""
+class DeliveryAttempt(AttemptFields):
+    """One HTTP attempt of a delivery: status code or error, ≤ 4 KiB of the answer (masked), duration."""
 
     delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="attempt_log")
-    number = models.PositiveIntegerField()
-    status_code = models.PositiveIntegerField(null=True, blank=True)
-    error = models.CharField(max_length=500, default="", blank=True)
-    duration_ms = models.PositiveIntegerField(default=0)
-    created_at = models.DateTimeField()
 
     class Meta:
         ordering = ["delivery_id", "number"]

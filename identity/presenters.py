@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from agents_site.vocabulary import WebhookEventType
 from agents_site.wire import rfc3339
 from identity.keys import key_id, keyset_status
 from identity.models import AgentKeySet, Delivery, Envelope, IdentityProfile, InboxItem, Relation, UserKeySet
@@ -103,7 +104,8 @@ def delivery_view(delivery: Delivery, *, with_attempts: bool = True) -> dict:
     """Return the wire view of a webhook delivery and its attempt log."""
     view = {
         "delivery_id": delivery.public_id,
-        "envelope_id": delivery.envelope.public_id,
+        "type": delivery.event_type or str(WebhookEventType.ENVELOPE),
+        "envelope_id": delivery.envelope.public_id if delivery.envelope_id else None,
         "agent_id": delivery.agent_id,
         "url": delivery.url,
         "status": delivery.status,
@@ -116,7 +118,8 @@ def delivery_view(delivery: Delivery, *, with_attempts: bool = True) -> dict:
     }
     if with_attempts:
         view["attempt_log"] = [
-            {"number": a.number, "status_code": a.status_code, "error": a.error or None, "duration_ms": a.duration_ms, "at": rfc3339(a.created_at)}
+            {"number": a.number, "status_code": a.status_code, "error": a.error or None,
+             "response_body": a.response_body or None, "duration_ms": a.duration_ms, "at": rfc3339(a.created_at)}
             for a in delivery.attempt_log.all()
         ]
     return view

@@ -13,7 +13,7 @@ from django.core.validators import RegexValidator
 from rest_framework import serializers
 
 from agents_site.schemas import scan_caller_text
-from agents_site.vocabulary import AnomalyKind, ConnectionMode, EnvelopeDirection, IdentityCategory, KeyStatus
+from agents_site.vocabulary import AnomalyKind, ConnectionMode, EnvelopeDirection, IdentityCategory, KeyStatus, WebhookEventType
 
 CUSTOM_ID_PATTERN = r"^[a-z0-9_]{4,30}$"
 #: What an anomaly's `conversation_id` may hold: an id-like word (no `/`, no dots, no markup), or nothing.
@@ -314,13 +314,15 @@ class AttemptOut(serializers.Serializer):
     number = serializers.IntegerField()
     status_code = serializers.IntegerField(allow_null=True)
     error = serializers.CharField(allow_null=True)
+    response_body = serializers.CharField(allow_null=True, help_text="At most 4 KiB of the receiver's answer, credentials masked.")
     duration_ms = serializers.IntegerField()
     at = serializers.CharField()
 
 
 class DeliveryOut(serializers.Serializer):
     delivery_id = serializers.CharField()
-    envelope_id = serializers.CharField()
+    type = serializers.ChoiceField(choices=[WebhookEventType.ENVELOPE, WebhookEventType.SECURITY_ALERT], help_text="What the delivery carries: an envelope, or a security alert (a system message).")
+    envelope_id = serializers.CharField(allow_null=True, help_text="The envelope delivered; null for a security alert.")
     agent_id = serializers.CharField()
     url = serializers.CharField()
     status = serializers.CharField()

@@ -34,6 +34,7 @@ from agents_site.vocabulary import (
 )
 from identity import live, selectors
 from identity.destinations import clean_url
+from identity.delivery import alert_delivery
 from identity.errors import AgentLimitExceeded, RotationLimit
 from identity.keys import validate_ed25519, validate_webhook_secret, validate_x25519
 from identity.models import (AgentCredential, AgentKeySet, ClientAnomaly, Delivery, IdentityLock, IdentityProfile, InboxItem, KeyBackup,
@@ -257,6 +258,8 @@ def token_regenerate(*, profile: IdentityProfile, emergency: bool, actor: str) -
         TokenRotation.objects.create(agent_id=agent_id, emergency=emergency, actor=actor, created_at=now)
         live_credentials = [c for c in AgentCredential.objects.filter(agent_id=agent_id, revoked_at__isnull=True) if credential_is_valid(c, now=now)]
         revoked_ids = [c.pk for c in live_credentials]
+        old_secret = (AgentKeySet.objects.filter(agent_id=agent_id, revoked_at__isnull=True).exclude(webhook_secret_encrypted="")
+                      .order_by("-id").values_list("webhook_secret_encrypted", flat=True).first() or "")
         if emergency:
             AgentCredential.objects.filter(pk__in=revoked_ids).update(revoked_at=now)
             AgentKeySet.objects.filter(agent_id=agent_id, revoked_at__isnull=True).update(revoked_at=now, webhook_secret_encrypted="")
@@ -266,6 +269,9 @@ def token_regenerate(*, profile: IdentityProfile, emergency: bool, actor: str) -
         token = _issue_credential(org_slug=org, agent_id=agent_id, now=now)
         users = _alert_users_keys_revoked(agent_id=agent_id, now=now) if emergency else []
         if emergency:
+            # A webhook-mode agent hears it too, signed with the secret it had (it has no other).
+            alert_delivery(profile=profile, code=SystemMessageCode.AGENT_TOKEN_REVOKED, data={"emergency": True}, secret_encrypted=old_secret)
+
             def after_commit() -> None:
                 live.revoke_connections(org, agent_id, revoked_ids)
                 for user in users:
@@ -274,6 +280,7 @@ def token_regenerate(*, profile: IdentityProfile, emergency: bool, actor: str) -
             transaction.on_commit(after_commit, using=stores.current_alias())
         else:
             until = rfc3339(now + grace)
+            alert_delivery(profile=profile, code=SystemMessageCode.AGENT_TOKEN_ROTATED, data={"previous_valid_until": until})
             transaction.on_commit(lambda: live.alert_agent(org, agent_id, SystemMessageCode.AGENT_TOKEN_ROTATED, {"previous_valid_until": until}),
                                   using=stores.current_alias())
     return token

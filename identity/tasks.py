@@ -3,7 +3,7 @@
 Plain arguments (an org slug, a delivery id); each acts for its org only inside
 `tenancy.stores.org_context(slug)` and is safe to run twice (attempts are claimed).
 Schedules (installed by `manage.py ensure_schedules` through `agents.hooks.register_schedule`):
-`identity: deliveries` every minute (due retries), `identity: health probes` every 5 minutes,
+`identity: health probes` every 5 minutes,
 `identity: retention` hourly.
 """
 
@@ -17,7 +17,10 @@ logger = logging.getLogger(__name__)
 
 
 def deliver(org: str, delivery_id: str) -> str:
-    """Make one attempt of delivery `delivery_id` of org `org`; return its status (or "skipped")."""
+    """Make one attempt of delivery `delivery_id` of org `org`; return its status (or "skipped").
+
+    Kept for tasks queued before the shared engine (`webhooks.tasks.deliver` queues new ones).
+    """
     from identity.delivery import delivery_attempt
 
     with stores.org_context(org, create=False):
@@ -38,17 +41,14 @@ def _each_org(fn) -> dict:
 
 
 def deliveries_tick() -> dict:
-    """Queue an attempt of every due webhook delivery of every org; return counts."""
-    from identity.delivery import deliveries_due
-    from identity.messaging import enqueue_delivery
+    """Queue an attempt of every due identity webhook delivery of every org; return counts.
 
-    def run(slug: str) -> int:
-        due = deliveries_due()
-        for delivery_id in due:
-            enqueue_delivery(slug, delivery_id)
-        return len(due)
+    The engine's own tick (`webhooks.tasks.due_tick`, scheduled every minute) covers every channel.
+    """
+    from agents_site.vocabulary import WebhookChannel
+    from webhooks.tasks import due_tick
 
-    return _each_org(run)
+    return due_tick([str(WebhookChannel.IDENTITY)])
 
 
 def health_probes() -> dict:

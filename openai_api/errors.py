@@ -57,6 +57,28 @@ class RunFailed(ApiError):
         super().__init__(message or self.default_message, run_id=run_id, session_id=session_id)
 
 
+class ContextLengthExceeded(ApiError):
+    """400: the call's run failed because the prompt is over the model's context window (the
+    gateway said so); OpenAI's own code for it, so clients (LangChain, editors) recognise it.
+    The run is recorded `error` (`run_id`); the next call with fewer or shorter messages works,
+    and the platform trims a call's oldest turns to the window it learned."""
+
+    status = 400
+    code = ErrorCode.CONTEXT_LENGTH_EXCEEDED
+
+    def __init__(self, message: str, *, run_id: str, session_id: str = "") -> None:
+        super().__init__(message, run_id=run_id, session_id=session_id)
+        self.param = "messages"
+
+
+def run_failure(run) -> ApiError:
+    """Return the error a failed run of this endpoint answers: `ContextLengthExceeded` (400) when
+    its error is a context overflow (it starts with `context_length_exceeded`), else `RunFailed` (502)."""
+    if (run.error or "").startswith(str(ErrorCode.CONTEXT_LENGTH_EXCEEDED)):
+        return ContextLengthExceeded(run.error, run_id=run.id, session_id=run.session_id or "")
+    return RunFailed(run.error, run_id=run.id, session_id=run.session_id or "")
+
+
 def error_type(status: int) -> OpenAIErrorType:
     """Return OpenAI's error `type` for an HTTP status (401 → `authentication_error`, 5xx → `api_error`, …)."""
     if status == 401:

@@ -54,7 +54,7 @@ def completion_prompt(agent: Agent, request: CompletionRequest) -> list[dict]:
 def completion_agent(agent: Agent, request: CompletionRequest) -> Agent:
     """Return `agent` as this call runs it: an unsaved copy whose generation settings
     (`max_tokens`, `temperature`, `top_p`) are the caller's where the caller sent them, the
-    agent's otherwise. The loop passes an agent's generation settings to the gateway (capped by
+    agent's otherwise, and whose `gateway_options` are the caller's pass-through fields. The loop passes an agent's generation settings to the gateway (capped by
     `AGENTS_MAX_OUTPUT_TOKENS`) where it supports them."""
     effective = copy.copy(agent)
     if request.max_tokens is not None:
@@ -63,6 +63,9 @@ def completion_agent(agent: Agent, request: CompletionRequest) -> Agent:
         effective.temperature = request.temperature
     if request.top_p is not None:
         effective.top_p = request.top_p
+    # The caller's own OpenAI fields (response_format, tool_choice, stop, seed, user…) reach the
+    # gateway unchanged on every completion of the call (`agents.inference.chat_completion`).
+    effective.gateway_options = dict(request.passthrough)
     return effective
 
 

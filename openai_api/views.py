@@ -24,7 +24,7 @@ from agents.streaming import QueueListener, render_frame, run_stream
 from agents_site.errors import ApiError, PayloadTooLarge
 from agents_site.vocabulary import ErrorCode, PrincipalVia, ReplyFrame, RunStatus
 from openai_api import selectors, services, wire
-from openai_api.errors import InvalidApiKey, RunFailed, error_object, error_response
+from openai_api.errors import InvalidApiKey, error_object, error_response, run_failure
 from tenancy.faults import store_fault
 from tenancy.principal import Principal
 
@@ -122,7 +122,8 @@ def model(request, model: str):
 def chat_completions(request):
     """`POST …/chat/completions`: run the agent named as `model` on the caller's messages.
 
-    200 `chat.completion` (or the event stream); 400 bad input; 401 no key; 402 balance; 404
+    200 `chat.completion` (or the event stream); 400 bad input, or `context_length_exceeded`
+    (the run failed: the prompt is over the model's window; with `run_id`); 401 no key; 402 balance; 404
     `model_not_found`; 409 `agent_external`; 422 `secret_in_transcript`; 502 `run_failed`
     (with `run_id`); 503 no gateway. Headers `X-Agents-Run-Id` / `X-Agents-Session-Id` name
     the run and the session to watch.
@@ -138,7 +139,7 @@ def chat_completions(request):
         return response
     run = services.completion_execute(started)
     if run.status != RunStatus.OK:
-        raise RunFailed(run.error, run_id=run.id, session_id=run.session_id or "")
+        raise run_failure(run)
     return JsonResponse(wire.completion_body(run, model=started.model), headers=headers)
 
 
@@ -164,11 +165,12 @@ def _stream(started: services.StartedCompletion, *, include_usage: bool, org: st
         if event == ReplyFrame.RUN:
             finished = data
             if finished.status != RunStatus.OK:
-                failed = RunFailed(finished.error, run_id=finished.id, session_id=finished.session_id or "")
+                failed = run_failure(finished)
                 return render_frame(None, error_object(failed)) + render_frame(None, "[DONE]")
-            out = chunk(delta={}, finish=wire.finish_reason(getattr(finished, "ops", None)))
-            if include_usage:
-                out += chunk(usage=wire.usage_body(finished))
+            out = chunk(delta={}, finish=wire.finish_reason(finished))
+            usage = wire.usage_body(finished)
+            if include_usage and usage is not None:  # unknown usage is left out, never sent as zeros
+                out += chunk(usage=usage)
             return out + render_frame(None, "[DONE]")
         if event == ReplyFrame.ERROR:  # the worker failed outside the run's own record
             return render_frame(None, error_object(InternalError(data.get("error") or None))) + render_frame(None, "[DONE]")

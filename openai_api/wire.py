@@ -13,7 +13,7 @@ import re
 import uuid
 from dataclasses import dataclass, field
 
-from agents_site.vocabulary import ChatRole, OpenAIFinishReason
+from agents_site.vocabulary import ChatRole, FinishReason, OpenAIFinishReason
 from agents_site.wire import MAX_SCHEMA_DEPTH, json_depth, unstorable_text
 from openai_api.errors import InvalidParam
 
@@ -43,6 +43,7 @@ class CompletionRequest:
     max_tokens: int | None = None
     temperature: float | None = None
     top_p: float | None = None
+    passthrough: dict = field(default_factory=dict)  # PASSTHROUGH fields sent, checked, for the gateway unchanged
 
     def texts(self, *roles: str) -> list[str]:
         """Return the text of every message of `roles` (text parts joined by newlines), in order."""
@@ -147,6 +148,8 @@ def _messages(body: dict) -> list[dict]:
         kept = {key: message[key] for key in MESSAGE_KEYS if key in message}
         if calls is not None:
             kept["tool_calls"] = calls
+            if kept.get("content") is None:  # what the OpenAI SDK sends; strict gateways (llama-cpp-python) refuse null
+                kept["content"] = ""
         cleaned.append(kept)
     return cleaned
 
@@ -179,17 +182,73 @@ def _tools(body: dict) -> list[dict]:
     return cleaned
 
 
+#: Fields of the request this endpoint reads itself (`stream_options` is its own: never forwarded).
+HANDLED = frozenset({"model", "messages", "tools", "stream", "stream_options", "max_tokens", "max_completion_tokens",
+                     "temperature", "top_p", "n"})
+#: Fields passed to the gateway unchanged (after a check of their shape), on every completion of the call.
+PASSTHROUGH = ("response_format", "tool_choice", "parallel_tool_calls", "stop", "seed", "presence_penalty",
+               "frequency_penalty", "user")
+#: Refused: the returned tokens would bypass the masking of credentials in the reply.
+REFUSED = {"logprobs": "'logprobs' is not supported: token log-probabilities would bypass the masking of credentials in replies",
+           "top_logprobs": "'top_logprobs' is not supported: token log-probabilities would bypass the masking of credentials in replies"}
+MAX_STOP = 4
+MAX_USER_LENGTH = 256
+TOOL_CHOICE_WORDS = ("none", "auto", "required")
+RESPONSE_FORMATS = ("text", "json_object", "json_schema")
+
+
+def _passthrough(body: dict) -> dict:
+    """Return the PASSTHROUGH fields `body` sets (null ones left out), each checked; 400 naming a bad one."""
+    sent = {name: body[name] for name in PASSTHROUGH if body.get(name) is not None}
+    fmt = sent.get("response_format")
+    if fmt is not None and (not isinstance(fmt, dict) or fmt.get("type") not in RESPONSE_FORMATS):
+        raise InvalidParam("'response_format' must be an object whose 'type' is text, json_object or json_schema", param="response_format")
+    if fmt is not None and json_depth(fmt, limit=MAX_SCHEMA_DEPTH) > MAX_SCHEMA_DEPTH:
+        raise InvalidParam(f"'response_format' nests deeper than {MAX_SCHEMA_DEPTH} levels", param="response_format")
+    choice = sent.get("tool_choice")
+    if choice is not None and choice not in TOOL_CHOICE_WORDS and not (
+            isinstance(choice, dict) and choice.get("type") == "function" and isinstance(choice.get("function"), dict)
+            and isinstance(choice["function"].get("name"), str) and FUNCTION_NAME.match(choice["function"]["name"])):
+        raise InvalidParam("'tool_choice' must be none, auto, required or {type: 'function', function: {name}}", param="tool_choice")
+    if "parallel_tool_calls" in sent:
+        _bool(sent, "parallel_tool_calls")
+    stop = sent.get("stop")
+    if stop is not None and not (isinstance(stop, str) or (isinstance(stop, list) and len(stop) <= MAX_STOP
+                                                          and all(isinstance(s, str) for s in stop))):
+        raise InvalidParam(f"'stop' must be a string or a list of at most {MAX_STOP} strings", param="stop")
+    _number(sent, "seed", -(2**63), 2**63 - 1, integer=True)
+    _number(sent, "presence_penalty", -2, 2)
+    _number(sent, "frequency_penalty", -2, 2)
+    user = sent.get("user")
+    if user is not None and (not isinstance(user, str) or len(user) > MAX_USER_LENGTH):
+        raise InvalidParam(f"'user' must be a string of at most {MAX_USER_LENGTH} characters", param="user")
+    return sent
+
+
+def _unhandled(body: dict) -> None:
+    """Refuse (400, naming it) a field this endpoint neither reads nor passes on: none is dropped in silence."""
+    for name, message in REFUSED.items():
+        if body.get(name) not in (None, False, 0):
+            raise InvalidParam(message, param=name)
+    for name in body:
+        if name not in HANDLED and name not in PASSTHROUGH and name not in REFUSED:
+            raise InvalidParam(f"'{name}' is not supported by this endpoint", param=name)
+
+
 def completion_request(body) -> CompletionRequest:
     """Check a chat completions body; return the `CompletionRequest` or raise `InvalidParam` (400).
 
     Checked: `model` (a non-empty string), `messages` (non-empty; roles system, user,
     assistant, tool; text content ≤ 128 KiB each), `tools` (function definitions), `stream`
     and `stream_options.include_usage` (booleans), `max_tokens` / `max_completion_tokens`
-    (1..1 000 000), `temperature` (0..2), `top_p` (0..1), `n` (1 only). Other OpenAI fields
-    are accepted and ignored.
+    (1..1 000 000), `temperature` (0..2), `top_p` (0..1), `n` (1 only); PASSTHROUGH fields
+    (`response_format`, `tool_choice`, `parallel_tool_calls`, `stop`, `seed`, the penalties,
+    `user`) checked and kept for the gateway; `logprobs` / `top_logprobs` refused; any other
+    field refused, naming it (issue 29 item 7).
     """
     if not isinstance(body, dict):
         raise InvalidParam("the request body must be a JSON object", param=None)
+    _unhandled(body)
     model = body.get("model")
     if not isinstance(model, str) or not model.strip():
         raise InvalidParam("'model' is required: the name or id of one of your agents", param="model")
@@ -214,6 +273,7 @@ def completion_request(body) -> CompletionRequest:
         max_tokens=max_tokens,
         temperature=_number(body, "temperature", 0, 2),
         top_p=_number(body, "top_p", 0, 1),
+        passthrough=_passthrough(body),
     )
 
 
@@ -249,16 +309,26 @@ def tool_calls(ops: list[dict]) -> list[dict]:
     ]
 
 
-def usage_body(run) -> dict:
-    """Return the run's token usage as OpenAI `usage` (0 where the gateway reported none)."""
+def usage_body(run) -> dict | None:
+    """Return the run's token usage as OpenAI `usage`, or None when the gateway reported none
+    (clients expect integers when `usage` is present: it is left out, never invented as 0).
+    A count the gateway gave while the other is unknown is sent with the unknown one as 0."""
+    if run.prompt_tokens is None and run.completion_tokens is None:
+        return None
     prompt = run.prompt_tokens or 0
     completion = run.completion_tokens or 0
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
-def finish_reason(ops) -> str:
-    """Return `tool_calls` when the round handed calls back to the caller, else `stop`."""
-    return str(OpenAIFinishReason.TOOL_CALLS if ops else OpenAIFinishReason.STOP)
+def finish_reason(run) -> str:
+    """Return the answer's `finish_reason`: `tool_calls` when the round handed calls back to the
+    caller, the gateway's `length` / `content_filter` when it cut the reply, else `stop`."""
+    if getattr(run, "ops", None):
+        return str(OpenAIFinishReason.TOOL_CALLS)
+    said = getattr(run, "finish_reason", "") or ""
+    if said in (FinishReason.LENGTH, FinishReason.CONTENT_FILTER):
+        return str(said)
+    return str(OpenAIFinishReason.STOP)
 
 
 def completion_body(run, *, model: str) -> dict:
@@ -272,8 +342,8 @@ def completion_body(run, *, model: str) -> dict:
         "object": "chat.completion",
         "created": int(run.created_at.timestamp()),
         "model": model,
-        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason(ops)}],
-        "usage": usage_body(run),
+        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason(run)}],
+        **({"usage": usage} if (usage := usage_body(run)) is not None else {}),
         "system_fingerprint": None,
         "session_id": run.session_id,
     }

@@ -1,4 +1,5 @@
-"""Command line of the runner: `python -m runner --server URL --api-key ak_… [options]`.
+"""Command line of the runner: `python -m runner --server URL --api-key ak_… [options]`, and
+`python -m runner verify <build URL or session id> --repo <path or URL>` (`runner.verify`).
 
 Flags fall back to the environment: `AGENTS_SERVER`, `AGENTS_API_KEY`, `RUNNER_LABEL`,
 `RUNNER_ALLOW_SHELL`, `AGENTS_TOOL_HTTP_ALLOW` (the hosts `http_get` may fetch, as on the server); inference uses the machine's `INFERENCE_BASE_URL` and `INFERENCE_API_KEY`
@@ -12,6 +13,7 @@ import asyncio
 import logging
 import os
 import socket
+import sys
 from pathlib import Path
 
 from runner.daemon import EXIT_FATAL, Config, Daemon
@@ -74,7 +76,12 @@ def parse(argv: list[str] | None = None) -> Config:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the daemon until it stops; return its exit code."""
+    """Run the daemon until it stops, or `verify …` (`runner.verify`); return the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["verify"]:
+        from runner.verify import main as verify_main
+
+        return verify_main(args[1:])
     config = parse(argv)
     try:
         return asyncio.run(Daemon(config).run())

@@ -12,7 +12,9 @@ tokens, toolCalls, durationMs, changed, branch, commitSha, diffstat}`.
 `run` executes in bubblewrap when the machine has it; without it, `run` is refused unless the
 daemon was started with `--allow-unsandboxed-commands` (the target's spec then says
 `"sandbox": "none"`). The platform's git runs with hooks, fsmonitor, external diff and textconv
-off. Steering (stop, pause, message) and the daemon's SIGTERM apply between turns; when the
+off. Steering (stop, pause, message) and the daemon's SIGTERM apply between turns, and a stop
+read while the model call or a command runs cancels it at once (the command's tree is killed,
+nothing is pushed); when the
 daemon cuts a run short (its stop grace passed), a running command's whole process tree is
 killed and what it had printed is recorded in the session with the stop.
 """
@@ -31,14 +33,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner.execute import OK, Execution, RoutedRun, RunEnded, clip, valid_text
+from toolkit import commits
 from toolkit.coding import FINISH, WRITING_TOOLS, ToolBox, tool_definitions
 from toolkit.sandbox import CommandCancelled, Limits, SandboxBackend, Unavailable
 
 logger = logging.getLogger(__name__)
 
 CODING_KIND = "coding"
+BASE_NOT_FOUND = "base_not_found"  # the server's error code for a start branch the remote lacks
 MAX_TURNS = 40
-SUBJECT_CHARS = 72
+PATCH_EVENT_BYTES = 16 * 1024
 SYSTEM_PROMPT = (
     "You are a coding agent working in a git repository checked out at the working directory. "
     "Use the tools to inspect and change files and to run commands. The platform commits your changes "
@@ -97,13 +101,6 @@ class LocalGit:
         return self.run("rev-parse", "HEAD").strip()
 
 
-def _subject(text: str, fallback: str) -> str:
-    for line in (text or "").splitlines():
-        if line.strip().lstrip("#").strip():
-            return line.strip().lstrip("#").strip()[:SUBJECT_CHARS]
-    return fallback[:SUBJECT_CHARS]
-
-
 NO_SANDBOX = "this machine has no bubblewrap sandbox and its owner did not allow unsandboxed commands"
 
 
@@ -124,14 +121,39 @@ class CodingExecution(Execution):
         self.head = ""
         self.pushed = False
         self.commits: list[dict] = []
+        self.bounds = commits.Bounds.from_wire(body.get("limits"))
+        self.committed_bytes = 0
+        self.tree_warned = False
 
     async def _git(self, *args: str, **kwargs) -> str:
         return await asyncio.to_thread(self.git.run, *args, **kwargs)
 
-    async def _commit(self, subject: str, turn: int) -> None:
-        if not (await self._git("status", "--porcelain", "--untracked-files=all")).strip():
+    async def _tell(self, messages: list[dict], text: str, **extra) -> None:
+        await self.event("log", {"text": text, **extra})
+        messages.append({"role": "user", "content": f"[platform] {text}"})
+
+    async def _commit(self, *, content: str, finished: str | None, turn: int, messages: list[dict]) -> None:
+        """Commit the turn within the claim's bounds (`toolkit.commits`, as on the server); tell the model what was not."""
+        size = await asyncio.to_thread(commits.tree_bytes, self.git.work)
+        warning = commits.tree_warning(size, self.bounds)
+        if warning:
+            if self.tree_warned:
+                raise RunEnded(f"the working copy grew past {self.bounds.max_tree_bytes // commits.MIB} MiB and stayed there after the model was told")
+            self.tree_warned = True
+            await self._tell(messages, warning, refused="working-copy", bytes=size)
             return
-        await self._git("add", "-A", "--", ".")
+        self.tree_warned = False
+        plan = commits.plan_turn(await self._git(*commits.STATUS_ARGS), self.git.work, bounds=self.bounds, pushed_bytes=self.committed_bytes)
+        if plan.refusal:
+            await self._tell(messages, plan.refusal, refused="bounds", files=[p for p, _ in plan.too_large] or [p for p, _ in plan.sizes][:20])
+            return
+        if not plan.stage:
+            if plan.notes:
+                await self._tell(messages, plan.notes, refused="links")
+            return
+        for chunk in commits.chunks(plan.stage):
+            await self._git(*commits.stage_args(chunk))
+        subject = commits.commit_subject(content=content, finished=finished, plan=plan)
         message = f"{subject}\n\nAgents-Session: {self.claim.session_id}\nAgents-Turn: {turn}\n"
         author = {"GIT_AUTHOR_NAME": "coding-dev", "GIT_AUTHOR_EMAIL": "coding-dev@agents.invalid",
                   "GIT_COMMITTER_NAME": "coding-dev", "GIT_COMMITTER_EMAIL": "coding-dev@agents.invalid"}
@@ -139,9 +161,15 @@ class CodingExecution(Execution):
         await self._git("commit", "-q", "--no-verify", "--cleanup=verbatim", "-F", "-", input=message, env=author)
         sha = await asyncio.to_thread(self.git.head)
         stat = (await self._git("diff", "--stat", "--no-ext-diff", "--no-textconv", parent, sha)).rstrip()
-        self.commits.append({"sha": sha, "subject": subject, "turn": turn, "diffstat": stat})
+        patch = await self._git("show", "--format=", "--no-ext-diff", "--no-textconv", "--no-color", sha)
+        self.committed_bytes += plan.bytes
+        commit = {"sha": sha, "subject": subject, "turn": turn, "diffstat": stat}
+        self.commits.append(commit)
         await self.event("commit", {"text": subject, "commit": sha, "subject": subject, "diffstat": clip(stat, 4096), "turn": turn,
-                                    "branch": self.claim.branch})
+                                    "branch": self.claim.branch, "patch": clip(patch, PATCH_EVENT_BYTES)})
+        await self.flush()  # each commit reaches the session as it is made
+        if plan.notes:
+            await self._tell(messages, plan.notes, refused="links", files=[p for p, _ in plan.outside_links])
 
     async def _loop(self) -> None:
         root = Path(tempfile.mkdtemp(prefix="agents-coding-", dir=self.work_dir))
@@ -149,11 +177,19 @@ class CodingExecution(Execution):
             self.git = LocalGit(root)
             try:
                 await asyncio.to_thread(self.git.clone, self.claim.clone_url)
+            except GitFailed as exc:
+                raise RunEnded(f"clone failed: {exc}") from exc
+            try:
+                await self._git("rev-parse", "--verify", "--quiet", f"refs/remotes/origin/{self.claim.base}^{{commit}}")
+            except GitFailed:
+                raise RunEnded(f"{BASE_NOT_FOUND}: branch {self.claim.base!r} does not exist in {self.claim.repo}") from None
+            try:
                 await self._git("checkout", "-q", "-f", "-B", self.claim.branch, f"refs/remotes/origin/{self.claim.base}")
             except GitFailed as exc:
                 raise RunEnded(f"clone failed: {exc}") from exc
             self.start_sha = await asyncio.to_thread(self.git.head)
-            await self.event("log", {"text": f"cloned {self.claim.repo} at {self.claim.base} ({self.start_sha[:12]}); working on {self.claim.branch}"})
+            await self.event("log", {"text": f"cloned {self.claim.repo} at {self.claim.base} ({self.start_sha[:12]}); working on {self.claim.branch}",
+                                     "branch": self.claim.branch, "base": self.claim.base, "baseCommit": self.start_sha})
             await self._turns()
             self.head = await asyncio.to_thread(self.git.head)
             if self.head != self.start_sha:
@@ -162,6 +198,7 @@ class CodingExecution(Execution):
                 except GitFailed as exc:
                     raise RunEnded(f"push of {self.claim.branch} was rejected: {exc}") from exc
                 self.pushed = True
+                await self.event("log", {"text": f"pushed {self.claim.branch} ({self.head[:12]})", "branch": self.claim.branch, "head": self.head})
             self.outcome.status = OK
         finally:
             if self.git is not None and self.start_sha and not self.head:
@@ -193,9 +230,9 @@ class CodingExecution(Execution):
             if not calls:
                 self.outcome.output = content
                 return
-            messages.append({"role": "assistant", "content": content or None,
+            messages.append({"role": "assistant", "content": content or "",  # "" not null: strict gateways (llama-cpp-python) refuse null
                              "tool_calls": [call.model_dump(mode="json", exclude_none=True) for call in calls]})
-            finished, wrote, last_seq, described = None, False, None, []
+            finished, wrote, last_seq = None, False, None
             for call in calls:
                 self._check_stop()
                 name, raw = call.function.name or "", call.function.arguments or ""
@@ -208,14 +245,10 @@ class CodingExecution(Execution):
                     finished = arguments.get("summary") if isinstance(arguments.get("summary"), str) else ""
                     result, failed = "finished", False
                 else:
-                    try:
-                        result, failed = await toolbox.acall(name, raw)
-                    except CommandCancelled as stopped:  # the tree is gone; keep what it printed with the stop
-                        await self.record_stop(name, stopped)
-                        raise
+                    result, failed = await self._watched(self._acall(toolbox, name, raw))
                     wrote = wrote or name in WRITING_TOOLS
-                    described.append(f"{name} {arguments.get('path') or arguments.get('command') or ''}".strip())
                 self.outcome.tool_calls += 1
+                await self.flush()  # the turn's queued events (its message) land before its tool call, as on the server
                 stored = await self.server.append_event(session_id=self.claim.session_id, kind="tool-call", payload={
                     "name": name, "arguments": arguments, "result": clip(valid_text(result), 4096), "error": failed,
                     "round": turn_no, "runId": self.claim.run_id})
@@ -223,19 +256,26 @@ class CodingExecution(Execution):
                     last_seq = stored["seq"]
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": valid_text(result)})
             if wrote:
-                fallback = finished or ("Agent: " + "; ".join(described))
-                await self._commit(_subject(content, _subject(fallback, "Agent changes")), last_seq or turn_no)
+                await self._commit(content=content, finished=finished, turn=last_seq or turn_no, messages=messages)
             if finished is not None:
                 self.outcome.output = finished
                 return
         raise RunEnded(f"the run took {MAX_TURNS} turns without calling finish")
+
+    async def _acall(self, toolbox: ToolBox, name: str, raw: str) -> tuple[str, bool]:
+        """Run one coding tool; a killed command's output so far is recorded with the stop."""
+        try:
+            return await toolbox.acall(name, raw)
+        except CommandCancelled as stopped:  # the tree is gone; keep what it printed with the stop
+            await self.record_stop(name, stopped)
+            raise
 
     async def execute(self) -> dict:
         """Run clone → turns → push; return the report (never raises)."""
         report = await super().execute()
         changed = bool(self.start_sha and self.head and self.head != self.start_sha)
         report.update({"changed": changed, "branch": self.claim.branch, "commitSha": self.head, "diffstat": getattr(self, "diffstat", ""),
-                       "pushed": self.pushed, "commits": self.commits})
+                       "pushed": self.pushed, "commits": self.commits, "summary": self.outcome.output if report["status"] == OK else ""})
         if report["status"] == OK:
             lines = [self.outcome.output.strip() or "(no summary)", ""]
             lines += [f"branch: {self.claim.branch}", f"commit: {self.head}", "", report["diffstat"]] if changed else ["no changes; nothing pushed"]

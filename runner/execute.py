@@ -11,6 +11,10 @@ steps, the last offered no tools; 429, 5xx, connection errors and empty answers 
 times with equal-jitter backoff (tenacity); 30 s per tool call. Each step is appended to the
 run's session as an event. Between steps it applies the session's steering commands (stop,
 pause/resume, message) and the daemon's own stop (SIGTERM), which end the run as an error.
+While a model call or a tool call runs, the session's control channel is read every
+`WATCH_POLL_SECONDS` (issue 25): a `stop` cancels the call at once (the gateway request is
+closed, a command's whole process tree killed) and the run reports `error` with
+`finishReason` `stopped`; other commands read meanwhile wait for the next step.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ logger = logging.getLogger(__name__)
 OK, ERROR = "ok", "error"  # the server's run statuses, as its report route reads them
 EVENT_TEXT_BYTES = 16 * 1024
 PAUSE_POLL_SECONDS = 1.0
+WATCH_POLL_SECONDS = 0.5  # how often the control channel is read while a model call or command runs
+STOPPED = "stopped"  # the server's FinishReason of a run its stop ended
 
 
 class EmptyAnswer(Exception):
@@ -41,6 +47,10 @@ class EmptyAnswer(Exception):
 
 class RunEnded(Exception):
     """The run must end as an error with this sentence."""
+
+
+class RunStopped(RunEnded):
+    """The session's stop ended the run (reported with `finishReason` `stopped`)."""
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -107,10 +117,12 @@ class Outcome:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     tool_calls: int = 0
+    finish_reason: str = ""
     started: float = field(default_factory=time.monotonic)
 
     def report(self) -> dict:
-        return {
+        extra = {"finishReason": self.finish_reason} if self.finish_reason else {}
+        return {**extra,
             "status": self.status,
             "output": self.output if self.status == OK else "",
             "error": self.error if self.status != OK else "",
@@ -137,6 +149,8 @@ class Execution:
         self.cursor = 0
         self.deadline = time.monotonic() + run.timeout_seconds
         self.pending: list[dict] = []
+        self.held: list[dict] = []  # commands read while a call ran, applied at the next step
+        self.stop_command: dict | None = None
 
     async def event(self, kind: str, payload: dict) -> None:
         """Queue one event for the run's session; `flush` posts what is queued (best effort)."""
@@ -163,6 +177,8 @@ class Execution:
             if self.inference is None:
                 raise RunEnded("inference is not configured on this machine (INFERENCE_BASE_URL)")
             await self._loop()
+        except RunStopped as exc:
+            self.outcome.status, self.outcome.error, self.outcome.finish_reason = ERROR, str(exc), STOPPED
         except RunEnded as exc:
             self.outcome.status, self.outcome.error = ERROR, str(exc)
         except asyncio.CancelledError:
@@ -193,11 +209,12 @@ class Execution:
         paused = False
         while True:
             self._check_stop()
-            commands, self.cursor = await self.server.control(session_id=self.run.session_id, after=self.cursor)
+            fetched, self.cursor = await self.server.control(session_id=self.run.session_id, after=self.cursor)
+            commands, self.held = [*self.held, *fetched], []
             for command in commands:
                 verb = command.get("command")
                 if verb == "stop":
-                    raise RunEnded("stopped: " + (command.get("message") or "a stop command was posted to the session"))
+                    raise _stopped(command)
                 if verb == "message":
                     text = command.get("message") or json.dumps(command.get("payload"))
                     messages.append({"role": "user", "content": text})
@@ -216,6 +233,42 @@ class Execution:
             try:
                 await asyncio.wait_for(self.stopping.wait(), PAUSE_POLL_SECONDS)
             except asyncio.TimeoutError:
+                pass
+
+    async def _watch(self, task: asyncio.Future) -> None:
+        """Read the control channel every `WATCH_POLL_SECONDS` until `task` is done; cancel it on `stop`."""
+        while not task.done():
+            await asyncio.sleep(WATCH_POLL_SECONDS)
+            fetched, self.cursor = await self.server.control(session_id=self.run.session_id, after=self.cursor)
+            for command in fetched:
+                if command.get("command") == "stop" and self.stop_command is None:
+                    self.stop_command = command
+                    task.cancel()
+                else:
+                    self.held.append(command)
+            if self.stop_command is not None:
+                return
+
+    async def _watched(self, work):
+        """Await coroutine `work` while watching the session's control channel (issue 25).
+
+        A `stop` read meanwhile cancels it (the model request is closed, a command's tree is
+        killed) and raises `RunStopped`; the daemon's own cancellation passes through unchanged.
+        """
+        task = asyncio.ensure_future(work)
+        watcher = asyncio.ensure_future(self._watch(task))
+        try:
+            return await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if self.stop_command is not None and not (current is not None and current.cancelling()):
+                raise _stopped(self.stop_command) from None
+            raise
+        finally:
+            watcher.cancel()
+            try:
+                await watcher
+            except BaseException:  # its own cancellation, or a poll that failed: the call's outcome stands
                 pass
 
     # -- inference ----------------------------------------------------------------------------
@@ -241,7 +294,7 @@ class Execution:
     async def _answer(self, messages: list[dict], tools: list[dict] | None):
         await self.flush()
         try:
-            completion = await self._complete(messages, tools)
+            completion = await self._watched(self._complete(messages, tools))
         except (RunEnded, asyncio.CancelledError):
             raise
         except EmptyAnswer as exc:
@@ -284,7 +337,7 @@ class Execution:
             content = valid_text(message.content) if message.content is not None else None
             calls = list(message.tool_calls or [])
             if calls and offer:
-                messages.append({"role": "assistant", "content": content,
+                messages.append({"role": "assistant", "content": content or "",  # "" not null (strict gateways)
                                  "tool_calls": [call.model_dump(mode="json", exclude_none=True) for call in calls]})
                 if content:
                     await self.event("message", {"role": "assistant", "text": clip(content), "model": self.outcome.model})
@@ -305,11 +358,15 @@ class Execution:
         raw = call.function.arguments or ""
         timeout = max(min(self.run.tool_call_timeout, self.deadline - time.monotonic()), 0.1)
         await self.flush()
-        try:
-            result, failed = await invoke(offered.get(name), name=name, raw_arguments=raw, timeout=timeout)
-        except CommandCancelled as stopped:
-            await self.record_stop(name, stopped)
-            raise
+
+        async def call():
+            try:
+                return await invoke(offered.get(name), name=name, raw_arguments=raw, timeout=timeout)
+            except CommandCancelled as stopped:
+                await self.record_stop(name, stopped)
+                raise
+
+        result, failed = await self._watched(call())
         self.outcome.tool_calls += 1
         try:
             arguments = json.loads(raw) if raw else {}
@@ -317,3 +374,8 @@ class Execution:
             arguments = clip(raw, 2048)
         await self.event("tool-call", {"name": name, "arguments": arguments, "result": clip(result), "error": failed, "round": round_no})
         return result
+
+
+def _stopped(command: dict) -> RunStopped:
+    """Return the end of a run stopped by `command`: "stopped: <message>" (a default without one)."""
+    return RunStopped("stopped: " + (command.get("message") or "a stop command was posted to the session"))

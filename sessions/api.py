@@ -39,6 +39,7 @@ from sessions.schemas import (
     SessionListOut,
     SessionOut,
     SessionPatchIn,
+    StopIn,
     TreeNodeOut,
 )
 from sessions.stream import parse_last_event_id, read_store, resolve_root, stream_response
@@ -282,8 +283,12 @@ def poll_control(request, id: str, after: int | None = Query(None, ge=INT64_MIN,
 def _steer(request, id: str, command: str):
     body = _json_body(request, required=False)
     refuse_unknown_fields(body, ControlIn)
+    push = body.get("push")
+    if push is not None and (command != ControlCommand.STOP or not isinstance(push, bool)):
+        raise InvalidRequest("push must be true or false, and only on stop")
     event, forwarded = control.control_send(
-        session_id=id, command=command, message=body.get("message"), payload=body.get("payload"), actor=request.auth.actor
+        session_id=id, command=command, message=body.get("message"), payload=body.get("payload"), actor=request.auth.actor,
+        push=bool(push),
     )
     return {"command": command, "event": event_view(event), "forwarded": forwarded}
 
@@ -316,9 +321,10 @@ def resume_session(request, id: str):  # spec 003: POST /v1/agents/sessions/{id}
     return _steer(request, id, ControlCommand.RESUME)
 
 
-@sessions_router.post("/{id}/stop", response=_STEER_RESPONSES, summary="Ask a session to stop for good", exclude_none=True, openapi_extra=_openapi_body(ControlIn))
+@sessions_router.post("/{id}/stop", response=_STEER_RESPONSES, summary="Ask a session to stop for good", exclude_none=True, openapi_extra=_openapi_body(StopIn))
 def stop_session(request, id: str):  # spec 003: POST /v1/agents/sessions/{id}/stop
-    """Ask the session to stop for good.
+    """Ask the session to stop for good: the run's model call, command or child run in flight is
+    interrupted at once; `{"push": true}` lets a stopped coding run push the commits it made.
 
     Answers `{command, event, forwarded}`: the recorded command, and whether a running executor
     took it. 409 `session_finished` on a finished session; 422 when the payload carries a
@@ -353,3 +359,11 @@ def get_build(request, org: str, project: str):
     """Return a published build with its turns, the commits they produced and the `git log`
     command that verifies them. No credential needed."""
     return builds.build_detail(org=org, project=project)
+
+
+# issue 30: every published build has its own address beside the project's latest
+@builds_router.get("/{org}/{project}/{session_id}", response={200: BuildOut}, summary="One published build of a project, by its session", exclude_none=True)
+def get_build_of_session(request, org: str, project: str, session_id: str):
+    """Return published build `session_id` of `org`/`project` (same shape as the project's latest;
+    404 when that session is not a published build of that project). No credential needed."""
+    return builds.build_detail(org=org, project=project, session_id=session_id)

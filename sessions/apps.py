@@ -6,6 +6,7 @@ class AgentSessionsConfig(AppConfig):
 
     name = "sessions"
     label = "agent_sessions"
+    verbose_name = "Sessions"  # what the admin shows (the label would read "Agent_Sessions")
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:

@@ -69,11 +69,13 @@ def _forward_timeout() -> float:
     return float(getattr(settings, "AGENTS_CONTROL_FORWARD_TIMEOUT_SECONDS", 5))
 
 
-def control_send(*, session_id: str, command: str, message: str | None = None, payload=None, actor: str) -> tuple[Event, bool]:
+def control_send(*, session_id: str, command: str, message: str | None = None, payload=None, actor: str,
+                 push: bool = False) -> tuple[Event, bool]:
     """Record steering `command` on a session and forward it to its live executor, if any.
 
     Returns `(event, forwarded)`: the stored `control` event (payload
-    `{"command", "message"?, "payload"?}`) and whether a live executor acknowledged it.
+    `{"command", "message"?, "payload"?, "push"?}`) and whether a live executor acknowledged it;
+    `push` (a `stop` only) is recorded as `"push": true`: a stopped coding run pushes its commits.
     Order (reference §2.3): 404 `SessionNotFound` (unknown or another org's) → 400 unknown
     command → 409 `SessionFinished` ("session is done; cannot pause a finished session") →
     400 "message too long" (16 KiB) → 400 "payload too large" (64 KiB) / invalid JSON →
@@ -97,6 +99,8 @@ def control_send(*, session_id: str, command: str, message: str | None = None, p
         body["message"] = message
     if payload is not None:
         body["payload"] = payload
+    if push and command == ControlCommand.STOP:
+        body["push"] = True
     text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
     actor = fields.bounded(actor, fields.MAX_ACTOR, "actor")
     with stores.org_atomic():  # the session cannot finish between this check and the append
@@ -121,7 +125,8 @@ def control_send(*, session_id: str, command: str, message: str | None = None, p
         # in-memory layer): it reads the command from the durable log between steps.
         return event, False
     try:
-        _forward(channel, {"type": "control.command", "session": session.id, "command": command, "message": message, "payload": payload, "seq": event.seq})
+        _forward(channel, {"type": "control.command", "session": session.id, "command": command, "message": message, "payload": payload,
+                           "push": body.get("push"), "seq": event.seq})
     except BusError as exc:
         raise ForwardFailed(f"control recorded but forward failed: {exc}", command=command, event=event_view(event)) from exc
     return event, True
@@ -162,6 +167,14 @@ def _forward(channel: str, command: dict) -> None:
             if answer and answer.get("type") == "control.ack" and answer.get("seq") == command["seq"]:
                 return
     raise BusError(f"the executor did not acknowledge within {timeout:g} s")
+
+
+def _received(body: dict, seq) -> dict:
+    """Return a command as an inbox hands it over: `{command, message, payload, seq}`, plus `push: true` when the stop said so."""
+    command = {"command": body.get("command"), "message": body.get("message"), "payload": body.get("payload"), "seq": seq}
+    if body.get("push") is True:
+        command["push"] = True
+    return command
 
 
 class _Hub:
@@ -228,7 +241,7 @@ class _Hub:
                 inbox._read_log(close=False)
             if inboxes:
                 connections.close_all()  # this thread's own connections, between reads
-            next_read = time.monotonic() + float(getattr(settings, "AGENTS_CONTROL_POLL_SECONDS", 1.0))
+            next_read = time.monotonic() + float(getattr(settings, "AGENTS_CONTROL_POLL_SECONDS", 0.5))
         if not message or message.get("type") != "control.command":
             return next_read
         with self._lock:
@@ -238,7 +251,7 @@ class _Hub:
         # Queued, then acked: `forwarded: true` means the executor holds the command. An
         # executor may act on it and close at once; its close waits for this ack to leave.
         with inbox._delivering:
-            inbox._queue_once({k: message.get(k) for k in ("command", "message", "payload", "seq")})
+            inbox._queue_once(_received(message, message.get("seq")))
             reply_to = message.get("reply_to")
             if reply_to:
                 try:
@@ -310,6 +323,7 @@ class ExecutorInbox:
         self._commands: queue.Queue[dict] = queue.Queue()
         self._delivering = threading.Lock()  # held by the hub while it queues and acks a command
         self._closed = False
+        self._watchers: list = []
 
     @classmethod
     def open(cls, *, session_id: str) -> ExecutorInbox:
@@ -358,12 +372,27 @@ class ExecutorInbox:
         with self._log_lock:
             self._cursor = max([self._cursor, *seqs])
 
+    def watch(self, callback) -> None:
+        """Call `callback(command)` with each command the moment it is received, on the receiving
+        thread (the hub's, or the caller of `pending()`), before the run drains it.
+
+        The run's stop watcher (issue 25): a `stop` must interrupt the model call or command in
+        flight, not wait for the next step. A callback must be quick and must not raise (what it
+        raises is logged).
+        """
+        self._watchers.append(callback)
+
     def _queue_once(self, command: dict) -> None:
         with self._seen_lock:
             if command.get("seq") in self._seen:
                 return
             self._seen.add(command.get("seq"))
         self._commands.put(command)
+        for callback in list(self._watchers):
+            try:
+                callback(command)
+            except Exception:
+                logger.warning("executor inbox of %s: a command watcher failed", self.session_id, exc_info=True)
 
     def _read_log(self, *, close: bool) -> None:
         """Queue control commands recorded after the cursor (the durable path)."""
@@ -379,7 +408,7 @@ class ExecutorInbox:
                     connections.close_all()
             for event in events:
                 body = json.loads(event.payload or "{}")
-                self._queue_once({"command": body.get("command"), "message": body.get("message"), "payload": body.get("payload"), "seq": event.seq})
+                self._queue_once(_received(body, event.seq))
 
     def pending(self) -> list[dict]:
         """Return (and remove) every command received so far, oldest first; never blocks.

@@ -100,6 +100,7 @@ class ControlIn(BodySchema):
 
     message: str | None = text(description="Text for the running agent, at most 16 KiB of UTF-8.")
     payload: Any = Field(None, description="Any JSON, at most 64 KiB once serialised.")
+    push: bool | None = Field(None, description="`stop` only: push what a coding run committed before the stop (default: nothing is pushed).")
 
 
 def _message_or_payload(schema: dict, model: type | None = None) -> None:
@@ -107,6 +108,12 @@ def _message_or_payload(schema: dict, model: type | None = None) -> None:
         {"required": ["message"], "properties": {"message": {"type": "string", "minLength": 1}}},
         {"required": ["payload"], "properties": {"payload": {"not": {"type": "null"}}}},
     ]
+
+
+class StopIn(ControlIn):
+    """Optional body of a `stop`: a note, any JSON, and `push` (a coding run pushes the commits it made before the stop)."""
+
+    push: bool | None = Field(None, description="A coding run only: push the commits made before the stop (default false: nothing is pushed).")
 
 
 class ControlMessageIn(ControlIn):
@@ -258,6 +265,7 @@ class BuildEntryOut(Schema):
     turns: int
     startedAt: str
     endedAt: str
+    url: str
 
 
 class BuildsOut(Schema):
@@ -266,16 +274,43 @@ class BuildsOut(Schema):
     builds: list[BuildEntryOut]
 
 
+class BuildToolOut(Schema):
+    """A tool call of a build's turn: its name, arguments (JSON text) and result, masked as stored and cut to 4000 characters."""
+
+    name: str
+    arguments: str
+    result: str
+    error: bool
+
+
 class BuildTurnOut(Schema):
-    """One turn of a build: its seq, text, and the commit it produced."""
+    """One turn of a build: its seq, text, the tool it called, and the commit it produced.
+
+    A `commit` event carries the commit's `subject`, `diffstat`, `patch` (cut at 16 KiB) and
+    `forTurn`, the seq of the turn that made it (the commit's `Agents-Turn` trailer)."""
 
     turn: int
     kind: str = choice(EventKind, ...)
     actor: str | None = None
     body: str
+    tool: BuildToolOut | None = None
     commit: str | None = None
     subject: str | None = None
+    diffstat: str | None = None
+    patch: str | None = None
+    forTurn: int | None = None
     at: str
+
+
+class BuildSiblingOut(Schema):
+    """Another published build of the same project, with its own page."""
+
+    session: str
+    title: str
+    status: str = choice(SessionStatus, ...)
+    startedAt: str
+    endedAt: str
+    url: str
 
 
 class BuildOut(Schema):
@@ -289,7 +324,15 @@ class BuildOut(Schema):
     status: str = choice(SessionStatus, ...)
     repo: str | None = None
     model: str | None = None
+    summary: str | None = None
+    branch: str | None = None
+    head: str | None = None
+    diffstat: str | None = None
+    changed: bool | None = None
+    pushed: bool | None = None
     startedAt: str
     endedAt: str | None = None
+    url: str
     turns: list[BuildTurnOut]
+    builds: list[BuildSiblingOut]
     verify: str

@@ -18,7 +18,7 @@ from agents_site import sql
 from agents_site.ids import mint_id
 from agents_site.errors import ApiError, InvalidRequest
 from agents_site.vocabulary import EventKind, SessionStatus
-from sessions import bus, fields
+from sessions import bus, fields, hooks
 from sessions.errors import SecretInTranscript, SessionFinished, SessionNotFound
 from sessions.models import Event, EventClock, Session
 from sessions.presenters import event_view, session_view
@@ -138,6 +138,8 @@ def session_create(
         )
         sql.insert([session], transaction.get_connection(alias))  # one statement, not composed (agents_site.sql)
         _publish_session(org, alias, session, children=0)
+        if session.published:
+            transaction.on_commit(lambda: _published(org, session), using=alias)
     return session
 
 
@@ -182,6 +184,7 @@ def session_update(
             session.project = fields.clean_project(project)
         if cwd is not UNSET:
             session.cwd = fields.bounded(cwd, fields.MAX_CWD, "cwd")
+        was_published = session.published
         if published is not UNSET:
             session.published = bool(published)
         if session.published and not session.project:
@@ -189,7 +192,14 @@ def session_update(
         session.updated_at = now
         session.save()
         _publish_session(org, alias, session, children=child_count(session_id=session.id))
+        if session.published and not was_published:
+            transaction.on_commit(lambda: _published(org, session), using=alias)
     return session
+
+
+def _published(org: str, session: Session) -> None:
+    with stores.org_context(org, create=False):
+        hooks.session_published_handlers(session)
 
 
 def session_end(*, session_id: str, status: str) -> bool:

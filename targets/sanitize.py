@@ -15,6 +15,7 @@ import math
 from typing import Any
 
 from agents_site.errors import InvalidRequest
+from agents_site.vocabulary import FinishReason, MachineSandbox
 
 MAX_STRING = 64
 MAX_GPUS = 32
@@ -84,7 +85,7 @@ def clean_spec(raw: dict | None) -> dict:
             "gpus": gpus,
             # How the machine's runner confines coding commands: bubblewrap, none (the owner
             # accepted unsandboxed commands) or unavailable (coding `run` refused there).
-            "sandbox": clean_string(raw.get("sandbox")),
+            "sandbox": raw.get("sandbox") if raw.get("sandbox") in MachineSandbox.values else "",
         }
     )
 
@@ -127,14 +128,35 @@ def _cut_bytes(value: Any, limit: int) -> str:
     return raw[:limit].decode("utf-8", "ignore")
 
 
+MAX_COMMITS = 500
+MAX_SUBJECT_BYTES = 1024
+MAX_COMMIT_DIFFSTAT_BYTES = 16 * 1024
+
+
+def _clean_commits(raw: object) -> list[dict]:
+    """Return a report's commits clamped: `[{sha, subject, turn, diffstat}]`, entries without a sha dropped."""
+    commits = []
+    for entry in raw if isinstance(raw, list) else []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("sha"), str) or not entry["sha"]:
+            continue
+        commits.append({"sha": _cut_bytes(entry["sha"], MAX_COMMIT), "subject": _cut_bytes(entry.get("subject"), MAX_SUBJECT_BYTES),
+                        "turn": clean_number(entry.get("turn"), high=MAX_COUNT, integer=True),
+                        "diffstat": _cut_bytes(entry.get("diffstat"), MAX_COMMIT_DIFFSTAT_BYTES)})
+        if len(commits) >= MAX_COMMITS:
+            break
+    return commits
+
+
 def clean_report(raw: dict | None, *, ok_word: str, error_word: str) -> dict:
     """Return a machine's run report clamped to its limits; a report is never refused.
 
     In: `{status|ok, output, error, model, promptTokens, completionTokens, toolCalls,
-    durationMs, changed, branch, commitSha, diffstat}` (any may be missing). Out: the same keys
+    durationMs, changed, pushed, branch, commitSha, diffstat, commits, summary, finishReason}` (any may be
+    missing; a finishReason outside the vocabulary reads ""). Out: the same keys
     with `status` one of `ok_word`/`error_word` (`ok: true` or `status == ok_word` means ok),
-    output ≤ 512 KiB, error and diffstat ≤ 64 KiB, branch ≤ 512, commitSha ≤ 128 characters,
-    counts clamped to [0, 2^31-1]. A failed report with no error text gets one.
+    output ≤ 512 KiB, error, summary and diffstat ≤ 64 KiB, branch ≤ 512, commitSha ≤ 128 characters,
+    counts clamped to [0, 2^31-1], at most 500 commits `{sha, subject, turn, diffstat}` (others
+    dropped). A failed report with no error text gets one.
     """
     raw = raw or {}
     ok = raw.get("status") == ok_word if raw.get("status") is not None else raw.get("ok") is True
@@ -155,6 +177,11 @@ def clean_report(raw: dict | None, *, ok_word: str, error_word: str) -> dict:
         "branch": _cut_bytes(raw.get("branch"), MAX_BRANCH),
         "commitSha": _cut_bytes(raw.get("commitSha"), MAX_COMMIT),
         "diffstat": _cut_bytes(raw.get("diffstat"), MAX_DIFFSTAT_BYTES),
+        # A runner that predates `pushed` pushes before it reports an ok, changed run.
+        "summary": _cut_bytes(raw.get("summary"), MAX_ERROR_BYTES),
+        "pushed": raw.get("pushed") is True if "pushed" in raw else (ok and raw.get("changed") is True),
+        "commits": _clean_commits(raw.get("commits")),
+        "finishReason": raw.get("finishReason") if raw.get("finishReason") in FinishReason.values else "",
     }
     if not ok and not report["error"]:
         report["error"] = "the machine reported a failure without a reason"

@@ -8,7 +8,7 @@ from ninja import Schema
 from pydantic import ConfigDict, Field, StrictBool
 
 from agents_site.schemas import BodySchema, choice, declare, required_in_docs, text
-from agents_site.vocabulary import TargetKind, TargetStatus
+from agents_site.vocabulary import MachineSandbox, TargetKind, TargetStatus
 from targets.sanitize import MAX_GPUS
 from targets.services import MAX_CAPACITY, MAX_HOST, MAX_LABEL
 
@@ -54,6 +54,7 @@ class SpecOut(Schema):
     cpus: int | None = None
     memory: int | None = None
     gpus: list[GpuOut] | None = None
+    sandbox: str | None = choice(MachineSandbox, description="How the machine's runner confines coding commands: bubblewrap, none (the owner allowed unsandboxed commands) or unavailable (the run tool is refused there).")
 
 
 class TargetMetricsOut(Schema):
@@ -122,6 +123,10 @@ class ReportIn(BodySchema):
     branch: Any = None
     commitSha: Any = None
     diffstat: Any = None
+    pushed: Any = None
+    commits: Any = Field(None, description="A coding run's commits: [{sha, subject, turn, diffstat}].")
+    summary: Any = Field(None, description="A coding run's finish summary (the model's words).")
+    finishReason: Any = Field(None, description="Why the run's last reply ended (`stopped` for a run its session's stop ended); another value is ignored.")
 
 
 class ReportOut(Schema):

@@ -4,6 +4,11 @@ The run lifecycle's `run_finish` records it like any other run (status, output o
 tokens, tool calls, duration; the session's summary and end; a debit of the fee an `ok` run
 held, once, for the model that answered). Settling is idempotent: only a run still `running`
 moves. Org context required.
+
+Higher apps add their own part through `register_report_handler` (from `AppConfig.ready`):
+`summarise(*, run_id, result) -> dict | None` gives extra fields for the final `log` event
+(and may record its own rows), `settled(*, run)` runs after the run is finished — the coding
+app records a routed coding run's commits and push like a server run's this way.
 """
 
 from __future__ import annotations
@@ -14,6 +19,13 @@ from agents.tracing import ATTR_TARGET_ID
 from agents_site.vocabulary import RunStatus
 
 _RUNNING = frozenset({RunStatus.RUNNING})
+_handlers: list[tuple] = []
+
+
+def register_report_handler(*, summarise, settled=None) -> None:
+    """Register `summarise(*, run_id, result) -> dict | None` and optional `settled(*, run)` for every settled report."""
+    if (summarise, settled) not in _handlers:
+        _handlers.append((summarise, settled))
 
 
 def report_outcome(result: dict) -> Outcome:
@@ -33,10 +45,19 @@ def report_outcome(result: dict) -> Outcome:
         completion_tokens=result.get("completionTokens"),
         tool_calls=result.get("toolCalls") or 0,
         duration_ms=int(result.get("durationMs") or 0) or None,
+        finish_reason=result.get("finishReason") or "",
     )
 
 
 def routed_run_settle(*, run_id: str, result: dict, target_id: str = "") -> Run | None:
     """Finish routed run `run_id` with the machine's `result`; return the run, or None if already settled."""
-    return run_finish(run_id=run_id, outcome=report_outcome(result), from_statuses=_RUNNING,
-                      span_attributes={ATTR_TARGET_ID: target_id})
+    summary: dict = {}
+    for summarise, _ in _handlers:
+        summary.update(summarise(run_id=run_id, result=result) or {})
+    run = run_finish(run_id=run_id, outcome=report_outcome(result), from_statuses=_RUNNING,
+                     span_attributes={ATTR_TARGET_ID: target_id}, summary=summary or None)
+    if run is not None:
+        for _, settled in _handlers:
+            if settled is not None:
+                settled(run=run)
+    return run

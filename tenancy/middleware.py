@@ -10,6 +10,9 @@ from tenancy.principal import resolve_principal, scope_refusal
 class PrincipalMiddleware:
     """Set `request.principal` (or `request.principal_error`) and the current org.
 
+    Under the ASGI server the principal also arms the request's revocation guard: revoking its
+    key, its membership or its org closes the request while it is open (`tenancy.revocation`).
+
     An API key limited to some paths (`ApiKey.scope`) used on another path gets
     `principal_error` 403, so every API of the site refuses it the way it refuses a bad key.
 
@@ -40,6 +43,9 @@ class PrincipalMiddleware:
             request.principal, request.principal_error = None, refusal
             return None
         principal = request.principal
+        arm = getattr(request, "agents_revocation", None)  # the server's revocation guard (agents_site.asgi)
+        if arm is not None and principal is not None:
+            arm(principal)
         if principal is not None and principal.org_slug:
             stores.open_store(principal.org_slug)
             stores.check_available(principal.org_slug)  # 503 `restoring` while restore_org runs

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
 
-from agents_site.vocabulary import ApiKeyScope, ReplicaGenerationEnd, RestoreStatus
+from agents_site.vocabulary import ApiKeyScope, InvitationState, ReplicaGenerationEnd, RestoreStatus
 
 SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 
@@ -62,9 +62,47 @@ class ApiKey(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        verbose_name = "API key"
+        verbose_name_plural = "API keys"
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.user} @ {self.org})"
+
+
+class Invitation(models.Model):
+    """A link that lets one existing user join `org` (as a member, or an admin), once, before it expires.
+
+    The link's token (`inv_` + 43 URL-safe characters) is shown once, to the admin who made it;
+    only its SHA-256 hex is stored. Accepting it (`tenancy.services.invitation_accept`) stamps
+    `accepted_at`/`accepted_by`; an accepted, revoked or expired invitation lets nobody in.
+    """
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="invitations")
+    token_hash = models.CharField(max_length=64, unique=True)
+    is_admin = models.BooleanField(default=False, help_text="the user joins as an org admin")
+    note = models.CharField(max_length=200, blank=True, default="", help_text="who the link is for (shown to admins only)")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"invitation to {self.org}{' as admin' if self.is_admin else ''}"
+
+    def state(self, now) -> str:
+        """Return `InvitationState` of this invitation at `now`."""
+        if self.accepted_at is not None:
+            return InvitationState.ACCEPTED
+        if self.revoked_at is not None:
+            return InvitationState.REVOKED
+        if self.expires_at <= now:
+            return InvitationState.EXPIRED
+        return InvitationState.PENDING
 
 
 class OrgPlacement(models.Model):

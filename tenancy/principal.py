@@ -4,7 +4,8 @@ Resolution order (first credential present wins):
 1. `Authorization: Bearer ak_…` — an API key bound to one user and one org (SHA-256 at rest).
 2. `Authorization: Bearer <jwt>` — a gateway JWT, only when `AGENTS_GATEWAY_JWT_KEY` is set
    (HS256; claims `sub`, `org`, `org_admin`, `exp`).
-3. The Django session login — the org chosen among the user's memberships.
+3. The Django session login — the org chosen among the user's memberships. A login whose
+   membership (the one it acted through) was removed is logged out on its next request.
 
 A credential that is present but unknown, revoked, expired or forged raises `Forbidden`; it
 never falls through to the next kind. The org is never taken from a body, query or path.
@@ -19,7 +20,7 @@ from datetime import timedelta
 
 import jwt
 from django.conf import settings
-from django.contrib.auth import get_user_model
+from django.contrib.auth import get_user_model, logout
 from django.db import connection as default_connection
 from django.utils import timezone
 
@@ -30,6 +31,8 @@ from tenancy.stores import InvalidOrg, validate_slug
 
 API_KEY_PREFIX = "ak_"
 SESSION_ORG_KEY = "agents_org"
+# The membership a console login last acted through; once it is removed the login is logged out.
+SESSION_MEMBERSHIP_KEY = "agents_membership"
 LAST_USED_RESOLUTION = timedelta(seconds=60)
 # The paths a limited API key may call (`ApiKeyScope`); a key of scope `all` may call every path.
 SCOPE_PATHS = {ApiKeyScope.OPENAI: "/v1/agents/openai/v1/"}
@@ -188,12 +191,21 @@ def _from_session(request) -> Principal | None:
         return None
     memberships = list(Membership.objects.filter(user_id=user.pk).select_related("org").order_by("org__slug"))
     chosen = None
-    wanted = request.session.get(SESSION_ORG_KEY) if hasattr(request, "session") else None
+    session = getattr(request, "session", None)
+    wanted = session.get(SESSION_ORG_KEY) if session is not None else None
     for membership in memberships:
         if membership.org.slug == wanted:
             chosen = membership
     if chosen is None and memberships:
         chosen = memberships[0]
+    if session is not None:
+        acted = session.get(SESSION_MEMBERSHIP_KEY)
+        if acted is not None and all(m.pk != acted for m in memberships):
+            # The membership this login acted through was removed: the login ends here.
+            logout(request)
+            return None
+        if chosen is not None and acted != chosen.pk:
+            session[SESSION_MEMBERSHIP_KEY] = chosen.pk
     return Principal(
         subject=user.get_username(),
         via=PrincipalVia.SESSION,

@@ -21,6 +21,8 @@ behaviour (the same races are held on SQLite, and over HTTP by the live tests).
 
 from __future__ import annotations
 
+import functools
+
 import uuid
 from dataclasses import dataclass
 
@@ -58,6 +60,7 @@ def pytest_configure(config):
         return patched
 
     def without_org_aliases(method):
+        @functools.wraps(method)
         def wrapper(cls):
             hidden = {a: connections.settings.pop(a) for a in list(connections.settings) if stores.is_org_alias(a)}
             try:
@@ -67,6 +70,7 @@ def pytest_configure(config):
 
         return classmethod(wrapper)
 
+    ensure_connection_patch_method.__wrapped__ = original_patch  # Django's own, for tests/agents_site/test_django_private.py
     case.ensure_connection_patch_method = classmethod(ensure_connection_patch_method)
     case._add_databases_failures = without_org_aliases(original_add)
     case._remove_databases_failures = without_org_aliases(original_remove)

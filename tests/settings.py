@@ -43,3 +43,5 @@ if TEST_STORES == "postgres":
 
 # Fast password hashing: test users are created per test.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+AGENTS_WEBHOOK_THREADS = 0  # webhook attempts inline in their task (tests opt in to threads)
+AGENTS_WEBHOOK_FAST_RETRY_SECONDS = 0  # no in-process retry timers (tests drive the schedule)

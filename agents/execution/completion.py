@@ -23,6 +23,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 from tenacity.wait import wait_base
 
 from agents.inference import UpstreamBusy, UpstreamError, chat_completion
+from toolkit.stopping import StopSignal, watching
 
 
 class wait_equal_jitter(wait_base):
@@ -53,6 +54,18 @@ class CompletionFailed(Exception):
 
     def __str__(self) -> str:
         return self.reason
+
+
+@dataclass
+class CompletionStopped(Exception):
+    """The run's stop interrupted the completion (issue 25): its HTTP request was cancelled and no
+    retry or failover followed. `model` is the model being asked, `attempts` the total so far."""
+
+    model: str
+    attempts: int
+
+    def __str__(self) -> str:
+        return "the completion was stopped"
 
 
 @dataclass
@@ -102,6 +115,7 @@ def complete(
     on_retry: Callable[[str, int, str], None] | None = None,
     sink: ReplySink | None = None,
     generation: dict | None = None,
+    stop: StopSignal | None = None,
 ) -> Answered:
     """Return the first completion the policy obtains, trying `models` in order.
 
@@ -109,13 +123,17 @@ def complete(
     callable giving the seconds left for one call, or None for the gateway default),
     `on_retry(model, attempt, reason)` called before each retry or failover (span events, logs),
     `sink` hearing each attempt's reply as it streams (see `ReplySink`), and `generation`
-    (`max_tokens`, `temperature`, `top_p`; None values are the gateway's defaults).
+    (`max_tokens`, `temperature`, `top_p`; None values are the gateway's defaults; `run_id`, sent
+    to the gateway as a header; `passthrough`, OpenAI fields sent unchanged: `chat_completion`). `stop`, the
+    run's stop signal: once set, the streamed request in flight is cancelled (its socket shut
+    down, the stream closed before its end), nothing is retried and no failover starts:
+    `CompletionStopped` is raised (issue 25).
     Raises `CompletionFailed` carrying the last reason, the last model tried and the total
     attempts: at once for `UpstreamRefused`, after every attempt for `UpstreamBusy`, and at
     once (`streamed=True`) for a failure after the sink delivered part of the reply.
     """
     sink = sink or ReplySink()
-    options = {k: v for k, v in (generation or {}).items() if k in ("max_tokens", "temperature", "top_p")}
+    options = {k: v for k, v in (generation or {}).items() if k in ("max_tokens", "temperature", "top_p", "run_id", "passthrough")}
     attempts = 0
     retries: list[str] = []
     last: UpstreamError | None = None
@@ -123,9 +141,17 @@ def complete(
 
         def call(model: str = model):
             nonlocal attempts
+            if stop is not None and stop.is_set():
+                raise CompletionStopped(model=model, attempts=attempts)
             attempts += 1
             sink.start()
-            return chat_completion(model=model, messages=messages, tools=tools, timeout=timeout(), on_delta=sink.piece, **options)
+            try:
+                with watching(stop):
+                    return chat_completion(model=model, messages=messages, tools=tools, timeout=timeout(), on_delta=sink.piece, **options)
+            except UpstreamError as exc:
+                if stop is not None and stop.is_set():  # the failure is the stop's own interruption
+                    raise CompletionStopped(model=model, attempts=attempts) from exc
+                raise
 
         def before_sleep(state: RetryCallState, model: str = model) -> None:
             reason = str(state.outcome.exception()) if state.outcome else ""
@@ -138,7 +164,7 @@ def complete(
             wait=wait_equal_jitter(base=settings.AGENTS_RETRY_BASE_SECONDS, cap=settings.AGENTS_RETRY_MAX_SECONDS),
             retry=retry_if_exception(lambda exc: isinstance(exc, UpstreamBusy) and not sink.delivered),
             before_sleep=before_sleep,
-            sleep=time.sleep,
+            sleep=stop.wait if stop is not None else time.sleep,  # a stop cuts the backoff short (the next attempt refuses)
             reraise=True,
         )
         try:
@@ -148,6 +174,8 @@ def complete(
                 raise CompletionFailed(reason=f"the gateway failed while the reply was being written: {exc.reason}",
                                        model=model, attempts=attempts, busy=True, streamed=True) from exc
             last = exc
+            if stop is not None and stop.is_set():
+                raise CompletionStopped(model=model, attempts=attempts) from exc
             if index + 1 < len(models) and on_retry:
                 on_retry(models[index + 1], attempts, f"failover after: {exc.reason}")
             continue

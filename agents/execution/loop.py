@@ -11,6 +11,17 @@ Every completion streams (`agents.inference`): each piece of the reply is masked
 listener and, as ephemeral `delta` frames, to the session's watchers. Retries and failover
 happen only until the first piece has gone out; a gateway failure after that ends the run
 `error` with the output written so far (what the listener heard).
+
+A stop interrupts the step in flight (issue 25), not only between steps: the run's
+`StopSignal` is set by its inbox the moment the `stop` command arrives (any process: the bus,
+or the durable log's poll), which cancels the streamed completion (its socket shut down, no
+retry, no failover), a running tool (a child agent run stops with it, an MCP call is
+cancelled) and, in a coding run, the sandboxed command's process tree. Nothing of the
+interrupted step is recorded as if completed: the reply written so far becomes the run's
+output and its turn is written `incomplete` with the run's end; no tool result follows; the
+run ends `error` "stopped by <actor>" with `finishReason` `stopped`. A `pause` does not
+interrupt: the reply being streamed and a running command finish, and the run holds before
+the next step.
 """
 
 from __future__ import annotations
@@ -24,16 +35,19 @@ from django.conf import settings
 from opentelemetry import trace
 
 from agents import tracing
-from agents.execution.completion import CompletionFailed, ReplySink, complete, models_for
+from agents import inference
+from agents.execution.completion import CompletionFailed, CompletionStopped, ReplySink, complete, models_for
+from agents.execution.context import fit
 from agents.models import Agent, Run
 from agents.run_session import RunSession, clip
 from agents.runs.lifecycle import Outcome, stop_reason, user_turn
 from agents.tools.backends.base import ToolContext
 from agents.tools.invoke import invoke_tool
 from agents.tools.registry import resolve_tools
-from agents_site.vocabulary import ControlCommand, EventKind, RunStatus, SessionStatus
+from agents_site.vocabulary import ControlCommand, EventKind, FinishReason, RunStatus, SessionStatus
 from sessions.masking import StreamMasker
 from sessions.scanner import redact_text
+from toolkit.stopping import StopSignal
 
 logger = logging.getLogger(__name__)
 
@@ -70,8 +84,21 @@ def parsed_arguments(raw: str) -> dict:
     return value if isinstance(value, dict) else {}
 
 
+def reply_finish(completion) -> str:
+    """Return the `FinishReason` of a completion's last reply: the gateway's `length` or
+    `content_filter` passed through (a reply cut short is still an answer: the run is `ok`),
+    `stop` otherwise."""
+    choices = getattr(completion, "choices", None) or []
+    said = getattr(choices[0], "finish_reason", None) if choices else None
+    return said if said in (FinishReason.LENGTH, FinishReason.CONTENT_FILTER) else FinishReason.STOP
+
+
 class RunEnded(Exception):
     """The loop must end the run as an error with this sentence (stop, pause timeout, deadline)."""
+
+
+class RunStopped(RunEnded):
+    """The run's stop ended it (a `stop` command, or its parent's stop): `finishReason` `stopped`."""
 
 
 def compose_prompt(agent: Agent, text: str) -> list[dict]:
@@ -142,8 +169,9 @@ class ReplyStream(ReplySink):
     `delivered` turns True with the first masked text sent; `finish(content)` sends the rest
     once the completion is whole; `written` is everything sent."""
 
-    def __init__(self, say) -> None:
+    def __init__(self, say, stopped=lambda: False) -> None:
         self._say = say
+        self._stopped = stopped
         self._masker = StreamMasker()
         self.delivered = False
 
@@ -152,7 +180,9 @@ class ReplyStream(ReplySink):
         self._masker = StreamMasker()
 
     def piece(self, text: str) -> None:
-        """Mask and send what may go out of this raw piece."""
+        """Mask and send what may go out of this raw piece (nothing once the run is stopped)."""
+        if self._stopped():
+            return
         out = self._masker.feed(valid_text(text))
         if out:
             self.delivered = True
@@ -177,30 +207,35 @@ class RunLoop:
     """Execute one run of `agent` on `text`; `execute()` returns its `Outcome`, never raises.
 
     Must run inside the org context. `deadline` (monotonic seconds) bounds a nested run called
-    as a tool; None means no deadline beyond the gateway's own timeouts.
+    as a tool; None means `AGENTS_RUN_DEADLINE_SECONDS` from now (issue 31: a total run deadline). `stop` is the run's stop
+    signal when the caller has one (a child run's is its parent's child); the loop sets it when
+    its session receives `stop`.
     """
 
     def __init__(self, *, agent: Agent, text: str, run: Run, session: RunSession, org_slug: str, deadline: float | None,
                  prompt: list[dict] | None = None, client_tools: list[dict] | None = None,
-                 listener: RunListener | None = None):
+                 listener: RunListener | None = None, stop: StopSignal | None = None):
         self.agent = agent
         self.text = text
         self.run = run
         self.session = session
         self.org_slug = org_slug
-        self.deadline = deadline if deadline is not None else math.inf
+        self.deadline = deadline if deadline is not None else time.monotonic() + settings.AGENTS_RUN_DEADLINE_SECONDS
         self.outcome = Outcome(model=agent.model or settings.AGENTS_DEFAULT_MODEL)
         self.prompt = prompt
         self.client_tools = [tool for tool in (client_tools or []) if isinstance(tool, dict)]
         self.listener = listener or RunListener()
         self._held = False
+        self.stop = stop or StopSignal()
+        watch_stop(self.session, self.stop)
 
     def _say(self, text: str) -> None:
         self._hear("delta", text)
         self.session.delta(text, run_id=self.run.id)
 
     def _generation(self) -> dict:
-        return {"max_tokens": self.agent.max_tokens, "temperature": self.agent.temperature, "top_p": self.agent.top_p}
+        return {"max_tokens": self.agent.max_tokens, "temperature": self.agent.temperature, "top_p": self.agent.top_p,
+                "run_id": self.run.id, "passthrough": getattr(self.agent, "gateway_options", None)}
 
     def _hear(self, method: str, value) -> None:
         try:
@@ -209,6 +244,14 @@ class RunLoop:
             logger.warning("run %s: listener %s failed", self.run.id, method, exc_info=True)
 
     # -- steering -------------------------------------------------------------------------
+    def _stopped(self) -> RunStopped:
+        """Return the end of a run whose stop signal is set: "stopped by <actor>[: message]"."""
+        command = self.stop.command or {}
+        if command.get("parent"):
+            return RunStopped("stopped with its parent run")
+        actor = command.get("actor") or self.session.actor_of(command.get("seq")) or "the control plane"
+        return RunStopped(stop_reason(f"stopped by {actor}", command.get("message")))
+
     def _hold_status(self, held: bool) -> None:
         if held != self._held:
             self._held = held
@@ -228,8 +271,8 @@ class RunLoop:
             for command in commands:
                 verb = command.get("command")
                 if verb == ControlCommand.STOP:
-                    actor = command.get("actor") or self.session.actor_of(command.get("seq")) or "the control plane"
-                    raise RunEnded(stop_reason(f"stopped by {actor}", command.get("message")))
+                    self.stop.set(command)
+                    raise self._stopped()
                 if verb == ControlCommand.PAUSE:
                     paused = True
                 elif verb == ControlCommand.RESUME:
@@ -244,6 +287,8 @@ class RunLoop:
             if not self._held:
                 paused_since = time.monotonic()
                 self._hold_status(True)
+            if self.stop.is_set():
+                raise self._stopped()
             if time.monotonic() - paused_since > settings.AGENTS_PAUSE_TIMEOUT_SECONDS:
                 raise RunEnded(f"paused for longer than {settings.AGENTS_PAUSE_TIMEOUT_SECONDS:g} s")
             command = self.session.wait(settings.AGENTS_CONTROL_POLL_SECONDS)
@@ -264,10 +309,21 @@ class RunLoop:
         )
         self.session.append(EventKind.LOG, {"text": "model failover" if failover else "model retry", "model": model, "attempt": attempt, "reason": reason[:500]})
 
+    def _fit(self, messages: list[dict], offer: list[dict] | None, model: str) -> list[dict]:
+        """Return what of `messages` fits the model's context window (`agents.execution.context`),
+        noting on the session when older turns were dropped."""
+        fitted = fit(messages, agent=self.agent, model=model, max_tokens=inference.output_token_cap(self.agent.max_tokens), tools=offer)
+        if fitted.dropped:
+            self.session.append(EventKind.LOG, {"text": f"dropped the {fitted.dropped} oldest messages to fit the context window "
+                                                        f"({fitted.window} tokens; counted by {fitted.counted_by})", "runId": self.run.id})
+        self._sent_bytes = len(json.dumps(fitted.messages, ensure_ascii=False).encode()) + len(json.dumps(offer or []).encode())
+        return fitted.messages
+
     def _add_usage(self, completion) -> None:
         usage = getattr(completion, "usage", None)
         if usage is None:
             return
+        inference.note_usage(self.outcome.model, getattr(self, "_sent_bytes", 0), usage.prompt_tokens)
         if usage.prompt_tokens is not None:
             self.outcome.prompt_tokens = (self.outcome.prompt_tokens or 0) + usage.prompt_tokens
         if usage.completion_tokens is not None:
@@ -291,8 +347,13 @@ class RunLoop:
                 session_id=self.session.session_id,
                 depth=self.run.depth,
                 deadline=min(self.deadline, time.monotonic() + settings.AGENTS_TOOL_CALL_TIMEOUT_SECONDS),
+                stop=self.stop,
             )
+            if self.stop.is_set():
+                raise self._stopped()
             result, failed = invoke_tool(tool, wire_name=wire_name, raw_arguments=raw, context=context)
+            if self.stop.is_set():  # the stop interrupted the call: its result is not the tool's answer
+                raise self._stopped()
             result = masked(valid_text(result))
             span.set_attribute(tracing.ATTR_TOOL_FAILED, failed)
         self.outcome.tool_calls += 1
@@ -346,19 +407,21 @@ class RunLoop:
                 },
                 record_exception=False,
             ) as step:
-                reply = ReplyStream(self._say)
+                reply = ReplyStream(self._say, self.stop.is_set)
                 try:
-                    answered = complete(models=models, messages=messages, tools=offer, timeout=self._seconds_left, on_retry=self._on_retry,
-                                        sink=reply, generation=self._generation())
+                    answered = complete(models=models, messages=self._fit(messages, offer, models[0]), tools=offer, timeout=self._seconds_left, on_retry=self._on_retry,
+                                        sink=reply, generation=self._generation(), stop=self.stop)
+                except CompletionStopped as exc:
+                    self.outcome.attempts += exc.attempts
+                    self.outcome.model = exc.model
+                    step.set_status(trace.Status(trace.StatusCode.ERROR, "stopped"))
+                    self._keep_partial(reply.broke_off(), exc.model)
+                    raise self._stopped() from exc
                 except CompletionFailed as exc:
                     self.outcome.attempts += exc.attempts
                     self.outcome.model = exc.model
                     step.set_status(trace.Status(trace.StatusCode.ERROR, exc.reason[:200]))
-                    written = reply.broke_off()
-                    if written:  # the run keeps what was written; the session shows it as an unfinished turn
-                        self.outcome.output = written
-                        self.session.append(EventKind.MESSAGE, {"role": "assistant", "text": clip(written), "model": exc.model,
-                                                                "incomplete": True, "runId": self.run.id}, last=True)
+                    self._keep_partial(reply.broke_off(), exc.model)
                     raise RunEnded(exc.reason) from exc
                 step.set_attribute(tracing.ATTR_RESPONSE_MODEL, answered.model)
                 self.outcome.attempts += answered.attempts
@@ -381,12 +444,13 @@ class RunLoop:
                                                             "ops": [op["name"] for op in self.outcome.ops], "runId": self.run.id}, last=True)
                     self.outcome.status = RunStatus.OK
                     self.outcome.output = content or ""
+                    self.outcome.finish_reason = FinishReason.TOOL_CALLS
                     return
                 if calls and offer:
                     messages.append(
                         {
                             "role": "assistant",
-                            "content": content,
+                            "content": content or "",  # "" not null: strict gateways (llama-cpp-python) refuse null
                             "tool_calls": [_masked_call(call) for call in calls],
                         }
                     )
@@ -408,12 +472,26 @@ class RunLoop:
                 continue
             self.outcome.status = RunStatus.OK
             self.outcome.output = text
+            self.outcome.finish_reason = reply_finish(answered.completion)
             return
 
+    def _keep_partial(self, written: str, model: str) -> None:
+        """A reply broke off (a failure or a stop): the run keeps what was written as its output and
+        the session gets it as an `incomplete` turn, held to be written with the run's end."""
+        if written:
+            self.outcome.output = written
+            self.session.append(EventKind.MESSAGE, {"role": "assistant", "text": clip(written), "model": model,
+                                                    "incomplete": True, "runId": self.run.id}, last=True)
+
     def execute(self) -> Outcome:
-        """Run the loop; return the outcome (status `ok` with output, or `error` with a reason)."""
+        """Run the loop; return the outcome (status `ok` with output, or `error` with a reason;
+        `finish_reason` `stopped` when the run's stop ended it)."""
         try:
             self._loop()
+        except RunStopped as exc:
+            self.outcome.status = RunStatus.ERROR
+            self.outcome.error = str(exc)
+            self.outcome.finish_reason = FinishReason.STOPPED
         except RunEnded as exc:
             self.outcome.status = RunStatus.ERROR
             self.outcome.error = str(exc)
@@ -422,3 +500,14 @@ class RunLoop:
             self.outcome.status = RunStatus.ERROR
             self.outcome.error = f"internal error: {type(exc).__name__}"
         return self.outcome
+
+
+def watch_stop(session: RunSession, stop: StopSignal) -> None:
+    """Set `stop` the moment a `stop` command reaches `session`'s inbox, whatever the run is doing
+    (the process's steering hub calls in from its own thread; issue 25)."""
+
+    def on_command(command: dict) -> None:
+        if command.get("command") == ControlCommand.STOP:
+            stop.set(command)
+
+    session.on_command(on_command)

@@ -19,6 +19,7 @@ from agents.runs.lifecycle import elapsed_ms, run_finish, run_start
 from agents_site.errors import ApiError
 from agents_site.vocabulary import RunKind, RunStatus
 from tenancy import stores
+from toolkit.stopping import StopSignal
 
 _RUNNING = frozenset({RunStatus.RUNNING})
 
@@ -50,13 +51,15 @@ def run_execute(
     depth: int = 0,
     deadline: float | None = None,
     listener: RunListener | None = None,
+    stop: StopSignal | None = None,
 ) -> Run:
     """Execute one run of `agent` on `input` for `actor` now; return the recorded run.
 
     In: the agent (of the current org), the input (≤ 128 KiB), the billing actor
     (`"<org>/<subject>"`, required), the caller's request id, an optional idempotency key, the
     `RunKind` (`tool` for an agent called as a tool, with the parent's session and run ids, its
-    nesting `depth` and a monotonic `deadline`); a `listener` hears the reply as it is written.
+    nesting `depth` and a monotonic `deadline`); a `listener` hears the reply as it is written;
+    `stop` is a stop signal set from outside (an agent called as a tool: its parent's child).
     Out: the `Run`, status `ok` (output) or `error` (error says why); `run.replayed` is True
     when it is an earlier run answered again for the same idempotency key.
     Raises whatever `run_start` refuses with (nothing executed, nothing recorded): 400, 403,
@@ -73,7 +76,7 @@ def run_execute(
         if run.replayed:
             return run
         span.set_attribute(tracing.ATTR_RUN_ID, run.id)
-        return run_execute_started(run=run, agent=agent, span=span, deadline=deadline, listener=listener)
+        return run_execute_started(run=run, agent=agent, span=span, deadline=deadline, listener=listener, stop=stop)
 
 
 def run_open(
@@ -108,7 +111,7 @@ def run_execute_opened(*, run: Run, agent: Agent, listener: RunListener | None =
 
 def run_execute_started(*, run: Run, agent: Agent, span=None, deadline: float | None = None,
                         prompt: list[dict] | None = None, client_tools: list[dict] | None = None,
-                        listener: RunListener | None = None, finishing=None) -> Run:
+                        listener: RunListener | None = None, finishing=None, stop: StopSignal | None = None) -> Run:
     """Run the agent loop for `run` (already `running`, its session open) and finish it; return it.
 
     The executor attaches to the run's session (commands sent before it attached are
@@ -127,7 +130,7 @@ def run_execute_started(*, run: Run, agent: Agent, span=None, deadline: float | 
                if run.session_id else RunSession(actor=run.actor))
     started = time.perf_counter()
     outcome = RunLoop(agent=agent, text=run.input, run=run, session=session, org_slug=stores.current_org(), deadline=deadline,
-                      prompt=prompt, client_tools=client_tools, listener=listener).execute()
+                      prompt=prompt, client_tools=client_tools, listener=listener, stop=stop).execute()
     outcome.duration_ms = elapsed_ms(started)
     within = (lambda row: finishing(row, outcome)) if finishing is not None else None
     finished = run_finish(run_id=run.id, outcome=outcome, from_statuses=_RUNNING, session=session, span=span, within=within)

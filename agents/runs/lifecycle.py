@@ -33,7 +33,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from agents import tracing
+from agents import hooks, tracing
 from agents.idempotency import clean_key, replay, request_hash, reserve
 from agents_site import sql
 from agents_site.ids import mint_id
@@ -267,6 +267,7 @@ def _record(*, kind, agent, name, model, text, actor, request_id, key, digest, i
             run.session_id = _session_open(run, title=title, parent_session_id=parent_session_id, fields=session_fields,
                                            executor_here=executor_here)
             sql.insert([run], transaction.get_connection(stores.current_alias()))  # the run row: one plain INSERT
+            hooks.run_started_handlers(run)  # e.g. the request's own webhook callback, recorded with the run
             if within is not None:
                 within(run)
     except BaseException:
@@ -476,10 +477,12 @@ def _close_inbox_only(session: RunSession | None) -> None:
 
 
 def _after_finish(run: Run, *, org_slug: str, span, span_attributes: dict | None) -> None:
-    """Span and debit of a finished run (its row, summary and session end are committed)."""
+    """Span, debit and run-finished handlers (`run.finished` webhooks) of a finished run (its
+    row, summary and session end are committed)."""
     _trace(run, org_slug=org_slug, span=span, extra=span_attributes)
     if run.status == RunStatus.OK and run.fee_cents:
         run_charge(org_slug=org_slug, run_id=run.id, cents=run.fee_cents, model=run.model, actor=run.actor, request_id=run.request_id)
+    hooks.run_finished_handlers(run, org_slug)
 
 
 def _close_session(run: Run, *, session: RunSession | None, extra: dict | None = None) -> None:

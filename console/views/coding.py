@@ -11,10 +11,12 @@ from django.http import Http404
 from django.shortcuts import render
 
 from agents.models import Run
+from agents_site.vocabulary import RunStatus
 from coding.models import CodingRun
 from console.access import member_required
 
 LIST_LIMIT = 100
+TURN_LIMIT = 1000
 
 
 @member_required
@@ -22,18 +24,59 @@ def coding_run_list(request):
     """Show the org's newest coding runs (at most 100) with their run status."""
     codings = list(CodingRun.objects.order_by("-created_at")[:LIST_LIMIT])
     statuses = dict(Run.objects.filter(pk__in=[c.run_id for c in codings]).values_list("id", "status"))
-    rows = [{"coding": c, "status": statuses.get(c.run_id, "")} for c in codings]
+    labels = {}
+    if any(c.target_id for c in codings):
+        from targets.models import Target
+
+        labels = dict(Target.objects.filter(pk__in={c.target_id for c in codings if c.target_id}).values_list("id", "label"))
+    rows = [{"coding": c, "status": statuses.get(c.run_id, ""), "machine": labels.get(c.target_id, c.target_id)} for c in codings]
     return render(request, "console/coding/list.html", {"rows": rows, "nav": "coding"})
+
+
+def _machine_label(target_id: str) -> str:
+    """Return the label of machine `target_id` ("" for none; the id itself when it is gone)."""
+    if not target_id:
+        return ""
+    from targets.models import Target
+
+    return Target.objects.filter(pk=target_id).values_list("label", flat=True).first() or target_id
+
+
+def coding_run_facts(coding: CodingRun) -> dict:
+    """Return what the coding page shows, server and routed runs alike: the run, the session's turns
+    (tool calls, commits nested under their turn), the commits made so far, the closing facts."""
+    from console.views.gallery import nest_commits
+    from sessions.builds import event_turns
+    from sessions.models import Event
+
+    run = Run.objects.filter(pk=coding.run_id).first()
+    events = list(Event.objects.filter(session_id=coding.session_id).order_by("seq")[:TURN_LIMIT]) if coding.session_id else []
+    turns, _, final = event_turns(events)
+    commits = [{"sha": t["commit"], "subject": t.get("subject", ""), "turn": t.get("forTurn"), "diffstat": t.get("diffstat", ""),
+                "patch": t.get("patch", "")} for t in turns if t["kind"] == "commit" and t.get("commit")]
+    if not commits:
+        commits = list(coding.commits or [])
+    status = run.status if run else ""
+    return {
+        "coding": coding, "run": run, "status": status, "terminal": status in RunStatus.FINISHED,
+        "turns": nest_commits(turns), "commits": commits, "final": final, "machine": _machine_label(coding.target_id),
+        "changed": final.get("changed", coding.changed), "pushed": final.get("pushed", coding.pushed),
+        "head": final.get("head") or coding.head_sha, "summary": final.get("summary", ""),
+    }
 
 
 @member_required
 def coding_run_detail(request, run_id: str):
-    """Show one coding run: prompt, outcome, and each commit (subject, turn, diffstat, patch)."""
+    """Show one coding run: prompt, machine (by label), every turn with its tool call and commits
+    (subject, sha, diffstat, diff), summary, branch and head. `?part=live` answers only the part
+    that changes, which the page re-reads every second while the run works."""
     coding = CodingRun.objects.filter(pk=run_id[:64]).first()
     if coding is None:
         raise Http404("coding run not found")
-    run = Run.objects.filter(pk=coding.run_id).first()
-    return render(request, "console/coding/detail.html", {"coding": coding, "run": run, "commits": coding.commits or [], "nav": "coding"})
+    context = {**coding_run_facts(coding), "nav": "coding"}
+    if request.GET.get("part") == "live":
+        return render(request, "console/coding/live.html", context)
+    return render(request, "console/coding/detail.html", context)
 
 
 @member_required

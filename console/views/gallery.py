@@ -31,12 +31,30 @@ def build_list(request):
     return render(request, "console/gallery/list.html", {"builds": builds})
 
 
-def build_detail(request, org: str, project: str):
-    """Show one published build: its turns with their commits, and the `verify` command."""
+def build_detail(request, org: str, project: str, session_id: str | None = None):
+    """Show one published build (the project's latest, or `session_id`): its summary, every turn with
+    its tool call and the commits it made (subject, sha, diffstat, diff), the branch and head, the
+    project's other builds and the `verify` recipe."""
     from sessions.builds import build_detail as read_build
 
     try:
-        build = read_build(org=org, project=project)
+        build = read_build(org=org, project=project, session_id=session_id)
     except ApiError as exc:
         raise Http404(exc.message) from exc
-    return render(request, "console/gallery/detail.html", {"build": build})
+    return render(request, "console/gallery/detail.html", {"build": build, "turns": nest_commits(build["turns"])})
+
+
+def nest_commits(turns: list[dict]) -> list[dict]:
+    """Return `turns` with each commit turn moved under the turn that made it (`forTurn`) as `commits`.
+
+    A commit whose turn is not among `turns` stays in its own place.
+    """
+    by_seq = {t["turn"]: {**t, "commits": []} for t in turns}
+    shown = []
+    for turn in turns:
+        owner = by_seq.get(turn.get("forTurn")) if turn.get("kind") == "commit" else None
+        if owner is not None and owner is not by_seq[turn["turn"]]:
+            owner["commits"].append(turn)
+        else:
+            shown.append(by_seq[turn["turn"]])
+    return shown

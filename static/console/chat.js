@@ -238,24 +238,35 @@
         } else if (event === "chat") {
           final = data;
         } else if (event === "error") {
-          A.showError(errorBox, { ok: false, status: data.status || 500, body: data, text: "" });
+          if (data.run && data.run.finishReason === A.vocab.word.stopped) final = data; // the user's own stop: no error banner
+          else A.showError(errorBox, { ok: false, status: data.status || 500, body: data, text: "" });
         }
       }).then(function () {
         if (reply) reply.classList.remove("streaming");
         if (!final) { state.textContent = "The stream ended without a result."; return; }
         var run = final.run || {};
-        if (run.status === A.vocab.word.runError) {
+        if (run.finishReason === A.vocab.word.stopped) {
+          var cut = reply || bubble("assistant", run.output || "", "");
+          cut.classList.add("stopped");
+          cut.appendChild(A.el("div", { class: "muted small", text: "stopped" }));
+        } else if (run.status === A.vocab.word.runError) {
           var failed = reply || bubble("assistant", "", "");
           failed.classList.add("failed");
           failed.querySelector(".bubble").textContent = (final.reply ? final.reply + "\n\n" : "") + "⚠ " + (run.error || "the round failed");
         } else if (!reply && final.reply) {
-          bubble("assistant", final.reply);
+          reply = bubble("assistant", final.reply);
+        }
+        if (run.finishReason === A.vocab.word.truncated && reply) {  // cut by the token limit: say so (issue 31)
+          reply.classList.add("truncated");
+          reply.dataset.finish = run.finishReason;
+          reply.appendChild(A.el("div", { class: "cut-note", text: "✂ cut off at the token limit (maxTokens)" }));
         }
         if (final.conversationId && final.conversationId !== conversationId) {
           conversationId = final.conversationId;
         }
         history.replaceState({ conversation: conversationId }, "", chatBase + encodeURIComponent(conversationId) + "/");
-        state.textContent = run.status === A.vocab.word.runError ? "The round failed; it was recorded with its error." : "";
+        state.textContent = run.finishReason === A.vocab.word.stopped ? "Stopped." :
+          run.status === A.vocab.word.runError ? "The round failed; it was recorded with its error." : "";
         return loadConversations(false);
       });
     }, function (err) {

@@ -128,6 +128,15 @@
         outcome !== undefined ? el("div", { class: "tool-part" }, [el("span", { class: "muted small", text: p.error ? "error" : "result" }), jsonBlock(outcome)]) : null
       ]);
     }
+    if (ev.kind === (vocab.word || {}).commit && p && typeof p === "object" && typeof p.commit === "string") {
+      // A commit: its subject, sha and the turn that made it, the diffstat, and the diff on demand.
+      return el("div", { class: "commit card", "data-commit": p.commit }, [
+        el("div", {}, [el("strong", { class: "commit-subject", text: p.subject || p.text || "" })]),
+        el("div", { class: "muted small" }, ["commit ", el("code", { text: p.commit }), typeof p.turn === "number" ? " · turn #" + p.turn : ""]),
+        p.diffstat ? el("pre", { class: "pre diffstat", text: p.diffstat }) : null,
+        p.patch ? el("details", {}, [el("summary", { text: "Diff" }), el("pre", { class: "pre diff", text: p.patch })]) : null
+      ]);
+    }
     if (p && typeof p === "object" && !Array.isArray(p)) {
       var text = payloadText(p);
       var simple = typeof p.text === "string" || typeof p.message === "string" || typeof p.command === "string" || typeof p.output === "string" || typeof p.error === "string";

@@ -78,6 +78,9 @@
     out.classList.toggle("failed", !!run.error);
     var meta = [run.id, run.model, run.durationMs + " ms"];
     if (run.promptTokens != null) meta.push(run.promptTokens + "+" + (run.completionTokens || 0) + " tokens");
+    // A reply cut by the token limit is an answer, marked as cut (issue 31).
+    if (run.finishReason === A.vocab.word.truncated) meta.push("✂ cut off at the token limit (maxTokens)");
+    statusNode.dataset.finish = run.finishReason || "";
     document.getElementById("run-meta").textContent = meta.join(" · ");
     if (run.sessionId) showSession(run.sessionId);
   }

@@ -19,6 +19,7 @@
   var streamState = document.getElementById("stream-state");
   var controlResult = document.getElementById("control-result");
   var seen = {}, session = null, source = null, treeTimer = null;
+  var stopping = false; // this page sent a stop: "stopping…" until the session is terminal, then "stopped"
 
   function addEvent(ev, fresh) {
     if (ev.sessionId && ev.sessionId !== id) return;
@@ -52,7 +53,13 @@
      fact("Target", s.target, true), fact("Parent", s.parentSessionId, true)].forEach(function (n) { if (n) facts.appendChild(n); });
     var finished = A.isTerminal(s.status);
     document.querySelectorAll("#controls button, #control-message").forEach(function (b) { b.disabled = finished; });
-    if (finished) controlResult.textContent = "This session is " + s.status + ": a finished session cannot be steered.";
+    if (finished && stopping) {
+      stopping = false;
+      controlResult.innerHTML = "";
+      controlResult.appendChild(A.el("span", { class: "control-ok", id: "stop-state", "data-state": "stopped", "data-command": "stop", text: "stopped" }));
+    } else if (finished && !document.getElementById("stop-state")) {
+      controlResult.textContent = "This session is " + s.status + ": a finished session cannot be steered.";
+    }
   }
 
   function treeNode(node) {
@@ -124,6 +131,13 @@
         var ev = res.body.event || {};
         addEvent(ev, true);
         controlResult.innerHTML = "";
+        if (command === "stop") { // an intent: the run stops within a second; the session's end says when
+          stopping = true;
+          controlResult.appendChild(A.el("span", { class: "control-ok", id: "stop-state", "data-state": "stopping", "data-command": res.body.command,
+            "data-forwarded": String(res.body.forwarded), text: "stopping…" }));
+          setTimeout(function stillStopping() { if (stopping) read().then(function () { if (stopping) setTimeout(stillStopping, 1000); }); }, 1000);
+          return;
+        }
         controlResult.appendChild(A.el("span", { class: "control-ok", "data-command": res.body.command, "data-forwarded": String(res.body.forwarded),
           text: res.body.command + " recorded as turn #" + ev.seq + " — forwarded: " + res.body.forwarded +
             (res.body.forwarded ? " (handed to the task engine)" : " (the running agent picks it up between steps)") }));

@@ -31,7 +31,7 @@ def test_without_settings_every_completion_still_asks_for_at_most_the_cap(funded
     view = make_agent(funded, "plain")
     assert not {"maxTokens", "temperature", "topP"} & set(view)
     assert run(funded, "plain").status_code == 200
-    assert _sent(upstream) == {"max_tokens": 4096, "temperature": None, "top_p": None}
+    assert _sent(upstream) == {"max_tokens": 1024, "temperature": None, "top_p": None}  # AGENTS_DEFAULT_OUTPUT_TOKENS
     assert "temperature" not in upstream.chat_requests[-1] and "top_p" not in upstream.chat_requests[-1]
     settings.AGENTS_MAX_OUTPUT_TOKENS = 64
     assert run(funded, "plain").status_code == 200

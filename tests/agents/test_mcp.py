@@ -187,3 +187,33 @@ def test_admin_refuses_an_http_server_without_url(make_org):
     assert response.status_code == 200 and b"needs an http(s) URL" in response.content
     with org.context():
         assert not McpServer.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_stop_cancels_an_mcp_call_in_flight_and_records_no_result(funded, upstream, mcp_http_url, settings):
+    """Issue 25: the call's task is cancelled (its HTTP request closed); no tool result follows the stop.
+    The tool would answer only after 600 s and may take that long: the run ends because the call was cancelled."""
+    settings.AGENTS_TOOL_CALL_TIMEOUT_SECONDS = 600
+    from tests.agents.test_run_session import Steer
+    from tests.agents.test_stop import assert_only_the_end_after_the_stop
+
+    register_http(funded, mcp_http_url)
+    make_agent(funded, "waiter", tools=["mcp__remote__wait"])
+    upstream.script(Reply(tool_calls=[("mcp__remote__wait", {"seconds": 600})]), Reply(content="never"))
+
+    def script(sid, steer):
+        deadline = time.monotonic() + 30
+        while not upstream.streams or not upstream.streams[0].finished:  # the model asked for the tool: the call is next
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        time.sleep(0.3)  # let the call begin (if it has not, the stop refuses it before it starts: same record)
+        steer.post(sid, "stop")
+
+    steer = Steer(funded, script)
+    steer.start()
+    response = run(funded, "waiter")
+    steer.finish()
+
+    assert response.status_code == 502 and response.json()["finishReason"] == "stopped"
+    assert len(upstream.chat_requests) == 1
+    assert_only_the_end_after_the_stop(funded, response.json()["sessionId"], partial=None)

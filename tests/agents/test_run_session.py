@@ -235,7 +235,8 @@ class TestSteering:
         # Spec 003: the stop's message is recorded as the cancellation reason.
         assert body["status"] == "error" and body["error"] == f"stopped by {funded.slug}/{funded.user.username}: enough"
         assert session_status(funded, body["sessionId"]) == "error"
-        assert debits(funded) == [] and len(upstream.chat_requests) == 1
+        # The stop may reach the run before its model call starts (then none is made) or during it (cancelled).
+        assert debits(funded) == [] and len(upstream.chat_requests) <= 1
 
     def test_stop_while_paused_ends_the_run(self, funded, upstream):
         make_agent(funded, "held")

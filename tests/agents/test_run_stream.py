@@ -52,6 +52,9 @@ def test_a_streamed_run_sends_its_reply_in_delta_frames_then_the_recorded_run(fu
     event, final = frames[-1]
     assert event == "run" and [e for e, _ in frames].count("run") == 1
     (stored,) = stored_runs(funded)
+    # It opens with `start` naming the run and its session, also said in headers (issue 31).
+    assert frames[0] == ("start", {"runId": stored.id, "sessionId": stored.session_id})
+    assert (response["X-Agents-Run-Id"], response["X-Agents-Session-Id"]) == (stored.id, stored.session_id)
     assert final == funded.client.get(f"/v1/agents/runs/{stored.id}").json()
     assert (final["status"], final["output"], final["promptTokens"], final["completionTokens"]) == ("ok", "Hello there, streaming world!", 11, 7)
     assert upstream.chat_requests[0]["stream"] is True and upstream.chat_requests[0]["stream_options"] == {"include_usage": True}
@@ -72,7 +75,7 @@ def test_tool_calls_stream_as_tool_frames(funded, upstream):
     make_agent(funded, "calc", tools=["calculator"])
     upstream.script(Reply(tool_calls=[("calculator", {"expression": "6*7"})]), Reply(content="It is 42.", chunk_size=3))
     frames = frames_of(post_run(funded, "calc", {"input": "6*7?", "stream": True}))
-    assert [e for e, _ in frames if e != "delta"] == ["tool", "run"]
+    assert [e for e, _ in frames if e != "delta"] == ["start", "tool", "run"]
     tool = next(data for event, data in frames if event == "tool")
     assert tool == {"name": "calculator", "args": {"expression": "6*7"}, "result": "42"}
     assert "".join(d["text"] for e, d in frames if e == "delta") == "It is 42."
@@ -141,5 +144,5 @@ def test_a_replayed_idempotency_key_streams_the_recorded_run_once(funded, upstre
     first = frames_of(post_run(funded, "once", {"input": "x", "stream": True}, **{"Idempotency-Key": "k-1"}))
     again = post_run(funded, "once", {"input": "x", "stream": True}, **{"Idempotency-Key": "k-1"})
     assert again.status_code == 200 and again["Idempotent-Replayed"] == "true"
-    assert frames_of(again) == [("run", first[-1][1])]
+    assert frames_of(again) == [("start", {"runId": first[-1][1]["id"], "sessionId": first[-1][1]["sessionId"]}), ("run", first[-1][1])]
     assert len(upstream.chat_requests) == 1 and len(debits(funded)) == 1

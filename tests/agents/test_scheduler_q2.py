@@ -41,9 +41,11 @@ def test_ensure_schedules_creates_the_minute_tick_and_sweep_once(db):
         "agents: scheduler tick": ("agents.tasks.scheduler_tick", Schedule.CRON, "* * * * *", -1),
         "agents: sweep": ("agents.tasks.sweep", Schedule.CRON, "* * * * *", -1),
         # registered by the identity app through agents.hooks.register_schedule
-        "identity: deliveries": ("identity.tasks.deliveries_tick", Schedule.CRON, "* * * * *", -1),
         "identity: health probes": ("identity.tasks.health_probes", Schedule.CRON, "*/5 * * * *", -1),
         "identity: retention": ("identity.tasks.retention", Schedule.CRON, "17 * * * *", -1),
+        # registered by the webhooks app (the one delivery engine: identity and org deliveries)
+        "webhooks: deliveries": ("webhooks.tasks.due_tick", Schedule.CRON, "* * * * *", -1),
+        "webhooks: target sweep": ("webhooks.tasks.target_sweep", Schedule.CRON, "* * * * *", -1),
     }
     assert "agents: scheduler tick: created" in first and "agents: sweep: created" in first
     assert "agents: scheduler tick: unchanged" in second and "agents: sweep: unchanged" in second

@@ -53,6 +53,8 @@ BASE = {
     ("PATCH", "/v1/identity/agents/{ref}"): {},
     ("POST", "/v1/identity/agents/{ref}/token/regenerate"): {},
     ("POST", "/v1/identity/anomalies"): {"kind": "endpoint_not_allowed", "detail": {"field": "x"}},
+    ("POST", "/v1/agents/webhooks"): {"url": "https://hooks.example.com/in", "events": ["run.finished"]},
+    ("PATCH", "/v1/agents/webhooks/{webhook_id}"): {},
 }
 #: Write operations whose body holds no words of the caller (validated by shape instead), with why.
 UNSCANNED = {
@@ -149,7 +151,7 @@ def test_a_credential_in_any_string_field_of_any_write_is_refused_and_never_stor
     created = create_agent(org_a.client).json()
     session = org_a.client.post("/v1/agents/sessions", {"agent": "a"}, content_type="application/json").json()["id"]
     values = {"ref": created["agent_id"], "id": session, "target_id": "tgt_" + "0" * 32, "run_id": "run_" + "0" * 32,
-              "owner": "acme", "name": "shop", "user_id": org_a.user.get_username()}
+              "owner": "acme", "name": "shop", "user_id": org_a.user.get_username(), "webhook_id": "whe_" + "0" * 32}
     tried = scanned = 0
     names = iter(sorted(CREDENTIALS.items()) * 200)
     for document in (agents_doc, identity_doc):

@@ -58,18 +58,3 @@ def test_an_inserted_row_reads_back_equal_through_the_orm(org_a):
         stored = Run.objects.get(pk="run_sqlrow")
     assert (stored.kind, stored.status, stored.fee_cents, stored.input, stored.started_at) == (
         RunKind.RUN, RunStatus.RUNNING, 7, "héllo", now)
-
-
-def test_insert_reads_the_new_key_back_where_the_database_has_no_returning(org_a, monkeypatch):
-    from billing.models import LedgerEntry
-
-    connection = connections[DEFAULT_DB_ALIAS]
-    if connection.vendor != "sqlite":
-        pytest.skip("PostgreSQL always has RETURNING; the fallback is SQLite's (before 3.35)")
-    monkeypatch.setattr(connection.features, "can_return_columns_from_insert", False)
-    first = LedgerEntry(org_id=org_a.org.pk, kind=LedgerKind.AGENT, amount_cents=-1, run_id="run_noret1")
-    second = LedgerEntry(org_id=org_a.org.pk, kind=LedgerKind.AGENT, amount_cents=-2, run_id="run_noret2")
-    sql.insert([first], connection)
-    sql.insert([second], connection)
-    assert LedgerEntry.objects.get(pk=first.pk).run_id == "run_noret1"
-    assert LedgerEntry.objects.get(pk=second.pk).run_id == "run_noret2"

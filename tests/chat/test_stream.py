@@ -44,6 +44,7 @@ def test_a_streamed_round_sends_deltas_then_the_chat_frame_with_the_run(funded, 
     assert opening[0] == "start" and set(opening[1]) == {"runId", "sessionId", "conversationId"}
     assert opening[1]["runId"] == got[-1][1]["runId"] and opening[1]["sessionId"] == got[-1][1]["run"]["sessionId"]
     assert opening[1]["conversationId"] == got[-1][1]["conversationId"]
+    assert (response["X-Agents-Run-Id"], response["X-Agents-Session-Id"]) == (opening[1]["runId"], opening[1]["sessionId"])
     assert got[0][1] == {"name": "calculator", "args": {"expression": "2*21"}, "result": "42"}
     assert got[1][1] == {"text": "42."}
     final = got[-1][1]

@@ -43,23 +43,23 @@ def test_a_message_reaches_the_next_turn(shop, upstream):
 def test_stop_ends_the_run_without_a_push_and_reports_local_commits(shop, remote, upstream):
     slow = threading.Event()
     upstream.script(
-        Reply(hold=slow, content="Add a", tool_calls=[("write_file", {"path": "a.txt", "content": "a\n"})]),
-        Reply(content="never", tool_calls=[("finish", {"summary": "never"})]),
+        Reply(content="Add a", tool_calls=[("write_file", {"path": "a.txt", "content": "a\n"})]),
+        Reply(hold=slow, content="never", tool_calls=[("finish", {"summary": "never"})]),
     )
     body = start(shop).json()
 
     def script(sid, steer):
         deadline = time.monotonic() + 10
-        while not upstream.chat_requests and time.monotonic() < deadline:  # the first turn is in flight
+        while len(upstream.chat_requests) < 2 and time.monotonic() < deadline:  # the second turn is in flight
             time.sleep(0.01)
-        steer.post(sid, "stop")
+        steer.post(sid, "stop")  # it cancels that turn's completion (issue 25): the first turn's commit stays local
         slow.set()
 
     steer = Steer(shop, script)
     steer.start()
     assert execute(shop, body["runId"]) == "error"
     steer.finish()
-    assert len(upstream.chat_requests) == 1
+    assert len(upstream.chat_requests) == 2
     assert session_status(shop, body["sessionId"]) == "error"
     with shop.context():
         final = json.loads(Event.objects.filter(session_id=body["sessionId"]).order_by("-seq").first().payload)

@@ -107,6 +107,7 @@ def console_server(django_db_setup, django_db_blocker, upstream_server):
                 "AGENTS_DEFAULT_MODEL": "test-model",
                 "CLOUD_AGENT_FEE_CENTS": "0",
                 "AGENTS_SSE_CATCHUP_SECONDS": "1",
+                "AGENTS_WEBHOOK_ALLOW_HOSTS": "127.0.0.1",  # the webhook page's test sends reach a loopback receiver
             }
         ).start()
     yield server

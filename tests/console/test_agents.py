@@ -206,3 +206,15 @@ def test_create_form_refuses_a_credential_in_the_instructions_as_the_api_does(or
     assert response.status_code == 400  # the console's answer to any refused form
     assert response.context["error"] == api.json()["error"]
     assert _agents(org_a) == []  # refused, nothing stored (the form shows the writer their own text again)
+
+
+def test_a_run_cut_by_the_token_limit_is_marked_truncated_in_the_runs_table(org_a, admin_client, make_agent, make_runs):
+    agent = make_agent(org_a, "cut")
+    cut, whole = make_runs(org_a, agent, 2)
+    with org_a.context():
+        Run.objects.filter(pk=cut.pk).update(finish_reason="length")
+        Run.objects.filter(pk=whole.pk).update(finish_reason="stop")
+
+    page = admin_client.get("/console/agents/cut/").content.decode()
+
+    assert page.count('data-finish="length"') == 1 and "✂ truncated" in page

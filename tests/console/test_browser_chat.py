@@ -89,11 +89,15 @@ def test_the_stop_button_stops_the_round_through_its_session(page, make_org, log
     page.wait_for_function("document.querySelector('#chat-messages li.assistant .bubble') && document.querySelector('#chat-messages li.assistant .bubble').textContent === 'one '")
     page.click("#chat-stop")
     page.wait_for_selector("#chat-state:has-text('Stopping')")
-    with org.context():  # the stop is recorded (and held by the executor) before the model may finish
+    with org.context():
         wait_until(lambda: Event.objects.filter(kind="control").exists())
-    gate.set()  # the model goes on writing; the run ends at its next step as stopped
+    # The gate stays shut: the stop closes the model's stream mid-reply (issue 25), it never has to finish.
     page.wait_for_selector("#chat-stop", state="hidden", timeout=30000)
+    page.wait_for_selector("#chat-state:has-text('Stopped.')")
+    assert page.is_hidden("#chat-error")  # the user's own stop is never an error banner
+    assert page.inner_text("#chat-messages li.assistant.stopped .bubble") == "one "
+    gate.set()
     with org.context():
         run = Run.objects.get()
-        assert (run.kind, run.status) == ("chat", "error")
+        assert (run.kind, run.status, run.finish_reason, run.output) == ("chat", "error", "stopped", "one ")
         assert "stopped by" in run.error and "stopped from the chat page" in run.error

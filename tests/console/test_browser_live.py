@@ -176,7 +176,7 @@ def test_a_published_build_opens_anonymously_and_an_unpublished_one_does_not(pag
     assert page.locator(f"tr[data-build='{org.slug}/hidden']").count() == 0
     shoot(page, "gallery")
     row.locator("a").click()
-    page.wait_for_url(f"**/builds/{org.slug}/shop/")
+    page.wait_for_url(f"**/builds/{org.slug}/shop/{published['id']}/")
     assert "Build the cart page" in page.inner_text("#turns")
     assert "0123abcd" in page.inner_text("li[data-turn='2']") and "Add the cart" in page.inner_text("li[data-turn='2']")
     assert page.inner_text("#verify").startswith("git log")

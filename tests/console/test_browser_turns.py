@@ -82,10 +82,10 @@ def test_the_chart_has_a_labelled_y_axis_with_round_ticks(page, make_org, make_a
 
 
 def test_the_site_has_an_icon(page, console_server):
-    response = httpx.get(console_server.url + "/favicon.ico", follow_redirects=True)
+    response = httpx.get(console_server.url + "/favicon.ico", follow_redirects=True, timeout=30)
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("image/svg+xml")
     page.goto("/console/login/")
     href = page.get_attribute("link[rel=icon]", "href")
     assert href.endswith("console/favicon.svg")
-    assert httpx.get(console_server.url + href).status_code == 200
+    assert httpx.get(console_server.url + href, timeout=30).status_code == 200

@@ -26,20 +26,20 @@ def _open(base: str, key: str, headers: dict | None = None) -> SSEStream:
 
 def test_inbox_stream_replays_after_last_event_id_then_streams_live(org_a, daphne_server):
     base, auth = daphne_server.url, {"Authorization": f"Bearer {org_a.key}"}
-    created = httpx.post(f"{base}/v1/identity/agents", json={"display_name": "Streamer", "connection_mode": "websocket"}, headers=auth).json()
+    created = httpx.post(f"{base}/v1/identity/agents", json={"display_name": "Streamer", "connection_mode": "websocket"}, headers=auth, timeout=30).json()
     assert "agent_token" in created, created
     agent_auth = {"Authorization": f"Bearer {created['agent_token']}"}
-    assert httpx.post(f"{base}/v1/identity/agents/{created['agent_id']}/relations", headers=auth).status_code == 201
+    assert httpx.post(f"{base}/v1/identity/agents/{created['agent_id']}/relations", headers=auth, timeout=30).status_code == 201
     user = org_a.user.get_username()
     agent_keys, user_keys = AgentKeys(), AgentKeys()
-    assert httpx.post(f"{base}/v1/identity/agents/{created['agent_id']}/keys/register", json=agent_keys.body(webhook=False), headers=agent_auth).status_code == 200
-    assert httpx.put(f"{base}/v1/identity/users/me/keys", json=user_keys.body(webhook=False), headers=auth).status_code == 201
+    assert httpx.post(f"{base}/v1/identity/agents/{created['agent_id']}/keys/register", json=agent_keys.body(webhook=False), headers=agent_auth, timeout=30).status_code == 200
+    assert httpx.put(f"{base}/v1/identity/users/me/keys", json=user_keys.body(webhook=False), headers=auth, timeout=30).status_code == 201
 
     def envelope() -> str:
         return seal(sender=("agent", created["agent_id"]), recipient=("user", user), sender_keys=agent_keys, recipient_keys=user_keys)
 
-    sent = [httpx.post(f"{base}/v1/identity/users/{user}/messages", json={"envelope": envelope()}, headers=agent_auth).json()["envelope_id"] for _ in range(3)]
-    items = httpx.get(f"{base}/v1/identity/inbox", headers=auth).json()["items"]
+    sent = [httpx.post(f"{base}/v1/identity/users/{user}/messages", json={"envelope": envelope()}, headers=agent_auth, timeout=30).json()["envelope_id"] for _ in range(3)]
+    items = httpx.get(f"{base}/v1/identity/inbox", headers=auth, timeout=30).json()["items"]
     first_id = items[-1]["id"]  # the oldest item
 
     stream = _open(base, org_a.key, {"Last-Event-ID": first_id})
@@ -49,12 +49,12 @@ def test_inbox_stream_replays_after_last_event_id_then_streams_live(org_a, daphn
         replayed = stream.collect(events=2, timeout=10)
         assert [f.data["envelope"]["envelope_id"] for f in replayed] == sent[1:]
         assert all(f.event == "inbox" for f in replayed)
-        live = httpx.post(f"{base}/v1/identity/users/{user}/messages", json={"envelope": envelope()}, headers=agent_auth).json()["envelope_id"]
+        live = httpx.post(f"{base}/v1/identity/users/{user}/messages", json={"envelope": envelope()}, headers=agent_auth, timeout=30).json()["envelope_id"]
         more = stream.collect(events=1, timeout=10)
         assert [f.data["envelope"]["envelope_id"] for f in more] == [live]
         assert more[0].id > replayed[-1].id
     finally:
         stream.close()
-    refused = httpx.get(f"{base}/v1/identity/inbox/stream", headers={"Last-Event-ID": "x"} | auth)
+    refused = httpx.get(f"{base}/v1/identity/inbox/stream", headers={"Last-Event-ID": "x"} | auth, timeout=30)
     assert refused.status_code == 400 and refused.json()["code"] == "invalid_request"
-    assert httpx.get(f"{base}/v1/identity/inbox/stream").status_code == 403
+    assert httpx.get(f"{base}/v1/identity/inbox/stream", timeout=30).status_code == 403

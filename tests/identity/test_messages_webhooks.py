@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.both_stores]
 @pytest.fixture
 def webhook_agent(org_a, receiver, settings):
     """A webhook identity agent of org_a with real keys registered, pointed at the receiver; the user has keys too."""
-    settings.AGENTS_WEBHOOK_RETRY_BASE_SECONDS = 0  # every retry is due at once (no waiting in tests)
+    settings.AGENTS_WEBHOOK_RETRY_SCALE = 0  # every retry is due at once (no waiting in tests)
     created = create_agent(org_a.client, connection_mode="webhook", webhook_url=receiver.url).json()
     both = pair(org_a.client, org_a.user.get_username(), created, webhook=True)
     receiver.secret = both.agent_keys.webhook_secret
@@ -96,10 +96,11 @@ def test_delivery_waits_for_a_secret_and_a_private_address_is_refused(org_a, set
         assert "refused destination" in Delivery.objects.get(pk=row.pk).last_error
 
 
-def test_backoff_is_exponential_and_capped(settings):
-    settings.AGENTS_WEBHOOK_RETRY_BASE_SECONDS = 30
-    settings.AGENTS_WEBHOOK_RETRY_MAX_SECONDS = 200
-    assert [delivery_module.backoff_seconds(n) for n in range(1, 6)] == [30, 60, 120, 200, 200]
+def test_backoff_follows_the_engines_written_schedule_with_jitter(settings):
+    settings.AGENTS_WEBHOOK_RETRY_SCALE = 1
+    waits = [delivery_module.backoff_seconds(n) for n in range(1, 10)]
+    for wait, planned in zip(waits, [5, 30, 120, 600, 1800, 3600, 3600, 3600, 3600], strict=True):
+        assert planned * 0.9 <= wait <= planned * 1.1
 
 
 def test_envelope_over_256_kib_is_413_and_not_stored(org_a, settings):

@@ -148,7 +148,7 @@ def test_an_external_agent_is_a_409(org, client, upstream):
 
 
 def test_a_run_that_failed_is_a_502_naming_the_recorded_run(org, client, upstream):
-    upstream.script(Reply(status=400, error_body={"error": {"message": "context length exceeded"}}))
+    upstream.script(Reply(status=400, error_body={"error": {"message": "unknown model parameter"}}))
 
     with pytest.raises(openai.InternalServerError) as failed:
         client.chat.completions.create(model="writer", messages=HI)
@@ -157,7 +157,7 @@ def test_a_run_that_failed_is_a_502_naming_the_recorded_run(org, client, upstrea
     [run] = stored_runs(org)
     assert (failed.value.status_code, error["code"], error["type"], error["param"]) == (502, "run_failed", "api_error", None)
     assert error["run_id"] == run.id and error["session_id"] == run.session_id
-    assert (run.kind, run.status) == ("openai", "error") and error["message"] == run.error and "context length" in run.error
+    assert (run.kind, run.status) == ("openai", "error") and error["message"] == run.error and "unknown model parameter" in run.error
     assert debits(org) == []
 
 

@@ -18,7 +18,7 @@ def test_the_prompt_is_the_agents_instructions_then_the_callers_messages_as_sent
     assert completion_prompt(_agent(), request) == [
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": [{"type": "text", "text": "hi"}]},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},  # "" not null: strict gateways
         {"role": "tool", "tool_call_id": "c1", "content": "done"},
     ]
     assert request.input_text() == "hi"

@@ -84,3 +84,73 @@ def test_a_routed_coding_run_is_pushed_by_the_machine_with_provenance(org_a, dap
     view = org_a.client.get(f"/v1/agents/coding/{body['runId']}").json()
     assert view["changed"] is True and view["pushed"] is True and view["commitSha"] == links[0].commit
     assert runner.terminate() == 0
+
+
+def _record(org, body: dict) -> dict:
+    """A coding run's record with what differs by nature (ids, shas, times, where it ran) taken out."""
+    view = org.client.get(f"/v1/agents/coding/{body['runId']}").json()
+    with org.context():
+        events = list(Event.objects.filter(session_id=body["sessionId"]).order_by("seq"))
+    seqs = {e.seq: i for i, e in enumerate(events)}
+    payloads = [json.loads(e.payload) for e in events]
+    final = payloads[-1]
+    return {
+        "view": {k: v for k, v in view.items() if k not in ("runId", "sessionId", "branch", "commitSha", "createdAt", "targetId", "commits")},
+        "commits": [(c["subject"], c["diffstat"], seqs[c["turn"]]) for c in view["commits"]],
+        "kinds": [e.kind for e in events],
+        "tools": [(p["name"], p["arguments"], p["result"], p["error"]) for e, p in zip(events, payloads) if e.kind == "tool-call"],
+        "commitEvents": [sorted(p) for e, p in zip(events, payloads) if e.kind == "commit"],
+        "finalKeys": sorted(k for k in final if k != "durationMs"),
+        "final": {k: final[k] for k in ("status", "changed", "pushed", "diffstat", "summary", "error")},
+        "finalCommits": [(c["subject"], c["diffstat"], seqs[c["turn"]]) for c in final["commits"]],
+    }
+
+
+def test_a_routed_runs_record_equals_a_server_runs_for_the_same_work(org_a, daphne_server, upstream, runner_factory, bare_remote, settings, tmp_path):
+    from billing.services import credit_add
+    from tests.coding.conftest import execute
+
+    settings.CLOUD_AGENT_FEE_CENTS = 100
+    settings.AGENTS_CODING_FEE_CENTS = -1
+    settings.AGENTS_CODING_WORK_DIR = str(tmp_path / "work")
+    credit_add(org=org_a.org, cents=1000, actor="test")
+    assert org_a.client.post("/v1/agents/repos", {"repo": "acme/shop", "cloneUrl": f"file://{bare_remote}"},
+                             content_type="application/json").status_code == 201
+    script = (
+        Reply(content="Add calc", tool_calls=[("write_file", {"path": "calc.py", "content": "def add(a, b):\n    return a + b\n"})]),
+        Reply(tool_calls=[("run", {"command": "python3 -c 'import calc; print(calc.add(2, 3))'"})]),
+        Reply(tool_calls=[("run", {"command": "echo data > out.txt"})]),
+        Reply(tool_calls=[("finish", {"summary": "calc and out"})]),
+    )
+    upstream.script(*script)
+    here = org_a.client.post("/v1/agents/coding", {"repo": "acme/shop", "prompt": "add calc"}, content_type="application/json").json()
+    assert execute(org_a, here["runId"]) == "ok"
+
+    runner = runner_factory(daphne_server.url, org_a.key, env=inference_env(upstream))
+    runner.wait_for("claim key minted")
+    [target] = targets_of(org_a)
+    from targets.models import ClaimKey
+
+    wait_until(lambda: _serving(org_a, target.id, ClaimKey), what="the first claim")
+    upstream.script(*script)
+    routed = org_a.client.post("/v1/agents/coding", {"repo": "acme/shop", "prompt": "add calc", "targetId": target.id},
+                               content_type="application/json").json()
+
+    def finished():
+        with org_a.context():
+            row = Run.objects.get(pk=routed["runId"])
+        return row if row.status not in ("queued", "running") else None
+
+    row = wait_until(finished, timeout=180, what="the routed coding run to finish")
+    assert row.status == "ok", (row.error, runner.log()[-2000:])
+    server_record, routed_record = _record(org_a, here), _record(org_a, routed)
+    assert server_record["final"]["pushed"] is True and len(server_record["commits"]) == 2
+    assert [c[0] for c in server_record["commits"]] == ["Add calc", "Add out.txt"]
+    for key in server_record:
+        assert routed_record[key] == server_record[key], (key, server_record["kinds"], routed_record["kinds"])
+    assert runner.terminate() == 0
+
+
+def _serving(org, target_id, ClaimKey):
+    with org.context():
+        return ClaimKey.objects.filter(target_id=target_id, serving_at__isnull=False).exists()

@@ -125,7 +125,7 @@ def test_a_superseded_runner_exits_with_code_3(org_a, daphne_server, runner_fact
     runner = runner_factory(daphne_server.url, org_a.key)
     runner.wait_for("claim key minted")
     [target] = targets_of(org_a)
-    rotated = httpx.post(daphne_server.url + f"/v1/agents/targets/{target.id}/key", headers={"Authorization": f"Bearer {org_a.key}"})
+    rotated = httpx.post(daphne_server.url + f"/v1/agents/targets/{target.id}/key", headers={"Authorization": f"Bearer {org_a.key}"}, timeout=30)
     assert rotated.status_code == 200
     assert runner.proc.wait(timeout=120) == 3
     assert "claim refused" in runner.log()
@@ -213,7 +213,7 @@ def test_a_stop_posted_to_the_session_ends_the_run_on_the_machine_as_an_error(or
           payload={"agent": {"name": "calc", "model": "test-model", "tools": ["calculator"]}, "input": "go"})
     wait_until(lambda: upstream.chat_requests, what="the first step")
     stopped = httpx.post(daphne_server.url + f"/v1/agents/sessions/{session.id}/stop", json={"message": "enough"},
-                         headers={"Authorization": f"Bearer {org_a.key}"})
+                         headers={"Authorization": f"Bearer {org_a.key}"}, timeout=30)
     assert stopped.status_code == 200
     row = wait_until(lambda: (r := routed(org_a, "run_stop")).state == "reported" and r, what="the report")
     assert row.result["status"] == "error" and row.result["error"] == "stopped: enough"
@@ -245,13 +245,13 @@ def test_a_run_posted_with_target_id_runs_on_the_machine_end_to_end(org_a, upstr
     server = LiveServer({"AGENTS_CLAIM_WAIT_SECONDS": "60"}).start(timeout=START_SECONDS)
     try:
         created = httpx.post(server.url + "/v1/agents", json={"name": "writer", "model": "test-model", "instructions": "Write files.",
-                                                              "tools": ["calculator", "shell"]}, headers=auth)
+                                                              "tools": ["calculator", "shell"]}, headers=auth, timeout=30)
         assert created.status_code == 201, created.text
         runner = runner_factory(server.url, org_a.key, "--allow-shell", str(workdir), env=inference_env(upstream))
         runner.wait_for("claim key minted")
         [target] = targets_of(org_a)
         wait_until(lambda: (key := _claim_key(org_a, target.id)) and key.serving_at, what="the first claim")
-        started = httpx.post(server.url + "/v1/agents/writer/run", json={"input": "compute and write", "targetId": target.id}, headers=auth)
+        started = httpx.post(server.url + "/v1/agents/writer/run", json={"input": "compute and write", "targetId": target.id}, headers=auth, timeout=30)
         assert started.status_code == 202, started.text
         run_id, session_id = started.json()["id"], started.json()["sessionId"]
 
@@ -261,7 +261,7 @@ def test_a_run_posted_with_target_id_runs_on_the_machine_end_to_end(org_a, upstr
             return row if row.status != "running" else None
 
         row = wait_until(finished, timeout=120, what="the routed run to finish")
-        runs = httpx.get(server.url + "/v1/agents/writer/runs", headers=auth).json()["runs"]
+        runs = httpx.get(server.url + "/v1/agents/writer/runs", headers=auth, timeout=30).json()["runs"]
     finally:
         server.stop()
     assert (row.status, row.output, row.model, row.tool_calls) == ("ok", "wrote answer.txt", "test-model", 2)
@@ -315,12 +315,12 @@ def test_steering_reaches_the_machine_between_steps_and_a_gateway_refusal_ends_t
     wait_until(lambda: upstream.chat_requests, what="the first step")
     api = f"{daphne_server.url}/v1/agents/sessions/{session.id}"
     auth = {"Authorization": f"Bearer {org_a.key}"}
-    assert httpx.post(api + "/message", json={"message": "also say hi"}, headers=auth).status_code == 200
-    assert httpx.post(api + "/pause", json={}, headers=auth).status_code == 200
+    assert httpx.post(api + "/message", json={"message": "also say hi"}, headers=auth, timeout=30).status_code == 200
+    assert httpx.post(api + "/pause", json={}, headers=auth, timeout=30).status_code == 200
     held.set()
     wait_until(lambda: any(p.get("text") == "run paused" for _, p in _events(org_a, session.id)), what="the machine to pause")
     assert len(upstream.chat_requests) == 1  # held: no step while paused
-    assert httpx.post(api + "/resume", json={}, headers=auth).status_code == 200
+    assert httpx.post(api + "/resume", json={}, headers=auth, timeout=30).status_code == 200
     row = wait_until(lambda: (r := routed(org_a, "run_steer")).state == "reported" and r, what="the report")
     assert row.result["status"] == "error" and "the gateway answered 400" in row.result["error"]
     second = upstream.chat_requests[1]["messages"]
@@ -356,3 +356,68 @@ def test_a_stop_during_a_shell_command_kills_its_tree_and_records_what_it_printe
     assert [p for kind, p in events if kind == "log" and p.get("text", "").startswith("stopped while running shell")] == [
         {"text": "stopped while running shell; the command was killed", "output": "started\n", "runId": "run_kill"}]
     assert not any(kind == "tool-call" for kind, _ in events)
+
+
+def test_a_stop_closes_the_machines_model_call_in_flight_and_it_reports_stopped(org_a, daphne_server, upstream, runner_factory):
+    """Issue 25 item 5: the runner watches its run's control channel while the model call runs; the
+    stop cancels the request the gateway is still holding (it never answered) and no second
+    request follows."""
+    import threading
+
+    import httpx
+    from sessions.services import session_create
+
+    held = threading.Event()
+    upstream.script(Reply(hold=held, content="too late"))
+    runner = runner_factory(daphne_server.url, org_a.key, env=inference_env(upstream))
+    try:
+        runner.wait_for("claim key minted")
+        [target] = targets_of(org_a)
+        with org_a.context():
+            session = session_create(agent="talk", actor="x", target=target.id)
+        offer(org_a, target.id, run_id="run_watch", session_id=session.id,
+              payload={"agent": {"name": "talk", "model": "test-model"}, "input": "go"})
+        wait_until(lambda: upstream.chat_requests, what="the model call")
+        stopped = httpx.post(daphne_server.url + f"/v1/agents/sessions/{session.id}/stop", json={"message": "enough"},
+                             headers={"Authorization": f"Bearer {org_a.key}"})
+        assert stopped.status_code == 200
+        row = wait_until(lambda: (r := routed(org_a, "run_watch")).state == "reported" and r, what="the report")
+        assert not held.is_set()  # reported while the gateway still held its answer: the call was cancelled
+    finally:
+        held.set()
+    assert row.result["status"] == "error" and row.result["error"] == "stopped: enough" and row.result["finishReason"] == "stopped"
+    assert len(upstream.chat_requests) == 1
+    assert runner.terminate() == 0
+
+
+def test_a_stop_kills_the_machines_running_command_and_it_reports(org_a, daphne_server, upstream, runner_factory, tmp_path):
+    """The stop posted to the session (not SIGTERM) reaches the machine while its command runs: the
+    command's tree is gone, no tool result is recorded, the report says stopped."""
+    import httpx
+    from sessions.services import session_create
+    from tests.toolkit.test_sandbox import descendants, running
+
+    work = tmp_path / "shell"
+    work.mkdir()
+    upstream.script(Reply(tool_calls=[("shell", {"command": "echo started; sleep 60 & sleep 61"})]), Reply(content="never"))
+    runner = runner_factory(daphne_server.url, org_a.key, "--allow-shell", str(work), env=inference_env(upstream))
+    runner.wait_for("claim key minted")
+    [target] = targets_of(org_a)
+    with org_a.context():
+        session = session_create(agent="sh", actor="x", target=target.id)
+    offer(org_a, target.id, run_id="run_cmd", session_id=session.id,
+          payload={"agent": {"name": "sh", "model": "test-model", "tools": ["shell"]}, "input": "go"})
+    tree = wait_until(lambda: (found := descendants(runner.proc.pid)) and sum(n == "sleep" for n, _ in found.values()) >= 2 and found,
+                      what="the command and its child to run")
+    stopped = httpx.post(daphne_server.url + f"/v1/agents/sessions/{session.id}/stop", json={},
+                         headers={"Authorization": f"Bearer {org_a.key}"})
+    assert stopped.status_code == 200
+    wait_until(lambda: not any(running(pid, start) for pid, (_, start) in tree.items()), what="the whole tree to be gone")
+    row = wait_until(lambda: (r := routed(org_a, "run_cmd")).state == "reported" and r, what="the report")
+    assert row.result["status"] == "error" and row.result["finishReason"] == "stopped"
+    assert len(upstream.chat_requests) == 1
+    events = _events(org_a, session.id)
+    assert not any(kind == "tool-call" for kind, _ in events)
+    assert [p.get("output") for kind, p in events if kind == "log" and p.get("text", "").startswith("stopped while running shell")] == ["started\n"]
+    assert runner.proc.poll() is None  # the daemon goes on: only the run stopped
+    assert runner.terminate() == 0

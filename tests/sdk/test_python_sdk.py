@@ -81,9 +81,9 @@ def test_the_webhook_server_answers_400_unverified_and_204_for_a_refused_envelop
         now = datetime.now(timezone.utc)
         headers = {"webhook-id": "msg_1", "webhook-timestamp": str(int(now.timestamp())),
                    "webhook-signature": Webhook(credentials.webhook_secret).sign("msg_1", now, body), "content-type": "application/json"}
-        assert httpx.post(url, content=body, headers={**headers, "webhook-signature": "v1,AAAA"}).status_code == 400
+        assert httpx.post(url, content=body, headers={**headers, "webhook-signature": "v1,AAAA"}, timeout=30).status_code == 400
         assert refused == []
-        assert httpx.post(url, content=body, headers=headers).status_code == 204  # refused, acknowledged, never answered
+        assert httpx.post(url, content=body, headers=headers, timeout=30).status_code == 204  # refused, acknowledged, never answered
         assert refused == ["not_addressed_to_you"] and answered == []
     finally:
         server.shutdown()

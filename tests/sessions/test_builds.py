@@ -57,6 +57,7 @@ def test_a_build_is_invisible_until_published_then_readable_by_anyone(org_a):
     assert index == [{
         "org": org_a.slug, "project": "shop", "session": session["id"], "title": "the shop", "agent": "coder", "status": "running",
         "repo": "github.com/acme/shop", "turns": 3, "startedAt": session["startedAt"], "endedAt": "",
+        "url": f"/builds/{org_a.slug}/shop/{session['id']}/",
     }]
 
 

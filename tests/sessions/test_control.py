@@ -328,7 +328,7 @@ def test_daphne_forwards_a_command_to_an_executor_over_redis(redis_daphnes, make
     org = make_org("fw")
     server = redis_daphnes[0]
     headers = {"Authorization": f"Bearer {org.key}"}
-    session = httpx.post(f"{server.url}{BASE}", json={"agent": "coder"}, headers=headers).json()
+    session = httpx.post(f"{server.url}{BASE}", json={"agent": "coder"}, headers=headers, timeout=30).json()
     with org.context():
         inbox = ExecutorInbox.open(session_id=session["id"])
     try:

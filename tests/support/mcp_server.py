@@ -2,9 +2,10 @@
 
 `python tests/support/mcp_server.py` speaks stdio; `python tests/support/mcp_server.py PORT`
 serves streamable HTTP at `http://127.0.0.1:PORT/mcp`. Tools: `add(a, b)`, `shout(text)`,
-`fail(reason)` (always reports an error).
+`fail(reason)` (always reports an error), `wait(seconds)` (answers "waited" after that long).
 """
 
+import asyncio
 import sys
 
 from mcp.server.mcpserver import MCPServer
@@ -29,6 +30,13 @@ def shout(text: str) -> str:
 def fail(reason: str) -> str:
     """Always fail with the reason."""
     raise ToolError(reason)
+
+
+@server.tool()
+async def wait(seconds: float) -> str:
+    """Answer "waited" after `seconds` seconds (a slow tool a stop must cancel)."""
+    await asyncio.sleep(seconds)
+    return "waited"
 
 
 if __name__ == "__main__":

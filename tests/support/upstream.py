@@ -28,6 +28,17 @@ arguments arrive as fragments by index, a finish chunk, a usage chunk when
     Reply(content="abcdef", chunk_size=2, pause_after=1, pause=event)  # 1 piece, then wait for `event`
 
 `first_chunk_delay` waits before the first content piece (time to first token).
+
+Gateways' own behaviours (issue 31): `Reply(finish="length")` ends with that finish reason;
+`Reply(usage=False)` sends no usage even when asked (llama-cpp-python streams none);
+`upstream.strict = True` answers like llama-cpp-python's validation: a message whose `content`
+is not a string (an assistant's `null` beside `tool_calls`) or an unknown top-level field →
+500 with the pydantic dump in an `internal_server_error`. Every request's headers are kept in
+`upstream.request_headers` (same order as `requests`).
+
+Every streamed answer is followed in `upstream.streams` (`Streamed`: the pieces sent, whether the
+body was sent to its end, whether the client closed the connection before that — a cancelled
+request, issue 25).
 """
 
 from __future__ import annotations
@@ -64,6 +75,8 @@ class Reply:
     fail_with: str = "drop"  # "drop": close the connection mid-body; "error": an SSE error frame, then close
     pause_after: int | None = None  # send this many pieces, then wait for `pause` (≤ HOLD_SECONDS)
     pause: threading.Event | None = None
+    finish: str | None = None  # the finish reason sent (None: tool_calls with tool calls, else stop)
+    usage: bool = True  # False: no usage, whatever the request asks
 
     def pieces(self) -> list[str]:
         """Return the content's streamed pieces."""
@@ -79,6 +92,37 @@ class Reply:
 
 HOLD_SECONDS = 10.0
 
+#: The top-level fields llama-cpp-python's `CreateChatCompletionRequest` declares (it refuses others).
+STRICT_FIELDS = {"model", "messages", "functions", "function_call", "tools", "tool_choice", "max_tokens", "max_completion_tokens",
+                 "logprobs", "top_logprobs", "temperature", "top_p", "min_p", "stop", "stream", "stream_options", "presence_penalty",
+                 "frequency_penalty", "logit_bias", "seed", "response_format", "n", "user", "top_k", "repeat_penalty",
+                 "parallel_tool_calls", "tfs_z", "mirostat_mode", "mirostat_tau", "mirostat_eta", "grammar", "logit_bias_type"}
+
+
+def strict_errors(body: dict) -> list[dict]:
+    """Return pydantic-style errors for what llama-cpp-python's request validation refuses."""
+    errors = []
+    for index, message in enumerate(body.get("messages") or []):
+        if "content" in message and not isinstance(message["content"], (str, list)):
+            errors.append({"type": "string_type", "loc": ("body", "messages", index, "typed_dict", "content"),
+                           "msg": "Input should be a valid string", "input": message["content"]})
+    for name in body:
+        if name not in STRICT_FIELDS and not name.startswith("_"):
+            errors.append({"type": "extra_forbidden", "loc": ("body", name), "msg": "Extra inputs are not permitted", "input": body[name]})
+    return errors
+
+
+@dataclass
+class Streamed:
+    """One streamed answer as the upstream sent it: `sent` content pieces of `pieces`, `finished`
+    when the body's last chunk went out, `client_closed` when a write failed because the client
+    had closed the connection first (the stream was cancelled before its end)."""
+
+    pieces: int
+    sent: int = 0
+    finished: bool = False
+    client_closed: bool = False
+
 
 class Upstream:
     """The loopback server: start with `Upstream().start()`, stop with `.stop()`."""
@@ -88,7 +132,17 @@ class Upstream:
         self.default_content = "ok"
         self.default_delay = 0.0  # seconds an unscripted reply waits (a model's latency, for benchmarks)
         self.requests: list[dict] = []
+        self.request_headers: list[dict] = []
+        self.strict = False  # validate messages as llama-cpp-python does (see the module doc)
+        # A model's context window in "tokens" (whitespace-separated words of the messages):
+        # over it, a streamed request gets llama-cpp-python's 200, role chunk, broken stream;
+        # one not streamed its 400 `context_length_exceeded`. None: no limit.
+        self.context_window: int | None = None
+        # The tokenize route served: "llama.cpp" (POST /tokenize → tokens), "llama-cpp-python"
+        # (POST /extras/tokenize/count → count), None (404, as OpenAI and LiteLLM answer).
+        self.tokenizer: str | None = None
         self.connections = 0  # TCP connections accepted (a client that keeps alive opens one)
+        self.streams: list[Streamed] = []  # every streamed answer, in order
         self._script: list[Reply] = []
         self._lock = threading.Lock()
         self.server: ThreadingHTTPServer | None = None
@@ -109,6 +163,11 @@ class Upstream:
         with self._lock:
             self._script.clear()
             self.requests.clear()
+            self.request_headers.clear()
+            self.strict = False
+            self.context_window = None
+            self.tokenizer = None
+            self.streams.clear()
             self.connections = 0
             self.default_delay = 0.0
 
@@ -156,7 +215,7 @@ class Upstream:
             def _frame(self, data) -> None:
                 self._write_chunk("data: " + (data if isinstance(data, str) else json.dumps(data)) + "\n\n")
 
-            def _stream(self, reply: Reply, body: dict, base: dict) -> None:
+            def _stream(self, reply: Reply, body: dict, base: dict, followed: Streamed) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Transfer-Encoding", "chunked")
@@ -183,6 +242,7 @@ class Upstream:
                     if reply.chunk_delay:
                         time.sleep(reply.chunk_delay)
                     self._frame(choice({"content": piece}))
+                    followed.sent += 1
                 if reply.fail_after is not None and reply.fail_after >= len(pieces):
                     self._fail(reply)
                     return
@@ -192,13 +252,14 @@ class Upstream:
                                                         "function": {"name": name, "arguments": ""}}]}))
                     for i in range(0, len(raw), 7):  # arguments arrive as fragments, as gateways send them
                         self._frame(choice({"tool_calls": [{"index": index, "function": {"arguments": raw[i : i + 7]}}]}))
-                self._frame(choice({}, "tool_calls" if reply.tool_calls else "stop"))
-                if (body.get("stream_options") or {}).get("include_usage"):
+                self._frame(choice({}, reply.finish or ("tool_calls" if reply.tool_calls else "stop")))
+                if reply.usage and (body.get("stream_options") or {}).get("include_usage"):
                     usage = {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
                              "total_tokens": reply.prompt_tokens + reply.completion_tokens}
                     self._frame({**chunk, "choices": [], "usage": usage})
                 self._frame("[DONE]")
                 self._write_chunk("")  # the chunked body's end
+                followed.finished = True
 
             def _fail(self, reply: Reply) -> None:
                 if reply.fail_with == "error":
@@ -218,9 +279,35 @@ class Upstream:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 body["_path"] = self.path
                 upstream.requests.append(body)
-                if not self.path.rstrip("/").endswith("/chat/completions"):
+                upstream.request_headers.append({k.lower(): v for k, v in self.headers.items()})
+                path = self.path.rstrip("/")
+                if path == "/tokenize" and upstream.tokenizer == "llama.cpp":
+                    self._send(200, {"tokens": list(range(len(str(body.get("content", "")).split())))})
+                    return
+                if path == "/extras/tokenize/count" and upstream.tokenizer == "llama-cpp-python":
+                    self._send(200, {"count": len(str(body.get("input", "")).split())})
+                    return
+                if not path.endswith("/chat/completions"):
                     self._send(404, {"error": {"message": "not found"}})
                     return
+                prompt = sum(len(str(m.get("content") or "").split()) for m in body.get("messages") or [])
+                if upstream.context_window is not None and prompt >= upstream.context_window:
+                    if body.get("stream") is True:  # llama-cpp-python: the role chunk, then the stream breaks
+                        broken = Reply(content="", fail_after=0)
+                        self._stream(broken, body, {"id": "chatcmpl-x", "created": 0, "model": body.get("model", "")}, Streamed(pieces=len(broken.pieces())))
+                        return
+                    window = upstream.context_window
+                    self._send(400, {"error": {
+                        "message": f"This model's maximum context length is {window} tokens. However, you requested {prompt} tokens "
+                                   f"({prompt} in the messages, 0 in the completion). Please reduce the length of the messages or completion.",
+                        "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}})
+                    return
+                if upstream.strict:
+                    errors = strict_errors(body)
+                    if errors:
+                        self._send(500, {"error": {"message": f"{len(errors)} validation errors: {errors!r}", "type": "internal_server_error",
+                                                   "param": None, "code": None}})
+                        return
                 reply = upstream._next(body.get("model"))
                 if reply.hold is not None:
                     reply.hold.wait(HOLD_SECONDS)
@@ -231,24 +318,32 @@ class Upstream:
                     return
                 base = {"id": "chatcmpl-" + uuid.uuid4().hex[:12], "object": "chat.completion", "created": int(time.time()), "model": body.get("model", "")}
                 if body.get("stream") is True:
-                    self._stream(reply, body, base)
+                    followed = Streamed(pieces=len(reply.pieces()))
+                    upstream.streams.append(followed)
+                    try:
+                        self._stream(reply, body, base, followed)
+                    except (BrokenPipeError, ConnectionResetError):
+                        followed.client_closed = True
+                        self.close_connection = True
                     return
                 if reply.empty:
                     self._send(200, {**base, "choices": [], "usage": None})
                     return
                 message: dict = {"role": "assistant", "content": reply.content}
-                finish = "stop"
+                finish = reply.finish or "stop"
                 if reply.tool_calls:
                     message["tool_calls"] = [
                         {"id": "call_" + uuid.uuid4().hex[:8], "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
                         for name, args in reply.tool_calls
                     ]
                     message["content"] = reply.content if reply.content != "ok" else None
-                    finish = "tool_calls"
+                    finish = reply.finish or "tool_calls"
+                usage = {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
+                         "total_tokens": reply.prompt_tokens + reply.completion_tokens} if reply.usage else None
                 self._send(200, {
                     **base,
                     "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                    "usage": {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens, "total_tokens": reply.prompt_tokens + reply.completion_tokens},
+                    "usage": usage,
                     **reply.extra,
                 })
 

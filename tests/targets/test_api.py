@@ -344,3 +344,14 @@ def test_a_report_ok_must_be_a_json_boolean(org_a, ok):
     response = post(org_a.client, f"/{target['id']}/runs/run_{'0' * 32}/report", {"ok": ok})
     assert response.status_code == 400
     assert response.json()["fields"][0]["field"].endswith("ok")
+
+
+def test_spec_sandbox_is_listed_and_an_unknown_word_dropped(org_a):
+    r = post(org_a.client, "", {"label": "runner", "spec": {"os": "linux", "sandbox": "bubblewrap"}})
+    assert r.status_code == 201 and r.json()["spec"] == {"os": "linux", "sandbox": "bubblewrap"}
+    listed = {t["label"]: t for t in org_a.client.get("/v1/agents/targets").json()["targets"]}
+    assert listed["runner"]["spec"]["sandbox"] == "bubblewrap"
+    r = post(org_a.client, "", {"label": "odd", "spec": {"os": "linux", "sandbox": "chroot"}})
+    assert r.status_code == 201 and r.json()["spec"] == {"os": "linux"}
+    with org_a.context():
+        assert Target.objects.get(label="odd").spec == {"os": "linux"}

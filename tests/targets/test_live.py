@@ -28,8 +28,8 @@ def daphne(**env):
 
 def register(server, api_key) -> tuple[str, str]:
     headers = {"Authorization": f"Bearer {api_key}"}
-    target = httpx.post(server.url + "/v1/agents/targets", json={"label": "live"}, headers=headers).json()["id"]
-    key = httpx.post(server.url + f"/v1/agents/targets/{target}/key", headers=headers).json()["claimKey"]
+    target = httpx.post(server.url + "/v1/agents/targets", json={"label": "live"}, headers=headers, timeout=30).json()["id"]
+    key = httpx.post(server.url + f"/v1/agents/targets/{target}/key", headers=headers, timeout=30).json()["claimKey"]
     return target, key
 
 

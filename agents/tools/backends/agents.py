@@ -3,6 +3,7 @@
 Calling one is a run of that agent through the one run path (`run_execute`), as the calling
 run's actor, one level deeper, with its session a child of the calling run's session: it is
 gated, recorded and debited like any run. Its output (or its error) is the tool's result.
+A stop of the calling run stops the child run too (its stop signal is the parent's child).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ def _invoker(agent_name: str):
                 depth=context.depth + 1,
                 deadline=context.deadline,
                 kind=RunKind.TOOL,
+                stop=context.stop.child() if context.stop is not None else None,  # it stops with its parent
             )
         except ApiError as exc:
             raise ToolError(exc.message) from exc

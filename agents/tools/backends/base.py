@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from agents_site.vocabulary import ToolSource
 from toolkit.invoke import ToolError  # one error type for every tool, server and machine
+from toolkit.stopping import StopSignal
 
 __all__ = ["Resolution", "Tool", "ToolBackend", "ToolContext", "ToolError"]
 
@@ -18,7 +19,9 @@ class ToolContext:
     """Who a tool call runs for and until when.
 
     `deadline` is a `time.monotonic()` value; `depth` is the nesting depth of the calling run
-    (0 for a run started by a caller, +1 for each agent called as a tool).
+    (0 for a run started by a caller, +1 for each agent called as a tool). `stop` is the calling
+    run's stop signal (None: not stoppable): a tool that waits (an agent's run, an MCP call)
+    gives up at once when it is set (issue 25).
     """
 
     org_slug: str
@@ -28,6 +31,7 @@ class ToolContext:
     session_id: str
     depth: int
     deadline: float
+    stop: StopSignal | None = None
 
     def seconds_left(self) -> float:
         """Return the seconds left before `deadline` (never negative)."""

@@ -6,10 +6,13 @@ streamable-HTTP URL reached through `toolkit.outbound` (the SDK is handed a clie
 connection goes to the address that was checked): a private, loopback, link-local, CGNAT or
 metadata address is refused unless `AGENTS_MCP_ALLOW_HOSTS` names the host. Listings are cached
 per process for `AGENTS_MCP_LIST_TTL_SECONDS`; each call is bounded by `AGENTS_TOOL_CALL_TIMEOUT_SECONDS` (and the run's deadline).
+A stop of the calling run cancels a call in flight (its task is cancelled: the HTTP request is
+closed, a stdio server's process is ended by the SDK) and the call answers nothing (issue 25).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import threading
@@ -26,6 +29,7 @@ from agents_site.errors import InvalidRequest
 from agents_site.vocabulary import McpTransport, ToolSource
 from tenancy import stores
 from toolkit import outbound
+from toolkit.stopping import run_stoppable
 
 logger = logging.getLogger(__name__)
 
@@ -163,7 +167,10 @@ def _invoker(server: McpServer, tool: str):
     def invoke(arguments: dict, context: ToolContext) -> str:
         timeout = max(min(settings.AGENTS_TOOL_CALL_TIMEOUT_SECONDS, context.seconds_left()), 0.1)
         try:
-            result = _run_async(_call, _target(server), tool, arguments, timeout)
+            target = _target(server)
+            result = run_stoppable(lambda: _call(target, tool, arguments, timeout), context.stop)
+        except asyncio.CancelledError as exc:  # the run's stop cancelled the call (its connection or process is closed)
+            raise ToolError("the MCP call was cancelled: the run was stopped") from exc
         except TimeoutError as exc:
             raise ToolError(f"the MCP tool did not answer within {timeout:g} s") from exc
         except Exception as exc:

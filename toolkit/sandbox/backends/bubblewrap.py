@@ -11,7 +11,7 @@ Each command runs as `prlimit … bwrap … /bin/sh -c <command>` with:
   `/tmp`, a private `/proc` and minimal `/dev`;
 - uid/gid 1000 inside a user namespace with every capability dropped; `--new-session` (no
   terminal injection) and `--die-with-parent`;
-- a cleared environment: PATH, HOME=/tmp, TMPDIR=/tmp, LANG — none of the server's variables;
+- a cleared environment: PATH, HOME=/tmp, TMPDIR=/tmp, LANG, PYTHONDONTWRITEBYTECODE=1 — none of the server's variables;
 - rlimits set by `prlimit` on the whole tree: CPU seconds, address space, file size, and a
   wall-clock timeout after which the process group is killed; output beyond the limit stops
   the command.
@@ -37,7 +37,8 @@ _ETC_FILES = (
     "/etc/nsswitch.conf", "/etc/passwd", "/etc/group", "/etc/mime.types", "/etc/ssl/certs",
 )
 _MERGED_USR = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "TERM": "dumb"}
+_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "TERM": "dumb",
+        "PYTHONDONTWRITEBYTECODE": "1"}  # no __pycache__ by-products in the working copy (issue 30 item 5)
 _CHUNK = 8192
 
 

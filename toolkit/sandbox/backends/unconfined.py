@@ -28,7 +28,8 @@ class UnconfinedCommands(SandboxBackend):
     def invocation(self, command: str, *, workdir: Path, limits: Limits) -> Invocation:
         """Return `/bin/sh -c command` in `workdir` (under `prlimit` when present) with the scrubbed environment."""
         workdir = Path(workdir).resolve()
-        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(workdir), "TMPDIR": str(workdir), "TERM": "dumb"}
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(workdir), "TMPDIR": str(workdir), "TERM": "dumb",
+               "PYTHONDONTWRITEBYTECODE": "1"}
         argv = ["/bin/sh", "-c", command]
         prlimit = shutil.which("prlimit")
         if prlimit:

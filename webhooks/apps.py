@@ -1,0 +1,26 @@
+from django.apps import AppConfig
+
+
+class WebhooksConfig(AppConfig):
+    """Webhooks (issue 32): the one delivery engine (identity agents and org endpoints) and the
+    org's webhook endpoints, events and per-request callbacks.
+
+    Its models live in each org's store. It sits above agents, targets, sessions and billing and
+    below identity, coding, chat and openai_api: the lower apps emit their events through the
+    handlers `ready()` registers (`agents.hooks`), the higher ones call it directly.
+    """
+
+    name = "webhooks"
+    label = "webhooks"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from agents.hooks import register_schedule
+        from webhooks import events
+        from webhooks.engine import register_channel
+        from webhooks.services import channel
+
+        register_channel(channel())
+        events.register_handlers()
+        register_schedule("webhooks: deliveries", "webhooks.tasks.due_tick", "* * * * *")
+        register_schedule("webhooks: target sweep", "webhooks.tasks.target_sweep", "* * * * *")

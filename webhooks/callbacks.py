@@ -1,0 +1,78 @@
+"""Per-request callbacks (issue 32 item 2): `webhook` on a run, coding or chat request.
+
+A callback URL is admitted only when it falls under one of the org's enabled endpoints, after
+normalisation: the same scheme, host and port (default ports made explicit, names lower-cased),
+no user info or fragment, and a path under the endpoint's path at a segment boundary (`/hooks`
+admits `/hooks` and `/hooks/run-7`, never `/hooks-evil`). A path with a `.` or `..` segment,
+plainly or percent-encoded (`%2e`), an encoded slash or backslash (`%2f`, `%5c`) or a backslash
+is refused outright, so nothing climbs out of the endpoint's path. The callback is signed with
+that endpoint's secret. Anything else is 400 `invalid_request`. Org context required.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit
+
+from agents_site.errors import InvalidRequest
+from webhooks.destinations import MAX_URL_CHARS
+from webhooks.models import Endpoint
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+@dataclass(frozen=True)
+class Callback:
+    """A checked callback: the URL to POST and the endpoint whose secret signs it."""
+
+    url: str
+    endpoint_pk: int
+
+
+def _parts(url: str) -> tuple[str, str, int, str]:
+    """Return `(scheme, host, port, decoded path)` of `url`; raise ValueError when it is not a plain http(s) URL."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not parts.hostname or parts.username is not None or parts.password is not None:
+        raise ValueError("not an http(s) URL with a host")
+    if parts.fragment or "#" in url:
+        raise ValueError("a fragment")
+    port = parts.port or _DEFAULT_PORTS[scheme]
+    raw_path = parts.path or "/"
+    lowered = raw_path.lower()
+    if "\\" in raw_path or "%2f" in lowered or "%5c" in lowered:
+        raise ValueError("an encoded slash or a backslash in the path")
+    path = unquote(raw_path)
+    if any(segment in (".", "..") for segment in path.split("/")):
+        raise ValueError("a dot segment in the path")
+    return scheme, parts.hostname.lower().rstrip("."), port, path
+
+
+def under(url: str, endpoint_url: str) -> bool:
+    """Return True when `url` falls under `endpoint_url` (same origin, path at a segment boundary)."""
+    try:
+        scheme, host, port, path = _parts(url)
+        e_scheme, e_host, e_port, e_path = _parts(endpoint_url)
+    except ValueError:
+        return False
+    if (scheme, host, port) != (e_scheme, e_host, e_port):
+        return False
+    base = e_path.rstrip("/")
+    return not base or path == base or path.startswith(base + "/")
+
+
+def resolve(url: object) -> Callback:
+    """Return the checked callback for `url`, or raise `InvalidRequest` (400) naming why not."""
+    if not isinstance(url, str) or not url.strip():
+        raise InvalidRequest("webhook must be a URL under one of the org's webhook endpoints")
+    url = url.strip()
+    if len(url) > MAX_URL_CHARS or any(c.isspace() for c in url):
+        raise InvalidRequest("webhook is not a valid URL")
+    try:
+        _parts(url)
+    except ValueError as exc:
+        raise InvalidRequest(f"webhook is not an acceptable URL: {exc}") from None
+    for endpoint in Endpoint.objects.filter(enabled=True).order_by("id"):
+        if under(url, endpoint.url):
+            return Callback(url=url, endpoint_pk=endpoint.pk)
+    raise InvalidRequest("webhook must fall under one of the org's enabled webhook endpoints (same scheme, host, port and path prefix)")

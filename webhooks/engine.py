@@ -1,0 +1,378 @@
+"""The one webhook delivery engine (issue 32 item 3): identity agents and org endpoints.
+
+A *channel* (`register_channel`) names where deliveries of one kind live and how they are
+signed: `identity` (an identity agent's `webhook_url`, its registered secret; registered by the
+identity app) and `org` (an org endpoint or a per-request callback under it; `webhooks.services`).
+Every channel's deliveries have the columns of `webhooks.models.DeliveryFields`.
+
+An attempt POSTs the delivery's fixed `payload` (`{"type", "timestamp", "data"}`) with
+`webhook-id` (the delivery id: the same on every retry and redelivery, so receivers drop
+duplicates), `webhook-timestamp` (Unix seconds of this attempt) and `webhook-signature`
+(`v1,<base64 HMAC-SHA256>`, made by the `standardwebhooks` package), through `toolkit.outbound`
+with `webhooks.destinations.webhook_policy` (https to public addresses unless
+`AGENTS_WEBHOOK_ALLOW_HOSTS` admits the host; the connection goes to the address checked). A 2xx
+answer succeeds; another status, a redirect (never followed), a timeout or a refused address
+fails it. Each attempt is logged with its status code, error and at most 4 KiB of the answer,
+masked (`sessions.scanner.redact_text`), and makes a client span `webhook.deliver`.
+
+**Retry schedule** (`RETRY_SCHEDULE_SECONDS`): after failed attempt n the next is due
+5 s, 30 s, 2 min, 10 min, 30 min, 1 h, then every hour, each ±10 % jitter (times
+`AGENTS_WEBHOOK_RETRY_SCALE`, 1 in production), until an attempt made
+`AGENTS_WEBHOOK_GIVE_UP_SECONDS` (24 h) or more after the delivery was created (or redelivered)
+fails; then it is `dead` (kept, redeliverable).
+`AGENTS_WEBHOOK_MAX_ATTEMPTS` > 0 caps the attempts too.
+
+**Durable, never in a run's way**: the delivery row is written first; its attempt is a django-q2
+task (`webhooks.tasks.deliver`) that claims the attempt (a conditional update, so two workers
+never make the same one) and makes the HTTP request on a small thread pool of the worker
+process (`AGENTS_WEBHOOK_THREADS`), so a stalled receiver holds a webhook thread, never a run's
+worker. A retry due within `AGENTS_WEBHOOK_FAST_RETRY_SECONDS` is queued again by an in-process
+timer at its due time (the first retries never wait for the minute tick); later ones, and any
+lost with a process, are queued by the minute tick (`due_tick`), since the row says when it is due.
+
+Org context required by every function taking a delivery.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import close_old_connections, transaction
+from django.utils import timezone
+from opentelemetry.trace import SpanKind
+from standardwebhooks import Webhook
+
+from agents import tracing
+from agents_site.errors import Conflict
+from agents_site.ids import mint_id
+from agents_site.vocabulary import DeliveryStatus
+from agents_site.wire import rfc3339
+from sessions.scanner import redact_text
+from tenancy import stores
+from toolkit import outbound
+from webhooks.destinations import webhook_policy
+from webhooks.models import MAX_RESPONSE_CHARS
+
+logger = logging.getLogger(__name__)
+
+#: Seconds after failed attempt 1, 2, …; past the end, every `RETRY_SCHEDULE_SECONDS[-1]`.
+RETRY_SCHEDULE_SECONDS = (5, 30, 120, 600, 1800, 3600)
+JITTER = 0.1  # ± this fraction of each wait
+MAX_ERROR_CHARS = 500
+MAX_ANSWER_BYTES = MAX_RESPONSE_CHARS  # read no more of an answer than is kept
+SPAN_DELIVER = "webhook.deliver"
+USER_AGENT = "agents-webhooks/1"
+
+
+@dataclass(frozen=True)
+class Channel:
+    """Where one kind of delivery lives and how it is signed.
+
+    `delivery_model` / `attempt_model`: concrete models with `DeliveryFields` / `AttemptFields`
+    (the attempt has a `delivery` foreign key). `secret(delivery)` returns the `whsec_…` signing
+    secret, or None (the attempt fails: "no webhook secret to sign with"). `after_attempt(delivery, ok, now)`
+    (optional) runs after each attempt is recorded (an endpoint's failing streak).
+    """
+
+    name: str
+    delivery_model: type
+    attempt_model: type
+    secret: Callable[[object], str | None]
+    after_attempt: Callable[[object, bool, datetime], None] | None = None
+
+
+_channels: dict[str, Channel] = {}
+_clock: Callable[[], datetime] = timezone.now
+
+
+def register_channel(channel: Channel) -> None:
+    """Make `channel` deliverable (called from an app's `ready()`; the last registration wins)."""
+    _channels[channel.name] = channel
+
+
+def channel(name: str) -> Channel:
+    """Return the registered channel `name` (KeyError when none is)."""
+    return _channels[name]
+
+
+def channels() -> list[Channel]:
+    """Return every registered channel."""
+    return list(_channels.values())
+
+
+def now() -> datetime:
+    """Return the engine's current time (tests move it with `set_clock`)."""
+    return _clock()
+
+
+def set_clock(clock: Callable[[], datetime] | None) -> None:
+    """Use `clock()` as the engine's time (None: the real one). For tests driving the schedule."""
+    global _clock
+    _clock = clock or timezone.now
+
+
+def _setting(name: str, default: float) -> float:
+    value = getattr(settings, name, default)
+    return float(default if value is None else value)
+
+
+def new_message_id() -> str:
+    """Return a fresh Standard Webhooks message id `msg_…`."""
+    return mint_id("msg")
+
+
+def event_body(event_type: str, data: dict, *, at: datetime | None = None) -> str:
+    """Return the JSON text of an event: `{"type", "timestamp" (RFC 3339), "data"}`, compact."""
+    return json.dumps({"type": str(event_type), "timestamp": rfc3339(at or now()), "data": data}, separators=(",", ":"))
+
+
+def retry_delay(failed_attempts: int, *, rng: random.Random | None = None) -> float:
+    """Return the seconds to wait after failed attempt `failed_attempts` (1-based), jittered ±10 %.
+
+    The schedule is `RETRY_SCHEDULE_SECONDS` (5 s, 30 s, 2 min, 10 min, 30 min, 1 h), then hourly,
+    times `AGENTS_WEBHOOK_RETRY_SCALE`.
+    """
+    index = min(max(failed_attempts, 1), len(RETRY_SCHEDULE_SECONDS)) - 1
+    base = RETRY_SCHEDULE_SECONDS[index] * _setting("AGENTS_WEBHOOK_RETRY_SCALE", 1.0)
+    return base * (rng or random).uniform(1 - JITTER, 1 + JITTER)
+
+
+def sign(secret: str, message_id: str, when: datetime, body: str) -> str:
+    """Return the `webhook-signature` header of `body` (`v1,<base64>`; `standardwebhooks`)."""
+    return Webhook(secret).sign(message_id, when, body)
+
+
+@dataclass
+class AttemptResult:
+    """What one HTTP attempt gave: status code (None: no answer), error ("" on 2xx), masked answer, ms."""
+
+    status_code: int | None
+    error: str
+    response_body: str
+    duration_ms: int
+
+    @property
+    def ok(self) -> bool:
+        return not self.error
+
+
+def post(*, url: str, secret: str | None, message_id: str, body: str, event_type: str = "") -> AttemptResult:
+    """POST `body` to `url` signed with `secret` as message `message_id`; return what happened.
+
+    Never raises for the receiver's behaviour: a refused address, a timeout, a transport error,
+    a redirect or a non-2xx status is an `AttemptResult` with an `error` sentence. The answer's
+    first 4 KiB are kept, credentials masked. Emits a client span `webhook.deliver`.
+    """
+    started = time.monotonic()
+    attributes = {"http.request.method": "POST", "url.full": url.split("?", 1)[0], "webhooks.event_type": str(event_type),
+                  "webhooks.message_id": message_id}
+    with tracing.tracer().start_as_current_span(SPAN_DELIVER, kind=SpanKind.CLIENT, attributes=attributes) as span:
+        result = _post(url=url, secret=secret, message_id=message_id, body=body, started=started)
+        if result.status_code is not None:
+            span.set_attribute("http.response.status_code", result.status_code)
+        if result.error:
+            span.set_status(tracing.error_status(result.error))
+    return result
+
+
+def _post(*, url: str, secret: str | None, message_id: str, body: str, started: float) -> AttemptResult:
+    def done(code, error, answer=""):
+        return AttemptResult(code, error[:MAX_ERROR_CHARS], answer, int((time.monotonic() - started) * 1000))
+
+    if not secret:
+        return done(None, "no webhook secret to sign with")
+    when = timezone.now()
+    headers = {
+        "content-type": "application/json",
+        "user-agent": USER_AGENT,
+        "webhook-id": message_id,
+        "webhook-timestamp": str(int(when.timestamp())),
+        "webhook-signature": sign(secret, message_id, when, body),
+    }
+    try:
+        response = outbound.request(webhook_policy(), "POST", url, headers=headers, content=body.encode(),
+                                    timeout=_setting("AGENTS_WEBHOOK_TIMEOUT_SECONDS", 10), max_bytes=MAX_ANSWER_BYTES)
+    except outbound.Refused as exc:
+        return done(None, f"refused destination: {exc}")
+    except outbound.TimedOut:
+        return done(None, "timed out")
+    except outbound.Failed as exc:
+        return done(None, f"request failed: {exc}")
+    answer = _masked_answer(response.content)
+    if 200 <= response.status_code < 300:
+        return done(response.status_code, "", answer)
+    if 300 <= response.status_code < 400:
+        return done(response.status_code, "redirects are not followed", answer)
+    return done(response.status_code, f"the receiver answered {response.status_code}", answer)
+
+
+def _masked_answer(content: bytes) -> str:
+    text = (content or b"")[:MAX_ANSWER_BYTES].decode("utf-8", "replace").replace("\x00", "")
+    return redact_text(text)[0][:MAX_RESPONSE_CHARS] if text else ""
+
+
+def _claim(ch: Channel, delivery_id: str, *, force: bool):
+    """Take the next attempt of `delivery_id` if it is open and due; None otherwise.
+
+    The attempt counter is bumped by a conditional update and `next_attempt_at` pushed past the
+    attempt's timeout (a lease), so two workers never make the same attempt.
+    """
+    at = now()
+    model = ch.delivery_model
+    row = model.objects.filter(public_id=delivery_id).first()
+    if row is None or row.status not in DeliveryStatus.OPEN:
+        return None
+    if not force and row.next_attempt_at is not None and row.next_attempt_at > at:
+        return None
+    lease = at + timedelta(seconds=_setting("AGENTS_WEBHOOK_TIMEOUT_SECONDS", 10) + 60)
+    taken = model.objects.filter(pk=row.pk, attempts=row.attempts, status__in=DeliveryStatus.OPEN).update(
+        attempts=row.attempts + 1, next_attempt_at=lease, updated_at=at
+    )
+    if not taken:
+        return None
+    row.attempts += 1
+    return row
+
+
+def _gives_up(row, at: datetime) -> bool:
+    cap = int(_setting("AGENTS_WEBHOOK_MAX_ATTEMPTS", 0))
+    if cap > 0 and row.attempts >= cap:
+        return True
+    return at >= row.created_at + timedelta(seconds=_setting("AGENTS_WEBHOOK_GIVE_UP_SECONDS", 86400))
+
+
+def attempt(channel_name: str, delivery_id: str, *, force: bool = False):
+    """Make one attempt of delivery `delivery_id` of channel `channel_name` if due (or `force`).
+
+    Returns the delivery after the attempt, or None when there was nothing to attempt (unknown,
+    finished, not due, or taken by another worker). Records the attempt and the new status:
+    `succeeded`, `retrying` (with `next_attempt_at` from the schedule) or `dead` (24 h passed).
+    A retry due soon is queued again at its due time (`AGENTS_WEBHOOK_FAST_RETRY_SECONDS`).
+    """
+    ch = channel(channel_name)
+    row = _claim(ch, delivery_id, force=force)
+    if row is None:
+        return None
+    result = post(url=row.url, secret=ch.secret(row), message_id=row.public_id, body=row.payload, event_type=row.event_type)
+    at = now()
+    retry_in = None
+    with stores.org_atomic():
+        ch.attempt_model.objects.create(delivery=row, number=row.attempts, status_code=result.status_code, error=result.error,
+                                        response_body=result.response_body, duration_ms=result.duration_ms, created_at=at)
+        fields = {"last_status_code": result.status_code, "last_error": result.error, "updated_at": at}
+        if result.ok:
+            fields.update(status=DeliveryStatus.SUCCEEDED, delivered_at=at, next_attempt_at=None)
+        else:
+            delay = retry_delay(row.attempts)
+            if _gives_up(row, at):
+                fields.update(status=DeliveryStatus.DEAD, next_attempt_at=None)
+            else:
+                retry_in = delay
+                fields.update(status=DeliveryStatus.RETRYING, next_attempt_at=at + timedelta(seconds=delay))
+        # Only while still open: a cascade delete may have cancelled it meanwhile.
+        ch.delivery_model.objects.filter(pk=row.pk, status__in=DeliveryStatus.OPEN).update(**fields)
+        row = ch.delivery_model.objects.get(pk=row.pk)
+        if ch.after_attempt is not None:
+            ch.after_attempt(row, result.ok, at)
+    if retry_in is not None and row.status == DeliveryStatus.RETRYING:
+        enqueue_later(stores.current_org(), channel_name, row.public_id, retry_in)
+    return row
+
+
+def deliveries_due(channel_name: str, *, limit: int = 200) -> list[str]:
+    """Return the ids of open deliveries of `channel_name` whose next attempt is due, oldest first."""
+    model = channel(channel_name).delivery_model
+    return list(
+        model.objects.filter(status__in=DeliveryStatus.OPEN, next_attempt_at__lte=now())
+        .order_by("next_attempt_at", "id")
+        .values_list("public_id", flat=True)[:limit]
+    )
+
+
+def reopen(channel_name: str, delivery) -> object:
+    """Redeliver a finished delivery under its own `webhook-id`: open again, due now, a fresh 24 h.
+
+    409 (`Conflict`) while it is still being attempted. Queues its attempt once the change commits.
+    """
+    ch = channel(channel_name)
+    if delivery.status in DeliveryStatus.OPEN:
+        raise Conflict("the delivery is still being attempted")
+    at = now()
+    with stores.org_atomic():
+        ch.delivery_model.objects.filter(pk=delivery.pk).update(status=DeliveryStatus.PENDING, next_attempt_at=at, created_at=at,
+                                                               updated_at=at, delivered_at=None)
+        on_commit_enqueue(channel_name, [delivery.public_id])
+    return ch.delivery_model.objects.get(pk=delivery.pk)
+
+
+# --- queueing ---------------------------------------------------------------------------------
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def on_commit_enqueue(channel_name: str, delivery_ids: list[str]) -> None:
+    """Queue the first attempt of `delivery_ids` once the current org transaction commits."""
+    if not delivery_ids:
+        return
+    org = stores.current_org()
+    ids = list(delivery_ids)
+    transaction.on_commit(lambda: enqueue(org, channel_name, ids), using=stores.current_alias())
+
+
+def enqueue(org: str, channel_name: str, delivery_ids: list[str]) -> None:
+    """Queue one django-q2 task attempting `delivery_ids` of `org` (never raises: the tick retries)."""
+    try:
+        from django_q.tasks import async_task
+
+        async_task("webhooks.tasks.deliver", org, channel_name, list(delivery_ids), group="webhooks.deliver")
+    except Exception:
+        logger.warning("could not queue webhook deliveries %s", delivery_ids, exc_info=True)
+
+
+def enqueue_later(org: str, channel_name: str, delivery_id: str, delay: float) -> None:
+    """Queue delivery `delivery_id` again after `delay` seconds by an in-process timer, when the
+    delay is within `AGENTS_WEBHOOK_FAST_RETRY_SECONDS`; later retries are left to the minute tick."""
+    if delay > _setting("AGENTS_WEBHOOK_FAST_RETRY_SECONDS", 60):
+        return
+    timer = threading.Timer(max(0.0, delay), enqueue, args=(org, channel_name, [delivery_id]))
+    timer.daemon = True
+    timer.start()
+
+
+def _in_thread(org: str, channel_name: str, delivery_id: str) -> None:
+    close_old_connections()
+    try:
+        with stores.org_context(org, create=False):
+            attempt(channel_name, delivery_id)
+    except Exception:
+        logger.exception("webhook delivery %s of org %s failed", delivery_id, org)
+    finally:
+        close_old_connections()
+
+
+def dispatch(org: str, channel_name: str, delivery_ids: list[str]) -> int:
+    """Attempt `delivery_ids`: on the process's webhook threads (`AGENTS_WEBHOOK_THREADS` > 0), or
+    inline (0: tests, and the django-q2 sync mode). Returns how many were handed on."""
+    global _pool
+    threads = int(_setting("AGENTS_WEBHOOK_THREADS", 4))
+    if threads <= 0:
+        with stores.org_context(org, create=False):
+            for delivery_id in delivery_ids:
+                attempt(channel_name, delivery_id)
+        return len(delivery_ids)
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="webhooks")
+    for delivery_id in delivery_ids:
+        _pool.submit(_in_thread, org, channel_name, delivery_id)
+    return len(delivery_ids)

@@ -1,0 +1,122 @@
+"""The org's webhook events (issue 32 item 1): what happens, who hears it, what they get.
+
+Each event is delivered to every enabled endpoint subscribed to its type (and `run.finished`
+also to the run's own callback, `webhooks.callbacks`), as `{"type", "timestamp", "data"}` whose
+`data` is the public shape the API answers for the thing — never a credential:
+
+* `run.finished` (every run kind, ok or error): the run record (`GET /v1/agents/runs/{id}`),
+  from the run lifecycle's after-finish handler (`agents.hooks.register_run_finished_handler`);
+* `balance.low`: `{balanceCents, thresholdCents, runId}` when a run's debit takes the org's
+  balance below `AGENTS_WEBHOOK_BALANCE_LOW_CENTS` (once per crossing);
+* `coding.pushed`: the coding run's record plus `{branch, commitSha, repo}` (`coding` calls
+  `coding_pushed`);
+* `session.published`: the session view (`sessions.hooks`);
+* `target.offline`: the machine's view plus `previousStatus`, one event per change of its
+  computed status (online ↔ offline, …), emitted by the minute sweep `target_status_sweep`;
+* `run.waiting`: in the vocabulary, emitted once approvals exist.
+
+Org context required.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+
+from agents import hooks
+from agents.presenters import run_view
+from agents_site.vocabulary import RunStatus, WebhookEventType
+from tenancy import stores
+from webhooks import callbacks, engine, selectors, services
+from webhooks.models import Endpoint, RunCallback, TargetStatusSeen
+
+logger = logging.getLogger(__name__)
+
+
+def register_handlers() -> None:
+    """Register the handlers through which the lower apps emit events (from `WebhooksConfig.ready`)."""
+    from sessions.hooks import register_session_published_handler
+
+    hooks.register_callback_resolver(callbacks.resolve)
+    hooks.register_run_started_handler(_run_started)
+    hooks.register_run_finished_handler(_run_finished)
+    register_session_published_handler(_session_published)
+
+
+def emit(event_type: str, data: dict, *, extra: list[tuple[Endpoint, str]] | None = None) -> int:
+    """Deliver event `event_type` with `data` to every enabled endpoint subscribed to it (plus `extra`
+    `(endpoint, url)` pairs); return how many deliveries were created."""
+    targets = [(e, e.url) for e in selectors.endpoints_for(event_type)] + list(extra or [])
+    return len(services.deliveries_create(endpoints_and_urls=targets, event_type=event_type, data=data))
+
+
+def _run_started(run) -> None:
+    """Record the request's own callback (if any) for `run`, the first run the request starts."""
+    checked = hooks.requested_callback.get()
+    if checked is None:
+        return
+    hooks.requested_callback.set(None)  # an agent-as-tool sub-run of this request gets none
+    RunCallback.objects.create(run_id=run.id, endpoint_id=checked.endpoint_pk, url=checked.url, created_at=engine.now())
+
+
+def _run_finished(run, org_slug: str) -> None:
+    """`run.finished` to the subscribed endpoints and the run's own callback; `balance.low` after its debit."""
+    with stores.org_context(org_slug, create=False):
+        extra = [(cb.endpoint, cb.url) for cb in RunCallback.objects.filter(run_id=run.id).select_related("endpoint")
+                 if cb.endpoint.enabled]
+        emit(WebhookEventType.RUN_FINISHED, run_view(run), extra=extra)
+        if run.status == RunStatus.OK and run.fee_cents:
+            _balance_check(run, org_slug)
+
+
+def _balance_check(run, org_slug: str) -> None:
+    threshold = int(getattr(settings, "AGENTS_WEBHOOK_BALANCE_LOW_CENTS", 0) or 0)
+    if threshold <= 0 or not selectors.endpoints_for(WebhookEventType.BALANCE_LOW):
+        return
+    from billing.selectors import org_balance_cents
+
+    after = org_balance_cents(org_slug=org_slug)
+    if after is not None and after < threshold <= after + run.fee_cents:
+        emit(WebhookEventType.BALANCE_LOW, {"balanceCents": after, "thresholdCents": threshold, "runId": run.id})
+
+
+def coding_pushed(run, *, branch: str, commit: str = "", repo: str = "") -> int:
+    """Emit `coding.pushed` for coding run `run` that pushed `branch` (at `commit`) of registered repo `repo` (`owner/name`)."""
+    return emit(WebhookEventType.CODING_PUSHED, {**run_view(run), "branch": branch, "commitSha": commit, "repo": repo})
+
+
+def _session_published(session) -> None:
+    from sessions.presenters import session_view
+
+    emit(WebhookEventType.SESSION_PUBLISHED, session_view(session, org=stores.current_org()))
+
+
+def target_status_sweep() -> int:
+    """Emit one `target.offline` per machine whose computed status changed since the last sweep; return how many.
+
+    A machine seen for the first time is remembered without an event.
+    """
+    from targets.models import Target
+    from targets.presenters import target_view
+    from targets.selectors import effective_status
+
+    at = engine.now()
+    seen = {row.target_id: row for row in TargetStatusSeen.objects.all()}
+    emitted = 0
+    for target in Target.objects.all():
+        status = str(effective_status(target, now=at))
+        row = seen.pop(target.id, None)
+        if row is None:
+            TargetStatusSeen.objects.create(target_id=target.id, status=status, changed_at=at)
+            continue
+        if row.status == status:
+            continue
+        previous = row.status
+        with stores.org_atomic():
+            if TargetStatusSeen.objects.filter(pk=row.pk, status=previous).update(status=status, changed_at=at):
+                emit(WebhookEventType.TARGET_OFFLINE, {**target_view(target, now=at), "previousStatus": previous})
+                emitted += 1
+    if seen:  # machines deregistered since
+        TargetStatusSeen.objects.filter(target_id__in=list(seen)).delete()
+    return emitted

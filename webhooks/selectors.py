@@ -1,0 +1,45 @@
+"""Reads of org webhook endpoints and their deliveries. Org context required."""
+
+from __future__ import annotations
+
+from agents_site.errors import NotFound
+from agents_site.vocabulary import WebhookDisabledReason
+from webhooks.models import Endpoint, EventDelivery
+
+DELIVERIES_LIMIT = 50
+
+
+def endpoint_list() -> list[Endpoint]:
+    """Return the org's endpoints, newest first (an org has at most `services.MAX_ENDPOINTS`)."""
+    return list(Endpoint.objects.order_by("-id"))
+
+
+def endpoint_get(*, endpoint_id: str) -> Endpoint:
+    """Return endpoint `endpoint_id`; 404 (`NotFound`) when the org has none of that id."""
+    row = Endpoint.objects.filter(public_id=endpoint_id).first() if isinstance(endpoint_id, str) else None
+    if row is None:
+        raise NotFound("no webhook endpoint of that id")
+    return row
+
+
+def endpoints_for(event_type: str) -> list[Endpoint]:
+    """Return the enabled endpoints subscribed to `event_type`."""
+    return [e for e in Endpoint.objects.filter(enabled=True) if str(event_type) in (e.events or [])]
+
+
+def failing_endpoints() -> list[Endpoint]:
+    """Return the endpoints disabled because they failed for 24 h (the dashboard's alert)."""
+    return list(Endpoint.objects.filter(enabled=False, disabled_reason=WebhookDisabledReason.FAILING).order_by("-updated_at"))
+
+
+def deliveries_of(*, endpoint: Endpoint, limit: int = DELIVERIES_LIMIT) -> list[EventDelivery]:
+    """Return the endpoint's newest `limit` deliveries with their attempt logs."""
+    return list(EventDelivery.objects.filter(endpoint=endpoint).prefetch_related("attempt_log").order_by("-id")[:limit])
+
+
+def delivery_get(*, delivery_id: str) -> EventDelivery:
+    """Return delivery `delivery_id` (`msg_…`) of an org endpoint; 404 when unknown."""
+    row = EventDelivery.objects.select_related("endpoint").filter(public_id=delivery_id).first() if isinstance(delivery_id, str) else None
+    if row is None:
+        raise NotFound("no webhook delivery of that id")
+    return row
