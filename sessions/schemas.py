@@ -100,7 +100,6 @@ class ControlIn(BodySchema):
 
     message: str | None = text(description="Text for the running agent, at most 16 KiB of UTF-8.")
     payload: Any = Field(None, description="Any JSON, at most 64 KiB once serialised.")
-    push: bool | None = Field(None, description="`stop` only: push what a coding run committed before the stop (default: nothing is pushed).")
 
 
 def _message_or_payload(schema: dict, model: type | None = None) -> None:
