@@ -18,7 +18,7 @@ from ninja.utils import check_csrf
 from agents_site.errors import ApiError, Forbidden, InvalidRequest, NotFound, PayloadTooLarge
 from agents_site.schemas import UNKNOWN_FIELD
 from agents_site.vocabulary import ErrorCode, PrincipalVia
-from agents_site.wire import unstorable_text
+from agents_site.wire import might_be_unstorable, unstorable_text
 from tenancy import stores
 from tenancy.faults import store_fault
 from tenancy.principal import require_org
@@ -74,7 +74,7 @@ class JsonObjectParser(Parser):
             raise InvalidRequest("the request body is not valid JSON") from exc
         if not isinstance(data, dict):
             raise InvalidRequest("the request body must be a JSON object")
-        refusal = unstorable_text(data)
+        refusal = unstorable_text(data) if might_be_unstorable(text) else None
         if refusal is not None:
             raise refusal
         return data

@@ -14,7 +14,7 @@ from pydantic import ConfigDict, Field, StrictBool
 from agents_site.schemas import BodySchema, ErrorOut, choice, declare, required_in_docs, text
 from agents_site.vocabulary import ChatRole, MultitaskStrategy
 from chat.presets import preset_ids
-from chat.validation import MAX_CONTENT_BYTES, MAX_MESSAGES, MAX_TITLE, MAX_TOOLS, TOOL_NAME_PATTERN
+from chat.validation import MAX_CONTENT_BYTES, MAX_MESSAGES, MAX_TITLE, MAX_TOOLS, TOO_MANY_MESSAGES, TOO_MANY_TOOLS, TOOL_NAME_PATTERN
 
 _CONTENT = f"The message's text, at most {MAX_CONTENT_BYTES // 1024} KiB of UTF-8. A credential in it refuses the request (422 `secret_in_transcript`)."
 
@@ -55,6 +55,7 @@ class ChatIn(BodySchema):
     """
 
     model_config = ConfigDict(json_schema_extra=required_in_docs("messages"))
+    max_items = {"messages": (MAX_MESSAGES, TOO_MANY_MESSAGES), "tools": (MAX_TOOLS, TOO_MANY_TOOLS)}
 
     messages: list[MessageIn] | None = Field(None, description=f"1 to {MAX_MESSAGES} messages (at most 512 KiB of content together); the last `user` one is stored with the reply.",
                                              json_schema_extra=declare(on="array", minItems=1, maxItems=MAX_MESSAGES))
@@ -153,6 +154,8 @@ class ConversationDetailOut(Schema):
 
 class ConversationIn(BodySchema):
     """Record turns without a completion: a new conversation with `messages` (none is fine)."""
+
+    max_items = {"messages": (MAX_MESSAGES, TOO_MANY_MESSAGES)}
 
     title: str | None = text(description=f"At most {MAX_TITLE} characters (default: the first user message's start, or \"New conversation\").",
                              maxLength=MAX_TITLE)

@@ -19,6 +19,8 @@ MAX_MESSAGES = 500
 #: At most this many bytes of UTF-8 message content in one body, all messages together.
 MAX_TOTAL_CONTENT_BYTES = 512 * 1024
 MAX_TOOLS = 128  # the caller's own function definitions per round (as on the OpenAI-compatible endpoint)
+TOO_MANY_MESSAGES = f"messages: at most {MAX_MESSAGES} messages in one request"
+TOO_MANY_TOOLS = f"tools: at most {MAX_TOOLS} function definitions"
 MAX_TITLE = 80
 DEFAULT_TITLE = "New conversation"
 TOOL_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
@@ -39,7 +41,7 @@ def clean_messages(messages, *, required: bool) -> list[dict]:
             raise InvalidRequest("messages required")
         return []
     if len(messages) > MAX_MESSAGES:
-        raise InvalidRequest(f"messages: at most {MAX_MESSAGES} messages in one request")
+        raise InvalidRequest(TOO_MANY_MESSAGES)
     cleaned = []
     total = 0
     for index, message in enumerate(messages):
@@ -64,7 +66,7 @@ def check_tools(tools: list[dict] | None) -> None:
     ("tools[i].function.parameters nests deeper than 64 levels"): refused before the round starts,
     never a started run failing while its request is encoded. `tools` are OpenAI function definitions."""
     if tools is not None and len(tools) > MAX_TOOLS:
-        raise InvalidRequest(f"tools: at most {MAX_TOOLS} function definitions")
+        raise InvalidRequest(TOO_MANY_TOOLS)
     for index, tool in enumerate(tools or []):
         parameters = (tool.get("function") or {}).get("parameters")
         if json_depth(parameters, limit=MAX_SCHEMA_DEPTH) > MAX_SCHEMA_DEPTH:

@@ -17,7 +17,7 @@ from agents.models import Run
 from agents_site.schemas import ErrorOut
 from coding import selectors, services
 from coding.presenters import coding_run_view, repo_view
-from coding.schemas import CodingIn, CodingRunOut, CodingStartedOut, RepoDeletedOut, RepoIn, RepoListOut, RepoOut
+from coding.schemas import CodingIn, CodingRunOut, CodingStartedOut, RepoCreateIn, RepoDeletedOut, RepoIn, RepoListOut, RepoOut
 from tenancy.principal import require_org
 
 repos_router = Router(tags=["coding"])
@@ -40,7 +40,7 @@ def list_repos(request):
 
 
 @repos_router.post("", response={201: RepoOut, 409: ErrorOut, **_ERRORS}, summary="Register a repo (org admins)")
-def create_repo(request, payload: RepoIn):
+def create_repo(request, payload: RepoCreateIn):
     """Register a repository → 201; 400 for a bad name, URL, branch or credential; 403 non-admin; 409 duplicate."""
     owner, name = payload.owner, payload.name
     if payload.repo is not None and owner is None and name is None:

@@ -5,19 +5,32 @@ from __future__ import annotations
 from typing import Any
 
 from ninja import Field, Schema
+from pydantic import ConfigDict
 
-from agents_site.schemas import BodySchema
+from agents_site.schemas import BodySchema, choice, required_in_docs, text
+from agents_site.vocabulary import CodingTool
+
+# The service strips surrounding whitespace before it checks a name (coding.selectors.NAME_RE).
+_NAME = r"^\s*[A-Za-z0-9][A-Za-z0-9._-]{0,99}\s*$"
+_NAME_DOC = "1–100 letters, digits, `.`, `_` or `-`, starting with a letter or digit."
 
 
 class RepoIn(BodySchema):
     """Body of POST /v1/agents/repos (`owner` + `name`, or `repo` "owner/name") and of PATCH."""
 
-    repo: str | None = None
-    owner: str | None = None
-    name: str | None = None
+    repo: str | None = text(description="`owner/name` (instead of `owner` and `name`).")
+    owner: str | None = text(description="Ignored on PATCH (a repository keeps its owner/name).")
+    name: str | None = text(description="Ignored on PATCH (a repository keeps its owner/name).")
     cloneUrl: str | None = None
     defaultBranch: str | None = None
     credential: str | None = None
+
+
+class RepoCreateIn(RepoIn):
+    """Body of POST /v1/agents/repos: `owner` + `name` (or `repo` "owner/name"), `cloneUrl`."""
+
+    owner: str | None = text(description=_NAME_DOC, pattern=_NAME)
+    name: str | None = text(description=_NAME_DOC, pattern=_NAME)
 
 
 class RepoOut(Schema):
@@ -46,15 +59,17 @@ class RepoDeletedOut(Schema):
 class CodingIn(BodySchema):
     """Body of POST /v1/agents/coding: one autonomous coding run against a registered repo."""
 
-    prompt: str | None = None
-    repo: str | None = None
+    model_config = ConfigDict(json_schema_extra=required_in_docs("prompt", "repo"))
+
+    prompt: str | None = text(description="What to do, at most 128 KiB of UTF-8; not blank.", pattern=r"\S")
+    repo: str | None = text(description="`owner/name` of a repository registered in the org.")
     project: str | None = None
     base: str | None = None
     after: str | None = None
     agentRef: str | None = None
     targetId: str | None = None
     timeoutSeconds: int | None = None
-    tool: str | None = None
+    tool: str | None = choice(CodingTool, description="The engine (default `dev`).")
     replyConversationId: str | None = Field(None, description="A conversation of the org: the run's summary is appended to it as an assistant turn when the run ends (404 when unknown).")
     desktop: Any = Field(None, description="Not supported here: any value is refused with 400.")
     replyChannel: Any = Field(None, description="Not supported here: any value is refused with 400.")

@@ -12,6 +12,7 @@ from django import forms
 
 from agents.models import Agent
 from agents.services import AgentInput
+from agents_site.schemas import scan_caller_text
 from agents_site.vocabulary import ApiKeyScope, ExecutionMode
 
 _TOOL_SPLIT = re.compile(r"[,\n]")
@@ -75,8 +76,11 @@ class AgentForm(forms.Form):
         """Return the submitted fields as an `AgentInput` (call after `is_valid()`).
 
         Tools are split on commas and newlines; the service trims, de-duplicates and checks them.
+        Every text typed passes the credential scanner first, as an API body does: 422
+        `SecretInTranscript` (an `ApiError` the view shows) names the field.
         """
         data = self.cleaned_data
+        scan_caller_text({name: data.get(name) for name in ("name", "model", "description", "instructions", "tools", "schedule", "timezone")})
         tools = [t for t in _TOOL_SPLIT.split(data.get("tools") or "")]
         values = dict(
             model=data.get("model") or "",

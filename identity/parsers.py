@@ -13,7 +13,7 @@ import json
 from rest_framework.parsers import JSONParser
 
 from agents_site.errors import InvalidRequest
-from agents_site.wire import unstorable_text
+from agents_site.wire import might_be_unstorable, unstorable_text
 
 
 class IdentityJSONParser(JSONParser):
@@ -39,7 +39,7 @@ class IdentityJSONParser(JSONParser):
             raise InvalidRequest("the request body is not valid JSON") from exc
         if not isinstance(data, dict):
             raise InvalidRequest("the request body must be a JSON object")
-        refusal = unstorable_text(data)
+        refusal = unstorable_text(data) if might_be_unstorable(text) else None
         if refusal is not None:
             raise refusal
         return data

@@ -282,7 +282,7 @@ def poll_control(request, id: str, after: int | None = Query(None, ge=INT64_MIN,
 
 def _steer(request, id: str, command: str):
     body = _json_body(request, required=False)
-    refuse_unknown_fields(body, StopIn if command == ControlCommand.STOP else ControlIn)
+    refuse_unknown_fields(body, StopIn if command == ControlCommand.STOP else ControlIn)  # `push` is a stop's only
     push = body.get("push")
     if push is not None and not isinstance(push, bool):
         raise InvalidRequest("push must be true or false")

@@ -72,7 +72,7 @@ def _chat_body(body: dict) -> None:
     """
     body.pop("agent", None)
     body.pop("stream", None)
-    body.pop("webhook", None)  # only a URL under one of the org's webhook endpoints is valid
+    body.pop("webhook", None)  # only a URL under one of the org's enabled webhook endpoints is valid
 
 
 @schemathesis.hook
@@ -95,7 +95,7 @@ def map_case(context, case):
         _session_body(case.body, patch=True)
     elif path == "/v1/agents/{ref}/run" and method == "POST":
         case.body.pop("targetId", None)
-        case.body.pop("webhook", None)
+        case.body.pop("webhook", None)  # only a URL under one of the org's enabled webhook endpoints is valid
     elif path == "/v1/agents/chat" and method == "POST":
         _chat_body(case.body)
     elif path == "/v1/agents/repos" and method == "POST":

@@ -113,7 +113,7 @@ def _console_urls(org_a, admin: Client) -> list[str]:
             if not params:
                 urls.append(route)
                 continue
-            for combination in itertools.product(*(values[name] for name in params)):
+            for combination in itertools.product(*(values.get(name, ["x", "0"]) for name in params)):
                 url = route
                 for name, value in zip(params, combination):
                     url = url.replace(f"<str:{name}>", value).replace(f"<int:{name}>", value)

@@ -195,6 +195,19 @@ def test_the_form_sets_refuses_and_clears_generation_settings(org_a, admin_clien
         assert (agent.max_tokens, agent.temperature, agent.top_p) == (None, None, None)
 
 
+def test_create_form_refuses_a_credential_in_the_instructions_as_the_api_does(org_a, admin_client, upstream):
+    from tests.support.credentials import credential_corpus
+
+    token = next(value for name, _text, value in credential_corpus() if name == "github-classic-pat")
+    api = org_a.client.post("/v1/agents", data=json.dumps({"name": "leaky", "instructions": f"use {token}"}), content_type="application/json")
+    assert api.status_code == 422 and api.json()["code"] == "secret_in_transcript"
+    assert api.json()["findings"][0]["field"] == "instructions"
+    response = admin_client.post("/console/agents/new/", {"name": "leaky", "instructions": f"use {token}", "execution_mode": "one-shot", "timezone": "UTC"})
+    assert response.status_code == 400  # the console's answer to any refused form
+    assert response.context["error"] == api.json()["error"]
+    assert _agents(org_a) == []  # refused, nothing stored (the form shows the writer their own text again)
+
+
 def test_a_run_cut_by_the_token_limit_is_marked_truncated_in_the_runs_table(org_a, admin_client, make_agent, make_runs):
     agent = make_agent(org_a, "cut")
     cut, whole = make_runs(org_a, agent, 2)
