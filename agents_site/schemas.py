@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import Annotated, Any, ClassVar
 
 from ninja import Schema
-from pydantic import ConfigDict, Field, WithJsonSchema, model_validator
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
 from agents_site.errors import InvalidRequest
 from agents_site.vocabulary import ErrorCode
