@@ -88,7 +88,7 @@ def test_the_stop_button_stops_the_round_through_its_session(page, make_org, log
     page.click("#chat-send")
     page.wait_for_function("document.querySelector('#chat-messages li.assistant .bubble') && document.querySelector('#chat-messages li.assistant .bubble').textContent === 'one '")
     page.click("#chat-stop")
-    page.wait_for_selector("#chat-state:has-text('Stopping')")
+    page.wait_for_selector("#chat-state:has-text('Stopp')")  # 'Stopping…', or already 'Stopped.': a stop can land before the page looks
     with org.context():
         wait_until(lambda: Event.objects.filter(kind="control").exists())
     # The gate stays shut: the stop closes the model's stream mid-reply (issue 25), it never has to finish.

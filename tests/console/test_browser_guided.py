@@ -93,7 +93,7 @@ def test_the_whole_create_flow_from_the_console_chat(page, make_org, login, shoo
     # Step 7: into the keystore, encrypted under the protection password.
     page.fill("[data-secrets=shown] input[name=keystore_password]", KEYSTORE_PASSWORD)
     page.click("[data-secrets=shown] .keystore-save button")
-    page.wait_for_selector(".keystore-save[data-saved]")
+    page.wait_for_selector(".keystore-save[data-saved]", timeout=60000)  # the passphrase key derivation is slow on a loaded machine
 
     # Steps 8–9: the artifact_response carries only agent_id and display_name; the system agent answers.
     assistant_said(page, f"✓ created Weather Bot ({secret['agent_id']})")
