@@ -18,7 +18,7 @@ from ninja.utils import check_csrf
 from agents_site.errors import ApiError, Forbidden, InvalidRequest, NotFound, PayloadTooLarge
 from agents_site.schemas import UNKNOWN_FIELD
 from agents_site.vocabulary import ErrorCode, PrincipalVia
-from agents_site.wire import might_be_unstorable, unstorable_text
+from agents_site.wire import json_object_body, unstorable_text
 from tenancy import stores
 from tenancy.faults import store_fault
 from tenancy.principal import require_org
@@ -64,20 +64,7 @@ class JsonObjectParser(Parser):
 
     def parse_body(self, request) -> dict:
         """Return the body as a dict; raise `InvalidRequest` (400) naming what is wrong."""
-        try:
-            text = request.body.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InvalidRequest("the request body is not UTF-8") from exc
-        try:
-            data = json.loads(text)
-        except (ValueError, RecursionError) as exc:
-            raise InvalidRequest("the request body is not valid JSON") from exc
-        if not isinstance(data, dict):
-            raise InvalidRequest("the request body must be a JSON object")
-        refusal = unstorable_text(data) if might_be_unstorable(text) else None
-        if refusal is not None:
-            raise refusal
-        return data
+        return json_object_body(request.body)
 
     def parse_querydict(self, data, list_fields, request) -> dict:
         """Return the query (or form) fields as Ninja expects; raise `InvalidRequest` on a NUL."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import datetime, timezone
 
@@ -43,6 +44,29 @@ def might_be_unstorable(json_text: str) -> bool:
     """Return whether the JSON text `json_text` holds an escape that may decode to an unstorable
     string (a surrogate or NUL escape); False means `unstorable_text` of its parse is None."""
     return _RISKY_ESCAPE.search(json_text) is not None
+
+
+def json_object_body(raw: bytes) -> dict:
+    """Return a request body (UTF-8 JSON text) as a dict; raise `InvalidRequest` (400) naming what is wrong.
+
+    The one reading of a JSON body for both APIs (Ninja's parser in `agents_site.api`, DRF's in
+    `identity.parsers`): not UTF-8, not JSON (nesting past Python's stack included), not an
+    object, or text PostgreSQL cannot hold (an unpaired surrogate, a NUL) → 400.
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidRequest("the request body is not UTF-8") from exc
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise InvalidRequest("the request body is not valid JSON") from exc
+    if not isinstance(data, dict):
+        raise InvalidRequest("the request body must be a JSON object")
+    refusal = unstorable_text(data) if might_be_unstorable(text) else None
+    if refusal is not None:
+        raise refusal
+    return data
 
 
 def unstorable_text(data: object) -> InvalidRequest | None:

@@ -8,12 +8,9 @@ renderer cannot encode it). This parser refuses both before any serializer runs,
 
 from __future__ import annotations
 
-import json
-
 from rest_framework.parsers import JSONParser
 
-from agents_site.errors import InvalidRequest
-from agents_site.wire import might_be_unstorable, unstorable_text
+from agents_site.wire import json_object_body
 
 
 class IdentityJSONParser(JSONParser):
@@ -29,17 +26,4 @@ class IdentityJSONParser(JSONParser):
         raw = stream.read() if stream is not None else b""
         if not raw.strip():
             return {}
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InvalidRequest("the request body is not UTF-8") from exc
-        try:
-            data = json.loads(text)
-        except (ValueError, RecursionError) as exc:
-            raise InvalidRequest("the request body is not valid JSON") from exc
-        if not isinstance(data, dict):
-            raise InvalidRequest("the request body must be a JSON object")
-        refusal = unstorable_text(data) if might_be_unstorable(text) else None
-        if refusal is not None:
-            raise refusal
-        return data
+        return json_object_body(raw)
