@@ -11,6 +11,7 @@ import os
 
 import pytest
 from asgiref.sync import sync_to_async as _sync_to_async
+from django.db import connections
 from django.test import AsyncClient
 
 from targets import mailbox, wake
@@ -22,9 +23,25 @@ GATHERED_WITHIN = 60  # seconds: a hang is a failure, never a stuck suite
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_stores]
 
 
+def closing(func):
+    """Return `func` made to close its thread's database connections when it returns.
+
+    A worker thread keeps the connection it opened; on PostgreSQL that is a slot of the pool
+    held until the process ends (four such threads starved later tests of the default pool).
+    """
+
+    def run(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        finally:
+            connections.close_all()
+
+    return run
+
+
 def sync_to_async(func):
     """Run test-side sync code off the request's thread (thread-sensitive calls would queue behind it)."""
-    return _sync_to_async(func, thread_sensitive=False)
+    return _sync_to_async(closing(func), thread_sensitive=False)
 
 # A window far longer than any assertion waits for: an answer well inside it came from a wake-up.
 LONG_WAIT = 60.0
@@ -99,7 +116,7 @@ async def test_an_offer_made_from_a_plain_thread_wakes_the_claim(settings, org_a
     import contextvars
     import threading
 
-    thread = threading.Thread(target=contextvars.Context().run, args=(offer, org_a, target_id), kwargs={"run_id": "run_thread"})
+    thread = threading.Thread(target=contextvars.Context().run, args=(closing(offer), org_a, target_id), kwargs={"run_id": "run_thread"})
     thread.start()
     r = await asyncio.wait_for(waiting, WOKEN_WITHIN)
     thread.join()
