@@ -42,6 +42,7 @@ import openai
 from django.conf import settings
 from openai.types.chat import ChatCompletion
 
+from tenancy import stores
 from toolkit.stopping import WatchedBackend
 
 logger = logging.getLogger(__name__)
@@ -716,6 +717,7 @@ def chat_completion(
     client = get_client()
     if client is None:
         raise UpstreamRefused("inference is not configured on this deployment")
+    stores.release_connections()  # the wait on the model holds no database connection
     total = settings.AGENTS_RUN_DEADLINE_SECONDS if timeout is None else max(timeout, 0.001)
     client = client.with_options(timeout=gateway_timeout(total))
     kwargs: dict = {"model": model, "messages": messages, "stream": True, "stream_options": {"include_usage": True},

@@ -155,6 +155,9 @@ def run_stream(
             close_old_connections()
         channel.put((_FINAL, final))
 
+    # The request's thread holds no connection while the stream lasts: the worker takes its own
+    # for each transaction (a live stream needs none while the model works).
+    stores.release_connections()
     # The run goes on now, whether or not the client ever reads the body: a started run always
     # finishes and is recorded (a client that leaves early loses only the frames).
     threading.Thread(target=execute, name="agents-stream", daemon=True).start()

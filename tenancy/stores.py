@@ -28,7 +28,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from django.db import transaction
+from django.db import connections, transaction
 
 from tenancy import registry
 from tenancy.backends import get_backend
@@ -42,7 +42,7 @@ __all__ = [
     "ORG_APP_LABELS", "SLUG_RE", "InvalidOrg", "NoOrgSelected", "StoreMissing", "validate_slug", "is_org_alias",
     "store_path", "postgres_database_name", "code_version", "template_path", "open_store", "close_store", "store_exists",
     "open_existing_store", "current_org", "current_alias", "set_current", "reset_current", "org_context",
-    "org_atomic", "existing_org_slugs", "migrate_store", "ensure_templates", "check_available",
+    "org_atomic", "existing_org_slugs", "migrate_store", "ensure_templates", "check_available", "release_connections",
 ]
 
 _current_org: contextvars.ContextVar[str | None] = contextvars.ContextVar("agents_current_org", default=None)
@@ -232,6 +232,23 @@ def org_atomic(*, serialize: bool | str = False, **kwargs):
     if serialize:
         return _serialized_atomic(alias, "org" if serialize is True else str(serialize), kwargs)
     return transaction.atomic(using=alias, **kwargs)
+
+
+def release_connections() -> int:
+    """Hand back every database connection this thread holds outside a transaction; return how many.
+
+    Called before a thread waits on something slow (a model call, a stream's whole life): a
+    waiting run holds no connection (issue 26), so the pools bound transactions in flight, not
+    runs. A pooled connection goes back to its pool (PostgreSQL, pooled SQLite), an unpooled one
+    is closed (reopened by the next query, a fraction of a millisecond). Connections inside an
+    open transaction (`atomic`, e.g. a test's) are left alone.
+    """
+    released = 0
+    for conn in connections.all(initialized_only=True):
+        if conn.connection is not None and not conn.in_atomic_block:
+            conn.close()
+            released += 1
+    return released
 
 
 def existing_org_slugs() -> list[str]:

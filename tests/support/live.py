@@ -69,7 +69,10 @@ class LiveServer:
     def start(self, timeout: float = 120.0) -> LiveServer:  # a loaded 2-core CI box takes > 30 s
         log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "agents_site.asgi:application"],
+            # The Procfile's endpoint: the listen backlog of `make run` (AGENTS_LISTEN_BACKLOG).
+            [sys.executable, "-m", "daphne", "-e",
+             f"tcp:port={self.port}:interface=127.0.0.1:backlog={self.env.get('AGENTS_LISTEN_BACKLOG', '2048')}",
+             "agents_site.asgi:application"],
             cwd=ROOT,
             env=self.env,
             stdout=log,

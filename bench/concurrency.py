@@ -1,0 +1,278 @@
+"""Benchmark: N simultaneous slow model calls on one daphne process (issue 26 item 1).
+
+Real parts: one daphne process (`tests/support/live.py`), the loopback OpenAI-compatible upstream
+(`tests/support/upstream.py`) streaming a reply whose first word comes after `--first-token`
+seconds and whose last after `--reply-seconds`, and — with `--stores postgres` — the PostgreSQL
+server on 127.0.0.1:5432 and Redis on :6379 with the default pools (the README's scale-out set-up).
+
+For each kind (`sync`: `POST /v1/agents/bench/run`; `chat`: `POST /v1/agents/chat` streamed;
+`openai`: the OpenAI-compatible endpoint streamed), `--n` requests are fired at once. Printed:
+how many succeeded (200 and, for streams, a final frame without `error`), the wall time ÷ one
+completion's (the baseline, measured against the upstream in the same run), time to first token
+p99 (streams) − the gateway's, and what the server process held while they waited: peak threads,
+peak RSS over idle, peak open files, the p99 of an authenticated `GET /v1/agents` timed during the
+load, and — on PostgreSQL — the peak number of server connections of this run's databases and
+how many of them were idle in a transaction. After the load: RSS and open files again.
+
+    .venv/bin/python bench/concurrency.py [--n 500] [--stores sqlite|postgres] [--kinds sync,chat,openai]
+                                          [--reply-seconds 30] [--first-token 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+MODEL = "bench-model"
+WORDS = 50
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q / 100 * len(values)))]
+
+
+def configure(stores: str) -> str:
+    """Set this process's (and so the server's) environment for `stores`; return the run's tag."""
+    tag = "bc" + uuid.uuid4().hex[:8]
+    for name in ("INFERENCE_BASE_URL", "INFERENCE_API_KEY", "AGENTS_FAILOVER_MODEL", "REDIS_URL", "DATABASE_URL",
+                 "AGENTS_ORG_DATABASE", "CLOUD_AGENT_FEE_CENTS", "AGENTS_CHAT_FEE_CENTS", "AGENTS_OPENAI_FEE_CENTS",
+                 "OTEL_EXPORTER_OTLP_ENDPOINT"):
+        os.environ.pop(name, None)
+    os.environ["AGENTS_DATA_DIR"] = tempfile.mkdtemp(prefix="agents-bench-")
+    os.environ["DJANGO_SETTINGS_MODULE"] = "agents_site.settings"
+    if stores == "postgres":
+        subprocess.run(["psql", "-h", "127.0.0.1", "-U", "postgres", "-qc", f"CREATE DATABASE {tag}_default"], check=True)
+        os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{tag}_default"
+        os.environ["REDIS_URL"] = "redis://127.0.0.1:6379/0"
+        os.environ["AGENTS_ORG_DATABASE"] = "postgres"
+        os.environ["AGENTS_ORG_DATABASE_PREFIX"] = f"{tag}_org_"
+    return tag
+
+
+def drop_databases(tag: str) -> None:
+    """Drop the PostgreSQL databases this run created."""
+    names = subprocess.run(["psql", "-h", "127.0.0.1", "-U", "postgres", "-Atc",
+                            f"SELECT datname FROM pg_database WHERE datname LIKE '{tag}%'"], capture_output=True, text=True).stdout.split()
+    for name in names:
+        subprocess.run(["psql", "-h", "127.0.0.1", "-U", "postgres", "-qc", f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"], check=False)
+
+
+class Sampler:
+    """Samples the server process (threads, RSS, open files) and, on PostgreSQL, its connections."""
+
+    def __init__(self, pid: int, tag: str | None) -> None:
+        self.pid, self.tag = pid, tag
+        self.threads = self.rss_kib = self.files = self.pg_connections = self.pg_idle_in_transaction = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def snapshot(self) -> tuple[int, int, int]:
+        """Return (threads, RSS KiB, open files) of the server now."""
+        status = Path(f"/proc/{self.pid}/status").read_text()
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        files = len(os.listdir(f"/proc/{self.pid}/fd"))
+        return int(fields["Threads"].strip()), int(fields["VmRSS"].split()[0]), files
+
+    def _pg(self) -> tuple[int, int]:
+        out = subprocess.run(["psql", "-h", "127.0.0.1", "-U", "postgres", "-Atc",
+                              "SELECT count(*), count(*) FILTER (WHERE state = 'idle in transaction') FROM pg_stat_activity "
+                              f"WHERE datname LIKE '{self.tag}%'"], capture_output=True, text=True).stdout.strip()
+        total, idle_tx = (int(x) for x in out.split("|"))
+        return total, idle_tx
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            threads, rss, files = self.snapshot()
+            self.threads, self.rss_kib, self.files = max(self.threads, threads), max(self.rss_kib, rss), max(self.files, files)
+            if self.tag:
+                total, idle_tx = self._pg()
+                self.pg_connections = max(self.pg_connections, total)
+                self.pg_idle_in_transaction = max(self.pg_idle_in_transaction, idle_tx)
+            self._stop.wait(0.2)
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+async def one(client, kind: str, first_token: list[float], failures: list[str]) -> None:
+    """Make one request of `kind`; record its time to first token (streams) or a failure."""
+    started = time.perf_counter()
+    user = [{"role": "user", "content": "Why one file per org?"}]
+    try:
+        if kind == "sync":
+            response = await client.post("/v1/agents/bench/run", json={"input": "Why one file per org?"})
+            if response.status_code != 200:
+                failures.append(f"{response.status_code} {response.text[:120]}")
+            return
+        url, body = (("/v1/agents/chat", {"agent": "bench", "messages": user, "stream": True}) if kind == "chat"
+                     else ("/v1/agents/openai/v1/chat/completions", {"model": "bench", "messages": user, "stream": True}))
+        got, event, last = None, None, ""
+        async with client.stream("POST", url, json=body) as response:
+            if response.status_code != 200:
+                failures.append(f"{response.status_code} {(await response.aread())[:120]!r}")
+                return
+            async for line in response.aiter_lines():
+                if line.startswith("event:"):
+                    event = line[6:].strip()
+                    last = event
+                elif line.startswith("data:") and got is None:
+                    data = line[5:].strip()
+                    if kind == "chat" and event == "delta":
+                        got = time.perf_counter() - started
+                    elif kind == "openai" and data != "[DONE]" and ((json.loads(data).get("choices") or [{}])[0].get("delta") or {}).get("content"):
+                        got = time.perf_counter() - started
+        if last == "error" or got is None:
+            failures.append(f"stream ended with {last or 'no frame'}")
+        else:
+            first_token.append(got)
+    except Exception as exc:  # a refused or broken connection is a failure, not a crash of the bench
+        failures.append(f"{type(exc).__name__}: {exc}"[:160])
+
+
+async def probe_list(client, stop: asyncio.Event, timings: list[float]) -> None:
+    """Time `GET /v1/agents` every 0.5 s until `stop`."""
+    while not stop.is_set():
+        started = time.perf_counter()
+        try:
+            response = await client.get("/v1/agents")
+            if response.status_code == 200:
+                timings.append(time.perf_counter() - started)
+            else:
+                timings.append(float("inf"))
+        except Exception:
+            timings.append(float("inf"))
+        try:
+            await asyncio.wait_for(stop.wait(), 0.5)
+        except TimeoutError:
+            pass
+
+
+async def load(url: str, key: str, kind: str, n: int) -> tuple[float, list[float], list[str], list[float]]:
+    """Fire `n` requests of `kind` at once; return (wall seconds, first-token seconds, failures, list timings)."""
+    import httpx
+
+    limits = httpx.Limits(max_connections=n + 8, max_keepalive_connections=n + 8)
+    headers = {"Authorization": f"Bearer {key}"}
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=300, limits=limits) as client, \
+            httpx.AsyncClient(base_url=url, headers=headers, timeout=300) as prober:
+        first_token: list[float] = []
+        failures: list[str] = []
+        timings: list[float] = []
+        stop = asyncio.Event()
+        probing = asyncio.create_task(probe_list(prober, stop, timings))
+        started = time.perf_counter()
+        await asyncio.gather(*(one(client, kind, first_token, failures) for _ in range(n)))
+        wall = time.perf_counter() - started
+        stop.set()
+        await probing
+        return wall, first_token, failures, timings
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--n", type=int, default=500)
+    parser.add_argument("--stores", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument("--kinds", default="sync,chat,openai")
+    parser.add_argument("--reply-seconds", type=float, default=30.0)
+    parser.add_argument("--first-token", type=float, default=5.0)
+    args = parser.parse_args()
+    import bench.run_overhead  # noqa: F401  (its import resets the environment: configure after it)
+
+    tag = configure(args.stores)
+
+    from http.server import ThreadingHTTPServer
+
+    ThreadingHTTPServer.request_queue_size = 4096  # the upstream must not be what drops connections
+
+    import httpx
+
+    from bench.run_overhead import provision
+    from tests.support.live import LiveServer
+    from tests.support.upstream import Reply, Upstream
+
+    upstream = Upstream().start()
+    upstream.models = [MODEL]
+    pieces = [("w " if i else "w") for i in range(WORDS)]
+    reply_content = "".join(pieces)
+    chunk_delay = max(args.reply_seconds - args.first_token, 0) / WORDS
+
+    def script(count: int) -> None:
+        upstream.script(*[Reply(content=reply_content, chunks=pieces, first_chunk_delay=args.first_token,
+                                chunk_delay=chunk_delay) for _ in range(count)])
+
+    _, key = provision()
+    env = {"INFERENCE_BASE_URL": upstream.base_url, "INFERENCE_API_KEY": "bench", "AGENTS_DEFAULT_MODEL": MODEL,
+           "AGENTS_RUN_DEADLINE_SECONDS": str(max(600, args.reply_seconds * 4)), "AGENTS_LISTEN_BACKLOG": "4096"}
+    server = LiveServer(env).start()
+    rows = []
+    try:
+        http = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {key}"}, timeout=300)
+        assert http.post("/v1/agents", json={"name": "bench", "model": MODEL}).status_code == 201
+        # Baseline: one completion straight from the upstream (the same reply).
+        script(1)
+        started = time.perf_counter()
+        with httpx.Client(base_url=upstream.base_url, timeout=300) as direct:
+            with direct.stream("POST", "/chat/completions", json={"model": MODEL, "stream": True,
+                                                                   "messages": [{"role": "user", "content": "hi"}]}) as response:
+                for _ in response.iter_lines():
+                    pass
+        one_call = time.perf_counter() - started
+        sampler_pid = server.proc.pid
+        for kind in [k.strip() for k in args.kinds.split(",") if k.strip()]:
+            time.sleep(2)
+            idle_threads, idle_rss, idle_files = Sampler(sampler_pid, None).snapshot()
+            script(args.n)
+            with Sampler(sampler_pid, tag if args.stores == "postgres" else None) as sampler:
+                wall, first_token, failures, timings = asyncio.run(load(server.url, key, kind, args.n))
+            time.sleep(5)
+            _, after_rss, after_files = Sampler(sampler_pid, None).snapshot()
+            rows.append((kind, args.n - len(failures), wall, first_token, failures, timings, sampler,
+                         (idle_threads, idle_rss, idle_files), (after_rss, after_files)))
+    finally:
+        server.stop()
+        upstream.stop()
+        if args.stores == "postgres":
+            drop_databases(tag)
+
+    print(f"{args.n} simultaneous completions per kind on one daphne process, stores: {args.stores}, {os.cpu_count()} CPUs, "
+          f"load average at the end {os.getloadavg()[0]:.1f}; reply {args.reply_seconds:.0f} s, first token at {args.first_token:.0f} s; "
+          f"one completion straight from the upstream (baseline): {one_call:.1f} s\n")
+    head = (f"{'kind':<8}{'ok':>6}{'wall÷one':>10}{'TTFT p99−gw':>13}{'threads':>9}{'RSS+MiB':>9}{'files':>7}"
+            f"{'GET p99':>10}{'RSS after':>11}{'files after':>12}")
+    if args.stores == "postgres":
+        head += f"{'pg conns':>10}{'idle-in-tx':>11}"
+    print(head)
+    for kind, ok, wall, first_token, failures, timings, sampler, idle, after in rows:
+        ttft = percentile(first_token, 99) - args.first_token if first_token else float("nan")
+        get = percentile(timings, 99)
+        line = (f"{kind:<8}{ok:>6}{wall / one_call:>9.2f}x{ttft:>12.2f}s{sampler.threads:>9}{(sampler.rss_kib - idle[1]) / 1024:>9.0f}"
+                f"{sampler.files:>7}{get * 1000:>8.0f}ms{(after[0] - idle[1]) / 1024:>+10.0f}M{after[1] - idle[2]:>+12}")
+        if args.stores == "postgres":
+            line += f"{sampler.pg_connections:>10}{sampler.pg_idle_in_transaction:>11}"
+        print(line)
+        if failures:
+            print(f"         failures, first 3: {failures[:3]}")
+
+
+if __name__ == "__main__":
+    main()
