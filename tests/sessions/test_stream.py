@@ -211,7 +211,7 @@ def test_root_narrows_the_stream_and_never_widens(daphne, make_org):
     assert strangers == []
 
 
-def test_a_stuck_client_is_dropped_while_writes_continue_and_can_resume(make_org, transactional_db, settings):
+def test_a_stuck_client_is_dropped_while_writes_continue_and_can_resume_and_never_delays_the_others(make_org, transactional_db, settings):
     settings.AGENTS_SSE_PING_SECONDS = 60
     settings.AGENTS_SSE_CATCHUP_SECONDS = 60
     settings.AGENTS_SSE_BUFFER_FRAMES = 256
@@ -244,6 +244,12 @@ def test_a_stuck_client_is_dropped_while_writes_continue_and_can_resume(make_org
             return {"type": "http.request", "body": b"", "more_body": False}
         await asyncio.Event().wait()  # the client never hangs up
 
+    async def receive_healthy():
+        if not getattr(receive_healthy, "sent", False):
+            receive_healthy.sent = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await asyncio.Event().wait()
+
     def ids(chunks: list[bytes]) -> list[int]:
         text = b"".join(chunks).decode()
         return [int(line[4:]) for line in text.splitlines() if line.startswith("id: ")]
@@ -261,21 +267,36 @@ def test_a_stuck_client_is_dropped_while_writes_continue_and_can_resume(make_org
                 elif len(body) >= 2:
                     await unblock.wait()  # the client stopped reading after its first event
 
+        healthy: list[bytes] = []
+
+        async def send_healthy(message):  # a subscriber that reads everything at once
+            if message["type"] == "http.response.body":
+                healthy.append(message.get("body", b""))
+
         app = asyncio.create_task(django_asgi_app(scope(), receive, send))
+        other = asyncio.create_task(django_asgi_app(scope(), receive_healthy, send_healthy))
         # `: stream open` is sent after the subscription is taken and the head is read: from
         # then on every write arrives live (waiting only for the subscriber let the head read
         # race the first writes on a loaded machine).
         deadline = time.monotonic() + 30
         while not any(b"stream open" in chunk for chunk in body) and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
-        assert get_bus().subscriber_count(org.slug) == 1
+        while not any(b"stream open" in chunk for chunk in healthy) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        assert get_bus().subscriber_count(org.slug) == 2
         written = await asyncio.to_thread(write)
+        # The other subscriber gets every event while the stuck one still holds its buffer.
+        deadline = time.monotonic() + 30
+        while (not ids(healthy) or ids(healthy)[-1] < total) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        healthy_ids = ids(healthy)
         deadline = time.monotonic() + 30  # bounded; generous for a loaded CI machine
-        while time.monotonic() < deadline:  # the bus drops the subscriber once it is 256 behind
-            if get_bus().subscriber_count(org.slug) == 0:
+        while time.monotonic() < deadline:  # the bus drops the stuck subscriber once it is 256 behind
+            if get_bus().subscriber_count(org.slug) == 1:
                 break
             await asyncio.sleep(0.01)
-        dropped = get_bus().subscriber_count(org.slug) == 0
+        dropped = get_bus().subscriber_count(org.slug) == 1  # the healthy one is still subscribed
+        other.cancel()
         unblock.set()
         await asyncio.wait_for(finished.wait(), 10)
         await asyncio.wait_for(app, 10)
@@ -295,10 +316,11 @@ def test_a_stuck_client_is_dropped_while_writes_continue_and_can_resume(make_org
                 break
             await asyncio.sleep(0.01)
         again.cancel()
-        return written, dropped, first_ids, ids(resumed)
+        return written, dropped, first_ids, ids(resumed), healthy_ids
 
-    written, dropped, first_ids, resumed_ids = asyncio.run(scenario())
+    written, dropped, first_ids, resumed_ids, healthy_ids = asyncio.run(scenario())
     assert written == total
+    assert healthy_ids == list(range(1, total + 1))
     with org.context():
         assert Event.objects.filter(session_id=session.id).count() == total
     assert dropped is True
