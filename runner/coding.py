@@ -250,6 +250,7 @@ class CodingExecution(Execution):
                     finished = arguments.get("summary") if isinstance(arguments.get("summary"), str) else ""
                     result, failed = "finished", False
                 else:
+                    await self.flush()  # the turn's message lands before a stop can kill its command (issue 25: nothing after the stop)
                     result, failed = await self._watched(self._acall(toolbox, name, raw))
                     wrote = wrote or name in WRITING_TOOLS
                 self.outcome.tool_calls += 1
