@@ -401,6 +401,7 @@ def test_a_stop_kills_the_machines_running_command_and_after_the_stop_the_sessio
 
     from agents.models import Run
     from billing.services import credit_add
+    from tests.agents.conftest import debits
     from tests.toolkit.test_sandbox import descendants, running
 
     credit_add(org=org_a.org, cents=500, actor="test")
@@ -442,5 +443,6 @@ def test_a_stop_kills_the_machines_running_command_and_after_the_stop_the_sessio
     assert after[0][1]["stoppedCommand"] == {"name": "shell", "command": "echo started [redacted:aws-access-key-id:a93e68f8176a]; sleep 60 & sleep 61",
                                             "output": "started [redacted:aws-access-key-id:a93e68f8176a]\n"}
     assert secret not in json.dumps(events)
+    assert debits(org_a) == []  # a stopped run stays unbilled
     assert runner.proc.poll() is None  # the daemon goes on: only the run stopped
     assert runner.terminate() == 0
