@@ -103,8 +103,8 @@ def running_session(slug: str) -> str:
     return found if attached else ""
 
 
-#: Stop answers other than 200 by status (a 502 forward_failed: recorded, not acknowledged within
-#: AGENTS_CONTROL_FORWARD_TIMEOUT_SECONDS; the run still reads it from its control log).
+#: Stop answers other than 200 by status (none expected: the stop route answers 200 once the stop
+#: is recorded and never waits for the executor's ack; a 502 forward_failed here is a regression).
 refused: dict[int, int] = {}
 
 

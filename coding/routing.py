@@ -83,7 +83,9 @@ def routed_coding_summarise(*, run_id: str, result: dict) -> dict | None:
         if isinstance(payload, dict) and isinstance(payload.get("commit"), str):
             patches[payload["commit"]] = payload.get("patch") or ""
     changed = result.get("changed") is True
-    pushed = changed and result.get("pushed") is True and result.get("status") == RunStatus.OK
+    # A stop that said {"push": true} pushes the commits of a run that ends `error` (issue 25):
+    # the machine's `pushed` is what happened, whatever the status.
+    pushed = changed and result.get("pushed") is True
     CodingRun.objects.filter(pk=run_id).update(
         changed=changed, pushed=pushed, head_sha=result.get("commitSha") or "", diffstat=result.get("diffstat") or "",
         commits=[{**c, "patch": patches.get(c["sha"], "")} for c in commits],

@@ -16,9 +16,10 @@ daemon was started with `--allow-unsandboxed-commands` (the target's spec then s
 `"sandbox": "none"`). The platform's git runs with hooks, fsmonitor, external diff and textconv
 off. Steering (stop, pause, message) and the daemon's SIGTERM apply between turns, and a stop
 read while the model call or a command runs cancels it at once (the command's tree is killed,
-nothing is pushed); when the
-daemon cuts a run short (its stop grace passed), a running command's whole process tree is
-killed and what it had printed is recorded in the session with the stop.
+nothing is pushed unless the stop said `{"push": true}`); when the daemon cuts a run short (its
+stop grace passed), a running command's whole process tree is killed too. What a killed command
+had printed goes in the report as `stoppedCommand` (no tool result, no event of its own): the
+server records it, masked, in the run's end.
 """
 
 from __future__ import annotations
@@ -249,6 +250,7 @@ class CodingExecution(Execution):
                     finished = arguments.get("summary") if isinstance(arguments.get("summary"), str) else ""
                     result, failed = "finished", False
                 else:
+                    await self.flush()  # the turn's message lands before a stop can kill its command (issue 25: nothing after the stop)
                     result, failed = await self._watched(self._acall(toolbox, name, raw))
                     wrote = wrote or name in WRITING_TOOLS
                 self.outcome.tool_calls += 1
@@ -281,8 +283,8 @@ class CodingExecution(Execution):
         """Run one coding tool; a killed command's output so far is recorded with the stop."""
         try:
             return await toolbox.acall(name, raw)
-        except CommandCancelled as stopped:  # the tree is gone; keep what it printed with the stop
-            await self.record_stop(name, stopped)
+        except CommandCancelled as stopped:  # the tree is gone; keep what it printed for the run's end
+            self.record_stop(name, stopped, raw)
             raise
 
     async def execute(self) -> dict:

@@ -4,7 +4,7 @@ In: the claimed run (`runId`, `sessionId`, `agent {name, model, instructions, to
 and optional `instructionsRole`, `toolRounds`, `toolCallTimeoutSeconds`, `timeoutSeconds`).
 It carries no credential: inference uses this machine's `INFERENCE_BASE_URL` and
 `INFERENCE_API_KEY`. Out: the report body `{status, output|error, model, promptTokens,
-completionTokens, toolCalls, durationMs}`.
+completionTokens, toolCalls, durationMs}` plus `finishReason` and `stoppedCommand` for a stopped run.
 
 The loop mirrors the server's run loop: instructions then the input; up to `toolRounds` (8)
 steps, the last offered no tools; 429, 5xx, connection errors and empty answers are retried 3
@@ -14,7 +14,9 @@ pause/resume, message) and the daemon's own stop (SIGTERM), which end the run as
 While a model call or a tool call runs, the session's control channel is read every
 `WATCH_POLL_SECONDS` (issue 25): a `stop` cancels the call at once (the gateway request is
 closed, a command's whole process tree killed) and the run reports `error` with
-`finishReason` `stopped`; other commands read meanwhile wait for the next step.
+`finishReason` `stopped` and, for a killed command, `stoppedCommand` `{name, command, output}`
+(what it printed so far; no tool result and no event is posted for it, so after the stop the
+session gets only the run's end); other commands read meanwhile wait for the next step.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ EVENT_TEXT_BYTES = 16 * 1024
 PAUSE_POLL_SECONDS = 1.0
 WATCH_POLL_SECONDS = 0.5  # how often the control channel is read while a model call or command runs
 STOPPED = "stopped"  # the server's FinishReason of a run its stop ended
+STOPPED_TEXT_BYTES = 4 * 1024  # a killed command's text and output kept in the report (as the server keeps its own)
 
 
 class EmptyAnswer(Exception):
@@ -122,10 +125,13 @@ class Outcome:
     completion_tokens: int = 0
     tool_calls: int = 0
     finish_reason: str = ""
+    stopped_command: dict | None = None  # a command a stop killed: {name, command, output so far}
     started: float = field(default_factory=time.monotonic)
 
     def report(self) -> dict:
         extra = {"finishReason": self.finish_reason} if self.finish_reason else {}
+        if self.stopped_command is not None:
+            extra["stoppedCommand"] = self.stopped_command
         return {**extra,
             "status": self.status,
             "output": self.output if self.status == OK else "",
@@ -174,8 +180,8 @@ class Execution:
         """Run the loop; return the report body. Never raises (a failure is an `error` report).
 
         When the daemon cancels it (its stop grace passed), the cancellation is handled here:
-        the task is un-cancelled so the steps queued so far — a killed command's output among
-        them — are still posted before the report.
+        the task is un-cancelled so the steps queued so far are still posted before the report
+        (a killed command's output travels in the report, `stoppedCommand`).
         """
         try:
             if self.inference is None:
@@ -196,10 +202,13 @@ class Execution:
         await self.flush()
         return self.outcome.report()
 
-    async def record_stop(self, tool: str, stopped: CommandCancelled) -> None:
-        """Queue the log of a command killed by a stop: what it printed so far, no tool result (issue 25)."""
-        await self.event("log", {"text": f"stopped while running {tool}; the command was killed",
-                                 "output": clip(valid_text(stopped.result.output), 4096)})
+    def record_stop(self, tool: str, stopped: CommandCancelled, raw_arguments: str = "") -> None:
+        """Keep a command killed by a stop for the report: `stoppedCommand` `{name, command, output}`
+        (what it printed so far, clipped), never a tool result and never an event of its own —
+        after the stop the session holds only the run's end, where the server records it masked
+        (issue 25 item 2)."""
+        self.outcome.stopped_command = {"name": tool, "command": clip(valid_text(_command_of(raw_arguments)), STOPPED_TEXT_BYTES),
+                                        "output": clip(valid_text(stopped.result.output), STOPPED_TEXT_BYTES)}
 
     # -- steering ---------------------------------------------------------------------------
     def _check_stop(self) -> None:
@@ -367,7 +376,7 @@ class Execution:
             try:
                 return await invoke(offered.get(name), name=name, raw_arguments=raw, timeout=timeout)
             except CommandCancelled as stopped:
-                await self.record_stop(name, stopped)
+                self.record_stop(name, stopped, raw)
                 raise
 
         result, failed = await self._watched(call())
@@ -378,6 +387,16 @@ class Execution:
             arguments = clip(raw, 2048)
         await self.event("tool-call", {"name": name, "arguments": arguments, "result": clip(result), "error": failed, "round": round_no})
         return result
+
+
+def _command_of(raw_arguments: str) -> str:
+    """Return the `command` argument of a tool call's raw JSON arguments ("" when there is none)."""
+    try:
+        arguments = json.loads(raw_arguments or "{}")
+    except ValueError:
+        return ""
+    command = arguments.get("command") if isinstance(arguments, dict) else None
+    return command if isinstance(command, str) else ""
 
 
 def _stopped(command: dict) -> RunStopped:

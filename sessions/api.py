@@ -294,6 +294,7 @@ def _steer(request, id: str, command: str):
 
 
 _STEER_RESPONSES = {200: ControlOut, 409: ErrorOut, 422: SecretErrorOut, 502: ErrorOut}
+_STOP_RESPONSES = {200: ControlOut, 409: ErrorOut, 422: SecretErrorOut}  # a stop never waits for an ack: no 502
 
 
 
@@ -321,15 +322,15 @@ def resume_session(request, id: str):  # spec 003: POST /v1/agents/sessions/{id}
     return _steer(request, id, ControlCommand.RESUME)
 
 
-@sessions_router.post("/{id}/stop", response=_STEER_RESPONSES, summary="Ask a session to stop for good", exclude_none=True, openapi_extra=_openapi_body(StopIn))
+@sessions_router.post("/{id}/stop", response=_STOP_RESPONSES, summary="Ask a session to stop for good", exclude_none=True, openapi_extra=_openapi_body(StopIn))
 def stop_session(request, id: str):  # spec 003: POST /v1/agents/sessions/{id}/stop
     """Ask the session to stop for good: the run's model call, command or child run in flight is
     interrupted at once; `{"push": true}` lets a stopped coding run push the commits it made.
 
-    Answers `{command, event, forwarded}`: the recorded command, and whether a running executor
-    took it. 409 `session_finished` on a finished session; 422 when the payload carries a
-    credential; 502 `forward_failed` when the executor did not acknowledge (the command stays
-    recorded).
+    Answers 200 `{command, event, forwarded}` as soon as the stop is recorded — never a 502: the
+    stop is an intent the run obeys on its own, no acknowledgement is awaited; `forwarded` says
+    whether it was handed to a running executor (or its queued run). 409 `session_finished` on a
+    finished session; 422 when the payload carries a credential.
     """
     return _steer(request, id, ControlCommand.STOP)
 

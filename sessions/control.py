@@ -8,7 +8,8 @@ Two sides, one bus (`sessions.bus.get_bus()`: the Channels layer, or in-process)
   channel and waits up to `AGENTS_CONTROL_FORWARD_TIMEOUT_SECONDS` (default 5) for
   `{"type": "control.ack", "seq"}` on `reply_to`. Acked → `forwarded` True; no ack or a
   failed send → 502 `forward_failed` "control recorded but forward failed: …" (the event
-  stays recorded). A session with no executor yet is offered to the handlers higher layers
+  stays recorded). A `stop` is sent with no `reply_to` and never waited on: `forwarded` is
+  whether the bus took it, and the answer is 200 whatever the executor does (issue 25). A session with no executor yet is offered to the handlers higher layers
   register (`register_command_handler`): a task-backed session's queued run takes it (`stop`
   cancels a run not started, other commands are replayed when its executor attaches), a
   routed run no machine has claimed yet is withdrawn on `stop` — `forwarded` True. No
@@ -82,7 +83,9 @@ def control_send(*, session_id: str, command: str, message: str | None = None, p
     422 `SecretInTranscript` (the payload and the message are scanned)
     → 400 for `message` without a non-empty message or a payload → append → forward.
     Raises `ForwardFailed` (502, extras `command` and `event`) when an executor is registered
-    but did not acknowledge; the event is recorded regardless. Org context required.
+    but did not acknowledge a `pause`, `resume` or `message`; the event is recorded regardless.
+    A `stop` never waits for an ack and never raises it (issue 25 item 4): it is sent to the
+    live executor's channel and `forwarded` says whether the bus took it. Org context required.
     """
     session = session_get(session_id=session_id)
     if command not in ControlCommand.values:
@@ -124,9 +127,12 @@ def control_send(*, session_id: str, command: str, message: str | None = None, p
         # The executor lives in another process and the bus cannot leave this one (the
         # in-memory layer): it reads the command from the durable log between steps.
         return event, False
+    forwarded = {"type": "control.command", "session": session.id, "command": command, "message": message, "payload": payload,
+                 "push": body.get("push"), "seq": event.seq}
+    if command == ControlCommand.STOP:
+        return event, _hand_over(channel, forwarded)
     try:
-        _forward(channel, {"type": "control.command", "session": session.id, "command": command, "message": message, "payload": payload,
-                           "push": body.get("push"), "seq": event.seq})
+        _forward(channel, forwarded)
     except BusError as exc:
         raise ForwardFailed(f"control recorded but forward failed: {exc}", command=command, event=event_view(event)) from exc
     return event, True
@@ -153,6 +159,23 @@ def _refuse_finished(status: str, command: str) -> None:
     """Raise 409 `SessionFinished` when `status` is terminal: a run that ended cannot be steered."""
     if status in SessionStatus.TERMINAL:
         raise SessionFinished(f"session is {status}; cannot {command} a finished session")
+
+
+def _hand_over(channel: str, command: dict) -> bool:
+    """Send a `stop` to the executor's `channel` without waiting for its ack; return whether the
+    bus took it (issue 25 item 4: the stop route answers 200 at once once the command is recorded).
+
+    A stop is a durable intent: the run converges on its own (its inbox sets the run's stop the
+    moment the command arrives, and the run ends `stopped`), so nothing is gained by waiting for
+    an ack that under load can come after the timeout — that wait once turned a stop the run
+    obeyed into a 502. A send the bus refuses is logged; the command stays recorded.
+    """
+    try:
+        get_bus().send(channel, command, timeout=_forward_timeout())
+    except BusError as exc:
+        logger.warning("stop %s of session %s recorded but not handed over: %s", command.get("seq"), command.get("session"), exc)
+        return False
+    return True
 
 
 def _forward(channel: str, command: dict) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from agents_site.errors import InvalidRequest
 from agents_site.vocabulary import FinishReason, MachineSandbox
+from sessions.scanner import redact_text
 
 MAX_STRING = 64
 MAX_GPUS = 32
@@ -128,6 +129,25 @@ def _cut_bytes(value: Any, limit: int) -> str:
     return raw[:limit].decode("utf-8", "ignore")
 
 
+MAX_STOPPED_BYTES = 4 * 1024  # a killed command's text and its output so far, each (as a server run keeps them)
+
+
+def _clean_stopped_command(raw: object) -> dict | None:
+    """Return a report's `stoppedCommand` `{name, command, output}` clamped and masked, or None.
+
+    The machine's command and what it printed are its model's doing, never refused: each string
+    is cut to 4 KiB and every credential in it is masked before it is stored (issue 25 item 2).
+    """
+    if not isinstance(raw, dict):
+        return None
+
+    def text(name: str, limit: int) -> str:
+        value = _cut_bytes(raw.get(name), limit)
+        return redact_text(value)[0] if value else value
+
+    return {"name": clean_string(raw.get("name")), "command": text("command", MAX_STOPPED_BYTES), "output": text("output", MAX_STOPPED_BYTES)}
+
+
 MAX_COMMITS = 500
 MAX_SUBJECT_BYTES = 1024
 MAX_COMMIT_DIFFSTAT_BYTES = 16 * 1024
@@ -151,12 +171,13 @@ def clean_report(raw: dict | None, *, ok_word: str, error_word: str) -> dict:
     """Return a machine's run report clamped to its limits; a report is never refused.
 
     In: `{status|ok, output, error, model, promptTokens, completionTokens, toolCalls,
-    durationMs, changed, pushed, branch, commitSha, diffstat, commits, summary, finishReason}` (any may be
-    missing; a finishReason outside the vocabulary reads ""). Out: the same keys
+    durationMs, changed, pushed, branch, commitSha, diffstat, commits, summary, finishReason,
+    stoppedCommand}` (any may be missing; a finishReason outside the vocabulary reads ""). Out: the same keys
     with `status` one of `ok_word`/`error_word` (`ok: true` or `status == ok_word` means ok),
     output ≤ 512 KiB, error, summary and diffstat ≤ 64 KiB, branch ≤ 512, commitSha ≤ 128 characters,
     counts clamped to [0, 2^31-1], at most 500 commits `{sha, subject, turn, diffstat}` (others
-    dropped). A failed report with no error text gets one.
+    dropped), and `stoppedCommand` `{name, command, output}` (each ≤ 4 KiB, masked) only when the
+    machine sent one. A failed report with no error text gets one.
     """
     raw = raw or {}
     ok = raw.get("status") == ok_word if raw.get("status") is not None else raw.get("ok") is True
@@ -183,6 +204,9 @@ def clean_report(raw: dict | None, *, ok_word: str, error_word: str) -> dict:
         "commits": _clean_commits(raw.get("commits")),
         "finishReason": raw.get("finishReason") if raw.get("finishReason") in FinishReason.values else "",
     }
+    stopped = _clean_stopped_command(raw.get("stoppedCommand"))
+    if stopped is not None:
+        report["stoppedCommand"] = stopped
     if not ok and not report["error"]:
         report["error"] = "the machine reported a failure without a reason"
     return report

@@ -127,6 +127,7 @@ class ReportIn(BodySchema):
     commits: Any = Field(None, description="A coding run's commits: [{sha, subject, turn, diffstat}].")
     summary: Any = Field(None, description="A coding run's finish summary (the model's words).")
     finishReason: Any = Field(None, description="Why the run's last reply ended (`stopped` for a run its session's stop ended); another value is ignored.")
+    stoppedCommand: Any = Field(None, description="A command the stop killed: {name, command, output so far}; recorded, masked, with the run's end.")
 
 
 class ReportOut(Schema):

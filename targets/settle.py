@@ -50,8 +50,13 @@ def report_outcome(result: dict) -> Outcome:
 
 
 def routed_run_settle(*, run_id: str, result: dict, target_id: str = "") -> Run | None:
-    """Finish routed run `run_id` with the machine's `result`; return the run, or None if already settled."""
+    """Finish routed run `run_id` with the machine's `result`; return the run, or None if already settled.
+
+    A `stoppedCommand` of the report (clamped and masked by `clean_report`) goes in the summary
+    `log` event as a server run's does: after a stop the session gets only the run's end."""
     summary: dict = {}
+    if result.get("stoppedCommand"):  # a command the stop killed: kept with the run's end, never as a step
+        summary["stoppedCommand"] = result["stoppedCommand"]
     for summarise, _ in _handlers:
         summary.update(summarise(run_id=run_id, result=result) or {})
     run = run_finish(run_id=run_id, outcome=report_outcome(result), from_statuses=_RUNNING,

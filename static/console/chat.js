@@ -293,7 +293,7 @@
     stop.disabled = true;
     state.textContent = "Stopping…";
     A.api("POST", "/v1/agents/sessions/" + encodeURIComponent(running.sessionId) + "/stop", { message: "stopped from the chat page" }).then(function (res) {
-      if (!res.ok && !(res.status === 502 && res.body && res.body.event)) A.showError(errorBox, res, "Could not stop: "); // 502 with its event: recorded all the same
+      if (!res.ok) A.showError(errorBox, res, "Could not stop: "); // a recorded stop is always 200 (issue 25)
     });
   });
   document.getElementById("chat-new").addEventListener("click", function () { open("", true); input.focus(); });

@@ -127,9 +127,6 @@
     if (command === "message" || (command === "stop" && input.value)) body.message = input.value;
     controlResult.textContent = "Sending " + command + "…";
     A.api("POST", api + "/" + command, body).then(function (res) {
-      // A stop recorded but not acknowledged in time (502 with its `event`) is still the user's stop:
-      // the run reads it from its control log; the page waits for the session's end like any stop.
-      if (command === "stop" && res.status === 502 && res.body && res.body.event) res = { ok: true, body: { command: command, event: res.body.event, forwarded: false } };
       if (res.ok && res.body) {
         var ev = res.body.event || {};
         addEvent(ev, true);

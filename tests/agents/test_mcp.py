@@ -217,3 +217,45 @@ def test_a_stop_cancels_an_mcp_call_in_flight_and_records_no_result(funded, upst
     assert response.status_code == 502 and response.json()["finishReason"] == "stopped"
     assert len(upstream.chat_requests) == 1
     assert_only_the_end_after_the_stop(funded, response.json()["sessionId"], partial=None)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_stop_cancels_a_stdio_mcp_call_in_flight_and_ends_its_server_process(funded, upstream, settings, tmp_path):
+    """Issue 25: a stdio MCP server's tool hangs (it would answer after 30 s); the stop posted while it
+    waits cancels the call — the server's process is ended by the cancellation, not by the tool's
+    answer — the run ends stopped with no tool result, and no second model request follows."""
+    from tests.agents.test_run_session import Steer
+    from tests.agents.test_stop import assert_only_the_end_after_the_stop
+    from tests.toolkit.test_sandbox import processes, running
+
+    settings.AGENTS_MCP_STDIO = True
+    settings.AGENTS_TOOL_CALL_TIMEOUT_SECONDS = 600
+    register_stdio(funded)
+    make_agent(funded, "waiter", tools=["mcp__local__wait"])
+    began = tmp_path / "began"
+    upstream.script(Reply(tool_calls=[("mcp__local__wait", {"seconds": 30, "began": str(began)})]), Reply(content="never"))
+    server: dict = {}
+
+    def script(sid, steer):
+        deadline = time.monotonic() + 60
+        while not (began.exists() and began.read_text()):  # the stdio server's tool is waiting: the call is in flight
+            assert time.monotonic() < deadline, "the MCP call never began"
+            time.sleep(0.02)
+        pid = int(began.read_text().split()[0])
+        server.update(pid=pid, start=processes()[pid][3])
+        steer.post(sid, "stop", message="enough")
+
+    steer = Steer(funded, script)
+    steer.start()
+    response = run(funded, "waiter")
+    steer.finish()
+
+    assert [(command, status) for command, status, _ in steer.answers] == [("stop", 200)]
+    assert response.status_code == 502 and response.json()["finishReason"] == "stopped"
+    assert response.json()["error"] == f"stopped by {funded.slug}/{funded.user.username}: enough"
+    # The call's server process is gone once the run has ended, and its tool never reached the end
+    # of its wait: the stop ended it, not the tool's answer.
+    assert not running(server["pid"], server["start"])
+    assert began.read_text() == str(server["pid"])
+    assert len(upstream.chat_requests) == 1
+    assert_only_the_end_after_the_stop(funded, response.json()["sessionId"], partial=None)

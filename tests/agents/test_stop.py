@@ -82,7 +82,10 @@ def test_a_stop_closes_the_streamed_completion_of_a_sync_run_and_keeps_the_parti
     assert debits(funded) == []  # a stopped run stays unbilled
 
 
-def test_a_stop_before_the_first_piece_cancels_the_request_and_records_no_reply(funded, upstream):
+def test_a_stop_before_the_first_piece_cancels_the_request_and_records_no_reply(funded, upstream, settings):
+    # A failover model is set: a request broken before its first piece is normally retried and
+    # failed over, and a stop must start neither.
+    settings.AGENTS_FAILOVER_MODEL = "best"
     make_agent(funded, "thinker")
     held = threading.Event()
     upstream.script(Reply(content=WORDS, chunk_size=5, chunk_delay=0.1, first_chunk_delay=30))
@@ -99,7 +102,7 @@ def test_a_stop_before_the_first_piece_cancels_the_request_and_records_no_reply(
 
     body = response.json()
     assert response.status_code == 502 and body["finishReason"] == "stopped" and not body.get("output")
-    assert len(upstream.chat_requests) == 1
+    assert [r["model"] for r in upstream.chat_requests] == ["test-model"]  # no retry, no failover after the stop
     assert_only_the_end_after_the_stop(funded, body["sessionId"], partial=None)
 
 

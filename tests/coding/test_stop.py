@@ -23,10 +23,13 @@ pytestmark = [
 ]
 
 
-def sleeping_run(upstream) -> None:
+SECRET = "AKIA" + "QWERTYUIOPASDFGH"
+
+
+def sleeping_run(upstream, command: str = "echo started; sleep 60; echo never") -> None:
     upstream.script(
         Reply(content="Add a", tool_calls=[("write_file", {"path": "a.txt", "content": "a\n"})]),
-        Reply(content="Test it", tool_calls=[("run", {"command": "echo started; sleep 60; echo never"})]),
+        Reply(content="Test it", tool_calls=[("run", {"command": command})]),
         Reply(content="never", tool_calls=[("finish", {"summary": "never"})]),
     )
 
@@ -56,7 +59,7 @@ def summary_and_later(org, session_id: str) -> tuple[list[dict], dict]:
 
 
 def test_a_stop_kills_the_running_command_and_records_no_result_for_it(shop, remote, upstream):
-    sleeping_run(upstream)
+    sleeping_run(upstream, f"echo started {SECRET}; sleep 60; echo never")
     body = start(shop).json()
     steer, seen = stop_during_the_command(shop, upstream)
     assert execute(shop, body["runId"]) == "error"
@@ -70,7 +73,10 @@ def test_a_stop_kills_the_running_command_and_records_no_result_for_it(shop, rem
     assert [e["kind"] for e in later] == ["log"]  # only the run's end after the stop
     final = later[0]["payload"]
     assert final["error"].startswith("stopped by ") and final["pushed"] is False
-    assert final["stoppedCommand"] == {"name": "run", "command": "echo started; sleep 60; echo never", "output": "started\n"}
+    masked = "[redacted:aws-access-key-id:a93e68f8176a]"  # what it printed is kept, masked
+    assert final["stoppedCommand"] == {"name": "run", "command": f"echo started {masked}; sleep 60; echo never", "output": f"started {masked}\n"}
+    with shop.context():
+        assert not Event.objects.filter(session_id=body["sessionId"], payload__contains=SECRET).exists()
     assert [t["name"] for t in recorded["tools"]] == ["write_file"]  # no result for the killed command
     assert [c["subject"] for c in final["commits"]] == ["Add a"]
     assert body["branch"] not in git("--git-dir", str(remote), "branch", "--list")
@@ -102,3 +108,39 @@ def test_push_must_be_a_boolean(shop, upstream):
     assert refused.status_code == 400 and refused.json()["error"] == "push must be true or false"
     with shop.context():
         assert not Event.objects.filter(session_id=body["sessionId"], kind="control").exists()
+
+
+def test_pause_lets_the_running_command_finish_and_holds_before_the_next_turn(shop, remote, upstream):
+    """Issue 25 item 2: `pause` never interrupts. Posted while `run` executes, the command runs to
+    its end and its result is recorded after the pause; the run then holds (session `paused`,
+    no model request) until `resume`, and finishes."""
+    upstream.script(
+        Reply(content="Wait", tool_calls=[("run", {"command": "echo started; sleep 3; echo finished"})]),
+        Reply(tool_calls=[("finish", {"summary": "waited"})]),
+    )
+    body = start(shop).json()
+    before = descendants(os.getpid())
+    seen: dict = {}
+
+    def script(sid, steer):
+        wait_for(lambda: (found := descendants(os.getpid(), besides=before)) and any(name == "sleep" for name, _ in found.values()),
+                 timeout=60, message="the command to run")
+        steer.post(sid, "pause")
+        wait_for(lambda: session_status(shop, sid) == "paused", timeout=60, message="the run to hold")
+        seen["requests while paused"] = len(upstream.chat_requests)
+        steer.post(sid, "resume")
+
+    steer = Steer(shop, script)
+    steer.start()
+    assert execute(shop, body["runId"]) == "ok"
+    steer.finish()
+
+    assert seen == {"requests while paused": 1}  # held before the next turn's model call
+    assert len(upstream.chat_requests) == 2
+    with shop.context():
+        rows = [(e.kind, json.loads(e.payload or "null")) for e in Event.objects.filter(session_id=body["sessionId"]).order_by("seq")]
+    order = [("control", p["command"]) if k == "control" else (k, p.get("name") or p.get("text")) for k, p in rows]
+    pause, result = order.index(("control", "pause")), order.index(("tool-call", "run"))
+    assert pause < result < order.index(("log", "run paused")) < order.index(("control", "resume")) < order.index(("log", "run resumed"))
+    [run_call] = [p for k, p in rows if k == "tool-call" and p["name"] == "run"]
+    assert run_call["error"] is False and run_call["result"] == "started\nfinished\n[exit code 0]"  # the command ran to its end

@@ -211,4 +211,12 @@ def test_a_stop_that_says_push_kills_the_machines_command_and_pushes_the_commits
         names = [json.loads(e.payload)["name"] for e in Event.objects.filter(session_id=body["sessionId"], kind="tool-call")]
     assert names == ["write_file"]  # no result for the killed command
     assert body["branch"] in git("--git-dir", str(bare_remote), "branch", "--list")
+    # After the stop only the run's end: the push the stop asked for, then the summary, which
+    # keeps what the killed command printed (the machine posts no event of its own for it).
+    with org_a.context():
+        after = [(e.kind, json.loads(e.payload)) for e in Event.objects.filter(session_id=body["sessionId"], seq__gt=stopped.json()["event"]["seq"]).order_by("seq")]
+    assert [kind for kind, _ in after] == ["log", "log"], after
+    assert after[0][1]["text"].startswith(f"pushed {body['branch']}")
+    assert after[1][1]["runId"] == body["runId"] and after[1][1]["pushed"] is True
+    assert after[1][1]["stoppedCommand"] == {"name": "run", "command": "echo started; sleep 60; echo never", "output": "started\n"}
     assert runner.terminate() == 0

@@ -332,7 +332,7 @@ def test_steering_reaches_the_machine_between_steps_and_a_gateway_refusal_ends_t
 
 def test_a_stop_during_a_shell_command_kills_its_tree_and_records_what_it_printed(org_a, daphne_server, upstream, runner_factory, tmp_path):
     """SIGTERM, then the stop grace: the run's task is cancelled, the command and its child are gone,
-    its output so far is logged with the stop and no tool result is recorded (issue 25)."""
+    its output so far is reported as `stoppedCommand` and no tool result is recorded (issue 25)."""
     from sessions.services import session_create
     from tests.toolkit.test_sandbox import descendants, running
 
@@ -352,10 +352,10 @@ def test_a_stop_during_a_shell_command_kills_its_tree_and_records_what_it_printe
     wait_until(lambda: not any(running(pid, start) for pid, (_, start) in tree.items()), what="the whole tree to be gone")
     row = routed(org_a, "run_kill")
     assert row.state == "reported" and row.result["status"] == "error"
+    assert row.result["stoppedCommand"] == {"name": "shell", "command": "echo started; sleep 60 & sleep 61", "output": "started\n"}
     events = _events(org_a, session.id)
-    assert [p for kind, p in events if kind == "log" and p.get("text", "").startswith("stopped while running shell")] == [
-        {"text": "stopped while running shell; the command was killed", "output": "started\n", "runId": "run_kill"}]
     assert not any(kind == "tool-call" for kind, _ in events)
+    assert not any(kind == "log" for kind, _ in events)  # what it printed travels in the report, not as a step
 
 
 def test_a_stop_closes_the_machines_model_call_in_flight_and_it_reports_stopped(org_a, daphne_server, upstream, runner_factory):
@@ -390,34 +390,59 @@ def test_a_stop_closes_the_machines_model_call_in_flight_and_it_reports_stopped(
     assert runner.terminate() == 0
 
 
-def test_a_stop_kills_the_machines_running_command_and_it_reports(org_a, daphne_server, upstream, runner_factory, tmp_path):
-    """The stop posted to the session (not SIGTERM) reaches the machine while its command runs: the
-    command's tree is gone, no tool result is recorded, the report says stopped."""
+def test_a_stop_kills_the_machines_running_command_and_after_the_stop_the_session_holds_only_the_runs_end(
+        org_a, daphne_server, upstream, runner_factory, tmp_path):
+    """Issue 25 items 1 and 2 on a machine: a routed run (POST /run with targetId) whose command runs
+    when the stop is posted. The stop reaches the runner, the command's tree is gone, no tool
+    result is recorded, and after the stop's `control` event the session holds only the run's end:
+    the summary `log`, which keeps what the command printed (masked) as `stoppedCommand` — the
+    machine posts no event of its own for it."""
     import httpx
-    from sessions.services import session_create
+
+    from agents.models import Run
+    from billing.services import credit_add
+    from tests.agents.conftest import debits
     from tests.toolkit.test_sandbox import descendants, running
 
+    credit_add(org=org_a.org, cents=500, actor="test")
+    secret = "AKIA" + "QWERTYUIOPASDFGH"
     work = tmp_path / "shell"
     work.mkdir()
-    upstream.script(Reply(tool_calls=[("shell", {"command": "echo started; sleep 60 & sleep 61"})]), Reply(content="never"))
+    upstream.script(Reply(tool_calls=[("shell", {"command": f"echo started {secret}; sleep 60 & sleep 61"})]), Reply(content="never"))
+    created = org_a.client.post("/v1/agents", {"name": "sh", "model": "test-model", "tools": ["shell"]}, content_type="application/json")
+    assert created.status_code == 201, created.content
     runner = runner_factory(daphne_server.url, org_a.key, "--allow-shell", str(work), env=inference_env(upstream))
     runner.wait_for("claim key minted")
     [target] = targets_of(org_a)
-    with org_a.context():
-        session = session_create(agent="sh", actor="x", target=target.id)
-    offer(org_a, target.id, run_id="run_cmd", session_id=session.id,
-          payload={"agent": {"name": "sh", "model": "test-model", "tools": ["shell"]}, "input": "go"})
+    started = org_a.client.post("/v1/agents/sh/run", {"input": "go", "targetId": target.id}, content_type="application/json")
+    assert started.status_code == 202, started.content
+    run_id, session_id = started.json()["id"], started.json()["sessionId"]
     tree = wait_until(lambda: (found := descendants(runner.proc.pid)) and sum(n == "sleep" for n, _ in found.values()) >= 2 and found,
                       what="the command and its child to run")
-    stopped = httpx.post(daphne_server.url + f"/v1/agents/sessions/{session.id}/stop", json={},
+    stopped = httpx.post(daphne_server.url + f"/v1/agents/sessions/{session_id}/stop", json={},
                          headers={"Authorization": f"Bearer {org_a.key}"})
     assert stopped.status_code == 200
+    stop_seq = stopped.json()["event"]["seq"]
     wait_until(lambda: not any(running(pid, start) for pid, (_, start) in tree.items()), what="the whole tree to be gone")
-    row = wait_until(lambda: (r := routed(org_a, "run_cmd")).state == "reported" and r, what="the report")
-    assert row.result["status"] == "error" and row.result["finishReason"] == "stopped"
+
+    def finished():
+        with org_a.context():
+            row = Run.objects.get(pk=run_id)
+        return row if row.status != "running" else None
+
+    row = wait_until(finished, what="the run to be settled")
+    assert (row.status, row.finish_reason) == ("error", "stopped"), row.error
+    assert routed(org_a, run_id).result["stoppedCommand"]["output"] == "started [redacted:aws-access-key-id:a93e68f8176a]\n"
     assert len(upstream.chat_requests) == 1
-    events = _events(org_a, session.id)
+    events = _events(org_a, session_id)
     assert not any(kind == "tool-call" for kind, _ in events)
-    assert [p.get("output") for kind, p in events if kind == "log" and p.get("text", "").startswith("stopped while running shell")] == ["started\n"]
+    assert events[stop_seq - 1] == ("control", {"command": "stop"})
+    after = events[stop_seq:]
+    assert [kind for kind, _ in after] == ["log"]  # only the run's end
+    assert after[0][1]["runId"] == run_id and after[0][1]["status"] == "error"
+    assert after[0][1]["stoppedCommand"] == {"name": "shell", "command": "echo started [redacted:aws-access-key-id:a93e68f8176a]; sleep 60 & sleep 61",
+                                            "output": "started [redacted:aws-access-key-id:a93e68f8176a]\n"}
+    assert secret not in json.dumps(events)
+    assert debits(org_a) == []  # a stopped run stays unbilled
     assert runner.proc.poll() is None  # the daemon goes on: only the run stopped
     assert runner.terminate() == 0

@@ -2,11 +2,14 @@
 
 `python tests/support/mcp_server.py` speaks stdio; `python tests/support/mcp_server.py PORT`
 serves streamable HTTP at `http://127.0.0.1:PORT/mcp`. Tools: `add(a, b)`, `shout(text)`,
-`fail(reason)` (always reports an error), `wait(seconds)` (answers "waited" after that long).
+`fail(reason)` (always reports an error), `wait(seconds, began)` (answers "waited" after that long;
+writes its pid to the file `began` when it starts, and "waited" there when it ends).
 """
 
 import asyncio
+import os
 import sys
+from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -33,9 +36,16 @@ def fail(reason: str) -> str:
 
 
 @server.tool()
-async def wait(seconds: float) -> str:
-    """Answer "waited" after `seconds` seconds (a slow tool a stop must cancel)."""
+async def wait(seconds: float, began: str = "") -> str:
+    """Answer "waited" after `seconds` seconds (a slow tool a stop must cancel). With `began` (a
+    file path): write this process's pid there first and add a line "waited" once the wait is
+    over (a test sees the call in flight, and whether it ran to its end)."""
+    if began:
+        Path(began).write_text(str(os.getpid()))
     await asyncio.sleep(seconds)
+    if began:
+        with open(began, "a") as marker:
+            marker.write("\nwaited")
     return "waited"
 
 

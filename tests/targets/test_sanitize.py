@@ -55,3 +55,17 @@ def test_an_integer_too_large_for_a_float_is_clamped_not_a_500(org_a):
     assert r.json()["metrics"]["load1"] == 1_000_000.0
     with org_a.context():
         assert Target.objects.get(pk=target_id).metrics["load1"] == r.json()["metrics"]["load1"]
+
+
+def test_a_reports_stopped_command_is_clamped_and_masked_and_absent_when_not_sent():
+    """Issue 25 item 2: a routed run's killed command travels in the report and is stored masked."""
+    secret = "AKIA" + "QWERTYUIOPASDFGH"
+    report = clean_report({"status": "error", "error": "stopped: enough", "finishReason": "stopped",
+                           "stoppedCommand": {"name": "shell", "command": f"echo {secret}", "output": "o" * 5000, "x": 1}},
+                          ok_word="ok", error_word="error")
+    stopped = report["stoppedCommand"]
+    assert set(stopped) == {"name", "command", "output"} and stopped["name"] == "shell"
+    assert secret not in stopped["command"] and stopped["command"].startswith("echo [redacted:aws-access-key-id:")
+    assert len(stopped["output"].encode()) == 4 * 1024
+    assert "stoppedCommand" not in clean_report({"status": "error"}, ok_word="ok", error_word="error")
+    assert "stoppedCommand" not in clean_report({"status": "error", "stoppedCommand": "rm -rf /"}, ok_word="ok", error_word="error")
