@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from console.views import admin, agents, auth, chat, coding, dashboard, identity, members, sessions, webhooks
+from console.views import admin, agents, auth, chat, coding, dashboard, identity, members, runs, sessions, webhooks
 
 app_name = "console"
 
@@ -17,10 +17,12 @@ urlpatterns = [
     path("agents/<str:ref>/edit/", agents.agent_edit, name="agent-edit"),
     path("agents/<str:ref>/delete/", agents.agent_delete, name="agent-delete"),
     path("agents/<str:ref>/runs/", agents.agent_runs, name="agent-runs"),
+    path("runs/", runs.run_list, name="runs"),
     path("chat/", chat.chat, name="chat"),
     path("chat/<str:conversation_id>/", chat.chat, name="chat-conversation"),
     path("sessions/", sessions.session_list, name="sessions"),
     path("sessions/<str:session_id>/", sessions.session_detail, name="session"),
+    path("sessions/<str:session_id>/publish/", sessions.session_publish, name="session-publish"),
     path("identity/", identity.identity_agents, name="identity"),
     path("identity/inbox/", identity.identity_inbox, name="identity-inbox"),
     path("identity/anomalies/", identity.identity_anomalies, name="identity-anomalies"),

@@ -77,10 +77,33 @@
     return node;
   }
 
+  /* THE date/time format of the console: the viewer's local date and time, to the minute
+     ("2 Dec 2026, 04:03" in en-GB, "Dec 2, 2026, 4:03 AM" in en-US: the browser's language).
+     Every date on every page passes here: server-rendered <time data-local> elements
+     (console_tags.when) and the ones scripts build (timeEl). An unreadable value is shown as given. */
+  var TIME_FORMAT = { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" };
   function fmtTime(iso) {
     if (!iso) return "";
     var d = new Date(iso);
-    return isNaN(d) ? iso : d.toLocaleString();
+    return isNaN(d) ? String(iso) : d.toLocaleString([], TIME_FORMAT);
+  }
+
+  /* A <time> element for `iso`: the local time as text, the ISO timestamp in its tooltip. */
+  function timeEl(iso, attrs) {
+    var node = el("time", Object.assign({ datetime: iso || "", title: iso || "", text: fmtTime(iso) || "—" }, attrs || {}));
+    return node;
+  }
+
+  /* Rewrite every server-rendered <time data-local> under `root` in the one format. */
+  function localizeTimes(root) {
+    (root || document).querySelectorAll("time[data-local]").forEach(function (t) {
+      var iso = t.getAttribute("datetime");
+      if (!iso) return;
+      t.textContent = fmtTime(iso);
+      if (!t.title) t.title = iso;
+      t.removeAttribute("data-local");
+      t.setAttribute("data-localized", "");
+    });
   }
 
   /* The readable text of an event payload: its text/message/output, else compact JSON. */
@@ -158,13 +181,14 @@
         turnBody(ev)
       ])
     ]);
-    li.title = fmtTime(ev.createdAt);
+    li.title = fmtTime(ev.createdAt) + (ev.createdAt ? " (" + ev.createdAt + ")" : "");
     return li;
   }
 
   function isTerminal(status) { return (vocab.sessionTerminal || []).indexOf(status) >= 0; }
 
   document.addEventListener("DOMContentLoaded", function () {
+    localizeTimes(document);
     document.querySelectorAll("form[data-autosubmit] select").forEach(function (s) {
       s.addEventListener("change", function () { s.form.submit(); });
     });
@@ -184,6 +208,6 @@
     });
   });
 
-  window.Agents = { vocab: vocab, api: api, errorText: errorText, el: el, badge: badge, fmtTime: fmtTime,
+  window.Agents = { vocab: vocab, api: api, errorText: errorText, el: el, badge: badge, fmtTime: fmtTime, timeEl: timeEl, localizeTimes: localizeTimes,
     showError: showError, payloadText: payloadText, eventItem: eventItem, jsonBlock: jsonBlock, isTerminal: isTerminal, csrfToken: csrfToken };
 })();

@@ -112,7 +112,7 @@
       li.appendChild(A.el("span", { class: "body" }, ["from ", A.el("code", { text: item.agent_id }), " · " + (item.envelope ? item.envelope.size_bytes : 0) + " bytes sealed · ",
         A.el("a", { href: "/console/identity/talk/" + encodeURIComponent(item.agent_id) + "/", text: "open the conversation" })]));
     }
-    li.appendChild(A.el("time", { class: "muted small", text: A.fmtTime(item.created_at) }));
+    li.appendChild(A.timeEl(item.created_at, { class: "muted small" }));
     return li;
   }
 

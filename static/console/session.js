@@ -36,7 +36,7 @@
 
   function fact(label, value, code, id) {
     if (!value && value !== 0) return null;
-    var dd = A.el("dd", id ? { id: id } : {}, [code ? A.el("code", { text: String(value) }) : String(value)]);
+    var dd = A.el("dd", id ? { id: id } : {}, [value instanceof Node ? value : code ? A.el("code", { text: String(value) }) : String(value)]);
     return A.el("div", {}, [A.el("dt", { text: label }), dd]);
   }
 
@@ -48,8 +48,8 @@
     status.appendChild(A.badge(s.status));
     var facts = document.getElementById("session-facts");
     facts.innerHTML = "";
-    [fact("Id", s.id, true), fact("Agent", s.agent), fact("Actor", s.actor), fact("Started", A.fmtTime(s.startedAt)),
-     fact("Ended", A.fmtTime(s.endedAt)), fact("Turns", Math.max(s.events || 0, Object.keys(seen).length), false, "fact-turns"), fact("Repo", s.repo), fact("Project", s.project),
+    [fact("Id", s.id, true), fact("Agent", s.agent), fact("Actor", s.actor), fact("Started", s.startedAt ? A.timeEl(s.startedAt) : null),
+     fact("Ended", s.endedAt ? A.timeEl(s.endedAt) : null), fact("Turns", Math.max(s.events || 0, Object.keys(seen).length), false, "fact-turns"), fact("Repo", s.repo), fact("Project", s.project),
      fact("Target", s.target, true), fact("Parent", s.parentSessionId, true)].forEach(function (n) { if (n) facts.appendChild(n); });
     var finished = A.isTerminal(s.status);
     document.querySelectorAll("#controls button, #control-message").forEach(function (b) { b.disabled = finished; });
@@ -58,7 +58,8 @@
       controlResult.innerHTML = "";
       controlResult.appendChild(A.el("span", { class: "control-ok", id: "stop-state", "data-state": "stopped", "data-command": "stop", text: "stopped" }));
     } else if (finished && !document.getElementById("stop-state")) {
-      controlResult.textContent = "This session is " + s.status + ": a finished session cannot be steered.";
+      controlResult.textContent = (s.status === (A.vocab.word || {}).sessionError ? "This session ended with an error" : "This session has finished") +
+        ": a finished session cannot be steered.";
     }
   }
 
