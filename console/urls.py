@@ -30,6 +30,7 @@ urlpatterns = [
     path("identity/talk/", identity.identity_talk_list, name="identity-talk-list"),
     path("identity/talk/<str:ref>/", identity.identity_talk, name="identity-talk"),
     path("identity/<str:ref>/deliveries/", identity.identity_deliveries, name="identity-deliveries"),
+    path("identity/<str:ref>/keys/register/", identity.identity_keys_register, name="identity-keys-register"),
     path("coding/", coding.coding_run_list, name="coding"),
     path("coding/<str:run_id>/", coding.coding_run_detail, name="coding-run"),
     path("machines/", coding.machine_list, name="machines"),
