@@ -9,7 +9,7 @@ from agents.models import Agent, Run
 from agents_site import sql
 from agents_site.errors import InvalidRequest, NotFound
 from agents_site.pagination import Page, keyset_page, page_limit
-from agents_site.vocabulary import RunKind, RunStatus
+from agents_site.vocabulary import AgentHosting, RunKind, RunStatus
 
 MAX_REF_LENGTH = 128
 
@@ -39,6 +39,12 @@ def agent_list() -> list[Agent]:
     Only finished runs are counted. One query.
     """
     return list(_agents_with_counts().order_by("-updated_at", "name"))
+
+
+def platform_agent_count() -> int:
+    """Return how many platform agents the org has: agents this platform runs (`hosting`
+    `platform`), not identity agents (their brain runs on their owner's host). One query."""
+    return Agent.objects.exclude(hosting=AgentHosting.EXTERNAL).count()
 
 
 def _agents_with_counts():

@@ -14,6 +14,7 @@ from agents import selectors, services
 from agents.inference import inference_configured, model_catalog, output_token_cap
 from agents.tools.registry import tool_choices
 from agents_site.errors import ApiError, InvalidRequest
+from agents_site.vocabulary import AgentHosting
 from console.access import member_required, org_admin_required
 from console.forms import AgentForm, RunForm
 from console.selectors import run_history_page
@@ -33,7 +34,7 @@ def _tools(agent_name: str = "") -> dict:
 @member_required
 def agent_list(request):
     """List the org's agents with their run counts (spec 003: GET /v1/agents)."""
-    return render(request, "console/agents/list.html", {"agents": selectors.agent_list(), "nav": "agents"})
+    return render(request, "console/agents/list.html", {"agents": selectors.agent_list(), "external": AgentHosting.EXTERNAL, "nav": "agents"})
 
 
 @org_admin_required

@@ -94,6 +94,9 @@
     return node;
   }
 
+  /* "1 relation", "2 relations", "0 users": never "(s)" in what users read. */
+  function plural(n, noun) { return n + " " + noun + (Number(n) === 1 ? "" : "s"); }
+
   /* Rewrite every server-rendered <time data-local> under `root` in the one format. */
   function localizeTimes(root) {
     (root || document).querySelectorAll("time[data-local]").forEach(function (t) {
@@ -208,6 +211,6 @@
     });
   });
 
-  window.Agents = { vocab: vocab, api: api, errorText: errorText, el: el, badge: badge, fmtTime: fmtTime, timeEl: timeEl, localizeTimes: localizeTimes,
+  window.Agents = { vocab: vocab, api: api, errorText: errorText, el: el, badge: badge, fmtTime: fmtTime, timeEl: timeEl, localizeTimes: localizeTimes, plural: plural,
     showError: showError, payloadText: payloadText, eventItem: eventItem, jsonBlock: jsonBlock, isTerminal: isTerminal, csrfToken: csrfToken };
 })();

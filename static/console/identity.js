@@ -81,8 +81,8 @@
         A.api("GET", path + "/deletion-preview").then(function (res) {
           if (!res.ok) return fail(res);
           var p = res.body;
-          var question = "Delete " + name + "? " + p.affected_h2a_count + " relation(s) with " + p.affected_users_count +
-            " user(s) will end and each user gets a security alert. Its token and keys are revoked; stored envelopes are kept.";
+          var question = "Delete " + name + "? " + A.plural(p.affected_h2a_count, "relation") + " with " + A.plural(p.affected_users_count, "user") +
+            " will end and each user gets a security alert. Its token and keys are revoked; stored envelopes are kept.";
           if (!window.confirm(question)) return;
           A.api("DELETE", path).then(function (del) {
             if (!del.ok) return fail(del);

@@ -64,7 +64,7 @@
     e.preventDefault();
     busy(KS.restore(restoreForm.elements.new_password.value, restoreForm.elements.backup_password.value), function (bundle) {
       restoreForm.reset();
-      return "✓ Restored " + Object.keys(bundle.agents || {}).length + " agent key set(s).";
+      return "✓ Restored " + A.plural(Object.keys(bundle.agents || {}).length, "identity agent key set") + ".";
     });
   });
   draw();

@@ -31,7 +31,7 @@ def test_agent_list_shows_each_agent_with_its_run_count(org_a, admin_client, mak
 
 def test_empty_agent_list_tells_an_admin_to_create_one(admin_client):
     html = admin_client.get("/console/agents/").content.decode()
-    assert "No agents yet" in html
+    assert "No platform agents yet" in html
     assert 'href="/console/agents/new/"' in html
 
 
