@@ -35,12 +35,18 @@ def cents(value) -> str:
 
 @register.simple_tag
 def when(value, empty: str = "—") -> str:
-    """Render a datetime as `<time datetime="ISO" title="ISO" data-local>` (`empty` for None).
+    """Render a datetime (or an ISO 8601 string, as the API's presenters give) as
+    `<time datetime="ISO" title="ISO" data-local>` (`empty` for None, "" or an unreadable text).
 
     The text before the script runs is the UTC time `2026-12-02 04:03 UTC`; `console.js`
     (`Console.localTime`) replaces it with the viewer's local date and time, the one format
     of every console page. The ISO 8601 timestamp (UTC, seconds) stays in the tooltip.
     """
+    if isinstance(value, str) and value:
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return empty
     if not isinstance(value, datetime):
         return empty
     utc = value.astimezone(UTC) if timezone.is_aware(value) else value
