@@ -294,7 +294,7 @@
         el("td", { text: a.keys_registered ? "✓" : "—" }), el("td", {}, [act("/update-agent"), act("/rotate-token"), act("/delete-agent")])]);
     });
     return card(artifact.subtype, artifact.title || "Your agents", rows.length ? [el("table", { class: "table small" }, [
-      el("thead", {}, [el("tr", {}, ["Name", "custom_id", "agent_id", "mode", "keys", ""].map(function (h) { return el("th", { text: h }); }))]),
+      el("thead", {}, [el("tr", {}, ["Name", "Custom id", "Agent id", "Connection", "Keys", ""].map(function (h) { return el("th", { text: h }); }))]),
       el("tbody", {}, rows)])] : [el("p", { class: "muted small", text: "No agents yet." })]);
   }
 
