@@ -162,3 +162,30 @@ def test_identity_page_re_registers_keys_made_in_the_browser(page, make_org, log
     assert '"x":' in jwk and current.public_key  # registered: one current set
     page.set_viewport_size(PHONE)
     assert page.evaluate("document.documentElement.scrollWidth") <= 390, page.evaluate(_OVERFLOWING)
+
+
+def test_a_stopped_run_on_the_agent_page_reads_stopped_not_error(page, make_org, make_agent, login, console_server, upstream_server):
+    import httpx
+
+    from tests.agents.test_run_session import running_session
+    from tests.support.upstream import Reply
+
+    org = make_org("sp")
+    make_agent(org, "talker")
+    upstream_server.script(Reply(content="word " * 300, chunk_size=5, chunk_delay=0.1))
+    login(page, org)
+    page.goto("/console/agents/talker/")
+    page.fill("#run-input", "talk")
+    page.click("#run-button")
+    session_id = running_session(org, timeout=30)
+    api = httpx.Client(base_url=console_server.url, headers={"Authorization": f"Bearer {org.key}"}, timeout=30)
+    assert api.post(f"/v1/agents/sessions/{session_id}/stop", json={}).status_code in (200, 202)
+    page.wait_for_selector("#run-status .badge[data-status=stopped]", timeout=30_000)
+    assert page.inner_text("#run-state") == "Stopped."
+    assert "failed" not in (page.get_attribute("#run-output", "class") or "")
+    assert page.is_hidden("#run-error")
+    row = page.locator("#recent-runs tr[data-run]").first
+    row.locator(".badge[data-status=stopped]").wait_for()
+    assert row.locator("time[data-localized]").count() == 1  # the swapped-in history keeps the one date format
+    with org.context():
+        assert Run.objects.get().finish_reason == "stopped"
