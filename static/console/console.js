@@ -39,12 +39,43 @@
     return "The server answered " + res.status + ".";
   }
 
+  /* The label a user reads for form field `name`: the text of its <label>, else the name in words. */
+  function fieldLabel(name) {
+    var input = document.querySelector('[name="' + (window.CSS && CSS.escape ? CSS.escape(name) : name) + '"]');
+    var label = input && (input.closest("label") || (input.id && document.querySelector('label[for="' + input.id + '"]')));
+    var text = label && label.firstChild ? label.firstChild.textContent.trim() : "";
+    return text || String(name).replace(/_/g, " ");
+  }
+
+  /* The distinct `fields` of an error body as [{field, label, message}] (empty when none). */
+  function fieldProblems(res) {
+    var fields = res && res.body && Array.isArray(res.body.fields) ? res.body.fields : [];
+    var seen = {}, out = [];
+    fields.forEach(function (f) {
+      if (!f || typeof f.field !== "string") return;
+      var key = f.field + "\u0000" + f.message;
+      if (seen[key]) return;
+      seen[key] = true;
+      out.push({ field: f.field, label: fieldLabel(f.field), message: String(f.message || "") });
+    });
+    return out;
+  }
+
   /* Fill `box` with the error in words and, for a refused secret (422 secret_in_transcript),
      the findings exactly as the API answered them: rule, severity, line, masked preview and
      fingerprint (the secret itself was never stored nor echoed). */
   function showError(box, res, prefix) {
     box.innerHTML = "";
-    box.appendChild(el("p", { text: (prefix || "") + errorText(res) }));
+    var problems = fieldProblems(res);
+    if (problems.length > 1) {
+      // Every refused field at once (the API's `fields`), not only the first one its sentence names.
+      box.appendChild(el("p", { text: (prefix || "") + problems.length + " problems to fix:" }));
+      box.appendChild(el("ul", { class: "error-list" }, problems.map(function (p) {
+        return el("li", { "data-field": p.field, text: p.label + ": " + p.message });
+      })));
+    } else {
+      box.appendChild(el("p", { text: (prefix || "") + errorText(res) }));
+    }
     var findings = res.body && res.body.findings;
     if (findings && findings.length) {
       var rows = findings.map(function (f) {

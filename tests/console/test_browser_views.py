@@ -189,3 +189,21 @@ def test_a_stopped_run_on_the_agent_page_reads_stopped_not_error(page, make_org,
     assert row.locator("time[data-localized]").count() == 1  # the swapped-in history keeps the one date format
     with org.context():
         assert Run.objects.get().finish_reason == "stopped"
+
+
+def test_identity_create_form_shows_every_refused_field_at_once(page, make_org, login):
+    from identity.models import IdentityProfile
+
+    org = make_org("ie")
+    login(page, org)
+    page.goto("/console/identity/")
+    page.fill("#identity-create input[name=custom_id]", "A")
+    page.fill("#identity-create input[name=webhook_url]", "not a url")
+    page.click("#identity-create button[type=submit]")
+    page.wait_for_selector("#identity-error:not([hidden])")
+    items = page.locator("#identity-error li").all_inner_texts()
+    assert page.inner_text("#identity-error p").endswith(f"{len(items)} problems to fix:") and len(items) >= 2
+    assert any(text.startswith("Display name: ") for text in items)
+    assert any(text.startswith("Custom id: ") for text in items)
+    with org.context():
+        assert IdentityProfile.objects.count() == 0
