@@ -28,6 +28,7 @@ def run_list(request):
     not hand out starts over at the newest page of the same filters.
     """
     filters = {name: (request.GET.get(name) or "").strip() for name in FILTERS}
+    query = urlencode({k: v for k, v in filters.items() if v})  # the filters, kept by the pager links
     cursor = request.GET.get("cursor") or None
     error = None
     page = None
@@ -40,9 +41,8 @@ def run_list(request):
             page = _page(filters, agent, cursor)
         except InvalidRequest as exc:
             if cursor is not None and _filters_pass(filters, agent):
-                return redirect(f"{request.path}?{urlencode({k: v for k, v in filters.items() if v})}")
+                return redirect(f"{request.path}?{query}")
             error = exc.message
-    query = urlencode({k: v for k, v in filters.items() if v})
     context = {
         "page": page,
         "error": error,
@@ -61,7 +61,6 @@ def run_list(request):
 def _page(filters: dict, agent, cursor: str | None):
     return selectors.run_list_org(status=filters["status"] or None, kind=filters["kind"] or None, agent=agent,
                                   limit=RUNS_PER_PAGE, cursor=cursor)
-
 
 
 def _filters_pass(filters: dict, agent) -> bool:
