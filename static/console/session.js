@@ -21,10 +21,28 @@
   var seen = {}, session = null, source = null, treeTimer = null;
   var stopping = false; // this page sent a stop: "stopping…" until the session is terminal, then "stopped"
 
+  /* A run's summary turn says why it ended: a user's stop ends the session "error", shown "stopped". */
+  var stoppedRun = false;
+  function showStatus() {
+    if (!session) return;
+    var status = document.getElementById("session-status");
+    status.innerHTML = "";
+    status.appendChild(A.badge(stoppedRun && session.status === (A.vocab.word || {}).sessionError ? A.vocab.word.stopped : session.status));
+  }
+
+  /* Say in words how a finished session ended (unless this page's own stop already said "stopped"). */
+  function noteFinished() {
+    if (!session || !A.isTerminal(session.status) || document.getElementById("stop-state")) return;
+    controlResult.textContent = (stoppedRun ? "This session was stopped" : session.status === (A.vocab.word || {}).sessionError ?
+      "This session ended with an error" : "This session has finished") + ": a finished session cannot be steered.";
+  }
+
   function addEvent(ev, fresh) {
     if (ev.sessionId && ev.sessionId !== id) return;
     if (seen[ev.seq]) return;
     seen[ev.seq] = true;
+    var p = ev.payload;
+    if (p && typeof p === "object" && p.finishReason === (A.vocab.word || {}).stopped && !stoppedRun) { stoppedRun = true; showStatus(); noteFinished(); }
     var item = A.eventItem(ev, fresh);
     var before = null;
     eventsList.querySelectorAll("li").forEach(function (li) { if (!before && Number(li.dataset.seq) > ev.seq) before = li; });
@@ -43,9 +61,7 @@
   function showSession(s) {
     session = s;
     document.getElementById("session-title").textContent = s.title || s.agent || s.id;
-    var status = document.getElementById("session-status");
-    status.innerHTML = "";
-    status.appendChild(A.badge(s.status));
+    showStatus();
     var facts = document.getElementById("session-facts");
     facts.innerHTML = "";
     [fact("Id", s.id, true), fact("Agent", s.agent), fact("Actor", s.actor), fact("Started", s.startedAt ? A.timeEl(s.startedAt) : null),
@@ -57,9 +73,8 @@
       stopping = false;
       controlResult.innerHTML = "";
       controlResult.appendChild(A.el("span", { class: "control-ok", id: "stop-state", "data-state": "stopped", "data-command": "stop", text: "stopped" }));
-    } else if (finished && !document.getElementById("stop-state")) {
-      controlResult.textContent = (s.status === (A.vocab.word || {}).sessionError ? "This session ended with an error" : "This session has finished") +
-        ": a finished session cannot be steered.";
+    } else if (finished) {
+      noteFinished();
     }
   }
 

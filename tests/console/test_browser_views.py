@@ -189,6 +189,12 @@ def test_a_stopped_run_on_the_agent_page_reads_stopped_not_error(page, make_org,
     assert row.locator("time[data-localized]").count() == 1  # the swapped-in history keeps the one date format
     with org.context():
         assert Run.objects.get().finish_reason == "stopped"
+    # Reopened later, the session of a stopped run reads "stopped" too (its summary turn carries finishReason).
+    summary = api.get(f"/v1/agents/sessions/{session_id}").json()["recentEvents"][-1]
+    assert summary["kind"] == "log" and summary["payload"]["finishReason"] == "stopped"
+    page.goto(f"/console/sessions/{session_id}/")
+    page.wait_for_selector("#session-status .badge[data-status=stopped]")
+    page.wait_for_function("document.getElementById('control-result').textContent.startsWith('This session was stopped')")
 
 
 def test_identity_create_form_shows_every_refused_field_at_once(page, make_org, login):
