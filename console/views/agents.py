@@ -66,7 +66,9 @@ def agent_create(request):
 def _errors(error: str | None, field_errors: dict[str, str]) -> dict:
     """Return the form's error context: `error` (the one sentence of a refusal that is not one
     field's), `field_errors` ({field: message}, each shown under its field) and `error_count`."""
-    return {"error": error, "field_errors": field_errors, "error_count": len(field_errors) + (1 if error else 0)}
+    order = list(AgentForm.base_fields)  # listed in the order the form shows the fields
+    ordered = dict(sorted(field_errors.items(), key=lambda item: order.index(item[0]) if item[0] in order else len(order)))
+    return {"error": error, "field_errors": ordered, "error_count": len(field_errors) + (1 if error else 0)}
 
 
 @member_required

@@ -227,7 +227,7 @@ def test_the_form_shows_every_error_at_once_each_under_its_field(org_a, admin_cl
     })
     assert response.status_code == 400
     errors = response.context["field_errors"]
-    assert set(errors) == {"name", "execution_mode", "timezone", "max_tokens", "temperature", "top_p", "tools"}
+    assert list(errors) == ["name", "tools", "max_tokens", "temperature", "top_p", "execution_mode", "timezone"]  # the form's order
     page = html.unescape(response.content.decode())
     assert "7 problems to fix:" in page
     for field, message in errors.items():
