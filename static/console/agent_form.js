@@ -25,21 +25,3 @@
   sync();
 })();
 
-/* Every error is shown at once (the list at the top, each under its field); an error under a
-   field goes away as soon as that field is changed, so no stale error stays under a fixed field. */
-(function () {
-  "use strict";
-  document.querySelectorAll("#agent-form [aria-invalid=true]").forEach(function (input) {
-    function clear() {
-      var note = document.getElementById(input.getAttribute("aria-describedby") || "");
-      if (note) note.hidden = true;
-      input.removeAttribute("aria-invalid");
-      var item = document.querySelector('#form-error li[data-field="' + input.name + '"]');
-      if (item) item.classList.add("fixed");
-      input.removeEventListener("input", clear);
-      input.removeEventListener("change", clear);
-    }
-    input.addEventListener("input", clear);
-    input.addEventListener("change", clear);
-  });
-})();

@@ -223,6 +223,20 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     localizeTimes(document);
+    // Forms show every error at once (a list at the top, each under its field); an error goes away
+    // as soon as its field changes, so no stale error stays under a fixed field.
+    document.querySelectorAll("form [aria-invalid=true]").forEach(function (input) {
+      function clear() {
+        var note = document.getElementById(input.getAttribute("aria-describedby") || "");
+        if (note) note.hidden = true;
+        input.removeAttribute("aria-invalid");
+        document.querySelectorAll('.error-list li[data-field="' + input.name + '"]').forEach(function (li) { li.classList.add("fixed"); });
+        input.removeEventListener("input", clear);
+        input.removeEventListener("change", clear);
+      }
+      input.addEventListener("input", clear);
+      input.addEventListener("change", clear);
+    });
     document.querySelectorAll("form[data-autosubmit] select").forEach(function (s) {
       s.addEventListener("change", function () { s.form.submit(); });
     });
