@@ -50,12 +50,16 @@ def list_org_runs(
     request,
     status: word_param(RunStatus) = Query(None, description="Only runs in this status (default: finished runs, `ok` and `error`)."),
     kind: word_param(RunKind) = Query(None, description="Only runs of this kind (default: every kind)."),
+    agent: str = Query(None, max_length=selectors.MAX_REF_LENGTH,
+                       description="Only runs of this agent, by id or name (default: every agent). "
+                       "A name that is not an agent of the org is a 400."),
     limit: int = _run_limit(),
     cursor: str = cursor_param(),
 ):
-    """Return one page of the org's runs across agents, of every kind unless `kind` names one,
-    newest first; `nextCursor` reads the next page."""
-    page = selectors.run_list_org(status=status, kind=kind, limit=limit, cursor=cursor)
+    """Return one page of the org's runs across agents, of every kind unless `kind` names one and
+    of every agent unless `agent` names one, newest first; `nextCursor` reads the next page (with
+    the same filters)."""
+    page = selectors.run_list_org(status=status, kind=kind, agent=selectors.run_filter_agent(agent=agent), limit=limit, cursor=cursor)
     return {"runs": [run_view(r) for r in page.items], "nextCursor": page.next_cursor}
 
 

@@ -9,7 +9,7 @@ from agents.models import Agent, Run
 from agents_site import sql
 from agents_site.errors import InvalidRequest, NotFound
 from agents_site.pagination import Page, keyset_page, page_limit
-from agents_site.vocabulary import RunKind, RunStatus
+from agents_site.vocabulary import AgentHosting, RunKind, RunStatus
 
 MAX_REF_LENGTH = 128
 
@@ -39,6 +39,12 @@ def agent_list() -> list[Agent]:
     Only finished runs are counted. One query.
     """
     return list(_agents_with_counts().order_by("-updated_at", "name"))
+
+
+def platform_agent_count() -> int:
+    """Return how many platform agents the org has: agents this platform runs (`hosting`
+    `platform`), not identity agents (their brain runs on their owner's host). One query."""
+    return Agent.objects.exclude(hosting=AgentHosting.EXTERNAL).count()
 
 
 def _agents_with_counts():
@@ -146,20 +152,37 @@ def run_list(*, agent: Agent, limit: int | None = None, cursor: str | None = Non
     return runs_finished(agent=agent, limit=limit, cursor=cursor)
 
 
-def run_list_org(*, status: str | None = None, kind: str | None = None, limit: int | None = None,
+def run_filter_agent(*, agent: str | None) -> Agent | None:
+    """Return the agent a list's `?agent=` names (its id or name), None when absent.
+
+    Raises `InvalidRequest` (400) "agent must name an agent of this org" for a blank or unknown
+    name, or another org's agent: a filter value the caller got wrong, not a missing resource.
+    """
+    if agent is None:
+        return None
+    try:
+        return agent_get(ref=agent)
+    except NotFound as exc:
+        raise InvalidRequest("agent must name an agent of this org (its id or name)") from exc
+
+
+def run_list_org(*, status: str | None = None, kind: str | None = None, agent: Agent | None = None, limit: int | None = None,
                  cursor: str | None = None) -> Page[Run]:
     """Return one page of the org's runs across agents, newest first (`limit` default 50, clamped to 200).
 
     Without `status`, finished runs (`ok` and `error`, by `finished_at`); with `queued` or
     `running`, the runs in flight in it (by `created_at`). Every kind of run, or only `kind`
-    (a `RunKind`). Raises `InvalidRequest` (400) for any other status or kind, a bad limit or a
-    foreign cursor (a cursor belongs to one status and kind). One query.
+    (a `RunKind`); every agent's runs, or only `agent`'s (see `run_filter_agent`). Raises
+    `InvalidRequest` (400) for any other status or kind, a bad limit or a foreign cursor (a
+    cursor belongs to one status, kind and agent). One query.
     """
     status = _run_status(status)
     if status not in RunStatus.IN_FLIGHT:
-        return runs_finished(status=status or None, kind=kind, limit=limit, cursor=cursor)
+        return runs_finished(agent=agent, status=status or None, kind=kind, limit=limit, cursor=cursor)
     kind = _run_kind(kind)
     queryset = Run.objects.filter(status=status)
+    if agent is not None:
+        queryset = queryset.filter(agent=agent)
     if kind:
         queryset = queryset.filter(kind=kind)
     return keyset_page(

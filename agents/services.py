@@ -196,6 +196,48 @@ def clean_generation(*, max_tokens: object = UNSET, temperature: object = UNSET,
     return cleaned
 
 
+def agent_input_errors(*, data: AgentInput, agent_name: str = "") -> dict[str, str]:
+    """Return every field of `data` the create/update checks refuse, `{AgentInput field: message}`
+    ({} when all pass), judging each field on its own so a form can show every error at once.
+
+    The messages are the ones `agent_create` / `agent_update` raise (those stop at the first);
+    checks that need the store's state (a name taken, the long-running cap) are left to them.
+    `agent_name` is the agent being edited ("" when creating: `data.name` is judged then).
+    Reads only; org context required (tool names are checked against the org's agents).
+    Example: `agent_input_errors(data=AgentInput(name="", temperature=5))` →
+    `{"name": "name is required", "temperature": "temperature must be a number from 0 to 2"}`.
+    """
+    errors: dict[str, str] = {}
+
+    def judge(field: str, check) -> None:
+        try:
+            check()
+        except InvalidRequest as exc:
+            errors.setdefault(field, exc.message)
+
+    name = agent_name
+    if not agent_name:
+        judge("name", lambda: _clean_name(data.name if _given(data.name) else None))
+        name = str(data.name).strip() if _given(data.name) and data.name else ""
+    if _given(data.model):
+        judge("model", lambda: _clean_model(data.model, required=bool(agent_name)))
+    if _given(data.instructions):
+        judge("instructions", lambda: _clean_instructions(data.instructions))
+    if _given(data.tools):
+        judge("tools", lambda: _validate_tools(clean_tools(data.tools), agent_name=name))
+    if _given(data.execution_mode) or _given(data.schedule):
+        field = "schedule" if _given(data.schedule) and data.schedule else "execution_mode"
+        judge(field, lambda: validate_lifecycle(data.execution_mode if _given(data.execution_mode) else None,
+                                                data.schedule if _given(data.schedule) else None))
+    if _given(data.timezone):
+        judge("timezone", lambda: validate_timezone(data.timezone))
+    for field in ("max_tokens", "temperature", "top_p", "context_window"):
+        value = getattr(data, field)
+        if _given(value):
+            judge(field, lambda field=field, value=value: clean_generation(**{field: value}))
+    return errors
+
+
 def agent_create(*, data: AgentInput) -> Agent:
     """Define an agent in the current org; return it (spec 003: POST /v1/agents → 201).
 

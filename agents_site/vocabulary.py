@@ -570,6 +570,7 @@ BADGE_COLOURS = {
     RunStatus.RUNNING: "#2563eb",
     RunStatus.OK: "#15803d",
     RunStatus.ERROR: "#b91c1c",
+    FinishReason.STOPPED: "#6b7280",  # a user's stop is not a failure: neutral grey
     SessionStatus.PAUSED: "#b45309",
     SessionStatus.DONE: "#15803d",
     TargetStatus.ONLINE: "#15803d",
@@ -622,6 +623,6 @@ def vocabulary_for_js() -> dict:
         "systemMessageCode": list(SystemMessageCode.values),
         "badge": {str(k): v for k, v in BADGE_COLOURS.items()},
         # Single words the scripts compare against, named (never a copied literal in JS).
-        "word": {"toolCall": str(EventKind.TOOL_CALL), "commit": str(EventKind.COMMIT), "runError": str(RunStatus.ERROR), "external": str(AgentHosting.EXTERNAL),
+        "word": {"toolCall": str(EventKind.TOOL_CALL), "commit": str(EventKind.COMMIT), "runError": str(RunStatus.ERROR), "sessionError": str(SessionStatus.ERROR), "external": str(AgentHosting.EXTERNAL),
                  "truncated": str(FinishReason.LENGTH), "stopped": str(FinishReason.STOPPED)},
     }

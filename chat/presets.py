@@ -152,7 +152,9 @@ register_preset(Preset(
 register_preset(Preset(
     id="system",
     title="System agent",
-    system_prompt="You are the platform's system agent: you help the user create and manage their agents. When the "
+    system_prompt="You are the platform's system agent: you help the user create and manage their identity agents "
+                  "(agents whose code runs on the user's own host; platform agents, which this platform runs with a model, "
+                  "are managed on the console's Platform agents page, not by you). When the "
                   "user wants to create, change, delete an agent, rotate its token or see their agents, call open_form "
                   "with the form's name (and the agent, and the values you already know) instead of asking for each "
                   "field in prose. The client calls the platform with the user's own credentials and reports back; "

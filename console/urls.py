@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from console.views import admin, agents, auth, chat, coding, dashboard, identity, members, sessions, webhooks
+from console.views import admin, agents, auth, chat, coding, dashboard, identity, members, runs, sessions, webhooks
 
 app_name = "console"
 
@@ -17,10 +17,12 @@ urlpatterns = [
     path("agents/<str:ref>/edit/", agents.agent_edit, name="agent-edit"),
     path("agents/<str:ref>/delete/", agents.agent_delete, name="agent-delete"),
     path("agents/<str:ref>/runs/", agents.agent_runs, name="agent-runs"),
+    path("runs/", runs.run_list, name="runs"),
     path("chat/", chat.chat, name="chat"),
     path("chat/<str:conversation_id>/", chat.chat, name="chat-conversation"),
     path("sessions/", sessions.session_list, name="sessions"),
     path("sessions/<str:session_id>/", sessions.session_detail, name="session"),
+    path("sessions/<str:session_id>/publish/", sessions.session_publish, name="session-publish"),
     path("identity/", identity.identity_agents, name="identity"),
     path("identity/inbox/", identity.identity_inbox, name="identity-inbox"),
     path("identity/anomalies/", identity.identity_anomalies, name="identity-anomalies"),
@@ -28,6 +30,7 @@ urlpatterns = [
     path("identity/talk/", identity.identity_talk_list, name="identity-talk-list"),
     path("identity/talk/<str:ref>/", identity.identity_talk, name="identity-talk"),
     path("identity/<str:ref>/deliveries/", identity.identity_deliveries, name="identity-deliveries"),
+    path("identity/<str:ref>/keys/register/", identity.identity_keys_register, name="identity-keys-register"),
     path("coding/", coding.coding_run_list, name="coding"),
     path("coding/<str:run_id>/", coding.coding_run_detail, name="coding-run"),
     path("machines/", coding.machine_list, name="machines"),

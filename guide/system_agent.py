@@ -29,13 +29,42 @@ from agents_site.errors import InvalidRequest, NotFound
 from agents_site.vocabulary import ArtifactSubtype, ChatRole, MsgSubtype, SystemCommand
 from chat.presets import FixedReply
 from guide import artifacts, field_names
+from agents.selectors import platform_agent_count
 from identity import selectors as identity_selectors
 
 SYSTEM_PRESET = "system"
 MAX_PAYLOAD_VALUE = 128  # characters of one artifact_response payload value
 
-HELP = ("I can create and manage your agents. Commands: /create-agent [name], /list-agents, /update-agent <agent>, "
-        "/delete-agent <agent>, /rotate-token <agent> — or just tell me what you need.")
+# "Identity agent": an agent whose brain runs on its owner's host (this agent manages those);
+# "platform agent": one this platform runs with a model (the console's Platform agents page).
+HELP = ("I create and manage your identity agents: agents whose code runs on your own host, with an identity, a token "
+        "and keys from this platform. (Platform agents, which this platform runs with a model, are on the Platform agents "
+        "page.) Commands: /create-agent [name], /list-agents, /update-agent <agent>, /delete-agent <agent>, "
+        "/rotate-token <agent> — or just tell me what you need.")
+
+
+def _identity_agents(count: int) -> str:
+    return f"{count} identity agent{'' if count == 1 else 's'}"
+
+
+def _list_sentence(count: int) -> str:
+    """Say how many identity agents the user has, and that platform agents are counted apart.
+
+    Example: 0 identity agents, 2 platform agents → "You have no identity agents yet. /create-agent
+    makes one. This org also has 2 platform agents (run by this platform); they are on the
+    Platform agents page, not here."
+    """
+    said = f"You have {_identity_agents(count)}." if count else "You have no identity agents yet. /create-agent makes one."
+    platform = platform_agent_count()
+    if platform:
+        said += (f" This org also has {platform} platform agent{'' if platform == 1 else 's'} (run by this platform); "
+                 f"{'it is' if platform == 1 else 'they are'} on the Platform agents page, not here.")
+    return said
+
+
+def _count(n: int, noun: str) -> str:
+    """Return "1 relation", "2 relations", "0 users" (no "(s)" in what users read)."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _last_user_text(messages: list[dict]) -> str | None:
@@ -64,24 +93,24 @@ def artifact_for(form: str, *, subject: str, agent_ref: str = "", values: dict |
     sentence and the user's agent list instead. Org context required.
     """
     if form == ArtifactSubtype.AGENT_CREATION_FORM:
-        return "Fill in the form to create an agent. Its keys are made in your browser; the platform never sees the private halves.", \
+        return "Fill in the form to create an identity agent. Its keys are made in your browser; the platform never sees the private halves.", \
             artifacts.as_op(artifacts.creation_form(values=values))
     if form == ArtifactSubtype.AGENT_LIST_DISPLAY:
         profiles, op = _list_op(subject)
-        return (f"You have {len(profiles)} agent(s)." if profiles else "You have no agents yet. /create-agent makes one."), op
+        return _list_sentence(len(profiles)), op
     command = {ArtifactSubtype.AGENT_UPDATE_FORM: SystemCommand.UPDATE_AGENT, ArtifactSubtype.AGENT_DELETION_CONFIRM: SystemCommand.DELETE_AGENT,
                ArtifactSubtype.AGENT_TOKEN_ROTATE_CONFIRM: SystemCommand.ROTATE_TOKEN}[form]
     profile = _owned(agent_ref, subject) if agent_ref else None
     if profile is None:
         _, op = _list_op(subject)
-        said = f"No agent '{agent_ref}' among yours." if agent_ref else "Which agent?"
+        said = f"No identity agent '{agent_ref}' among yours." if agent_ref else "Which identity agent?"
         return f"{said} Say {command.value} <agent id or custom_id>.", op
     if form == ArtifactSubtype.AGENT_UPDATE_FORM:
         return f"Change {profile.display_name} ({profile.agent_id}) below.", artifacts.as_op(artifacts.update_form(profile))
     if form == ArtifactSubtype.AGENT_DELETION_CONFIRM:
         preview = identity_selectors.deletion_preview(agent_id=profile.agent_id)
-        return (f"Deleting {profile.display_name} ({profile.agent_id}) ends {preview['affected_h2a_count']} relation(s) with "
-                f"{preview['affected_users_count']} user(s); each is alerted. Confirm below."), \
+        return (f"Deleting {profile.display_name} ({profile.agent_id}) ends {_count(preview['affected_h2a_count'], 'relation')} with "
+                f"{_count(preview['affected_users_count'], 'user')}; each is alerted. Confirm below."), \
             artifacts.as_op(artifacts.deletion_confirm(profile, preview=preview))
     return (f"Rotate the token of {profile.display_name} ({profile.agent_id}): the old token and keys stay valid for the grace "
             f"period, or are revoked now in an emergency."), artifacts.as_op(artifacts.rotate_confirm(profile))
@@ -165,7 +194,7 @@ def response_reply(response: dict, *, subject: str) -> FixedReply:
         return FixedReply(reply=f"✓ deleted {payload.get('display_name', agent_id)} ({agent_id}). Its relations were ended "
                                 "and every affected user was alerted.")
     if profile is None:
-        return FixedReply(reply=f"I cannot find agent {agent_id} among yours.")
+        return FixedReply(reply=f"I cannot find identity agent {agent_id} among yours.")
     name = profile.display_name
     if subtype == ArtifactSubtype.AGENT_CREATED:
         return FixedReply(reply=f"✓ created {name} ({agent_id}). Deploy the agent's code to your host: it connects with its "

@@ -71,6 +71,24 @@ class EndpointInput:
     enabled: bool | None = None
 
 
+def endpoint_input_errors(*, data: EndpointInput) -> dict[str, str]:
+    """Return every field of a new endpoint `endpoint_create` refuses, `{field: message}` ({} when
+    all pass), each judged on its own in the create's words, so a form shows them all at once.
+
+    The org's endpoint cap (409) is left to `endpoint_create`. Reads nothing.
+    Example: `endpoint_input_errors(data=EndpointInput(url="", events=[]))` →
+    `{"url": "url is required", "events": "events must be a non-empty list of event types"}`.
+    """
+    errors: dict[str, str] = {}
+    for field, check in (("url", lambda: _clean_endpoint_url(data.url)), ("events", lambda: clean_events(data.events)),
+                         ("description", lambda: _clean_description(data.description))):
+        try:
+            check()
+        except InvalidRequest as exc:
+            errors[field] = exc.message
+    return errors
+
+
 def endpoint_create(*, data: EndpointInput, actor: str) -> tuple[Endpoint, str]:
     """Create an endpoint → `(endpoint, secret)`; the secret is never answered again.
 

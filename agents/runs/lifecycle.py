@@ -493,6 +493,8 @@ def _close_session(run: Run, *, session: RunSession | None, extra: dict | None =
         session = RunSession.bind(session_id=run.session_id, actor=run.actor)
     summary = {"runId": run.id, "status": run.status, "model": run.model, "durationMs": run.duration_ms,
                "error": clip(run.error, SUMMARY_ERROR_BYTES), **(extra or {})}
+    if run.finish_reason:  # a session page tells a user's stop ("stopped") from a failure by it
+        summary["finishReason"] = run.finish_reason
     session.close(status=SessionStatus.DONE if run.status == RunStatus.OK else SessionStatus.ERROR, summary=summary)
 
 

@@ -12,7 +12,7 @@ from django.conf import settings
 
 from agents.tools.backends.agents import AgentTools
 from agents.tools.backends.base import Resolution, Tool, ToolBackend
-from agents.tools.backends.builtin import BUILTIN_NAMES, BuiltinTools, builtin_description
+from agents.tools.backends.builtin import BUILTIN_NAMES, BuiltinTools, builtin_description, builtin_unavailable
 from agents.tools.backends.machine import MachineTools
 from agents.models import Agent, McpServer
 from agents.tools.backends.mcp import McpTools, McpUnavailable, list_server_tools
@@ -100,20 +100,28 @@ def resolve_tools(names: list[str], *, agent_name: str, depth: int) -> Resolutio
 def tool_choices(*, agent_name: str = "") -> list[dict]:
     """Return the tools an agent of the current org could declare, for pickers: `[{name, source, description}]`.
 
+    A tool this deployment does not offer carries `"unavailable": True` and `reason`, why in a
+    user's words (`http_get` while no web host is allowed; an MCP server that does not answer).
     Built-ins (with their descriptions), every other agent of the org as `agent_<name>` (an
     agent never calls itself; external agents run elsewhere and are left out), and each
     registered MCP server's tools as `mcp__<server>__<tool>` when its listing is cached or it
     answers now (a server that does not answer is listed as unavailable, never waited on
     twice: the listing is cached). Org context required; reads only.
     """
-    choices = [{"name": name, "source": ToolSource.BUILTIN, "description": builtin_description(name)} for name in BUILTIN_NAMES]
+    choices = []
+    for name in BUILTIN_NAMES:
+        choice = {"name": name, "source": ToolSource.BUILTIN, "description": builtin_description(name)}
+        if reason := builtin_unavailable(name):
+            choice.update(unavailable=True, reason=reason)
+        choices.append(choice)
     for agent in Agent.objects.exclude(name=agent_name).exclude(hosting=AgentHosting.EXTERNAL).order_by("name").only("name", "description"):
         choices.append({"name": f"agent_{agent.name}", "source": ToolSource.AGENT, "description": agent.description or f"Run the agent {agent.name}"})
     for server in McpServer.objects.order_by("name"):
         try:
             listing = list_server_tools(server)
         except McpUnavailable as exc:
-            choices.append({"name": f"mcp__{server.name}__", "source": ToolSource.MCP, "description": str(exc), "unavailable": True})
+            choices.append({"name": f"mcp__{server.name}__", "source": ToolSource.MCP, "description": str(exc), "unavailable": True,
+                            "reason": f"the MCP server {server.name} did not answer, so its tools cannot be listed"})
             continue
         for tool, spec in sorted(listing.items()):
             choices.append({"name": f"mcp__{server.name}__{tool}", "source": ToolSource.MCP, "description": (spec or {}).get("description") or ""})

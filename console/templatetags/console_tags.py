@@ -1,9 +1,14 @@
-"""Template filters of the console: status badges (colours from the one vocabulary) and money."""
+"""Template filters of the console: status badges (colours from the one vocabulary), money and
+date/times (one format everywhere: `console.js` rewrites every `<time data-local>` in the
+viewer's local time; the ISO timestamp stays in its tooltip)."""
+
+from datetime import UTC, datetime
 
 from django import template
+from django.utils import timezone
 from django.utils.html import format_html
 
-from agents_site.vocabulary import vocabulary_for_js
+from agents_site.vocabulary import FinishReason, vocabulary_for_js
 
 register = template.Library()
 
@@ -26,3 +31,37 @@ def cents(value) -> str:
     sign = "−" if amount < 0 else ""
     amount = abs(amount)
     return f"{sign}${amount // 100:,}.{amount % 100:02d}"
+
+
+@register.simple_tag
+def when(value, empty: str = "—") -> str:
+    """Render a datetime (or an ISO 8601 string, as the API's presenters give) as
+    `<time datetime="ISO" title="ISO" data-local>` (`empty` for None, "" or an unreadable text).
+
+    The text before the script runs is the UTC time `2026-12-02 04:03 UTC`; `console.js`
+    (`Console.localTime`) replaces it with the viewer's local date and time, the one format
+    of every console page. The ISO 8601 timestamp (UTC, seconds) stays in the tooltip.
+    """
+    if isinstance(value, str) and value:
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return empty
+    if not isinstance(value, datetime):
+        return empty
+    utc = value.astimezone(UTC) if timezone.is_aware(value) else value
+    iso = utc.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_html('<time datetime="{}" title="{}" data-local>{}</time>', iso, iso, utc.strftime("%Y-%m-%d %H:%M UTC"))
+
+
+@register.simple_tag
+def run_outcome(run) -> str:
+    """Render a run's status badge, read with its `finish_reason`: a user's stop shows as
+    "stopped" (not a red "error"), a reply cut by the token limit adds "✂ truncated"."""
+    reason = getattr(run, "finish_reason", "") or ""
+    word = FinishReason.STOPPED if reason == FinishReason.STOPPED else run.status
+    html = badge(word)
+    if reason == FinishReason.LENGTH:
+        html += format_html(' <span class="cut-note" data-finish="{}" title="{}">✂ {}</span>', reason,
+                            "The reply was cut off at the token limit (maxTokens).", FinishReason.LENGTH.label)
+    return html

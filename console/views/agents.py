@@ -11,9 +11,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from agents import selectors, services
-from agents.inference import inference_configured, model_catalog
+from agents.inference import inference_configured, model_catalog, output_token_cap
 from agents.tools.registry import tool_choices
 from agents_site.errors import ApiError, InvalidRequest
+from agents_site.vocabulary import AgentHosting
 from console.access import member_required, org_admin_required
 from console.forms import AgentForm, RunForm
 from console.selectors import run_history_page
@@ -23,14 +24,17 @@ def _catalog() -> list[str]:
     return sorted(model_catalog() or [])
 
 
-def _tool_choices(agent_name: str = "") -> list[dict]:
-    return tool_choices(agent_name=agent_name)
+def _tools(agent_name: str = "") -> dict:
+    """Return the picker's context: `tool_choices` (every tool, offered or not) and
+    `tools_not_offered` (those this deployment does not offer, each with its `reason`)."""
+    choices = tool_choices(agent_name=agent_name)
+    return {"tool_choices": choices, "tools_not_offered": [c for c in choices if c.get("unavailable")]}
 
 
 @member_required
 def agent_list(request):
     """List the org's agents with their run counts (spec 003: GET /v1/agents)."""
-    return render(request, "console/agents/list.html", {"agents": selectors.agent_list(), "nav": "agents"})
+    return render(request, "console/agents/list.html", {"agents": selectors.agent_list(), "external": AgentHosting.EXTERNAL, "nav": "agents"})
 
 
 @org_admin_required
@@ -38,22 +42,33 @@ def agent_list(request):
 def agent_create(request):
     """Show the create form; on POST define the agent via `agents.services.agent_create`."""
     form = AgentForm(request.POST or None)
-    error = None
+    error, field_errors = None, {}
     if request.method == "POST" and form.is_valid():
         try:
-            agent = services.agent_create(data=form.to_input(include_name=True))
+            data = form.to_input(include_name=True)
+            field_errors = services.agent_input_errors(data=data)
+            if not field_errors:
+                agent = services.agent_create(data=data)
         except ApiError as exc:
             error = exc.message
         else:
-            messages.success(request, f"Agent {agent.name} created.")
-            return redirect("console:agent", ref=agent.name)
-    status = 400 if error else 200
+            if not field_errors:
+                messages.success(request, f"Agent {agent.name} created.")
+                return redirect("console:agent", ref=agent.name)
     return render(
         request,
         "console/agents/form.html",
-        {"form": form, "error": error, "creating": True, "catalog": _catalog(), "tool_choices": _tool_choices(), "nav": "agents"},
-        status=status,
+        {"form": form, **_errors(error, field_errors), "creating": True, "catalog": _catalog(), **_tools(), "nav": "agents"},
+        status=400 if error or field_errors else 200,
     )
+
+
+def _errors(error: str | None, field_errors: dict[str, str]) -> dict:
+    """Return the form's error context: `error` (the one sentence of a refusal that is not one
+    field's), `field_errors` ({field: message}, each shown under its field) and `error_count`."""
+    order = list(AgentForm.base_fields)  # listed in the order the form shows the fields
+    ordered = dict(sorted(field_errors.items(), key=lambda item: order.index(item[0]) if item[0] in order else len(order)))
+    return {"error": error, "field_errors": ordered, "error_count": len(field_errors) + (1 if error else 0)}
 
 
 @member_required
@@ -69,6 +84,7 @@ def agent_detail(request, ref: str):
             "run_count": selectors.run_count(agent=agent),
             "run_form": RunForm(),
             "inference_configured": inference_configured(),
+            "reply_tokens": output_token_cap(agent.max_tokens),  # what a reply may hold: the agent's value, capped
             "nav": "agents",
         },
     )
@@ -96,25 +112,29 @@ def agent_runs(request, ref: str):
 def agent_edit(request, ref: str):
     """Show the edit form; on POST change the agent via `agents.services.agent_update`."""
     agent = selectors.agent_get(ref=ref)
-    error = None
+    error, field_errors = None, {}
     if request.method == "POST":
         form = AgentForm(request.POST)
         if form.is_valid():
             try:
-                agent = services.agent_update(ref=agent.pk, data=form.to_input(include_name=False))
+                data = form.to_input(include_name=False)
+                field_errors = services.agent_input_errors(data=data, agent_name=agent.name)
+                if not field_errors:
+                    agent = services.agent_update(ref=agent.pk, data=data)
             except ApiError as exc:
                 error = exc.message
             else:
-                messages.success(request, f"Agent {agent.name} saved.")
-                return redirect("console:agent", ref=agent.name)
+                if not field_errors:
+                    messages.success(request, f"Agent {agent.name} saved.")
+                    return redirect("console:agent", ref=agent.name)
     else:
         form = AgentForm.for_agent(agent)
     return render(
         request,
         "console/agents/form.html",
-        {"form": form, "agent": agent, "error": error, "creating": False, "catalog": _catalog(),
-         "tool_choices": _tool_choices(agent.name), "nav": "agents"},
-        status=400 if error else 200,
+        {"form": form, "agent": agent, **_errors(error, field_errors), "creating": False, "catalog": _catalog(),
+         **_tools(agent.name), "nav": "agents"},
+        status=400 if error or field_errors else 200,
     )
 
 

@@ -7,13 +7,18 @@ console answers exactly what the API answers and shows tokens only where the API
 
 from __future__ import annotations
 
+import json
+
+from django.http import JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.views.decorators.http import require_POST
 
+from agents_site.errors import ApiError, InvalidRequest
 from agents_site.vocabulary import ConnectionMode, IdentityCategory
 from console.access import member_required, org_admin_required
-from identity import selectors
-from identity.presenters import anomaly_view, delivery_view, envelope_view, identity_view, inbox_item_view, public_keys_view
+from identity import selectors, services
+from identity.presenters import anomaly_view, delivery_view, envelope_view, identity_view, inbox_item_view, keyset_view, public_keys_view
 from identity.serializers import CONVERSATION_ID
 
 
@@ -27,8 +32,42 @@ def identity_agents(request):
     return render(
         request,
         "console/identity/list.html",
-        {"agents": agents, "identity_categories": IdentityCategory.values, "connection_modes": ConnectionMode.values, "nav": "identity"},
+        {"agents": agents, "identity_categories": IdentityCategory.values, "connection_modes": ConnectionMode.values,
+         "webhook_mode": ConnectionMode.WEBHOOK, "nav": "identity"},
     )
+
+
+@member_required
+@require_POST
+def identity_keys_register(request, ref: str):
+    """Register new public keys for the signed-in user's identity agent `ref` (creator only).
+
+    The identity page's "Re-register keys" (after a token rotation, or to replace lost keys):
+    the browser makes the key pairs and sends only the public halves, JSON
+    `{"public_key", "signing_public_key", "webhook_secret"?}` (a webhook agent needs its new
+    secret), to the same service as `POST /v1/identity/agents/{id}/keys/register`
+    (`identity.services.keys_register`): the previous current set is superseded at once.
+    A creator may do this without the agent token because a creator may rotate that token
+    anyway. Answers 200 with the key set as the API does, or the API's error body
+    `{"status", "code", "error"}` with its status (404 for another user's or a missing agent).
+    """
+    try:
+        profile = selectors.identity_get_owned(ref=ref, creator_id=request.principal.subject)
+        try:
+            body = json.loads(request.body or b"{}")
+        except ValueError as exc:
+            raise InvalidRequest("the request body must be a JSON object") from exc
+        if not isinstance(body, dict):
+            raise InvalidRequest("the request body must be a JSON object")
+        keyset = services.keys_register(
+            agent_id=profile.agent_id,
+            public_key=body.get("public_key"),
+            signing_public_key=body.get("signing_public_key"),
+            webhook_secret=body.get("webhook_secret"),
+        )
+    except ApiError as exc:
+        return JsonResponse(exc.body(), status=exc.status)
+    return JsonResponse(keyset_view(keyset))
 
 
 @member_required

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import re
 
+from django.contrib import messages
 from django.http import Http404
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
 
+from agents_site.errors import ApiError
 from console.access import member_required
-from sessions.selectors import session_require
+from sessions import services
+from sessions.selectors import session_get
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 
@@ -32,5 +36,34 @@ def session_detail(request, session_id: str):
     """
     if not _SESSION_ID.fullmatch(session_id):
         raise Http404("session not found")
-    session_require(session_id=session_id)  # SessionNotFound → the 404 page (member_required)
-    return render(request, "console/sessions/detail.html", {"session_id": session_id, "nav": "sessions"})
+    session = session_get(session_id=session_id)  # SessionNotFound → the 404 page (member_required)
+    return render(request, "console/sessions/detail.html", {"session_id": session_id, "session": session, "nav": "sessions"})
+
+
+@member_required
+@require_POST
+def session_publish(request, session_id: str):
+    """Publish the session as a public build under `project`, or unpublish it (`action`).
+
+    The same write as `PATCH /v1/agents/sessions/{id}` `{"project", "published"}`
+    (`sessions.services.session_update`): a publish with no project, or a project that is not
+    a slug, is refused in the API's words and nothing changes. Unpublishing keeps the project.
+    Answers a redirect to the session page with the outcome as a message.
+    """
+    if not _SESSION_ID.fullmatch(session_id):
+        raise Http404("session not found")
+    session = session_get(session_id=session_id)
+    publish = request.POST.get("action") == "publish"
+    try:
+        if publish:
+            session = services.session_update(session_id=session.id, project=request.POST.get("project", ""), published=True)
+        else:
+            session = services.session_update(session_id=session.id, published=False)
+    except ApiError as exc:
+        messages.error(request, f"Not published: {exc.message}.")
+    else:
+        if publish:
+            messages.success(request, f"Published as a public build of project {session.project}.")
+        else:
+            messages.success(request, "Unpublished: the build is no longer public.")
+    return redirect("console:session", session_id=session.id)

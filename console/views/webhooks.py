@@ -20,10 +20,12 @@ from webhooks.presenters import delivery_view, endpoint_view
 EVENT_CHOICES = sorted(str(e) for e in WebhookEventType.SUBSCRIBABLE)
 
 
-def _page(request, *, secret_for: tuple[str, str] | None = None, error: str = "", form: dict | None = None, status: int = 200):
+def _page(request, *, secret_for: tuple[str, str] | None = None, error: str = "", form: dict | None = None, status: int = 200,
+          field_errors: dict[str, str] | None = None):
     endpoints = [endpoint_view(e) for e in selectors.endpoint_list()]
     response = render(request, "console/webhooks/list.html", {
         "endpoints": endpoints, "event_choices": EVENT_CHOICES, "secret_for": secret_for, "error": error,
+        "field_errors": field_errors or {},
         "form": form or {"events": ["run.finished"]}, "nav": "webhooks",
     }, status=status)
     if secret_for:
@@ -38,9 +40,12 @@ def webhook_list(request):
     if request.method == "GET":
         return _page(request)
     form = {"url": request.POST.get("url", ""), "events": request.POST.getlist("events"), "description": request.POST.get("description", "")}
+    data = services.EndpointInput(url=form["url"], events=form["events"], description=form["description"])
+    field_errors = services.endpoint_input_errors(data=data)  # every refused field at once, in the create's words
+    if field_errors:
+        return _page(request, form=form, field_errors=field_errors, status=400)
     try:
-        endpoint, secret = services.endpoint_create(
-            data=services.EndpointInput(url=form["url"], events=form["events"], description=form["description"]), actor=request.principal.actor)
+        endpoint, secret = services.endpoint_create(data=data, actor=request.principal.actor)
     except ApiError as exc:
         return _page(request, error=exc.message, form=form, status=400)
     return _page(request, secret_for=(endpoint.public_id, secret))

@@ -24,3 +24,4 @@
   field.addEventListener("input", sync);
   sync();
 })();
+

@@ -243,8 +243,8 @@
     var error = errorLine();
     var button = el("button", { type: "button", class: "danger", text: "Delete " + (agent.display_name || "") });
     var node = card(artifact.subtype, artifact.title || "Delete the agent?", [
-      el("p", { class: "cascade-preview", text: "Deleting ends " + preview.affected_h2a_count + " relation(s) with " + preview.affected_users_count +
-        " user(s); each gets a security alert. Its token and keys are revoked; past messages stay encrypted." }),
+      el("p", { class: "cascade-preview", text: "Deleting ends " + A.plural(preview.affected_h2a_count, "relation") + " with " + A.plural(preview.affected_users_count, "user") +
+        "; each gets a security alert. Its token and keys are revoked; past messages stay encrypted." }),
       el("div", { class: "actions" }, [button]), error
     ]);
     button.addEventListener("click", function () {
@@ -265,7 +265,7 @@
     var button = el("button", { type: "button", class: "danger-outline", text: "Rotate the token" });
     var days = Math.round((artifact.grace_seconds || 0) / 86400);
     var node = card(artifact.subtype, artifact.title || "Rotate the token?", [
-      el("p", { class: "small", text: "Normal: the old token and keys stay valid " + days + " day(s). Emergency: revoked now." }),
+      el("p", { class: "small", text: "Normal: the old token and keys stay valid " + A.plural(days, "day") + ". Emergency: revoked now." }),
       el("label", { class: "small" }, [emergency, " emergency (revoke the old token now)"]),
       el("div", { class: "actions" }, [button]), error
     ]);
@@ -294,7 +294,7 @@
         el("td", { text: a.keys_registered ? "✓" : "—" }), el("td", {}, [act("/update-agent"), act("/rotate-token"), act("/delete-agent")])]);
     });
     return card(artifact.subtype, artifact.title || "Your agents", rows.length ? [el("table", { class: "table small" }, [
-      el("thead", {}, [el("tr", {}, ["Name", "custom_id", "agent_id", "mode", "keys", ""].map(function (h) { return el("th", { text: h }); }))]),
+      el("thead", {}, [el("tr", {}, ["Name", "Custom id", "Agent id", "Connection", "Keys", ""].map(function (h) { return el("th", { text: h }); }))]),
       el("tbody", {}, rows)])] : [el("p", { class: "muted small", text: "No agents yet." })]);
   }
 

@@ -18,6 +18,7 @@
           var open = {};
           box.querySelectorAll("details[open]").forEach(function (d) { var c = d.closest("[data-commit]"); if (c) open[c.dataset.commit] = true; });
           box.innerHTML = html;
+          window.Agents.localizeTimes(box);  // the swapped-in part keeps the one date format
           box.querySelectorAll("[data-commit]").forEach(function (c) { if (open[c.dataset.commit]) { var d = c.querySelector("details"); if (d) d.open = true; } });
         }
       })

@@ -39,12 +39,43 @@
     return "The server answered " + res.status + ".";
   }
 
+  /* The label a user reads for form field `name`: the text of its <label>, else the name in words. */
+  function fieldLabel(name) {
+    var input = document.querySelector('[name="' + (window.CSS && CSS.escape ? CSS.escape(name) : name) + '"]');
+    var label = input && (input.closest("label") || (input.id && document.querySelector('label[for="' + input.id + '"]')));
+    var text = label && label.firstChild ? label.firstChild.textContent.trim() : "";
+    return text || String(name).replace(/_/g, " ");
+  }
+
+  /* The distinct `fields` of an error body as [{field, label, message}] (empty when none). */
+  function fieldProblems(res) {
+    var fields = res && res.body && Array.isArray(res.body.fields) ? res.body.fields : [];
+    var seen = {}, out = [];
+    fields.forEach(function (f) {
+      if (!f || typeof f.field !== "string") return;
+      var key = f.field + "\u0000" + f.message;
+      if (seen[key]) return;
+      seen[key] = true;
+      out.push({ field: f.field, label: fieldLabel(f.field), message: String(f.message || "") });
+    });
+    return out;
+  }
+
   /* Fill `box` with the error in words and, for a refused secret (422 secret_in_transcript),
      the findings exactly as the API answered them: rule, severity, line, masked preview and
      fingerprint (the secret itself was never stored nor echoed). */
   function showError(box, res, prefix) {
     box.innerHTML = "";
-    box.appendChild(el("p", { text: (prefix || "") + errorText(res) }));
+    var problems = fieldProblems(res);
+    if (problems.length > 1) {
+      // Every refused field at once (the API's `fields`), not only the first one its sentence names.
+      box.appendChild(el("p", { text: (prefix || "") + problems.length + " problems to fix:" }));
+      box.appendChild(el("ul", { class: "error-list" }, problems.map(function (p) {
+        return el("li", { "data-field": p.field, text: p.label + ": " + p.message });
+      })));
+    } else {
+      box.appendChild(el("p", { text: (prefix || "") + errorText(res) }));
+    }
     var findings = res.body && res.body.findings;
     if (findings && findings.length) {
       var rows = findings.map(function (f) {
@@ -77,10 +108,36 @@
     return node;
   }
 
+  /* THE date/time format of the console: the viewer's local date and time, to the minute
+     ("2 Dec 2026, 04:03" in en-GB, "Dec 2, 2026, 4:03 AM" in en-US: the browser's language).
+     Every date on every page passes here: server-rendered <time data-local> elements
+     (console_tags.when) and the ones scripts build (timeEl). An unreadable value is shown as given. */
+  var TIME_FORMAT = { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" };
   function fmtTime(iso) {
     if (!iso) return "";
     var d = new Date(iso);
-    return isNaN(d) ? iso : d.toLocaleString();
+    return isNaN(d) ? String(iso) : d.toLocaleString([], TIME_FORMAT);
+  }
+
+  /* A <time> element for `iso`: the local time as text, the ISO timestamp in its tooltip. */
+  function timeEl(iso, attrs) {
+    var node = el("time", Object.assign({ datetime: iso || "", title: iso || "", text: fmtTime(iso) || "—" }, attrs || {}));
+    return node;
+  }
+
+  /* "1 relation", "2 relations", "0 users": never "(s)" in what users read. */
+  function plural(n, noun) { return n + " " + noun + (Number(n) === 1 ? "" : "s"); }
+
+  /* Rewrite every server-rendered <time data-local> under `root` in the one format. */
+  function localizeTimes(root) {
+    (root || document).querySelectorAll("time[data-local]").forEach(function (t) {
+      var iso = t.getAttribute("datetime");
+      if (!iso) return;
+      t.textContent = fmtTime(iso);
+      if (!t.title) t.title = iso;
+      t.removeAttribute("data-local");
+      t.setAttribute("data-localized", "");
+    });
   }
 
   /* The readable text of an event payload: its text/message/output, else compact JSON. */
@@ -158,13 +215,28 @@
         turnBody(ev)
       ])
     ]);
-    li.title = fmtTime(ev.createdAt);
+    li.title = fmtTime(ev.createdAt) + (ev.createdAt ? " (" + ev.createdAt + ")" : "");
     return li;
   }
 
   function isTerminal(status) { return (vocab.sessionTerminal || []).indexOf(status) >= 0; }
 
   document.addEventListener("DOMContentLoaded", function () {
+    localizeTimes(document);
+    // Forms show every error at once (a list at the top, each under its field); an error goes away
+    // as soon as its field changes, so no stale error stays under a fixed field.
+    document.querySelectorAll("form [aria-invalid=true]").forEach(function (input) {
+      function clear() {
+        var note = document.getElementById(input.getAttribute("aria-describedby") || "");
+        if (note) note.hidden = true;
+        input.removeAttribute("aria-invalid");
+        document.querySelectorAll('.error-list li[data-field="' + input.name + '"]').forEach(function (li) { li.classList.add("fixed"); });
+        input.removeEventListener("input", clear);
+        input.removeEventListener("change", clear);
+      }
+      input.addEventListener("input", clear);
+      input.addEventListener("change", clear);
+    });
     document.querySelectorAll("form[data-autosubmit] select").forEach(function (s) {
       s.addEventListener("change", function () { s.form.submit(); });
     });
@@ -184,6 +256,6 @@
     });
   });
 
-  window.Agents = { vocab: vocab, api: api, errorText: errorText, el: el, badge: badge, fmtTime: fmtTime,
+  window.Agents = { vocab: vocab, api: api, errorText: errorText, el: el, badge: badge, fmtTime: fmtTime, timeEl: timeEl, localizeTimes: localizeTimes, plural: plural,
     showError: showError, payloadText: payloadText, eventItem: eventItem, jsonBlock: jsonBlock, isTerminal: isTerminal, csrfToken: csrfToken };
 })();

@@ -99,7 +99,7 @@
       var rows = res.body.activity || [];
       if (!rows.length) { feed.appendChild(A.el("li", { class: "muted", text: "No activity yet — create an agent and run it." })); return; }
       rows.forEach(function (r) {
-        feed.appendChild(A.el("li", { "data-kind": r.kind }, [A.badge(r.kind), A.el("strong", { text: r.agent || "" }), A.el("span", { text: r.message || "" }), A.el("time", { datetime: r.at, text: A.fmtTime(r.at) })]));
+        feed.appendChild(A.el("li", { "data-kind": r.kind }, [A.badge(r.kind), A.el("strong", { text: r.agent || "" }), A.el("span", { text: r.message || "" }), A.timeEl(r.at)]));
       });
     });
   }

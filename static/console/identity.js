@@ -10,6 +10,13 @@
     if (box) A.showError(box, res);
   }
 
+  function failText(message) {
+    var box = document.getElementById("identity-error");
+    if (!box) return;
+    box.textContent = message;
+    box.hidden = false;
+  }
+
   function showToken(title, token) {
     var box = document.getElementById("token-box");
     document.getElementById("token-title").textContent = title;
@@ -68,12 +75,14 @@
           showToken("New token of " + name + (emergency ? " (emergency: the old one is revoked)" : ""), res.body.agent_token);
         });
       });
+      var rekey = row.querySelector('[data-action="rekey"]');
+      if (rekey) rekey.addEventListener("click", function () { reRegisterKeys(rekey, name); });
       row.querySelector('[data-action="delete"]').addEventListener("click", function () {
         A.api("GET", path + "/deletion-preview").then(function (res) {
           if (!res.ok) return fail(res);
           var p = res.body;
-          var question = "Delete " + name + "? " + p.affected_h2a_count + " relation(s) with " + p.affected_users_count +
-            " user(s) will end and each user gets a security alert. Its token and keys are revoked; stored envelopes are kept.";
+          var question = "Delete " + name + "? " + A.plural(p.affected_h2a_count, "relation") + " with " + A.plural(p.affected_users_count, "user") +
+            " will end and each user gets a security alert. Its token and keys are revoked; stored envelopes are kept.";
           if (!window.confirm(question)) return;
           A.api("DELETE", path).then(function (del) {
             if (!del.ok) return fail(del);
@@ -81,6 +90,38 @@
           });
         });
       });
+    });
+  }
+
+  /* "Re-register keys": make new X25519 and Ed25519 key pairs (and a webhook secret for a
+     webhook agent) in this browser, register their public halves for the agent (the console's
+     creator-only route, the API's keys_register behind it), and show the private halves once. */
+  function reRegisterKeys(button, name) {
+    var question = "Make new keys for " + name + " in this browser and register them? Its current keys stop working at once; " +
+      "the agent's host needs the new private keys, shown next.";
+    if (!window.confirm(question)) return;
+    if (!window.AgentKeys) return failText("This page could not load its key maker; reload it and try again.");
+    button.disabled = true;
+    var keys = null, secret = null;
+    window.AgentKeys.generate().then(function (made) {
+      keys = made;
+      var body = { public_key: keys.x25519.publicKey, signing_public_key: keys.ed25519.publicKey };
+      if (button.hasAttribute("data-webhook")) { secret = window.AgentKeys.webhookSecret(); body.webhook_secret = secret; }
+      return A.api("POST", button.getAttribute("data-rekey-url"), body);
+    }).then(function (res) {
+      button.disabled = false;
+      if (!res.ok) return fail(res);
+      document.getElementById("keys-title").textContent = "New keys of " + name;
+      document.getElementById("new-x25519").textContent = JSON.stringify(keys.x25519.privateJwk);
+      document.getElementById("new-ed25519").textContent = JSON.stringify(keys.ed25519.privateJwk);
+      document.getElementById("new-webhook-secret").textContent = secret || "";
+      document.getElementById("new-webhook-secret-row").hidden = !secret;
+      var box = document.getElementById("keys-box");
+      box.hidden = false;
+      box.scrollIntoView();
+    }, function (err) {
+      button.disabled = false;
+      failText("This browser could not make the keys (" + (err && err.message || err) + "); no key was changed.");
     });
   }
 
@@ -112,7 +153,7 @@
       li.appendChild(A.el("span", { class: "body" }, ["from ", A.el("code", { text: item.agent_id }), " · " + (item.envelope ? item.envelope.size_bytes : 0) + " bytes sealed · ",
         A.el("a", { href: "/console/identity/talk/" + encodeURIComponent(item.agent_id) + "/", text: "open the conversation" })]));
     }
-    li.appendChild(A.el("time", { class: "muted small", text: A.fmtTime(item.created_at) }));
+    li.appendChild(A.timeEl(item.created_at, { class: "muted small" }));
     return li;
   }
 

@@ -30,7 +30,7 @@
       KS.agents().forEach(function (a) {
         tbody.appendChild(A.el("tr", { "data-agent": a.agent_id }, [A.el("td", { text: a.display_name || "" }), A.el("td", {}, [A.el("code", { class: "small", text: a.agent_id })]),
           A.el("td", {}, [A.el("code", { class: "small", text: a.x25519.publicKey })]), A.el("td", {}, [A.el("code", { class: "small", text: a.ed25519.publicKey })]),
-          A.el("td", { text: A.fmtTime(a.saved_at) })]));
+          A.el("td", {}, [A.timeEl(a.saved_at)])]));
       });
       if (s === "unlocked" && !KS.agents().length) tbody.appendChild(A.el("tr", {}, [A.el("td", { colspan: "5", class: "muted", text: "No agent keys yet." })]));
     });
@@ -64,7 +64,7 @@
     e.preventDefault();
     busy(KS.restore(restoreForm.elements.new_password.value, restoreForm.elements.backup_password.value), function (bundle) {
       restoreForm.reset();
-      return "✓ Restored " + Object.keys(bundle.agents || {}).length + " agent key set(s).";
+      return "✓ Restored " + A.plural(Object.keys(bundle.agents || {}).length, "identity agent key set") + ".";
     });
   });
   draw();

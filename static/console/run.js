@@ -71,11 +71,13 @@
     result.hidden = false;
     var statusNode = document.getElementById("run-status");
     statusNode.innerHTML = "";
-    statusNode.appendChild(A.badge(run.status));
+    // A user's stop is "stopped", not a red "error" (the run's finishReason says which).
+    var stopped = run.finishReason === A.vocab.word.stopped;
+    statusNode.appendChild(A.badge(stopped ? A.vocab.word.stopped : run.status));
     var out = document.getElementById("run-output");
     out.hidden = false;
-    out.textContent = run.error ? run.error : (run.output || "");
-    out.classList.toggle("failed", !!run.error);
+    out.textContent = run.error && !stopped ? run.error : (run.output || (stopped ? "Stopped before a reply was written." : ""));
+    out.classList.toggle("failed", !!run.error && !stopped);
     var meta = [run.id, run.model, run.durationMs + " ms"];
     if (run.promptTokens != null) meta.push(run.promptTokens + "+" + (run.completionTokens || 0) + " tokens");
     // A reply cut by the token limit is an answer, marked as cut (issue 31).
@@ -110,7 +112,7 @@
       var doc = new DOMParser().parseFromString(html, "text/html");
       ["recent-runs", "run-count"].forEach(function (id) {
         var fresh = doc.getElementById(id), old = document.getElementById(id);
-        if (fresh && old) old.replaceWith(fresh);
+        if (fresh && old) { old.replaceWith(fresh); A.localizeTimes(fresh); }
       });
     }, function () {});
   }
@@ -129,7 +131,8 @@
     }).then(function (res) {
       if ((res.status === 200 || res.status === 502) && res.body && res.body.id) {
         showRun(res.body);
-        state.textContent = res.status === 200 ? "Finished." : "The run failed; it was recorded with its error.";
+        state.textContent = res.status === 200 ? "Finished." : res.body.finishReason === A.vocab.word.stopped ? "Stopped." :
+          "The run failed; it was recorded with its error.";
         return Promise.all([backfill(), refreshHistory()]).then(function () { showOnce(res.body); });
       }
       errorBox.textContent = A.errorText(res);

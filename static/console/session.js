@@ -21,10 +21,28 @@
   var seen = {}, session = null, source = null, treeTimer = null;
   var stopping = false; // this page sent a stop: "stopping…" until the session is terminal, then "stopped"
 
+  /* A run's summary turn says why it ended: a user's stop ends the session "error", shown "stopped". */
+  var stoppedRun = false;
+  function showStatus() {
+    if (!session) return;
+    var status = document.getElementById("session-status");
+    status.innerHTML = "";
+    status.appendChild(A.badge(stoppedRun && session.status === (A.vocab.word || {}).sessionError ? A.vocab.word.stopped : session.status));
+  }
+
+  /* Say in words how a finished session ended (unless this page's own stop already said "stopped"). */
+  function noteFinished() {
+    if (!session || !A.isTerminal(session.status) || document.getElementById("stop-state")) return;
+    controlResult.textContent = (stoppedRun ? "This session was stopped" : session.status === (A.vocab.word || {}).sessionError ?
+      "This session ended with an error" : "This session has finished") + ": a finished session cannot be steered.";
+  }
+
   function addEvent(ev, fresh) {
     if (ev.sessionId && ev.sessionId !== id) return;
     if (seen[ev.seq]) return;
     seen[ev.seq] = true;
+    var p = ev.payload;
+    if (p && typeof p === "object" && p.finishReason === (A.vocab.word || {}).stopped && !stoppedRun) { stoppedRun = true; showStatus(); noteFinished(); }
     var item = A.eventItem(ev, fresh);
     var before = null;
     eventsList.querySelectorAll("li").forEach(function (li) { if (!before && Number(li.dataset.seq) > ev.seq) before = li; });
@@ -36,20 +54,18 @@
 
   function fact(label, value, code, id) {
     if (!value && value !== 0) return null;
-    var dd = A.el("dd", id ? { id: id } : {}, [code ? A.el("code", { text: String(value) }) : String(value)]);
+    var dd = A.el("dd", id ? { id: id } : {}, [value instanceof Node ? value : code ? A.el("code", { text: String(value) }) : String(value)]);
     return A.el("div", {}, [A.el("dt", { text: label }), dd]);
   }
 
   function showSession(s) {
     session = s;
     document.getElementById("session-title").textContent = s.title || s.agent || s.id;
-    var status = document.getElementById("session-status");
-    status.innerHTML = "";
-    status.appendChild(A.badge(s.status));
+    showStatus();
     var facts = document.getElementById("session-facts");
     facts.innerHTML = "";
-    [fact("Id", s.id, true), fact("Agent", s.agent), fact("Actor", s.actor), fact("Started", A.fmtTime(s.startedAt)),
-     fact("Ended", A.fmtTime(s.endedAt)), fact("Turns", Math.max(s.events || 0, Object.keys(seen).length), false, "fact-turns"), fact("Repo", s.repo), fact("Project", s.project),
+    [fact("Id", s.id, true), fact("Agent", s.agent), fact("Actor", s.actor), fact("Started", s.startedAt ? A.timeEl(s.startedAt) : null),
+     fact("Ended", s.endedAt ? A.timeEl(s.endedAt) : null), fact("Turns", Math.max(s.events || 0, Object.keys(seen).length), false, "fact-turns"), fact("Repo", s.repo), fact("Project", s.project),
      fact("Target", s.target, true), fact("Parent", s.parentSessionId, true)].forEach(function (n) { if (n) facts.appendChild(n); });
     var finished = A.isTerminal(s.status);
     document.querySelectorAll("#controls button, #control-message").forEach(function (b) { b.disabled = finished; });
@@ -57,8 +73,8 @@
       stopping = false;
       controlResult.innerHTML = "";
       controlResult.appendChild(A.el("span", { class: "control-ok", id: "stop-state", "data-state": "stopped", "data-command": "stop", text: "stopped" }));
-    } else if (finished && !document.getElementById("stop-state")) {
-      controlResult.textContent = "This session is " + s.status + ": a finished session cannot be steered.";
+    } else if (finished) {
+      noteFinished();
     }
   }
 

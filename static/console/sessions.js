@@ -23,7 +23,7 @@
       A.el("td", { class: "num", text: String(s.events || 0) }),
       A.el("td", { class: "num", text: String(s.children || 0) }),
       A.el("td", { class: "clip small", text: last.slice(0, 140) }),
-      A.el("td", {}, [A.el("time", { datetime: s.startedAt || "", text: A.fmtTime(s.startedAt) })])
+      A.el("td", {}, [A.timeEl(s.startedAt)])
     ]);
   }
 

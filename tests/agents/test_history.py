@@ -174,3 +174,64 @@ def test_metrics_buckets_runs_by_when_they_finished(org_a, upstream):
 def test_metrics_are_org_scoped(org_a, org_b, upstream):
     add_runs(org_a, make_agent(org_a, "a"), 2)
     assert org_b.client.get("/v1/agents/metrics").json()["series"] == []
+
+
+def test_org_runs_filter_by_agent_name_or_id(org_a, upstream, django_assert_max_num_queries):
+    one, two = make_agent(org_a, "one"), make_agent(org_a, "two")
+    one_ids = add_runs(org_a, one, 3)
+    add_runs(org_a, two, 2, start=timezone.now() - timedelta(minutes=30))
+
+    with org_queries(org_a, django_assert_max_num_queries, 2):  # the agent, its runs
+        by_name = org_a.client.get("/v1/agents/runs?agent=one")
+    assert by_name.status_code == 200
+    assert [r["id"] for r in by_name.json()["runs"]] == one_ids[::-1]
+    assert [r["id"] for r in org_a.client.get(f"/v1/agents/runs?agent={one['id']}").json()["runs"]] == one_ids[::-1]
+    assert {r["agent"] for r in org_a.client.get("/v1/agents/runs?agent=two").json()["runs"]} == {"two"}
+
+
+def test_org_runs_agent_filter_pages_with_its_own_cursor(org_a, upstream):
+    one, two = make_agent(org_a, "one"), make_agent(org_a, "two")
+    one_ids = add_runs(org_a, one, 3)
+    add_runs(org_a, two, 2)
+    first = org_a.client.get("/v1/agents/runs?agent=one&limit=2").json()
+    rest = org_a.client.get(f"/v1/agents/runs?agent=one&limit=2&cursor={first['nextCursor']}").json()
+    assert [r["id"] for r in first["runs"] + rest["runs"]] == one_ids[::-1]
+    # The cursor belongs to agent one's list: on another agent's or the unfiltered list it is a 400.
+    assert org_a.client.get(f"/v1/agents/runs?agent=two&cursor={first['nextCursor']}").status_code == 400
+    assert org_a.client.get(f"/v1/agents/runs?cursor={first['nextCursor']}").status_code == 400
+
+
+def test_org_runs_agent_filter_combines_with_in_flight_status(org_a, upstream):
+    one, two = make_agent(org_a, "one"), make_agent(org_a, "two")
+    with org_a.context():
+        for agent in (one, two):
+            Run.objects.create(id=f"run_live_{agent['name']}", agent_id=agent["id"], agent_name=agent["name"], status=RunStatus.RUNNING,
+                               created_at=timezone.now())
+    assert [r["id"] for r in org_a.client.get("/v1/agents/runs?status=running&agent=two").json()["runs"]] == ["run_live_two"]
+
+
+@pytest.mark.parametrize("value", ["nobody", "", "%20", "x" * 129])
+def test_org_runs_with_an_unknown_agent_is_400_in_the_error_shape(org_a, org_b, upstream, value):
+    make_agent(org_a, "one")
+    response = org_a.client.get(f"/v1/agents/runs?agent={value}")
+    assert response.status_code == 400, response.content
+    body = response.json()
+    assert body["status"] == 400 and body["code"] == "invalid_request"
+    assert "agent" in body["error"]
+
+
+def test_org_runs_refuse_another_orgs_agent_as_a_filter(org_a, org_b, upstream):
+    theirs = make_agent(org_b, "theirs")
+    add_runs(org_b, theirs, 1)
+    response = org_a.client.get(f"/v1/agents/runs?agent={theirs['id']}")
+    assert response.status_code == 400
+    assert response.json()["error"] == "agent must name an agent of this org (its id or name)"
+
+
+def test_openapi_declares_the_org_runs_agent_filter(client):
+    document = client.get("/v1/agents/openapi.json").json()
+    operation = next(op for path, item in document["paths"].items() if path.endswith("/agents/runs") for op in item.values())
+    agent = next(p for p in operation["parameters"] if p["name"] == "agent")
+    assert agent["in"] == "query" and agent["required"] is False
+    assert agent["schema"]["type"] == "string" and agent["schema"]["maxLength"] == 128
+    assert "by id or name" in agent["description"]

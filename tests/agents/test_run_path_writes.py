@@ -222,3 +222,20 @@ def test_a_run_start_that_fails_after_its_session_opened_leaves_no_inbox_behind(
             run_start(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann", executor_here=True, within=refuse)
         assert not Session.objects.exists() and not Run.objects.exists()
     assert executor_hub()._inboxes == held  # the inbox registered for the rolled-back session is gone
+
+
+@pytest.mark.parametrize(("outcome", "reason"), [
+    (Outcome(status=RunStatus.ERROR, error="stopped by ann", model="m", finish_reason="stopped"), "stopped"),
+    (Outcome(status=RunStatus.OK, output="cut", model="m", finish_reason="length"), "length"),
+])
+def test_the_summary_turn_carries_the_finish_reason(org_a, upstream, outcome, reason):
+    # A session page reads it to show a user's stop as "stopped" rather than a failed session (issue 34).
+    import json
+
+    fund(org_a)
+    make_agent(org_a, "writer")
+    with org_a.context():
+        run = run_start(kind=RunKind.RUN, agent=Agent.objects.get(name="writer"), input="hi", actor=f"{org_a.slug}/ann")
+        run_finish(run_id=run.id, outcome=outcome)
+        summary = json.loads(Event.objects.get(session_id=run.session_id, kind="log").payload)
+        assert summary["finishReason"] == reason == Run.objects.get(pk=run.id).finish_reason

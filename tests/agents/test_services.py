@@ -44,3 +44,34 @@ def test_create_is_one_transaction_on_the_org_store(org_a, write_log):
     with org_a.context() as alias:
         agent_create(data=AgentInput(name="one"))
     assert write_log == [("Agent", alias, True)]
+
+
+def test_agent_input_errors_judges_every_field_on_its_own(org_a, settings):
+    from agents.services import agent_input_errors
+
+    settings.AGENTS_MAX_OUTPUT_TOKENS = 4096
+    with org_a.context():
+        errors = agent_input_errors(data=AgentInput(name="", timezone="Mars/Olympus", temperature=5, top_p=0, max_tokens=10**6))
+        assert errors == {
+            "name": "name is required",
+            "timezone": errors["timezone"],
+            "temperature": "temperature must be a number from 0 to 2",
+            "top_p": "topP must be a number above 0 and at most 1",
+            "max_tokens": "maxTokens must be an integer from 1 to 4096 (this deployment's cap)",
+        }
+        with pytest.raises(Exception) as first:  # the service stops at the first of them, in the same words
+            agent_create(data=AgentInput(name="", timezone="Mars/Olympus"))
+        assert first.value.message == errors["name"]
+        assert agent_input_errors(data=AgentInput(name="fine", temperature=0.5)) == {}
+        assert not Agent.objects.exists()  # reads only
+
+
+def test_agent_input_errors_of_an_edit_does_not_judge_the_name(org_a):
+    from agents.services import agent_input_errors
+
+    with org_a.context():
+        agent_create(data=AgentInput(name="kept"))
+        assert agent_input_errors(data=AgentInput(model="", schedule="61 * * * *", execution_mode=ExecutionMode.LONG_RUNNING), agent_name="kept") == {
+            "model": "model cannot be empty",
+            "schedule": agent_input_errors(data=AgentInput(name="x", schedule="61 * * * *", execution_mode=ExecutionMode.LONG_RUNNING))["schedule"],
+        }

@@ -31,7 +31,7 @@ def offered(request: dict) -> list[str]:
         (["teleport"], 'unknown tool "teleport": tools are current_time, calculator, http_get, agent_<name> or mcp__<server>__<tool>'),
         (["agent_ghost"], 'unknown tool "agent_ghost": the org has no agent named "ghost"'),
         (["agent_me"], 'tool "agent_me": an agent cannot call itself as a tool'),
-        (["http_get"], 'tool "http_get" is off on this deployment (AGENTS_TOOL_HTTP_ALLOW lists no host)'),
+        (["http_get"], 'tool "http_get" is off: this deployment does not let agents fetch web pages (its operator has allowed no web host)'),
         (["mcp__nowhere__x"], 'unknown tool "mcp__nowhere__x": no enabled MCP server "nowhere" in this org'),
         (["mcp__bad"], 'unknown tool "mcp__bad": MCP tools are named mcp__<server>__<tool>'),
     ],

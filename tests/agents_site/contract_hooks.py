@@ -3,7 +3,7 @@
 A few fields are valid only against what is stored or against a rule no JSON Schema keyword
 states: a tool name must name a tool the org has, a `parentSessionId`, `target` or `targetId`
 must name a session or machine of the org, a `webhook` must fall under one of the org's webhook
-endpoints, a `cursor` must be a `nextCursor` the list handed out, a cron must fire, a time zone must exist. The
+endpoints, a `cursor` must be a `nextCursor` the list handed out, an `agent` filter must name an agent of the org, a cron must fire, a time zone must exist. The
 document describes them in words; generated *valid* requests get such values from here (or
 leave the field out), so the check that valid requests are accepted tests everything else.
 Invalid (negative) requests are never touched: the server must refuse them as they come.
@@ -82,6 +82,8 @@ def map_case(context, case):
         return case
     if isinstance(case.query, dict):
         case.query.pop("cursor", None)  # only a nextCursor this list handed out is valid
+        if case.operation.path == "/v1/agents/runs":
+            case.query.pop("agent", None)  # only an agent of the org is valid (another name is a 400)
     if not isinstance(case.body, dict):
         return case
     path, method = case.operation.path, case.method.upper()

@@ -31,7 +31,7 @@ def test_agent_list_shows_each_agent_with_its_run_count(org_a, admin_client, mak
 
 def test_empty_agent_list_tells_an_admin_to_create_one(admin_client):
     html = admin_client.get("/console/agents/").content.decode()
-    assert "No agents yet" in html
+    assert "No platform agents yet" in html
     assert 'href="/console/agents/new/"' in html
 
 
@@ -77,7 +77,7 @@ def test_create_form_refuses_what_the_api_refuses_with_the_same_words(org_a, adm
     assert api.status_code == 400
     response = admin_client.post("/console/agents/new/", {"execution_mode": "one-shot", "timezone": "UTC", **fields})
     assert response.status_code == 400
-    assert response.context["error"] == api.json()["error"]
+    assert list(response.context["field_errors"].values()) == [api.json()["error"]]  # one bad field, the API's words
     assert api.json()["error"] in response.content.decode().replace("&#x27;", "'").replace("&quot;", '"')
     assert _agents(org_a) == []
 
@@ -110,7 +110,7 @@ def test_edit_form_shows_the_api_message_and_keeps_the_agent(org_a, admin_client
     make_agent(org_a, "keepme", instructions="old")
     response = admin_client.post("/console/agents/keepme/edit/", {"model": "gpt-4o-mini", "instructions": "new", "execution_mode": "long-running", "schedule": "", "timezone": "UTC"})
     assert response.status_code == 400
-    assert response.context["error"] == "a long-running agent requires a 'schedule' (5-field cron)"
+    assert list(response.context["field_errors"].values()) == ["a long-running agent requires a 'schedule' (5-field cron)"]
     with org_a.context():
         assert Agent.objects.get(name="keepme").instructions == "old"
 
@@ -183,7 +183,7 @@ def test_the_form_sets_refuses_and_clears_generation_settings(org_a, admin_clien
                             ({"temperature": "3"}, "temperature must be a number from 0 to 2"),
                             ({"top_p": "0"}, "topP must be a number above 0 and at most 1")):
         refused = admin_client.post("/console/agents/tuned/edit/", {**base, "max_tokens": "256", "temperature": "0.2", "top_p": "0.9", **fields})
-        assert refused.status_code == 400 and refused.context["error"] == message
+        assert refused.status_code == 400 and list(refused.context["field_errors"].values()) == [message]
     with org_a.context():
         agent = Agent.objects.get(name="tuned")
         assert (agent.max_tokens, agent.temperature, agent.top_p) == (256, 0.2, 0.9)  # a refusal changes nothing
@@ -218,3 +218,79 @@ def test_a_run_cut_by_the_token_limit_is_marked_truncated_in_the_runs_table(org_
     page = admin_client.get("/console/agents/cut/").content.decode()
 
     assert page.count('data-finish="length"') == 1 and "✂ truncated" in page
+
+
+def test_the_form_shows_every_error_at_once_each_under_its_field(org_a, admin_client, upstream):
+    response = admin_client.post("/console/agents/new/", {
+        "name": "bad name!", "execution_mode": "long-running", "schedule": "", "timezone": "Mars/Olympus",
+        "max_tokens": "99999", "temperature": "3", "top_p": "0", "tools": "no_such_tool",
+    })
+    assert response.status_code == 400
+    errors = response.context["field_errors"]
+    assert list(errors) == ["name", "tools", "max_tokens", "temperature", "top_p", "execution_mode", "timezone"]  # the form's order
+    page = html.unescape(response.content.decode())
+    assert "7 problems to fix:" in page
+    for field, message in errors.items():
+        assert f'<li data-field="{field}"><a href="#id_{field}">{message}</a></li>' in page
+        assert f'<p class="field-error" id="id_{field}-error">{message}</p>' in page
+        assert re.search(rf'id="id_{field}" name="{field}" aria-invalid="true" aria-describedby="id_{field}-error"', page)
+    assert _agents(org_a) == []
+
+
+def test_each_error_matches_what_the_api_answers_for_that_field_alone(org_a, admin_client, upstream):
+    response = admin_client.post("/console/agents/new/", {"name": "", "timezone": "Mars/Olympus", "temperature": "3", "execution_mode": "one-shot"})
+    errors = response.context["field_errors"]
+    for field, body in (("name", {"name": ""}), ("timezone", {"name": "x", "timezone": "Mars/Olympus"}), ("temperature", {"name": "x", "temperature": 3})):
+        api = org_a.client.post("/v1/agents", data=json.dumps(body), content_type="application/json")
+        assert api.status_code == 400 and errors[field] == api.json()["error"]
+
+
+def test_the_tool_picker_offers_only_what_this_deployment_offers_and_says_why_in_words(admin_client, settings):
+    settings.AGENTS_TOOL_HTTP_ALLOW = []
+    page = admin_client.get("/console/agents/new/").content.decode()
+    picker = page.split('id="tool-picker"')[1].split("</div>")[0]
+    assert 'data-tool="calculator"' in picker and 'data-tool="http_get"' not in picker
+    not_offered = page.split('id="tools-not-offered"')[1].split("</div>")[0]
+    assert 'data-tool="http_get"' in not_offered
+    assert "does not let agents fetch web pages" in not_offered
+    assert "AGENTS_" not in page and "INFERENCE_" not in page  # no setting names shown to users
+
+
+def test_the_tool_picker_offers_http_get_where_a_host_is_allowed(admin_client, settings):
+    settings.AGENTS_TOOL_HTTP_ALLOW = ["example.com"]
+    page = admin_client.get("/console/agents/new/").content.decode()
+    assert 'data-tool="http_get"' in page.split('id="tool-picker"')[1].split("</div>")[0]
+    assert 'id="tools-not-offered"' not in page
+
+
+def test_a_refused_http_get_names_no_setting(org_a, admin_client, settings):
+    settings.AGENTS_TOOL_HTTP_ALLOW = []
+    response = admin_client.post("/console/agents/new/", {"name": "web", "tools": "http_get", "execution_mode": "one-shot", "timezone": "UTC"})
+    assert response.status_code == 400
+    assert response.context["field_errors"]["tools"] == (
+        'tool "http_get" is off: this deployment does not let agents fetch web pages (its operator has allowed no web host)')
+    assert "AGENTS_TOOL_HTTP_ALLOW" not in response.content.decode()
+
+
+def test_agent_page_shows_its_generation_settings(org_a, admin_client, make_agent, settings):
+    settings.AGENTS_MAX_OUTPUT_TOKENS = 4096
+    settings.AGENTS_DEFAULT_OUTPUT_TOKENS = 1024
+    make_agent(org_a, "tuned", max_tokens=256, temperature=0.2, top_p=0.9, context_window=8192)
+    make_agent(org_a, "plain")
+    page = admin_client.get("/console/agents/tuned/").content.decode()
+    card = html.unescape(page.split('id="generation-settings"')[1].split("</section>")[0])
+    assert re.search(r'data-setting="maxTokens"><dt>Max tokens</dt><dd>256</dd>', card)
+    assert re.search(r'data-setting="temperature"><dt>Temperature</dt><dd>0.2</dd>', card)
+    assert re.search(r'data-setting="topP"><dt>Top p</dt><dd>0.9</dd>', card)
+    assert re.search(r'data-setting="contextWindow"><dt>Context window</dt><dd>8192 tokens</dd>', card)
+    plain = html.unescape(admin_client.get("/console/agents/plain/").content.decode().split('id="generation-settings"')[1].split("</section>")[0])
+    assert "not set: 1024, this deployment's default" in plain
+    assert plain.count("the gateway's default") == 2  # temperature and top p
+    assert "Change them" in card  # an admin may edit
+
+
+def test_agent_page_says_when_the_deployment_caps_max_tokens(org_a, admin_client, make_agent, settings):
+    make_agent(org_a, "big", max_tokens=3000)
+    settings.AGENTS_MAX_OUTPUT_TOKENS = 2000  # lowered after the agent was saved
+    card = html.unescape(admin_client.get("/console/agents/big/").content.decode().split('id="generation-settings"')[1].split("</section>")[0])
+    assert "3000" in card and "this deployment allows at most 2000 per reply" in card

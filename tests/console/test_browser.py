@@ -19,13 +19,14 @@ def test_admin_creates_an_agent_after_a_refused_name(page, make_org, login, shoo
     org = make_org("br")
     login(page, org)
     assert page.locator(".org-name").inner_text() == org.slug
-    page.click(".sidebar >> text=Agents")
-    assert "No agents yet" in page.inner_text("main")
+    page.click(".sidebar >> text=Platform agents")
+    assert "No platform agents yet" in page.inner_text("main")
     shoot(page, "agents-empty")
     page.click("text=create one")
     page.fill("#id_name", "bad name!")
     page.click("button:has-text('Create agent')")
-    assert page.inner_text("#form-error") == "name must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+    assert page.inner_text("#form-error li[data-field=name]") == "name must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+    assert page.inner_text("#id_name-error") == "name must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
     with org.context():
         assert Agent.objects.count() == 0
     page.fill("#id_name", "helper")
@@ -38,7 +39,7 @@ def test_admin_creates_an_agent_after_a_refused_name(page, make_org, login, shoo
     with org.context():
         agent = Agent.objects.get(name="helper")
         assert (agent.instructions, agent.tools, agent.model) == ("Answer in one sentence.", ["calculator"], "test-model")
-    page.click(".sidebar >> text=Agents")
+    page.click(".sidebar >> text=Platform agents")
     assert page.inner_text("tr[data-agent=helper] .run-count") == "0"
     shoot(page, "agents")
 
@@ -79,7 +80,7 @@ def test_user_in_two_orgs_switches_org(page, make_org, make_agent, login, shoot)
     second = make_org("bt", username="switcher")
     make_agent(second, "second-org-agent")
     login(page, first)
-    page.click(".sidebar >> text=Agents")
+    page.click(".sidebar >> text=Platform agents")
     assert "second-org-agent" not in page.inner_text("main")
     page.select_option("#org-switch", second.slug)
     page.wait_for_selector("tr[data-agent='second-org-agent']")

@@ -127,7 +127,7 @@ def test_the_delete_confirm_shows_the_cascade_and_reports_back(page, make_org, l
     open_system_chat(page)
     say(page, "/delete-agent old_bot")
     page.wait_for_selector("[data-artifact=agent_deletion_confirm] .cascade-preview")
-    assert "ends 0 relation(s) with 0 user(s)" in page.inner_text("[data-artifact=agent_deletion_confirm]")
+    assert "ends 0 relations with 0 users" in page.inner_text("[data-artifact=agent_deletion_confirm]")
     page.click("[data-artifact=agent_deletion_confirm] button.danger")
     assistant_said(page, f"✓ deleted Old Bot ({created['agent_id']})")
     with org.context():
@@ -278,7 +278,7 @@ def test_passkey_prf_backup_restores_after_the_profile_is_wiped(browser, console
         assert page.get_attribute("#keystore", "data-state") == "none"
         page.fill("#restore-form input[name=new_password]", "a new protection password")
         page.click("#restore-form button")
-        page.wait_for_function("document.getElementById('keystore-message').textContent === '✓ Restored 1 agent key set(s).'")
+        page.wait_for_function("document.getElementById('keystore-message').textContent === '✓ Restored 1 identity agent key set.'")
         page.wait_for_selector("#keystore[data-state=unlocked] tr[data-agent=ext_passkey]")
         restored = page.evaluate("() => window.Keystore.agents()[0].x25519.privateJwk.d")
         assert restored == d["x"]

@@ -57,7 +57,7 @@ def test_user_manages_identity_agents_and_sees_the_security_alert(page, make_org
     page.goto("/console/identity/")
     page.click(f"{row} [data-action=delete]")
     page.wait_for_selector(row, state="detached")
-    assert any("1 relation(s) with 1 user(s)" in q for q in questions), questions
+    assert any("1 relation with 1 user will end" in q for q in questions), questions
     with org.context():
         assert not IdentityProfile.objects.exists()
         assert InboxItem.objects.filter(user_id=member.user.get_username(), system_code="agent.deleted_by_creator").exists()

@@ -50,3 +50,24 @@ def test_the_dashboard_alerts_an_admin_to_an_endpoint_disabled_for_failing(org_a
         Endpoint.objects.update(enabled=False, disabled_reason="failing")
     html = client.get("/console/").content.decode()
     assert "webhook-failing" in html and "http://127.0.0.1:9/h" in html
+
+
+def test_the_endpoint_form_shows_every_refused_field_at_once(org_a, allow_loopback):
+    import json
+
+    from webhooks.services import MAX_DESCRIPTION_CHARS
+
+    client = signed_in(org_a)
+    response = client.post("/console/webhooks/", {"url": "", "description": "d" * (MAX_DESCRIPTION_CHARS + 1)})
+    assert response.status_code == 400
+    errors = response.context["field_errors"]
+    assert list(errors) == ["url", "events", "description"]
+    html = response.content.decode()
+    for field, message in errors.items():
+        assert f'<li data-field="{field}">{message}</li>' in html
+        assert f'<p class="field-error" id="id_{field}-error">{message}</p>' in html
+    # each is what the API answers for that field alone
+    api = org_a.client.post("/v1/agents/webhooks", json.dumps({"url": "http://127.0.0.1:9/h", "events": []}), content_type="application/json")
+    assert api.status_code == 400 and api.json()["error"] == errors["events"]
+    with org_a.context():
+        assert Endpoint.objects.count() == 0

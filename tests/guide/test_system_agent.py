@@ -113,7 +113,7 @@ def test_delete_agent_carries_the_cascade_preview(org_a, no_inference):
     assert artifact["client_action"] == {"endpoint": "DELETE /v1/identity/agents/:id", "auth": "user_jwt",
                                          "allowed_endpoints": ["DELETE /v1/identity/agents/:id"], "params": {":id": created["agent_id"]}}
     assert artifact["post_success_artifact"]["subtype"] == "agent_deleted"
-    assert "1 relation(s) with 1 user(s)" in body["reply"]
+    assert "1 relation with 1 user" in body["reply"]
     with org_a.context():
         assert IdentityProfile.objects.filter(agent_id=created["agent_id"]).exists()  # the system agent never deletes
 
@@ -138,7 +138,7 @@ def test_an_action_on_an_unknown_or_foreign_agent_answers_the_list_instead(org_a
     for text in ("/delete-agent their_bot", "/update-agent"):
         body = system(org_a, text).json()
         assert only_artifact(body)["subtype"] == "agent_list_display"
-        assert ("No agent 'their_bot' among yours." if "their" in text else "Which agent?") in body["reply"]
+        assert ("No identity agent 'their_bot' among yours." if "their" in text else "Which identity agent?") in body["reply"]
 
 
 def test_unknown_command_answers_the_help(org_a, no_inference):
@@ -231,3 +231,21 @@ def test_a_streamed_command_sends_start_delta_ops_and_chat_frames(org_a, no_infe
     assert [event for event, _ in got] == ["start", "delta", "ops", "chat"]
     assert got[2][1]["ops"][0]["args"]["artifact"]["subtype"] == ArtifactSubtype.AGENT_CREATION_FORM
     assert got[3][1]["run"]["status"] == "ok" and got[3][1]["ops"] == got[2][1]["ops"]
+
+
+def test_list_agents_tells_identity_agents_from_platform_agents(org_a, no_inference):
+    # The console's Platform agents page lists this agent; /list-agents must not answer "You have no agents".
+    created = org_a.client.post("/v1/agents", json.dumps({"name": "helper"}), content_type="application/json")
+    assert created.status_code == 201
+    reply = system(org_a, "/list-agents").json()["reply"]
+    assert reply == ("You have no identity agents yet. /create-agent makes one. This org also has 1 platform agent "
+                     "(run by this platform); it is on the Platform agents page, not here.")
+
+    create_agent(org_a.client, display_name="Mine", custom_id="mine_bot")  # an identity agent is an agent row too (hosting external)
+    reply = system(org_a, "/list-agents").json()["reply"]
+    assert reply.startswith("You have 1 identity agent. This org also has 1 platform agent ")
+
+
+def test_help_says_which_agents_the_system_agent_manages(org_a, no_inference):
+    reply = system(org_a, "/help").json()["reply"]
+    assert "identity agents" in reply and "Platform agents" in reply and "agent(s)" not in reply

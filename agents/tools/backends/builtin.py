@@ -30,6 +30,18 @@ def _invoker(name: str):
     return lambda arguments, context: function(arguments)
 
 
+#: Why `http_get` is not offered, in a user's words (the API's 400 and the console's picker say it;
+#: the setting's name is for operators, in the README).
+HTTP_GET_OFF = "this deployment does not let agents fetch web pages (its operator has allowed no web host)"
+
+
+def builtin_unavailable(name: str) -> str:
+    """Return why built-in `name` is not offered on this deployment, "" when it is."""
+    if name == "http_get" and not settings.AGENTS_TOOL_HTTP_ALLOW:
+        return HTTP_GET_OFF
+    return ""
+
+
 def builtin_description(name: str) -> str:
     """Return the one-sentence description of built-in tool `name` (KeyError if it is not one)."""
     return builtin.SPECS[name][0]
@@ -46,15 +58,15 @@ class BuiltinTools(ToolBackend):
 
     def validate(self, names: list[str], *, agent_name: str) -> None:
         """Refuse `http_get` while `AGENTS_TOOL_HTTP_ALLOW` is empty (the tool is off)."""
-        if "http_get" in names and not settings.AGENTS_TOOL_HTTP_ALLOW:
-            raise InvalidRequest('tool "http_get" is off on this deployment (AGENTS_TOOL_HTTP_ALLOW lists no host)')
+        if "http_get" in names and builtin_unavailable("http_get"):
+            raise InvalidRequest(f'tool "http_get" is off: {HTTP_GET_OFF}')
 
     def resolve(self, names: list[str], *, agent_name: str) -> Resolution:
         """Return the built-ins named; `http_get` is not offered while it is off."""
         resolution = Resolution()
         for name in names:
-            if name == "http_get" and not settings.AGENTS_TOOL_HTTP_ALLOW:
-                resolution.not_offered[name] = "http_get is off on this deployment"
+            if builtin_unavailable(name):
+                resolution.not_offered[name] = builtin_unavailable(name)
                 continue
             description, parameters = builtin.SPECS[name]
             resolution.tools.append(Tool(name=name, description=description, parameters=parameters, source=self.source, invoke=_invoker(name)))
