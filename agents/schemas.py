@@ -59,7 +59,7 @@ def _max_tokens_schema(schema: dict) -> None:
 
 
 _APPROVAL = (
-    "Which tool calls wait for a person before they execute (issue 28): `{\"tools\": [...]}`, each entry a tool "
+    "Which tool calls wait for a person before they execute: `{\"tools\": [...]}`, each entry a tool "
     "name this agent has or a prefix ending in `*` matching one (`http_get`, `agent_*`, `mcp__github__*`). A model "
     "turn calling such a tool suspends the run (`waiting`) until `POST /v1/agents/sessions/{id}/approve` or `…/deny`. "
     "`{\"tools\": []}` removes the rules. At most 64 entries."
