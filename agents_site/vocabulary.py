@@ -130,6 +130,10 @@ class EventKind(models.TextChoices):
     APPROVAL = "approval", "approval"  # a run asks a person to approve one tool call (recorded by the platform only)
 
 
+#: The kinds a caller may append (POST …/events): an `approval` is recorded only by the run that asks.
+EventKind.APPENDABLE = tuple(kind for kind in EventKind.values if kind != EventKind.APPROVAL)
+
+
 class CodingTool(models.TextChoices):
     """The engine a coding run uses (POST /v1/agents/coding `tool`; reference §8.2)."""
 
