@@ -288,6 +288,20 @@ def resume_dispatch(*, org: str, run_id: str) -> str | None:
         return None
 
 
+def run_rewait(*, run_id: str) -> bool:
+    """Put a resumed run whose worker was lost before it settled its answered turn back to `waiting`.
+
+    Called by recovery for a lost `running` run: when calls of its waiting turn are still
+    unsettled (`approved`, `denied`, `waiting`, `started`), the run goes `running → waiting`
+    (one conditional UPDATE) and its resume is queued again; a call found `started` is then
+    handed to the model as "interrupted, not re-run", never executed twice. Returns True when
+    it did; False leaves the run to be finished "worker lost". Org context required.
+    """
+    if not Approval.objects.filter(run_id=run_id, state__in=TURN_OPEN - {ApprovalState.PENDING}).exists():
+        return False
+    return bool(Run.objects.filter(pk=run_id, status=RunStatus.RUNNING).update(status=RunStatus.WAITING))
+
+
 def approval_guard(*, session, command: str) -> None:
     """Refuse a `resume` command while the session's run waits for an approval (409 `approval_pending`).
 

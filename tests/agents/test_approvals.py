@@ -329,3 +329,50 @@ def test_calls_needing_no_approval_wait_with_the_others(org_a, upstream, task_qu
     _resume(task_queue)
     assert [e["name"] for e in _events(org_a, body["sessionId"], EventKind.TOOL_CALL)] == ["current_time", "calculator"]
     assert len(_tool_messages(upstream.requests[-1])) == 2
+
+
+def test_a_resumed_run_lost_mid_tool_is_resumed_again_and_the_tool_not_rerun(asking, upstream, task_queue, settings):
+    """The worker that resumed the run died while the approved tool ran: recovery puts the run back
+    to `waiting`, the next resume hands the model "interrupted, not re-run"; the tool ran once."""
+    from agents.recovery import recover_org
+    from agents.scheduling.models import RunTask
+
+    org, response = asking
+    body = response.json()
+    org.client.post(f"/v1/agents/sessions/{body['sessionId']}/approve", {"toolCallId": body["approvals"][0]["toolCallId"]},
+                    content_type="application/json")
+    _drop([t for t in task_queue.tasks() if t.get("func") == RESUME])
+    with org.context():  # the resume took the run and the call, then its process died (pid 999999 is gone)
+        Run.objects.filter(pk=body["id"]).update(status=RunStatus.RUNNING)
+        Approval.objects.filter(run_id=body["id"]).update(state=ApprovalState.STARTED)
+        RunTask.objects.update_or_create(run_id=body["id"], defaults={"created_at": timezone.now(), "worker": "gone-host:999999",
+                                                                      "heartbeat_at": timezone.now() - timedelta(hours=1)})
+        report = recover_org(org=org.slug, now=timezone.now())
+        assert report.lost == [] and report.redispatched == [body["id"]]
+        assert Run.objects.get(pk=body["id"]).status == RunStatus.WAITING
+    upstream.script(Reply(content="the addition was interrupted"))
+    assert _resume(task_queue) == 1
+    assert _tool_messages(upstream.requests[-1])[0]["content"].startswith("interrupted, not re-run")
+    assert _events(org, body["sessionId"], EventKind.TOOL_CALL)[0]["result"].startswith("interrupted, not re-run")
+    done = org.client.get(f"/v1/agents/runs/{body['id']}").json()
+    assert done["status"] == RunStatus.OK and len(debits(org)) == 1
+
+
+def test_a_background_run_waits_too_and_its_worker_returns(org_a, upstream, task_queue):
+    from agents.tasks import execute_run
+
+    fund(org_a)
+    _agent(org_a)
+    upstream.script(Reply(tool_calls=[("calculator", {"expression": "4*4"})]))
+    accepted = org_a.client.post("/v1/agents/asker/run", {"input": "square", "background": True}, content_type="application/json")
+    assert accepted.status_code == 202
+    run_id = accepted.json()["runId"]
+    assert execute_run(org_a.slug, run_id) == RunStatus.WAITING  # the worker slot is free again
+    polled = org_a.client.get(f"/v1/agents/runs/{run_id}").json()
+    upstream.script(Reply(content="sixteen"))
+    org_a.client.post(f"/v1/agents/sessions/{polled['sessionId']}/approve", {"toolCallId": polled["approvals"][0]["toolCallId"]},
+                      content_type="application/json")
+    _resume(task_queue)
+    done = org_a.client.get(f"/v1/agents/runs/{run_id}").json()
+    assert done["status"] == RunStatus.OK and done["output"] == "sixteen"
+    assert len(debits(org_a)) == 1
