@@ -218,3 +218,19 @@ def test_a_run_cut_by_the_token_limit_is_marked_truncated_in_the_runs_table(org_
     page = admin_client.get("/console/agents/cut/").content.decode()
 
     assert page.count('data-finish="length"') == 1 and "✂ truncated" in page
+
+
+def test_the_form_sets_shows_and_refuses_approval_rules(org_a, admin_client, make_agent):
+    make_agent(org_a, "careful")
+    base = {"model": "test-model", "instructions": "", "tools": "calculator\ncurrent_time", "execution_mode": "one-shot",
+            "schedule": "", "timezone": "UTC"}
+    ok = admin_client.post("/console/agents/careful/edit/", {**base, "approval": "calculator, current_*"})
+    assert ok.status_code == 302
+    with org_a.context():
+        assert Agent.objects.get(name="careful").approval == {"tools": ["calculator", "current_*"]}
+    page = admin_client.get("/console/agents/careful/edit/").content.decode()
+    assert 'name="approval"' in page and "calculator\ncurrent_*</textarea>" in page
+    refused = admin_client.post("/console/agents/careful/edit/", {**base, "approval": "http_get"})
+    assert refused.status_code == 400 and refused.context["error"] == "approval.tools[0]: 'http_get' names none of this agent's tools"
+    with org_a.context():
+        assert Agent.objects.get(name="careful").approval == {"tools": ["calculator", "current_*"]}
