@@ -18,6 +18,10 @@ the way `django.contrib.admin` collects `ModelAdmin`s.
 * `register_run_finished_handler(fn)`: `fn(run, org_slug)` is called once a finished run's row
   has committed and it was debited (`agents.runs.lifecycle._after_finish`), in org context. What
   it raises is logged; it never undoes the finish.
+* `register_resume_handler(kind, prompt=fn, finished=fn)`: for a run of `kind` resumed after its
+  approvals were answered (issue 28), `prompt(run, agent)` returns its opening messages (a chat
+  round: the conversation's thread), `finished(run)` is called once the resumed run has finished
+  (a chat round: its reply posted to the conversation). Org context.
 * `register_callback_resolver(fn)` / `with request_callback(url):`: a run request's own callback URL
   (`webhook` of POST …/{ref}/run): `fn(url)` checks it (raising a 400) and returns what the
   run-started handler needs; `with request_callback(url):` keeps that for the run the block starts first.
@@ -109,6 +113,31 @@ def run_finished_handlers(run, org_slug: str) -> None:
             fn(run, org_slug)
         except Exception:
             logger.exception("run %s: a run-finished handler failed", getattr(run, "id", "?"))
+
+
+_resume_handlers: dict[str, dict[str, Callable]] = {}
+
+
+def register_resume_handler(kind: str, *, prompt: Callable | None = None, finished: Callable | None = None) -> None:
+    """Register how a resumed run of `kind` gets its opening messages and what follows its finish."""
+    _resume_handlers[str(kind)] = {"prompt": prompt, "finished": finished}
+
+
+def resume_prompt(run, agent) -> list[dict] | None:
+    """Return the opening messages of resumed `run` from its kind's handler, or None (the agent's own prompt)."""
+    prompt = (_resume_handlers.get(str(run.kind)) or {}).get("prompt")
+    return prompt(run, agent) if prompt is not None else None
+
+
+def resume_finished(run) -> None:
+    """Call the finished handler of resumed `run`'s kind, if any; log (never raise) what it raises."""
+    finished = (_resume_handlers.get(str(run.kind)) or {}).get("finished")
+    if finished is None:
+        return
+    try:
+        finished(run)
+    except Exception:
+        logger.exception("run %s: the resumed run's finished handler failed", getattr(run, "id", "?"))
 
 
 def register_callback_resolver(fn: Callable) -> None:

@@ -27,6 +27,7 @@ from types import SimpleNamespace
 
 from django.utils import timezone
 
+from agents import hooks
 from agents.execution.loop import ResumePoint, RunLoop, compose_prompt, _command_text
 from agents.execution.service import run_settle, run_span
 from agents.lease import lease_kept, worker_identity
@@ -50,7 +51,7 @@ def rebuild(run: Run, agent, *, before: int) -> list[dict]:
     """
     from sessions.selectors import log_before
 
-    messages = compose_prompt(agent, run.input)
+    messages = hooks.resume_prompt(run, agent) or compose_prompt(agent, run.input)
     group: dict | None = None  # the assistant message whose tool calls are being collected
     group_round = None
     for seq, kind, payload in log_before(session_id=run.session_id, before=before):
@@ -146,4 +147,6 @@ def run_resume(*, run_id: str) -> str:
     loop.outcome.prompt_tokens, loop.outcome.completion_tokens = run.prompt_tokens, run.completion_tokens
     with lease_kept(run_id), run_span(run_id=run.id, agent_name=run.agent_name, actor=run.actor, model=agent.model, kind=run.kind) as span:
         finished = run_settle(run=run, loop=loop, session=session, span=span)
+    if finished.status in RunStatus.FINISHED:
+        hooks.resume_finished(finished)
     return finished.status
