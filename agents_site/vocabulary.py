@@ -649,6 +649,8 @@ def vocabulary_for_js() -> dict:
         "sessionStatus": list(SessionStatus.values),
         "sessionTerminal": sorted(SessionStatus.TERMINAL),
         "eventKind": list(EventKind.values),
+        "eventKindAppendable": list(EventKind.APPENDABLE),
+        "approvalState": list(ApprovalState.values),
         "controlCommand": list(ControlCommand.values),
         "targetKind": list(TargetKind.values),
         "targetStatus": list(TargetStatus.values),
@@ -664,5 +666,6 @@ def vocabulary_for_js() -> dict:
         "badge": {str(k): v for k, v in BADGE_COLOURS.items()},
         # Single words the scripts compare against, named (never a copied literal in JS).
         "word": {"toolCall": str(EventKind.TOOL_CALL), "commit": str(EventKind.COMMIT), "runError": str(RunStatus.ERROR), "external": str(AgentHosting.EXTERNAL),
-                 "truncated": str(FinishReason.LENGTH), "stopped": str(FinishReason.STOPPED)},
+                 "truncated": str(FinishReason.LENGTH), "stopped": str(FinishReason.STOPPED),
+                 "approval": str(EventKind.APPROVAL), "pending": str(ApprovalState.PENDING), "waiting": str(RunStatus.WAITING)},
     }

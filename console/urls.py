@@ -21,6 +21,7 @@ urlpatterns = [
     path("chat/<str:conversation_id>/", chat.chat, name="chat-conversation"),
     path("sessions/", sessions.session_list, name="sessions"),
     path("sessions/<str:session_id>/", sessions.session_detail, name="session"),
+    path("approvals/", sessions.approvals, name="approvals"),
     path("identity/", identity.identity_agents, name="identity"),
     path("identity/inbox/", identity.identity_inbox, name="identity-inbox"),
     path("identity/anomalies/", identity.identity_anomalies, name="identity-anomalies"),

@@ -120,11 +120,14 @@ def run_approvals(*, run_id: str) -> list[Approval]:
     return list(Approval.objects.filter(run_id=run_id, state__in=TURN_OPEN).order_by("created_at", "position"))
 
 
-def approvals_list(*, limit: int = 100) -> list[Approval]:
-    """Return the org's approval requests, pending first, then the newest answered (at most `limit`)."""
-    pending = list(Approval.objects.filter(needs_approval=True, state=ApprovalState.PENDING).order_by("created_at", "position")[:limit])
-    rest = list(Approval.objects.filter(needs_approval=True).exclude(state=ApprovalState.PENDING)
-                .order_by("-created_at", "position")[: max(limit - len(pending), 0)])
+def approvals_list(*, session_id: str | None = None, limit: int = 100) -> list[Approval]:
+    """Return the org's approval requests (of one session when `session_id` is given), pending first
+    (oldest first), then the newest answered; at most `limit`. Two queries."""
+    asked = Approval.objects.filter(needs_approval=True)
+    if session_id:
+        asked = asked.filter(session_id=session_id)
+    pending = list(asked.filter(state=ApprovalState.PENDING).order_by("created_at", "position")[:limit])
+    rest = list(asked.exclude(state=ApprovalState.PENDING).order_by("-created_at", "position")[: max(limit - len(pending), 0)])
     return pending + rest
 
 

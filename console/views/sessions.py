@@ -34,3 +34,13 @@ def session_detail(request, session_id: str):
         raise Http404("session not found")
     session_require(session_id=session_id)  # SessionNotFound → the 404 page (member_required)
     return render(request, "console/sessions/detail.html", {"session_id": session_id, "nav": "sessions"})
+
+
+@member_required
+def approvals(request):
+    """Show the org's approval requests, pending first, with approve / edit-and-approve / deny (issue 28).
+
+    A shell like the session pages: `static/console/approvals.js` reads `GET /v1/agents/approvals`
+    and answers through the session's approve/deny routes, so the API decides who may answer.
+    """
+    return render(request, "console/approvals.html", {"nav": "approvals"})
