@@ -385,3 +385,21 @@ def test_a_background_run_waits_too_and_its_worker_returns(org_a, upstream, task
     done = org_a.client.get(f"/v1/agents/runs/{run_id}").json()
     assert done["status"] == RunStatus.OK and done["output"] == "sixteen"
     assert len(debits(org_a)) == 1
+
+
+def test_a_published_session_shows_the_request_and_the_decision_but_not_who_may_answer(asking, upstream, task_queue):
+    org, response = asking
+    body = response.json()
+    upstream.script(Reply(content="five"))
+    org.client.post(f"/v1/agents/sessions/{body['sessionId']}/deny", {"toolCallId": body["approvals"][0]["toolCallId"],
+                                                                       "message": "no maths today"}, content_type="application/json")
+    _resume(task_queue)
+    published = org.client.patch(f"/v1/agents/sessions/{body['sessionId']}", {"project": "sums", "published": True},
+                                 content_type="application/json")
+    assert published.status_code == 200, published.content
+    build = org.client.get(f"/v1/agents/builds/{org.slug}/sums")
+    assert build.status_code == 200
+    bodies = [turn["body"] for turn in build.json()["turns"]]
+    assert any(b.startswith("asked to approve calculator") and "2+3" in b for b in bodies)
+    assert any(b.startswith("denied ") and b.endswith(": no maths today") for b in bodies)
+    assert "mayAnswer" not in build.content.decode() and "orgAdmins" not in build.content.decode()
