@@ -18,6 +18,9 @@ the way `django.contrib.admin` collects `ModelAdmin`s.
 * `register_run_finished_handler(fn)`: `fn(run, org_slug)` is called once a finished run's row
   has committed and it was debited (`agents.runs.lifecycle._after_finish`), in org context. What
   it raises is logged; it never undoes the finish.
+* `register_run_waiting_handler(fn)`: `fn(run, approvals, org_slug)` is called once a run's move
+  to `waiting` has committed (issue 28), with the wire views of its waiting turn's calls. What it
+  raises is logged.
 * `register_resume_handler(kind, prompt=fn, finished=fn)`: for a run of `kind` resumed after its
   approvals were answered (issue 28), `prompt(run, agent)` returns its opening messages (a chat
   round: the conversation's thread), `finished(run)` is called once the resumed run has finished
@@ -113,6 +116,24 @@ def run_finished_handlers(run, org_slug: str) -> None:
             fn(run, org_slug)
         except Exception:
             logger.exception("run %s: a run-finished handler failed", getattr(run, "id", "?"))
+
+
+_waiting_handlers: list[Callable] = []
+
+
+def register_run_waiting_handler(fn: Callable) -> None:
+    """Call `fn(run, approvals, org_slug)` after every run's move to `waiting` commits (idempotent per function)."""
+    if fn not in _waiting_handlers:
+        _waiting_handlers.append(fn)
+
+
+def run_waiting_handlers(run, approvals: list[dict], org_slug: str) -> None:
+    """Call every registered run-waiting handler; log (never raise) what one raises."""
+    for fn in list(_waiting_handlers):
+        try:
+            fn(run, approvals, org_slug)
+        except Exception:
+            logger.exception("run %s: a run-waiting handler failed", getattr(run, "id", "?"))
 
 
 _resume_handlers: dict[str, dict[str, Callable]] = {}

@@ -396,7 +396,7 @@ class WebhookEventType(models.TextChoices):
     ENVELOPE = "envelope.created", "envelope created"  # (identity agent) a user sent the agent an envelope
     SECURITY_ALERT = "security_alert", "security alert"  # (identity agent) a system message: rotation, revocation
     RUN_FINISHED = "run.finished", "run finished"  # a run of any kind ended (ok or error); data is the run record
-    RUN_WAITING = "run.waiting", "run waiting"  # a run waits for an approval (reserved: not emitted yet)
+    RUN_WAITING = "run.waiting", "run waiting"  # a run suspended to wait for approval; data is the run with its approvals
     CODING_PUSHED = "coding.pushed", "coding pushed"  # a coding run pushed its branch
     SESSION_PUBLISHED = "session.published", "session published"  # a session became public
     TARGET_OFFLINE = "target.offline", "target status changed"  # a machine's computed status changed (sweep)

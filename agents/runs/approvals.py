@@ -29,6 +29,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from agents import hooks
 from agents.models import Approval, Run
 from agents.run_session import RunSession
 from agents.runs.lifecycle import Outcome, run_finish, stop_reason
@@ -175,6 +176,7 @@ def run_wait(*, run: Run, outcome: Outcome, session: RunSession, round_no: int, 
     session.release()  # the executor lets go: the run is answered by a new task, never by this thread
     waiting = Run.objects.select_related("agent").get(pk=run.id)
     waiting.approvals = rows
+    hooks.run_waiting_handlers(waiting, [approval_view(row) for row in rows], stores.current_org())  # `run.waiting` webhooks
     return waiting
 
 
