@@ -56,6 +56,12 @@ EVENT_ARGUMENT_BYTES = 4 * 1024
 EVENT_RESULT_BYTES = 4 * 1024
 
 
+#: The result a nested run (an agent called as a tool) gets for a call its approval rules name:
+#: it cannot wait for a person (its parent holds the turn), so the call is not executed.
+NESTED_NOT_APPROVED = ("The tool call was not executed: it needs a person's approval, which an agent called as a tool "
+                       "cannot wait for.")
+
+
 class RunListener:
     """What a caller hears while a run executes (a streaming response, a session's live frames).
 
@@ -504,13 +510,19 @@ class RunLoop:
                     if content:
                         self.session.append(EventKind.MESSAGE, {"role": "assistant", "text": clip(content), "model": answered.model, "runId": self.run.id})
                     rules = getattr(self.agent, "approval", None) or {}
+                    ruled: set[int] = set()
                     if rules.get("tools"):
                         turn = [(call, by_wire.get(_wire(call)), needs_approval(rules, by_wire[_wire(call)].name) if _wire(call) in by_wire else False)
                                 for call in calls]
-                        if any(needs for _, _, needs in turn):
+                        ruled = {index for index, (_, _, needs) in enumerate(turn) if needs}
+                        if ruled and self.run.depth == 0:
                             raise RunWaits(round_no=round_no, calls=turn)
-                    for call in calls:
-                        result = self._run_tool(call, by_wire, round_no)
+                    for index, call in enumerate(calls):
+                        if index in ruled:  # an agent called as a tool cannot wait: the call is not executed
+                            result = NESTED_NOT_APPROVED
+                            self.record_call(call, round_no, name=by_wire[_wire(call)].name, result=result, failed=True)
+                        else:
+                            result = self._run_tool(call, by_wire, round_no)
                         messages.append({"role": "tool", "tool_call_id": getattr(call, "id", ""), "content": result})
                     continue
             text = content or ""

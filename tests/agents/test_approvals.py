@@ -403,3 +403,72 @@ def test_a_published_session_shows_the_request_and_the_decision_but_not_who_may_
     assert any(b.startswith("asked to approve calculator") and "2+3" in b for b in bodies)
     assert any(b.startswith("denied ") and b.endswith(": no maths today") for b in bodies)
     assert "mayAnswer" not in build.content.decode() and "orgAdmins" not in build.content.decode()
+
+
+def test_two_ruled_calls_of_one_turn_resume_only_once_both_are_answered(org_a, upstream, task_queue):
+    fund(org_a)
+    _agent(org_a)
+    upstream.script(Reply(tool_calls=[("calculator", {"expression": "1+1"}), ("calculator", {"expression": "2+2"})]))
+    body = run(org_a, "asker", "two sums").json()
+    first, second = body["approvals"]
+    assert first["needsApproval"] and second["needsApproval"] and len(_events(org_a, body["sessionId"], EventKind.APPROVAL)) == 2
+    one = org_a.client.post(f"/v1/agents/sessions/{body['sessionId']}/approve", {"toolCallId": first["toolCallId"]},
+                            content_type="application/json")
+    assert one.status_code == 200 and one.json()["forwarded"] is False
+    assert task_queue.ids(RESUME) == []  # still waiting for the second answer
+    upstream.script(Reply(content="two, and no four"))
+    two = org_a.client.post(f"/v1/agents/sessions/{body['sessionId']}/deny", {"toolCallId": second["toolCallId"]},
+                            content_type="application/json")
+    assert two.status_code == 200 and two.json()["forwarded"] is True
+    assert _resume(task_queue) == 1
+    results = [m["content"] for m in _tool_messages(upstream.requests[-1])]
+    assert results[0] == "2" and results[1].startswith("The tool call was not executed: denied")
+    assert org_a.client.get(f"/v1/agents/runs/{body['id']}").json()["status"] == RunStatus.OK
+
+
+def test_an_agent_called_as_a_tool_does_not_wait_and_does_not_execute_the_ruled_call(org_a, upstream):
+    fund(org_a)
+    _agent(org_a, "worker")
+    make_agent(org_a, "boss", tools=["agent_worker"])
+    upstream.script(Reply(tool_calls=[("agent_worker", {"input": "add 2+3"})]),
+                    Reply(tool_calls=[("calculator", {"expression": "2+3"})]),  # the worker's turn
+                    Reply(content="could not add"),  # the worker, told the call was not executed
+                    Reply(content="the worker could not add"))  # the boss
+    response = run(org_a, "boss", "delegate")
+    assert response.status_code == 200, response.content
+    with org_a.context():
+        assert not Run.objects.filter(status=RunStatus.WAITING).exists()
+        assert not Approval.objects.exists()
+    worker_turn = upstream.requests[-2]["messages"]
+    assert worker_turn[-1]["role"] == "tool" and "cannot wait" in worker_turn[-1]["content"]
+
+
+def test_a_key_of_scope_openai_cannot_answer_even_for_its_own_user(asking):
+    from django.test import Client
+
+    from agents_site.vocabulary import ApiKeyScope
+    from tenancy.services import api_key_create
+
+    org, response = asking
+    body = response.json()
+    _, key = api_key_create(org=org.org, user=org.user, scope=ApiKeyScope.OPENAI)
+    answer = Client(HTTP_AUTHORIZATION=f"Bearer {key}").post(
+        f"/v1/agents/sessions/{body['sessionId']}/approve", {"toolCallId": body["approvals"][0]["toolCallId"]},
+        content_type="application/json")
+    assert answer.status_code == 403 and answer.json()["code"] == "forbidden"
+    with org.context():
+        assert Approval.objects.get(run_id=body["id"]).state == ApprovalState.PENDING
+
+
+def test_the_user_who_started_the_run_may_answer_without_being_an_admin(make_org, upstream, task_queue):
+    org = make_org("mem", admin=False)
+    fund(org)
+    with org.context():
+        from agents.services import AgentInput, agent_create
+
+        agent_create(data=AgentInput(name="asker", tools=["calculator"], approval={"tools": ["calculator"]}))
+    upstream.script(Reply(tool_calls=[("calculator", {"expression": "2+3"})]))
+    body = run(org, "asker", "add").json()
+    answer = org.client.post(f"/v1/agents/sessions/{body['sessionId']}/approve", {"toolCallId": body["approvals"][0]["toolCallId"]},
+                             content_type="application/json")
+    assert answer.status_code == 200, answer.content
