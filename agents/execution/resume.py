@@ -145,8 +145,14 @@ def run_resume(*, run_id: str) -> str:
     # The usage before the wait carries on (the finish records the run's totals).
     loop.outcome.attempts, loop.outcome.tool_calls = run.attempts, run.tool_calls
     loop.outcome.prompt_tokens, loop.outcome.completion_tokens = run.prompt_tokens, run.completion_tokens
-    with lease_kept(run_id), run_span(run_id=run.id, agent_name=run.agent_name, actor=run.actor, model=agent.model, kind=run.kind) as span:
-        finished = run_settle(run=run, loop=loop, session=session, span=span)
+    try:
+        with lease_kept(run_id), run_span(run_id=run.id, agent_name=run.agent_name, actor=run.actor, model=agent.model, kind=run.kind) as span:
+            finished = run_settle(run=run, loop=loop, session=session, span=span)
+    except Exception as exc:  # the queue's timeout, a bug: never leave it running
+        logger.exception("run %s failed in its resume", run_id)
+        finished = run_finish(run_id=run_id, outcome=Outcome.failed(f"the run was interrupted: {exc}"[:2000]), session=session)
+        if finished is None:
+            return Run.objects.filter(pk=run_id).values_list("status", flat=True).first() or ""
     if finished.status in RunStatus.FINISHED:
         hooks.resume_finished(finished)
     return finished.status

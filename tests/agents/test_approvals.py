@@ -472,3 +472,11 @@ def test_the_user_who_started_the_run_may_answer_without_being_an_admin(make_org
     answer = org.client.post(f"/v1/agents/sessions/{body['sessionId']}/approve", {"toolCallId": body["approvals"][0]["toolCallId"]},
                              content_type="application/json")
     assert answer.status_code == 200, answer.content
+
+
+def test_the_org_run_list_filters_waiting_runs(asking):
+    org, response = asking
+    listed = org.client.get("/v1/agents/runs?status=waiting")
+    assert listed.status_code == 200
+    assert [r["id"] for r in listed.json()["runs"]] == [response.json()["id"]]
+    assert org.client.get("/v1/agents/runs").json()["runs"] == []  # not finished: not in the history
