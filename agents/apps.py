@@ -51,3 +51,7 @@ class AgentsConfig(AppConfig):
         register_command_handler(waiting_command)  # a stop ends a run waiting for approval at once
         register_command_guard(approval_guard)  # resume while an approval is pending → 409
         register_sweep("approvalsExpired", approvals_sweep)
+        from agents.runs.approvals import pending_views
+        from sessions.hooks import register_pending_approvals
+
+        register_pending_approvals(pending_views)  # GET …/sessions/{id} shows what its run waits on

@@ -34,7 +34,8 @@ def sweep() -> dict:
     """Recover lost runs and end expired sessions (schedule `agents: sweep`, every minute).
 
     Returns `{"lost": n, "redispatched": n, "neverStarted": n, "reaped": n, …}` plus one count
-    per sweeper a higher app registered (`agents.sweeps`, e.g. `routedExpired`).
+    per registered sweeper (`agents.sweeps`: `routedExpired` of targets, `approvalsExpired` of
+    the runs waiting for approval past `AGENTS_APPROVAL_TIMEOUT_SECONDS`).
     """
     from agents.reaper import sessions_reap
     from agents.recovery import runs_recover

@@ -200,6 +200,9 @@ class SessionDetailOut(SessionOut):
 
     childSessions: list[SessionOut] = Field(default_factory=list)
     recentEvents: list[EventOut] = Field(default_factory=list)
+    pendingApprovals: list[dict[str, Any]] | None = Field(
+        None, description="The tool calls the session's run waits on a person to approve (absent when none): "
+                          "the items of `GET /v1/agents/approvals`; answer with `…/approve` or `…/deny`.")
 
 
 class TreeNodeOut(Schema):

@@ -121,6 +121,12 @@ def run_approvals(*, run_id: str) -> list[Approval]:
     return list(Approval.objects.filter(run_id=run_id, state__in=TURN_OPEN).order_by("created_at", "position"))
 
 
+def pending_views(session_id: str) -> list[dict]:
+    """Return the wire views of session `session_id`'s pending approval requests, oldest first."""
+    rows = Approval.objects.filter(session_id=session_id, needs_approval=True, state=ApprovalState.PENDING).order_by("created_at", "position")
+    return [approval_view(row) for row in rows]
+
+
 def approvals_list(*, session_id: str | None = None, limit: int = 100) -> list[Approval]:
     """Return the org's approval requests (of one session when `session_id` is given), pending first
     (oldest first), then the newest answered; at most `limit`. Two queries."""

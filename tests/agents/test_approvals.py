@@ -480,3 +480,14 @@ def test_the_org_run_list_filters_waiting_runs(asking):
     assert listed.status_code == 200
     assert [r["id"] for r in listed.json()["runs"]] == [response.json()["id"]]
     assert org.client.get("/v1/agents/runs").json()["runs"] == []  # not finished: not in the history
+
+
+def test_the_session_reports_paused_with_the_pending_request(asking):
+    org, response = asking
+    body = response.json()
+    session = org.client.get(f"/v1/agents/sessions/{body['sessionId']}").json()
+    assert session["status"] == SessionStatus.PAUSED
+    assert [p["toolCallId"] for p in session["pendingApprovals"]] == [body["approvals"][0]["toolCallId"]]
+    stopped = org.client.post(f"/v1/agents/sessions/{body['sessionId']}/stop", {}, content_type="application/json")
+    assert stopped.status_code == 200
+    assert "pendingApprovals" not in org.client.get(f"/v1/agents/sessions/{body['sessionId']}").json()
