@@ -639,7 +639,7 @@ def vocabulary_for_js() -> dict:
     """Return the vocabulary as plain JSON-able data for templates (`json_script`).
 
     Output: `{"runStatus": [...], "runKind": [...], "sessionStatus": [...], "sessionTerminal": [...],
-    "eventKind": [...], "controlCommand": [...], "targetKind": [...], "targetStatus": [...],
+    "eventKind": [...], "eventKindAppendable": [...], "approvalState": [...], "controlCommand": [...], "targetKind": [...], "targetStatus": [...],
     "activityKind": [...], "metricsRange": [...], "msgSubtype": [...], "artifactSubtype": [...], "clientAuth": [...],
     "anomalyKind": [...], "keyStatus": [...], "envelopeParty": [...], "systemMessageCode": [...], "badge": {word: colour}, "word": {name: word}}`.
     """
