@@ -55,7 +55,6 @@ RESUME_GRACE = timedelta(seconds=60)
 MAX_DENY_MESSAGE_BYTES = 16 * 1024
 
 _WAITING = frozenset({RunStatus.WAITING})
-_RUNNING = frozenset({RunStatus.RUNNING})
 #: The states of the calls of a run's waiting turn (answered or not, not executed yet).
 TURN_OPEN = frozenset({ApprovalState.PENDING, ApprovalState.WAITING, ApprovalState.APPROVED, ApprovalState.DENIED,
                        ApprovalState.STARTED})
