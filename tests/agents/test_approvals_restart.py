@@ -60,3 +60,58 @@ def test_killing_daphne_and_qcluster_while_a_run_waits_then_approving_finishes_i
     assert [(e["name"], e["result"]) for e in executed] == [("calculator", "5")]
     assert len(upstream.chat_requests) == 2  # the turn that asked, the turn after the result
     assert len(debits(org)) == 1
+
+
+def test_a_worker_killed_mid_tool_leaves_the_call_interrupted_never_run_twice(make_org, upstream):
+    """The approved call is `agent_worker` (a nested run whose model call is held): the qcluster
+    resuming the run is SIGKILLed while that call runs; the restarted cluster's recovery puts the
+    run back to `waiting`, its resume hands the model "interrupted, not re-run", the run ends ok."""
+    import threading
+
+    from agents.models import Approval
+    from agents_site.vocabulary import ApprovalState
+
+    org = make_org("midtool")
+    fund(org, 1000)
+    make_agent(org, "worker")
+    make_agent(org, "boss", tools=["agent_worker"], approval={"tools": ["agent_*"]})
+    env = _cluster_env(upstream)
+    released = threading.Event()
+    upstream.script(Reply(tool_calls=[("agent_worker", {"input": "do it"})]))
+    waiting = org.client.post("/v1/agents/boss/run", json.dumps({"input": "delegate"}), content_type="application/json")
+    assert waiting.status_code == 202, waiting.content
+    run_id, session_id = waiting.json()["id"], waiting.json()["sessionId"]
+    upstream.script(Reply(hold=released, content="too late"))  # the worker's model call, held
+    first = QCluster(env, name="qcluster-midtool-first").start()
+    second = None
+    try:
+        approved = org.client.post(f"/v1/agents/sessions/{session_id}/approve",
+                                   json.dumps({"toolCallId": waiting.json()["approvals"][0]["toolCallId"]}), content_type="application/json")
+        assert approved.status_code == 200
+        wait_for(lambda: _started(org, run_id) and len(upstream.chat_requests) == 2, timeout=60,
+                 message=f"the approved call to run\n{first.log()[-3000:]}")
+        first.kill()  # SIGKILL mid-tool
+        released.set()
+        upstream.script(Reply(content="the worker was interrupted"))
+        second = QCluster(env, name="qcluster-midtool-second").start()  # its start-up recovery finds the lost run
+        wait_for(lambda: _status(org, run_id) == RunStatus.OK, timeout=90, message=f"the second resume\n{second.log()[-3000:]}")
+    finally:
+        released.set()
+        first.kill()
+        if second is not None:
+            second.stop()
+
+    last = upstream.chat_requests[-1]["messages"]
+    assert last[-1]["role"] == "tool" and last[-1]["content"].startswith("interrupted, not re-run")
+    assert len(upstream.chat_requests) == 3  # the boss's turn, the worker's one call (never again), the boss's answer
+    with org.context():
+        assert Approval.objects.get(run_id=run_id).state == ApprovalState.INTERRUPTED
+    assert len(debits(org)) == 1
+
+
+def _started(org, run_id) -> bool:
+    from agents.models import Approval
+    from agents_site.vocabulary import ApprovalState
+
+    with org.context():
+        return Approval.objects.filter(run_id=run_id, state=ApprovalState.STARTED).exists()
