@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 
-from agents.models import Agent, McpServer, Run
+from agents.models import Agent, Approval, McpServer, Run
 from agents.scheduling.models import RunTask, ScheduledAgent, ScheduleSlot
 from agents.scheduling.selectors import next_fire_of, recent_slots, schedule_state_of, scheduled_agents
 from tenancy.admin_site import OrgModelAdmin
@@ -14,10 +14,25 @@ class AgentAdmin(OrgModelAdmin):
     # Read-only: a ModelForm would write around `agents.services` (no name, cron, tool or cap
     # rules; an add without id or timestamps is a 500). Agents change through the API/console.
     editable = False
-    list_display = ("name", "model", "execution_mode", "schedule", "timezone", "updated_at")
+    list_display = ("name", "model", "execution_mode", "schedule", "timezone", "approval_tools", "updated_at")
     list_filter = ("execution_mode", "status")
     search_fields = ("name", "description")
     readonly_fields = ("id", "created_at", "updated_at")
+
+    @admin.display(description="asks before")
+    def approval_tools(self, agent: Agent) -> str:
+        """The tools whose calls wait for a person (the agent's `approval` rules)."""
+        return ", ".join((agent.approval or {}).get("tools") or []) or "—"
+
+
+@admin.register(Approval)
+class ApprovalAdmin(OrgModelAdmin):
+    # Read-only: an answer goes through `agents.runs.approvals` (who may answer, one execution).
+    editable = False
+    list_display = ("tool_name", "state", "run_id", "session_id", "needs_approval", "answered_by", "created_at")
+    list_filter = ("state", "needs_approval")
+    search_fields = ("run_id", "session_id", "tool_name", "tool_call_id")
+    exclude = ("arguments",)  # unmasked (what the tool is given): shown masked by the API and the session log only
 
 
 @admin.register(Run)

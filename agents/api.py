@@ -32,6 +32,7 @@ _WIRE_TO_FIELD = {
     "temperature": "temperature",
     "topP": "top_p",
     "contextWindow": "context_window",
+    "approval": "approval",
 }
 
 

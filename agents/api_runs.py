@@ -16,6 +16,7 @@ from agents import dashboards, selectors
 from agents.background import run_submit
 from agents.execution import run_execute, run_execute_opened, run_open
 from agents.presenters import run_view
+from agents.runs.approvals import approval_view, run_approvals
 from agents.runs.routed import routed_start
 from agents.streaming import run_headers, run_stream
 from agents.schemas import ActivityOut, BillingOut, MetricsOut, RunAcceptedOut, RunIn, RunListOut, RunOut
@@ -83,7 +84,23 @@ register_converter(RunIdConverter, "runid")
 def get_run(request, run_id: str = Path(..., pattern=f"^{RunIdConverter.regex}$", description="A run id: `run_` and 32 hex digits.")):
     """Return one run of the caller's org, in flight (`queued`, `running`) or finished (`ok`,
     `error`). Another org's run is a 404 exactly like a missing one."""
-    return run_view(selectors.run_get(run_id=run_id))
+    return _with_approvals(selectors.run_get(run_id=run_id))
+
+
+def _with_approvals(run) -> dict:
+    """Return the run's view; a `waiting` run carries the calls of its waiting turn (`approvals`)."""
+    view = run_view(run)
+    if run.status == RunStatus.WAITING:
+        rows = getattr(run, "approvals", None)
+        view["approvals"] = [approval_view(row) for row in (rows if rows is not None else run_approvals(run_id=run.id))]
+    return view
+
+
+def _waiting_response(run) -> JsonResponse:
+    """202 with the waiting run and its requests; `Location` is the run to poll."""
+    response = JsonResponse(_with_approvals(run), status=202)
+    response["Location"] = f"/v1/agents/runs/{run.id}"
+    return response
 
 
 # The recorded run can be read again by its id (an OpenAPI link: clients and schemathesis follow it).
@@ -131,7 +148,8 @@ _STREAM_DOC = (
     "`X-Agents-Session-Id`). First `event: start` `data: {\"runId\", \"sessionId\"}` (watch or stop the run by them); `event: delta` "
     "`data: {\"text\"}` — a piece of the reply (credentials masked; the pieces concatenate to what was written); "
     "`event: tool` `data: {name, args, result|error}` — a tool call executed; then one `event: run` whose data is "
-    "the recorded run, exactly the body the call without `stream` answers (a failed run: the run with its `error`)."
+    "the recorded run, exactly the body the call without `stream` answers (a failed run: the run with its `error`); "
+    "or, when the model called a tool needing approval, a last `event: approval` whose data is the `waiting` run with its `approvals`."
 )
 _RUN_RESPONSES = {status: {"links": {"GetRun": _RUN_LINK}} for status in (200, 502)}
 
@@ -145,6 +163,7 @@ _STREAM_FRAME = stream_schema("RunStreamFrame", _STREAM_DOC, [
                                 "properties": {"name": _TEXT, "args": {"type": "object"}, "result": _TEXT, "error": _TEXT}}),
     sse_frame(ReplyFrame.OPS, {"type": "object", "required": ["ops"], "properties": {"ops": {"type": "array", "items": {"type": "object"}}}}),
     sse_frame(ReplyFrame.RUN, {"$ref": "#/components/schemas/RunOut"}),
+    sse_frame(ReplyFrame.APPROVAL, {"$ref": "#/components/schemas/RunOut"}),
     sse_frame(ReplyFrame.ERROR, {"$ref": "#/components/schemas/ErrorOut"}),
 ])
 _RUN_RESPONSES[200]["content"] = {"text/event-stream": {"schema": _STREAM_FRAME}}
@@ -177,6 +196,11 @@ def run_agent(request, ref: str, payload: RunIn):
     `{runId, sessionId}`, `delta` frames as the reply is written, `tool` frames, and a final
     `run` frame carrying the recorded run (a failed run too: its `error` says why). A client
     that leaves does not stop the run. `stream` with `background` or `targetId` is 400.
+
+    When the model calls a tool the agent's `approval` rules name, the run suspends (`waiting`,
+    holding its fee, holding no thread) and the answer is 202 with the run and its `approvals`
+    (`Location: /v1/agents/runs/{runId}` to poll); a stream ends with an `approval` frame
+    instead of `run`. Answer with `POST /v1/agents/sessions/{sessionId}/approve` or `…/deny`.
 
     `webhook` asks for this run's own `run.finished` callback: a URL under one of the org's
     webhook endpoints (same scheme, host and port, and a path under the endpoint's), signed with
@@ -216,7 +240,10 @@ def _run(request, agent, payload: RunIn, principal):
         request_id=_request_id(request),
         idempotency_key=request.headers.get("Idempotency-Key", ""),
     )
-    response = JsonResponse(run_view(run), status=200 if run.status == RunStatus.OK else 502)
+    if run.status == RunStatus.WAITING:  # the model asked for a tool needing approval (issue 28)
+        response = _waiting_response(run)
+    else:
+        response = JsonResponse(run_view(run), status=200 if run.status == RunStatus.OK else 502)
     if getattr(run, "replayed", False):
         response["Idempotent-Replayed"] = "true"
     return response
@@ -239,7 +266,10 @@ def _streamed(request, agent, payload: RunIn, principal):
         return run_headers(response, run)
 
     def work(listener):
-        return ReplyFrame.RUN, run_view(run_execute_opened(run=run, agent=agent, listener=listener))
+        done = run_execute_opened(run=run, agent=agent, listener=listener)
+        if done.status == RunStatus.WAITING:  # the stream ends with the request to answer (issue 28)
+            return ReplyFrame.APPROVAL, _with_approvals(done)
+        return ReplyFrame.RUN, run_view(done)
 
     return run_headers(run_stream(org=principal.org_slug, work=work, start=opening), run)
 
@@ -249,7 +279,7 @@ def _routed(request, agent, payload: RunIn, principal):
         agent=agent, input=payload.input, target_id=payload.targetId, actor=principal.actor,
         request_id=_request_id(request), idempotency_key=request.headers.get("Idempotency-Key", ""),
     )
-    status = 202 if run.status in RunStatus.IN_FLIGHT else 200 if run.status == RunStatus.OK else 502
+    status = 202 if run.status in RunStatus.HOLDS_FEE else 200 if run.status == RunStatus.OK else 502
     response = JsonResponse(run_view(run), status=status)
     if getattr(run, "replayed", False):
         response["Idempotent-Replayed"] = "true"

@@ -42,7 +42,16 @@ class AgentsConfig(AppConfig):
         from django_q.signals import post_spawn
 
         from agents.background import task_command
-        from sessions.control import register_command_handler
+        from agents.runs.approvals import approval_guard, approvals_sweep, waiting_command
+        from agents.sweeps import register_sweep
+        from sessions.control import register_command_guard, register_command_handler
 
         post_spawn.connect(_on_worker_spawn, dispatch_uid="agents.recover_on_spawn")
         register_command_handler(task_command)
+        register_command_handler(waiting_command)  # a stop ends a run waiting for approval at once
+        register_command_guard(approval_guard)  # resume while an approval is pending → 409
+        register_sweep("approvalsExpired", approvals_sweep)
+        from agents.runs.approvals import pending_views
+        from sessions.hooks import register_pending_approvals
+
+        register_pending_approvals(pending_views)  # GET …/sessions/{id} shows what its run waits on

@@ -18,6 +18,13 @@ the way `django.contrib.admin` collects `ModelAdmin`s.
 * `register_run_finished_handler(fn)`: `fn(run, org_slug)` is called once a finished run's row
   has committed and it was debited (`agents.runs.lifecycle._after_finish`), in org context. What
   it raises is logged; it never undoes the finish.
+* `register_run_waiting_handler(fn)`: `fn(run, approvals, org_slug)` is called once a run's move
+  to `waiting` has committed (issue 28), with the wire views of its waiting turn's calls. What it
+  raises is logged.
+* `register_resume_handler(kind, prompt=fn, finished=fn)`: for a run of `kind` resumed after its
+  approvals were answered (issue 28), `prompt(run, agent)` returns its opening messages (a chat
+  round: the conversation's thread), `finished(run)` is called once the resumed run has finished
+  (a chat round: its reply posted to the conversation). Org context.
 * `register_callback_resolver(fn)` / `with request_callback(url):`: a run request's own callback URL
   (`webhook` of POST …/{ref}/run): `fn(url)` checks it (raising a 400) and returns what the
   run-started handler needs; `with request_callback(url):` keeps that for the run the block starts first.
@@ -109,6 +116,49 @@ def run_finished_handlers(run, org_slug: str) -> None:
             fn(run, org_slug)
         except Exception:
             logger.exception("run %s: a run-finished handler failed", getattr(run, "id", "?"))
+
+
+_waiting_handlers: list[Callable] = []
+
+
+def register_run_waiting_handler(fn: Callable) -> None:
+    """Call `fn(run, approvals, org_slug)` after every run's move to `waiting` commits (idempotent per function)."""
+    if fn not in _waiting_handlers:
+        _waiting_handlers.append(fn)
+
+
+def run_waiting_handlers(run, approvals: list[dict], org_slug: str) -> None:
+    """Call every registered run-waiting handler; log (never raise) what one raises."""
+    for fn in list(_waiting_handlers):
+        try:
+            fn(run, approvals, org_slug)
+        except Exception:
+            logger.exception("run %s: a run-waiting handler failed", getattr(run, "id", "?"))
+
+
+_resume_handlers: dict[str, dict[str, Callable]] = {}
+
+
+def register_resume_handler(kind: str, *, prompt: Callable | None = None, finished: Callable | None = None) -> None:
+    """Register how a resumed run of `kind` gets its opening messages and what follows its finish."""
+    _resume_handlers[str(kind)] = {"prompt": prompt, "finished": finished}
+
+
+def resume_prompt(run, agent) -> list[dict] | None:
+    """Return the opening messages of resumed `run` from its kind's handler, or None (the agent's own prompt)."""
+    prompt = (_resume_handlers.get(str(run.kind)) or {}).get("prompt")
+    return prompt(run, agent) if prompt is not None else None
+
+
+def resume_finished(run) -> None:
+    """Call the finished handler of resumed `run`'s kind, if any; log (never raise) what it raises."""
+    finished = (_resume_handlers.get(str(run.kind)) or {}).get("finished")
+    if finished is None:
+        return
+    try:
+        finished(run)
+    except Exception:
+        logger.exception("run %s: the resumed run's finished handler failed", getattr(run, "id", "?"))
 
 
 def register_callback_resolver(fn: Callable) -> None:

@@ -7,7 +7,7 @@ from django.core.validators import RegexValidator, URLValidator
 from django.db import models
 
 from agents_site.ids import mint_id
-from agents_site.vocabulary import AgentHosting, AgentStatus, ExecutionMode, FinishReason, McpTransport, RunKind, RunStatus
+from agents_site.vocabulary import AgentHosting, AgentStatus, ApprovalState, ExecutionMode, FinishReason, McpTransport, RunKind, RunStatus
 
 MCP_SERVER_NAME_PATTERN = r"^[a-z0-9][a-z0-9-]{0,31}$"
 
@@ -39,6 +39,9 @@ class Agent(models.Model):
     # The model's context window in tokens (None: the gateway's model metadata, else
     # AGENTS_CONTEXT_WINDOW_TOKENS): the prompt's history is trimmed to fit it (issue 31).
     context_window = models.PositiveIntegerField(null=True, blank=True)
+    # Which tool calls wait for a person (issue 28): `{"tools": ["http_get", "mcp__github__*"]}`,
+    # exact tool names or prefixes ending in `*`; {} = none.
+    approval = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 
@@ -98,6 +101,45 @@ class Run(models.Model):
     def truncated(self) -> bool:
         """True when the run's last reply was cut by the token limit (`finish_reason` `length`)."""
         return self.finish_reason == FinishReason.LENGTH
+
+
+class Approval(models.Model):
+    """One tool call of a run's model turn that waits for a person (issue 28).
+
+    A turn with a call needing approval suspends the run (`waiting`): each of its calls gets a
+    row, in the turn's order (`position`) — those needing approval `pending`, the others
+    `waiting` with them. `arguments` is the JSON the tool will be given (the model's, or the
+    approver's edit): it is kept here, unmasked, because the session's log masks credentials
+    and the tool needs the real value; the log's `approval` event shows them masked. The state
+    moves once per step by conditional UPDATEs (`agents.runs.approvals`): `pending` →
+    `approved`/`denied` by an answer, → `started` in the transaction that hands the call to the
+    tool, → `done`; a `started` call found by a later resume becomes `interrupted` (never run twice).
+    """
+
+    id = models.CharField(primary_key=True, max_length=64)
+    run_id = models.CharField(max_length=64, db_index=True)
+    session_id = models.CharField(max_length=64, db_index=True)
+    tool_call_id = models.CharField(max_length=128)
+    tool_name = models.CharField(max_length=200)
+    wire_name = models.CharField(max_length=200, default="", blank=True)
+    arguments = models.TextField(default="", blank=True)
+    needs_approval = models.BooleanField(default=True)
+    position = models.PositiveSmallIntegerField(default=0)
+    round = models.PositiveSmallIntegerField(default=1)
+    state = models.CharField(max_length=16, choices=ApprovalState.choices, default=ApprovalState.PENDING)
+    message = models.TextField(default="", blank=True)
+    edited = models.BooleanField(default=False)
+    answered_by = models.CharField(max_length=300, default="", blank=True)
+    request_seq = models.BigIntegerField(null=True, blank=True)  # the `approval` event's seq in the session
+    created_at = models.DateTimeField(db_index=True)
+    answered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "position"]
+        indexes = [models.Index(fields=["session_id", "tool_call_id"], name="ix_approvals_session_call")]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} ({self.state})"
 
 
 class IdempotencyRecord(models.Model):

@@ -55,6 +55,7 @@ def agent_view(agent: Agent, *, runs: int) -> dict:
             "model": agent.model,
             "description": agent.description,
             "tools": list(agent.tools or []),
+            "approval": dict(agent.approval) if agent.approval else None,
             "status": agent.status,
             "executionMode": agent.execution_mode,
             "hosting": agent.hosting,

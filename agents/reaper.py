@@ -5,7 +5,8 @@ or `paused`) open longer than `AGENTS_SESSION_MAX_SECONDS` (default 86400), or a
 session with no activity (no event, no update) for `AGENTS_SESSION_IDLE_SECONDS` (default
 3600), is ended: a `control` stop event carrying the reason (forwarded to its live executor,
 or cancelling its queued task, like any stop), then status `error`. A `paused` session is held
-on purpose and is not reaped for idleness, only for age.
+on purpose and is not reaped for idleness, only for age. A session whose run is `waiting` for
+an approval is not reaped at all: its one clock is `AGENTS_APPROVAL_TIMEOUT_SECONDS`.
 
 Reasons, as the reference words them: `ended by the platform: no activity for 1h0m0s` and
 `ended by the platform: past the 24h0m0s a session may run`.
@@ -21,7 +22,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from agents_site.errors import ApiError
-from agents_site.vocabulary import ControlCommand, SessionStatus
+from agents_site.vocabulary import ControlCommand, RunStatus, SessionStatus
 from tenancy import stores
 
 logger = logging.getLogger(__name__)
@@ -79,7 +80,11 @@ def reap_org(*, org: str, now: datetime) -> list[Reaped]:
 
     max_life = settings.AGENTS_SESSION_MAX_SECONDS
     idle = settings.AGENTS_SESSION_IDLE_SECONDS
-    live = Session.objects.filter(status__in=SessionStatus.LIVE)
+    from agents.models import Run
+
+    # A session whose run waits for approval has one clock, AGENTS_APPROVAL_TIMEOUT_SECONDS (issue 28).
+    waiting = Run.objects.filter(status=RunStatus.WAITING).exclude(session_id="").values("session_id")
+    live = Session.objects.filter(status__in=SessionStatus.LIVE).exclude(id__in=waiting)
     expired = list(live.filter(started_at__lt=now - timedelta(seconds=max_life)).order_by("started_at").values_list("id", flat=True))
     quiet = list(
         live.filter(status=SessionStatus.RUNNING, updated_at__lt=now - timedelta(seconds=idle))

@@ -30,6 +30,7 @@ from django.utils import timezone
 from agents.dispatch import run_dispatch
 from agents.lease import holder_gone
 from agents.models import Run
+from agents.runs.approvals import resume_dispatch, run_rewait
 from agents.runs.lifecycle import Outcome, run_finish
 from agents.scheduling.models import RunTask
 from agents_site.vocabulary import RunKind, RunStatus
@@ -77,7 +78,13 @@ def recover_org(*, org: str, now: datetime, report: RecoveryReport | None = None
     for run in Run.objects.filter(status=RunStatus.RUNNING).exclude(kind=RunKind.ROUTED).select_related("task").only(
         "id", "kind", "started_at", "created_at", "task__worker", "task__heartbeat_at"
     ):
-        if _is_lost(run, now) and _fail(run.id, WORKER_LOST, _RUNNING):
+        if not _is_lost(run, now):
+            continue
+        if run_rewait(run_id=run.id):  # a resumed run lost mid-turn: its answered turn is resumed again (issue 28)
+            if resume_dispatch(org=org, run_id=run.id):
+                report.redispatched.append(run.id)
+            continue
+        if _fail(run.id, WORKER_LOST, _RUNNING):
             logger.warning("run %s of %s finished: %s", run.id, org, WORKER_LOST)
             report.lost.append(run.id)
     queued = RunTask.objects.filter(run__status=RunStatus.QUEUED)

@@ -61,7 +61,7 @@ class RunSession:
 
     @classmethod
     def attach(cls, *, session_id: str, actor: str, opened_here: bool = False, root: str | None = None,
-               inbox=None) -> RunSession:
+               inbox=None, after: int = 0) -> RunSession:
         """Take over the run's session (opened by `run_start`) and open its executor inbox.
 
         `opened_here`: `run_start` opened the session with this process's executor channel
@@ -71,7 +71,8 @@ class RunSession:
         while the run waited in the queue) are replayed first, oldest first; a command that
         also arrives live is handed over once (by `seq`). `root` is the session's root session
         id when the caller knows it (else it is read once, at the first delta); `inbox` the
-        executor inbox `run_start` already registered for an `opened_here` session.
+        executor inbox `run_start` already registered for an `opened_here` session. `after`: a
+        resumed run replays only the commands recorded after this seq (the ones before were applied).
         """
         session = cls(actor=actor)
         session.session_id = session_id
@@ -90,7 +91,9 @@ class RunSession:
         try:
             from sessions.selectors import control_events_after
 
-            events, _ = control_events_after(session_id=session_id, after=0)
+            events, _ = control_events_after(session_id=session_id, after=after)
+            if session._inbox is not None and after:
+                session._inbox.advance([after])
             for event in events:
                 body = json.loads(event.payload or "{}")
                 session._backlog.append(

@@ -6,13 +6,13 @@ the API's users.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from ninja import Schema
 from pydantic import BeforeValidator, ConfigDict, Field, StrictBool, StrictFloat, StrictInt
 
 from agents_site.schemas import BodySchema, choice, declare, required_in_docs, text
-from agents_site.vocabulary import ActivityKind, AgentHosting, AgentStatus, ExecutionMode, FinishReason, LedgerKind, MetricsRange, RunKind, RunStatus
+from agents_site.vocabulary import ActivityKind, ApprovalState, AgentHosting, AgentStatus, ExecutionMode, FinishReason, LedgerKind, MetricsRange, RunKind, RunStatus
 
 # The limits the services enforce (agents.services, agents.lifecycle), declared for the docs.
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -58,6 +58,26 @@ def _max_tokens_schema(schema: dict) -> None:
     declare(on="integer", minimum=1, maximum=settings.AGENTS_MAX_OUTPUT_TOKENS)(schema)
 
 
+_APPROVAL = (
+    "Which tool calls wait for a person before they execute: `{\"tools\": [...]}`, each entry a tool "
+    "name this agent has or a prefix ending in `*` matching one (`http_get`, `agent_*`, `mcp__github__*`). A model "
+    "turn calling such a tool suspends the run (`waiting`) until `POST /v1/agents/sessions/{id}/approve` or `…/deny`. "
+    "`{\"tools\": []}` removes the rules. At most 64 entries."
+)
+
+
+class ApprovalRules(BodySchema):
+    """An agent's approval rules: the tools whose calls wait for a person."""
+
+    tools: list[str] = Field(default_factory=list, max_length=64, description="Tool names or prefixes ending in `*`.")
+
+
+class ApprovalRulesOut(Schema):
+    """An agent's approval rules."""
+
+    tools: list[str]
+
+
 class AgentIn(BodySchema):
     """Change an agent: every field is optional and an omitted (or null) field keeps its value.
     The name cannot change."""
@@ -79,6 +99,7 @@ class AgentIn(BodySchema):
     topP: StrictFloat | None = Field(None, description=_TOP_P, json_schema_extra=declare(on="number", exclusiveMinimum=0, maximum=1))
     contextWindow: JsonInt | None = Field(None, description=_CONTEXT_WINDOW, json_schema_extra=declare(
         on="integer", minimum=CONTEXT_WINDOW_MIN, maximum=CONTEXT_WINDOW_MAX))
+    approval: ApprovalRules | None = Field(None, description=_APPROVAL)
 
 
 def _create_schema(schema: dict, model: type | None = None) -> None:
@@ -95,6 +116,25 @@ class AgentCreateIn(AgentIn):
 
     name: str | None = text(description=_NAME, pattern=NAME_PATTERN)
     model: str | None = text(description="Model id at the inference gateway (at most 200 characters; when the gateway lists models, one of them). Default: the deployment's.", maxLength=200)
+
+
+class ApprovalOut(Schema):
+    """One tool call of a waiting run: asked for approval (`needsApproval`), or waiting with those that are."""
+
+    toolCallId: str
+    tool: str
+    arguments: Any = Field(None, description="The call's arguments (credentials masked).")
+    state: str = choice(ApprovalState, ...)
+    needsApproval: bool
+    runId: str
+    sessionId: str
+    round: int
+    requestSeq: int | None = Field(None, description="The seq of the `approval` event that asked.")
+    edited: bool
+    answeredBy: str | None = None
+    message: str | None = None
+    createdAt: str
+    answeredAt: str | None = None
 
 
 class RunOut(Schema):
@@ -121,6 +161,7 @@ class RunOut(Schema):
     sessionId: str | None = None
     startedAt: str | None = None
     createdAt: str
+    approvals: list[ApprovalOut] | None = Field(None, description="A `waiting` run's tool calls of its waiting turn: those asked for approval and those waiting with them.")
 
 
 class AgentOut(Schema):
@@ -143,6 +184,7 @@ class AgentOut(Schema):
     temperature: float | None = Field(None, description="Sampling temperature (absent: the gateway's default).")
     topP: float | None = Field(None, description="Nucleus sampling (absent: the gateway's default).")
     contextWindow: int | None = Field(None, description="The model's context window in tokens (absent: the gateway's model metadata, else the deployment's default).")
+    approval: ApprovalRulesOut | None = Field(None, description="The tools whose calls wait for a person (absent: none).")
     runs: int
     createdAt: str
     updatedAt: str

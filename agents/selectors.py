@@ -170,14 +170,14 @@ def run_list_org(*, status: str | None = None, kind: str | None = None, agent: A
                  cursor: str | None = None) -> Page[Run]:
     """Return one page of the org's runs across agents, newest first (`limit` default 50, clamped to 200).
 
-    Without `status`, finished runs (`ok` and `error`, by `finished_at`); with `queued` or
-    `running`, the runs in flight in it (by `created_at`). Every kind of run, or only `kind`
-    (a `RunKind`); every agent's runs, or only `agent`'s (see `run_filter_agent`). Raises
-    `InvalidRequest` (400) for any other status or kind, a bad limit or a foreign cursor (a
-    cursor belongs to one status, kind and agent). One query.
+    Without `status`, finished runs (`ok` and `error`, by `finished_at`); with `queued`,
+    `running` or `waiting` (for approval), the unfinished runs in it (by `created_at`). Every kind
+    of run, or only `kind` (a `RunKind`); every agent's runs, or only `agent`'s (see
+    `run_filter_agent`). Raises `InvalidRequest` (400) for any other status or kind, a bad limit or
+    a foreign cursor (a cursor belongs to one status, kind and agent). One query.
     """
     status = _run_status(status)
-    if status not in RunStatus.IN_FLIGHT:
+    if status not in RunStatus.UNFINISHED:
         return runs_finished(agent=agent, status=status or None, kind=kind, limit=limit, cursor=cursor)
     kind = _run_kind(kind)
     queryset = Run.objects.filter(status=status)

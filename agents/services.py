@@ -14,6 +14,7 @@ from agents.hooks import run_agent_delete_handlers
 from agents_site.ids import mint_id
 from agents.inference import model_catalog
 from agents.lifecycle import validate_lifecycle, validate_timezone
+from agents.approval_rules import clean_approval
 from agents.models import Agent
 from agents.names import reserved_names
 from agents.selectors import agent_get
@@ -146,6 +147,7 @@ class AgentInput:
     temperature: object = UNSET
     top_p: object = UNSET
     context_window: object = UNSET
+    approval: object = UNSET
 
 
 def _given(value: object) -> bool:
@@ -255,6 +257,7 @@ def agent_create(*, data: AgentInput) -> Agent:
     compute_ref = _clean_ref(data.compute_ref if _given(data.compute_ref) else None, "computeRef")
     service_account_id = _clean_ref(data.service_account_id if _given(data.service_account_id) else None, "serviceAccountId")
     tools = _validate_tools(clean_tools(data.tools if _given(data.tools) else None), agent_name=name)
+    approval = clean_approval(data.approval if _given(data.approval) else None, tools=tools)
     description = ((data.description if _given(data.description) else "") or "").strip()
     generation = clean_generation(max_tokens=data.max_tokens, temperature=data.temperature, top_p=data.top_p,
                                   context_window=data.context_window)
@@ -272,6 +275,7 @@ def agent_create(*, data: AgentInput) -> Agent:
                 instructions=instructions,
                 description=description,
                 tools=tools,
+                approval=approval,
                 execution_mode=mode,
                 schedule=schedule,
                 timezone=tz,
@@ -316,6 +320,8 @@ def agent_update(*, ref: str, data: AgentInput) -> Agent:
             agent.service_account_id = _clean_ref(data.service_account_id, "serviceAccountId")
         if _given(data.tools):
             agent.tools = _validate_tools(clean_tools(data.tools), agent_name=agent.name)
+        if _given(data.approval) or _given(data.tools):  # rules always name tools the agent has
+            agent.approval = clean_approval(data.approval if _given(data.approval) else agent.approval, tools=list(agent.tools or []))
         if _given(data.description):
             agent.description = (data.description or "").strip()
         for field, value in generation.items():

@@ -34,7 +34,8 @@ def sweep() -> dict:
     """Recover lost runs and end expired sessions (schedule `agents: sweep`, every minute).
 
     Returns `{"lost": n, "redispatched": n, "neverStarted": n, "reaped": n, …}` plus one count
-    per sweeper a higher app registered (`agents.sweeps`, e.g. `routedExpired`).
+    per registered sweeper (`agents.sweeps`: `routedExpired` of targets, `approvalsExpired` of
+    the runs waiting for approval past `AGENTS_APPROVAL_TIMEOUT_SECONDS`).
     """
     from agents.reaper import sessions_reap
     from agents.recovery import runs_recover
@@ -69,3 +70,15 @@ def execute_run(org: str, run_id: str) -> str:
 
     with stores.org_context(org, create=False):
         return run_execute_queued(run_id=run_id)
+
+
+def resume_run(org: str, run_id: str) -> str:
+    """Resume run `run_id` of org `org` whose approvals are all answered (issue 28); return its status.
+
+    Queued by the last answer (and again by the sweep if lost). A run no longer waiting, or
+    still waiting for an answer, is left alone: two deliveries resume it once.
+    """
+    from agents.execution.resume import run_resume
+
+    with stores.org_context(org, create=False):
+        return run_resume(run_id=run_id)

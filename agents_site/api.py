@@ -192,9 +192,11 @@ def _mount() -> None:
     from chat.api import router as chat_router
     from coding.api import coding_router, repos_router
     from sessions.api import builds_router, sessions_router
+    from agents.api_approvals import router as approvals_router
     from targets.api import router as targets_router
     from webhooks.api import router as webhooks_router
 
+    api.add_router("/agents", approvals_router)  # /agents/sessions/{id}/approve|deny, /agents/approvals
     api.add_router("/agents/sessions", sessions_router)
     api.add_router("/agents/builds", builds_router)
     api.add_router("/agents/targets", targets_router)

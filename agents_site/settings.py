@@ -364,6 +364,9 @@ AGENTS_MCP_ALLOW_HOSTS = _env_list("AGENTS_MCP_ALLOW_HOSTS")
 # Steering: how long a paused run is held before it ends as an error, and how often a held run
 # re-checks its inbox (seconds).
 AGENTS_PAUSE_TIMEOUT_SECONDS = _env_float("AGENTS_PAUSE_TIMEOUT_SECONDS", 600.0)
+# How long a run waits for a person to answer its approval requests (issue 28) before it ends
+# `error` "approval timed out", unbilled: the only clock of a `waiting` run and its session.
+AGENTS_APPROVAL_TIMEOUT_SECONDS = _env_int("AGENTS_APPROVAL_TIMEOUT_SECONDS", 86400)
 AGENTS_CONTROL_POLL_SECONDS = _env_float("AGENTS_CONTROL_POLL_SECONDS", 0.5)
 # How long an Idempotency-Key on POST …/run is remembered (seconds).
 AGENTS_IDEMPOTENCY_TTL_SECONDS = _env_int("AGENTS_IDEMPOTENCY_TTL_SECONDS", 24 * 3600)

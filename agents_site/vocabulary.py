@@ -28,6 +28,7 @@ class RunStatus(models.TextChoices):
 
     QUEUED = "queued", "queued"  # background run accepted, not yet started
     RUNNING = "running", "running"  # executing now
+    WAITING = "waiting", "waiting"  # suspended until a person answers its approval requests (holds its fee, holds nothing else)
     OK = "ok", "ok"  # finished and answered
     ERROR = "error", "error"  # finished and failed; its `error` says why
 
@@ -35,8 +36,11 @@ class RunStatus(models.TextChoices):
 RunStatus.FINISHED = frozenset({RunStatus.OK, RunStatus.ERROR})
 RunStatus.IN_FLIGHT = frozenset({RunStatus.QUEUED, RunStatus.RUNNING})
 # The runs that hold one fee against the org's balance until they finish (the balance gate
-# counts them): every run accepted and not yet finished, queued or running, however old.
-RunStatus.HOLDS_FEE = RunStatus.IN_FLIGHT
+# counts them): every run accepted and not yet finished, queued, running or waiting for an
+# approval, however old.
+RunStatus.HOLDS_FEE = RunStatus.IN_FLIGHT | {RunStatus.WAITING}
+# Every run not finished (what a stop or an expiry may end).
+RunStatus.UNFINISHED = RunStatus.HOLDS_FEE
 
 
 class FinishReason(models.TextChoices):
@@ -123,6 +127,11 @@ class EventKind(models.TextChoices):
     STATUS = "status", "status"  # a status report from the running surface
     CONTROL = "control", "control"  # a steering command (pause/resume/stop/message)
     COMMIT = "commit", "commit"  # a coding run committed its working copy (sha, subject, diffstat)
+    APPROVAL = "approval", "approval"  # a run asks a person to approve one tool call (recorded by the platform only)
+
+
+#: The kinds a caller may append (POST …/events): an `approval` is recorded only by the run that asks.
+EventKind.APPENDABLE = tuple(kind for kind in EventKind.values if kind != EventKind.APPROVAL)
 
 
 class CodingTool(models.TextChoices):
@@ -146,6 +155,32 @@ class ControlCommand(models.TextChoices):
     RESUME = "resume", "resume"  # carry on after a pause
     STOP = "stop", "stop"  # end the run for good
     MESSAGE = "message", "message"  # add a user turn before the next step
+    APPROVE = "approve", "approve"  # approve a pending tool call (its own route: POST …/{id}/approve)
+    DENY = "deny", "deny"  # deny a pending tool call; the model gets the reason (POST …/{id}/deny)
+
+
+#: The commands POST …/{id}/{pause|resume|stop|message} record through `control_send`.
+ControlCommand.STEERING = frozenset({ControlCommand.PAUSE, ControlCommand.RESUME, ControlCommand.STOP, ControlCommand.MESSAGE})
+#: The answers to an approval request (POST …/{id}/approve, …/deny).
+ControlCommand.ANSWERS = frozenset({ControlCommand.APPROVE, ControlCommand.DENY})
+
+
+class ApprovalState(models.TextChoices):
+    """Where one tool call of a waiting run stands (`agents.models.Approval`)."""
+
+    PENDING = "pending", "pending"  # asked; nobody answered yet
+    WAITING = "waiting", "waits with the others"  # needs no approval; executes once every call of its turn is answered
+    APPROVED = "approved", "approved"  # approved; executes when the run resumes
+    DENIED = "denied", "denied"  # denied; the model receives the denial as the tool's result
+    STARTED = "started", "started"  # the resumed run took it and the tool started (never started twice)
+    DONE = "done", "done"  # the tool answered (or the denial was handed to the model)
+    INTERRUPTED = "interrupted", "interrupted, not re-run"  # started and lost with its worker: never executed again
+    EXPIRED = "expired", "expired"  # unanswered for AGENTS_APPROVAL_TIMEOUT_SECONDS: the run ended
+    CANCELLED = "cancelled", "cancelled"  # the run was stopped while it waited
+
+
+ApprovalState.OPEN = frozenset({ApprovalState.PENDING})
+ApprovalState.DECIDED = frozenset({ApprovalState.APPROVED, ApprovalState.DENIED})
 
 
 class ReplyFrame(models.TextChoices):
@@ -156,6 +191,7 @@ class ReplyFrame(models.TextChoices):
     TOOL = "tool", "tool"  # a tool call executed on the server: {name, args, result|error}
     OPS = "ops", "ops"  # tool calls handed back for the client to run: {"ops": [{name, args}]}
     RUN = "run", "run"  # last, on POST …/run: the recorded run
+    APPROVAL = "approval", "approval"  # last, when the run waits for approval: the run with its `approvals`
     CHAT = "chat", "chat"  # last, on POST /v1/agents/chat: the round's 200 body plus the run
     ERROR = "error", "error"  # last, when the round failed or the worker did: the error body
 
@@ -360,7 +396,7 @@ class WebhookEventType(models.TextChoices):
     ENVELOPE = "envelope.created", "envelope created"  # (identity agent) a user sent the agent an envelope
     SECURITY_ALERT = "security_alert", "security alert"  # (identity agent) a system message: rotation, revocation
     RUN_FINISHED = "run.finished", "run finished"  # a run of any kind ended (ok or error); data is the run record
-    RUN_WAITING = "run.waiting", "run waiting"  # a run waits for an approval (reserved: no approvals yet)
+    RUN_WAITING = "run.waiting", "run waiting"  # a run suspended to wait for approval; data is the run with its approvals
     CODING_PUSHED = "coding.pushed", "coding pushed"  # a coding run pushed its branch
     SESSION_PUBLISHED = "session.published", "session published"  # a session became public
     TARGET_OFFLINE = "target.offline", "target status changed"  # a machine's computed status changed (sweep)
@@ -518,6 +554,10 @@ class ErrorCode(StrEnum):
     SANDBOX_UNAVAILABLE = "sandbox_unavailable"  # no sandbox for commands: coding runs refused, never unconfined
     CODING_BUSY = "coding_busy"  # the org has AGENTS_CODING_MAX_CONCURRENT coding runs in flight
     BASE_NOT_FOUND = "base_not_found"  # a coding run's start branch does not exist in the repo's remote
+    APPROVAL_PENDING = "approval_pending"  # the session's run waits for an approval: answer it (approve/deny) or stop
+    APPROVAL_ANSWERED = "approval_answered"  # the approval request was already answered (or its run ended)
+    INVALID_ARGUMENTS = "invalid_arguments"  # edited tool-call arguments do not fit the tool's schema (422)
+    APPROVAL_UNSUPPORTED = "approval_unsupported"  # the agent has approval rules this surface cannot honour (coding, OpenAI-compatible)
     CONVERSATION_BUSY = "conversation_busy"  # a round of this conversation is in flight (multitaskStrategy)
     RUN_FAILED = "run_failed"  # the run executed and failed; the body names its run (502: runId on /v1/agents, run_id in the OpenAI error object)
     INVALID_API_KEY = "invalid_api_key"  # OpenAI-compatible endpoint: no API key, or an unknown or revoked one (401)
@@ -568,6 +608,7 @@ class RestoreStatus(models.TextChoices):
 BADGE_COLOURS = {
     RunStatus.QUEUED: "#6b7280",
     RunStatus.RUNNING: "#2563eb",
+    RunStatus.WAITING: "#b45309",
     RunStatus.OK: "#15803d",
     RunStatus.ERROR: "#b91c1c",
     FinishReason.STOPPED: "#6b7280",  # a user's stop is not a failure: neutral grey
@@ -599,7 +640,7 @@ def vocabulary_for_js() -> dict:
     """Return the vocabulary as plain JSON-able data for templates (`json_script`).
 
     Output: `{"runStatus": [...], "runKind": [...], "sessionStatus": [...], "sessionTerminal": [...],
-    "eventKind": [...], "controlCommand": [...], "targetKind": [...], "targetStatus": [...],
+    "eventKind": [...], "eventKindAppendable": [...], "approvalState": [...], "controlCommand": [...], "targetKind": [...], "targetStatus": [...],
     "activityKind": [...], "metricsRange": [...], "msgSubtype": [...], "artifactSubtype": [...], "clientAuth": [...],
     "anomalyKind": [...], "keyStatus": [...], "envelopeParty": [...], "systemMessageCode": [...], "badge": {word: colour}, "word": {name: word}}`.
     """
@@ -609,6 +650,8 @@ def vocabulary_for_js() -> dict:
         "sessionStatus": list(SessionStatus.values),
         "sessionTerminal": sorted(SessionStatus.TERMINAL),
         "eventKind": list(EventKind.values),
+        "eventKindAppendable": list(EventKind.APPENDABLE),
+        "approvalState": list(ApprovalState.values),
         "controlCommand": list(ControlCommand.values),
         "targetKind": list(TargetKind.values),
         "targetStatus": list(TargetStatus.values),
@@ -624,5 +667,6 @@ def vocabulary_for_js() -> dict:
         "badge": {str(k): v for k, v in BADGE_COLOURS.items()},
         # Single words the scripts compare against, named (never a copied literal in JS).
         "word": {"toolCall": str(EventKind.TOOL_CALL), "commit": str(EventKind.COMMIT), "runError": str(RunStatus.ERROR), "sessionError": str(SessionStatus.ERROR), "external": str(AgentHosting.EXTERNAL),
-                 "truncated": str(FinishReason.LENGTH), "stopped": str(FinishReason.STOPPED)},
+                 "truncated": str(FinishReason.LENGTH), "stopped": str(FinishReason.STOPPED),
+                 "approval": str(EventKind.APPROVAL), "pending": str(ApprovalState.PENDING), "waiting": str(RunStatus.WAITING)},
     }

@@ -22,7 +22,7 @@ from chat import rounds, selectors, services
 from chat.errors import RoundFailed
 from chat.presenters import conversation_detail_view, conversation_view, preset_view
 from chat.presets import preset_list
-from chat.schemas import (ChatIn, ChatOut, ConversationDetailOut, ConversationIn, ConversationListOut, PresetListOut,
+from chat.schemas import (ChatIn, ChatOut, ChatWaitingOut, ConversationDetailOut, ConversationIn, ConversationListOut, PresetListOut,
                           RoundFailedOut)
 from chat.validation import clean_messages, clean_title, refuse_credentials, title_from
 from tenancy.principal import require_org
@@ -44,6 +44,7 @@ _CHAT_STREAM = stream_schema("ChatStreamFrame", (
     sse_frame(ReplyFrame.OPS, {"type": "object", "required": ["ops"], "properties": {"ops": {"type": "array", "items": {"$ref": "#/components/schemas/OpOut"}}}}),
     sse_frame(ReplyFrame.CHAT, {"allOf": [{"$ref": "#/components/schemas/ChatOut"}, {"type": "object", "required": ["run"], "properties": _WITH_RUN}]}),
     sse_frame(ReplyFrame.ERROR, {"allOf": [{"$ref": "#/components/schemas/ErrorOut"}, {"type": "object", "properties": _WITH_RUN}]}),
+    sse_frame(ReplyFrame.APPROVAL, {"$ref": "#/components/schemas/ChatWaitingOut"}),
 ])
 _STREAM = {
     200: {
@@ -64,7 +65,7 @@ def _failed(start, run) -> RoundFailed:
 
 @router.post(
     "",
-    response={200: ChatOut, 402: ErrorOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut, 502: RoundFailedOut, 503: ErrorOut},
+    response={200: ChatOut, 202: ChatWaitingOut, 402: ErrorOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut, 502: RoundFailedOut, 503: ErrorOut},
     summary="One tool-calling round of a conversation",
     openapi_extra={"responses": _STREAM},
 )
@@ -98,6 +99,8 @@ def chat(request, payload: ChatIn):
     if payload.stream:
         def work(listener):
             run = rounds.chat_round_execute(start, listener=listener)
+            if run.status == RunStatus.WAITING:  # the stream ends with the request to answer (issue 28)
+                return ReplyFrame.APPROVAL, _waiting_body(start, run)
             if run.status == RunStatus.OK:
                 return ReplyFrame.CHAT, {**rounds.chat_round_body(start, run), "run": run_view(run)}
             return ReplyFrame.ERROR, {**_failed(start, run).body(), "run": run_view(run)}
@@ -105,9 +108,25 @@ def chat(request, payload: ChatIn):
         opening = {"runId": start.run.id, "sessionId": start.run.session_id or None, "conversationId": start.conversation_id}
         return run_headers(run_stream(org=principal.org_slug, work=work, start=opening), start.run)
     run = rounds.chat_round_execute(start)
+    if run.status == RunStatus.WAITING:  # the agent asked to approve a tool call (issue 28)
+        response = JsonResponse(_waiting_body(start, run), status=202)
+        response["Location"] = f"/v1/agents/runs/{run.id}"
+        return response
     if run.status != RunStatus.OK:
         raise _failed(start, run)
     return JsonResponse(rounds.chat_round_body(start, run))
+
+
+def _waiting_body(start, run) -> dict:
+    """The body of a round whose run waits for approval: the round's body (no reply yet), the
+    run, and its `approvals` to answer on the run's session; the reply is added to the
+    conversation when the resumed run finishes."""
+    from agents.runs.approvals import approval_view, run_approvals
+
+    rows = getattr(run, "approvals", None)
+    return {**rounds.chat_round_body(start, run), "status": run.status, "sessionId": run.session_id,
+            "approvals": [approval_view(row) for row in (rows if rows is not None else run_approvals(run_id=run.id))],
+            "run": run_view(run)}
 
 
 @router.get("/presets", response=PresetListOut, auth=None, summary="The built-in presets")

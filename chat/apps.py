@@ -13,3 +13,9 @@ class ChatConfig(AppConfig):
         from chat.services import conversation_exists, conversation_post_assistant
 
         register_conversation_replies(exists=conversation_exists, append=conversation_post_assistant)
+
+        from agents.hooks import register_resume_handler
+        from agents_site.vocabulary import RunKind
+        from chat.rounds import round_resume_prompt, round_resumed
+
+        register_resume_handler(RunKind.CHAT, prompt=round_resume_prompt, finished=round_resumed)

@@ -298,3 +298,32 @@ def chat_round_body(start: RoundStart, run: Run) -> dict:
         "conversationId": start.conversation_id,
         "runId": run.id,
     }
+
+
+def round_resume_prompt(run: Run, agent) -> list[dict] | None:
+    """Return the opening messages of a chat round resumed after its approvals (issue 28).
+
+    The agent's instructions, then the conversation's stored thread up to and including the
+    round's own user turn (`thread_tail`); a `system` text the round's request carried is not
+    stored and is not sent again. None when the round's conversation is gone (the agent's own
+    prompt is used). Registered with `agents.hooks.register_resume_handler`. Org context required.
+    """
+    from chat.models import Message
+
+    turn = Message.objects.filter(run_id=run.id, role=ChatRole.USER).select_related("conversation").order_by("position").first()
+    if turn is None:
+        return None
+    history = [m for m in selectors.thread_tail(conversation=turn.conversation) if m.position <= turn.position]
+    base = (getattr(agent, "instructions", "") or "") if agent is not None else ""
+    return compose_prompt(base=base, system="", history=history, messages=[])
+
+
+def round_resumed(run: Run) -> None:
+    """Post a resumed chat round's reply to its conversation once it finished `ok` (issue 28)."""
+    from chat.models import Message
+
+    if run.status != RunStatus.OK:
+        return
+    turn = Message.objects.filter(run_id=run.id, role=ChatRole.USER).order_by("position").first()
+    if turn is not None:
+        services.conversation_post_assistant(conversation_id=turn.conversation_id, text=run.output, run_id=run.id)

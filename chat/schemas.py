@@ -12,7 +12,8 @@ from ninja import Schema
 from pydantic import ConfigDict, Field, StrictBool
 
 from agents_site.schemas import BodySchema, ErrorOut, choice, declare, required_in_docs, text
-from agents_site.vocabulary import ChatRole, MultitaskStrategy
+from agents.schemas import ApprovalOut, RunOut
+from agents_site.vocabulary import ChatRole, MultitaskStrategy, RunStatus
 from chat.presets import preset_ids
 from chat.validation import MAX_CONTENT_BYTES, MAX_MESSAGES, MAX_TITLE, MAX_TOOLS, TOO_MANY_MESSAGES, TOO_MANY_TOOLS, TOOL_NAME_PATTERN
 
@@ -96,6 +97,17 @@ class ChatOut(Schema):
     ops: list[OpOut]
     conversationId: str
     runId: str
+
+
+class ChatWaitingOut(ChatOut):
+    """A round whose agent asked a person to approve a tool call: no reply yet (`reply` is ""),
+    the `waiting` run, and the `approvals` to answer on its session; the reply is added to the
+    conversation when the resumed run finishes."""
+
+    status: str = choice(RunStatus, ...)
+    sessionId: str
+    approvals: list[ApprovalOut]
+    run: RunOut
 
 
 class PresetOut(Schema):

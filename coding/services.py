@@ -140,7 +140,7 @@ def coding_start(*, principal, prompt: object, repo: object, project: object = N
     400 "not supported here") → tool (`dev` only, else 400 naming what is supported) → prompt (required, ≤ 128 KiB)
     → repo `owner/name` of this org (404) → `base` (a branch name, 400) → `after` (an earlier
     coding run's session of this org on the same repo that pushed its branch: 404 / 400) →
-    `agentRef` (404) → `timeoutSeconds` (400) → `targetId` (routed: the machine must pass the
+    `agentRef` (404; 400 for an agent with approval rules) → `timeoutSeconds` (400) → `targetId` (routed: the machine must pass the
     dispatch gate) → `replyConversationId` (a conversation of this org, else 404) → for a run
     here, the start branch on the remote (`git ls-remote`, ≤ 10 s; 400 `base_not_found` naming
     it when the remote answers without it) → the sandbox (503 `sandbox_unavailable`) and inference (503) for a run
@@ -150,6 +150,7 @@ def coding_start(*, principal, prompt: object, repo: object, project: object = N
     """
     from agents.runs.lifecycle import InferenceUnavailable
     from agents.inference import inference_configured
+    from agents.approval_rules import has_rules
     from agents.selectors import agent_get
     from coding.sandbox import require_sandbox
 
@@ -178,6 +179,9 @@ def coding_start(*, principal, prompt: object, repo: object, project: object = N
         if not earlier.pushed:
             raise InvalidRequest("after: that coding run pushed no branch to continue from")
     agent: Agent | None = agent_get(ref=agent_ref) if agent_ref not in (None, "") else None
+    if has_rules(agent):  # issue 28: approvals are for agent runs and chat rounds; a coding run cannot wait for one yet
+        raise InvalidRequest(f"agentRef: agent {agent.name!r} has approval rules, which coding runs do not support; "
+                             "remove its approval rules or run it with POST /v1/agents/{ref}/run")
     timeout = _clean_timeout(timeout_seconds)
     target = ""
     if target_id not in (None, ""):

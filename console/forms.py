@@ -43,6 +43,13 @@ class AgentForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 2}),
         help_text="Tool names, one per line or separated by commas.",
     )
+    approval = forms.CharField(
+        required=False,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Tools whose calls wait for a person to approve them: names of this agent's tools or prefixes ending in *, "
+                  "one per line or separated by commas. Blank: none.",
+    )
     max_tokens = forms.CharField(required=False, max_length=20, help_text="Blank: the gateway's default, within the deployment's cap.")
     temperature = forms.CharField(required=False, max_length=20, help_text="0 to 2. Blank: the gateway's default.")
     top_p = forms.CharField(required=False, max_length=20, help_text="Above 0, at most 1. Blank: the gateway's default.")
@@ -62,6 +69,7 @@ class AgentForm(forms.Form):
                 "description": agent.description,
                 "instructions": agent.instructions,
                 "tools": "\n".join(agent.tools or []),
+                "approval": "\n".join((agent.approval or {}).get("tools") or []),
                 "max_tokens": "" if agent.max_tokens is None else str(agent.max_tokens),
                 "temperature": "" if agent.temperature is None else f"{agent.temperature:g}",
                 "top_p": "" if agent.top_p is None else f"{agent.top_p:g}",
@@ -80,13 +88,15 @@ class AgentForm(forms.Form):
         `SecretInTranscript` (an `ApiError` the view shows) names the field.
         """
         data = self.cleaned_data
-        scan_caller_text({name: data.get(name) for name in ("name", "model", "description", "instructions", "tools", "schedule", "timezone")})
+        scan_caller_text({name: data.get(name) for name in ("name", "model", "description", "instructions", "tools", "approval", "schedule", "timezone")})
         tools = [t for t in _TOOL_SPLIT.split(data.get("tools") or "")]
+        ruled = [t.strip() for t in _TOOL_SPLIT.split(data.get("approval") or "") if t.strip()]
         values = dict(
             model=data.get("model") or "",
             description=data.get("description") or "",
             instructions=data.get("instructions") or "",
             tools=tools,
+            approval={"tools": ruled},
             execution_mode=data.get("execution_mode") or "",
             schedule=data.get("schedule") or "",
             timezone=data.get("timezone") or "",

@@ -23,6 +23,7 @@ urlpatterns = [
     path("sessions/", sessions.session_list, name="sessions"),
     path("sessions/<str:session_id>/", sessions.session_detail, name="session"),
     path("sessions/<str:session_id>/publish/", sessions.session_publish, name="session-publish"),
+    path("approvals/", sessions.approvals, name="approvals"),
     path("identity/", identity.identity_agents, name="identity"),
     path("identity/inbox/", identity.identity_inbox, name="identity-inbox"),
     path("identity/anomalies/", identity.identity_anomalies, name="identity-anomalies"),

@@ -28,6 +28,16 @@ class InvalidParam(InvalidRequest):
         self.param = param
 
 
+class ApprovalUnsupported(InvalidParam):
+    """400: the agent asks a person to approve some tool calls; a chat completion cannot wait for that."""
+
+    code = ErrorCode.APPROVAL_UNSUPPORTED
+
+    def __init__(self, model: str) -> None:
+        super().__init__(f"The model '{model[:128]}' asks a person to approve some of its tool calls (approval rules), which a "
+                         "chat completion cannot wait for; run it with POST /v1/agents/{ref}/run instead.", param="model")
+
+
 class InvalidApiKey(ApiError):
     """401: no API key, or an unknown, revoked or otherwise refused one."""
 

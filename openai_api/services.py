@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from agents.execution import RunListener, run_execute_started, run_span
+from agents.approval_rules import has_rules
 from agents.models import Agent, Run
 from agents.runs.lifecycle import run_start
 from agents_site.vocabulary import ChatRole, RunKind
+from openai_api.errors import ApprovalUnsupported
 from openai_api.selectors import model_get
 from openai_api.wire import CompletionRequest
 from sessions.services import refuse_secrets
@@ -73,13 +75,16 @@ def completion_start(*, principal: Principal, request: CompletionRequest, reques
     """Start the run of one chat completion; return it with what `completion_execute` needs.
 
     In order: the agent named by `request.model` (name or id) that the key may use (404
-    `model_not_found`) → no credential in any system or user message, nor in the caller's tool
+    `model_not_found`) → an agent with approval rules is refused (400 `approval_unsupported`) → no credential in any system or user message, nor in the caller's tool
     definitions (422 `secret_in_transcript`, masked findings) → `run_start(kind=openai)`: an external agent
     (409 `agent_external`), inference configured (503), the balance gate with
     `AGENTS_OPENAI_FEE_CENTS` (402 / 503), then the `running` row and its session. The run's
     input is the last user message. Nothing is stored or billed when any step refuses.
     """
     agent = model_get(principal=principal, ref=request.model, listed_only=False)
+    if has_rules(agent):
+        # An OpenAI client has no way to be asked and answer later (a completion is one request).
+        raise ApprovalUnsupported(agent.name)
     # Every message, whatever its role (and its name, tool calls and their arguments), as on
     # POST /v1/agents/chat: nothing carrying a credential is sent to a model through us.
     refuse_secrets(request.messages)

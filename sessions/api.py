@@ -17,9 +17,9 @@ from ninja import Query, Router, Status
 from agents_site.errors import InvalidRequest
 from agents_site.pagination import cursor_param, limit_param
 from agents_site.schemas import BodySchema, refuse_unknown_fields, scan_caller_text, word_param
-from agents_site.vocabulary import ControlCommand, SessionStatus
+from agents_site.vocabulary import ControlCommand, EventKind, SessionStatus
 from agents_site.wire import INT64_MAX, INT64_MIN, unstorable_text
-from sessions import builds, control, selectors, services
+from sessions import builds, control, hooks, selectors, services
 from sessions.presenters import control_command_view, event_view, session_view, tree_view
 from sessions.schemas import (
     BuildOut,
@@ -162,6 +162,9 @@ def get_session(request, id: str):
     view = session_view(detail.row.session, org=org, children=detail.row.children, last_event=detail.row.last_event)
     view["childSessions"] = [session_view(r.session, org=org, children=r.children, last_event=r.last_event) for r in detail.children]
     view["recentEvents"] = [event_view(e) for e in detail.recent_events]
+    pending = hooks.pending_approvals(detail.row.session.id)
+    if pending:  # a `paused` session whose run waits for a person: what to answer (issue 28)
+        view["pendingApprovals"] = pending
     return view
 
 
@@ -207,6 +210,8 @@ def _turn(item, *, caller: str) -> dict:
         raise InvalidRequest("actor must be a string")
     scan_caller_text({"actor": actor})  # the payload is scanned by the service (findings with line numbers)
     kind = item.get("kind")
+    if kind == EventKind.APPROVAL:  # a request is the platform's to record, with the run it suspends
+        raise InvalidRequest("approval events are recorded by the platform when a run asks; answer them with …/approve or …/deny")
     return {
         "kind": kind if isinstance(kind, str) else "",
         "payload": item.get("payload"),

@@ -12,7 +12,7 @@ import json
 import logging
 from dataclasses import dataclass
 
-from agents_site.vocabulary import EventKind
+from agents_site.vocabulary import ControlCommand, EventKind
 from agents_site.wire import rfc3339
 from sessions.errors import BuildNotFound
 from sessions.models import Event, Session
@@ -110,6 +110,14 @@ def _turn(event: Event, payload) -> dict:
                         "error": body.get("error") is True}
         if not text:
             text = f"{body['name']} {arguments}".strip()
+    if event.kind == EventKind.APPROVAL and isinstance(body.get("tool"), str):
+        # The request as the run asked it (arguments masked when stored); never who may answer.
+        text = f"asked to approve {body['tool']} {_arguments_text(body.get('arguments', {}))}".strip()
+    if event.kind == EventKind.CONTROL and body.get("command") in ControlCommand.ANSWERS:
+        verb = "approved" if body.get("command") == ControlCommand.APPROVE else "denied"
+        edited = " with edited arguments " + _arguments_text(body["arguments"]) if "arguments" in body else ""
+        reason = f": {body['message']}" if isinstance(body.get("message"), str) and body["message"] else ""
+        text = f"{verb} {body.get('toolCallId') or ''}{edited}{reason}"
     turn["body"] = _cut(text, SHOWN_TEXT) if event.kind != EventKind.MESSAGE else text
     for key in ("commit", "subject"):
         if isinstance(body.get(key), str) and body[key]:

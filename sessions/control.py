@@ -47,12 +47,24 @@ from tenancy import stores
 
 logger = logging.getLogger(__name__)
 
-COMMAND_MESSAGE = "command must be " + "|".join(ControlCommand.values)
+COMMAND_MESSAGE = "command must be " + "|".join(sorted(ControlCommand.STEERING, key=list(ControlCommand.values).index))
 
 
 #: Handlers of commands for sessions with no live executor, registered by the apps that own
 #: runs (`AppConfig.ready`): `handler(*, session, command, message) -> bool` (True = taken).
 _command_handlers: list = []
+
+
+#: Guards consulted before a command is recorded, registered by higher apps: `guard(*, session,
+#: command) -> None`, raising the refusal (agents: `resume` while an approval is pending → 409).
+_command_guards: list = []
+
+
+def register_command_guard(guard) -> None:
+    """Register `guard(*, session, command)`, called before a steering command is recorded; what
+    it raises (an `ApiError`) refuses the command and nothing is stored. Idempotent."""
+    if guard not in _command_guards:
+        _command_guards.append(guard)
 
 
 def register_command_handler(handler) -> None:
@@ -81,14 +93,16 @@ def control_send(*, session_id: str, command: str, message: str | None = None, p
     command → 409 `SessionFinished` ("session is done; cannot pause a finished session") →
     400 "message too long" (16 KiB) → 400 "payload too large" (64 KiB) / invalid JSON →
     422 `SecretInTranscript` (the payload and the message are scanned)
-    → 400 for `message` without a non-empty message or a payload → append → forward.
+    → 400 for `message` without a non-empty message or a payload → the registered guards
+    (`register_command_guard`: 409 `approval_pending` for a `resume` while an approval is
+    pending) → append → forward.
     Raises `ForwardFailed` (502, extras `command` and `event`) when an executor is registered
     but did not acknowledge a `pause`, `resume` or `message`; the event is recorded regardless.
     A `stop` never waits for an ack and never raises it (issue 25 item 4): it is sent to the
     live executor's channel and `forwarded` says whether the bus took it. Org context required.
     """
     session = session_get(session_id=session_id)
-    if command not in ControlCommand.values:
+    if command not in ControlCommand.STEERING:  # approve/deny have their own service (agents.runs.approvals)
         raise InvalidRequest(COMMAND_MESSAGE)
     _refuse_finished(session.status, command)
     message = fields.clean_message(message)
@@ -97,6 +111,8 @@ def control_send(*, session_id: str, command: str, message: str | None = None, p
     services.refuse_secrets(message)  # stricter than spec 003: a credential is stored nowhere
     if command == ControlCommand.MESSAGE and not message and payload is None:
         raise InvalidRequest("message requires a 'message' or 'payload'")
+    for guard in list(_command_guards):
+        guard(session=session, command=command)
     body: dict = {"command": command}
     if message is not None:
         body["message"] = message

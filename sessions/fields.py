@@ -36,9 +36,10 @@ MAX_PAYLOAD_BYTES = 64 * 1024
 MAX_MESSAGE_BYTES = 16 * 1024
 
 STATUS_MESSAGE = "status must be " + "|".join(SessionStatus.values)
-KIND_MESSAGE = "kind must be " + "|".join(EventKind.values)
+KIND_MESSAGE = "kind must be " + "|".join(EventKind.APPENDABLE)
 # Looked up on every turn: a choices enum rebuilds its `.values` list on each access.
-_STATUSES, _KINDS, _COMMANDS = frozenset(SessionStatus.values), frozenset(EventKind.values), frozenset(ControlCommand.values)
+_STATUSES, _KINDS = frozenset(SessionStatus.values), frozenset(EventKind.values)
+_COMMANDS = ControlCommand.STEERING  # approve/deny are recorded by their own routes, never appended as turns
 PUBLISH_MESSAGE = "published requires a project — a build with no product is not a story anyone can open"
 
 
@@ -167,7 +168,8 @@ def clean_target(value) -> str:
 
 
 CONTROL_PAYLOAD_MESSAGE = (
-    "a control turn's payload is {command, message?, payload?} with command " + "|".join(ControlCommand.values) + " and message a string"
+    "a control turn's payload is {command, message?, payload?} with command "
+    + "|".join(c for c in ControlCommand.values if c in ControlCommand.STEERING) + " and message a string"
 )
 
 

@@ -3,6 +3,9 @@
 * `register_session_published_handler(fn)`: `fn(session)` is called once a change that
   published a session (`published` false → true, `sessions.services.session_update`) has
   committed, in org context. What it raises is logged and never undoes the change.
+* `register_pending_approvals(fn)`: `fn(session_id) -> list[dict]` returns the approval requests
+  the session's run waits on (agents, issue 28), shown on `GET …/sessions/{id}` as
+  `pendingApprovals`. The last registration wins; without one a session has none.
 """
 
 from __future__ import annotations
@@ -28,3 +31,16 @@ def session_published_handlers(session) -> None:
             fn(session)
         except Exception:
             logger.exception("session %s: a published handler failed", getattr(session, "id", "?"))
+
+
+_pending: list[Callable] = []
+
+
+def register_pending_approvals(fn: Callable) -> None:
+    """Use `fn(session_id) -> list[dict]` for the approval requests a session's run waits on."""
+    _pending[:] = [fn]
+
+
+def pending_approvals(session_id: str) -> list[dict]:
+    """Return the pending approval requests of session `session_id` ([] without a registered reader). Org context."""
+    return list(_pending[0](session_id)) if _pending else []

@@ -78,7 +78,8 @@ def _control_turn(schema: dict, model: type | None = None) -> None:
             "payload": {
                 "type": "object",
                 "required": ["command"],
-                "properties": {"command": {"type": "string", "enum": list(ControlCommand.values)}, "message": {"type": "string"}},
+                "properties": {"command": {"type": "string", "enum": [c for c in ControlCommand.values if c in ControlCommand.STEERING]},
+                               "message": {"type": "string"}},
             }
         },
     }
@@ -90,7 +91,7 @@ class EventIn(BodySchema):
 
     model_config = ConfigDict(json_schema_extra=_control_turn)
 
-    kind: str = choice(EventKind, ...)
+    kind: str = choice(EventKind.APPENDABLE, ..., description="The turn's kind (an `approval` is recorded only by the run that asks).")
     payload: Any = Field(None, description="Any JSON, at most 64 KiB once serialised.")
     actor: str | None = _limited(fields.MAX_ACTOR, "Who wrote the turn (default: the caller). ")
 
@@ -199,6 +200,9 @@ class SessionDetailOut(SessionOut):
 
     childSessions: list[SessionOut] = Field(default_factory=list)
     recentEvents: list[EventOut] = Field(default_factory=list)
+    pendingApprovals: list[dict[str, Any]] | None = Field(
+        None, description="The tool calls the session's run waits on a person to approve (absent when none): "
+                          "the items of `GET /v1/agents/approvals`; answer with `…/approve` or `…/deny`.")
 
 
 class TreeNodeOut(Schema):

@@ -6,6 +6,7 @@ is a 404 exactly like an unknown one.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from django.db import router, transaction
@@ -269,3 +270,24 @@ def events_after(*, position: int, root: str | None = None, limit: int = 500) ->
     events = list(queryset.order_by("position")[:limit])
     horizon = events[-1].position if len(events) == limit else max(head, position)
     return events, horizon
+
+
+def log_before(*, session_id: str, before: int) -> list[tuple[int, str, object]]:
+    """Return the session's turns with seq < `before` as `(seq, kind, payload)`, oldest first.
+
+    The checkpoint a run waiting for approval is rebuilt from (issue 28: the log is the
+    checkpoint). Payloads are decoded JSON (None when unreadable). An unknown session has none.
+    """
+    rows = Event.objects.filter(session_id=session_id, seq__lt=before).order_by("seq").values_list("seq", "kind", "payload")
+    turns = []
+    for seq, kind, payload in rows.iterator():
+        try:
+            turns.append((seq, kind, json.loads(payload or "null")))
+        except ValueError:
+            turns.append((seq, kind, None))
+    return turns
+
+
+def last_control_actor(*, session_id: str) -> str:
+    """Return who recorded the session's newest `control` event ("" when none)."""
+    return Event.objects.filter(session_id=session_id, kind=EventKind.CONTROL).order_by("-seq").values_list("actor", flat=True).first() or ""

@@ -13,7 +13,8 @@ also to the run's own callback, `webhooks.callbacks`), as `{"type", "timestamp",
 * `session.published`: the session view (`sessions.hooks`);
 * `target.offline`: the machine's view plus `previousStatus`, one event per change of its
   computed status (online ↔ offline, …), emitted by the minute sweep `target_status_sweep`;
-* `run.waiting`: in the vocabulary, emitted once approvals exist.
+* `run.waiting`: the run record plus `approvals` (the calls it waits on, arguments masked) when
+  a run suspends for approval (`agents.hooks.register_run_waiting_handler`; issue 28).
 
 Org context required.
 """
@@ -41,6 +42,7 @@ def register_handlers() -> None:
     hooks.register_callback_resolver(callbacks.resolve)
     hooks.register_run_started_handler(_run_started)
     hooks.register_run_finished_handler(_run_finished)
+    hooks.register_run_waiting_handler(_run_waiting)
     register_session_published_handler(_session_published)
 
 
@@ -68,6 +70,12 @@ def _run_finished(run, org_slug: str) -> None:
         emit(WebhookEventType.RUN_FINISHED, run_view(run), extra=extra)
         if run.status == RunStatus.OK and run.fee_cents:
             _balance_check(run, org_slug)
+
+
+def _run_waiting(run, approvals: list[dict], org_slug: str) -> None:
+    """`run.waiting` to the subscribed endpoints: the run and the calls it waits on."""
+    with stores.org_context(org_slug, create=False):
+        emit(WebhookEventType.RUN_WAITING, {**run_view(run), "approvals": approvals})
 
 
 def _balance_check(run, org_slug: str) -> None:

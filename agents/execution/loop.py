@@ -36,6 +36,7 @@ from opentelemetry import trace
 
 from agents import tracing
 from agents import inference
+from agents.approval_rules import needs_approval
 from agents.execution.completion import CompletionFailed, CompletionStopped, ReplySink, complete, models_for
 from agents.execution.context import fit
 from agents.models import Agent, Run
@@ -53,6 +54,12 @@ logger = logging.getLogger(__name__)
 
 EVENT_ARGUMENT_BYTES = 4 * 1024
 EVENT_RESULT_BYTES = 4 * 1024
+
+
+#: The result a nested run (an agent called as a tool) gets for a call its approval rules name:
+#: it cannot wait for a person (its parent holds the turn), so the call is not executed.
+NESTED_NOT_APPROVED = ("The tool call was not executed: it needs a person's approval, which an agent called as a tool "
+                       "cannot wait for.")
 
 
 class RunListener:
@@ -99,6 +106,32 @@ class RunEnded(Exception):
 
 class RunStopped(RunEnded):
     """The run's stop ended it (a `stop` command, or its parent's stop): `finishReason` `stopped`."""
+
+
+class RunWaits(Exception):
+    """The model's turn calls a tool the agent's approval rules name: the run suspends (issue 28).
+
+    `calls` are every tool call of the turn, in order, each `(call, tool or None, needs)`; the
+    ones that need no approval wait with the others. `round_no` is the turn's round.
+    """
+
+    def __init__(self, *, round_no: int, calls: list[tuple]) -> None:
+        super().__init__("the run waits for approval")
+        self.round_no = round_no
+        self.calls = calls
+
+
+class ResumePoint:
+    """Where a resumed run carries on (`agents.execution.resume`): the conversation rebuilt from
+    the session's log up to and including the waiting turn's assistant message (`messages`),
+    that turn's `round_no`, and `settle(call_row)` → the tool result each of its calls gives
+    the model (executing an approved call at most once)."""
+
+    def __init__(self, *, messages: list[dict], round_no: int, rows: list, settle) -> None:
+        self.messages = messages
+        self.round_no = round_no
+        self.rows = rows
+        self.settle = settle
 
 
 def compose_prompt(agent: Agent, text: str) -> list[dict]:
@@ -214,8 +247,10 @@ class RunLoop:
 
     def __init__(self, *, agent: Agent, text: str, run: Run, session: RunSession, org_slug: str, deadline: float | None,
                  prompt: list[dict] | None = None, client_tools: list[dict] | None = None,
-                 listener: RunListener | None = None, stop: StopSignal | None = None):
+                 listener: RunListener | None = None, stop: StopSignal | None = None, resume: ResumePoint | None = None):
         self.agent = agent
+        self.resume = resume
+        self.waiting: RunWaits | None = None
         self.text = text
         self.run = run
         self.session = session
@@ -368,10 +403,22 @@ class RunLoop:
                 "result": clip(result, EVENT_RESULT_BYTES),
                 "error": failed,
                 "round": round_no,
+                "toolCallId": getattr(call, "id", "") or "",
                 "runId": self.run.id,
             },
         )
         return result
+
+    def run_call(self, call, by_wire: dict, round_no: int) -> str:
+        """Execute one tool call of a resumed turn (`ResumePoint.settle` calls it once per call)."""
+        return self._run_tool(call, by_wire, round_no)
+
+    def record_call(self, call, round_no: int, *, name: str, result: str, failed: bool) -> None:
+        """Record a call of a resumed turn that was not executed (denied, or interrupted and not re-run)."""
+        self.session.append(EventKind.TOOL_CALL, {
+            "name": name, "arguments": _arguments_for_event(masked(_raw(call))), "result": clip(result, EVENT_RESULT_BYTES),
+            "error": failed, "round": round_no, "toolCallId": getattr(call, "id", "") or "", "runId": self.run.id,
+        })
 
     # -- the loop ---------------------------------------------------------------------------
     def _loop(self) -> None:
@@ -388,11 +435,17 @@ class RunLoop:
                 client_names.add(name)
                 definitions.append(tool)
         models = models_for(self.outcome.model)
-        if self.text.strip() and not getattr(self.run, "opened_here", False):  # else run_start recorded it
+        first_round = 1
+        if self.resume is not None:  # the waiting turn's calls are answered: their results, then on
+            messages = [dict(m) for m in self.resume.messages]
+            for row in self.resume.rows:
+                messages.append({"role": "tool", "tool_call_id": row.tool_call_id, "content": self.resume.settle(self, row, by_wire)})
+            first_round = self.resume.round_no + 1
+        elif self.text.strip() and not getattr(self.run, "opened_here", False):  # else run_start recorded it
             self.session.append(EventKind.MESSAGE, user_turn(self.run))
         rounds = max(settings.AGENTS_TOOL_ROUNDS, 1)
         tracer = tracing.tracer()
-        for round_no in range(1, rounds + 1):
+        for round_no in range(first_round, rounds + 1):
             self.steer(messages)
             if time.monotonic() >= self.deadline:
                 raise RunEnded("the run ran out of time")
@@ -456,8 +509,20 @@ class RunLoop:
                     )
                     if content:
                         self.session.append(EventKind.MESSAGE, {"role": "assistant", "text": clip(content), "model": answered.model, "runId": self.run.id})
-                    for call in calls:
-                        result = self._run_tool(call, by_wire, round_no)
+                    rules = getattr(self.agent, "approval", None) or {}
+                    ruled: set[int] = set()
+                    if rules.get("tools"):
+                        turn = [(call, by_wire.get(_wire(call)), needs_approval(rules, by_wire[_wire(call)].name) if _wire(call) in by_wire else False)
+                                for call in calls]
+                        ruled = {index for index, (_, _, needs) in enumerate(turn) if needs}
+                        if ruled and self.run.depth == 0:
+                            raise RunWaits(round_no=round_no, calls=turn)
+                    for index, call in enumerate(calls):
+                        if index in ruled:  # an agent called as a tool cannot wait: the call is not executed
+                            result = NESTED_NOT_APPROVED
+                            self.record_call(call, round_no, name=by_wire[_wire(call)].name, result=result, failed=True)
+                        else:
+                            result = self._run_tool(call, by_wire, round_no)
                         messages.append({"role": "tool", "tool_call_id": getattr(call, "id", ""), "content": result})
                     continue
             text = content or ""
@@ -489,6 +554,9 @@ class RunLoop:
         `finish_reason` `stopped` when the run's stop ended it)."""
         try:
             self._loop()
+        except RunWaits as exc:
+            self.outcome.status = RunStatus.WAITING
+            self.waiting = exc
         except RunStopped as exc:
             self.outcome.status = RunStatus.ERROR
             self.outcome.error = str(exc)

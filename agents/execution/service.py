@@ -15,6 +15,7 @@ from agents import tracing
 from agents.execution.loop import RunListener, RunLoop
 from agents.models import Agent, Run
 from agents.run_session import RunSession
+from agents.runs.approvals import run_wait
 from agents.runs.lifecycle import elapsed_ms, run_finish, run_start
 from agents_site.errors import ApiError
 from agents_site.vocabulary import RunKind, RunStatus
@@ -128,10 +129,26 @@ def run_execute_started(*, run: Run, agent: Agent, span=None, deadline: float | 
     session = (RunSession.attach(session_id=run.session_id, actor=run.actor, opened_here=getattr(run, "opened_here", False),
                                  root=getattr(run, "session_root", None), inbox=getattr(run, "executor_inbox", None))
                if run.session_id else RunSession(actor=run.actor))
+    loop = RunLoop(agent=agent, text=run.input, run=run, session=session, org_slug=stores.current_org(), deadline=deadline,
+                   prompt=prompt, client_tools=client_tools, listener=listener, stop=stop)
+    return run_settle(run=run, loop=loop, session=session, span=span, finishing=finishing)
+
+
+def run_settle(*, run: Run, loop: RunLoop, session: RunSession, span=None, finishing=None) -> Run:
+    """Execute `loop` and record where the run stands: finished (`run_finish`), or `waiting` for
+    approval (`run_wait`: nothing of this process is held for it). Return the run as recorded,
+    carrying the round's `actions` and `ops`."""
     started = time.perf_counter()
-    outcome = RunLoop(agent=agent, text=run.input, run=run, session=session, org_slug=stores.current_org(), deadline=deadline,
-                      prompt=prompt, client_tools=client_tools, listener=listener, stop=stop).execute()
+    outcome = loop.execute()
     outcome.duration_ms = elapsed_ms(started)
+    if outcome.status == RunStatus.WAITING and loop.waiting is not None:
+        waiting = run_wait(run=run, outcome=outcome, session=session, round_no=loop.waiting.round_no, calls=loop.waiting.calls)
+        if waiting is not None:
+            waiting.replayed = False
+            waiting.actions = outcome.actions
+            waiting.ops = outcome.ops
+            return waiting
+        outcome.status, outcome.error = RunStatus.ERROR, "the run could not be suspended for approval"
     within = (lambda row: finishing(row, outcome)) if finishing is not None else None
     finished = run_finish(run_id=run.id, outcome=outcome, from_statuses=_RUNNING, session=session, span=span, within=within)
     if finished is None:  # finished elsewhere meanwhile (recovery): answer what is recorded

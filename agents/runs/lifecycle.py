@@ -3,7 +3,9 @@
 Every kind of run — sync, background, scheduled, routed, agent-as-tool, chat round,
 OpenAI-compatible call, coding run (`RunKind`) — is started by `run_start` and finished by
 `run_finish`; callers differ only in what they pass. Between the two, `run_mark_running`
-moves a queued run to `running` when a worker takes it.
+moves a queued run to `running` when a worker takes it, and a run whose model calls a tool its
+agent's approval rules name is suspended `waiting` until a person answers
+(`agents.runs.approvals`; issue 28) — still holding its fee, then resumed or finished here.
 
 `run_start` (spec 003 POST /v1/agents/{ref}/run; DESIGN §4), in order: org context → agent
 executable here (409 `agent_external`) → input ≤ 128 KiB (400) → no credential in the input

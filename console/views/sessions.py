@@ -67,3 +67,13 @@ def session_publish(request, session_id: str):
         else:
             messages.success(request, "Unpublished: the build is no longer public.")
     return redirect("console:session", session_id=session.id)
+
+
+@member_required
+def approvals(request):
+    """Show the org's approval requests, pending first, with approve / edit-and-approve / deny (issue 28).
+
+    A shell like the session pages: `static/console/approvals.js` reads `GET /v1/agents/approvals`
+    and answers through the session's approve/deny routes, so the API decides who may answer.
+    """
+    return render(request, "console/approvals.html", {"nav": "approvals"})

@@ -115,7 +115,10 @@
       setTimeout(done, 2000);
       // The server's log is behind the last id this page saw (restored or reset): re-read it.
       source.addEventListener("reset", function () { read(); scheduleTree(); });
-      source.addEventListener("event", function (e) { var ev = JSON.parse(e.data).event; if (ev) { addEvent(ev, true); scheduleTree(); } });
+      source.addEventListener("event", function (e) {
+        var ev = JSON.parse(e.data).event;
+        if (ev) { addEvent(ev, true); scheduleTree(); if (window.AgentsApprovals) window.AgentsApprovals.refresh(); }
+      });
       source.addEventListener("session", function (e) {
         var s = JSON.parse(e.data).session;
         if (!s) return;
@@ -172,7 +175,7 @@
   });
 
   var kind = document.getElementById("append-kind");
-  (A.vocab.eventKind || []).forEach(function (k) { kind.appendChild(A.el("option", { value: k, text: k })); });
+  (A.vocab.eventKindAppendable || A.vocab.eventKind || []).forEach(function (k) { kind.appendChild(A.el("option", { value: k, text: k })); });
   document.getElementById("append-form").addEventListener("submit", function (e) {
     e.preventDefault();
     var text = document.getElementById("append-text");

@@ -76,7 +76,7 @@ def test_org_runs_span_agents_and_filter_by_status(org_a, org_b, upstream, djang
 def test_org_runs_with_an_unknown_status_is_400(org_a):
     response = org_a.client.get("/v1/agents/runs?status=weird")
     assert response.status_code == 400
-    assert response.json()["error"] == "status must be one of queued|running|ok|error"
+    assert response.json()["error"] == "status must be one of queued|running|waiting|ok|error"
 
 
 def test_org_runs_list_in_flight_runs_only_when_asked(org_a, upstream):

@@ -13,7 +13,7 @@ import re
 import pytest
 from ninja import Schema
 
-from agents_site.vocabulary import ActivityKind, ControlCommand, EventKind, ExecutionMode, MetricsRange, RunStatus, SessionStatus, TargetKind, TargetStatus
+from agents_site.vocabulary import ApprovalState, ActivityKind, ControlCommand, EventKind, ExecutionMode, MetricsRange, RunStatus, SessionStatus, TargetKind, TargetStatus
 
 
 @pytest.fixture
@@ -90,8 +90,11 @@ def test_enumerated_fields_are_the_vocabularys_enums(document):
     assert _enum(prop("SessionIn", "status")) == list(SessionStatus.values)
     assert _enum(prop("SessionOut", "status")) == list(SessionStatus.values)
     event_in, batch_in = document["paths"]["/v1/agents/sessions/{id}/events"]["post"]["requestBody"]["content"]["application/json"]["schema"]["oneOf"]
-    assert _enum(event_in["properties"]["kind"]) == list(EventKind.values)
-    assert _enum(batch_in["properties"]["events"]["items"]["properties"]["kind"]) == list(EventKind.values)
+    # A caller appends every kind but `approval` (recorded only by the run that asks); a read shows them all.
+    assert _enum(event_in["properties"]["kind"]) == list(EventKind.APPENDABLE)
+    assert _enum(batch_in["properties"]["events"]["items"]["properties"]["kind"]) == list(EventKind.APPENDABLE)
+    assert _enum(prop("EventOut", "kind")) == list(EventKind.values)
+    assert _enum(prop("ApprovalOut", "state")) == list(ApprovalState.values)
     assert _enum(prop("ControlOut", "command")) == list(ControlCommand.values)
     assert _enum(prop("TargetIn", "kind")) == list(TargetKind.values)
     assert _enum(prop("TargetOut", "status")) == list(TargetStatus.values)

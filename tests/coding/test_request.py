@@ -105,3 +105,13 @@ def test_a_run_that_changes_nothing_is_ok_unchanged_and_billed(shop, upstream):
     assert final["changed"] is False and run.output.startswith("Already fine")
     debits = list(LedgerEntry.objects.filter(run_id=started["runId"], kind="agent").values_list("amount_cents", flat=True))
     assert debits == [-100] and run.fee_cents == 100  # billed once, like every ok run
+
+
+def test_an_agent_with_approval_rules_is_refused_as_not_supported_for_coding(shop, upstream):
+    created = shop.client.post("/v1/agents", {"name": "careful", "tools": ["calculator"], "approval": {"tools": ["calculator"]}},
+                               content_type="application/json")
+    assert created.status_code == 201, created.content
+    response = start(shop, agentRef="careful")
+    assert response.status_code == 400
+    assert response.json()["error"].startswith("agentRef: agent 'careful' has approval rules")
+    assert _runs(shop) == []

@@ -294,3 +294,19 @@ def test_agent_page_says_when_the_deployment_caps_max_tokens(org_a, admin_client
     settings.AGENTS_MAX_OUTPUT_TOKENS = 2000  # lowered after the agent was saved
     card = html.unescape(admin_client.get("/console/agents/big/").content.decode().split('id="generation-settings"')[1].split("</section>")[0])
     assert "3000" in card and "this deployment allows at most 2000 per reply" in card
+
+
+def test_the_form_sets_shows_and_refuses_approval_rules(org_a, admin_client, make_agent):
+    make_agent(org_a, "careful")
+    base = {"model": "test-model", "instructions": "", "tools": "calculator\ncurrent_time", "execution_mode": "one-shot",
+            "schedule": "", "timezone": "UTC"}
+    ok = admin_client.post("/console/agents/careful/edit/", {**base, "approval": "calculator, current_*"})
+    assert ok.status_code == 302
+    with org_a.context():
+        assert Agent.objects.get(name="careful").approval == {"tools": ["calculator", "current_*"]}
+    page = admin_client.get("/console/agents/careful/edit/").content.decode()
+    assert 'name="approval"' in page and "calculator\ncurrent_*</textarea>" in page
+    refused = admin_client.post("/console/agents/careful/edit/", {**base, "approval": "http_get"})
+    assert refused.status_code == 400 and refused.context["error"] == "approval.tools[0]: 'http_get' names none of this agent's tools"
+    with org_a.context():
+        assert Agent.objects.get(name="careful").approval == {"tools": ["calculator", "current_*"]}

@@ -14,7 +14,7 @@ import pytest
 from agents.services import agent_create_external
 from tenancy.models import ApiKey
 from tenancy.services import api_key_revoke
-from tests.openai_api.conftest import BASE_PATH, debits, sdk, stored_runs
+from tests.openai_api.conftest import BASE_PATH, debits, make_agent, sdk, stored_runs
 from tests.support.upstream import Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -203,4 +203,16 @@ def test_a_body_over_one_mib_is_a_413(org, client, upstream):
 
     error = error_of(refused.value)
     assert (refused.value.status_code, error["code"]) == (413, "payload_too_large")
+    assert_nothing_happened(org, upstream)
+
+
+def test_an_agent_with_approval_rules_is_refused_with_400_approval_unsupported(org, client, upstream):
+    make_agent(org, "careful", tools=["calculator"], approval={"tools": ["calculator"]})
+
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.chat.completions.create(model="careful", messages=HI)
+
+    error = error_of(refused.value)
+    assert (refused.value.status_code, error["code"], error["param"]) == (400, "approval_unsupported", "model")
+    assert "approve" in error["message"]
     assert_nothing_happened(org, upstream)

@@ -349,3 +349,14 @@ def test_a_report_of_a_run_the_platform_already_finished_is_not_delivered(funded
         row = Run.objects.get(pk=started["id"])
     assert (row.status, row.error, row.output) == ("error", "worker lost", "")
     assert not LedgerEntry.objects.filter(org=funded.org, kind="agent").exists()
+
+
+def test_an_agent_with_approval_rules_is_not_routed_and_nothing_is_offered(funded, agent, live_machine, settings):
+    settings.INFERENCE_BASE_URL = ""
+    target_id, _ = live_machine
+    ruled = funded.client.patch("/v1/agents/builder", {"approval": {"tools": ["shell"]}}, content_type="application/json")
+    assert ruled.status_code == 200, ruled.content
+    r = run(funded, {"input": "ship it", "targetId": target_id})
+    assert r.status_code == 400 and r.json()["error"].startswith("targetId: this agent has approval rules")
+    state = stored(funded)
+    assert state["runs"] == [] and state["offers"] == []

@@ -61,3 +61,18 @@ def test_balance_low_fires_once_when_a_debit_crosses_the_threshold(org_a, receiv
     assert verified_types(receiver) == ["balance.low"]  # 400 → 300 → 200 (crossed) → 100
     data = receiver.received[0].verified["data"]
     assert data["balanceCents"] == 200 and data["thresholdCents"] == 250 and data["runId"].startswith("run_")
+
+
+def test_run_waiting_is_delivered_with_the_calls_the_run_waits_on(org_a, receiver, upstream):
+    from tests.support.upstream import Reply
+
+    fund(org_a, 400)
+    make_agent(org_a, "careful", tools=["calculator"], approval={"tools": ["calculator"]})
+    _subscribe(org_a, receiver, ["run.waiting"])
+    upstream.script(Reply(tool_calls=[("calculator", {"expression": "3*3"})]))
+    response = post(org_a.client, "/v1/agents/careful/run", {"input": "square"})
+    assert response.status_code == 202
+    assert verified_types(receiver) == ["run.waiting"]
+    data = receiver.received[0].verified["data"]
+    assert data["id"] == response.json()["id"] and data["status"] == "waiting"
+    assert data["approvals"][0]["tool"] == "calculator" and data["approvals"][0]["arguments"] == {"expression": "3*3"}

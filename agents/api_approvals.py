@@ -1,0 +1,83 @@
+"""Approval routes (issue 28): answer a run's tool-call requests on its session, list the org's.
+
+`POST /v1/agents/sessions/{id}/approve` and `…/deny` are steering commands shaped like pause
+and stop (recorded as `control` events); `GET /v1/agents/approvals` lists the org's requests,
+pending first. Thin: parse, call `agents.runs.approvals`, shape. Mounted before the sessions
+router's fallbacks and the agents router (the word `approvals` is therefore a reserved agent name).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ninja import Field, Query, Router, Schema
+
+from agents.runs import approvals
+from agents.schemas import ApprovalOut
+from agents_site.schemas import BodySchema, ErrorOut, choice
+from agents_site.vocabulary import ControlCommand
+from sessions.schemas import EventOut, SecretErrorOut
+from tenancy.principal import require_org
+
+router = Router(tags=["approvals"])
+
+
+class ApproveIn(BodySchema):
+    """Approve one pending tool call; `arguments` replaces the model's (checked against the tool's schema)."""
+
+    toolCallId: str = Field(..., min_length=1, max_length=128, description="The `toolCallId` of the pending request.")
+    arguments: dict[str, Any] | None = Field(None, description="Edited arguments the tool is called with instead of the model's.")
+
+
+class DenyIn(BodySchema):
+    """Deny one pending tool call; the model receives the denial and `message` as the tool's result."""
+
+    toolCallId: str = Field(..., min_length=1, max_length=128, description="The `toolCallId` of the pending request.")
+    message: str | None = Field(None, description="Why (at most 16 KiB); the model reads it.")
+
+
+class ApprovalAnswerOut(Schema):
+    """The recorded answer: its `control` event, whether the run was handed to a worker to resume, the request now."""
+
+    command: str = choice(ControlCommand, ...)
+    event: EventOut
+    forwarded: bool = Field(..., description="True when this was the run's last open request: its resume was queued.")
+    approval: ApprovalOut
+
+
+class ApprovalListOut(Schema):
+    approvals: list[ApprovalOut]
+
+
+_ANSWER_RESPONSES = {200: ApprovalAnswerOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut, 422: SecretErrorOut}
+
+
+@router.post("/sessions/{id}/approve", response=_ANSWER_RESPONSES, summary="Approve a pending tool call", exclude_none=True)
+def approve(request, id: str, payload: ApproveIn):
+    """Approve the tool call `toolCallId` the session's run waits on, optionally with edited `arguments`.
+
+    Who may answer: the user who started the run and the org's admins (403 for anyone else, for
+    a key of scope `openai` and for a key whose allowed agents leave the run's agent out). 404
+    for an unknown or another org's session or request; 409 `approval_answered` when it was
+    already answered (never a second execution); 422 `invalid_arguments` when edited arguments
+    do not fit the tool's schema, 422 `secret_in_transcript` when they carry a credential. The
+    last answer of a run queues its resume (`forwarded: true`).
+    """
+    principal = require_org(request.auth)
+    return approvals.approval_answer(session_id=id, tool_call_id=payload.toolCallId, principal=principal, approve=True,
+                                     arguments=payload.arguments)
+
+
+@router.post("/sessions/{id}/deny", response=_ANSWER_RESPONSES, summary="Deny a pending tool call", exclude_none=True)
+def deny(request, id: str, payload: DenyIn):
+    """Deny the tool call `toolCallId` the session's run waits on; the model receives the denial and
+    `message` as the tool's result and carries on. Same callers and errors as approve."""
+    principal = require_org(request.auth)
+    return approvals.approval_answer(session_id=id, tool_call_id=payload.toolCallId, principal=principal, approve=False,
+                                     message=payload.message)
+
+
+@router.get("/approvals", response=ApprovalListOut, summary="The org's approval requests", exclude_none=True)
+def list_approvals(request, session: str | None = Query(None, max_length=128, description="Only the requests of this session.")):
+    """Return the org's approval requests: pending first (oldest first), then the newest answered; at most 100."""
+    return {"approvals": [approvals.approval_view(row) for row in approvals.approvals_list(session_id=session)]}

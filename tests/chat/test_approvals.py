@@ -1,0 +1,34 @@
+"""A chat round whose agent asks to approve a tool call (issue 28): 202 with the pending request,
+the reply lands in the conversation once the approved run resumes."""
+
+from __future__ import annotations
+
+from agents_site.vocabulary import RunStatus
+from tests.agents.test_approvals import _resume
+from tests.chat.conftest import chat, charged, make_agent, stored, user
+from tests.support.task_queue import task_queue  # noqa: F401
+from tests.support.upstream import Reply
+
+
+def test_a_round_waiting_for_approval_answers_202_and_the_reply_lands_after_approval(funded, upstream, task_queue):
+    make_agent(funded, "careful", instructions="Be careful.", tools=["calculator"], approval={"tools": ["calculator"]})
+    upstream.script(Reply(tool_calls=[("calculator", {"expression": "9-2"})]))
+    response = chat(funded, {"agent": "careful", "messages": user("what is 9-2?")})
+    assert response.status_code == 202, response.content
+    body = response.json()
+    assert body["status"] == RunStatus.WAITING and body["reply"] == "" and body["run"]["status"] == RunStatus.WAITING
+    [request] = body["approvals"]
+    assert request["tool"] == "calculator" and request["arguments"] == {"expression": "9-2"}
+    assert [m.role for m in stored(funded)["messages"]] == ["user"]  # no reply yet; the conversation is free
+
+    upstream.script(Reply(content="seven"))
+    answer = funded.client.post(f"/v1/agents/sessions/{body['sessionId']}/approve", {"toolCallId": request["toolCallId"]},
+                                content_type="application/json")
+    assert answer.status_code == 200
+    assert _resume(task_queue) == 1
+    resumed = upstream.requests[-1]["messages"]
+    assert resumed[0]["content"] == "Be careful." and resumed[1] == {"role": "user", "content": "what is 9-2?"}
+    assert resumed[-1]["role"] == "tool" and resumed[-1]["content"] == "7"
+    messages = stored(funded)["messages"]
+    assert [(m.role, m.content) for m in messages] == [("user", "what is 9-2?"), ("assistant", "seven")]
+    assert len(charged(funded)) == 1
