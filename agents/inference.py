@@ -660,8 +660,10 @@ def _prompt_bytes(messages: list[dict], tools: list[dict] | None) -> int:
 
 def _probe(client, kwargs: dict, deadline: float) -> None:
     """Ask once more, not streamed and for one token, after a stream of a prompt of at least
-    `PROBE_MIN_BYTES` that broke before its first piece: llama-cpp-python answers 200, then breaks the stream, for a request it refuses (a
-    prompt over the context window), and answers the same request not streamed with its 400.
+    `PROBE_MIN_BYTES` that broke before its first piece or ended with no choice at all:
+    llama-cpp-python answers 200, then breaks the stream or sends an empty body (0.3.36), for a
+    request it refuses (a prompt over the context window), and answers the same request not
+    streamed with its 400.
     Raises that refusal (`UpstreamRefused` / `ContextOverflow`); returns when the probe is
     answered or fails otherwise (the break was transient: the caller's failure stands)."""
     left = deadline - time.monotonic()
@@ -788,6 +790,16 @@ def chat_completion(
     except (openai.OpenAIError, ValueError) as exc:  # ValueError: a chunk that is not JSON
         raise UpstreamRefused(f"upstream answer unreadable: {exc}"[:500], partial=reply.text) from exc
     if not reply.choices:
+        if _prompt_bytes(messages, tools) >= PROBE_MIN_BYTES:
+            # llama-cpp-python 0.3.36 answers a streamed prompt over its context with a 200 whose
+            # body is empty (recorded: tests/support/transcripts/llama-cpp-python-recorded.json):
+            # the one-token probe names the refusal.
+            try:
+                _probe(client, kwargs, started + total)
+            except ContextOverflow as exc:
+                if exc.window:
+                    note_window(model, exc.window)
+                raise
         raise UpstreamBusy("upstream answered with no choices")
     try:
         return reply.completion()

