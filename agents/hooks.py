@@ -15,6 +15,11 @@ the way `django.contrib.admin` collects `ModelAdmin`s.
 * `register_run_started_handler(fn)`: `fn(run)` is called by the run lifecycle's `run_start`
   inside its transaction, once the run row is inserted (every kind of run). A handler that
   raises aborts the start (nothing is written).
+* `register_run_finishing_handler(fn)`: `fn(run)` is called by the run lifecycle's `run_finish`
+  inside its transaction, once the outcome is recorded (every kind of run), in a savepoint of its
+  own: its writes commit with the finish or not at all, and what it raises is logged and never
+  undoes the finish. For what must be durable exactly when the finish is (the `run.finished`
+  webhook deliveries); queue side effects with `transaction.on_commit`.
 * `register_run_finished_handler(fn)`: `fn(run, org_slug)` is called once a finished run's row
   has committed and it was debited (`agents.runs.lifecycle._after_finish`), in org context. What
   it raises is logged; it never undoes the finish.
@@ -38,6 +43,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 from agents_site.errors import InvalidRequest
+from tenancy import stores
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +51,7 @@ _delete_handlers: list[Callable] = []
 _schedules: dict[str, tuple[str, str]] = {}
 _conversations: dict[str, Callable] = {}
 _started_handlers: list[Callable] = []
+_finishing_handlers: list[Callable] = []
 _finished_handlers: list[Callable] = []
 _callback_resolver: list[Callable] = []
 #: The checked callback of the run this request (or task) starts next; taken by the first run started.
@@ -101,6 +108,23 @@ def run_started_handlers(run) -> None:
     """Call every registered run-started handler with `run` (inside the start's transaction)."""
     for fn in list(_started_handlers):
         fn(run)
+
+
+def register_run_finishing_handler(fn: Callable) -> None:
+    """Call `fn(run)` inside every run's finish transaction (idempotent per function)."""
+    if fn not in _finishing_handlers:
+        _finishing_handlers.append(fn)
+
+
+def run_finishing_handlers(run) -> None:
+    """Call every registered run-finishing handler with `run`, each in a savepoint of the finish's
+    org transaction; log (never raise) what one raises (its savepoint is rolled back)."""
+    for fn in list(_finishing_handlers):
+        try:
+            with stores.org_atomic():
+                fn(run)
+        except Exception:
+            logger.exception("run %s: a run-finishing handler failed", getattr(run, "id", "?"))
 
 
 def register_run_finished_handler(fn: Callable) -> None:

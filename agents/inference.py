@@ -5,9 +5,11 @@ Configured by `INFERENCE_BASE_URL`, `INFERENCE_API_KEY` and the timeouts (issue 
 `INFERENCE_CONNECT_TIMEOUT_SECONDS` to connect, `INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS` until the
 first piece of the reply (a CPU model reads the prompt first), `INFERENCE_TOKEN_TIMEOUT_SECONDS`
 between two pieces, all within the caller's deadline (`timeout`; the run's
-`AGENTS_RUN_DEADLINE_SECONDS`). A `_Watchdog` ends a stream that goes quiet for longer. The
-SDK's own retries are off (`max_retries=0`): the run path applies the spec's retry policy
-(`agents.execution.completion`) to the `UpstreamBusy` failures raised here.
+`AGENTS_RUN_DEADLINE_SECONDS`) and, when the deprecated `INFERENCE_TIMEOUT_SECONDS` is set (the
+one timeout of earlier versions), within that many seconds per completion. A `_Watchdog` ends a
+stream that goes quiet for longer. The SDK's own retries are off (`max_retries=0`): the run
+path applies the spec's retry policy (`agents.execution.completion`) to the `UpstreamBusy`
+failures raised here.
 
 Every completion is streamed from the gateway (`stream: true`, `stream_options.include_usage`):
 one path whether or not the caller streams. The pieces of the reply go to `on_delta` as they
@@ -496,6 +498,24 @@ def gateway_timeout(seconds_left: float | None) -> httpx2.Timeout:
     return httpx2.Timeout(connect=connect, read=read, write=max(connect, min(30.0, left)), pool=connect)
 
 
+DEADLINE_PASSED = "the run's deadline passed"
+
+
+def completion_limit(seconds_left: float | None) -> tuple[float, str]:
+    """Return `(seconds, words)`: how long one completion may take and what its timeout says.
+
+    The caller's `seconds_left` (None: `AGENTS_RUN_DEADLINE_SECONDS`), "the run's deadline
+    passed"; or, when the deprecated `INFERENCE_TIMEOUT_SECONDS` is set and shorter, that many
+    seconds (the whole completion, as it bounded before the timeouts were split). Example: 540 s
+    left, INFERENCE_TIMEOUT_SECONDS 120 → `(120.0, "the completion took over 120 s (INFERENCE_TIMEOUT_SECONDS)")`.
+    """
+    total = settings.AGENTS_RUN_DEADLINE_SECONDS if seconds_left is None else max(seconds_left, 0.001)
+    legacy = getattr(settings, "INFERENCE_TIMEOUT_SECONDS", None)
+    if legacy and legacy < total:
+        return float(legacy), f"the completion took over {legacy:g} s (INFERENCE_TIMEOUT_SECONDS)"
+    return total, DEADLINE_PASSED
+
+
 class _Watchdog:
     """Ends a streamed completion that goes quiet: no first piece of the reply (content or a
     tool call's fragment) within `INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS` of the request, no
@@ -503,10 +523,11 @@ class _Watchdog:
     passed. It shuts the response's socket down (a blocked read returns at once); `fired` then
     says which limit, in words. One thread per streamed completion, waiting on an event."""
 
-    def __init__(self, *, started: float, deadline: float) -> None:
+    def __init__(self, *, started: float, deadline: float, deadline_words: str = DEADLINE_PASSED) -> None:
         self.first = settings.INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS
         self.between = settings.INFERENCE_TOKEN_TIMEOUT_SECONDS
         self.deadline = deadline
+        self.deadline_words = deadline_words
         self.last = started
         self.pieces = 0
         self.fired = ""
@@ -538,7 +559,7 @@ class _Watchdog:
             gap, what = self.last + self.between, f"no token for {self.between:g} s (INFERENCE_TOKEN_TIMEOUT_SECONDS)"
         else:
             gap, what = self.last + self.first, f"no first token within {self.first:g} s (INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS)"
-        return (gap, what) if gap < self.deadline else (self.deadline, "the run's deadline passed")
+        return (gap, what) if gap < self.deadline else (self.deadline, self.deadline_words)
 
     def _run(self) -> None:
         while True:
@@ -698,7 +719,8 @@ def chat_completion(
 
     In: `model`, OpenAI-shaped `messages`, optional OpenAI `tools` definitions, an optional
     `timeout`: the seconds left before the caller's deadline (default
-    `AGENTS_RUN_DEADLINE_SECONDS`), within which the connect, first-token and between-token
+    `AGENTS_RUN_DEADLINE_SECONDS`; shortened by the deprecated `INFERENCE_TIMEOUT_SECONDS` when
+    set: `completion_limit`), within which the connect, first-token and between-token
     timeouts apply; `on_delta(text)` called with each piece of the reply's content as it
     arrives (raw, unmasked; must not raise), and the generation settings: `max_tokens` (capped
     by `AGENTS_MAX_OUTPUT_TOKENS`; `AGENTS_DEFAULT_OUTPUT_TOKENS` when None), `temperature`,
@@ -720,7 +742,7 @@ def chat_completion(
     if client is None:
         raise UpstreamRefused("inference is not configured on this deployment")
     stores.release_connections()  # the wait on the model holds no database connection
-    total = settings.AGENTS_RUN_DEADLINE_SECONDS if timeout is None else max(timeout, 0.001)
+    total, deadline_words = completion_limit(timeout)
     client = client.with_options(timeout=gateway_timeout(total))
     kwargs: dict = {"model": model, "messages": messages, "stream": True, "stream_options": {"include_usage": True},
                     "max_tokens": output_token_cap(max_tokens)}
@@ -741,7 +763,7 @@ def chat_completion(
             kwargs["extra_body"] = {"metadata": {"agents_run_id": run_id, "tags": [f"agents_run:{run_id}"]}}
     reply = _Assembly()
     started = time.monotonic()
-    watchdog = _Watchdog(started=started, deadline=started + total)
+    watchdog = _Watchdog(started=started, deadline=started + total, deadline_words=deadline_words)
     try:
         try:
             stream = client.chat.completions.create(**kwargs)
@@ -751,7 +773,7 @@ def chat_completion(
                     if reply.add(chunk, on_delta):
                         watchdog.piece()
                     if time.monotonic() - started > total:
-                        raise UpstreamBusy("upstream timed out: the run's deadline passed", partial=reply.text)
+                        raise UpstreamBusy(f"upstream timed out: {deadline_words}", partial=reply.text)
             finally:
                 watchdog.stop()
                 stream.close()

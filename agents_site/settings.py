@@ -317,9 +317,15 @@ INFERENCE_API_KEY = os.environ.get("INFERENCE_API_KEY", "").strip()
 # Timeouts that fit a model on a CPU (issue 31): connecting; the first token (the prompt is read
 # first: slow on a CPU, so generous); the gap between two tokens once the reply streams. A
 # run's whole deadline is AGENTS_RUN_DEADLINE_SECONDS (below the task queue's own kill).
+# INFERENCE_TIMEOUT_SECONDS is the one timeout of earlier versions (each read from the gateway and
+# one completion as a whole), still honoured so an upgraded deployment keeps the limit it set:
+# the default of the first-token and between-tokens timeouts, and the longest one completion may
+# take (within the run's deadline). Unset or 0 (the default): no such bound. Check agents.W001
+# says it is deprecated.
+INFERENCE_TIMEOUT_SECONDS = max(_env_float("INFERENCE_TIMEOUT_SECONDS", 0.0), 0.0) or None
 INFERENCE_CONNECT_TIMEOUT_SECONDS = max(_env_float("INFERENCE_CONNECT_TIMEOUT_SECONDS", 10.0), 0.1)
-INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS = max(_env_float("INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS", 300.0), 0.1)
-INFERENCE_TOKEN_TIMEOUT_SECONDS = max(_env_float("INFERENCE_TOKEN_TIMEOUT_SECONDS", 60.0), 0.1)
+INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS = max(_env_float("INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS", INFERENCE_TIMEOUT_SECONDS or 300.0), 0.1)
+INFERENCE_TOKEN_TIMEOUT_SECONDS = max(_env_float("INFERENCE_TOKEN_TIMEOUT_SECONDS", INFERENCE_TIMEOUT_SECONDS or 60.0), 0.1)
 AGENTS_DEFAULT_MODEL = os.environ.get("AGENTS_DEFAULT_MODEL", "gpt-4o-mini").strip()
 AGENTS_FAILOVER_MODEL = os.environ.get("AGENTS_FAILOVER_MODEL", "").strip()
 AGENTS_MODEL_CATALOG_TTL_SECONDS = _env_int("AGENTS_MODEL_CATALOG_TTL_SECONDS", 300)
@@ -362,8 +368,10 @@ AGENTS_MCP_LIST_TTL_SECONDS = _env_int("AGENTS_MCP_LIST_TTL_SECONDS", 60)
 # (an in-house server); every other such address is refused when the server is reached.
 AGENTS_MCP_ALLOW_HOSTS = _env_list("AGENTS_MCP_ALLOW_HOSTS")
 # Steering: how long a paused run is held before it ends as an error, and how often a held run
-# re-checks its inbox (seconds).
-AGENTS_PAUSE_TIMEOUT_SECONDS = _env_float("AGENTS_PAUSE_TIMEOUT_SECONDS", 600.0)
+# re-checks its inbox (seconds). A pause never outlasts the run's deadline (the deadline counts
+# paused time: past it the task queue would kill the run anyway), so the default is that deadline
+# and a longer value is bounded by it (check agents.W002).
+AGENTS_PAUSE_TIMEOUT_SECONDS = max(_env_float("AGENTS_PAUSE_TIMEOUT_SECONDS", AGENTS_RUN_DEADLINE_SECONDS), 0.1)
 # How long a run waits for a person to answer its approval requests (issue 28) before it ends
 # `error` "approval timed out", unbilled: the only clock of a `waiting` run and its session.
 AGENTS_APPROVAL_TIMEOUT_SECONDS = _env_int("AGENTS_APPROVAL_TIMEOUT_SECONDS", 86400)

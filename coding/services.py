@@ -275,10 +275,24 @@ def coding_execute(*, run_id: str) -> str:
             attempts=outcome.attempts, prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens,
             tool_calls=outcome.tool_calls, summary=outcome.report(), finish_reason=outcome.finish_reason, span=span,
         )
-    coding_reply_post(coding=CodingRun.objects.get(pk=run_id), run=finished)
-    if outcome.pushed:
-        webhook_events.coding_pushed(finished or run, branch=coding.branch, commit=outcome.head_sha, repo=coding.repo)
+    final = CodingRun.objects.get(pk=run_id)
+    coding_reply_post(coding=final, run=finished)
+    coding_pushed_announce(coding=final, run=finished or run)
     return finished.status
+
+
+def coding_pushed_announce(*, coding: CodingRun, run: Run) -> int:
+    """Emit `coding.pushed` (issue 32) for a finished coding run whose record says it pushed; return
+    how many deliveries were queued (0 when nothing was pushed or no endpoint listens).
+
+    The one place both paths announce a push: a server run after `coding_execute`, a routed run
+    after the machine's report settles it (`coding.routing.routed_coding_settled`). `coding`: the
+    run's `CodingRun` as recorded after the run (its `pushed`, `branch`, `head_sha`, `repo`).
+    Org context required.
+    """
+    if not coding.pushed:
+        return 0
+    return webhook_events.coding_pushed(run, branch=coding.branch, commit=coding.head_sha, repo=coding.repo)
 
 
 def coding_build_path(coding: CodingRun) -> str:

@@ -45,6 +45,8 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import ssl
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -272,27 +274,50 @@ class _AsyncPinnedBackend(httpcore2.AsyncNetworkBackend):
         await self.inner.sleep(seconds)
 
 
-def _pool_options(verify) -> dict:
+_contexts: dict[bool | str, ssl.SSLContext] = {}
+_contexts_lock = threading.Lock()
+
+
+def ssl_context(verify=True) -> ssl.SSLContext:
+    """Return the TLS context of `verify`: True, the default CA bundle; False, no certificate
+    checks; an `ssl.SSLContext`, itself (a CA bundle path is deprecated by httpx, but works).
+
+    Built once per process for each True/False/path value and shared (an `SSLContext` is safe to
+    use from many threads): loading the CA bundle costs tens of milliseconds of CPU, and each
+    request used to build two — the bulk of a webhook attempt's CPU, on cores the runs share.
+    """
+    if isinstance(verify, ssl.SSLContext):
+        return verify
+    with _contexts_lock:
+        context = _contexts.get(verify)
+        if context is None:
+            context = _contexts[verify] = httpx2.create_ssl_context(verify=verify, trust_env=False)
+        return context
+
+
+def _pool_options(context: ssl.SSLContext) -> dict:
     # httpx2's transports build their httpcore pool without a network backend parameter; the
     # pool is rebuilt with the same options plus ours (tests/toolkit/test_outbound.py fails if
     # httpx2 stops reading `_pool`, since the rebinding test would then reach the second answer).
-    return {"ssl_context": httpx2.create_ssl_context(verify=verify, trust_env=False), "max_connections": 10, "max_keepalive_connections": 5}
+    return {"ssl_context": context, "max_connections": 10, "max_keepalive_connections": 5}
 
 
 class PinnedTransport(httpx2.HTTPTransport):
     """An httpx2 transport whose every connection goes to the address `policy` checked (Host and SNI kept)."""
 
     def __init__(self, policy: Policy, *, verify=True) -> None:
-        super().__init__(verify=verify, trust_env=False)
-        self._pool = httpcore2.ConnectionPool(network_backend=_PinnedBackend(policy), **_pool_options(verify))
+        context = ssl_context(verify)
+        super().__init__(verify=context, trust_env=False)
+        self._pool = httpcore2.ConnectionPool(network_backend=_PinnedBackend(policy), **_pool_options(context))
 
 
 class AsyncPinnedTransport(httpx2.AsyncHTTPTransport):
     """The async `PinnedTransport`."""
 
     def __init__(self, policy: Policy, *, verify=True) -> None:
-        super().__init__(verify=verify, trust_env=False)
-        self._pool = httpcore2.AsyncConnectionPool(network_backend=_AsyncPinnedBackend(policy), **_pool_options(verify))
+        context = ssl_context(verify)
+        super().__init__(verify=context, trust_env=False)
+        self._pool = httpcore2.AsyncConnectionPool(network_backend=_AsyncPinnedBackend(policy), **_pool_options(context))
 
 
 def _hook(policy: Policy):

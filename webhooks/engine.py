@@ -335,7 +335,10 @@ def enqueue(org: str, channel_name: str, delivery_ids: list[str]) -> None:
     try:
         from django_q.tasks import async_task
 
-        async_task("webhooks.tasks.deliver", org, channel_name, list(delivery_ids), group="webhooks.deliver")
+        # save=False: no django-q2 success row per task (the delivery's own attempt log is the
+        # record); saving one prunes the success table in a write transaction on the default
+        # database, which every run's debit also writes.
+        async_task("webhooks.tasks.deliver", org, channel_name, list(delivery_ids), group="webhooks.deliver", save=False)
     except Exception:
         logger.warning("could not queue webhook deliveries %s", delivery_ids, exc_info=True)
 

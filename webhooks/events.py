@@ -5,7 +5,10 @@ also to the run's own callback, `webhooks.callbacks`), as `{"type", "timestamp",
 `data` is the public shape the API answers for the thing — never a credential:
 
 * `run.finished` (every run kind, ok or error): the run record (`GET /v1/agents/runs/{id}`),
-  from the run lifecycle's after-finish handler (`agents.hooks.register_run_finished_handler`);
+  written by the run lifecycle's finishing handler (`agents.hooks.register_run_finishing_handler`)
+  in the finish's own transaction — a finished run always has its deliveries, and the run's
+  thread pays one bulk insert of them (no transaction of its own, no HTTP) and, after the
+  commit, one task enqueued for all of them;
 * `balance.low`: `{balanceCents, thresholdCents, runId}` when a run's debit takes the org's
   balance below `AGENTS_WEBHOOK_BALANCE_LOW_CENTS` (once per crossing);
 * `coding.pushed`: the coding run's record plus `{branch, commitSha, repo}` (`coding` calls
@@ -41,6 +44,7 @@ def register_handlers() -> None:
 
     hooks.register_callback_resolver(callbacks.resolve)
     hooks.register_run_started_handler(_run_started)
+    hooks.register_run_finishing_handler(_run_finishing)
     hooks.register_run_finished_handler(_run_finished)
     hooks.register_run_waiting_handler(_run_waiting)
     register_session_published_handler(_session_published)
@@ -62,13 +66,18 @@ def _run_started(run) -> None:
     RunCallback.objects.create(run_id=run.id, endpoint_id=checked.endpoint_pk, url=checked.url, created_at=engine.now())
 
 
+def _run_finishing(run) -> None:
+    """`run.finished` to the subscribed endpoints and the run's own callback, written inside the
+    run's finish transaction (queued for delivery once it commits)."""
+    extra = [(cb.endpoint, cb.url) for cb in RunCallback.objects.filter(run_id=run.id).select_related("endpoint")
+             if cb.endpoint.enabled]
+    emit(WebhookEventType.RUN_FINISHED, run_view(run), extra=extra)
+
+
 def _run_finished(run, org_slug: str) -> None:
-    """`run.finished` to the subscribed endpoints and the run's own callback; `balance.low` after its debit."""
-    with stores.org_context(org_slug, create=False):
-        extra = [(cb.endpoint, cb.url) for cb in RunCallback.objects.filter(run_id=run.id).select_related("endpoint")
-                 if cb.endpoint.enabled]
-        emit(WebhookEventType.RUN_FINISHED, run_view(run), extra=extra)
-        if run.status == RunStatus.OK and run.fee_cents:
+    """`balance.low` after a run's debit (the finish has committed)."""
+    if run.status == RunStatus.OK and run.fee_cents:
+        with stores.org_context(org_slug, create=False):
             _balance_check(run, org_slug)
 
 

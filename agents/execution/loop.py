@@ -296,7 +296,9 @@ class RunLoop:
     def steer(self, messages: list[dict]) -> bool:
         """Apply the commands delivered so far; return True when user turns were added.
 
-        Raises `RunEnded` on `stop`, or when a pause outlasts `AGENTS_PAUSE_TIMEOUT_SECONDS`.
+        Raises `RunEnded` on `stop`, when a pause outlasts `AGENTS_PAUSE_TIMEOUT_SECONDS`, or when
+        the run's deadline passes while it is paused ("the run ran out of time while paused"): the
+        deadline counts paused time, since the task queue's kill does.
         """
         added = False
         paused = False
@@ -324,9 +326,14 @@ class RunLoop:
                 self._hold_status(True)
             if self.stop.is_set():
                 raise self._stopped()
-            if time.monotonic() - paused_since > settings.AGENTS_PAUSE_TIMEOUT_SECONDS:
-                raise RunEnded(f"paused for longer than {settings.AGENTS_PAUSE_TIMEOUT_SECONDS:g} s")
-            command = self.session.wait(settings.AGENTS_CONTROL_POLL_SECONDS)
+            limit = settings.AGENTS_PAUSE_TIMEOUT_SECONDS
+            at = time.monotonic()
+            if at >= self.deadline:
+                raise RunEnded("the run ran out of time while paused")
+            if at - paused_since > limit:
+                raise RunEnded(f"paused for longer than {limit:g} s")
+            wait = min(settings.AGENTS_CONTROL_POLL_SECONDS, self.deadline - at, paused_since + limit - at)
+            command = self.session.wait(max(wait, 0.01))
             commands = [command] if command else []
         self._hold_status(False)
         return added

@@ -392,6 +392,8 @@ def run_finish(
     `within(run)`, the caller's writes that must commit with the finish (a conversation round's
     reply and the release of its conversation), runs in a savepoint of the same transaction,
     only when this call finished the run; what it raises is logged and never undoes the finish.
+    The run-finishing handlers (`agents.hooks.register_run_finishing_handler`: the `run.finished`
+    webhook deliveries) write in the same transaction, each in a savepoint of its own.
     Org context required.
     """
     org_slug = stores.current_org()
@@ -427,6 +429,8 @@ def run_finish(
         # The session's summary and its end commit with the outcome: one transaction, not three
         # (each session write is its own savepoint and never undoes the finish).
         _close_session(run, session=session, extra=summary)
+        # Writes that must be durable exactly when the finish is (the run.finished deliveries).
+        hooks.run_finishing_handlers(run)
         transaction.on_commit(lambda: _after_finish(run, org_slug=org_slug, span=span, span_attributes=span_attributes),
                               using=alias, robust=True)
     return run

@@ -44,6 +44,17 @@ def _agent(org, name: str, model: str, **fields) -> None:
 def test_every_transcript_says_how_it_was_made(server):
     data = transcript(server)
     assert data["server"] and data["provenance"].startswith(("RECORDED", "WRITTEN FROM"))
+    if data["provenance"].startswith("WRITTEN FROM"):
+        assert "NOT RECORDED" in data["provenance"]  # never passed off as a recording
+
+
+def test_the_readme_says_the_transcripts_are_written_not_recorded():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    written = [s for s in ("llama-cpp-python", "litellm-proxy") if transcript(s)["provenance"].startswith("WRITTEN FROM")]
+    assert written == ["llama-cpp-python", "litellm-proxy"]  # a recorded one would change what the README must say
+    assert "Both are **written from the servers' source and documentation, not recorded**" in readme
 
 
 # -- llama-cpp-python ---------------------------------------------------------------------------

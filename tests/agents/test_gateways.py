@@ -2,7 +2,8 @@
 deterministic refusals failed at once, honest finish reasons and usage, timeouts, the run id sent.
 
 The loopback upstream (`tests/support/upstream.py`) plays the gateways' own behaviours; the
-recorded exchanges of real servers are replayed in `tests/agents/test_gateway_transcripts.py`.
+transcripts of real servers (written from their source and documentation, not recorded) are
+replayed in `tests/agents/test_gateway_transcripts.py`.
 """
 
 from __future__ import annotations
@@ -170,6 +171,18 @@ def test_the_run_deadline_bounds_a_reply_that_keeps_streaming(funded, upstream, 
     body = run(funded, "chatty").json()
 
     assert body["status"] == "error" and "the run's deadline passed" in body["error"]
+    assert "abcdefghijklmnop".startswith(body.get("output", "")) and len(body.get("output", "")) < 16
+
+
+def test_the_deprecated_inference_timeout_still_bounds_one_completion(funded, upstream, one_attempt):
+    one_attempt.INFERENCE_TIMEOUT_SECONDS = 1.0  # set by a deployment from before the timeouts were split
+    make_agent(funded, "legacy")
+    upstream.script(Reply(content="abcdefghijklmnop", chunk_size=1, chunk_delay=0.2))
+
+    body = run(funded, "legacy").json()
+
+    assert body["status"] == "error"
+    assert body["error"].startswith("upstream timed out: the completion took over 1 s (INFERENCE_TIMEOUT_SECONDS)")
     assert "abcdefghijklmnop".startswith(body.get("output", "")) and len(body.get("output", "")) < 16
 
 

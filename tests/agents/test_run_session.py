@@ -305,3 +305,27 @@ class TestSteering:
         steer.finish()
         assert response.status_code == 502 and response.json()["error"] == "paused for longer than 0.3 s"
         assert session_status(funded, response.json()["sessionId"]) == "error" and debits(funded) == []
+
+    def test_a_pause_ends_at_the_runs_deadline_when_that_comes_before_the_pause_timeout(self, funded, upstream, settings):
+        settings.AGENTS_RUN_DEADLINE_SECONDS = 3.0  # shortened: 540 s against the pause timeout's 600 s by default
+        settings.AGENTS_PAUSE_TIMEOUT_SECONDS = 60.0
+        make_agent(funded, "overdue")
+        slow = threading.Event()
+        upstream.script(Reply(hold=slow, content="unheard"))
+
+        def script(sid, steer):
+            steer.post(sid, "pause")
+            slow.set()
+
+        steer = Steer(funded, script)
+        steer.start()
+        began = time.monotonic()
+        response = run(funded, "overdue")
+        took = time.monotonic() - began
+        steer.finish()
+        assert response.status_code == 502 and response.json()["error"] == "the run ran out of time while paused"
+        assert took < 20  # ended at the deadline, long before the pause timeout
+        sid = response.json()["sessionId"]
+        assert session_status(funded, sid) == "error" and debits(funded) == []
+        logs = [e["payload"].get("text") for e in events(funded, sid) if e["kind"] == "log"]
+        assert "run paused" in logs and "run resumed" not in logs

@@ -10,6 +10,7 @@ import pytest
 from agents.models import Run
 from tests.coding.conftest import start
 from tests.targets.conftest import add_member, machine, post  # noqa: F401 - fixtures
+from tests.webhooks.conftest import create_endpoint, inline_delivery, receiver, verified_types  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.usefixtures("short_wait")
 
@@ -66,3 +67,25 @@ def test_routed_coding_run_to_an_unknown_machine_is_404(shop):
 def test_routed_coding_run_needs_no_sandbox_here(shop, live_machine, settings):
     settings.AGENTS_CODING_SANDBOX = "none"
     assert start(shop, targetId=live_machine[0]).status_code == 202
+
+
+@pytest.mark.parametrize("pushed", [True, False])
+def test_a_routed_coding_run_that_pushed_emits_coding_pushed_like_a_server_run(shop, live_machine, receiver, inline_delivery, pushed):
+    endpoint = create_endpoint(shop, receiver.url, events=["coding.pushed"])
+    receiver.secret = endpoint["secret"]
+    target_id, key = live_machine
+    body = start(shop, targetId=target_id).json()
+    assert post(shop.client, f"/{target_id}/claim", **{"X-Target-Key": key}).status_code == 200
+
+    reported = post(shop.client, f"/{target_id}/runs/{body['runId']}/report",
+                    {"ok": True, "changed": True, "pushed": pushed, "branch": body["branch"], "commitSha": "cd" * 20,
+                     "diffstat": " 1 file changed", "output": "done"}, **{"X-Target-Key": key})
+
+    assert reported.status_code == 200 and reported.json() == {"delivered": True}
+    if not pushed:
+        assert receiver.received == []  # changed but not pushed: nothing to announce
+        return
+    assert verified_types(receiver) == ["coding.pushed"]
+    data = receiver.received[0].verified["data"]
+    assert (data["id"], data["kind"], data["status"]) == (body["runId"], "coding", "ok")
+    assert (data["branch"], data["commitSha"], data["repo"]) == (body["branch"], "cd" * 20, "acme/shop")

@@ -226,6 +226,27 @@ def test_tls_keeps_the_name_for_sni_and_the_certificate(tmp_path, connections):
         server.stop()
 
 
+def test_the_ca_bundle_is_loaded_once_per_process_not_per_request(servers, monkeypatch):
+    """Loading the CA bundle costs tens of ms of CPU; every webhook attempt used to load it twice."""
+    import httpx2
+
+    built = []
+    real = httpx2.create_ssl_context
+    monkeypatch.setattr(outbound, "_contexts", {})
+    monkeypatch.setattr(httpx2, "create_ssl_context", lambda *a, **k: built.append(k.get("verify", a[0] if a else True)) or real(*a, **k))
+    server = servers("127.0.0.1")
+    policy = Policy(allow_hosts=("127.0.0.1",))
+    for _ in range(3):
+        assert outbound.request(policy, "GET", f"http://127.0.0.1:{server.port}/a").status_code == 200
+
+    assert built == [True]  # one context built, then shared
+    shared = outbound.ssl_context(True)
+    assert outbound.PinnedTransport(policy)._pool._ssl_context is shared
+    assert outbound.AsyncPinnedTransport(policy)._pool._ssl_context is shared
+    own = ssl.create_default_context()
+    assert outbound.ssl_context(own) is own and outbound.ssl_context(False).verify_mode == ssl.CERT_NONE
+
+
 def test_the_body_and_the_time_are_bounded(servers):
     server = servers("127.0.0.1")
     policy = Policy(allow_hosts=("127.0.0.1",))
