@@ -24,7 +24,7 @@ SERVER = '''
 import argparse, json, sys
 from http.server import BaseHTTPRequestHandler, HTTPServer
 parser = argparse.ArgumentParser()
-for name in ("--model", "--model_alias", "--n_ctx", "--host", "--port"):
+for name in ("--model", "--model_alias", "--n_ctx", "--chat_format", "--host", "--port"):
     parser.add_argument(name, required=True)
 args = parser.parse_args()
 print("ARGS " + json.dumps(vars(args)), flush=True)
@@ -94,6 +94,7 @@ def test_every_step_but_the_build_serves_the_model_and_runs_the_live_tests(tmp_p
     served = json.loads(args[0][5:])
     assert served["model"] == str(tmp_path / "data" / "models" / "gemma-3-270m-it-Q4_K_M.gguf")
     assert (served["model_alias"], served["n_ctx"], served["host"]) == ("gemma-3-270m", "2048", "127.0.0.1")
+    assert served["chat_format"] == "gemma"  # the GGUF's template is not recognised: llama-2's made gemma answer nothing
     assert "GET /v1/models" in log  # waited until the server answered
     assert re.search(r"tests/agents/test_gateway_live.py: [1-9]", out.stdout), out.stdout  # pytest reached the live tests
 
