@@ -411,6 +411,9 @@ def _error_fields(body) -> tuple[str, str, str]:
     return str(message), str(kind) if kind else "", "" if code is None else str(code)
 
 
+_UNION_TAG = re.compile(r"[A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*")  # a class name (fields are snake_case)
+
+
 def _validation_sentence(message: str) -> str:
     """Return a validation dump as one sentence: the first error's field and message, and how many more."""
     found = _PYDANTIC_ERROR.findall(message)
@@ -418,7 +421,10 @@ def _validation_sentence(message: str) -> str:
         return _one_line(message)
     tuple_loc, list_loc, quoted, double = found[0]
     loc, msg = tuple_loc or list_loc, quoted or double
-    parts = [p.strip(" '\"") for p in loc.split(",") if p.strip(" '\"") and p.strip(" '\"") not in ("body", "typed_dict")]
+    # pydantic names the union member it tried in the location (`typed_dict`, or the class, e.g.
+    # llama-cpp-python 0.3.36's `ChatCompletionRequestSystemMessage`): not a field the caller sent.
+    parts = [p.strip(" '\"") for p in loc.split(",") if p.strip(" '\"") and p.strip(" '\"") not in ("body", "typed_dict")
+             and not _UNION_TAG.fullmatch(p.strip(" '\""))]
     where = ".".join(parts)
     more = len(found) - 1
     tail = f" (and {more} more validation error{'s' if more != 1 else ''})" if more else ""

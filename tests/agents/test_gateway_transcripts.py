@@ -40,7 +40,7 @@ def _agent(org, name: str, model: str, **fields) -> None:
     make_agent(org, name, model=model, **fields)
 
 
-@pytest.mark.parametrize("server", ["llama-cpp-python", "litellm-proxy"])
+@pytest.mark.parametrize("server", ["llama-cpp-python", "litellm-proxy", "llama-cpp-python-recorded"])
 def test_every_transcript_says_how_it_was_made(server):
     data = transcript(server)
     assert data["server"] and data["provenance"].startswith(("RECORDED", "WRITTEN FROM"))
@@ -54,7 +54,9 @@ def test_the_readme_says_the_transcripts_are_written_not_recorded():
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     written = [s for s in ("llama-cpp-python", "litellm-proxy") if transcript(s)["provenance"].startswith("WRITTEN FROM")]
     assert written == ["llama-cpp-python", "litellm-proxy"]  # a recorded one would change what the README must say
-    assert "Both are **written from the servers' source and documentation, not recorded**" in readme
+    assert "are **written from the servers' source and documentation, not recorded**" in readme
+    assert transcript("llama-cpp-python-recorded")["provenance"].startswith("RECORDED")
+    assert "`llama-cpp-python-recorded.json` is **recorded**" in readme
 
 
 # -- llama-cpp-python ---------------------------------------------------------------------------
@@ -116,6 +118,83 @@ def test_llama_cpp_python_the_openai_path_streams_without_inventing_usage(org_a,
     assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"]) == "Hi there!"
     assert all("usage" not in c for c in chunks) and chunks[-1]["choices"][0]["finish_reason"] == "stop"
     assert replay.request_headers[-1]["x-agents-run-id"] == response["X-Agents-Run-Id"]
+
+
+# -- llama-cpp-python, recorded from the real server (scripts/record-gateway-transcript.py) ---------
+
+
+def _recorded(name: str) -> dict:
+    return transcript("llama-cpp-python-recorded")["exchanges"][name]["response"]
+
+
+def _recorded_text(name: str) -> str:
+    return "".join(((p.get("choices") or [{}])[0].get("delta") or {}).get("content") or ""
+                   for p in _recorded(name)["sse"] if isinstance(p, dict))
+
+
+def test_recorded_a_plain_stream_is_an_ok_run_with_no_invented_usage(funded, replay):
+    replay.play("llama-cpp-python-recorded", "plain_stream")
+    _agent(funded, "gem", "gemma-3-270m", maxTokens=64)
+
+    body = run(funded, "gem").json()
+
+    assert (body["status"], body["output"]) == ("ok", _recorded_text("plain_stream"))
+    assert body["finishReason"] == "length"  # the server cut the reply at max_tokens and said so
+    assert (body["promptTokens"], body["completionTokens"]) == (None, None)  # it streams no usage, even when asked
+    assert replay.chat_requests[0]["stream_options"] == {"include_usage": True}
+
+
+def test_recorded_tools_offered_are_accepted_and_a_text_answer_ends_the_run(funded, replay):
+    # With --chat_format gemma the server offers the model no function calling: it answers text.
+    replay.play("llama-cpp-python-recorded", "tool_offered_stream")
+    _agent(funded, "calc", "gemma-3-270m", tools=["calculator"], maxTokens=64)
+
+    body = run(funded, "calc", "What is 6*7? Use the calculator.").json()
+
+    assert (body["status"], body["output"]) == ("ok", _recorded_text("tool_offered_stream"))
+    assert replay.chat_requests[0]["tools"][0]["function"]["name"] == "calculator"
+
+
+def test_recorded_a_validation_500_is_not_retried_and_named_in_one_sentence(funded, replay):
+    replay.play("llama-cpp-python-recorded", "null_content_refused")
+    _agent(funded, "strict", "gemma-3-270m")
+
+    body = run(funded, "strict").json()
+
+    assert body["attempts"] == 1 and len(replay.chat_requests) == 1
+    assert body["error"].startswith("upstream answered 500: messages.1.role: Input should be 'system'")
+    assert "\n" not in body["error"] and "more validation errors" in body["error"]
+
+
+def test_recorded_a_streamed_prompt_over_the_context_is_an_empty_200_and_is_named(funded, replay):
+    # The real server does not break the stream (as the written transcript says): it answers 200
+    # with an empty body. The one-token probe then names the overflow.
+    assert _recorded("context_overflow_stream")["sse"] == [] and _recorded("context_overflow_stream")["end"] == "done"
+    replay.play("llama-cpp-python-recorded", "context_overflow_stream", "context_overflow_probe")
+    _agent(funded, "long", "gemma-3-270m")
+
+    body = run(funded, "long", "word " * 3000).json()
+
+    assert body["status"] == "error" and body["attempts"] == 1
+    assert body["error"].startswith("context_length_exceeded: the prompt (3011 tokens) is over the model's context window of 2048 tokens")
+    assert [r.get("stream") for r in replay.chat_requests] == [True, None] and replay.chat_requests[1]["max_tokens"] == 1
+    assert inference.context_window("gemma-3-270m") == 2048
+
+
+def test_recorded_truncation_passes_through_the_openai_path_without_usage(org_a, replay):
+    from tests.openai_api.test_gateways import PATH, _chunks
+
+    replay.play("llama-cpp-python-recorded", "truncated_stream")
+    credit_add(org=org_a.org, cents=1000, actor="test")
+    make_agent(org_a, "gem", model="gemma-3-270m")
+
+    response = org_a.client.post(PATH, {"model": "gem", "messages": [{"role": "user", "content": "Write a long story about a cat."}],
+                                        "stream": True, "max_tokens": 5, "stream_options": {"include_usage": True}},
+                                 content_type="application/json")
+
+    chunks = _chunks(response)
+    assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"]) == _recorded_text("truncated_stream")
+    assert all("usage" not in c for c in chunks) and chunks[-1]["choices"][0]["finish_reason"] == "length"
 
 
 # -- LiteLLM's proxy ----------------------------------------------------------------------------
