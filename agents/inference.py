@@ -740,8 +740,8 @@ def chat_completion(
     (the reason names the limit) and a stream that breaks off (mid-stream failures carry the
     text received so far in `partial`), and for an answer with no choices; `ContextOverflow`
     when the gateway says the prompt is over the context window (its window remembered:
-    `context_window`), also when a stream broke before its first piece and the one-token probe
-    names it; `UpstreamRefused` for any other 4xx, a 5xx refusal (`classify_status`), an
+    `context_window`), also when a stream broke before its first piece or brought no reply at all
+    (an empty body, or LiteLLM's empty `stop`) and the one-token probe names it; `UpstreamRefused` for any other 4xx, a 5xx refusal (`classify_status`), an
     unreadable answer, or when no gateway is configured.
     """
     client = get_client()
@@ -817,17 +817,20 @@ def chat_completion(
         raise failure from exc
     except (openai.OpenAIError, ValueError) as exc:  # ValueError: a chunk that is not JSON
         raise UpstreamRefused(f"upstream answer unreadable: {exc}"[:500], partial=reply.text) from exc
-    if not reply.choices:
+    if not reply.text and not reply.calls:
         if _prompt_bytes(messages, tools) >= PROBE_MIN_BYTES:
-            # llama-cpp-python 0.3.36 answers a streamed prompt over its context with a 200 whose
-            # body is empty (recorded: tests/support/transcripts/llama-cpp-python-recorded.json):
-            # the one-token probe names the refusal.
+            # Nothing came back for a prompt that could be over the context. llama-cpp-python
+            # 0.3.36 answers a streamed prompt over its context with a 200 whose body is empty;
+            # LiteLLM's proxy 1.108.7 turns that (and a backend's 500) into an empty reply with
+            # finish_reason "stop" (both recorded: tests/support/transcripts/*-recorded.json).
+            # The one-token probe names the refusal; an empty answer it does not explain stands.
             try:
                 _probe(client, kwargs, started + total)
             except ContextOverflow as exc:
                 if exc.window:
                     note_window(model, exc.window)
                 raise
+    if not reply.choices:
         raise UpstreamBusy("upstream answered with no choices")
     try:
         return reply.completion()

@@ -8,13 +8,16 @@ Sends the exchanges below — shaped the way this platform sends them (`stream` 
 server, and writes each answer as it came: status, content type, and either the JSON body or
 every `data:` payload of the stream with how the body ended (`done`: the chunked body ended
 cleanly; `drop`: the connection broke). The file's `provenance` says RECORDED, with the date and
-the server's command line given as the third argument. `tests/support/replay.py` replays it.
+the server's command line given as the third argument. `RECORD_API_KEY`, when set, is sent as
+the bearer token (a proxy's master key; it is not written to the file). `tests/support/replay.py`
+replays it.
 """
 
 from __future__ import annotations
 
 import datetime
 import json
+import os
 import sys
 
 import httpx
@@ -44,6 +47,7 @@ def exchanges(model: str) -> dict[str, dict]:
         "context_overflow_stream": {"request": {**stream, "messages": over, "max_tokens": 64}},
         "context_overflow_probe": {"request": {"model": model, "messages": over, "max_tokens": 1}},
         "tokenize_count": {"path": "/extras/tokenize/count", "request": {"input": "hello", "model": model}},
+        "unknown_model_stream": {"request": {**stream, "model": "no-such-model", "messages": user, "max_tokens": 8}},
     }
 
 
@@ -79,14 +83,15 @@ def main() -> None:
         "models": [],
         "exchanges": {},
     }
-    with httpx.Client(timeout=600) as client:
+    headers = {"Authorization": f"Bearer {os.environ['RECORD_API_KEY']}"} if os.environ.get("RECORD_API_KEY") else {}
+    with httpx.Client(timeout=600, headers=headers) as client:
         data["models"] = client.get(root + "/models").json().get("data", [])
     for name, exchange in exchanges(model).items():
         path = exchange.get("path")
         url_root, route = (host_root, path) if path else (root, "/chat/completions")
         # A connection of its own per exchange: after the empty streamed answer the server drops
         # the kept-alive connection without answering the next request on it.
-        with httpx.Client(timeout=600) as client:
+        with httpx.Client(timeout=600, headers=headers) as client:
             entry = {"request": exchange["request"], "response": record_one(client, url_root, route, exchange["request"])}
         if path:
             entry["path"] = path

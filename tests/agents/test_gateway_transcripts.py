@@ -40,7 +40,7 @@ def _agent(org, name: str, model: str, **fields) -> None:
     make_agent(org, name, model=model, **fields)
 
 
-@pytest.mark.parametrize("server", ["llama-cpp-python", "litellm-proxy", "llama-cpp-python-recorded"])
+@pytest.mark.parametrize("server", ["llama-cpp-python", "litellm-proxy", "llama-cpp-python-recorded", "litellm-proxy-recorded"])
 def test_every_transcript_says_how_it_was_made(server):
     data = transcript(server)
     assert data["server"] and data["provenance"].startswith(("RECORDED", "WRITTEN FROM"))
@@ -55,8 +55,9 @@ def test_the_readme_says_the_transcripts_are_written_not_recorded():
     written = [s for s in ("llama-cpp-python", "litellm-proxy") if transcript(s)["provenance"].startswith("WRITTEN FROM")]
     assert written == ["llama-cpp-python", "litellm-proxy"]  # a recorded one would change what the README must say
     assert "are **written from the servers' source and documentation, not recorded**" in readme
-    assert transcript("llama-cpp-python-recorded")["provenance"].startswith("RECORDED")
-    assert "`llama-cpp-python-recorded.json` is **recorded**" in readme
+    for recorded in ("llama-cpp-python-recorded", "litellm-proxy-recorded"):
+        assert transcript(recorded)["provenance"].startswith("RECORDED")
+        assert f"`{recorded}.json`" in readme
 
 
 # -- llama-cpp-python ---------------------------------------------------------------------------
@@ -248,3 +249,74 @@ def test_litellm_truncation_passes_through_the_openai_path(org_a, replay):
     assert body["usage"] == {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}
     [stored] = stored_runs(org_a)
     assert stored.finish_reason == "length"
+
+
+# -- LiteLLM's proxy, recorded (1.108.7 in front of the recorded llama-cpp-python server) ---------
+
+
+def _litellm(name: str) -> dict:
+    return transcript("litellm-proxy-recorded")["exchanges"][name]["response"]
+
+
+def _litellm_text(name: str) -> str:
+    return "".join(((p.get("choices") or [{}])[0].get("delta") or {}).get("content") or ""
+                   for p in _litellm(name)["sse"] if isinstance(p, dict))
+
+
+def _litellm_usage(name: str) -> dict:
+    return [p["usage"] for p in _litellm(name)["sse"] if isinstance(p, dict) and p.get("usage")][0]
+
+
+def test_recorded_litellm_a_stream_with_usage_is_an_ok_run_with_its_counts(funded, replay):
+    replay.play("litellm-proxy-recorded", "plain_stream")
+    _agent(funded, "gem", "local-gemma", maxTokens=64)
+
+    body = run(funded, "gem").json()
+
+    usage = _litellm_usage("plain_stream")
+    assert (body["status"], body["output"]) == ("ok", _litellm_text("plain_stream"))
+    assert (body["promptTokens"], body["completionTokens"]) == (usage["prompt_tokens"], usage["completion_tokens"])
+
+
+def test_recorded_litellm_an_overflow_it_turns_into_an_empty_stop_is_probed_and_named(funded, replay):
+    # LiteLLM answers the backend's empty 200 as an empty reply with finish_reason "stop": taken as
+    # it came, the run would be `ok` with no output. The probe gets the proxy's 400.
+    assert _litellm_text("context_overflow_stream") == ""
+    replay.play("litellm-proxy-recorded", "context_overflow_stream", "context_overflow_probe")
+    _agent(funded, "long", "local-gemma")
+
+    body = run(funded, "long", "word " * 3000).json()
+
+    assert body["status"] == "error" and body["attempts"] == 1
+    assert body["error"].startswith("context_length_exceeded: the prompt (3011 tokens) is over the model's context window of 2048 tokens")
+    assert [r.get("stream") for r in replay.chat_requests] == [True, None]
+
+
+def test_recorded_litellm_an_unknown_model_is_refused_once_in_one_sentence(funded, replay):
+    replay.play("litellm-proxy-recorded", "unknown_model_stream")
+    _agent(funded, "nope", "local-gemma")
+
+    body = run(funded, "nope").json()
+
+    assert body["attempts"] == 1 and len(replay.chat_requests) == 1
+    assert body["error"].startswith("upstream answered 400: /chat/completions: Invalid model name passed in model=no-such-model")
+    assert "\n" not in body["error"]
+
+
+def test_recorded_litellm_truncation_passes_through_the_openai_path_with_its_usage(org_a, replay):
+    from tests.openai_api.test_gateways import PATH, _chunks
+
+    replay.play("litellm-proxy-recorded", "truncated_stream")
+    credit_add(org=org_a.org, cents=1000, actor="test")
+    make_agent(org_a, "gem", model="local-gemma")
+
+    response = org_a.client.post(PATH, {"model": "gem", "messages": [{"role": "user", "content": "Write a long story about a cat."}],
+                                        "stream": True, "max_tokens": 5, "stream_options": {"include_usage": True}},
+                                 content_type="application/json")
+
+    chunks = _chunks(response)
+    usage = _litellm_usage("truncated_stream")
+    assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"]) == _litellm_text("truncated_stream")
+    assert [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]][-1] == "length"
+    assert [(c["usage"]["prompt_tokens"], c["usage"]["completion_tokens"]) for c in chunks if c.get("usage")] == [
+        (usage["prompt_tokens"], usage["completion_tokens"])]
