@@ -324,6 +324,22 @@ DeliveryStatus.OPEN = frozenset({DeliveryStatus.PENDING, DeliveryStatus.RETRYING
 DeliveryStatus.TERMINAL = frozenset({DeliveryStatus.SUCCEEDED, DeliveryStatus.DEAD, DeliveryStatus.CANCELLED})
 
 
+class WsFrameType(models.TextChoices):
+    """The `type` of one JSON frame of the identity agents' WebSocket (/v1/identity/ws, `identity.consumers`)."""
+
+    ENVELOPE = "envelope", "envelope"  # server → agent: an unacknowledged envelope (backlog, then live)
+    ACK = "ack", "ack"  # agent → server: these envelope ids were received
+    ACKED = "acked", "acked"  # server → agent: how many envelopes the ack acknowledged
+    MESSAGE = "message", "message"  # agent → server: an envelope for a user
+    SENT = "sent", "sent"  # server → agent: the message's envelope is in the user's inbox
+    ERROR = "error", "error"  # server → agent: the frame was refused ({status, code, error}); the connection stays
+    SECURITY_ALERT = "security_alert", "security alert"  # server → agent: a system message (SystemMessageType's word)
+
+
+#: The frame types an agent may send; anything else is answered with an error frame.
+WsFrameType.FROM_AGENT = frozenset({WsFrameType.ACK, WsFrameType.MESSAGE})
+
+
 class InboxItemKind(models.TextChoices):
     """What one item of a user's identity inbox is."""
 

@@ -23,7 +23,7 @@ from django.views.decorators.csrf import csrf_exempt
 from agents.streaming import QueueListener, render_frame, run_stream
 from agents_site.errors import ApiError, PayloadTooLarge
 from agents_site.schemas import scan_caller_text
-from agents_site.vocabulary import ErrorCode, PrincipalVia, ReplyFrame, RunStatus
+from agents_site.vocabulary import ChatRole, ErrorCode, PrincipalVia, ReplyFrame, RunStatus
 from openai_api import selectors, services, wire
 from openai_api.errors import InvalidApiKey, error_object, error_response, run_failure
 from tenancy.faults import store_fault
@@ -171,7 +171,7 @@ def _stream(started: services.StartedCompletion, *, include_usage: bool, org: st
 
     def frame(event, data) -> str | None:
         if event == ReplyFrame.START:
-            return chunk(delta={"role": "assistant", "content": ""})
+            return chunk(delta={"role": ChatRole.ASSISTANT, "content": ""})
         if event == ReplyFrame.DELTA:
             return chunk(delta={"content": data["text"]})
         if event == ReplyFrame.OPS:
