@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.shortcuts import render
 from django.urls import reverse
 
-from agents_site.vocabulary import ConnectionMode, IdentityCategory
+from agents_site.vocabulary import ConnectionMode, DeliveryStatus, IdentityCategory
 from console.access import member_required, org_admin_required
 from identity import selectors
 from identity.presenters import anomaly_view, delivery_view, envelope_view, identity_view, inbox_item_view, public_keys_view
@@ -39,7 +39,8 @@ def identity_deliveries(request, ref: str):
     return render(
         request,
         "console/identity/deliveries.html",
-        {"agent": identity_view(profile), "deliveries": [delivery_view(r) for r in rows], "next_cursor": cursor, "nav": "identity"},
+        {"agent": identity_view(profile), "deliveries": [delivery_view(r) for r in rows], "next_cursor": cursor, "nav": "identity",
+         "delivery_terminal": sorted(str(s) for s in DeliveryStatus.TERMINAL)},  # a finished delivery can be replayed
     )
 
 
