@@ -337,6 +337,12 @@ class WsFrameType(models.TextChoices):
     SECURITY_ALERT = "security_alert", "security alert"  # server → agent: a system message (SystemMessageType's word)
 
 
+class InboxStreamFrame(models.TextChoices):
+    """The `event` of one frame of a user's identity inbox stream (GET /v1/identity/inbox/stream)."""
+
+    INBOX = "inbox", "inbox"  # one inbox item (an envelope or a system message), with its id
+
+
 #: The frame types an agent may send; anything else is answered with an error frame.
 WsFrameType.FROM_AGENT = frozenset({WsFrameType.ACK, WsFrameType.MESSAGE})
 

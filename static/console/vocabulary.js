@@ -217,6 +217,9 @@ window.AgentsVocabulary = Object.freeze({
    "ENVELOPE": "envelope",
    "SYSTEM": "system"
   },
+  "InboxStreamFrame": {
+   "INBOX": "inbox"
+  },
   "InvitationState": {
    "ACCEPTED": "accepted",
    "EXPIRED": "expired",

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from agents_site.vocabulary import VOCABULARY_JS_PATH, ChatRole, ReplyFrame, StreamFrameKind, vocabulary_js
+from agents_site.vocabulary import VOCABULARY_JS_PATH, ChatRole, InboxStreamFrame, ReplyFrame, StreamFrameKind, vocabulary_js
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(p for p in (ROOT / "static" / "console").glob("*.js") if p.name != "vocabulary.js")
@@ -44,7 +44,7 @@ def test_the_module_names_every_member_of_every_enum():
 @pytest.mark.parametrize("path", SCRIPTS, ids=[p.name for p in SCRIPTS])
 def test_no_script_spells_a_frame_name_or_a_role(path):
     text = path.read_text(encoding="utf-8")
-    frames = "|".join(re.escape(w) for w in {*ReplyFrame.values, *StreamFrameKind.values})
+    frames = "|".join(re.escape(w) for w in {*ReplyFrame.values, *StreamFrameKind.values, *InboxStreamFrame.values})
     roles = "|".join(re.escape(w) for w in ChatRole.values)
     spelled = re.findall(rf'event\s*===?\s*["\']({frames})["\']|addEventListener\(\s*["\']({frames})["\']|role\s*===?\s*["\']({roles})["\']', text)
     assert spelled == []
