@@ -21,18 +21,24 @@ from tenancy.principal import require_org
 
 router = Router(tags=["approvals"])
 
+#: A tool call's id as gateways mint them (`call_…`, `toolu_…`, llama.cpp's and Mistral's
+#: alphanumerics): no slash, space, markup or direction mark reaches a lookup (issue 29).
+TOOL_CALL_ID_PATTERN = r"^[A-Za-z0-9_.:~+=-]{1,128}$"
+
 
 class ApproveIn(BodySchema):
     """Approve one pending tool call; `arguments` replaces the model's (checked against the tool's schema)."""
 
-    toolCallId: str = Field(..., min_length=1, max_length=128, description="The `toolCallId` of the pending request.")
+    toolCallId: str = Field(..., min_length=1, max_length=128, pattern=TOOL_CALL_ID_PATTERN,
+                            description="The `toolCallId` of the pending request (as the gateway named the call).")
     arguments: dict[str, Any] | None = Field(None, description="Edited arguments the tool is called with instead of the model's.")
 
 
 class DenyIn(BodySchema):
     """Deny one pending tool call; the model receives the denial and `message` as the tool's result."""
 
-    toolCallId: str = Field(..., min_length=1, max_length=128, description="The `toolCallId` of the pending request.")
+    toolCallId: str = Field(..., min_length=1, max_length=128, pattern=TOOL_CALL_ID_PATTERN,
+                            description="The `toolCallId` of the pending request (as the gateway named the call).")
     message: str | None = Field(None, description="Why (at most 16 KiB); the model reads it.")
 
 

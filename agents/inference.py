@@ -44,6 +44,7 @@ import openai
 from django.conf import settings
 from openai.types.chat import ChatCompletion
 
+from agents_site.vocabulary import ChatRole
 from tenancy import stores
 from toolkit.stopping import WatchedBackend
 
@@ -655,7 +656,7 @@ class _Assembly:
             for index, call in sorted(self.calls.items())
         ]
         finish = self.finish if self.finish in _FINISH_REASONS else ("tool_calls" if calls else "stop")
-        message: dict = {"role": "assistant", "content": self.text if (self.saw_content or not calls) else None}
+        message: dict = {"role": ChatRole.ASSISTANT, "content": self.text if (self.saw_content or not calls) else None}
         if calls:
             message["tool_calls"] = calls
         usage = None

@@ -11,8 +11,8 @@ from typing import Annotated, Any
 from ninja import Schema
 from pydantic import BeforeValidator, ConfigDict, Field, StrictBool, StrictFloat, StrictInt
 
-from agents_site.schemas import BodySchema, choice, declare, required_in_docs, text
-from agents_site.vocabulary import ActivityKind, ApprovalState, AgentHosting, AgentStatus, ExecutionMode, FinishReason, LedgerKind, MetricsRange, RunKind, RunStatus
+from agents_site.schemas import BodySchema, choice, declare, id_field, minted_pattern, required_in_docs, text
+from agents_site.vocabulary import ActivityKind, AgentHosting, AgentStatus, ApprovalState, ExecutionMode, FinishReason, LedgerKind, MetricsRange, RunKind, RunStatus
 
 # The limits the services enforce (agents.services, agents.lifecycle), declared for the docs.
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -226,7 +226,7 @@ class RunIn(BodySchema):
     stream: StrictBool | None = Field(None, description=(
         "`true` answers `text/event-stream` while the run executes: `delta` frames as the reply is written, `tool` frames, "
         "then one `run` frame with the recorded run (a JSON boolean; not with `background` or `targetId`)."))
-    targetId: str | None = Field(None, description="Id of an online machine of the org to run on.")
+    targetId: str | None = id_field(minted_pattern("tgt"), description="Id of an online machine of the org to run on (`tgt_` and 32 hex digits).")
     webhook: str | None = Field(None, description=(
         "A URL to POST this run's `run.finished` event to, signed like every webhook: it must fall under one of the "
         "org's webhook endpoints (same scheme, host and port; a path under the endpoint's), else 400."),

@@ -20,6 +20,8 @@ button), and an agent's `name` is documented as refusing the API's own path word
 
 from __future__ import annotations
 
+import copy
+
 from agents_site.schemas import ErrorOut
 
 SCHEME = "bearerAuth"
@@ -116,8 +118,14 @@ def _hoist_streams(document: dict) -> None:
 
 
 def complete(document: dict) -> dict:
-    """Return `document` (Ninja's OpenAPI dict) with the shared answers, the security scheme
-    and the reserved agent names declared. Mutates and returns the same dict."""
+    """Return a copy of `document` (Ninja's OpenAPI dict) with the shared answers, the security
+    scheme and the reserved agent names declared, and each event stream as its own component.
+
+    A copy: Ninja builds its document around the routes' own `openapi_extra` dicts, so completing
+    it in place changed them — the second document generated in a process had lost the stream
+    components its `$ref`s name (`ChatStreamFrame`, `RunStreamFrame`).
+    """
+    document = copy.deepcopy(document)
     schemas = document.setdefault("components", {}).setdefault("schemas", {})
     schemas.setdefault("ErrorOut", ErrorOut.model_json_schema())
     _rename_scheme(document)

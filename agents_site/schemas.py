@@ -54,6 +54,31 @@ def text(default: Any = None, *, description: str | None = None, **keywords: Any
     return Field(default, description=description, json_schema_extra=declare(**keywords) if keywords else None)
 
 
+#: An id or a name a caller refers to (an agent by id or name): a letter, digit or `_`, then letters,
+#: digits, `.`, `_`, `-`, at most 128 characters. No `/`, no markup, no spaces, nothing a path
+#: segment or a page could be broken by.
+REF_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$"
+
+
+def minted_pattern(prefix: str) -> str:
+    """Return the pattern of an id the platform mints with `prefix` (`agents_site.ids.mint_id`).
+
+    `minted_pattern("sess") == r"^sess_[0-9a-f]{32}$"`.
+    """
+    return rf"^{prefix}_[0-9a-f]{{32}}$"
+
+
+def id_field(pattern: str, *, description: str, blank: bool = True) -> Any:
+    """An optional id-like string field that must match `pattern` (issue 29: every id-like field has a pattern).
+
+    Enforced (a value that does not match is 400 `invalid_request` naming the field, before the
+    route runs) and declared (`pattern` in the OpenAPI document). `blank=True` also admits "",
+    which the services read as "none" (a target detached, a new conversation).
+    Example: `id_field(minted_pattern("tgt"), description="…")` refuses `"../x"` and `"tgt_x"`.
+    """
+    return Field(None, description=description, pattern=f"^$|{pattern}" if blank else pattern)
+
+
 def word_param(choices: Iterable) -> Any:
     """Return the type of an optional query parameter documented as an enum of `choices`.
 

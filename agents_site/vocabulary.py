@@ -5,6 +5,7 @@ Models, API schemas, the admin, templates and JS read these words here and nowhe
 such as `"done"` anywhere else is a bug waiting. Terminal sets sit beside their enums.
 """
 
+import json
 from enum import StrEnum
 
 from django.db import models
@@ -360,6 +361,28 @@ DeliveryStatus.OPEN = frozenset({DeliveryStatus.PENDING, DeliveryStatus.RETRYING
 DeliveryStatus.TERMINAL = frozenset({DeliveryStatus.SUCCEEDED, DeliveryStatus.DEAD, DeliveryStatus.CANCELLED})
 
 
+class WsFrameType(models.TextChoices):
+    """The `type` of one JSON frame of the identity agents' WebSocket (/v1/identity/ws, `identity.consumers`)."""
+
+    ENVELOPE = "envelope", "envelope"  # server → agent: an unacknowledged envelope (backlog, then live)
+    ACK = "ack", "ack"  # agent → server: these envelope ids were received
+    ACKED = "acked", "acked"  # server → agent: how many envelopes the ack acknowledged
+    MESSAGE = "message", "message"  # agent → server: an envelope for a user
+    SENT = "sent", "sent"  # server → agent: the message's envelope is in the user's inbox
+    ERROR = "error", "error"  # server → agent: the frame was refused ({status, code, error}); the connection stays
+    SECURITY_ALERT = "security_alert", "security alert"  # server → agent: a system message (SystemMessageType's word)
+
+
+class InboxStreamFrame(models.TextChoices):
+    """The `event` of one frame of a user's identity inbox stream (GET /v1/identity/inbox/stream)."""
+
+    INBOX = "inbox", "inbox"  # one inbox item (an envelope or a system message), with its id
+
+
+#: The frame types an agent may send; anything else is answered with an error frame.
+WsFrameType.FROM_AGENT = frozenset({WsFrameType.ACK, WsFrameType.MESSAGE})
+
+
 class InboxItemKind(models.TextChoices):
     """What one item of a user's identity inbox is."""
 
@@ -642,7 +665,8 @@ def vocabulary_for_js() -> dict:
     Output: `{"runStatus": [...], "runKind": [...], "sessionStatus": [...], "sessionTerminal": [...],
     "eventKind": [...], "eventKindAppendable": [...], "approvalState": [...], "controlCommand": [...], "targetKind": [...], "targetStatus": [...],
     "activityKind": [...], "metricsRange": [...], "msgSubtype": [...], "artifactSubtype": [...], "clientAuth": [...],
-    "anomalyKind": [...], "keyStatus": [...], "envelopeParty": [...], "systemMessageCode": [...], "badge": {word: colour}, "word": {name: word}}`.
+    "anomalyKind": [...], "keyStatus": [...], "envelopeParty": [...], "systemMessageCode": [...], "deliveryTerminal": [...],
+    "badge": {word: colour}, "word": {name: word}, "enums": {EnumName: {MEMBER: word}}}`.
     """
     return {
         "runStatus": list(RunStatus.values),
@@ -664,9 +688,35 @@ def vocabulary_for_js() -> dict:
         "keyStatus": list(KeyStatus.values),
         "envelopeParty": list(EnvelopeParty.values),
         "systemMessageCode": list(SystemMessageCode.values),
+        "deliveryTerminal": sorted(DeliveryStatus.TERMINAL),
         "badge": {str(k): v for k, v in BADGE_COLOURS.items()},
         # Single words the scripts compare against, named (never a copied literal in JS).
         "word": {"toolCall": str(EventKind.TOOL_CALL), "commit": str(EventKind.COMMIT), "runError": str(RunStatus.ERROR), "sessionError": str(SessionStatus.ERROR), "external": str(AgentHosting.EXTERNAL),
                  "truncated": str(FinishReason.LENGTH), "stopped": str(FinishReason.STOPPED),
                  "approval": str(EventKind.APPROVAL), "pending": str(ApprovalState.PENDING), "waiting": str(RunStatus.WAITING)},
+        # Every enum of this module by member name, e.g. `enums.ReplyFrame.DELTA == "delta"`.
+        "enums": {name: {member.name: str(member.value) for member in enum} for name, enum in _enums().items()},
     }
+
+
+def _enums() -> dict[str, type]:
+    """Return every vocabulary enum of this module by class name, in definition order."""
+    return {name: value for name, value in globals().items()
+            if isinstance(value, type) and issubclass(value, models.Choices | StrEnum) and value.__module__ == __name__}
+
+
+#: Where `vocabulary_js()` is committed (served as `console/vocabulary.js`), relative to the checkout.
+VOCABULARY_JS_PATH = "static/console/vocabulary.js"
+
+
+def vocabulary_js() -> str:
+    """Return the text of the console's one vocabulary module (`static/console/vocabulary.js`).
+
+    Generated from `vocabulary_for_js()` by `manage.py write_vocabulary_js`; the console's
+    scripts read `window.AgentsVocabulary` and spell no word of their own.
+    tests/console/test_vocabulary_js.py fails when the committed file differs from this text.
+    """
+    body = json.dumps(vocabulary_for_js(), indent=1, sort_keys=True, ensure_ascii=False)
+    return ("/* Generated from agents_site/vocabulary.py by `python manage.py write_vocabulary_js`: do not edit.\n"
+            "   The console's one vocabulary; tests/console/test_vocabulary_js.py fails when this file is stale. */\n"
+            f"window.AgentsVocabulary = Object.freeze({body});\n")

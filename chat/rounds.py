@@ -95,13 +95,13 @@ class _ExpandingListener(RunListener):
 
 
 def _instructions_role() -> str:
-    return "user" if settings.AGENTS_INSTRUCTIONS_ROLE == "user" else "system"
+    return ChatRole.USER if settings.AGENTS_INSTRUCTIONS_ROLE == ChatRole.USER else ChatRole.SYSTEM
 
 
 def _wire(role: str, content: str) -> dict:
     """Return one turn as sent to the model (a `tool` turn becomes a labelled user turn)."""
     if role == ChatRole.TOOL:
-        return {"role": "user", "content": TOOL_RESULT_PREFIX + content}
+        return {"role": ChatRole.USER, "content": TOOL_RESULT_PREFIX + content}
     return {"role": role, "content": content}
 
 

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from ninja import Schema
 from pydantic import ConfigDict, Field, StrictBool
 
-from agents_site.schemas import BodySchema, ErrorOut, choice, declare, required_in_docs, text
+from agents_site.schemas import REF_PATTERN, BodySchema, ErrorOut, choice, declare, id_field, minted_pattern, required_in_docs, text
 from agents.schemas import ApprovalOut, RunOut
 from agents_site.vocabulary import ChatRole, MultitaskStrategy, RunStatus
 from chat.presets import preset_ids
@@ -61,11 +61,11 @@ class ChatIn(BodySchema):
     messages: list[MessageIn] | None = Field(None, description=f"1 to {MAX_MESSAGES} messages (at most 512 KiB of content together); the last `user` one is stored with the reply.",
                                              json_schema_extra=declare(on="array", minItems=1, maxItems=MAX_MESSAGES))
     preset: str | None = choice(preset_ids(), description="A preset of GET /v1/agents/chat/presets (default `assistant`; not with `agent`).")
-    agent: str | None = text(description="Name or id of one of the org's agents: its model, instructions and tools drive the round (not with `preset`).")
+    agent: str | None = id_field(REF_PATTERN, description="Name or id of one of the org's agents: its model, instructions and tools drive the round (not with `preset`).")
     tools: list[ToolIn] | None = Field(None, description="The caller's own OpenAI function definitions; their calls come back as `ops`.",
                                        json_schema_extra=declare(on="array", maxItems=MAX_TOOLS))
     system: str | None = text(description="Added to the preset's system prompt (or the agent's instructions) after a blank line; at most 128 KiB of UTF-8.")
-    conversationId: str | None = text(description="Continue this conversation; an unknown id starts a new one.")
+    conversationId: str | None = id_field(minted_pattern("conv"), description="Continue this conversation (`conv_` and 32 hex digits); an unknown id starts a new one.")
     stream: StrictBool | None = Field(None, description="`true` answers `text/event-stream`: `delta`, `tool` and `ops` frames, then one `chat` frame (or `error`).")
     multitaskStrategy: str | None = choice(MultitaskStrategy, description="While a round of the conversation is in flight: `reject` (409 `conversation_busy`, the default) or `enqueue` (wait for it, then run).")
     webhook: str | None = text(description=(

@@ -16,6 +16,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from agents_site.vocabulary import ChatRole
 from chat.errors import ConversationBusy
 from chat.models import Conversation, Message
 from chat.selectors import holder_in_flight
@@ -147,5 +148,5 @@ def conversation_post_assistant(*, conversation_id: str, text: str, run_id: str 
         conversation = Conversation.objects.filter(pk=conversation_id).first()
         if conversation is None:
             return False
-        _append(conversation, [{"role": "assistant", "content": text}], run_id=run_id)
+        _append(conversation, [{"role": ChatRole.ASSISTANT, "content": text}], run_id=run_id)
     return True

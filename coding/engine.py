@@ -40,7 +40,7 @@ from agents.execution.completion import CompletionFailed, CompletionStopped, com
 from agents.execution.loop import Outcome, RunEnded, RunLoop, RunStopped, masked, valid_text, watch_stop
 from agents.models import Agent, Run
 from agents.run_session import RunSession, clip
-from agents_site.vocabulary import ErrorCode, EventKind, FinishReason, RunStatus
+from agents_site.vocabulary import ChatRole, ErrorCode, EventKind, FinishReason, RunStatus
 from coding import git as gitops
 from coding.models import CodingRun, Repo
 from coding.routing import coding_bounds
@@ -218,7 +218,7 @@ class CodingLoop(RunLoop):
     def _tell(self, messages: list[dict], text: str, **extra) -> None:
         """Tell the model `text` as a user turn of the platform and record it as a `log` event."""
         self._log(text, **extra)
-        messages.append({"role": "user", "content": f"[platform] {text}"})
+        messages.append({"role": ChatRole.USER, "content": f"[platform] {text}"})
 
     def _commit_turn(self, *, content: str, finished: str | None, turn: int | None, messages: list[dict]) -> None:
         """Commit what the turn changed within the run's bounds (`toolkit.commits`); tell the model what was not.
@@ -253,7 +253,7 @@ class CodingLoop(RunLoop):
                       f"({first.rule}, {first.preview}). Remove them (reference secrets by name, e.g. an environment variable); "
                       "nothing was committed.")
             self._log(reason, findings=[f.as_dict() for f in findings])
-            messages.append({"role": "user", "content": f"The platform {reason}"})
+            messages.append({"role": ChatRole.USER, "content": f"The platform {reason}"})
             return
         subject = commits.commit_subject(content=content, finished=finished, plan=plan)
         if turn is None:
@@ -276,7 +276,7 @@ class CodingLoop(RunLoop):
         system = SYSTEM_PROMPT
         if self.agent and (self.agent.instructions or "").strip():
             system += "\n\n" + self.agent.instructions.strip()
-        return [{"role": "system", "content": system}, {"role": "user", "content": self.text}]
+        return [{"role": ChatRole.SYSTEM, "content": system}, {"role": ChatRole.USER, "content": self.text}]
 
     def _loop(self) -> None:
         self._prepare()
@@ -285,7 +285,7 @@ class CodingLoop(RunLoop):
         definitions = tool_definitions()
         messages = self._messages()
         models = models_for(self.outcome.model)
-        self._append(EventKind.MESSAGE, {"role": "user", "text": clip(self.text), "runId": self.run.id})
+        self._append(EventKind.MESSAGE, {"role": ChatRole.USER, "text": clip(self.text), "runId": self.run.id})
         turns = max(settings.AGENTS_CODING_MAX_TURNS, 1)
         for turn_no in range(1, turns + 1):
             with tracing.tracer().start_as_current_span(tracing.SPAN_STEP, attributes={tracing.ATTR_ROUND: turn_no, tracing.ATTR_RUN_ID: self.run.id}):
@@ -312,11 +312,11 @@ class CodingLoop(RunLoop):
                 content = valid_text(message.content) if message.content is not None else ""
                 calls = list(message.tool_calls or [])
                 if content:
-                    self._append(EventKind.MESSAGE, {"role": "assistant", "text": clip(content), "model": answered.model, "runId": self.run.id})
+                    self._append(EventKind.MESSAGE, {"role": ChatRole.ASSISTANT, "text": clip(content), "model": answered.model, "runId": self.run.id})
                 if not calls:  # a plain answer ends the run like finish; no tool ran, so nothing changed
                     self.outcome.summary = content
                     return
-                messages.append({"role": "assistant", "content": content or "",  # "" not null: strict gateways (llama-cpp-python) refuse null
+                messages.append({"role": ChatRole.ASSISTANT, "content": content or "",  # "" not null: strict gateways (llama-cpp-python) refuse null
                                  "tool_calls": [call.model_dump(mode="json", exclude_none=True) for call in calls]})
                 described: list[tuple[str, dict]] = []
                 last_seq = None
@@ -347,7 +347,7 @@ class CodingLoop(RunLoop):
                         "result": clip(result, EVENT_TEXT_BYTES), "error": failed, "round": turn_no, "runId": self.run.id,
                     })
                     last_seq = seq if seq is not None else last_seq
-                    messages.append({"role": "tool", "tool_call_id": getattr(call, "id", ""), "content": result})
+                    messages.append({"role": ChatRole.TOOL, "tool_call_id": getattr(call, "id", ""), "content": result})
                 if any(name in WRITING_TOOLS for name, _ in described):  # read-only turns cannot change the tree
                     with tracing.tracer().start_as_current_span(tracing.SPAN_TOOL, attributes={tracing.ATTR_TOOL_NAME: SPAN_COMMIT}):
                         self._commit_turn(content=content, finished=finished, turn=last_seq, messages=messages)

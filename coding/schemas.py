@@ -7,7 +7,7 @@ from typing import Any
 from ninja import Field, Schema
 from pydantic import ConfigDict
 
-from agents_site.schemas import BodySchema, choice, required_in_docs, text
+from agents_site.schemas import REF_PATTERN, BodySchema, choice, id_field, minted_pattern, required_in_docs, text
 from agents_site.vocabulary import CodingTool
 
 # The service strips surrounding whitespace before it checks a name (coding.selectors.NAME_RE).
@@ -66,11 +66,11 @@ class CodingIn(BodySchema):
     project: str | None = None
     base: str | None = None
     after: str | None = None
-    agentRef: str | None = None
-    targetId: str | None = None
+    agentRef: str | None = id_field(REF_PATTERN, description="Name or id of one of the org's agents whose model and instructions drive the run.")
+    targetId: str | None = id_field(minted_pattern("tgt"), description="Id of a registered machine of the org to run on (`tgt_` and 32 hex digits).")
     timeoutSeconds: int | None = None
     tool: str | None = choice(CodingTool, description="The engine (default `dev`).")
-    replyConversationId: str | None = Field(None, description="A conversation of the org: the run's summary is appended to it as an assistant turn when the run ends (404 when unknown).")
+    replyConversationId: str | None = id_field(minted_pattern("conv"), description="A conversation of the org (`conv_` and 32 hex digits): the run's summary is appended to it as an assistant turn when the run ends (404 when unknown).")
     desktop: Any = Field(None, description="Not supported here: any value is refused with 400.")
     replyChannel: Any = Field(None, description="Not supported here: any value is refused with 400.")
     replyThread: Any = Field(None, description="Not supported here: any value is refused with 400.")

@@ -1,16 +1,15 @@
-"""Template context shared by every console page: the vocabulary, the principal, the org switcher."""
+"""Template context shared by every console page: the principal, the org switcher."""
 
 from __future__ import annotations
 
-from agents_site.vocabulary import vocabulary_for_js
 from tenancy.models import Membership
 
 
 def console_context(request) -> dict:
-    """Return `{vocabulary, principal, memberships, acting_org}` for the console's templates.
+    """Return `{principal, memberships, acting_org}` for the console's templates.
 
-    `vocabulary` is `agents_site.vocabulary.vocabulary_for_js()` (rendered with `json_script`
-    in `console/base.html`, so JS never holds its own copy). `memberships` lists only the
+    The scripts read the vocabulary from the one generated module `static/console/vocabulary.js`
+    (`console/base.html` loads it first), so JS never holds its own copy. `memberships` lists only the
     signed-in user's own orgs (the org switcher offers nothing else); anonymous visitors get
     an empty list.
     """
@@ -20,7 +19,6 @@ def console_context(request) -> dict:
         memberships = list(Membership.objects.filter(user_id=user.pk).select_related("org").order_by("org__slug"))
     principal = getattr(request, "principal", None)
     return {
-        "vocabulary": vocabulary_for_js(),
         "principal": principal,
         "memberships": memberships,
         "acting_org": principal.org_slug if principal is not None else None,

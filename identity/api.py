@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agents_site.errors import Forbidden, NotFound
+from agents_site.pagination import CURSOR_MAX_LENGTH
 from agents_site.vocabulary import DeliveryStatus
 from agents_site.wire import rfc3339
 from identity import messaging, selectors, services
@@ -36,7 +37,8 @@ from identity.throttles import IdentityCreateThrottle
 from tenancy import stores
 
 
-CURSOR = OpenApiParameter("cursor", str, pattern=r"^([0-9]{1,18})?$", description="next_cursor of the previous page")
+CURSOR = OpenApiParameter("cursor", {"type": "string", "maxLength": CURSOR_MAX_LENGTH}, description=(
+    "next_cursor of the previous page of this list (signed and bound to the list and the org: any other value is a 400)"))
 LIMIT = OpenApiParameter("limit", int, description="page size 1..200 (out of range: 50)")
 
 

@@ -38,7 +38,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from agents_site.errors import ApiError, InvalidRequest
-from agents_site.vocabulary import ErrorCode, SystemMessageCode, SystemMessageType
+from agents_site.vocabulary import ErrorCode, SystemMessageCode, WsFrameType
 from agents_site.wire import rfc3339, unstorable_text
 from identity import live, messaging, selectors
 from identity.tokens import AgentCaller, authenticate_token, credential_still_valid
@@ -76,16 +76,16 @@ def read_frame(text_data: str | None, bytes_data: bytes | None) -> dict:
     if refusal is not None:
         raise InvalidRequest("the frame holds an unpaired UTF-16 surrogate or a NUL character")
     kind = content.get("type")
-    if kind == "ack":
+    if kind == WsFrameType.ACK:
         ids = content.get("envelope_ids")
         if not isinstance(ids, list) or len(ids) > MAX_ACK_IDS or not all(isinstance(i, str) and ENVELOPE_ID.fullmatch(i) for i in ids):
             raise InvalidRequest(f"envelope_ids must be a list of at most {MAX_ACK_IDS} envelope ids (env_ + 32 hex)")
-    elif kind == "message":
+    elif kind == WsFrameType.MESSAGE:
         user_id = content.get("user_id")
         if not isinstance(user_id, str) or not 1 <= len(user_id.strip()) <= 300:
             raise InvalidRequest("user_id must be a string of 1 to 300 characters")
     else:
-        raise InvalidRequest("type must be 'ack' or 'message'")
+        raise InvalidRequest(f"type must be '{WsFrameType.ACK}' or '{WsFrameType.MESSAGE}'")
     return content
 
 
@@ -101,7 +101,7 @@ def _token_from_scope(scope) -> str:
 def _pending(caller: AgentCaller, after_id: int) -> list[tuple[int, dict]]:
     with stores.org_context(caller.org_slug, create=False):
         return [
-            (e.id, {"type": "envelope", "envelope_id": e.public_id, "user_id": e.user_id, "envelope": e.body, "created_at": rfc3339(e.created_at)})
+            (e.id, {"type": WsFrameType.ENVELOPE, "envelope_id": e.public_id, "user_id": e.user_id, "envelope": e.body, "created_at": rfc3339(e.created_at)})
             for e in selectors.pending_envelopes(agent_id=caller.agent_id, after_id=after_id)
         ]
 
@@ -168,13 +168,13 @@ class IdentityAgentConsumer(AsyncJsonWebsocketConsumer):
     async def identity_revoke(self, message):
         ids = message.get("credential_ids")
         if self.caller is not None and (ids is None or self.caller.credential_id in ids):
-            await self.send_json({"type": str(SystemMessageType.SECURITY_ALERT), "code": str(SystemMessageCode.AGENT_TOKEN_REVOKED),
+            await self.send_json({"type": WsFrameType.SECURITY_ALERT, "code": str(SystemMessageCode.AGENT_TOKEN_REVOKED),
                                   "data": {"agent_id": self.caller.agent_id}})
             await self.close(code=CLOSE_REVOKED)
 
     async def identity_alert(self, message):
         if self.caller is not None:
-            await self.send_json({"type": str(SystemMessageType.SECURITY_ALERT), "code": message.get("code"), "data": message.get("data") or {}})
+            await self.send_json({"type": WsFrameType.SECURITY_ALERT, "code": message.get("code"), "data": message.get("data") or {}})
 
     async def receive(self, text_data=None, bytes_data=None, **kwargs):
         """Read one frame (see `read_frame`); answer an unreadable one with an error frame."""
@@ -183,13 +183,13 @@ class IdentityAgentConsumer(AsyncJsonWebsocketConsumer):
         try:
             content = read_frame(text_data, bytes_data)
         except InvalidRequest as exc:
-            await self.send_json({"type": "error", **exc.body()})
+            await self.send_json({"type": WsFrameType.ERROR, **exc.body()})
             return
         try:
             await self.receive_json(content)
         except Exception:  # a fault answers this frame; the connection stays (never a 1011 close)
             logger.exception("identity WebSocket frame failed")
-            await self.send_json({"type": "error", "status": 500, "code": str(ErrorCode.INTERNAL), "error": "internal error; nothing was half-written"})
+            await self.send_json({"type": WsFrameType.ERROR, "status": 500, "code": str(ErrorCode.INTERNAL), "error": "internal error; nothing was half-written"})
 
     async def receive_json(self, content, **kwargs):
         """Act on one read frame: `ack` → `acked`, `message` → `sent` or an error frame."""
@@ -200,14 +200,14 @@ class IdentityAgentConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=CLOSE_REVOKED)
             return
         kind = content.get("type")
-        if kind == "ack":
+        if kind == WsFrameType.ACK:
             count = await database_sync_to_async(_ack)(self.caller, content["envelope_ids"])
-            await self.send_json({"type": "acked", "count": count})
-        elif kind == "message":
+            await self.send_json({"type": WsFrameType.ACKED, "count": count})
+        elif kind == WsFrameType.MESSAGE:
             try:
                 envelope_id = await database_sync_to_async(_send_to_user)(self.caller, content.get("user_id"), content.get("envelope"))
             except ApiError as exc:
-                await self.send_json({"type": "error", **exc.body()})
+                await self.send_json({"type": WsFrameType.ERROR, **exc.body()})
                 return
-            await self.send_json({"type": "sent", "envelope_id": envelope_id})
+            await self.send_json({"type": WsFrameType.SENT, "envelope_id": envelope_id})
 

@@ -9,6 +9,7 @@ from django.db.models import Prefetch
 
 from agents.models import Agent
 from agents_site.errors import InvalidRequest, NotFound
+from agents_site.pagination import keyset_page
 from agents_site.vocabulary import AgentHosting, EnvelopeDirection, InboxItemKind, KeyStatus, RelationStatus
 from identity.keys import key_id, keyset_status
 from identity.models import (AgentKeySet, ClientAnomaly, Delivery, DeliveryAttempt, Envelope, IdentityProfile, InboxItem, KeyBackup, Relation,
@@ -31,26 +32,19 @@ def page_limit(limit: object) -> int:
     return value if 1 <= value <= PAGE_MAX else PAGE_DEFAULT
 
 
-def parse_cursor(cursor: object) -> int | None:
-    """Return the integer cursor (an item id) or None when blank; 400 for anything else."""
-    raw = str(cursor or "").strip()
-    if not raw:
-        return None
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
-        raise InvalidRequest("cursor must be the next_cursor of a previous page")
-    return int(raw)
+def _cursor_page(qs, *, cursor: object, limit: object, tag: str) -> tuple[list, str | None]:
+    """Return one page of `qs` by descending id after `cursor` and the next cursor (None at the end).
 
-
-def _cursor_page(qs, *, cursor: object, limit: object) -> tuple[list, str | None]:
-    """Return one page of `qs` by descending id after the cursor (400 on a bad one) and the next cursor."""
+    The cursor is the one signed-cursor format of both APIs (`agents_site.pagination`): bound by
+    HMAC to list `tag`, the org's store and the list's filters (the agent, the user, the status),
+    so a cursor this list did not hand out — another org's, another agent's or user's, another
+    list's, an edited one — is 400 `invalid_request` (issue 29, signed cursors). A blank cursor
+    reads the first page.
+    """
     size = page_limit(limit)
-    before = parse_cursor(cursor)
-    if before is not None:
-        qs = qs.filter(id__lt=before)
-    rows = list(qs.order_by("-id")[: size + 1])
-    more = len(rows) > size
-    rows = rows[:size]
-    return rows, (str(rows[-1].id) if more and rows else None)
+    raw = cursor if isinstance(cursor, str) and cursor.strip() else None
+    page = keyset_page(qs, order=("-id",), limit=size, cursor=raw, tag=tag)
+    return page.items, page.next_cursor
 
 
 def identity_get(*, ref: str) -> IdentityProfile:
@@ -136,7 +130,7 @@ def valid_key_ids(keysets) -> tuple[set[str], set[str]]:
 def conversation_page(*, agent_id: str, user_id: str, cursor: object = None, limit: object = None) -> tuple[list[Envelope], str | None]:
     """Return one page of the envelopes between `user_id` and `agent_id`, both ways, newest first,
     and the next cursor (None at the end)."""
-    return _cursor_page(Envelope.objects.filter(agent_id=agent_id, user_id=user_id), cursor=cursor, limit=limit)
+    return _cursor_page(Envelope.objects.filter(agent_id=agent_id, user_id=user_id), cursor=cursor, limit=limit, tag="identity-conversation")
 
 
 def signing_keyset(*, agent_id: str) -> AgentKeySet | None:
@@ -195,7 +189,7 @@ def inbox_page(*, user_id: str, cursor: object = None, limit: object = None) -> 
 
     `cursor` is the previous page's `next_cursor` (items with a smaller id follow).
     """
-    return _cursor_page(InboxItem.objects.filter(user_id=user_id).select_related("envelope"), cursor=cursor, limit=limit)
+    return _cursor_page(InboxItem.objects.filter(user_id=user_id).select_related("envelope"), cursor=cursor, limit=limit, tag="identity-inbox")
 
 
 def inbox_after(*, user_id: str, after_id: int, limit: int = 500) -> list[InboxItem]:
@@ -219,7 +213,7 @@ def delivery_page(*, agent_id: str, status: str | None = None, cursor: object = 
             raise InvalidRequest(f"status must be one of {'|'.join(DeliveryStatus.values)}")
         qs = qs.filter(status=status)
     qs = qs.prefetch_related(Prefetch("attempt_log", queryset=DeliveryAttempt.objects.order_by("number")))
-    return _cursor_page(qs, cursor=cursor, limit=limit)
+    return _cursor_page(qs, cursor=cursor, limit=limit, tag="identity-deliveries")
 
 
 def delivery_get(*, public_id: str) -> Delivery:

@@ -27,12 +27,13 @@ from django.http import JsonResponse, StreamingHttpResponse
 from django.views.decorators.http import require_GET
 
 from agents_site.errors import ApiError
+from agents_site.vocabulary import InboxStreamFrame
 from identity import live, selectors
 from identity.presenters import inbox_item_view
 from sessions.stream import parse_last_event_id, read_store
 from tenancy.principal import require_org
 
-FRAME_KIND = "inbox"
+FRAME_KIND = InboxStreamFrame.INBOX
 
 
 def _page(*, user_id: str, after_id: int) -> list[tuple[int, dict]]:

@@ -19,11 +19,11 @@ from agents.execution import RunListener, run_execute_started, run_span
 from agents.approval_rules import has_rules
 from agents.models import Agent, Run
 from agents.runs.lifecycle import run_start
+from agents_site.schemas import scan_caller_text
 from agents_site.vocabulary import ChatRole, RunKind
 from openai_api.errors import ApprovalUnsupported
 from openai_api.selectors import model_get
 from openai_api.wire import CompletionRequest
-from sessions.services import refuse_secrets
 from tenancy.principal import Principal
 
 
@@ -75,8 +75,8 @@ def completion_start(*, principal: Principal, request: CompletionRequest, reques
     """Start the run of one chat completion; return it with what `completion_execute` needs.
 
     In order: the agent named by `request.model` (name or id) that the key may use (404
-    `model_not_found`) → an agent with approval rules is refused (400 `approval_unsupported`) → no credential in any system or user message, nor in the caller's tool
-    definitions (422 `secret_in_transcript`, masked findings) → `run_start(kind=openai)`: an external agent
+    `model_not_found`) → an agent with approval rules is refused (400 `approval_unsupported`) → no credential in any message, in the caller's tool definitions or in a
+    field passed to the gateway (422 `secret_in_transcript`, masked findings naming the field) → `run_start(kind=openai)`: an external agent
     (409 `agent_external`), inference configured (503), the balance gate with
     `AGENTS_OPENAI_FEE_CENTS` (402 / 503), then the `running` row and its session. The run's
     input is the last user message. Nothing is stored or billed when any step refuses.
@@ -85,10 +85,13 @@ def completion_start(*, principal: Principal, request: CompletionRequest, reques
     if has_rules(agent):
         # An OpenAI client has no way to be asked and answer later (a completion is one request).
         raise ApprovalUnsupported(agent.name)
-    # Every message, whatever its role (and its name, tool calls and their arguments), as on
-    # POST /v1/agents/chat: nothing carrying a credential is sent to a model through us.
-    refuse_secrets(request.messages)
-    refuse_secrets(request.tools)  # the caller's tool definitions go to the model as its system text does
+    # Every text the caller wrote, with the one scanner of every caller-written field on both
+    # APIs (`scan_caller_text`, as POST /v1/agents/chat): every message whatever its role (its
+    # name, tool calls and their arguments), the caller's tool definitions (they reach the model
+    # as its system text does) and the fields passed to the gateway unchanged (`stop`, `user`,
+    # a `response_format` schema, `tool_choice`). Nothing carrying a credential is sent to a
+    # model through us; the findings name the field.
+    scan_caller_text({"messages": request.messages, "tools": request.tools, **request.passthrough})
     run = run_start(kind=RunKind.OPENAI, agent=agent, input=request.input_text(), actor=principal.actor, request_id=request_id,
                     executor_here=True)
     return StartedCompletion(run=run, agent=completion_agent(agent, request), prompt=completion_prompt(agent, request),

@@ -22,7 +22,8 @@ from django.views.decorators.csrf import csrf_exempt
 
 from agents.streaming import QueueListener, render_frame, run_stream
 from agents_site.errors import ApiError, PayloadTooLarge
-from agents_site.vocabulary import ErrorCode, PrincipalVia, ReplyFrame, RunStatus
+from agents_site.schemas import scan_caller_text
+from agents_site.vocabulary import ChatRole, ErrorCode, PrincipalVia, ReplyFrame, RunStatus
 from openai_api import selectors, services, wire
 from openai_api.errors import InvalidApiKey, error_object, error_response, run_failure
 from tenancy.faults import store_fault
@@ -98,6 +99,17 @@ def principal_of(request) -> Principal:
     return principal
 
 
+def refuse_credentials_in_query(request) -> None:
+    """Refuse (422 `secret_in_transcript`, OpenAI's error shape) a query string carrying a credential.
+
+    The endpoint reads no query parameter, but a URL is what proxies, access logs and traces
+    keep: a credential the caller wrote there is refused like one in the body, by the same
+    scanner (`agents_site.schemas.scan_caller_text`; findings name `?<param>`).
+    """
+    if request.GET:
+        scan_caller_text({f"?{name}": [name, *request.GET.getlist(name)] for name in request.GET})
+
+
 def _request_id(request) -> str:
     given = (request.headers.get("X-Request-Id") or "").strip()
     return given[:REQUEST_ID_MAX] if given else "req_" + secrets.token_hex(12)
@@ -107,6 +119,7 @@ def _request_id(request) -> str:
 def models(request):
     """`GET …/models`: the agents this key may call, by name, as OpenAI `model` objects."""
     principal = principal_of(request)
+    refuse_credentials_in_query(request)
     data = [wire.model_body(agent, owned_by=principal.org_slug) for agent in selectors.model_list(principal=principal)]
     return JsonResponse({"object": "list", "data": data})
 
@@ -115,6 +128,7 @@ def models(request):
 def model(request, model: str):
     """`GET …/models/{model}`: one agent (name or id) as an OpenAI `model`; 404 `model_not_found`."""
     principal = principal_of(request)
+    refuse_credentials_in_query(request)
     return JsonResponse(wire.model_body(selectors.model_get(principal=principal, ref=model), owned_by=principal.org_slug))
 
 
@@ -129,6 +143,7 @@ def chat_completions(request):
     the run and the session to watch.
     """
     principal = principal_of(request)
+    refuse_credentials_in_query(request)
     completion = wire.completion_request(wire.parse_body(request.body))
     started = services.completion_start(principal=principal, request=completion, request_id=_request_id(request))
     headers = {"X-Agents-Run-Id": started.run.id, "X-Agents-Session-Id": started.run.session_id or ""}
@@ -156,7 +171,7 @@ def _stream(started: services.StartedCompletion, *, include_usage: bool, org: st
 
     def frame(event, data) -> str | None:
         if event == ReplyFrame.START:
-            return chunk(delta={"role": "assistant", "content": ""})
+            return chunk(delta={"role": ChatRole.ASSISTANT, "content": ""})
         if event == ReplyFrame.DELTA:
             return chunk(delta={"content": data["text"]})
         if event == ReplyFrame.OPS:

@@ -334,7 +334,7 @@ def finish_reason(run) -> str:
 def completion_body(run, *, model: str) -> dict:
     """Return a finished `ok` run as a `chat.completion` (id = the run id; `model` = the agent's name)."""
     ops = getattr(run, "ops", None) or []
-    message: dict = {"role": "assistant", "content": run.output if (run.output or not ops) else None}
+    message: dict = {"role": ChatRole.ASSISTANT, "content": run.output if (run.output or not ops) else None}
     if ops:
         message["tool_calls"] = tool_calls(ops)
     return {

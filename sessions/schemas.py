@@ -7,7 +7,7 @@ from typing import Any
 from ninja import Schema
 from pydantic import ConfigDict, Field, StrictBool
 
-from agents_site.schemas import BodySchema, ErrorOut, choice, required_in_docs, text
+from agents_site.schemas import BodySchema, ErrorOut, choice, id_field, minted_pattern, required_in_docs, text
 from agents_site.vocabulary import ControlCommand, EventKind, SecretSeverity, SessionStatus
 from sessions import fields
 
@@ -16,7 +16,7 @@ __all__ = ["ErrorOut"]  # re-exported: the session routes declare it
 
 _PUBLISHED = "A JSON boolean. `true` lists the session on the public builds gallery; a published session needs a `project`."
 _TERMINAL = "An `https://` URL of a live terminal on the session (at most 512 characters); \"\" withdraws it."
-_TARGET = "Id of a registered machine of the org; \"\" detaches. "
+_TARGET = "Id of a registered machine of the org (`tgt_` and 32 hex digits); \"\" detaches."
 _TERMINAL_OR_BLANK = "^$|" + fields.TERMINAL_PATTERN
 _PROJECT_OR_BLANK = "^$|" + fields.PROJECT_PATTERN
 
@@ -41,13 +41,13 @@ class SessionIn(BodySchema):
     actor: str | None = _limited(fields.MAX_ACTOR, "Who acts (default: the caller). ")
     title: str | None = _limited(fields.MAX_TITLE)
     status: str | None = choice(SessionStatus, description="Default `running`; `done` or `error` records a finished session.")
-    parentSessionId: str | None = _limited(fields.MAX_ID, "Id of a session of the org this one is a subagent of. ")
+    parentSessionId: str | None = id_field(minted_pattern("sess"), description="Id of a session of the org this one is a subagent of (`sess_` and 32 hex digits).")
     taskWorkflowId: str | None = _limited(fields.MAX_TASK_REF)
     taskRunId: str | None = _limited(fields.MAX_TASK_REF)
     host: str | None = _limited(fields.MAX_HOST)
     cwd: str | None = _limited(fields.MAX_CWD)
     repo: str | None = _limited(fields.MAX_REPO)
-    target: str | None = _limited(fields.MAX_TARGET, _TARGET)
+    target: str | None = id_field(minted_pattern("tgt"), description=_TARGET)
     terminal: str | None = text(description=_TERMINAL, maxLength=fields.MAX_TERMINAL, pattern=_TERMINAL_OR_BLANK)
     provider: str | None = _limited(fields.MAX_PROVIDER)
     account: str | None = _limited(fields.MAX_ACCOUNT)
@@ -61,7 +61,7 @@ class SessionPatchIn(BodySchema):
 
     status: str | None = choice(SessionStatus)
     title: str | None = _limited(fields.MAX_TITLE)
-    target: str | None = _limited(fields.MAX_TARGET, _TARGET)
+    target: str | None = id_field(minted_pattern("tgt"), description=_TARGET)
     terminal: str | None = text(description=_TERMINAL, maxLength=fields.MAX_TERMINAL, pattern=_TERMINAL_OR_BLANK)
     project: str | None = text(description="Project slug (as on create); \"\" drops it (not while published).",
                                maxLength=fields.MAX_PROJECT, pattern=_PROJECT_OR_BLANK)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from agents import inference
+from agents_site.vocabulary import ChatRole
 
 #: Tokens a chat template adds around each message (role markers), and the safety margin kept free.
 PER_MESSAGE_TOKENS = 4
@@ -62,7 +63,7 @@ def _groups(messages: list[dict]) -> list[list[int]]:
     the tool results after it are one group; every other message is its own."""
     groups: list[list[int]] = []
     for index, message in enumerate(messages):
-        if message.get("role") == "tool" and groups and (messages[groups[-1][0]].get("tool_calls")):
+        if message.get("role") == ChatRole.TOOL and groups and (messages[groups[-1][0]].get("tool_calls")):
             groups[-1].append(index)
         else:
             groups.append([index])
@@ -86,9 +87,9 @@ def fit(messages: list[dict], *, agent, model: str, max_tokens: int, tools: list
         budget -= counts.pop()
     sizes = [count + PER_MESSAGE_TOKENS for count in counts]
     head = 0
-    while head < len(messages) and messages[head].get("role") == "system":
+    while head < len(messages) and messages[head].get("role") == ChatRole.SYSTEM:
         head += 1
-    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=len(messages) - 1)
+    last_user = max((i for i, m in enumerate(messages) if m.get("role") == ChatRole.USER), default=len(messages) - 1)
     tail_start = max(last_user, head)
     droppable = [g for g in _groups(messages) if g[0] >= head and g[-1] < tail_start]
     total = sum(sizes)

@@ -45,7 +45,7 @@ from agents.runs.lifecycle import Outcome, stop_reason, user_turn
 from agents.tools.backends.base import ToolContext
 from agents.tools.invoke import invoke_tool
 from agents.tools.registry import resolve_tools
-from agents_site.vocabulary import ControlCommand, EventKind, FinishReason, RunStatus, SessionStatus
+from agents_site.vocabulary import ChatRole, ControlCommand, EventKind, FinishReason, RunStatus, SessionStatus
 from sessions.masking import StreamMasker
 from sessions.scanner import redact_text
 from toolkit.stopping import StopSignal
@@ -141,11 +141,11 @@ def compose_prompt(agent: Agent, text: str) -> list[dict]:
     messages: list[dict] = []
     instructions = (agent.instructions or "").strip()
     if instructions:
-        role = "user" if settings.AGENTS_INSTRUCTIONS_ROLE == "user" else "system"
+        role = ChatRole.USER if settings.AGENTS_INSTRUCTIONS_ROLE == ChatRole.USER else ChatRole.SYSTEM
         messages.append({"role": role, "content": instructions})
     text = (text or "").strip()
     if text or not messages:
-        messages.append({"role": "user", "content": text})
+        messages.append({"role": ChatRole.USER, "content": text})
     return messages
 
 
@@ -317,7 +317,7 @@ class RunLoop:
                 elif verb == ControlCommand.MESSAGE:
                     text = _command_text(command)
                     if text:
-                        messages.append({"role": "user", "content": text})
+                        messages.append({"role": ChatRole.USER, "content": text})
                         added = True
             if not paused:
                 break
@@ -446,7 +446,7 @@ class RunLoop:
         if self.resume is not None:  # the waiting turn's calls are answered: their results, then on
             messages = [dict(m) for m in self.resume.messages]
             for row in self.resume.rows:
-                messages.append({"role": "tool", "tool_call_id": row.tool_call_id, "content": self.resume.settle(self, row, by_wire)})
+                messages.append({"role": ChatRole.TOOL, "tool_call_id": row.tool_call_id, "content": self.resume.settle(self, row, by_wire)})
             first_round = self.resume.round_no + 1
         elif self.text.strip() and not getattr(self.run, "opened_here", False):  # else run_start recorded it
             self.session.append(EventKind.MESSAGE, user_turn(self.run))
@@ -500,7 +500,7 @@ class RunLoop:
                             self._run_tool(call, by_wire, round_no)
                     self.outcome.ops = [{"name": _wire(call), "args": parsed_arguments(masked(_raw(call)))} for call in client_calls]
                     self._hear("ops", self.outcome.ops)
-                    self.session.append(EventKind.MESSAGE, {"role": "assistant", "text": clip(content or ""), "model": answered.model,
+                    self.session.append(EventKind.MESSAGE, {"role": ChatRole.ASSISTANT, "text": clip(content or ""), "model": answered.model,
                                                             "ops": [op["name"] for op in self.outcome.ops], "runId": self.run.id}, last=True)
                     self.outcome.status = RunStatus.OK
                     self.outcome.output = content or ""
@@ -509,13 +509,13 @@ class RunLoop:
                 if calls and offer:
                     messages.append(
                         {
-                            "role": "assistant",
+                            "role": ChatRole.ASSISTANT,
                             "content": content or "",  # "" not null: strict gateways (llama-cpp-python) refuse null
                             "tool_calls": [_masked_call(call) for call in calls],
                         }
                     )
                     if content:
-                        self.session.append(EventKind.MESSAGE, {"role": "assistant", "text": clip(content), "model": answered.model, "runId": self.run.id})
+                        self.session.append(EventKind.MESSAGE, {"role": ChatRole.ASSISTANT, "text": clip(content), "model": answered.model, "runId": self.run.id})
                     rules = getattr(self.agent, "approval", None) or {}
                     ruled: set[int] = set()
                     if rules.get("tools"):
@@ -530,15 +530,15 @@ class RunLoop:
                             self.record_call(call, round_no, name=by_wire[_wire(call)].name, result=result, failed=True)
                         else:
                             result = self._run_tool(call, by_wire, round_no)
-                        messages.append({"role": "tool", "tool_call_id": getattr(call, "id", ""), "content": result})
+                        messages.append({"role": ChatRole.TOOL, "tool_call_id": getattr(call, "id", ""), "content": result})
                     continue
             text = content or ""
             if calls and not text:
                 raise RunEnded("the model asked for tools after its last tool round and gave no answer")
             # The reply is held: written with the run's summary when no steering follows (one transaction).
-            self.session.append(EventKind.MESSAGE, {"role": "assistant", "text": clip(text), "model": answered.model, "runId": self.run.id},
+            self.session.append(EventKind.MESSAGE, {"role": ChatRole.ASSISTANT, "text": clip(text), "model": answered.model, "runId": self.run.id},
                                 last=True)
-            followup = [{"role": "assistant", "content": text}]
+            followup = [{"role": ChatRole.ASSISTANT, "content": text}]
             self.outcome.output = text  # a stop arriving now keeps the whole reply as the run's output
             if self.steer(followup) and round_no < rounds:
                 messages.extend(followup)
@@ -553,7 +553,7 @@ class RunLoop:
         the session gets it as an `incomplete` turn, held to be written with the run's end."""
         if written:
             self.outcome.output = written
-            self.session.append(EventKind.MESSAGE, {"role": "assistant", "text": clip(written), "model": model,
+            self.session.append(EventKind.MESSAGE, {"role": ChatRole.ASSISTANT, "text": clip(written), "model": model,
                                                     "incomplete": True, "runId": self.run.id}, last=True)
 
     def execute(self) -> Outcome:

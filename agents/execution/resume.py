@@ -58,26 +58,26 @@ def rebuild(run: Run, agent, *, before: int) -> list[dict]:
         if not isinstance(payload, dict):
             continue
         if kind == EventKind.MESSAGE and payload.get("role") == ChatRole.ASSISTANT and not payload.get("incomplete"):
-            messages.append({"role": "assistant", "content": payload.get("text") or ""})
+            messages.append({"role": ChatRole.ASSISTANT, "content": payload.get("text") or ""})
             group = None
         elif kind == EventKind.TOOL_CALL and payload.get("runId") == run.id:
             if group is None or payload.get("round") != group_round:
                 last = messages[-1]
-                if last.get("role") == "assistant" and not last.get("tool_calls"):
+                if last.get("role") == ChatRole.ASSISTANT and not last.get("tool_calls"):
                     group = last
                 else:
-                    group = {"role": "assistant", "content": ""}
+                    group = {"role": ChatRole.ASSISTANT, "content": ""}
                     messages.append(group)
                 group["tool_calls"], group_round = [], payload.get("round")
             call_id = payload.get("toolCallId") or f"call_{seq}"
             arguments = payload.get("arguments")
             group["tool_calls"].append({"id": call_id, "type": "function", "function": {
                 "name": payload.get("name") or "", "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments or {})}})
-            messages.append({"role": "tool", "tool_call_id": call_id, "content": str(payload.get("result") or "")})
+            messages.append({"role": ChatRole.TOOL, "tool_call_id": call_id, "content": str(payload.get("result") or "")})
         elif kind == EventKind.CONTROL and payload.get("command") == ControlCommand.MESSAGE:
             text = _command_text(payload)
             if text:
-                messages.append({"role": "user", "content": text})
+                messages.append({"role": ChatRole.USER, "content": text})
                 group = None
     return messages
 
@@ -132,8 +132,8 @@ def run_resume(*, run_id: str) -> str:
     first_seq = min((row.request_seq for row in rows if row.request_seq), default=None)
     messages = rebuild(run, agent, before=first_seq or 2**62)
     last = messages[-1] if messages else {}
-    if not (last.get("role") == "assistant" and not last.get("tool_calls")):
-        last = {"role": "assistant", "content": ""}
+    if not (last.get("role") == ChatRole.ASSISTANT and not last.get("tool_calls")):
+        last = {"role": ChatRole.ASSISTANT, "content": ""}
         messages.append(last)
     last["tool_calls"] = [{"id": row.tool_call_id, "type": "function",
                            "function": {"name": row.wire_name or row.tool_name, "arguments": approvals._masked(row.arguments)}} for row in rows]

@@ -43,7 +43,7 @@ from agents.inference import inference_configured
 from agents.models import Agent, Run
 from agents.run_session import RunSession, clip, session_title
 from agents_site.errors import ApiError, Conflict, InvalidRequest, ServiceUnavailable
-from agents_site.vocabulary import AgentHosting, ErrorCode, EventKind, FinishReason, RunKind, RunStatus, SessionStatus
+from agents_site.vocabulary import AgentHosting, ChatRole, ErrorCode, EventKind, FinishReason, RunKind, RunStatus, SessionStatus
 from billing.meter import balance_authorize, fee_for_kind, run_charge
 from sessions.services import refuse_secrets
 from tenancy import stores
@@ -340,7 +340,7 @@ def _let_go(inbox) -> None:
 
 def user_turn(run: Run) -> dict:
     """Return the payload of a run's opening `message` turn: the input, as the user's (clipped to 16 KiB)."""
-    return {"role": "user", "text": clip(run.input), "runId": run.id}
+    return {"role": ChatRole.USER, "text": clip(run.input), "runId": run.id}
 
 
 def run_mark_running(*, run_id: str) -> Run:

@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from agents_site.errors import ApiError, InvalidRequest
-from agents_site.vocabulary import ConnectionMode, IdentityCategory
+from agents_site.vocabulary import ConnectionMode, DeliveryStatus, IdentityCategory
 from console.access import member_required, org_admin_required
 from identity import selectors, services
 from identity.presenters import anomaly_view, delivery_view, envelope_view, identity_view, inbox_item_view, keyset_view, public_keys_view
@@ -78,7 +78,8 @@ def identity_deliveries(request, ref: str):
     return render(
         request,
         "console/identity/deliveries.html",
-        {"agent": identity_view(profile), "deliveries": [delivery_view(r) for r in rows], "next_cursor": cursor, "nav": "identity"},
+        {"agent": identity_view(profile), "deliveries": [delivery_view(r) for r in rows], "next_cursor": cursor, "nav": "identity",
+         "delivery_terminal": sorted(str(s) for s in DeliveryStatus.TERMINAL)},  # a finished delivery can be replayed
     )
 
 

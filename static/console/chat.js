@@ -10,6 +10,7 @@
 (function () {
   "use strict";
   var A = window.Agents;
+  var FRAME = A.vocab.enums.ReplyFrame, ROLE = A.vocab.enums.ChatRole;  // the stream's frame words and the chat roles (static/console/vocabulary.js)
   var page = document.getElementById("chat-page");
   if (!page) return;
   var list = document.getElementById("chat-conversations");
@@ -34,7 +35,7 @@
 
   function bubble(role, text, extra) {
     empty.hidden = true;
-    var response = role === "user" && window.Artifacts ? window.Artifacts.responseCard(text) : null;
+    var response = role === ROLE.USER && window.Artifacts ? window.Artifacts.responseCard(text) : null;
     var li = A.el("li", { class: role + (extra ? " " + extra : ""), "data-role": role }, [
       A.el("div", { class: "who", text: role }),
       response || A.el("div", { class: "bubble", text: text || "" })
@@ -94,7 +95,7 @@
   }
 
   function showStored(message) {
-    if (message.role === "tool") { bubble("tool", message.content); return; }
+    if (message.role === ROLE.TOOL) { bubble("tool", message.content); return; }
     var li = bubble(message.role, message.content);
     li.dataset.message = message.id || "";
     var calls = message.toolCalls;
@@ -222,22 +223,22 @@
       }
       mine.classList.remove("pending");
       return readFrames(response, function (event, data) {
-        if (event === "start") {
+        if (event === FRAME.START) {
           running = data;
           if (data.conversationId && !conversationId) conversationId = data.conversationId;
           if (data.sessionId) { sessionLink.href = page.dataset.sessionBase + encodeURIComponent(data.sessionId) + "/"; sessionLink.hidden = false; }
-        } else if (event === "delta") {
+        } else if (event === FRAME.DELTA) {
           if (!reply) { reply = bubble("assistant", "", "streaming"); state.textContent = "Writing…"; }
           reply.querySelector(".bubble").textContent += data.text || "";
           scrollDown();
-        } else if (event === "tool") {
+        } else if (event === FRAME.TOOL) {
           toolCard(data);
           reply = null; // the next words are a new turn, after the tool
-        } else if (event === "ops") {
+        } else if (event === FRAME.OPS) {
           opsCard(data.ops);
-        } else if (event === "chat") {
+        } else if (event === FRAME.CHAT) {
           final = data;
-        } else if (event === "error") {
+        } else if (event === FRAME.ERROR) {
           if (data.run && data.run.finishReason === A.vocab.word.stopped) final = data; // the user's own stop: no error banner
           else A.showError(errorBox, { ok: false, status: data.status || 500, body: data, text: "" });
         }

@@ -2,9 +2,9 @@
    token, badges, and small page behaviours. Exposed as window.Agents. No build step. */
 (function () {
   "use strict";
-  var vocabNode = document.getElementById("agents-vocabulary");
-  // The one vocabulary (agents_site/vocabulary.py → json_script); never a copy here.
-  var vocab = vocabNode ? JSON.parse(vocabNode.textContent) : { badge: {} };
+  // The one vocabulary: static/console/vocabulary.js, generated from agents_site/vocabulary.py
+  // (manage.py write_vocabulary_js) and loaded before this script; never a copy here.
+  var vocab = window.AgentsVocabulary || { badge: {}, word: {}, enums: {} };
 
   function csrfToken() {
     var meta = document.querySelector('meta[name="csrf-token"]');

@@ -161,7 +161,7 @@
     var list = document.getElementById("inbox");
     if (!list || !window.EventSource) return;
     var source = new EventSource(list.getAttribute("data-stream"));
-    source.addEventListener("inbox", function (e) {
+    source.addEventListener(A.vocab.enums.InboxStreamFrame.INBOX, function (e) {
       var item = JSON.parse(e.data);
       if (list.querySelector('[data-id="' + item.id + '"]')) return;
       var empty = document.getElementById("inbox-empty");

@@ -51,14 +51,14 @@
       source.onopen = ready;
       source.onerror = ready; // no stream on this deployment: run without the live view
       setTimeout(ready, 1500);
-      source.addEventListener("session", function (e) {
+      source.addEventListener(A.vocab.enums.StreamFrameKind.SESSION, function (e) {
         var s = JSON.parse(e.data).session;
         if (!s) return;
         // The run's root session: this agent, started by this user, after the Run press.
         if (!sessionId && s.agent === agentName && (!actor || !s.actor || s.actor === actor) && !s.parentSessionId) showSession(s.id);
         if (s.id === sessionId) setStatus(s.status);
       });
-      source.addEventListener("event", function (e) {
+      source.addEventListener(A.vocab.enums.StreamFrameKind.EVENT, function (e) {
         var ev = JSON.parse(e.data).event;
         if (!ev) return;
         (buffered[ev.sessionId] = buffered[ev.sessionId] || []).push(ev);

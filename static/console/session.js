@@ -114,12 +114,12 @@
       };
       setTimeout(done, 2000);
       // The server's log is behind the last id this page saw (restored or reset): re-read it.
-      source.addEventListener("reset", function () { read(); scheduleTree(); });
-      source.addEventListener("event", function (e) {
+      source.addEventListener(A.vocab.enums.StreamFrameKind.RESET, function () { read(); scheduleTree(); });
+      source.addEventListener(A.vocab.enums.StreamFrameKind.EVENT, function (e) {
         var ev = JSON.parse(e.data).event;
         if (ev) { addEvent(ev, true); scheduleTree(); if (window.AgentsApprovals) window.AgentsApprovals.refresh(); }
       });
-      source.addEventListener("session", function (e) {
+      source.addEventListener(A.vocab.enums.StreamFrameKind.SESSION, function (e) {
         var s = JSON.parse(e.data).session;
         if (!s) return;
         if (s.id === id) showSession(Object.assign({}, session || {}, s));

@@ -63,8 +63,8 @@
     var source = new EventSource("/v1/agents/sessions/stream");
     source.onopen = function () { streamState.textContent = "● live"; };
     source.onerror = function () { streamState.textContent = source.readyState === EventSource.CLOSED ? "live updates unavailable" : "reconnecting…"; };
-    source.addEventListener("session", function (e) { var s = JSON.parse(e.data).session; if (s) upsert(s); });
-    source.addEventListener("event", function (e) {
+    source.addEventListener(A.vocab.enums.StreamFrameKind.SESSION, function (e) { var s = JSON.parse(e.data).session; if (s) upsert(s); });
+    source.addEventListener(A.vocab.enums.StreamFrameKind.EVENT, function (e) {
       var ev = JSON.parse(e.data).event;
       var tr = ev && body.querySelector('tr[data-session="' + CSS.escape(ev.sessionId) + '"]');
       if (!tr) return;

@@ -196,7 +196,7 @@
   function live() {
     if (!window.EventSource) return;
     var source = new EventSource("/v1/identity/inbox/stream?lastEventId=" + encodeURIComponent(S.inboxHead));
-    source.addEventListener("inbox", function (e) { onInboxItem(JSON.parse(e.data)); });
+    source.addEventListener(A.vocab.enums.InboxStreamFrame.INBOX, function (e) { onInboxItem(JSON.parse(e.data)); });
   }
 
   function ready() {

@@ -106,7 +106,7 @@ def test_stream_must_be_a_json_boolean(funded, upstream, bad):
     assert stored_runs(funded) == [] and upstream.chat_requests == []
 
 
-@pytest.mark.parametrize("extra", [{"background": True}, {"targetId": "tgt_x"}])
+@pytest.mark.parametrize("extra", [{"background": True}, {"targetId": "tgt_" + "0" * 32}])
 def test_stream_with_background_or_a_target_is_400(funded, upstream, extra):
     make_agent(funded, "both")
     response = post_run(funded, "both", {"input": "x", "stream": True, **extra})

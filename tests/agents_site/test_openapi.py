@@ -164,3 +164,14 @@ def test_a_recorded_run_links_to_the_route_that_reads_it_again(document):
     get_run = document["paths"]["/v1/agents/runs/{run_id}"]["get"]["operationId"]
     for status in ("200", "502"):
         assert run[status]["links"]["GetRun"] == {"operationId": get_run, "parameters": {"run_id": "$response.body#/id"}}
+
+
+def test_every_generated_document_is_the_same_and_names_only_components_it_holds():
+    """The completion of the document must not change the routes' own dicts: a second
+    generation in the same process once lost the stream components its `$ref`s named."""
+    from agents_site.api import api
+
+    first, second = api.get_openapi_schema(), api.get_openapi_schema()
+    assert first == second
+    refs = set(re.findall(r'"#/components/schemas/([^"]+)"', json.dumps(second)))
+    assert {"ChatStreamFrame", "RunStreamFrame"} <= refs <= set(second["components"]["schemas"])

@@ -80,3 +80,37 @@ def test_a_credential_in_a_tool_definition_is_a_422_and_never_sent(org, upstream
 
     error = assert_refused(org, upstream, response, status=422)
     assert error["code"] == "secret_in_transcript" and error["findings"] and GITHUB not in response.content.decode()
+
+
+OPENAI_KEY = "sk-proj-" + ("Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z" * 3)[:74] + "T3BlbkFJ" + ("Zy9xWv8uTs7rQp6oNm5lKj4iHg3fEd2c" * 3)[:74]  # an OpenAI project key
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("stop", [f"END {GITHUB}"]),
+    ("user", f"alice {OPENAI_KEY}"),
+    ("response_format", {"type": "json_schema", "json_schema": {"name": "r", "schema": {"type": "object", "description": f"use {GITHUB}"}}}),
+    ("messages", [{"role": "user", "content": f"my token is {OPENAI_KEY}"}]),
+])
+def test_a_credential_the_caller_wrote_in_any_field_is_a_422_naming_it_and_never_sent(org, upstream, field, value):
+    body = {"model": "writer", "messages": HI, field: value}
+
+    response = post(org, json.dumps(body))
+
+    error = assert_refused(org, upstream, response, status=422)
+    assert error["code"] == "secret_in_transcript" and error["type"] == "invalid_request_error"
+    assert {f["field"] for f in error["findings"]} == {field}
+    assert GITHUB not in response.content.decode() and OPENAI_KEY not in response.content.decode()
+
+
+@pytest.mark.parametrize("path", ["/chat/completions", "/models", "/models/writer"])
+def test_a_credential_in_the_query_string_is_a_422_and_nothing_runs(org, upstream, path):
+    method = "POST" if path == "/chat/completions" else "GET"
+
+    response = org.client.generic(method, f"{BASE_PATH}{path}?api_key={GITHUB}", json.dumps({"model": "writer", "messages": HI}),
+                                  content_type="application/json")
+
+    error = assert_refused(org, upstream, response, status=422)
+    assert error["code"] == "secret_in_transcript" and [f["field"] for f in error["findings"]] == ["?api_key"]
+    assert GITHUB not in response.content.decode()
+    # An ordinary query parameter is no credential: the call goes through.
+    assert org.client.get(f"{BASE_PATH}/models?api-version=2024-06-01").status_code == 200

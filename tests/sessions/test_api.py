@@ -55,7 +55,7 @@ def test_subagents_inherit_the_root_of_their_flow(org_a):
         assert set(Session.objects.filter(root_id=root["id"]).values_list("id", flat=True)) == {root["id"], child["id"], grandchild["id"]}
 
 
-@pytest.mark.parametrize("parent", ["foreign", "sess_" + "0" * 32, "s" * 129])
+@pytest.mark.parametrize("parent", ["foreign", "sess_" + "0" * 32])  # a malformed id: tests/agents_site/test_id_fields.py
 def test_parent_unknown_or_in_another_org_is_400_and_nothing_is_stored(org_a, org_b, parent):
     if parent == "foreign":
         parent = new_session(org_b)["id"]
@@ -293,7 +293,7 @@ def test_publishing_needs_a_project(org_a):
         ({"terminal": "http://t.example.com"}, "terminal url must be https"),
         ({"terminal": "//t.example.com"}, "terminal url must be https"),
         ({"title": "t" * 513}, "title too long"),
-        ({"target": "tgt_missing"}, "target not found in this org"),
+        ({"target": "tgt_" + "f" * 32}, "target not found in this org"),
         ({"project": "p" * 129}, "project too long"),
     ],
 )
