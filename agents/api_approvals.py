@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import ConfigDict
+
 from ninja import Field, Query, Router, Schema
 
 from agents.runs import approvals
 from agents.schemas import ApprovalOut
-from agents_site.schemas import BodySchema, ErrorOut, choice
+from agents_site.schemas import BodySchema, ErrorOut, choice, required_in_docs
 from agents_site.vocabulary import ControlCommand
 from sessions.schemas import EventOut, SecretErrorOut
 from tenancy.principal import require_org
@@ -29,16 +31,22 @@ TOOL_CALL_ID_PATTERN = r"^[A-Za-z0-9_.:~+=-]{1,128}$"
 class ApproveIn(BodySchema):
     """Approve one pending tool call; `arguments` replaces the model's (checked against the tool's schema)."""
 
-    toolCallId: str = Field(..., min_length=1, max_length=128, pattern=TOOL_CALL_ID_PATTERN,
-                            description="The `toolCallId` of the pending request (as the gateway named the call).")
+    model_config = ConfigDict(json_schema_extra=required_in_docs("toolCallId"))
+
+    # Optional for pydantic (the service answers a missing one with its own 400), required in the document.
+    toolCallId: str | None = Field(None, min_length=1, max_length=128, pattern=TOOL_CALL_ID_PATTERN,
+                                   description="The `toolCallId` of the pending request (as the gateway named the call).")
     arguments: dict[str, Any] | None = Field(None, description="Edited arguments the tool is called with instead of the model's.")
 
 
 class DenyIn(BodySchema):
     """Deny one pending tool call; the model receives the denial and `message` as the tool's result."""
 
-    toolCallId: str = Field(..., min_length=1, max_length=128, pattern=TOOL_CALL_ID_PATTERN,
-                            description="The `toolCallId` of the pending request (as the gateway named the call).")
+    model_config = ConfigDict(json_schema_extra=required_in_docs("toolCallId"))
+
+    # Optional for pydantic (the service answers a missing one with its own 400), required in the document.
+    toolCallId: str | None = Field(None, min_length=1, max_length=128, pattern=TOOL_CALL_ID_PATTERN,
+                                   description="The `toolCallId` of the pending request (as the gateway named the call).")
     message: str | None = Field(None, description="Why (at most 16 KiB); the model reads it.")
 
 

@@ -69,7 +69,8 @@ _APPROVAL = (
 class ApprovalRules(BodySchema):
     """An agent's approval rules: the tools whose calls wait for a person."""
 
-    tools: list[str] = Field(default_factory=list, max_length=64, description="Tool names or prefixes ending in `*`.")
+    tools: list[str] = Field(default_factory=list, max_length=64, description="Tool names or prefixes ending in `*`.",
+                             json_schema_extra=declare(on="array", items={"type": "string", "minLength": 1, "maxLength": 200, "pattern": "\\S"}))
 
 
 class ApprovalRulesOut(Schema):

@@ -29,6 +29,9 @@ def _agent_body(body: dict) -> None:
         body["model"] = MODEL
     if isinstance(body.get("tools"), list):
         body["tools"] = [tool for tool in body["tools"] if tool in BUILTIN_TOOLS] or list(BUILTIN_TOOLS[:1])
+    if isinstance(body.get("approval"), dict) and isinstance(body["approval"].get("tools"), list):
+        # A rule must name one of the agent's tools: only a tool the body gives it is valid data.
+        body["approval"]["tools"] = [t for t in body["approval"]["tools"] if t in (body.get("tools") or [])]
     if isinstance(body.get("schedule"), str):
         body["schedule"] = CRON
     if body.get("executionMode") == "long-running":

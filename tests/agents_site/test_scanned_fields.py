@@ -37,6 +37,8 @@ BASE = {
     ("POST", "/v1/agents/sessions/{id}/pause"): {},
     ("POST", "/v1/agents/sessions/{id}/resume"): {},
     ("POST", "/v1/agents/sessions/{id}/stop"): {},
+    ("POST", "/v1/agents/sessions/{id}/approve"): {"toolCallId": "call_1", "arguments": {"expression": "1+1"}},
+    ("POST", "/v1/agents/sessions/{id}/deny"): {"toolCallId": "call_1", "message": "no"},
     ("POST", "/v1/agents/sessions/{id}/message"): {"message": "hi"},
     ("POST", "/v1/agents/targets"): {"label": "m"},
     ("PATCH", "/v1/agents/targets/{target_id}"): {},

@@ -58,7 +58,7 @@ def test_narration_fields_are_refused_as_not_supported_here(shop, upstream, fiel
 
 def test_reply_conversation_of_another_org_or_unknown_is_404(shop, org_b, upstream):
     foreign = _conversation(org_b)
-    for value in (foreign, "conv_nope"):
+    for value in (foreign, "conv_" + "0" * 32):  # well formed, unknown (a malformed id is 400: tests/agents_site/test_id_fields.py)
         response = start(shop, replyConversationId=value)
         assert response.status_code == 404 and response.json() == {
             "status": 404, "code": "not_found", "error": "replyConversationId: no conversation with that id"}

@@ -58,7 +58,7 @@ def test_routed_coding_run_is_offered_with_its_fields_and_no_credential(shop, li
 
 
 def test_routed_coding_run_to_an_unknown_machine_is_404(shop):
-    response = start(shop, targetId="tgt_unknown")
+    response = start(shop, targetId="tgt_" + "0" * 32)  # well formed, unknown (a malformed id is 400)
     assert response.status_code == 404
     with shop.context():
         assert Run.objects.count() == 0

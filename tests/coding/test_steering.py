@@ -52,12 +52,16 @@ def test_stop_ends_the_run_without_a_push_and_reports_local_commits(shop, remote
         deadline = time.monotonic() + 10
         while len(upstream.chat_requests) < 2 and time.monotonic() < deadline:  # the second turn is in flight
             time.sleep(0.01)
-        steer.post(sid, "stop")  # it cancels that turn's completion (issue 25): the first turn's commit stays local
-        slow.set()
+        # The stop cancels that turn's completion (issue 25): the held reply is never released
+        # here (a run that only looked between turns would wait out the hold and finish `ok`).
+        steer.post(sid, "stop")
 
     steer = Steer(shop, script)
     steer.start()
-    assert execute(shop, body["runId"]) == "error"
+    try:
+        assert execute(shop, body["runId"]) == "error"
+    finally:
+        slow.set()
     steer.finish()
     assert len(upstream.chat_requests) == 2
     assert session_status(shop, body["sessionId"]) == "error"
