@@ -53,6 +53,25 @@ def server_env(extra: dict | None = None) -> dict:
     return env
 
 
+def _listens(pid: int, port: int) -> bool:
+    """Return whether process `pid` holds the socket listening on 127.0.0.1:`port` (Linux /proc)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
+                inodes.add(fields[9])
+    try:
+        held = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+    except OSError:
+        return False
+    return any(f"socket:[{inode}]" in held for inode in inodes)
+
+
 class LiveServer:
     """One daphne process; `url` is its base address."""
 
@@ -67,6 +86,23 @@ class LiveServer:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 120.0) -> LiveServer:  # a loaded 2-core CI box takes > 30 s
+        """Start daphne and return once it answers — and is this process's own daphne.
+
+        `free_port()` only finds a port free *now*: another test process (the other xdist worker,
+        a second `make test` on the machine) may bind it before daphne does. Then this daphne
+        exits ("Address already in use") while the port answers — with the other process's
+        server, its database and keys (requests came back "API key unknown"). So the answer only
+        counts once this daphne holds the port's listening socket; a lost race starts again on a new port.
+        """
+        deadline = time.monotonic() + timeout
+        for _ in range(5):
+            if self._launch(deadline):
+                return self
+            self.port = free_port()
+            self.log_path = Path(self.env["AGENTS_DATA_DIR"]) / f"daphne-{self.port}.log"
+        raise RuntimeError("daphne lost the race for a free port five times")
+
+    def _launch(self, deadline: float) -> bool:
         log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
             # The Procfile's endpoint: the listen backlog of `make run` (AGENTS_LISTEN_BACKLOG).
@@ -78,15 +114,19 @@ class LiveServer:
             stdout=log,
             stderr=subprocess.STDOUT,
         )
-        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"daphne exited: {self.log_path.read_text()[-2000:]}")
+                text = self.log_path.read_text()
+                if "Address already in use" in text or "Couldn't listen" in text:
+                    return False  # another process took the port first
+                raise RuntimeError(f"daphne exited: {text[-2000:]}")
             try:
                 httpx.get(self.url + "/v1/agents/openapi.json", timeout=1.0)
-                return self
+                if _listens(self.proc.pid, self.port):
+                    return True
             except httpx.HTTPError:
-                time.sleep(0.1)
+                pass
+            time.sleep(0.1)
         self.stop()
         raise RuntimeError("daphne did not start in time")
 
