@@ -18,6 +18,7 @@ from tests.agents.conftest import fund, make_agent, run
 from tests.agents.test_credentials import _Secrets
 from tests.support.credentials import credential_corpus, leaked, needles
 from tests.support.upstream import Reply
+from tests.support.files import file_bytes
 
 pytestmark = pytest.mark.django_db
 
@@ -28,7 +29,7 @@ SAMPLES_PER_PAGE = 24  # credentials in one fetched page (one tool result)
 
 def _org_bytes(slug: str) -> bytes:
     path = stores.store_path(slug)
-    return b"".join(p.read_bytes() for p in Path(path).parent.rglob("*") if p.is_file())
+    return b"".join(file_bytes(p) for p in Path(path).parent.rglob("*") if p.is_file())
 
 
 def _leaks(where: bytes | str, samples) -> list[str]:

@@ -23,6 +23,7 @@ from tests.sessions.sse import open_stream
 from tests.support.credentials import credential_corpus, raw_values
 from tests.support.live import LiveServer
 from tests.support.upstream import Reply
+from tests.support.files import file_bytes
 
 pytestmark = pytest.mark.django_db
 
@@ -33,7 +34,7 @@ def _token() -> str:
 
 def _store_bytes(slug: str) -> bytes:
     path = stores.store_path(slug)
-    return b"".join(Path(f"{path}{suffix}").read_bytes() for suffix in ("", "-wal") if Path(f"{path}{suffix}").exists())
+    return b"".join(file_bytes(f"{path}{suffix}") for suffix in ("", "-wal") if Path(f"{path}{suffix}").exists())
 
 
 def test_a_run_input_carrying_a_credential_is_refused_before_anything_is_stored(funded, upstream):
@@ -149,7 +150,7 @@ def _org_files(slug: str) -> bytes:
     path = stores.store_path(slug)
     files = [p for p in path.parent.rglob("*") if p.is_file()]
     assert path in files
-    return b"".join(p.read_bytes() for p in files)
+    return b"".join(file_bytes(p) for p in files)
 
 
 @pytest.mark.django_db(transaction=True)

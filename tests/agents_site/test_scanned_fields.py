@@ -23,6 +23,7 @@ from agents_site.api import api
 from tenancy import stores
 from tests.identity.conftest import create_agent
 from tests.support.credentials import credential_corpus
+from tests.support.files import file_bytes
 
 pytestmark = [pytest.mark.django_db, pytest.mark.both_stores]
 
@@ -144,7 +145,7 @@ def _store_bytes(slug: str) -> bytes:
                                "-a", stores.postgres_database_name(slug)], capture_output=True, env=env, timeout=120, check=True)
         return dump.stdout
     folder = stores.store_path(slug).parent
-    return b"".join(p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file())
+    return b"".join(file_bytes(p) for p in sorted(folder.iterdir()) if p.is_file())
 
 
 def test_a_credential_in_any_string_field_of_any_write_is_refused_and_never_stored(org_a):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.chat.conftest import charged, chat, stored, user
+from tests.support.files import file_bytes
 
 pytestmark = pytest.mark.django_db
 
@@ -68,7 +69,7 @@ def store_bytes(org) -> bytes:
     files = [p for p in stores.store_path(org.slug).parent.iterdir() if p.is_file() and p.name.startswith(org.slug)]
     default_db = Path(connections["default"].settings_dict["NAME"])
     files += list(default_db.parent.glob(default_db.name + "*"))
-    return b"".join(p.read_bytes() for p in files)
+    return b"".join(file_bytes(p) for p in files)
 
 
 @pytest.mark.parametrize("where", ["description", "parameters"])

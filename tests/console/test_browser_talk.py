@@ -16,6 +16,7 @@ from identity.models import Envelope, InboxItem
 from tests.identity.conftest import bearer, create_agent, post
 from tests.sdk.example_agents import EchoAgent, build_typescript_sdk, new_credentials
 from tests.support.live import free_port
+from tests.support.files import file_bytes
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -129,7 +130,7 @@ def grep_server(org, console_server, qcluster_log: str, needles: list[bytes]) ->
     default = Path(str(connections["default"].settings_dict["NAME"]))
     candidates += [p for p in default.parent.glob(default.name + "*") if p.is_file()]
     candidates += [console_server.log_path]
-    found = [str(p) for p in candidates if any(n in p.read_bytes() for n in needles)]
+    found = [str(p) for p in candidates if any(n in file_bytes(p) for n in needles)]
     found += ["qcluster log" for n in needles if n in qcluster_log.encode()]
     return found
 

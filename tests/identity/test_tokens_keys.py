@@ -15,6 +15,7 @@ from identity.secretbox import decrypt_secret
 from tenancy import stores
 from tests.identity.conftest import AgentKeys, bearer, create_agent, post
 from tests.support.stored import every_row_as_text
+from tests.support.files import file_bytes
 
 pytestmark = [pytest.mark.django_db, pytest.mark.both_stores]
 
@@ -53,7 +54,7 @@ def test_token_is_stored_as_bcrypt_and_nowhere_in_plain_text(org_a, agent_keys, 
     files += [p for p in Path(default_db).parent.glob(Path(default_db).name + "*")]
     assert files
     for path in files:
-        data = path.read_bytes()
+        data = file_bytes(path)
         assert secret.encode() not in data, path
         assert token.encode() not in data, path
 

@@ -21,6 +21,7 @@ from sessions.scanner import mask, scan_payload, shannon_entropy
 from tenancy import stores
 from tests.sessions.conftest import new_session, post
 from tests.support.live import ROOT
+from tests.support.files import file_bytes
 
 ALNUM = string.ascii_letters + string.digits
 
@@ -81,7 +82,7 @@ BENIGN = [
 
 def _store_bytes(slug: str) -> bytes:
     path = stores.store_path(slug)
-    return b"".join(Path(str(path) + suffix).read_bytes() for suffix in ("", "-wal") if Path(str(path) + suffix).exists())
+    return b"".join(file_bytes(str(path) + suffix) for suffix in ("", "-wal") if Path(str(path) + suffix).exists())
 
 
 CORPUS_NAMES = frozenset(case[0] for case in secret_corpus())  # ids are names only: payloads are random per process

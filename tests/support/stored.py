@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from tests.support.files import file_bytes
 
 
 def stored_bytes(connection) -> bytes:
@@ -11,7 +12,7 @@ def stored_bytes(connection) -> bytes:
     if connection.vendor == "sqlite":
         path = connection.settings_dict["NAME"]
         connection.close()
-        return b"".join(open(p, "rb").read() for p in (path, path + "-wal") if os.path.exists(p))
+        return b"".join(file_bytes(p) for p in (path, path + "-wal") if os.path.exists(p))
     return "\n".join(every_row_as_text(connection)).encode()
 
 

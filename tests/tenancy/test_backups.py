@@ -30,6 +30,7 @@ from tenancy.backups.restore import POSITION_EPOCH, RestoreError, floor_above, p
 from tenancy.models import OrgRestore, ReplicaGeneration
 from tests.sessions.sse import open_stream
 from tests.support.live import ROOT, LiveServer, server_env
+from tests.support.files import file_bytes
 
 SESSIONS = "/v1/agents/sessions"
 
@@ -158,7 +159,7 @@ def test_the_drill_delete_then_corrupt_one_org_and_restore_it_to_a_moment(
         generation = ReplicaGeneration.objects.get(slug=org_a.slug, ended_at__isnull=True)
 
         # Bad input: a clear error naming the cause, the live file untouched.
-        untouched = path_a.read_bytes()
+        untouched = file_bytes(path_a)
         for slug, at, cause in ((f"{org_a.slug}-nope", None, "unknown org"),
                                 (org_a.slug, timezone.now() + dt.timedelta(hours=1), "in the future"),
                                 (org_a.slug, generation.started_at - dt.timedelta(hours=1), "before the first snapshot")):
@@ -170,7 +171,7 @@ def test_the_drill_delete_then_corrupt_one_org_and_restore_it_to_a_moment(
             restore_org(org_a.slug, moment)
         generation.replica_url = real_url
         generation.save()
-        assert path_a.read_bytes() == untouched and not fence.flag_path(org_a.slug).exists()
+        assert file_bytes(path_a) == untouched and not fence.flag_path(org_a.slug).exists()
         assert OrgRestore.objects.filter(slug=org_a.slug, status=RestoreStatus.FAILED).count() == 2  # the replica was asked; the other two never got that far
 
         # The disaster: org A's file deleted. B is served throughout; A answers 503 while restored.
