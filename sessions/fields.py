@@ -57,14 +57,14 @@ def _storable(text: str, label: str) -> str:
 
 
 def bounded(value, limit: int, label: str, *, trim: bool = True) -> str:
-    """Return `value` (trimmed) if at most `limit` characters, else 400 `"<label> too long"`.
+    """Return `value` (trimmed) if it was sent with at most `limit` characters, else 400 `"<label> too long"`.
 
     A value no UTF-8 store can hold is 400 `"<label> must be valid UTF-8 text"`.
     """
     text = _text(value)
-    text = text.strip() if trim else text
-    if len(text) > limit:
+    if len(text) > limit:  # as sent: the documented maxLength counts what the caller wrote, spaces included
         raise InvalidRequest(f"{label} too long")
+    text = text.strip() if trim else text
     return _storable(text, label)
 
 
