@@ -19,8 +19,9 @@ from django.conf import settings
 from django.db import connections
 from django.test import Client
 
+from agents_site.vocabulary import RunStatus
 from tenancy import stores
-from tests.agents.conftest import fund, make_agent
+from tests.agents.conftest import fund, make_agent, stored_runs
 from tests.support.upstream import Reply
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_stores]
@@ -68,49 +69,46 @@ def fire(org, n: int, request) -> tuple[list, list[threading.Thread]]:
     return answers, threads
 
 
+def answered_after_all_waited(org, upstream, reply: str, request) -> list:
+    """Hold `simultaneous()` model replies until every request is waiting on the model, then
+    release them; return each request's `(status, body)` as `request(client)` read it."""
+    n = simultaneous()
+    fund(org, 100 * n)
+    gate = threading.Event()
+    upstream.script(*[Reply(content=reply, hold=gate) for _ in range(n)])
+    answers, threads = fire(org, n, request)
+    try:
+        all_waiting(upstream, n, answers)
+    finally:
+        gate.set()
+        for thread in threads:
+            thread.join(60)
+    assert [status for status, _ in answers] == [200] * n, answers
+    runs = stored_runs(org)
+    assert len(runs) == n and {run.status for run in runs} == {RunStatus.OK}  # every run recorded, none lost to a 503
+    return answers
+
+
 def test_more_sync_runs_waiting_on_the_model_than_the_pools_hold_all_succeed(funded, upstream):
     make_agent(funded, "waiter")
-    n = simultaneous()
-    fund(funded, 100 * n)
-    gate = threading.Event()
-    upstream.script(*[Reply(content="done waiting", hold=gate) for _ in range(n)])
 
     def request(client):
         response = client.post("/v1/agents/waiter/run", {"input": "hi"}, content_type="application/json")
         return response.status_code, response.json()
 
-    answers, threads = fire(funded, n, request)
-    try:
-        all_waiting(upstream, n, answers)
-    finally:
-        gate.set()
-        for thread in threads:
-            thread.join(60)
-    assert [status for status, _ in answers] == [200] * n, answers
+    answers = answered_after_all_waited(funded, upstream, "done waiting", request)
     assert {body["output"] for _, body in answers} == {"done waiting"}
 
 
 def test_more_streamed_chat_rounds_waiting_than_the_pools_hold_all_succeed(funded, upstream):
     make_agent(funded, "talker")
-    n = simultaneous()
-    fund(funded, 100 * n)
-    gate = threading.Event()
-    upstream.script(*[Reply(content="streamed after the wait", hold=gate) for _ in range(n)])
 
     def request(client):
         response = client.post("/v1/agents/chat", {"agent": "talker", "messages": [{"role": "user", "content": "hi"}], "stream": True},
                                content_type="application/json")
-        body = read(response) if response.status_code == 200 else response.content.decode()
-        return response.status_code, body
+        return response.status_code, read(response) if response.status_code == 200 else response.content.decode()
 
-    answers, threads = fire(funded, n, request)
-    try:
-        all_waiting(upstream, n, answers)
-    finally:
-        gate.set()
-        for thread in threads:
-            thread.join(60)
-    assert [status for status, _ in answers] == [200] * n, answers
+    answers = answered_after_all_waited(funded, upstream, "streamed after the wait", request)
     assert all("event: error" not in body and "streamed after the wait" in body for _, body in answers), answers[0]
 
 
