@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from django.db import router, transaction
+from django.db import router
 from django.db.models import Count, Q
 
+from agents import queries
 from agents.models import Agent, Run
-from agents_site import sql
 from agents_site.errors import InvalidRequest, NotFound
 from agents_site.pagination import Page, keyset_page, page_limit
 from agents_site.vocabulary import AgentHosting, RunKind, RunStatus
@@ -22,12 +22,7 @@ def agent_get(*, ref: str) -> Agent:
     ref = (ref or "").strip()
     if not ref or len(ref) > MAX_REF_LENGTH:
         raise NotFound("agent not found")
-    alias = router.db_for_read(Agent)
-    connection = transaction.get_connection(alias)
-    with connection.cursor() as cursor:  # one plain-SQL statement (every run looks its agent up: agents_site.sql)
-        cursor.execute(f"SELECT {sql.select_list(Agent, connection)} FROM {sql.table_name(Agent, connection)} WHERE id = %s OR name = %s LIMIT 2",
-                       [ref, ref])
-        found = [sql.from_row(Agent, connection, alias, row) for row in cursor.fetchall()]  # names are unique
+    found = queries.agents_by_id_or_name(ref, alias=router.db_for_read(Agent))  # names are unique
     if not found:
         raise NotFound("agent not found")
     return next((agent for agent in found if agent.pk == ref), found[0])

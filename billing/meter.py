@@ -19,9 +19,10 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 from agents_site.errors import ApiError, Forbidden
 from agents_site.vocabulary import ErrorCode, RunKind
 from billing.models import LedgerEntry
-from billing.selectors import org_balance_cents, org_by_slug
+from billing.queries import org_balance_cents
 from billing.services import run_debit
 from tenancy.models import Org
+from tenancy.queries import org_by_slug
 
 logger = logging.getLogger(__name__)
 

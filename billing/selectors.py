@@ -1,10 +1,8 @@
 """Reads of the billing app."""
 
-from django.db import DEFAULT_DB_ALIAS, router, transaction
-
-from agents_site import sql
 from agents_site.pagination import Page, keyset_page, page_limit
 from billing.models import Account, LedgerEntry
+from billing import queries
 from tenancy.models import Org
 
 LEDGER_DEFAULT_LIMIT = 50
@@ -17,33 +15,10 @@ def balance_cents(*, org) -> int:
 
 
 def org_balance_cents(*, org_slug: str) -> int | None:
-    """Return org `org_slug`'s balance in cents (0 without an account yet), or None when there is no such org.
-
-    One plain-SQL statement (the org joined to its account): the balance gate reads it before
-    every run (`agents_site.sql`). Raises `DatabaseError` when the ledger cannot be read.
-    """
-    connection = transaction.get_connection(router.db_for_read(Account) or DEFAULT_DB_ALIAS)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT a.balance_cents FROM {sql.table_name(Org, connection)} o "
-            f"LEFT JOIN {sql.table_name(Account, connection)} a ON a.org_id = o.id WHERE o.slug = %s",
-            [org_slug],
-        )
-        row = cursor.fetchone()
-    return None if row is None else int(row[0] or 0)
-
-
-def org_by_slug(slug: str) -> Org | None:
-    """Return the org with `slug` (read from the default database in one plain-SQL statement), or None.
-
-    The debit after every run looks its org up here (`agents_site.sql`). Raises `DatabaseError`
-    when the database cannot be read.
-    """
-    connection = transaction.get_connection(router.db_for_read(Org) or DEFAULT_DB_ALIAS)
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {sql.select_list(Org, connection)} FROM {sql.table_name(Org, connection)} WHERE slug = %s", [slug])
-        row = cursor.fetchone()
-    return None if row is None else sql.from_row(Org, connection, connection.alias, row)
+    """Return org `org_slug`'s balance in cents (0 without an account yet), or None when there is
+    no such org: one plain statement (`billing.queries`). Raises `DatabaseError` when the ledger
+    cannot be read."""
+    return queries.org_balance_cents(org_slug=org_slug)
 
 
 def ledger_recent(*, org, limit: int = 50) -> list[LedgerEntry]:
@@ -76,8 +51,7 @@ def billing_summary(*, org_slug: str, limit: int | None = None, cursor: str | No
 
     from billing.meter import BalanceUnavailable, run_fee_cents
     from billing.presenters import ledger_entry_view
-    from tenancy.models import Org
-
+    
     try:
         org = Org.objects.filter(slug=org_slug).first()
         balance = balance_cents(org=org) if org else 0

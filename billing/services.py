@@ -3,9 +3,9 @@
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, router, transaction
 from django.db.models import F
 
-from agents_site import sql
 from agents_site.errors import InvalidRequest
 from agents_site.vocabulary import LedgerKind
+from billing import queries
 from billing.models import Account, LedgerEntry
 
 
@@ -34,7 +34,7 @@ def run_debit(*, org, run_id: str, cents: int, model: str, actor: str, request_i
     Idempotent: a second call for the same run returns None and moves no money (the unique
     `(org, run_id)` constraint on debits decides, even across processes). Returns the new row.
     `org` is the `Org` (only its primary key is used). One transaction: the row's plain
-    `INSERT` and the balance's `UPDATE` (`agents_site.sql`; the account is opened at 0 cents
+    `INSERT` and the balance's `UPDATE` (`billing.queries`; the account is opened at 0 cents
     on the org's first money movement).
     """
     if cents <= 0:
@@ -44,12 +44,8 @@ def run_debit(*, org, run_id: str, cents: int, model: str, actor: str, request_i
     connection = transaction.get_connection(router.db_for_write(LedgerEntry) or DEFAULT_DB_ALIAS)
     try:
         with transaction.atomic(using=connection.alias):
-            sql.insert([entry], connection)
-            with connection.cursor() as cursor:
-                cursor.execute(f"UPDATE {sql.table_name(Account, connection)} SET balance_cents = balance_cents - %s "
-                               "WHERE org_id = %s", [cents, org.pk])
-                opened = cursor.rowcount > 0
-            if not opened:
+            queries.ledger_insert(entry, connection)
+            if not queries.account_debit(connection, org_id=org.pk, cents=cents):
                 account_for(org=org)  # the org's first money movement: open its account at 0
                 Account.objects.filter(org_id=org.pk).update(balance_cents=F("balance_cents") - cents)
             return entry

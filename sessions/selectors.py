@@ -9,15 +9,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from django.db import router, transaction
+from django.db import router
 from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
-from agents_site import sql
 from agents_site.errors import InvalidRequest
 from agents_site.pagination import Page, keyset_page, page_limit
 from agents_site.vocabulary import EventKind, SessionStatus
-from sessions import fields
+from sessions import fields, queries
 from sessions.errors import SessionNotFound
 from sessions.models import Event, EventClock, PositionGap, Session
 
@@ -214,15 +213,7 @@ def control_events_after(*, session_id: str, after: int | None) -> tuple[list[Ev
     an unknown session simply has none.
     """
     cursor = max(after or 0, 0)
-    alias = router.db_for_read(Event)
-    connection = transaction.get_connection(alias)
-    with connection.cursor() as db:  # plain SQL: a run reads this between every two steps (agents_site.sql)
-        db.execute(
-            f"SELECT {sql.select_list(Event, connection)} FROM {sql.table_name(Event, connection)} "
-            "WHERE session_id = %s AND kind = %s AND seq > %s ORDER BY seq LIMIT %s",
-            [session_id, str(EventKind.CONTROL), cursor, CONTROL_PAGE],
-        )
-        events = [sql.from_row(Event, connection, alias, row) for row in db.fetchall()]
+    events = queries.control_events(router.db_for_read(Event), session_id=session_id, after=cursor, limit=CONTROL_PAGE)  # plain SQL: read between every two steps
     return events, (events[-1].seq if events else cursor)
 
 

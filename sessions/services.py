@@ -14,11 +14,10 @@ from collections.abc import Iterator
 from django.db import transaction
 from django.utils import timezone
 
-from agents_site import sql
 from agents_site.ids import mint_id
 from agents_site.errors import ApiError, InvalidRequest
 from agents_site.vocabulary import EventKind, SessionStatus
-from sessions import bus, fields, hooks
+from sessions import bus, fields, hooks, queries
 from sessions.errors import SecretInTranscript, SessionFinished, SessionNotFound
 from sessions.models import Event, EventClock, Session
 from sessions.presenters import event_view, session_view
@@ -136,7 +135,7 @@ def session_create(
             created_at=now,
             updated_at=now,
         )
-        sql.insert([session], transaction.get_connection(alias))  # one statement, not composed (agents_site.sql)
+        queries.session_insert(session, alias)  # one statement, not composed
         _publish_session(org, alias, session, children=0)
         if session.published:
             transaction.on_commit(lambda: _published(org, session), using=alias)
@@ -214,21 +213,11 @@ def session_end(*, session_id: str, status: str) -> bool:
     if status not in SessionStatus.TERMINAL:
         raise InvalidRequest(f"a session ends {' or '.join(sorted(SessionStatus.TERMINAL))}, not {status}")
     org, alias = _org(), _alias()
-    connection = transaction.get_connection(alias)
-    table = sql.table_name(Session, connection)
-    stamp = connection.ops.adapt_datetimefield_value(timezone.now())
-    terminal, finished = sql.in_list(SessionStatus.TERMINAL)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table} SET status = %s, ended_at = COALESCE(ended_at, %s), updated_at = %s, executor_channel = '' "
-            f"WHERE id = %s AND status NOT IN ({terminal}) "
-            f"RETURNING {sql.select_list(Session, connection)}, (SELECT COUNT(*) FROM {table} AS c WHERE c.parent_id = {table}.id)",
-            [status, stamp, stamp, session_id, *finished],
-        )
-        row = cursor.fetchone()
-    if row is None:
+    ended = queries.session_end(alias, session_id=session_id, status=status, now=timezone.now())
+    if ended is None:
         return False
-    _publish_session(org, alias, sql.from_row(Session, connection, alias, row[:-1]), children=int(row[-1]))
+    session, children = ended
+    _publish_session(org, alias, session, children=children)
     return True
 
 
@@ -335,64 +324,17 @@ def missing_session_first(session_id: str) -> Iterator[None]:
 def _next_numbers(connection, *, session_id: str, now, count: int = 1) -> tuple[int, str, int] | None:
     """Take the session's next `count` seqs and the org's next `count` positions; None when the session is gone.
 
-    Returns `(last seq, root id, last position)`: the range taken is `last - count + 1 … last`
-    for both. Two `UPDATE … RETURNING` statements (SQLite ≥ 3.35 and PostgreSQL): the session
-    row first, then the clock row — the one order every append takes.
+    Returns `(last seq, root id, last position)` (`sessions.queries.next_numbers`); a clock row
+    removed by hand is started again.
     """
-    quote = connection.ops.quote_name
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {quote(Session._meta.db_table)} SET last_seq = last_seq + %s, updated_at = %s WHERE id = %s RETURNING last_seq, root_id",
-            [count, connection.ops.adapt_datetimefield_value(now), session_id],
-        )
-        row = cursor.fetchone()
-        if row is None:
-            return None
-        cursor.execute(f"UPDATE {quote(EventClock._meta.db_table)} SET last = last + %s WHERE id = 1 RETURNING last", [count])
-        clock = cursor.fetchone()
+    numbers = queries.next_numbers(connection, session_id=session_id, now=now, count=count)
+    if numbers is None:
+        return None
+    last_seq, root_id, clock = numbers
     if clock is None:  # the clock row was removed by hand: start it again
         EventClock.objects.create(id=1, last=count)
-        clock = (count,)
-    return int(row[0]), row[1], int(clock[0])
-
-
-def _append_in_one_statement(connection, *, session_id: str, kind: str, payload_text: str, actor: str, now) -> Event | None:
-    """PostgreSQL, outside any transaction: take seq and position and insert the event in ONE
-    autocommit statement; return the stored event, or None when no row was written (the
-    session is missing, or the org's clock row is: nothing was changed then).
-
-    The same order as `_next_numbers` (the session row, then the clock row) and the same
-    guarantees (seq dense per session, position in commit order), but the org-wide clock
-    row is locked only while the server runs the statement and commits it, not across the
-    four client round trips (and whatever the Python thread waits for between them) of
-    BEGIN … UPDATE … UPDATE … INSERT … COMMIT. That lock held across round trips made a
-    second daphne process wait instead of work (BENCHMARKS.md: scale-out).
-    """
-    quote = connection.ops.quote_name
-    sessions, clock, events = (quote(m._meta.db_table) for m in (Session, EventClock, Event))
-    event_id = mint_id("evt")
-    stamp = connection.ops.adapt_datetimefield_value(now)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""WITH s AS (
-                    UPDATE {sessions} SET last_seq = last_seq + 1, updated_at = %s
-                    WHERE id = %s AND EXISTS (SELECT 1 FROM {clock} WHERE id = 1)
-                    RETURNING last_seq, root_id
-                ), c AS (
-                    UPDATE {clock} SET last = last + 1 WHERE id = 1 AND EXISTS (SELECT 1 FROM s) RETURNING last
-                )
-                INSERT INTO {events} (id, session_id, root_id, seq, position, kind, actor, payload, created_at)
-                SELECT %s, %s, s.root_id, s.last_seq, c.last, %s, %s, %s, %s FROM s, c
-                RETURNING seq, position, root_id""",
-            [stamp, session_id, event_id, session_id, kind, actor, payload_text, stamp],
-        )
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    event = Event(id=event_id, session_id=session_id, root_id=row[2], seq=int(row[0]), position=int(row[1]),
-                  kind=kind, actor=actor, payload=payload_text, created_at=now)
-    event._state.adding, event._state.db = False, connection.alias
-    return event
+        clock = count
+    return last_seq, root_id, clock
 
 
 def append_checked(*, session_id: str, kind: str, payload_text: str, actor: str) -> Event:
@@ -403,7 +345,7 @@ def append_checked(*, session_id: str, kind: str, payload_text: str, actor: str)
     order every append takes, so appends never deadlock and `position` follows commit order —
     then the event is inserted. Publishes the `event` frame after the commit. On PostgreSQL
     outside a caller's transaction the three are one autocommit statement
-    (`_append_in_one_statement`).
+    (`sessions.queries.append_in_one_statement`).
     """
     return _store(session_id=session_id, turns=[(kind, payload_text, actor)])[0]
 
@@ -430,7 +372,7 @@ def _store(*, session_id: str, turns: list[tuple[str, str, str]]) -> list[Event]
     connection = transaction.get_connection(alias)
     if count == 1 and connection.vendor == "postgresql" and not connection.in_atomic_block:
         kind, payload_text, actor = turns[0]
-        event = _append_in_one_statement(connection, session_id=session_id, kind=kind, payload_text=payload_text, actor=actor, now=now)
+        event = queries.append_in_one_statement(connection, session_id=session_id, kind=kind, payload_text=payload_text, actor=actor, now=now)
         if event is not None:
             frame = bus.event_frame(org=org, root=event.root_id, position=event.position, event_view=event_view(event))
             bus.publish(org, frame)  # committed already: the statement ran in autocommit
@@ -456,7 +398,7 @@ def _store(*, session_id: str, turns: list[tuple[str, str, str]]) -> list[Event]
             )
             for n, (kind, payload_text, actor) in enumerate(turns)
         ]
-        sql.insert(events, transaction.get_connection(alias))
+        queries.events_insert(events, alias)
         for event in events:
             event._wire_view = event_view(event)  # the frame's view, answered to the writer too (presenters.event_view)
         frames = [bus.event_frame(org=org, root=root_id, position=e.position, event_view=e._wire_view) for e in events]

@@ -14,19 +14,18 @@ never falls through to the next kind. The org is never taken from a body, query 
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from datetime import timedelta
 
 import jwt
 from django.conf import settings
-from django.contrib.auth import get_user_model, logout
-from django.db import connection as default_connection
+from django.contrib.auth import logout
 from django.utils import timezone
 
 from agents_site.errors import Forbidden
 from agents_site.vocabulary import ApiKeyScope, PrincipalVia
 from tenancy.models import ApiKey, Membership, Org
+from tenancy.queries import ApiKeyRow, api_key_row
 from tenancy.stores import InvalidOrg, validate_slug
 
 API_KEY_PREFIX = "ak_"
@@ -81,67 +80,14 @@ def _bearer(request) -> str | None:
     return token.strip()
 
 
-@dataclass(frozen=True)
-class _KeyRow:
-    """What one API-key lookup reads: the key, its user, its org and the membership's admin flag."""
+def _api_key_row(token: str, *, now) -> ApiKeyRow | None:
+    """Return the key of `token` with its user, org and the membership's admin flag (`tenancy.queries`).
 
-    key_id: int
-    revoked: bool
-    stale_stamp: bool
-    scope: str
-    allowed_agents: object
-    username: str
-    user_active: bool
-    user_id: int
-    org_slug: str
-    member_admin: bool | None
-
-
-_KEY_SQL: dict[str, str] = {}  # vendor → the statement (built once per process)
-
-
-def _key_sql(connection) -> str:
-    sql = _KEY_SQL.get(connection.vendor)
-    if sql is None:
-        q = connection.ops.quote_name
-        user_model = get_user_model()
-        key, org, member, user = (q(m._meta.db_table) for m in (ApiKey, Org, Membership, user_model))
-        username = q(user_model._meta.get_field(user_model.USERNAME_FIELD).column)
-        sql = (
-            f"SELECT k.id, k.revoked_at IS NOT NULL, (k.last_used_at IS NULL OR k.last_used_at < %s), k.scope,"
-            f" k.allowed_agents, u.{username}, u.is_active, k.user_id, o.slug,"
-            f" (SELECT m.is_admin FROM {member} m WHERE m.user_id = k.user_id AND m.org_id = k.org_id)"
-            f" FROM {key} k JOIN {user} u ON u.id = k.user_id JOIN {org} o ON o.id = k.org_id"
-            f" WHERE k.key_hash = %s"
-        )
-        _KEY_SQL[connection.vendor] = sql
-    return sql
-
-
-def _api_key_row(token: str, *, now) -> _KeyRow | None:
-    """Return the key with its user, org and the membership's admin flag, in ONE indexed statement.
-
-    The key is found by its unique `key_hash`; its user and org are joined and the membership
-    (unique on user, org) is a correlated subquery (`member_admin`: None when the user is no
-    longer a member). The statement is plain SQL built once per process: composing it with the
-    ORM cost more than running it (BENCHMARKS.md, issue 16). Every request reads the row, so a
-    revocation, a removed membership or a deactivated user takes effect on the very next
-    request in every process. `stale_stamp` is True when `last_used_at` is unset or older than
-    `LAST_USED_RESOLUTION` before `now`.
+    Every request reads the row, so a revocation, a removed membership or a deactivated user
+    takes effect on the very next request in every process. `stale_stamp` is True when
+    `last_used_at` is unset or older than `LAST_USED_RESOLUTION` before `now`.
     """
-    connection = default_connection  # users, orgs and keys live in the default database
-    with connection.cursor() as cursor:
-        cursor.execute(_key_sql(connection), [connection.ops.adapt_datetimefield_value(now - LAST_USED_RESOLUTION), hash_api_key(token)])
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    allowed = row[4]
-    if isinstance(allowed, (str, bytes)):  # SQLite (and psycopg's text loader) hand JSON back as text
-        allowed = json.loads(allowed)
-    member_admin = None if row[9] is None else bool(row[9])
-    return _KeyRow(key_id=row[0], revoked=bool(row[1]), stale_stamp=bool(row[2]), scope=row[3] or ApiKeyScope.ALL,
-                   allowed_agents=allowed, username=row[5], user_active=bool(row[6]), user_id=row[7],
-                   org_slug=row[8], member_admin=member_admin)
+    return api_key_row(key_hash=hash_api_key(token), stale_before=now - LAST_USED_RESOLUTION)
 
 
 def _from_api_key(token: str) -> Principal:

@@ -35,9 +35,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from agents import hooks, tracing
+from agents import hooks, queries, tracing
 from agents.idempotency import clean_key, replay, request_hash, reserve
-from agents_site import sql
 from agents_site.ids import mint_id
 from agents.inference import inference_configured
 from agents.models import Agent, Run
@@ -127,13 +126,9 @@ def stop_reason(default: str, message: str | None) -> str:
 def fees_held() -> int:
     """Return the cents the current org's runs in flight hold (`RunStatus.HOLDS_FEE`). Org context required.
 
-    One plain-SQL statement (the gate of every run reads it: `agents_site.sql`).
+    One plain-SQL statement (`agents.queries`): the gate of every run reads it.
     """
-    connection = transaction.get_connection(stores.current_alias())
-    statuses, values = sql.in_list(RunStatus.HOLDS_FEE)
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT COALESCE(SUM(fee_cents), 0) FROM {sql.table_name(Run, connection)} WHERE status IN ({statuses})", values)
-        return int(cursor.fetchone()[0] or 0)
+    return queries.fees_held(stores.current_alias())
 
 
 def runs_in_flight() -> int:
@@ -268,7 +263,7 @@ def _record(*, kind, agent, name, model, text, actor, request_id, key, digest, i
             # The session first, so the run row is inserted once with its session id (one write, not two).
             run.session_id = _session_open(run, title=title, parent_session_id=parent_session_id, fields=session_fields,
                                            executor_here=executor_here)
-            sql.insert([run], transaction.get_connection(stores.current_alias()))  # the run row: one plain INSERT
+            queries.run_insert(run, stores.current_alias())  # the run row: one plain INSERT
             hooks.run_started_handlers(run)  # e.g. the request's own webhook callback, recorded with the run
             if within is not None:
                 within(run)
@@ -416,7 +411,7 @@ def run_finish(
     if span is not None:
         changes["trace_id"] = tracing.trace_id_hex(span)
     with stores.org_atomic():
-        run = _record_outcome(run_id, changes, from_statuses=from_statuses, alias=alias)
+        run = queries.run_outcome(run_id, changes, from_statuses=from_statuses, alias=alias)
         if run is None:
             _close_inbox_only(session)
             return None
@@ -434,47 +429,6 @@ def run_finish(
         transaction.on_commit(lambda: _after_finish(run, org_slug=org_slug, span=span, span_attributes=span_attributes),
                               using=alias, robust=True)
     return run
-
-
-def _record_outcome(run_id: str, changes: dict, *, from_statuses: frozenset, alias: str) -> Run | None:
-    """Write `changes` to run `run_id` if its status is in `from_statuses`; return the finished row, or None.
-
-    ONE statement, `UPDATE … WHERE status IN (…) RETURNING …` (plain SQL, `agents_site.sql`):
-    two finishers never both win, and the row comes back finished without a second read.
-    `changes["duration_ms"]` None means "since the run started" (0 if it never started) and
-    `changes["model"]` "" keeps the recorded model; both are worked out in the statement.
-    """
-    connection = transaction.get_connection(alias)
-    quote = connection.ops.quote_name
-    assignments, params = [], []
-    for name, value in changes.items():
-        field = Run._meta.get_field(name)
-        column = quote(field.column)
-        if name == "model" and not value:
-            continue
-        if name == "duration_ms" and value is None:
-            continue  # set below from started_at
-        assignments.append(f"{column} = %s")
-        params.append(field.get_db_prep_save(value, connection))
-    if changes.get("duration_ms") is None:
-        assignments.append(f"{quote('duration_ms')} = {_elapsed_ms_sql(connection)}")
-        params.append(connection.ops.adapt_datetimefield_value(changes["finished_at"]))
-    statuses, values = sql.in_list(from_statuses)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {sql.table_name(Run, connection)} SET {', '.join(assignments)} WHERE id = %s AND status IN ({statuses}) "
-            f"RETURNING {sql.select_list(Run, connection)}",
-            [*params, run_id, *values],
-        )
-        row = cursor.fetchone()
-    return None if row is None else sql.from_row(Run, connection, alias, row)
-
-
-def _elapsed_ms_sql(connection) -> str:
-    """SQL for the whole milliseconds from `started_at` to the parameter (a datetime); 0 when never started."""
-    if connection.vendor == "postgresql":
-        return "COALESCE(GREATEST(0, FLOOR(EXTRACT(EPOCH FROM (%s - started_at)) * 1000))::integer, 0)"
-    return "COALESCE(MAX(0, CAST((julianday(%s) - julianday(started_at)) * 86400000 AS INTEGER)), 0)"
 
 
 def _close_inbox_only(session: RunSession | None) -> None:

@@ -1,0 +1,87 @@
+"""sessions.queries (issue 27 item 3): the numbers an append takes, the one-statement append,
+a session's end and its control log, each on SQLite and PostgreSQL (the one-statement append
+on PostgreSQL, the only store that runs it)."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import transaction
+from django.utils import timezone
+
+from agents_site.vocabulary import EventKind, SessionStatus
+from sessions import queries, services
+from sessions.models import Event, EventClock, Session
+from tenancy import stores
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_stores]
+
+
+def _connection():
+    return transaction.get_connection(stores.current_alias())
+
+
+def test_next_numbers_takes_count_seqs_and_positions_in_one_order(org_a):
+    with org_a.context():
+        one = services.session_create(agent="a", actor="t/ann")
+        two = services.session_create(agent="a", actor="t/ann")
+        head = EventClock.objects.get(pk=1).last
+        with stores.org_atomic():
+            assert queries.next_numbers(_connection(), session_id=one.id, now=timezone.now(), count=3) == (3, one.root_id, head + 3)
+            assert queries.next_numbers(_connection(), session_id=two.id, now=timezone.now()) == (1, two.root_id, head + 4)
+        assert Session.objects.get(pk=one.id).last_seq == 3
+        assert EventClock.objects.get(pk=1).last == head + 4
+
+
+def test_next_numbers_of_a_missing_session_changes_nothing(org_a):
+    with org_a.context():
+        services.session_create(agent="a", actor="t/ann")
+        head = EventClock.objects.get(pk=1).last
+        with stores.org_atomic():
+            assert queries.next_numbers(_connection(), session_id="sess_missing", now=timezone.now()) is None
+        assert EventClock.objects.get(pk=1).last == head
+
+
+def test_next_numbers_says_when_the_clock_row_is_gone(org_a):
+    with org_a.context():
+        session = services.session_create(agent="a", actor="t/ann")
+        EventClock.objects.all().delete()
+        with stores.org_atomic():
+            assert queries.next_numbers(_connection(), session_id=session.id, now=timezone.now()) == (1, session.root_id, None)
+
+
+def test_append_in_one_statement_stores_the_event_with_dense_numbers(org_a, store_kind):
+    if store_kind != "postgres":
+        pytest.skip("PostgreSQL only: SQLite has no UPDATE in a WITH clause, and the services never call it there")
+    with org_a.context():
+        session = services.session_create(agent="a", actor="t/ann")
+        head = EventClock.objects.get(pk=1).last
+        event = queries.append_in_one_statement(_connection(), session_id=session.id, kind=EventKind.MESSAGE,
+                                                payload_text='{"text":"hi"}', actor="t/ann", now=timezone.now())
+        assert (event.seq, event.position, event.root_id) == (1, head + 1, session.root_id)
+        assert Event.objects.get(pk=event.id).payload == '{"text":"hi"}'
+        assert queries.append_in_one_statement(_connection(), session_id="sess_missing", kind=EventKind.MESSAGE,
+                                               payload_text="{}", actor="t/ann", now=timezone.now()) is None
+        assert EventClock.objects.get(pk=1).last == head + 1
+
+
+def test_session_end_ends_once_and_counts_the_children(org_a):
+    with org_a.context():
+        parent = services.session_create(agent="a", actor="t/ann", executor_channel="chan")
+        services.session_create(agent="a", actor="t/ann", parent_session_id=parent.id)
+        ended, children = queries.session_end(stores.current_alias(), session_id=parent.id, status=SessionStatus.DONE, now=timezone.now())
+        assert (ended.status, ended.executor_channel, children) == (SessionStatus.DONE, "", 1)
+        assert ended.ended_at is not None and ended == Session.objects.get(pk=parent.id)
+        assert queries.session_end(stores.current_alias(), session_id=parent.id, status=SessionStatus.ERROR, now=timezone.now()) is None
+        assert Session.objects.get(pk=parent.id).status == SessionStatus.DONE
+
+
+def test_control_events_reads_only_control_turns_after_the_cursor(org_a):
+    with org_a.context():
+        session = services.session_create(agent="a", actor="t/ann")
+        services.session_append_event(session_id=session.id, kind=EventKind.MESSAGE, payload={"text": "hi"}, actor="t/ann")
+        first = services.session_append_event(session_id=session.id, kind=EventKind.CONTROL, payload={"command": "pause"}, actor="t/ann")
+        second = services.session_append_event(session_id=session.id, kind=EventKind.CONTROL, payload={"command": "resume"}, actor="t/ann")
+        alias = stores.current_alias()
+        assert [e.id for e in queries.control_events(alias, session_id=session.id, after=0, limit=10)] == [first.id, second.id]
+        assert [e.id for e in queries.control_events(alias, session_id=session.id, after=first.seq, limit=10)] == [second.id]
+        assert [e.id for e in queries.control_events(alias, session_id=session.id, after=0, limit=1)] == [first.id]
