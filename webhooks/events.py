@@ -69,9 +69,8 @@ def _run_started(run) -> None:
 def _run_finishing(run) -> None:
     """`run.finished` to the subscribed endpoints and the run's own callback, written inside the
     run's finish transaction (queued for delivery once it commits)."""
-    extra = [(cb.endpoint, cb.url) for cb in RunCallback.objects.filter(run_id=run.id).select_related("endpoint")
-             if cb.endpoint.enabled]
-    emit(WebhookEventType.RUN_FINISHED, run_view(run), extra=extra)
+    targets = selectors.run_finished_targets(run_id=run.id)
+    services.deliveries_create(endpoints_and_urls=targets, event_type=WebhookEventType.RUN_FINISHED, data=run_view(run))
 
 
 def _run_finished(run, org_slug: str) -> None:

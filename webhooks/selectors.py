@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from django.db.models import OuterRef, Subquery
+
 from agents_site.errors import NotFound
-from agents_site.vocabulary import WebhookDisabledReason
-from webhooks.models import Endpoint, EventDelivery
+from agents_site.vocabulary import WebhookDisabledReason, WebhookEventType
+from webhooks.models import Endpoint, EventDelivery, RunCallback
 
 DELIVERIES_LIMIT = 50
 
@@ -25,6 +27,19 @@ def endpoint_get(*, endpoint_id: str) -> Endpoint:
 def endpoints_for(event_type: str) -> list[Endpoint]:
     """Return the enabled endpoints subscribed to `event_type`."""
     return [e for e in Endpoint.objects.filter(enabled=True) if str(event_type) in (e.events or [])]
+
+
+def run_finished_targets(*, run_id: str) -> list[tuple[Endpoint, str]]:
+    """Return where run `run_id`'s `run.finished` goes, as `(endpoint, url)` pairs, in ONE query.
+
+    First every enabled endpoint subscribed to `run.finished` (its own URL), then the run's own
+    callback (`RunCallback`: the URL its request named, signed with its endpoint's secret) when
+    that endpoint is enabled. Every run's finish reads this (issue 32: one read, not two).
+    """
+    callback = RunCallback.objects.filter(run_id=run_id, endpoint_id=OuterRef("pk")).values("url")[:1]
+    endpoints = list(Endpoint.objects.filter(enabled=True).annotate(callback_url=Subquery(callback)))
+    subscribed = [(e, e.url) for e in endpoints if str(WebhookEventType.RUN_FINISHED) in (e.events or [])]
+    return subscribed + [(e, e.callback_url) for e in endpoints if e.callback_url]
 
 
 def failing_endpoints() -> list[Endpoint]:

@@ -169,3 +169,28 @@ def test_another_orgs_endpoint_admits_no_callback(org_a, org_b, subscribed, rece
     make_agent(org_b, "helper")
     response = post(org_b.client, "/v1/agents/helper/run", {"input": "hi", "webhook": receiver.url})
     assert response.status_code == 400
+
+
+def test_a_runs_finish_reads_where_it_goes_in_one_query(org_a, subscribed, receiver):
+    """The subscribed endpoints and the run's own callback come from one statement (issue 32: the
+    finish's fixed cost); a callback whose endpoint was disabled since gets nothing."""
+    from django.db import connections
+    from django.test.utils import CaptureQueriesContext
+
+    from agents.models import Run
+    from tenancy import stores
+    from webhooks import selectors
+    from webhooks.models import Endpoint
+
+    response = post(org_a.client, "/v1/agents/helper/run", {"input": "hi", "webhook": receiver.url + "/own"})
+    assert response.status_code == 200, response.content
+    run_id = response.json()["id"]
+    with org_a.context():
+        with CaptureQueriesContext(connections[stores.current_alias()]) as captured:
+            targets = selectors.run_finished_targets(run_id=run_id)
+        assert len(captured.captured_queries) == 1
+        assert [url for _, url in targets] == [receiver.url, receiver.url + "/own"]
+        assert selectors.run_finished_targets(run_id="run_other") == [(targets[0][0], receiver.url)]
+        Endpoint.objects.update(enabled=False)
+        assert selectors.run_finished_targets(run_id=run_id) == []
+        assert Run.objects.filter(pk=run_id).exists()
