@@ -217,6 +217,21 @@ def control_events_after(*, session_id: str, after: int | None) -> tuple[list[Ev
     return events, (events[-1].seq if events else cursor)
 
 
+def stop_recorded(*, session_id: str) -> dict | None:
+    """Return the first `stop` recorded in session `session_id`'s control log, or None.
+
+    The command as the executor receives it (`command`, `message`, `payload`, `push` when
+    recorded) plus `actor`, who recorded it. Locks the session row first on PostgreSQL, so a
+    stop recorded at the same moment is either returned or finds the session ended (409): for
+    the run lifecycle's finish, inside its transaction (`sessions.queries.stop_recorded`).
+    """
+    found = queries.stop_recorded(router.db_for_write(Event), session_id=session_id)
+    if found is None:
+        return None
+    payload, actor = found
+    return {**json.loads(payload), "actor": actor}
+
+
 def stream_head() -> int:
     """Return the org's newest event position (0 for an empty log)."""
     return EventClock.objects.filter(pk=1).values_list("last", flat=True).first() or 0

@@ -44,6 +44,7 @@ from agents.run_session import RunSession, clip, session_title
 from agents_site.errors import ApiError, Conflict, InvalidRequest, ServiceUnavailable
 from agents_site.vocabulary import AgentHosting, ChatRole, ErrorCode, EventKind, FinishReason, RunKind, RunStatus, SessionStatus
 from billing.meter import balance_authorize, fee_for_kind, run_charge
+from sessions.selectors import stop_recorded
 from sessions.services import refuse_secrets
 from tenancy import stores
 
@@ -415,6 +416,8 @@ def run_finish(
         if run is None:
             _close_inbox_only(session)
             return None
+        if run.status == RunStatus.OK and run.session_id:
+            run = _honour_a_recorded_stop(run, alias=alias, now=now) or run
         if within is not None:
             try:
                 with stores.org_atomic():
@@ -429,6 +432,26 @@ def run_finish(
         transaction.on_commit(lambda: _after_finish(run, org_slug=org_slug, span=span, span_attributes=span_attributes),
                               using=alias, robust=True)
     return run
+
+
+def _honour_a_recorded_stop(run: Run, *, alias: str, now) -> Run | None:
+    """Return run `run` re-recorded as stopped when a `stop` was recorded in its session before
+    this finish commits; None when none was (issue 25: a stop converges even when the run's last
+    model reply completes at the moment the stop is recorded).
+
+    Inside `run_finish`'s transaction, after the outcome's row is written (the run row, then the
+    session row: the order every finish takes): the session row is locked (PostgreSQL), so a
+    stop recorded concurrently has either committed — and is honoured here — or finds the
+    session ended and is refused 409. The run keeps what it wrote (`output`); it ends `error`
+    "stopped by <actor>[: message]" with `finishReason` `stopped`, unbilled, as every stop does.
+    """
+    stop = stop_recorded(session_id=run.session_id)
+    if stop is None:
+        return None
+    error = stop_reason(f"stopped by {stop.get('actor') or 'the control plane'}", stop.get("message"))
+    changes = {"status": RunStatus.ERROR, "error": error, "finish_reason": FinishReason.STOPPED, "finished_at": now,
+               "duration_ms": run.duration_ms, "model": ""}
+    return queries.run_outcome(run.id, changes, from_statuses=frozenset({RunStatus.OK}), alias=alias)
 
 
 def _close_inbox_only(session: RunSession | None) -> None:

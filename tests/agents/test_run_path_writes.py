@@ -239,3 +239,38 @@ def test_the_summary_turn_carries_the_finish_reason(org_a, upstream, outcome, re
         run_finish(run_id=run.id, outcome=outcome)
         summary = json.loads(Event.objects.get(session_id=run.session_id, kind="log").payload)
         assert summary["finishReason"] == reason == Run.objects.get(pk=run.id).finish_reason
+
+
+@pytest.mark.both_stores
+def test_a_stop_recorded_before_the_finish_commits_wins_over_an_ok_outcome(org_a, upstream):
+    """Issue 25's race, made deterministic: the model's last reply completed (the executor holds an
+    `ok` outcome) while a stop was recorded and had not reached it. The finish honours the stop:
+    the run ends `error` "stopped by …: message" with `finishReason` `stopped`, keeps its reply,
+    is not billed; a stop after the finish is refused (409) and changes nothing."""
+    from agents_site.errors import ApiError
+    from billing.models import LedgerEntry
+    from sessions.control import control_send
+
+    fund(org_a)
+    make_agent(org_a, "writer")
+    actor = f"{org_a.slug}/ann"
+    with org_a.context():
+        agent = Agent.objects.get(name="writer")
+        run = run_start(kind=RunKind.RUN, agent=agent, input="hi", actor=actor)
+        control_send(session_id=run.session_id, command="stop", message="wrong repo", actor=actor)
+        finished = run_finish(run_id=run.id, outcome=Outcome(status=RunStatus.OK, output="the whole reply", model="m"))
+        assert (finished.status, finished.finish_reason, finished.error) == (RunStatus.ERROR, "stopped", f"stopped by {actor}: wrong repo")
+        stored = Run.objects.get(pk=run.id)
+        assert (stored.status, stored.finish_reason, stored.output) == (RunStatus.ERROR, "stopped", "the whole reply")
+        assert Session.objects.get(pk=run.session_id).status == "error"
+        summary = Event.objects.get(session_id=run.session_id, kind="log")
+        assert '"status":"error"' in summary.payload.replace(" ", "")
+
+        second = run_start(kind=RunKind.RUN, agent=agent, input="again", actor=actor)
+        done = run_finish(run_id=second.id, outcome=Outcome(status=RunStatus.OK, output="done", model="m"))
+        assert done.status == RunStatus.OK
+        with pytest.raises(ApiError) as refused:
+            control_send(session_id=second.session_id, command="stop", actor=actor)
+        assert refused.value.status == 409
+        assert Run.objects.get(pk=second.id).status == RunStatus.OK
+    assert [e.run_id for e in LedgerEntry.objects.filter(org=org_a.org, kind="agent")] == [second.id]  # the stopped run: no debit

@@ -85,3 +85,21 @@ def test_control_events_reads_only_control_turns_after_the_cursor(org_a):
         assert [e.id for e in queries.control_events(alias, session_id=session.id, after=0, limit=10)] == [first.id, second.id]
         assert [e.id for e in queries.control_events(alias, session_id=session.id, after=first.seq, limit=10)] == [second.id]
         assert [e.id for e in queries.control_events(alias, session_id=session.id, after=0, limit=1)] == [first.id]
+
+
+def test_stop_recorded_returns_the_first_stop_of_the_session_only(org_a):
+    from sessions.control import control_send
+
+    with org_a.context():
+        session = services.session_create(agent="a", actor="t/ann")
+        other = services.session_create(agent="a", actor="t/bob")
+        alias = stores.current_alias()
+        control_send(session_id=session.id, command="pause", actor="t/ann")
+        control_send(session_id=other.id, command="stop", actor="t/bob")
+        with stores.org_atomic():
+            assert queries.stop_recorded(alias, session_id=session.id) is None
+        control_send(session_id=session.id, command="stop", message="enough", actor="t/ann")
+        with stores.org_atomic():
+            payload, actor = queries.stop_recorded(alias, session_id=session.id)
+        assert payload.startswith(queries.STOP_PAYLOAD_PREFIX) and '"message":"enough"' in payload and actor == "t/ann"
+        assert queries.stop_recorded(alias, session_id="sess_missing") is None
