@@ -48,12 +48,19 @@ from agents.tools.registry import resolve_tools
 from agents_site.vocabulary import ChatRole, ControlCommand, EventKind, FinishReason, RunStatus, SessionStatus
 from sessions.masking import StreamMasker
 from sessions.scanner import redact_text
+from toolkit.invoke import MAX_RESULT_BYTES, TRUNCATED
 from toolkit.stopping import StopSignal
 
 logger = logging.getLogger(__name__)
 
-EVENT_ARGUMENT_BYTES = 4 * 1024
-EVENT_RESULT_BYTES = 4 * 1024
+#: A tool-call event keeps the arguments and the result as the model wrote and read them (the
+#: result is already cut to `toolkit.invoke.MAX_RESULT_BYTES` with its notice), so a run resumed
+#: from its log (issue 28) rebuilds the conversation it had; only an event that would not fit
+#: `EVENT_BUDGET_BYTES` (under the 64 KiB an event may hold) is cut to the preview sizes.
+EVENT_ARGUMENT_BYTES = 16 * 1024
+EVENT_RESULT_BYTES = MAX_RESULT_BYTES + len(TRUNCATED.encode())
+EVENT_PREVIEW_BYTES = 4 * 1024
+EVENT_BUDGET_BYTES = 60 * 1024
 
 
 #: The result a nested run (an agent called as a tool) gets for a call its approval rules name:
@@ -181,11 +188,28 @@ def _masked_call(call) -> dict:
     return dumped
 
 
-def _arguments_for_event(raw: str):
+def _arguments_for_event(raw: str, limit: int = EVENT_ARGUMENT_BYTES):
     try:
-        return json.loads(raw) if len(raw.encode()) <= EVENT_ARGUMENT_BYTES else clip(raw, EVENT_ARGUMENT_BYTES)
+        return json.loads(raw) if len(raw.encode()) <= limit else clip(raw, limit)
     except json.JSONDecodeError:
-        return clip(raw, EVENT_ARGUMENT_BYTES)
+        return clip(raw, limit)
+
+
+def tool_call_payload(*, name: str, raw_arguments: str, result: str, failed: bool, round_no: int, call_id: str, run_id: str) -> dict:
+    """Return the `tool-call` event of one call: masked arguments (as JSON when they parse) and result.
+
+    Whole up to `EVENT_ARGUMENT_BYTES` / `EVENT_RESULT_BYTES` — what the model wrote and read,
+    so a resumed run's rebuild (`agents.execution.resume.rebuild`) hands the model the same
+    turn — and cut to `EVENT_PREVIEW_BYTES` each only when the compact JSON would pass
+    `EVENT_BUDGET_BYTES` (escaping can grow text up to sixfold). `raw_arguments` and `result`
+    must already be masked.
+    """
+    for arguments_limit, result_limit in ((EVENT_ARGUMENT_BYTES, EVENT_RESULT_BYTES), (EVENT_PREVIEW_BYTES, EVENT_PREVIEW_BYTES)):
+        payload = {"name": name, "arguments": _arguments_for_event(raw_arguments, arguments_limit), "result": clip(result, result_limit),
+                   "error": failed, "round": round_no, "toolCallId": call_id, "runId": run_id}
+        if len(json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()) <= EVENT_BUDGET_BYTES:
+            break
+    return payload
 
 
 def _wire(call) -> str:
@@ -402,18 +426,9 @@ class RunLoop:
         action = {"name": name, "args": parsed_arguments(masked(raw)), ("error" if failed else "result"): result}
         self.outcome.actions.append(action)
         self._hear("tool", action)
-        self.session.append(
-            EventKind.TOOL_CALL,
-            {
-                "name": name,
-                "arguments": _arguments_for_event(masked(raw)),
-                "result": clip(result, EVENT_RESULT_BYTES),
-                "error": failed,
-                "round": round_no,
-                "toolCallId": getattr(call, "id", "") or "",
-                "runId": self.run.id,
-            },
-        )
+        self.session.append(EventKind.TOOL_CALL, tool_call_payload(
+            name=name, raw_arguments=masked(raw), result=result, failed=failed, round_no=round_no,
+            call_id=getattr(call, "id", "") or "", run_id=self.run.id))
         return result
 
     def run_call(self, call, by_wire: dict, round_no: int) -> str:
@@ -422,10 +437,9 @@ class RunLoop:
 
     def record_call(self, call, round_no: int, *, name: str, result: str, failed: bool) -> None:
         """Record a call of a resumed turn that was not executed (denied, or interrupted and not re-run)."""
-        self.session.append(EventKind.TOOL_CALL, {
-            "name": name, "arguments": _arguments_for_event(masked(_raw(call))), "result": clip(result, EVENT_RESULT_BYTES),
-            "error": failed, "round": round_no, "toolCallId": getattr(call, "id", "") or "", "runId": self.run.id,
-        })
+        self.session.append(EventKind.TOOL_CALL, tool_call_payload(
+            name=name, raw_arguments=masked(_raw(call)), result=result, failed=failed, round_no=round_no,
+            call_id=getattr(call, "id", "") or "", run_id=self.run.id))
 
     # -- the loop ---------------------------------------------------------------------------
     def _loop(self) -> None:

@@ -491,3 +491,30 @@ def test_the_session_reports_paused_with_the_pending_request(asking):
     stopped = org.client.post(f"/v1/agents/sessions/{body['sessionId']}/stop", {}, content_type="application/json")
     assert stopped.status_code == 200
     assert "pendingApprovals" not in org.client.get(f"/v1/agents/sessions/{body['sessionId']}").json()
+
+
+def test_a_resumed_run_hands_the_model_every_earlier_result_whole(org_a, upstream, task_queue):
+    """A result longer than the old 4 KiB event preview (here a 10 KiB reply of an agent called as a
+    tool) comes back whole when the run is rebuilt from its log: the resumed request's messages
+    before the approved call are the ones the model had when it asked."""
+    fund(org_a)
+    make_agent(org_a, "writer")
+    make_agent(org_a, "asker", tools=["agent_writer", "calculator"], approval={"tools": ["calculator"]})
+    long_text = "".join(f"line {n:05d} of the writer's long answer\n" for n in range(260))  # ≈ 10 KiB
+    assert 8 * 1024 < len(long_text.encode()) < 16 * 1024
+    upstream.script(Reply(tool_calls=[("agent_writer", {"input": "write"})]),
+                    Reply(content=long_text),  # the writer
+                    Reply(tool_calls=[("calculator", {"expression": "2+3"})]))  # the asker, now waiting
+    body = run(org_a, "asker", "go").json()
+    assert body["status"] == RunStatus.WAITING, body
+    asked_with = upstream.requests[-1]["messages"]
+    assert [m["content"] for m in _tool_messages(upstream.requests[-1])] == [long_text]
+    upstream.script(Reply(content="done"))
+    answer = org_a.client.post(f"/v1/agents/sessions/{body['sessionId']}/approve", {"toolCallId": body["approvals"][0]["toolCallId"]},
+                               content_type="application/json")
+    assert answer.status_code == 200, answer.content
+    assert _resume(task_queue) == 1
+    resumed = upstream.requests[-1]["messages"]
+    assert [m["content"] for m in _tool_messages(upstream.requests[-1])] == [long_text, "5"]
+    assert [(m["role"], m.get("content")) for m in resumed[:len(asked_with)]] == [(m["role"], m.get("content")) for m in asked_with]
+    assert org_a.client.get(f"/v1/agents/runs/{body['id']}").json()["status"] == RunStatus.OK

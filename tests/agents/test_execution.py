@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from agents.background import run_execute_queued, run_submit
@@ -90,3 +92,24 @@ def test_an_oversized_input_is_refused_before_anything_is_recorded(org_a, upstre
         run_submit(agent=Agent.objects.get(name="q"), input="x" * (128 * 1024 + 1), actor="a/u")
     with org_a.context():
         assert Run.objects.count() == 0
+
+
+def test_a_tool_call_event_keeps_what_the_model_read_and_fits_an_event_when_escaping_would_not():
+    """Issue 28: the event holds the whole result (up to the tools' 16 KiB and its notice) and the
+    arguments, so a resumed run rebuilds its conversation; a payload whose JSON escaping would pass
+    the event budget is cut to the 4 KiB previews instead of being refused (and lost)."""
+    from agents.execution.loop import EVENT_BUDGET_BYTES, EVENT_PREVIEW_BYTES, tool_call_payload
+    from sessions.fields import dump_payload
+    from toolkit.invoke import MAX_RESULT_BYTES, cut
+
+    result = cut("r" * (20 * 1024))  # what the model read: 16 KiB and the truncation notice
+    plain = tool_call_payload(name="t", raw_arguments=json.dumps({"q": "x" * 9000}), result=result, failed=False, round_no=1,
+                              call_id="call_1", run_id="run_1")
+    assert plain["result"] == result and plain["arguments"] == {"q": "x" * 9000}
+    assert len(result.encode()) > MAX_RESULT_BYTES
+    dump_payload(plain)  # fits an event
+
+    escaped = "\x01" * (15 * 1024)  # each control character becomes six bytes of JSON
+    cut_down = tool_call_payload(name="t", raw_arguments="{}", result=escaped, failed=False, round_no=1, call_id="c", run_id="r")
+    assert len(cut_down["result"].encode()) <= EVENT_PREVIEW_BYTES + 64
+    assert len(dump_payload(cut_down).encode()) <= EVENT_BUDGET_BYTES
