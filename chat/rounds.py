@@ -192,9 +192,12 @@ def chat_round_start(
             conversation_id=conversation_id, title=title, actor=actor, run_id=run.id)
         held["conversation"] = conversation
         held["history"] = [] if created else selectors.thread_tail(conversation=conversation)
+        held["prompt"] = compose_prompt(base=base, system=system_text, history=held["history"], messages=cleaned)
         if user_text is not None:
-            services.conversation_record_turns(conversation=conversation, turns=[{"role": ChatRole.USER, "content": user_text}],
-                                               run_id=run.id)
+            turn = {"role": ChatRole.USER, "content": user_text}
+            if agent_row is not None and (agent_row.approval or {}).get("tools"):  # the round may wait: keep its prompt
+                turn["prompt"] = held["prompt"]
+            services.conversation_record_turns(conversation=conversation, turns=[turn], run_id=run.id)
 
     deadline = time.monotonic() + max(settings.AGENTS_CHAT_ENQUEUE_WAIT_SECONDS, 0.0)
     while True:
@@ -213,7 +216,7 @@ def chat_round_start(
                 raise ConversationBusy(
                     f"a round of this conversation is still in flight after {settings.AGENTS_CHAT_ENQUEUE_WAIT_SECONDS:g} s",
                     conversationId=conversation_id) from None
-    prompt = compose_prompt(base=base, system=system_text, history=held["history"], messages=cleaned)
+    prompt = held["prompt"]
     return RoundStart(run=run, conversation_id=held["conversation"].id, agent=run_agent, prompt=prompt, client_tools=client_tools,
                       fixed=fixed, preset_id=driver_preset.id if driver_preset is not None else "", subject=subject)
 
@@ -303,16 +306,20 @@ def chat_round_body(start: RoundStart, run: Run) -> dict:
 def round_resume_prompt(run: Run, agent) -> list[dict] | None:
     """Return the opening messages of a chat round resumed after its approvals (issue 28).
 
-    The agent's instructions, then the conversation's stored thread up to and including the
-    round's own user turn (`thread_tail`); a `system` text the round's request carried is not
-    stored and is not sent again. None when the round's conversation is gone (the agent's own
-    prompt is used). Registered with `agents.hooks.register_resume_handler`. Org context required.
+    The prompt the round opened with, kept on its user turn (`Message.prompt`: the agent's
+    instructions, the request's `system` text, the thread and the request's messages, exactly as
+    the model got them). A turn stored without one (before it was kept) gets the agent's
+    instructions and the conversation's stored thread up to and including that turn. None when
+    the round's conversation is gone (the agent's own prompt is used). Registered with
+    `agents.hooks.register_resume_handler`. Org context required.
     """
     from chat.models import Message
 
     turn = Message.objects.filter(run_id=run.id, role=ChatRole.USER).select_related("conversation").order_by("position").first()
     if turn is None:
         return None
+    if turn.prompt:
+        return [dict(message) for message in turn.prompt]
     history = [m for m in selectors.thread_tail(conversation=turn.conversation) if m.position <= turn.position]
     base = (getattr(agent, "instructions", "") or "") if agent is not None else ""
     return compose_prompt(base=base, system="", history=history, messages=[])
