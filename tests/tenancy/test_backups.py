@@ -332,3 +332,43 @@ def test_replication_moves_the_apps_checkpoint_out_of_litestreams_way(settings, 
             assert cursor.fetchone()[0] == 10_000  # Litestream checkpoints at 1,000 pages
             cursor.execute("PRAGMA journal_mode")
             assert cursor.fetchone()[0] == "wal"
+
+
+def _procfile_command(name: str) -> str:
+    for line in (ROOT / "Procfile").read_text().splitlines():
+        if line.startswith(f"{name}:"):
+            return line.split(":", 1)[1].strip()
+    raise AssertionError(f"the Procfile has no {name} process")
+
+
+def test_the_procfiles_backup_process_replicates_only_when_the_url_is_set(backup_env):
+    """honcho (and any Procfile runner) stops every process when one exits: without the URL the
+    backup process must idle, not fail, or `honcho start` would take daphne and the qcluster down."""
+    from django.db import connections
+
+    command = _procfile_command("backup")
+    without = {k: v for k, v in backup_env.items() if k != "AGENTS_BACKUP_URL"}
+    idle = subprocess.Popen(["/bin/sh", "-c", command], cwd=ROOT, env=without, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        assert idle.stdout.readline() == b"AGENTS_BACKUP_URL is not set: replication is off\n"
+        assert idle.poll() is None
+    finally:
+        idle.terminate()
+        idle.wait(timeout=30)
+
+    default_path = str(connections["default"].settings_dict["NAME"])
+    log = Path(backup_env["AGENTS_DATA_DIR"]) / f"procfile-backup-{os.getpid()}.log"
+    with open(log, "wb") as out:
+        on = subprocess.Popen(["/bin/sh", "-c", command], cwd=ROOT, env=backup_env, stdout=out, stderr=subprocess.STDOUT)
+    control = litestream.Control()
+    try:
+        def default_registered() -> bool:
+            assert on.poll() is None, log.read_text()[-3000:]
+            return control.alive() and default_path in control.databases()
+
+        _wait(default_registered, "the default database replicated by the Procfile's backup process")
+        control.sync(default_path)
+        assert litestream.ltx_files(litestream.join(litestream.base_url(), "default"))  # shipped to {URL}/default
+    finally:
+        on.terminate()
+        on.wait(timeout=60)
