@@ -61,6 +61,18 @@ def current_generation(slug: str, *, create: bool = True):
     return _new_generation(slug, end_current=None)
 
 
+def _last_error(log_path: Path, offset: int) -> str:
+    """Return Litestream's last `Error: …` line (else its last line) written to its log past `offset`."""
+    try:
+        with open(log_path, "rb") as log:
+            log.seek(offset)
+            lines = [line.strip() for line in log.read().decode(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return "its log cannot be read"
+    errors = [line for line in lines if line.startswith("Error:")]
+    return (errors or lines or ["it printed nothing"])[-1]
+
+
 class Supervisor:
     """Litestream as a child process, kept in step with the orgs of the default database."""
 
@@ -94,14 +106,17 @@ class Supervisor:
         wanted = self.desired()
         config = litestream.state_dir() / "litestream.yml"
         config.write_text(litestream.render_config(sorted(wanted.items())))
-        log = open(litestream.state_dir() / "litestream.log", "ab")
+        log_path = litestream.state_dir() / "litestream.log"
+        log = open(log_path, "ab")
+        logged_from = log.tell()
         self.proc = subprocess.Popen([litestream.binary(), "replicate", "-config", str(config)],
                                      stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
         deadline = time.monotonic() + 60
         while not self.control.alive():
             if self.proc.poll() is not None:
-                raise litestream.LitestreamError(f"litestream exited {self.proc.returncode}: see {litestream.state_dir() / 'litestream.log'}")
+                raise litestream.LitestreamError(f"litestream exited {self.proc.returncode}: "
+                                                 f"{_last_error(log_path, logged_from)} (see {log_path})")
             if time.monotonic() > deadline:
                 raise litestream.LitestreamError("litestream did not open its control socket within 60 s")
             time.sleep(0.05)
@@ -186,6 +201,22 @@ class Supervisor:
         return done
 
     # -- the loop ------------------------------------------------------------------------------
+    def _start_until_up(self) -> bool:
+        """Start Litestream, retrying with a back-off (up to a minute) while it cannot start, e.g.
+        an unreachable replica; each failure is said with its cause. Never gives up: this process
+        exiting would stop the Procfile's web and worker too. False once told to stop."""
+        backoff = 1.0
+        while not self.stopping.is_set():
+            try:
+                self.start()
+                return True
+            except litestream.LitestreamError as exc:
+                self.say(f"replication is not running: {exc}; trying again in {backoff:.0f} s")
+            if self.stopping.wait(backoff):
+                break
+            backoff = min(backoff * 2, 60.0)
+        return False
+
     def run_forever(self) -> None:
         """Start Litestream and reconcile until SIGTERM/SIGINT; restart Litestream if it dies."""
         def _stop(signum, frame):
@@ -195,14 +226,16 @@ class Supervisor:
         signal.signal(signal.SIGINT, _stop)
         backoff = 1.0
         try:
-            self.start()
+            if not self._start_until_up():
+                return
             while not self.stopping.wait(float(settings.AGENTS_BACKUP_POLL_SECONDS)):
                 if self.proc.poll() is not None:
                     self.say(f"litestream exited {self.proc.returncode}; starting it again in {backoff:.0f} s")
                     if self.stopping.wait(backoff):
                         break
                     backoff = min(backoff * 2, 60.0)
-                    self.start()
+                    if not self._start_until_up():
+                        break
                     continue
                 try:
                     self.reconcile()

@@ -372,3 +372,23 @@ def test_the_procfiles_backup_process_replicates_only_when_the_url_is_set(backup
     finally:
         on.terminate()
         on.wait(timeout=60)
+
+
+def test_replicate_with_an_unreachable_replica_names_the_cause_and_keeps_trying(backup_env):
+    """An unreachable replica (here: nothing listens on port 1) makes Litestream exit at start;
+    `replicate` says why and tries again instead of exiting (which would stop the Procfile's web
+    and worker with it); SIGTERM still ends it."""
+    env = {**backup_env, "AGENTS_BACKUP_URL": "sftp://operator@127.0.0.1:1/nowhere"}
+    replicator = Replicator(env)
+    try:
+        def said_twice() -> bool:
+            assert replicator.proc.poll() is None, replicator.log.read_text()[-3000:]
+            return replicator.log.read_text().count("trying again") >= 2
+
+        _wait(said_twice, "two failed starts reported")
+        first = next(line for line in replicator.log.read_text().splitlines() if "trying again" in line)
+        assert first.startswith("replication is not running: litestream exited 1: ")
+        assert "dial tcp 127.0.0.1:1: connect: connection refused" in first and "litestream.log" in first
+    finally:
+        replicator.stop()
+    assert replicator.proc.returncode == 0
