@@ -617,6 +617,7 @@ class ReplicaGenerationEnd(models.TextChoices):
 
     RESTORED = "restored", "restored"  # the org was restored to a moment: a new generation carries on
     REMOVED = "removed", "removed"  # the org was removed: its replica is kept for the retention period
+    MOVED = "moved", "moved"  # AGENTS_BACKUP_URL changed: a new generation carries on at the new replica
 
 
 class RestoreStatus(models.TextChoices):

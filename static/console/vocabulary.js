@@ -320,6 +320,7 @@ window.AgentsVocabulary = Object.freeze({
    "TERMINATED_BY_DELETION": "terminated_by_deletion"
   },
   "ReplicaGenerationEnd": {
+   "MOVED": "moved",
    "REMOVED": "removed",
    "RESTORED": "restored"
   },

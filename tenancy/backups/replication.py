@@ -6,6 +6,8 @@ every `AGENTS_BACKUP_POLL_SECONDS` reconciles what Litestream replicates with wh
 
 * a new org (or one whose restore just finished, under its new generation) is registered
   through the control socket — no restart;
+* an org whose generation lives under another `AGENTS_BACKUP_URL` than today's (the setting
+  changed) ends it (`moved`) and starts one under the new URL;
 * an org being restored (its fence flag up) is left alone: `restore_org` stops its replication
   itself and the new file is registered once the flag is down;
 * an org whose row was removed is unregistered; its generation ends (`removed`) and its replica
@@ -97,7 +99,15 @@ class Supervisor:
             path = store_path(slug)
             if fence.restoring(slug) or not path.exists():
                 continue  # restore_org owns it now / not provisioned yet (or lost: restore it)
-            wanted[str(path)] = current_generation(slug).replica_url
+            generation = current_generation(slug)
+            if generation.replica_url != litestream.join(base, "orgs", slug, generation.name):
+                # AGENTS_BACKUP_URL changed: ship to the new replica (a full first snapshot there);
+                # the old line stays restorable at its URL until the retention ends it.
+                from tenancy.backups.restore import _new_generation
+
+                generation = _new_generation(slug, end_current=ReplicaGenerationEnd.MOVED)
+                self.say(f"AGENTS_BACKUP_URL changed: org {slug} starts a new replica at {generation.replica_url}")
+            wanted[str(path)] = generation.replica_url
         return wanted
 
     # -- Litestream ------------------------------------------------------------------------

@@ -392,3 +392,22 @@ def test_replicate_with_an_unreachable_replica_names_the_cause_and_keeps_trying(
     finally:
         replicator.stop()
     assert replicator.proc.returncode == 0
+
+
+def test_a_changed_backup_url_starts_a_new_line_at_the_new_replica(org_a, settings, tmp_path):
+    """The org's line lived under the old AGENTS_BACKUP_URL: replicating on there would leave the
+    new replica without the org (and backup_status reading the old one)."""
+    from tenancy.backups.replication import Supervisor
+
+    settings.AGENTS_BACKUP_URL = str(tmp_path / "old")
+    old = Supervisor().desired()[str(stores.store_path(org_a.slug))]
+    assert old.startswith(f"file://{tmp_path / 'old'}/orgs/{org_a.slug}/g")
+    assert Supervisor().desired()[str(stores.store_path(org_a.slug))] == old  # unchanged setting: the same line
+    settings.AGENTS_BACKUP_URL = str(tmp_path / "new")
+    said = []
+    new = Supervisor(say=said.append).desired()[str(stores.store_path(org_a.slug))]
+    assert new.startswith(f"file://{tmp_path / 'new'}/orgs/{org_a.slug}/g")
+    ended = ReplicaGeneration.objects.get(slug=org_a.slug, replica_url=old)
+    assert ended.end_reason == ReplicaGenerationEnd.MOVED and ended.ended_at is not None
+    assert ReplicaGeneration.objects.get(slug=org_a.slug, ended_at__isnull=True).replica_url == new
+    assert said == [f"AGENTS_BACKUP_URL changed: org {org_a.slug} starts a new replica at {new}"]
