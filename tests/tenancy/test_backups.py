@@ -151,6 +151,10 @@ def test_the_drill_delete_then_corrupt_one_org_and_restore_it_to_a_moment(
         # Two orgs picked up without a restart; rows before the moment, shipped; the moment.
         before_a, before_b = _write(org_a, "before", upstream=scripted_upstream), _write(org_b, "before", upstream=scripted_upstream)
         replicator.ship(path_a, path_b)
+        from tenancy.backups.status import org_status
+
+        shipped = org_status(org_a.slug)  # what backup_status and the Backups pages say of a live replica
+        assert (shipped.state, shipped.lag_seconds) == ("replicating", 0.0) and shipped.last_snapshot is not None
         moment = timezone.now()
         cursor_before = before_a["positions"][1]  # a client that saw only part of what was written before
         after_a, after_b = _write(org_a, "after", upstream=scripted_upstream), _write(org_b, "after", upstream=scripted_upstream)
