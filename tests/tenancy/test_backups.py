@@ -300,6 +300,21 @@ def test_refusals_that_need_no_replica(org_a, settings, tmp_path):
     with pytest.raises(RestoreError, match="not an ISO-8601 moment"):
         parse_moment("yesterday")
     assert parse_moment("2026-05-01T12:30:00") == dt.datetime(2026, 5, 1, 12, 30, tzinfo=dt.UTC)
+    # The operator's command: the same cause, as a CommandError (exit status 1), nothing changed.
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    untouched = file_bytes(stores.store_path(org_a.slug))
+    for args, cause in ((["no-such-org"], "unknown org 'no-such-org'"), ([org_a.slug, "--at", "yesterday"], "not an ISO-8601 moment"),
+                        ([org_a.slug, "--at", "2999-01-01T00:00:00Z"], "is in the future"), ([org_a.slug], "no backup yet")):
+        with pytest.raises(CommandError, match=cause):
+            call_command("restore_org", *args)
+    settings.AGENTS_BACKUP_URL = ""
+    with pytest.raises(CommandError, match="AGENTS_BACKUP_URL is not set"):
+        call_command("restore_org", org_a.slug)
+    with pytest.raises(CommandError, match="AGENTS_BACKUP_URL is not set"):
+        call_command("replicate")
+    assert file_bytes(stores.store_path(org_a.slug)) == untouched and not fence.flag_path(org_a.slug).exists()
     assert floor_above(0) == POSITION_EPOCH and floor_above(5, None, POSITION_EPOCH + 3) == 2 * POSITION_EPOCH
 
 
