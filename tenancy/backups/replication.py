@@ -221,6 +221,7 @@ class Supervisor:
                 self.start()
                 return True
             except litestream.LitestreamError as exc:
+                self.stop()  # one that started but never opened its socket must not outlive the retry
                 self.say(f"replication is not running: {exc}; trying again in {backoff:.0f} s")
             if self.stopping.wait(backoff):
                 break
