@@ -445,3 +445,22 @@ def test_a_changed_backup_url_starts_a_new_line_at_the_new_replica(org_a, settin
     assert ended.end_reason == ReplicaGenerationEnd.MOVED and ended.ended_at is not None
     assert ReplicaGeneration.objects.get(slug=org_a.slug, ended_at__isnull=True).replica_url == new
     assert said == [f"AGENTS_BACKUP_URL changed: org {org_a.slug} starts a new replica at {new}"]
+
+
+def test_a_moment_after_the_line_began_but_before_its_first_snapshot_is_refused(org_a, settings, tmp_path):
+    """The generation row is older than anything in its replica (replicate had not shipped yet):
+    the replica's own first file bounds the moment, and the refusal says which moment that is."""
+    from tests.tenancy.test_backup_status import _replicate_once
+
+    settings.AGENTS_BACKUP_URL = str(tmp_path / "replica")
+    url = litestream.join(litestream.base_url(), "orgs", org_a.slug, "g1")
+    ReplicaGeneration.objects.create(slug=org_a.slug, name="g1", replica_url=url, started_at=timezone.now() - dt.timedelta(hours=1))
+    _replicate_once(org_a.slug, url, tmp_path)
+    earliest = min(f.created_at for f in litestream.ltx_files(url))
+    untouched = file_bytes(stores.store_path(org_a.slug))
+    import re
+
+    with pytest.raises(RestoreError, match=re.escape(f"before the first snapshot of org '{org_a.slug}' "
+                                                     f"(the earliest moment its replica can restore is {earliest.isoformat()})")):
+        restore_org(org_a.slug, earliest - dt.timedelta(minutes=30))
+    assert file_bytes(stores.store_path(org_a.slug)) == untouched
