@@ -617,6 +617,7 @@ class ReplicaGenerationEnd(models.TextChoices):
 
     RESTORED = "restored", "restored"  # the org was restored to a moment: a new generation carries on
     REMOVED = "removed", "removed"  # the org was removed: its replica is kept for the retention period
+    MOVED = "moved", "moved"  # AGENTS_BACKUP_URL changed: a new generation carries on at the new replica
 
 
 class RestoreStatus(models.TextChoices):
@@ -625,6 +626,18 @@ class RestoreStatus(models.TextChoices):
     RUNNING = "running", "running"  # the org answers 503 store_unavailable (condition restoring)
     DONE = "done", "done"  # the org is back with the data of the moment
     FAILED = "failed", "failed"  # nothing was changed; `error` names the cause
+
+
+class BackupState(StrEnum):
+    """Where an org's backup stands (`manage.py backup_status`, the admin, the console's Backups page)."""
+
+    REPLICATING = "replicating"  # Litestream ships its file now; the lag says how far behind
+    NOT_REPLICATING = "not replicating"  # a replica exists, but `manage.py replicate` does not ship it now
+    RESTORING = "restoring"  # restore_org is replacing its store
+    NO_BACKUP = "no backup"  # no replica (or, in PostgreSQL mode, no dump) yet
+    UNREACHABLE = "unreachable"  # its replica cannot be read; the detail names the cause
+    OFF = "off"  # AGENTS_BACKUP_URL is not set
+    DUMPED = "dumped"  # PostgreSQL mode: its newest pg_dump (lag = its age)
 
 
 # Badge colours used by the console for each status word (CSS colour names).
@@ -656,6 +669,13 @@ BADGE_COLOURS = {
     KeyStatus.CURRENT: "#15803d",
     KeyStatus.GRACE: "#b45309",
     KeyStatus.REVOKED: "#b91c1c",
+    BackupState.REPLICATING: "#15803d",
+    BackupState.NOT_REPLICATING: "#b45309",
+    BackupState.RESTORING: "#b45309",
+    BackupState.NO_BACKUP: "#b91c1c",
+    BackupState.UNREACHABLE: "#b91c1c",
+    BackupState.OFF: "#6b7280",
+    BackupState.DUMPED: "#15803d",
 }
 
 

@@ -38,6 +38,7 @@ urlpatterns = [
     path("keys/", admin.api_keys, name="keys"),
     path("keys/<int:key_id>/revoke/", admin.api_key_revoke_view, name="key-revoke"),
     path("billing/", admin.billing, name="billing"),
+    path("backups/", admin.backups, name="backups"),
     path("webhooks/", webhooks.webhook_list, name="webhooks"),
     path("webhooks/<str:endpoint_id>/", webhooks.webhook_detail, name="webhook"),
     path("webhooks/<str:endpoint_id>/<str:action>/", webhooks.webhook_action, name="webhook-action"),

@@ -1,4 +1,4 @@
-"""Org-admin pages: API keys (created once-shown, listed, revoked) and billing."""
+"""Org-admin pages: API keys (created once-shown, listed, revoked), billing, and the org's backup."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from tenancy.models import ApiKey, Org
 from tenancy.services import api_key_create, api_key_revoke
 
 LEDGER_ROWS = 100
+RESTORE_ROWS = 20
 
 
 def _acting_org(request) -> Org:
@@ -73,5 +74,32 @@ def billing(request):
             "ledger": billing_selectors.ledger_recent(org=org, limit=LEDGER_ROWS),
             "ledger_limit": LEDGER_ROWS,
             "nav": "billing",
+        },
+    )
+
+
+@org_admin_required
+def backups(request):
+    """Show the org's backup as `manage.py backup_status` reports it (state, replica lag, last
+    snapshot, newest shipped change, replica) and its newest restores (issue 35)."""
+    from django.conf import settings
+
+    from tenancy.backups.litestream import redacted
+    from tenancy.backups.status import org_status
+    from tenancy.models import OrgRestore
+
+    slug = request.principal.org_slug
+    status = org_status(slug)
+    status.replica_url = redacted(status.replica_url)  # an org admin need not see the server's replica password
+    return render(
+        request,
+        "console/backups.html",
+        {
+            "status": status,
+            "restores": OrgRestore.objects.using("default").filter(slug=slug).order_by("-started_at", "-id")[:RESTORE_ROWS],
+            "restore_limit": RESTORE_ROWS,
+            "retention_days": settings.AGENTS_BACKUP_RETENTION_DAYS,
+            "postgres_mode": settings.AGENTS_ORG_DATABASE == "postgres",
+            "nav": "backups",
         },
     )

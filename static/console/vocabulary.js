@@ -43,11 +43,15 @@ window.AgentsVocabulary = Object.freeze({
   "dead": "#b91c1c",
   "done": "#15803d",
   "draining": "#b45309",
+  "dumped": "#15803d",
   "error": "#b91c1c",
   "failed": "#b91c1c",
   "grace": "#b45309",
   "healthy": "#15803d",
   "invoked": "#15803d",
+  "no backup": "#b91c1c",
+  "not replicating": "#b45309",
+  "off": "#6b7280",
   "offline": "#6b7280",
   "ok": "#15803d",
   "online": "#15803d",
@@ -55,6 +59,8 @@ window.AgentsVocabulary = Object.freeze({
   "pending": "#6b7280",
   "queued": "#6b7280",
   "ready": "#15803d",
+  "replicating": "#15803d",
+  "restoring": "#b45309",
   "retrying": "#b45309",
   "revoked": "#b91c1c",
   "running": "#2563eb",
@@ -62,6 +68,7 @@ window.AgentsVocabulary = Object.freeze({
   "succeeded": "#15803d",
   "unhealthy": "#b91c1c",
   "unknown": "#6b7280",
+  "unreachable": "#b91c1c",
   "updated": "#6b7280",
   "waiting": "#b45309"
  },
@@ -133,6 +140,15 @@ window.AgentsVocabulary = Object.freeze({
    "AGENT_TOKEN_ROTATE_CONFIRM": "agent_token_rotate_confirm",
    "AGENT_UPDATED": "agent_updated",
    "AGENT_UPDATE_FORM": "agent_update_form"
+  },
+  "BackupState": {
+   "DUMPED": "dumped",
+   "NOT_REPLICATING": "not replicating",
+   "NO_BACKUP": "no backup",
+   "OFF": "off",
+   "REPLICATING": "replicating",
+   "RESTORING": "restoring",
+   "UNREACHABLE": "unreachable"
   },
   "ChatRole": {
    "ASSISTANT": "assistant",
@@ -320,6 +336,7 @@ window.AgentsVocabulary = Object.freeze({
    "TERMINATED_BY_DELETION": "terminated_by_deletion"
   },
   "ReplicaGenerationEnd": {
+   "MOVED": "moved",
    "REMOVED": "removed",
    "RESTORED": "restored"
   },

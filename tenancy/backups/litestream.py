@@ -66,6 +66,16 @@ def join(url: str, *parts: str) -> str:
     return urlunsplit((split.scheme, split.netloc, path, split.query, split.fragment))
 
 
+def redacted(url: str) -> str:
+    """Return `url` with the password of its user part (e.g. `sftp://user:secret@host/…`) hidden."""
+    split = urlsplit(url)
+    if not split.password:
+        return url
+    host = split.hostname or ""
+    netloc = f"{split.username}:***@{host}" + (f":{split.port}" if split.port else "")
+    return urlunsplit((split.scheme, netloc, split.path, split.query, split.fragment))
+
+
 def local_path(url: str) -> Path | None:
     """Return the directory of a `file://` replica URL, or None for any other scheme."""
     split = urlsplit(url)

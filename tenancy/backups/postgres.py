@@ -26,7 +26,7 @@ from pathlib import Path
 from django.db import transaction
 from django.utils import timezone
 
-from agents_site.vocabulary import RestoreStatus
+from agents_site.vocabulary import BackupState, RestoreStatus
 from tenancy.backups import fence, litestream
 
 DUMP_SUFFIX = ".dump"
@@ -160,12 +160,12 @@ def status(slug: str):
     try:
         available = dumps(slug)
     except Exception as exc:  # noqa: BLE001 - AGENTS_BACKUP_URL unset or not a directory
-        return OrgBackupStatus(slug, "off", detail=str(exc))
+        return OrgBackupStatus(slug, BackupState.OFF, detail=str(exc))
     if fence.restoring(slug):
-        return OrgBackupStatus(slug, "restoring", detail="restore_org is restoring its database")
+        return OrgBackupStatus(slug, BackupState.RESTORING, detail="restore_org is restoring its database")
     if not available:
-        return OrgBackupStatus(slug, "no backup", detail=f"no dump yet: manage.py backup_org_pg {slug}")
+        return OrgBackupStatus(slug, BackupState.NO_BACKUP, detail=f"no dump yet: manage.py backup_org_pg {slug}")
     newest = available[-1][0]
-    return OrgBackupStatus(slug, "dumped", lag_seconds=(timezone.now() - newest).total_seconds(), last_snapshot=newest,
+    return OrgBackupStatus(slug, BackupState.DUMPED, lag_seconds=(timezone.now() - newest).total_seconds(), last_snapshot=newest,
                            newest_change=newest, replica_url=str(dump_dir(slug)),
                            detail="lag = age of the newest dump; between dumps, the server's WAL archive is the backup")

@@ -6,6 +6,8 @@ every `AGENTS_BACKUP_POLL_SECONDS` reconciles what Litestream replicates with wh
 
 * a new org (or one whose restore just finished, under its new generation) is registered
   through the control socket — no restart;
+* an org whose generation lives under another `AGENTS_BACKUP_URL` than today's (the setting
+  changed) ends it (`moved`) and starts one under the new URL;
 * an org being restored (its fence flag up) is left alone: `restore_org` stops its replication
   itself and the new file is registered once the flag is down;
 * an org whose row was removed is unregistered; its generation ends (`removed`) and its replica
@@ -61,6 +63,18 @@ def current_generation(slug: str, *, create: bool = True):
     return _new_generation(slug, end_current=None)
 
 
+def _last_error(log_path: Path, offset: int) -> str:
+    """Return Litestream's last `Error: …` line (else its last line) written to its log past `offset`."""
+    try:
+        with open(log_path, "rb") as log:
+            log.seek(offset)
+            lines = [line.strip() for line in log.read().decode(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return "its log cannot be read"
+    errors = [line for line in lines if line.startswith("Error:")]
+    return (errors or lines or ["it printed nothing"])[-1]
+
+
 class Supervisor:
     """Litestream as a child process, kept in step with the orgs of the default database."""
 
@@ -85,7 +99,15 @@ class Supervisor:
             path = store_path(slug)
             if fence.restoring(slug) or not path.exists():
                 continue  # restore_org owns it now / not provisioned yet (or lost: restore it)
-            wanted[str(path)] = current_generation(slug).replica_url
+            generation = current_generation(slug)
+            if generation.replica_url != litestream.join(base, "orgs", slug, generation.name):
+                # AGENTS_BACKUP_URL changed: ship to the new replica (a full first snapshot there);
+                # the old line stays restorable at its URL until the retention ends it.
+                from tenancy.backups.restore import _new_generation
+
+                generation = _new_generation(slug, end_current=ReplicaGenerationEnd.MOVED)
+                self.say(f"AGENTS_BACKUP_URL changed: org {slug} starts a new replica at {generation.replica_url}")
+            wanted[str(path)] = generation.replica_url
         return wanted
 
     # -- Litestream ------------------------------------------------------------------------
@@ -94,14 +116,17 @@ class Supervisor:
         wanted = self.desired()
         config = litestream.state_dir() / "litestream.yml"
         config.write_text(litestream.render_config(sorted(wanted.items())))
-        log = open(litestream.state_dir() / "litestream.log", "ab")
+        log_path = litestream.state_dir() / "litestream.log"
+        log = open(log_path, "ab")
+        logged_from = log.tell()
         self.proc = subprocess.Popen([litestream.binary(), "replicate", "-config", str(config)],
                                      stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
         deadline = time.monotonic() + 60
         while not self.control.alive():
             if self.proc.poll() is not None:
-                raise litestream.LitestreamError(f"litestream exited {self.proc.returncode}: see {litestream.state_dir() / 'litestream.log'}")
+                raise litestream.LitestreamError(f"litestream exited {self.proc.returncode}: "
+                                                 f"{_last_error(log_path, logged_from)} (see {log_path})")
             if time.monotonic() > deadline:
                 raise litestream.LitestreamError("litestream did not open its control socket within 60 s")
             time.sleep(0.05)
@@ -186,6 +211,23 @@ class Supervisor:
         return done
 
     # -- the loop ------------------------------------------------------------------------------
+    def _start_until_up(self) -> bool:
+        """Start Litestream, retrying with a back-off (up to a minute) while it cannot start, e.g.
+        an unreachable replica; each failure is said with its cause. Never gives up: this process
+        exiting would stop the Procfile's web and worker too. False once told to stop."""
+        backoff = 1.0
+        while not self.stopping.is_set():
+            try:
+                self.start()
+                return True
+            except litestream.LitestreamError as exc:
+                self.stop()  # one that started but never opened its socket must not outlive the retry
+                self.say(f"replication is not running: {exc}; trying again in {backoff:.0f} s")
+            if self.stopping.wait(backoff):
+                break
+            backoff = min(backoff * 2, 60.0)
+        return False
+
     def run_forever(self) -> None:
         """Start Litestream and reconcile until SIGTERM/SIGINT; restart Litestream if it dies."""
         def _stop(signum, frame):
@@ -195,14 +237,16 @@ class Supervisor:
         signal.signal(signal.SIGINT, _stop)
         backoff = 1.0
         try:
-            self.start()
+            if not self._start_until_up():
+                return
             while not self.stopping.wait(float(settings.AGENTS_BACKUP_POLL_SECONDS)):
                 if self.proc.poll() is not None:
                     self.say(f"litestream exited {self.proc.returncode}; starting it again in {backoff:.0f} s")
                     if self.stopping.wait(backoff):
                         break
                     backoff = min(backoff * 2, 60.0)
-                    self.start()
+                    if not self._start_until_up():
+                        break
                     continue
                 try:
                     self.reconcile()

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.utils import timezone
 
+from agents_site.vocabulary import BackupState
 from tenancy.backends.sqlite import store_path
 from tenancy.backups import fence, litestream
 
@@ -26,7 +27,7 @@ class OrgBackupStatus:
     change (UTC, None if none), the replica URL and a `detail` sentence."""
 
     slug: str
-    state: str
+    state: BackupState
     lag_seconds: float | None = None
     last_snapshot: dt.datetime | None = None
     newest_change: dt.datetime | None = None
@@ -55,19 +56,19 @@ def org_status(slug: str, *, daemon: tuple[dict, dict] | None = None) -> OrgBack
 
         return postgres.status(slug)
     if not getattr(settings, "AGENTS_BACKUP_URL", ""):
-        return OrgBackupStatus(slug, "off", detail="AGENTS_BACKUP_URL is not set")
+        return OrgBackupStatus(slug, BackupState.OFF, detail="AGENTS_BACKUP_URL is not set")
     from tenancy.backups.replication import current_generation
 
     if fence.restoring(slug):
-        return OrgBackupStatus(slug, "restoring", detail="restore_org is replacing its store")
+        return OrgBackupStatus(slug, BackupState.RESTORING, detail="restore_org is replacing its store")
     generation = current_generation(slug, create=False)
     if generation is None:
-        return OrgBackupStatus(slug, "no backup", detail="manage.py replicate has not picked it up yet")
-    result = OrgBackupStatus(slug, "not replicating", replica_url=generation.replica_url)
+        return OrgBackupStatus(slug, BackupState.NO_BACKUP, detail="manage.py replicate has not picked it up yet")
+    result = OrgBackupStatus(slug, BackupState.NOT_REPLICATING, replica_url=generation.replica_url)
     try:
         files = litestream.ltx_files(generation.replica_url)
     except litestream.LitestreamError as exc:
-        result.state, result.detail = "unreachable", str(exc)
+        result.state, result.detail = BackupState.UNREACHABLE, str(exc)
         return result
     snapshots = [f.created_at for f in files if f.level == litestream.SNAPSHOT_LEVEL] or \
                 [f.created_at for f in files if f.min_txid == 1]
@@ -78,7 +79,7 @@ def org_status(slug: str, *, daemon: tuple[dict, dict] | None = None) -> OrgBack
     if path not in databases:
         result.detail = "manage.py replicate is not running, or has not registered it yet"
         return result
-    result.state = "replicating"
+    result.state = BackupState.REPLICATING
     local_txid = int((diagnostics.get(path) or {}).get("txid") or 0)
     behind = max(0, local_txid - _replica_max_txid(files))
     if behind == 0:

@@ -17,6 +17,7 @@ from tests.console.conftest import signed_in
         ("get", "/console/keys/"),
         ("post", "/console/keys/"),
         ("get", "/console/billing/"),
+        ("get", "/console/backups/"),
         ("get", "/console/agents/new/"),
         ("post", "/console/agents/new/"),
         ("get", "/console/agents/present/edit/"),
@@ -101,3 +102,46 @@ def test_billing_with_no_money_says_how_to_credit(org_a, admin_client):
     html = admin_client.get("/console/billing/").content.decode()
     assert "No money has moved yet" in html
     assert f"manage.py credit {org_a.slug}" in html
+
+
+def test_backups_shows_the_orgs_replica_and_its_restores_only(org_a, org_b, admin_client, settings, tmp_path):
+    """Issue 35: the console's admin shows what `backup_status` says for the org it acts for."""
+    from django.utils import timezone
+
+    from agents_site.vocabulary import RestoreStatus
+    from tenancy.backups import litestream
+    from tenancy.models import OrgRestore, ReplicaGeneration
+    from tests.tenancy.test_backup_status import _replicate_once
+
+    settings.AGENTS_BACKUP_URL = ""
+    off = admin_client.get("/console/backups/").content.decode()
+    assert 'data-status="off"' in off and "AGENTS_BACKUP_URL is not set" in off and "never been restored" in off
+
+    settings.AGENTS_BACKUP_URL = str(tmp_path / "replica")
+    url = litestream.join(litestream.base_url(), "orgs", org_a.slug, "g1")
+    ReplicaGeneration.objects.create(slug=org_a.slug, name="g1", replica_url=url, started_at=timezone.now())
+    _replicate_once(org_a.slug, url, tmp_path)
+    OrgRestore.objects.create(slug=org_a.slug, status=RestoreStatus.FAILED, error="the replica of org cannot be reached")
+    OrgRestore.objects.create(slug=org_b.slug, status=RestoreStatus.DONE, error="org b's restore")
+    response = admin_client.get("/console/backups/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert 'id="backup-state"><span class="badge" data-status="not replicating"' in html
+    assert "manage.py replicate is not running" in html and f'<code id="backup-replica">{url}</code>' in html
+    snapshot = re.search(r'id="backup-snapshot"><time datetime="([^"]+)"', html)
+    assert snapshot and snapshot.group(1).startswith(str(timezone.now().year))  # a last snapshot, shown as a time
+    assert 'data-status="failed"' in html and "the replica of org cannot be reached" in html
+    assert "org b&#x27;s restore" not in html and "org b's restore" not in html
+    assert f"restore_org {org_a.slug} --at" in html and 'href="/console/backups/" class="active"' in html
+
+
+def test_backups_hides_the_password_of_a_replica_url(org_a, admin_client, settings):
+    from django.utils import timezone
+
+    from tenancy.models import ReplicaGeneration
+
+    settings.AGENTS_BACKUP_URL = "sftp://backup:s3cret-pw@127.0.0.1:1/agents"
+    ReplicaGeneration.objects.create(slug=org_a.slug, name="g1", replica_url=f"{settings.AGENTS_BACKUP_URL}/orgs/{org_a.slug}/g1",
+                                     started_at=timezone.now())
+    html = admin_client.get("/console/backups/").content.decode()
+    assert "s3cret-pw" not in html and f"sftp://backup:***@127.0.0.1:1/agents/orgs/{org_a.slug}/g1" in html

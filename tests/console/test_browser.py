@@ -105,3 +105,23 @@ def test_login_page(page, shoot):
     page.wait_for_url("**/console/login/?next=/console/")
     shoot(page, "login")
     assert page.locator("input[name=csrfmiddlewaretoken]").count() == 1
+
+
+def test_backups_page_shows_the_orgs_backup_and_restores(page, make_org, login, shoot):
+    """Issue 35: an org admin reaches the org's backup from the sidebar (this live server runs
+    without AGENTS_BACKUP_URL: the state says so) and sees the org's restores in local time."""
+    from agents_site.vocabulary import RestoreStatus
+    from tenancy.models import OrgRestore
+
+    org = make_org("bk")
+    OrgRestore.objects.create(slug=org.slug, status=RestoreStatus.FAILED, error="the replica of org cannot be reached at s3://x")
+    login(page, org)
+    page.click(".sidebar >> text=Backups")
+    page.wait_for_url("**/console/backups/")
+    assert page.inner_text("#backup-state") == "off"
+    assert page.locator("#backup-state .badge").evaluate("b => getComputedStyle(b).getPropertyValue('--badge').trim()") == "#6b7280"
+    assert "AGENTS_BACKUP_URL is not set" in page.inner_text("#backup-detail")
+    row = page.locator("#restore-table tbody tr")
+    assert row.count() == 1 and "failed" in row.inner_text() and "cannot be reached at s3://x" in row.inner_text()
+    assert row.locator("time[data-localized]").count() == 1  # its start, rewritten by console.js in the viewer's local time
+    shoot(page, "backups")

@@ -151,6 +151,10 @@ def test_the_drill_delete_then_corrupt_one_org_and_restore_it_to_a_moment(
         # Two orgs picked up without a restart; rows before the moment, shipped; the moment.
         before_a, before_b = _write(org_a, "before", upstream=scripted_upstream), _write(org_b, "before", upstream=scripted_upstream)
         replicator.ship(path_a, path_b)
+        from tenancy.backups.status import org_status
+
+        shipped = org_status(org_a.slug)  # what backup_status and the Backups pages say of a live replica
+        assert (shipped.state, shipped.lag_seconds) == ("replicating", 0.0) and shipped.last_snapshot is not None
         moment = timezone.now()
         cursor_before = before_a["positions"][1]  # a client that saw only part of what was written before
         after_a, after_b = _write(org_a, "after", upstream=scripted_upstream), _write(org_b, "after", upstream=scripted_upstream)
@@ -165,14 +169,9 @@ def test_the_drill_delete_then_corrupt_one_org_and_restore_it_to_a_moment(
                                 (org_a.slug, generation.started_at - dt.timedelta(hours=1), "before the first snapshot")):
             with pytest.raises(RestoreError, match=cause):
                 restore_org(slug, at)
-        generation.replica_url, real_url = "sftp://127.0.0.1:1/nowhere", generation.replica_url
-        generation.save()
-        with pytest.raises(RestoreError, match="cannot be reached at sftp://127.0.0.1:1/nowhere"):
-            restore_org(org_a.slug, moment)
-        generation.replica_url = real_url
-        generation.save()
+        # (an unreachable replica: test_an_unreachable_replica_is_named_and_the_live_file_untouched)
         assert file_bytes(path_a) == untouched and not fence.flag_path(org_a.slug).exists()
-        assert OrgRestore.objects.filter(slug=org_a.slug, status=RestoreStatus.FAILED).count() == 2  # the replica was asked; the other two never got that far
+        assert OrgRestore.objects.filter(slug=org_a.slug, status=RestoreStatus.FAILED).count() == 1  # the generations were asked; the other two never got that far
 
         # The disaster: org A's file deleted. B is served throughout; A answers 503 while restored.
         served_b, stop = [], threading.Event()
@@ -262,6 +261,26 @@ def test_the_drill_delete_then_corrupt_one_org_and_restore_it_to_a_moment(
         server.stop()
 
 
+def test_an_unreachable_replica_is_named_and_the_live_file_untouched(org_a, settings, tmp_path):
+    """The org's line lives on a replica nothing answers for (port 1: connection refused). No
+    replicate runs here: a running one would take the changed URL for a moved AGENTS_BACKUP_URL."""
+    settings.AGENTS_BACKUP_URL = "sftp://operator@127.0.0.1:1/nowhere"
+    with org_a.context():
+        Agent.objects.create(id="agent_kept", name="kept", created_at=timezone.now(), updated_at=timezone.now())
+    ReplicaGeneration.objects.create(slug=org_a.slug, name="g1", replica_url=f"{settings.AGENTS_BACKUP_URL}/orgs/{org_a.slug}/g1",
+                                     started_at=timezone.now() - dt.timedelta(hours=1))
+    path = stores.store_path(org_a.slug)
+    untouched = file_bytes(path)
+    for moment in (None, timezone.now() - dt.timedelta(minutes=1)):
+        with pytest.raises(RestoreError, match=f"the replica of org '{org_a.slug}' cannot be reached at "
+                                               f"sftp://operator@127.0.0.1:1/nowhere/orgs/{org_a.slug}/g1: .*connection refused"):
+            restore_org(org_a.slug, moment)
+    assert file_bytes(path) == untouched and not fence.flag_path(org_a.slug).exists()
+    assert list(OrgRestore.objects.filter(slug=org_a.slug).values_list("status", flat=True)) == [RestoreStatus.FAILED] * 2
+    with org_a.context():
+        assert list(Agent.objects.values_list("name", flat=True)) == ["kept"]
+
+
 def test_a_restore_waits_for_work_in_flight_and_refuses_new_work(org_a, tmp_path, settings):
     from agents_site.errors import StoreUnavailable
 
@@ -296,6 +315,21 @@ def test_refusals_that_need_no_replica(org_a, settings, tmp_path):
     with pytest.raises(RestoreError, match="not an ISO-8601 moment"):
         parse_moment("yesterday")
     assert parse_moment("2026-05-01T12:30:00") == dt.datetime(2026, 5, 1, 12, 30, tzinfo=dt.UTC)
+    # The operator's command: the same cause, as a CommandError (exit status 1), nothing changed.
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    untouched = file_bytes(stores.store_path(org_a.slug))
+    for args, cause in ((["no-such-org"], "unknown org 'no-such-org'"), ([org_a.slug, "--at", "yesterday"], "not an ISO-8601 moment"),
+                        ([org_a.slug, "--at", "2999-01-01T00:00:00Z"], "is in the future"), ([org_a.slug], "no backup yet")):
+        with pytest.raises(CommandError, match=cause):
+            call_command("restore_org", *args)
+    settings.AGENTS_BACKUP_URL = ""
+    with pytest.raises(CommandError, match="AGENTS_BACKUP_URL is not set"):
+        call_command("restore_org", org_a.slug)
+    with pytest.raises(CommandError, match="AGENTS_BACKUP_URL is not set"):
+        call_command("replicate")
+    assert file_bytes(stores.store_path(org_a.slug)) == untouched and not fence.flag_path(org_a.slug).exists()
     assert floor_above(0) == POSITION_EPOCH and floor_above(5, None, POSITION_EPOCH + 3) == 2 * POSITION_EPOCH
 
 
@@ -332,3 +366,101 @@ def test_replication_moves_the_apps_checkpoint_out_of_litestreams_way(settings, 
             assert cursor.fetchone()[0] == 10_000  # Litestream checkpoints at 1,000 pages
             cursor.execute("PRAGMA journal_mode")
             assert cursor.fetchone()[0] == "wal"
+
+
+def _procfile_command(name: str) -> str:
+    for line in (ROOT / "Procfile").read_text().splitlines():
+        if line.startswith(f"{name}:"):
+            return line.split(":", 1)[1].strip()
+    raise AssertionError(f"the Procfile has no {name} process")
+
+
+def test_the_procfiles_backup_process_replicates_only_when_the_url_is_set(backup_env):
+    """honcho (and any Procfile runner) stops every process when one exits: without the URL the
+    backup process must idle, not fail, or `honcho start` would take daphne and the qcluster down."""
+    from django.db import connections
+
+    command = _procfile_command("backup")
+    without = {k: v for k, v in backup_env.items() if k != "AGENTS_BACKUP_URL"}
+    idle = subprocess.Popen(["/bin/sh", "-c", command], cwd=ROOT, env=without, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        assert idle.stdout.readline() == b"AGENTS_BACKUP_URL is not set: replication is off\n"
+        assert idle.poll() is None
+    finally:
+        idle.terminate()
+        idle.wait(timeout=30)
+
+    default_path = str(connections["default"].settings_dict["NAME"])
+    log = Path(backup_env["AGENTS_DATA_DIR"]) / f"procfile-backup-{os.getpid()}.log"
+    with open(log, "wb") as out:
+        on = subprocess.Popen(["/bin/sh", "-c", command], cwd=ROOT, env=backup_env, stdout=out, stderr=subprocess.STDOUT)
+    control = litestream.Control()
+    try:
+        def default_registered() -> bool:
+            assert on.poll() is None, log.read_text()[-3000:]
+            return control.alive() and default_path in control.databases()
+
+        _wait(default_registered, "the default database replicated by the Procfile's backup process")
+        control.sync(default_path)
+        assert litestream.ltx_files(litestream.join(litestream.base_url(), "default"))  # shipped to {URL}/default
+    finally:
+        on.terminate()
+        on.wait(timeout=60)
+
+
+def test_replicate_with_an_unreachable_replica_names_the_cause_and_keeps_trying(backup_env):
+    """An unreachable replica (here: nothing listens on port 1) makes Litestream exit at start;
+    `replicate` says why and tries again instead of exiting (which would stop the Procfile's web
+    and worker with it); SIGTERM still ends it."""
+    env = {**backup_env, "AGENTS_BACKUP_URL": "sftp://operator@127.0.0.1:1/nowhere"}
+    replicator = Replicator(env)
+    try:
+        def said_twice() -> bool:
+            assert replicator.proc.poll() is None, replicator.log.read_text()[-3000:]
+            return replicator.log.read_text().count("trying again") >= 2
+
+        _wait(said_twice, "two failed starts reported")
+        first = next(line for line in replicator.log.read_text().splitlines() if "trying again" in line)
+        assert first.startswith("replication is not running: litestream exited 1: ")
+        assert "dial tcp 127.0.0.1:1: connect: connection refused" in first and "litestream.log" in first
+    finally:
+        replicator.stop()
+    assert replicator.proc.returncode == 0
+
+
+def test_a_changed_backup_url_starts_a_new_line_at_the_new_replica(org_a, settings, tmp_path):
+    """The org's line lived under the old AGENTS_BACKUP_URL: replicating on there would leave the
+    new replica without the org (and backup_status reading the old one)."""
+    from tenancy.backups.replication import Supervisor
+
+    settings.AGENTS_BACKUP_URL = str(tmp_path / "old")
+    old = Supervisor().desired()[str(stores.store_path(org_a.slug))]
+    assert old.startswith(f"file://{tmp_path / 'old'}/orgs/{org_a.slug}/g")
+    assert Supervisor().desired()[str(stores.store_path(org_a.slug))] == old  # unchanged setting: the same line
+    settings.AGENTS_BACKUP_URL = str(tmp_path / "new")
+    said = []
+    new = Supervisor(say=said.append).desired()[str(stores.store_path(org_a.slug))]
+    assert new.startswith(f"file://{tmp_path / 'new'}/orgs/{org_a.slug}/g")
+    ended = ReplicaGeneration.objects.get(slug=org_a.slug, replica_url=old)
+    assert ended.end_reason == ReplicaGenerationEnd.MOVED and ended.ended_at is not None
+    assert ReplicaGeneration.objects.get(slug=org_a.slug, ended_at__isnull=True).replica_url == new
+    assert said == [f"AGENTS_BACKUP_URL changed: org {org_a.slug} starts a new replica at {new}"]
+
+
+def test_a_moment_after_the_line_began_but_before_its_first_snapshot_is_refused(org_a, settings, tmp_path):
+    """The generation row is older than anything in its replica (replicate had not shipped yet):
+    the replica's own first file bounds the moment, and the refusal says which moment that is."""
+    from tests.tenancy.test_backup_status import _replicate_once
+
+    settings.AGENTS_BACKUP_URL = str(tmp_path / "replica")
+    url = litestream.join(litestream.base_url(), "orgs", org_a.slug, "g1")
+    ReplicaGeneration.objects.create(slug=org_a.slug, name="g1", replica_url=url, started_at=timezone.now() - dt.timedelta(hours=1))
+    _replicate_once(org_a.slug, url, tmp_path)
+    earliest = min(f.created_at for f in litestream.ltx_files(url))
+    untouched = file_bytes(stores.store_path(org_a.slug))
+    import re
+
+    with pytest.raises(RestoreError, match=re.escape(f"before the first snapshot of org '{org_a.slug}' "
+                                                     f"(the earliest moment its replica can restore is {earliest.isoformat()})")):
+        restore_org(org_a.slug, earliest - dt.timedelta(minutes=30))
+    assert file_bytes(stores.store_path(org_a.slug)) == untouched
