@@ -88,3 +88,14 @@ def test_the_webhook_server_answers_400_unverified_and_204_for_a_refused_envelop
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_the_readme_walks_secrets_and_venv_are_ignored_by_git():
+    # README "From /create-agent to a running agent" writes agent.json (the agent's token and
+    # private keys) and the .agent venv at the repository's root: `git add -A` must not take them.
+    import shutil
+
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    done = subprocess.run(["git", "check-ignore", "--no-index", "agent.json", ".agent/bin/python"], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert done.stdout.split() == ["agent.json", ".agent/bin/python"], done.stdout + done.stderr
