@@ -245,7 +245,7 @@ def test_refusals_rotations_and_no_plaintext_on_the_server(page, make_org, login
         wait_reply(page, "echo: and again")
 
         # --- an emergency rotation: revoked at once, said clearly --------------------------------
-        rotate(True)
+        emergency_token = rotate(True)
         agent.wait_for("security_alert agent.token_revoked")
         assert agent.wait_exit() == 0  # the socket was closed for good (4403): the example stops
         page.wait_for_selector("#talk-messages li.system[data-alert='agent.keys_revoked']")
@@ -259,5 +259,23 @@ def test_refusals_rotations_and_no_plaintext_on_the_server(page, make_org, login
         assert "revoked (an emergency rotation)" in page.inner_text("#talk-messages li.refused[data-refused=signer_key_revoked] .bubble")
         assert replies(page) == []
         shoot(page, "talk-emergency")
+
+        # --- a wrong key: a reply sealed to a user key this browser does not hold ----------------
+        # (the user's keys changed elsewhere, e.g. another browser registered its own pair), from
+        # the agent's keys registered after the emergency rotation: verified signer, unopenable.
+        from agents_identity.keys import KeyPairs
+
+        elsewhere, agent_now = KeyPairs(), KeyPairs()
+        assert org.client.put("/v1/identity/users/me/keys", {"public_key": elsewhere.public_key, "signing_public_key": elsewhere.signing_public_key},
+                              content_type="application/json").status_code == 201
+        assert post(org.client, f"/v1/identity/agents/{agent_id}/keys/register",
+                    {"public_key": agent_now.public_key, "signing_public_key": agent_now.signing_public_key}, **bearer(emergency_token)).status_code == 200
+        wrong_key = seal(body=text_body("for the other browser"), sender=me, recipient=them, recipient_key=base64.b64decode(elsewhere.public_key),
+                         signing_key=agent_now.ed25519)
+        sent = post(org.client, f"/v1/identity/users/{user}/messages", {"envelope": wrong_key}, **bearer(emergency_token))
+        assert sent.status_code == 201, sent.json()
+        page.wait_for_selector("#talk-messages li.refused[data-refused=unknown_key]")
+        assert "sealed to a key this browser does not hold" in page.inner_text("#talk-messages li.refused[data-refused=unknown_key] .bubble")
+        assert replies(page) == []
     finally:
         agent.stop()
