@@ -279,3 +279,44 @@ def test_refusals_rotations_and_no_plaintext_on_the_server(page, make_org, login
         assert replies(page) == []
     finally:
         agent.stop()
+
+
+def test_the_readme_walk_from_create_agent_to_an_answer(page, make_org, login, console_server, tmp_path):
+    """README "From /create-agent to a running agent", step by step: the agent is made by the system
+    agent's form, the SDK reads the console's agent.json box as is (no --register: the console
+    registered the keys), and the conversation is added and keyed from the page's own buttons."""
+    org = make_org("tw")
+    login(page, org)
+    # 2. console → Chat → System agent: /create-agent Echo, connection websocket, Create; copy the "agent.json" box
+    page.click(".sidebar >> text=Chat")
+    page.select_option("#chat-with", "preset:system")
+    page.fill("#chat-input", "/create-agent Echo")
+    page.click("#chat-send")
+    form = "[data-artifact=agent_creation_form] form"
+    page.wait_for_selector(form)
+    assert page.input_value(f"{form} input[name=display_name]") == "Echo"
+    page.select_option(f"{form} select[name=connection_mode]", "websocket")
+    page.click(f"{form} button[type=submit]")
+    box = page.wait_for_selector("[data-secrets=shown] code[data-secret=agent_json]")
+    path = tmp_path / "agent.json"
+    path.write_text(box.inner_text())
+    path.chmod(0o600)
+    # 3–4. the example agent from the SDK, reading that file
+    agent = EchoAgent(sdk="python", mode="websocket", credentials_path=path, log_path=tmp_path / "echo.log")
+    agent.start()
+    try:
+        # 5. console → Conversations → Echo → Add Echo, choose a keystore password, send "hello"
+        page.click(".sidebar >> text=Conversations")
+        page.click("#talk-agents tr:has-text('Echo') a.button")
+        page.wait_for_selector("#talk[data-state=locked] #talk-unlock-form")
+        page.click("#talk-add")
+        page.wait_for_selector("#talk-relation", state="hidden")
+        page.fill("#talk-unlock-form input[name=password]", PASSWORD)
+        page.click("#talk-unlock-form button")
+        page.wait_for_selector("#talk[data-state=ready][data-loaded='1']")
+        send(page, "hello")
+        wait_reply(page, "echo: hello")
+        assert "signed by Echo" in page.locator(f"#talk-messages {REPLY}").last.locator(".seal").inner_text()
+        agent.wait_for("opened envelope")
+    finally:
+        agent.stop()

@@ -99,3 +99,15 @@ def test_the_readme_walks_secrets_and_venv_are_ignored_by_git():
         pytest.skip("not a git checkout")
     done = subprocess.run(["git", "check-ignore", "--no-index", "agent.json", ".agent/bin/python"], cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert done.stdout.split() == ["agent.json", ".agent/bin/python"], done.stdout + done.stderr
+
+
+def test_the_readme_walk_is_under_ten_commands():
+    # Issue 33: the README walks a developer from /create-agent to a running agent in under ten
+    # commands (each `a && b` counts as two; console steps are comments).
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("**From `/create-agent` to a running agent**")
+    block = readme[readme.index("```sh\n", start) + 6:readme.index("```", readme.index("```sh\n", start) + 6)]
+    lines = [line.split("  #")[0].strip() for line in block.splitlines()]
+    commands = [part for line in lines if line and not line.startswith("#") for part in line.split("&&")]
+    assert 0 < len(commands) < 10, commands
+    assert any("pip install ./sdk/python" in c for c in commands) and any("agents_identity.examples.echo" in c for c in commands)
