@@ -320,3 +320,44 @@ def test_the_readme_walk_from_create_agent_to_an_answer(page, make_org, login, c
         agent.wait_for("opened envelope")
     finally:
         agent.stop()
+
+
+VECTORS_IN_PAGE = """async (V) => {
+  const E = window.AgentsEnvelope;
+  const signers = new Map(V.signers.map(s => [`${s.party.type}:${s.party.id}:${s.kid}`, {publicKey: E.fromBase64(s.public_key), status: s.status}]));
+  async function receiver(name) {
+    const p = V.parties[name];
+    const keys = await E.KeyPairs.fromJwks(p.x25519_private_jwk, p.ed25519_private_jwk, p.previous_x25519_private_jwks);
+    return new E.Receiver({me: p.party, keys: keys.decryptionKeys(), signer: (s, skid) => signers.get(`${s.type}:${s.id}:${skid}`) || null,
+                           replay: new E.ReplayWindow(V.replay_window_seconds)});
+  }
+  const out = {opened: {}, refused: {}, replay: []};
+  for (const c of V.open) {
+    const o = await (await receiver(c.receiver)).open(c.envelope, {sender: c.sender, now: V.now});
+    out.opened[c.name] = {mid: o.mid, body: o.body, signer_kid: o.signerKid, recipient_kid: o.recipientKid};
+  }
+  for (const c of V.refuse) {
+    try { await (await receiver(c.receiver)).open(c.envelope, {sender: c.sender, now: V.now}); out.refused[c.name] = "OPENED"; }
+    catch (e) { out.refused[c.name] = [e.code || String(e), e.message]; }
+  }
+  const r = await receiver(V.replay.receiver);
+  out.replay.push((await r.open(V.replay.envelope, {sender: V.replay.sender, now: V.now})).text);
+  try { await r.open(V.replay.envelope, {sender: V.replay.sender, now: V.now + 1}); out.replay.push("OPENED"); } catch (e) { out.replay.push(e.code); }
+  return out;
+}"""
+
+
+def test_the_consoles_bundle_opens_and_refuses_the_shared_vectors_in_chromium(page, console_server):
+    """The browser is an implementation too (Chromium's WebCrypto X25519/Ed25519 under the bundle):
+    every vector opens or is refused with its code, as in Python and Node."""
+    from agents_identity.envelope import REASONS
+    from tests.sdk.vectors import VECTORS
+
+    page.goto("/console/login/")
+    page.add_script_tag(url="/static/console/vendor/agents-envelope.js")
+    page.wait_for_function("!!window.AgentsEnvelope")
+    out = page.evaluate(VECTORS_IN_PAGE, VECTORS)
+    assert out["opened"] == {c["name"]: c["expect"] for c in VECTORS["open"]}
+    assert {name: code for name, (code, _) in out["refused"].items()} == {c["name"]: c["error"] for c in VECTORS["refuse"]}
+    assert all(message.startswith(REASONS[code]) for code, message in out["refused"].values())
+    assert out["replay"] == ["once", "replayed"]
