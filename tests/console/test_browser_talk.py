@@ -101,6 +101,15 @@ def test_hello_round_trip_with_each_example_agent(request, page, make_org, login
             stored = list(Envelope.objects.filter(agent_id=created["agent_id"]).order_by("id"))
         assert [e.direction for e in stored] == ["to_agent", "to_user"]
         assert all(e.body.startswith("v1.") and b"hello" not in e.body.encode() for e in stored)
+        if mode == "webhook":
+            # Webhook deliveries pass through more of the server (delivery rows, the task workers):
+            # after a round trip with words found nowhere else, they are in none of its files or logs.
+            words = f"walrus {secrets.token_hex(6)}"
+            send(page, words)
+            wait_reply(page, f"echo: {words}")
+            cluster = request.getfixturevalue("qcluster")
+            assert grep_server(org, console_server, cluster.log(), [words.encode()]) == []
+            assert cluster.log_path.exists() and console_server.log_path.exists()
         if (sdk, mode) == ("python", "websocket"):
             # The user's keys: made here, kept in the (encrypted) keystore, public halves registered in the org.
             kept = page.evaluate("u => window.Keystore.userKeys(u)", org.user.get_username())
