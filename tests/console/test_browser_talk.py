@@ -370,3 +370,44 @@ def test_the_consoles_bundle_opens_and_refuses_the_shared_vectors_in_chromium(pa
     assert {name: code for name, (code, _) in out["refused"].items()} == {c["name"]: c["error"] for c in VECTORS["refuse"]}
     assert all(message.startswith(REASONS[code]) for code, message in out["refused"].values())
     assert out["replay"] == ["once", "replayed"]
+
+
+def test_the_users_keys_travel_in_the_keystore_backup_to_a_new_browser(browser, page, make_org, login, console_server, tmp_path, settings):
+    """Item 2: the keystore's backup holds the user's own pairs. Backed up here, restored in a fresh
+    browser context, the conversation opens the earlier reply there and registers nothing new."""
+    from tests.console.test_browser_guided import keys_page
+
+    org = make_org("tk")
+    agent, created, _ = start_agent(org, console_server, tmp_path, sdk="python", mode="websocket", settings=settings)
+    try:
+        login(page, org)
+        open_conversation(page, created["agent_id"])
+        send(page, "hello")
+        wait_reply(page, "echo: hello")
+        registered = org.client.get("/v1/identity/users/me/keys").json()["keys"]
+        keys_page(page)
+        page.fill("#keystore-unlock input[name=password]", PASSWORD)
+        page.click("#keystore-unlock button")
+        page.wait_for_selector("#keystore[data-state=unlocked]")
+        page.fill("#backup-password input[name=password]", "backup password 1")
+        page.click("#backup-password button")
+        page.wait_for_function("document.getElementById('keystore-message').textContent.startsWith('✓ Backed up with the password')")
+    finally:
+        agent.stop()
+
+    fresh = browser.new_context(base_url=console_server.url)
+    fresh.set_default_timeout(30_000)
+    other = fresh.new_page()
+    try:
+        login(other, org)
+        keys_page(other)
+        other.fill("#restore-form input[name=new_password]", PASSWORD)
+        other.fill("#restore-form input[name=backup_password]", "backup password 1")
+        other.click("#restore-form button")
+        other.wait_for_selector("#keystore[data-state=unlocked]")
+        open_conversation(other, created["agent_id"])
+        wait_reply(other, "echo: hello")
+        assert other.locator("#talk-messages li.refused").count() == 0
+        assert org.client.get("/v1/identity/users/me/keys").json()["keys"] == registered  # the same pair: nothing re-registered
+    finally:
+        fresh.close()
