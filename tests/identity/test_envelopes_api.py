@@ -62,6 +62,10 @@ def test_agent_keys_are_readable_by_related_users_and_user_keys_by_related_agent
     stranger = Client(HTTP_AUTHORIZATION=f"Bearer {key}")
     assert stranger.get(f"/v1/identity/agents/{both.agent_id}/keys").status_code == 404
     assert org_a.client.get(f"/v1/identity/agents/{both.agent_id}/users/no-relation/keys", **bearer(both.agent["agent_token"])).status_code == 404
+    # Once the user ends the relation, the agent no longer reads their keys.
+    assert org_a.client.delete(f"/v1/identity/agents/{both.agent_id}/relations").status_code == 204
+    ended = org_a.client.get(f"/v1/identity/agents/{both.agent_id}/users/{both.user_id}/keys", **bearer(both.agent["agent_token"]))
+    assert ended.status_code == 404 and ended.json()["code"] == "not_found"
 
 
 def test_the_platform_never_decrypts_it_checks_the_outer_shape(org_a, both):
