@@ -174,3 +174,25 @@ def test_a_key_whose_grace_period_ended_is_refused_400_on_both_sides(org_a, both
     both.user_keys = new_user
     assert both.send_to_agent("current keys").status_code == 202 and both.send_to_user("current keys").status_code == 201
     assert _count(org_a) == 3
+
+
+def test_a_message_id_taken_between_the_check_and_the_write_is_409_not_500(org_a, both, monkeypatch):
+    # Two requests with one (sender, message id) can both pass the check; the unique constraint
+    # decides, and the loser is answered 409 like any repeat (never a 500, never two rows).
+    from django.utils import timezone
+
+    from identity import messaging
+
+    sealed = both.to_agent("raced")
+    real_check = messaging.check_envelope
+
+    def check_then_lose_the_race(envelope, **kw):
+        shape = real_check(envelope, **kw)
+        Envelope.objects.create(public_id="env_" + "0" * 32, direction="to_agent", agent_id=both.agent_id, user_id=both.user_id,
+                                sender=shape.sender, message_id=shape.message_id, body=envelope, size_bytes=shape.size_bytes, created_at=timezone.now())
+        return shape
+
+    monkeypatch.setattr(messaging, "check_envelope", check_then_lose_the_race)
+    lost = both.send_to_agent(envelope=sealed)
+    assert lost.status_code == 409 and lost.json()["code"] == "envelope_replayed", lost.content
+    assert _count(org_a) == 1
