@@ -101,6 +101,15 @@ def test_hello_round_trip_with_each_example_agent(request, page, make_org, login
             stored = list(Envelope.objects.filter(agent_id=created["agent_id"]).order_by("id"))
         assert [e.direction for e in stored] == ["to_agent", "to_user"]
         assert all(e.body.startswith("v1.") and b"hello" not in e.body.encode() for e in stored)
+        if mode == "webhook":
+            # Webhook deliveries pass through more of the server (delivery rows, the task workers):
+            # after a round trip with words found nowhere else, they are in none of its files or logs.
+            words = f"walrus {secrets.token_hex(6)}"
+            send(page, words)
+            wait_reply(page, f"echo: {words}")
+            cluster = request.getfixturevalue("qcluster")
+            assert grep_server(org, console_server, cluster.log(), [words.encode()]) == []
+            assert cluster.log_path.exists() and console_server.log_path.exists()
         if (sdk, mode) == ("python", "websocket"):
             # The user's keys: made here, kept in the (encrypted) keystore, public halves registered in the org.
             kept = page.evaluate("u => window.Keystore.userKeys(u)", org.user.get_username())
@@ -245,7 +254,7 @@ def test_refusals_rotations_and_no_plaintext_on_the_server(page, make_org, login
         wait_reply(page, "echo: and again")
 
         # --- an emergency rotation: revoked at once, said clearly --------------------------------
-        rotate(True)
+        emergency_token = rotate(True)
         agent.wait_for("security_alert agent.token_revoked")
         assert agent.wait_exit() == 0  # the socket was closed for good (4403): the example stops
         page.wait_for_selector("#talk-messages li.system[data-alert='agent.keys_revoked']")
@@ -259,5 +268,146 @@ def test_refusals_rotations_and_no_plaintext_on_the_server(page, make_org, login
         assert "revoked (an emergency rotation)" in page.inner_text("#talk-messages li.refused[data-refused=signer_key_revoked] .bubble")
         assert replies(page) == []
         shoot(page, "talk-emergency")
+
+        # --- a wrong key: a reply sealed to a user key this browser does not hold ----------------
+        # (the user's keys changed elsewhere, e.g. another browser registered its own pair), from
+        # the agent's keys registered after the emergency rotation: verified signer, unopenable.
+        from agents_identity.keys import KeyPairs
+
+        elsewhere, agent_now = KeyPairs(), KeyPairs()
+        assert org.client.put("/v1/identity/users/me/keys", {"public_key": elsewhere.public_key, "signing_public_key": elsewhere.signing_public_key},
+                              content_type="application/json").status_code == 201
+        assert post(org.client, f"/v1/identity/agents/{agent_id}/keys/register",
+                    {"public_key": agent_now.public_key, "signing_public_key": agent_now.signing_public_key}, **bearer(emergency_token)).status_code == 200
+        wrong_key = seal(body=text_body("for the other browser"), sender=me, recipient=them, recipient_key=base64.b64decode(elsewhere.public_key),
+                         signing_key=agent_now.ed25519)
+        sent = post(org.client, f"/v1/identity/users/{user}/messages", {"envelope": wrong_key}, **bearer(emergency_token))
+        assert sent.status_code == 201, sent.json()
+        page.wait_for_selector("#talk-messages li.refused[data-refused=unknown_key]")
+        assert "sealed to a key this browser does not hold" in page.inner_text("#talk-messages li.refused[data-refused=unknown_key] .bubble")
+        assert replies(page) == []
     finally:
         agent.stop()
+
+
+def test_the_readme_walk_from_create_agent_to_an_answer(page, make_org, login, console_server, tmp_path):
+    """README "From /create-agent to a running agent", step by step: the agent is made by the system
+    agent's form, the SDK reads the console's agent.json box as is (no --register: the console
+    registered the keys), and the conversation is added and keyed from the page's own buttons."""
+    org = make_org("tw")
+    login(page, org)
+    # 2. console → Chat → System agent: /create-agent Echo, connection websocket, Create; copy the "agent.json" box
+    page.click(".sidebar >> text=Chat")
+    page.select_option("#chat-with", "preset:system")
+    page.fill("#chat-input", "/create-agent Echo")
+    page.click("#chat-send")
+    form = "[data-artifact=agent_creation_form] form"
+    page.wait_for_selector(form)
+    assert page.input_value(f"{form} input[name=display_name]") == "Echo"
+    page.select_option(f"{form} select[name=connection_mode]", "websocket")
+    page.click(f"{form} button[type=submit]")
+    box = page.wait_for_selector("[data-secrets=shown] code[data-secret=agent_json]")
+    path = tmp_path / "agent.json"
+    path.write_text(box.inner_text())
+    path.chmod(0o600)
+    # 3–4. the example agent from the SDK, reading that file
+    agent = EchoAgent(sdk="python", mode="websocket", credentials_path=path, log_path=tmp_path / "echo.log")
+    agent.start()
+    try:
+        # 5. console → Conversations → Echo → Add Echo, choose a keystore password, send "hello"
+        page.click(".sidebar >> text=Conversations")
+        page.click("#talk-agents tr:has-text('Echo') a.button")
+        page.wait_for_selector("#talk[data-state=locked] #talk-unlock-form")
+        page.click("#talk-add")
+        page.wait_for_selector("#talk-relation", state="hidden")
+        page.fill("#talk-unlock-form input[name=password]", PASSWORD)
+        page.click("#talk-unlock-form button")
+        page.wait_for_selector("#talk[data-state=ready][data-loaded='1']")
+        send(page, "hello")
+        wait_reply(page, "echo: hello")
+        assert "signed by Echo" in page.locator(f"#talk-messages {REPLY}").last.locator(".seal").inner_text()
+        agent.wait_for("opened envelope")
+    finally:
+        agent.stop()
+
+
+VECTORS_IN_PAGE = """async (V) => {
+  const E = window.AgentsEnvelope;
+  const signers = new Map(V.signers.map(s => [`${s.party.type}:${s.party.id}:${s.kid}`, {publicKey: E.fromBase64(s.public_key), status: s.status}]));
+  async function receiver(name) {
+    const p = V.parties[name];
+    const keys = await E.KeyPairs.fromJwks(p.x25519_private_jwk, p.ed25519_private_jwk, p.previous_x25519_private_jwks);
+    return new E.Receiver({me: p.party, keys: keys.decryptionKeys(), signer: (s, skid) => signers.get(`${s.type}:${s.id}:${skid}`) || null,
+                           replay: new E.ReplayWindow(V.replay_window_seconds)});
+  }
+  const out = {opened: {}, refused: {}, replay: []};
+  for (const c of V.open) {
+    const o = await (await receiver(c.receiver)).open(c.envelope, {sender: c.sender, now: V.now});
+    out.opened[c.name] = {mid: o.mid, body: o.body, signer_kid: o.signerKid, recipient_kid: o.recipientKid};
+  }
+  for (const c of V.refuse) {
+    try { await (await receiver(c.receiver)).open(c.envelope, {sender: c.sender, now: V.now}); out.refused[c.name] = "OPENED"; }
+    catch (e) { out.refused[c.name] = [e.code || String(e), e.message]; }
+  }
+  const r = await receiver(V.replay.receiver);
+  out.replay.push((await r.open(V.replay.envelope, {sender: V.replay.sender, now: V.now})).text);
+  try { await r.open(V.replay.envelope, {sender: V.replay.sender, now: V.now + 1}); out.replay.push("OPENED"); } catch (e) { out.replay.push(e.code); }
+  return out;
+}"""
+
+
+def test_the_consoles_bundle_opens_and_refuses_the_shared_vectors_in_chromium(page, console_server):
+    """The browser is an implementation too (Chromium's WebCrypto X25519/Ed25519 under the bundle):
+    every vector opens or is refused with its code, as in Python and Node."""
+    from agents_identity.envelope import REASONS
+    from tests.sdk.vectors import VECTORS
+
+    page.goto("/console/login/")
+    page.add_script_tag(url="/static/console/vendor/agents-envelope.js")
+    page.wait_for_function("!!window.AgentsEnvelope")
+    out = page.evaluate(VECTORS_IN_PAGE, VECTORS)
+    assert out["opened"] == {c["name"]: c["expect"] for c in VECTORS["open"]}
+    assert {name: code for name, (code, _) in out["refused"].items()} == {c["name"]: c["error"] for c in VECTORS["refuse"]}
+    assert all(message.startswith(REASONS[code]) for code, message in out["refused"].values())
+    assert out["replay"] == ["once", "replayed"]
+
+
+def test_the_users_keys_travel_in_the_keystore_backup_to_a_new_browser(browser, page, make_org, login, console_server, tmp_path, settings):
+    """Item 2: the keystore's backup holds the user's own pairs. Backed up here, restored in a fresh
+    browser context, the conversation opens the earlier reply there and registers nothing new."""
+    from tests.console.test_browser_guided import keys_page
+
+    org = make_org("tk")
+    agent, created, _ = start_agent(org, console_server, tmp_path, sdk="python", mode="websocket", settings=settings)
+    try:
+        login(page, org)
+        open_conversation(page, created["agent_id"])
+        send(page, "hello")
+        wait_reply(page, "echo: hello")
+        registered = org.client.get("/v1/identity/users/me/keys").json()["keys"]
+        keys_page(page)
+        page.fill("#keystore-unlock input[name=password]", PASSWORD)
+        page.click("#keystore-unlock button")
+        page.wait_for_selector("#keystore[data-state=unlocked]")
+        page.fill("#backup-password input[name=password]", "backup password 1")
+        page.click("#backup-password button")
+        page.wait_for_function("document.getElementById('keystore-message').textContent.startsWith('✓ Backed up with the password')")
+    finally:
+        agent.stop()
+
+    fresh = browser.new_context(base_url=console_server.url)
+    fresh.set_default_timeout(30_000)
+    other = fresh.new_page()
+    try:
+        login(other, org)
+        keys_page(other)
+        other.fill("#restore-form input[name=new_password]", PASSWORD)
+        other.fill("#restore-form input[name=backup_password]", "backup password 1")
+        other.click("#restore-form button")
+        other.wait_for_selector("#keystore[data-state=unlocked]")
+        open_conversation(other, created["agent_id"])
+        wait_reply(other, "echo: hello")
+        assert other.locator("#talk-messages li.refused").count() == 0
+        assert org.client.get("/v1/identity/users/me/keys").json()["keys"] == registered  # the same pair: nothing re-registered
+    finally:
+        fresh.close()

@@ -62,6 +62,10 @@ def test_agent_keys_are_readable_by_related_users_and_user_keys_by_related_agent
     stranger = Client(HTTP_AUTHORIZATION=f"Bearer {key}")
     assert stranger.get(f"/v1/identity/agents/{both.agent_id}/keys").status_code == 404
     assert org_a.client.get(f"/v1/identity/agents/{both.agent_id}/users/no-relation/keys", **bearer(both.agent["agent_token"])).status_code == 404
+    # Once the user ends the relation, the agent no longer reads their keys.
+    assert org_a.client.delete(f"/v1/identity/agents/{both.agent_id}/relations").status_code == 204
+    ended = org_a.client.get(f"/v1/identity/agents/{both.agent_id}/users/{both.user_id}/keys", **bearer(both.agent["agent_token"]))
+    assert ended.status_code == 404 and ended.json()["code"] == "not_found"
 
 
 def test_the_platform_never_decrypts_it_checks_the_outer_shape(org_a, both):
@@ -133,3 +137,62 @@ def test_a_normal_rotation_keeps_the_old_key_in_grace_an_emergency_one_does_not(
         alert = InboxItem.objects.get(user_id=both.user_id, system_code="agent.keys_revoked")
     assert alert.system_type == "security_alert" and alert.data["agent_id"] == both.agent_id and alert.data["revoked_at"]
     assert _count(org_a) == 2
+
+
+def test_a_key_whose_grace_period_ended_is_refused_400_on_both_sides(org_a, both):
+    # Grace is a period, not a status forever: once it has passed, an envelope sealed to the old
+    # key (recipient) or signed with the old key (sender) is refused like an unknown key.
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from identity.models import AgentKeySet
+
+    old_agent, old_user = both.agent_keys, both.user_keys
+    token = post(org_a.client, f"/v1/identity/agents/{both.agent_id}/token/regenerate", {"emergency": False}).json()["agent_token"]
+    new_agent = AgentKeys()
+    assert post(org_a.client, f"/v1/identity/agents/{both.agent_id}/keys/register", new_agent.body(webhook=False), **bearer(token)).status_code == 200
+    new_user = AgentKeys()
+    assert put_user_keys(org_a.client, new_user).status_code == 201
+    assert both.send_to_agent("old keys, still in grace").status_code == 202
+    with org_a.context():
+        past = timezone.now() - timedelta(seconds=1)
+        assert AgentKeySet.objects.filter(agent_id=both.agent_id, expires_at__isnull=False).update(expires_at=past) == 1
+        assert UserKeySet.objects.filter(user_id=both.user_id, expires_at__isnull=False).update(expires_at=past) == 1
+    assert [k["status"] for k in org_a.client.get(f"/v1/identity/agents/{both.agent_id}/keys").json()["keys"]] == ["current", "expired"]
+    both.user_keys = new_user  # signed with the current user key, sealed to the agent's expired one
+    refused = both.send_to_agent("to the expired key")
+    assert refused.status_code == 400 and refused.json()["code"] == "envelope_key_unknown" and refused.json()["party"] == "recipient"
+    assert refused.json()["key_id"] == json.loads(unb64u(both.to_agent().split(".")[1]))["rkid"]
+    both.agent_keys, both.user_keys = new_agent, old_user  # sealed to the agent's current key, signed with the user's expired one
+    refused = both.send_to_agent("signed with the expired key")
+    assert refused.status_code == 400 and refused.json()["code"] == "envelope_key_unknown" and refused.json()["party"] == "sender"
+    # And the agent's reply sealed to the user's expired key.
+    both.agent_keys, both.user_keys = new_agent, old_user
+    refused = both.send_to_user("to the user's expired key")
+    assert refused.status_code == 400 and refused.json()["party"] == "recipient"
+    both.user_keys = new_user
+    assert both.send_to_agent("current keys").status_code == 202 and both.send_to_user("current keys").status_code == 201
+    assert _count(org_a) == 3
+
+
+def test_a_message_id_taken_between_the_check_and_the_write_is_409_not_500(org_a, both, monkeypatch):
+    # Two requests with one (sender, message id) can both pass the check; the unique constraint
+    # decides, and the loser is answered 409 like any repeat (never a 500, never two rows).
+    from django.utils import timezone
+
+    from identity import messaging
+
+    sealed = both.to_agent("raced")
+    real_check = messaging.check_envelope
+
+    def check_then_lose_the_race(envelope, **kw):
+        shape = real_check(envelope, **kw)
+        Envelope.objects.create(public_id="env_" + "0" * 32, direction="to_agent", agent_id=both.agent_id, user_id=both.user_id,
+                                sender=shape.sender, message_id=shape.message_id, body=envelope, size_bytes=shape.size_bytes, created_at=timezone.now())
+        return shape
+
+    monkeypatch.setattr(messaging, "check_envelope", check_then_lose_the_race)
+    lost = both.send_to_agent(envelope=sealed)
+    assert lost.status_code == 409 and lost.json()["code"] == "envelope_replayed", lost.content
+    assert _count(org_a) == 1

@@ -88,3 +88,68 @@ def test_the_webhook_server_answers_400_unverified_and_204_for_a_refused_envelop
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_the_readme_walks_secrets_and_venv_are_ignored_by_git():
+    # README "From /create-agent to a running agent" writes agent.json (the agent's token and
+    # private keys) and the .agent venv at the repository's root: `git add -A` must not take them.
+    import shutil
+
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    done = subprocess.run(["git", "check-ignore", "--no-index", "agent.json", ".agent/bin/python"], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert done.stdout.split() == ["agent.json", ".agent/bin/python"], done.stdout + done.stderr
+
+
+def test_the_readme_walk_is_under_ten_commands():
+    # Issue 33: the README walks a developer from /create-agent to a running agent in under ten
+    # commands (each `a && b` counts as two; console steps are comments).
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("**From `/create-agent` to a running agent**")
+    block = readme[readme.index("```sh\n", start) + 6:readme.index("```", readme.index("```sh\n", start) + 6)]
+    lines = [line.split("  #")[0].strip() for line in block.splitlines()]
+    commands = [part for line in lines if line and not line.startswith("#") for part in line.split("&&")]
+    assert 0 < len(commands) < 10, commands
+    assert any("pip install ./sdk/python" in c for c in commands) and any("agents_identity.examples.echo" in c for c in commands)
+
+
+def test_the_websocket_client_acknowledges_reconnects_and_stops_on_revocation():
+    # A stand-in for /v1/identity/ws: the first connection delivers env_1, waits for its ack and
+    # drops (1012, a restart); the SDK must come back, take env_2, hand a security_alert over,
+    # and stop for good on 4403 (revoked) without a third connection.
+    import asyncio
+
+    import websockets
+
+    from agents_identity.ws import AgentSocket
+
+    seen: dict[str, list] = {"auth": [], "acks": [], "handled": [], "alerts": []}
+
+    async def platform(ws):
+        seen["auth"].append(ws.request.headers.get("Authorization"))
+        n = len(seen["auth"])
+        await ws.send(json.dumps({"type": "envelope", "envelope_id": f"env_{n}", "user_id": "u", "envelope": "v1.x", "created_at": "x"}))
+        seen["acks"].append(json.loads(await asyncio.wait_for(ws.recv(), 10)))
+        if n == 1:
+            await ws.close(1012)
+            return
+        await ws.send(json.dumps({"type": "security_alert", "code": "agent.token_revoked", "data": {}}))
+        await asyncio.sleep(0)
+        await ws.close(4403)
+
+    async def main():
+        async with websockets.serve(platform, "127.0.0.1", 0) as server:
+            port = server.sockets[0].getsockname()[1]
+
+            async def on_envelope(frame):
+                seen["handled"].append(frame["envelope_id"])
+
+            socket = AgentSocket(f"ws://127.0.0.1:{port}/v1/identity/ws", "agt_t", on_envelope=on_envelope,
+                                 on_security_alert=lambda frame: seen["alerts"].append(frame["code"]), min_delay=0.01)
+            return await asyncio.wait_for(socket.run(), 30)
+
+    assert asyncio.run(main()) == 4403
+    assert seen["auth"] == ["Bearer agt_t", "Bearer agt_t"]  # reconnected once, never after the revocation
+    assert seen["handled"] == ["env_1", "env_2"]
+    assert seen["acks"] == [{"type": "ack", "envelope_ids": ["env_1"]}, {"type": "ack", "envelope_ids": ["env_2"]}]
+    assert seen["alerts"] == ["agent.token_revoked"]
