@@ -84,19 +84,25 @@ def backups(request):
     snapshot, newest shipped change, replica) and its newest restores (issue 35)."""
     from django.conf import settings
 
-    from tenancy.backups.litestream import redacted
+    from tenancy.backups.litestream import hide_passwords, redacted
     from tenancy.backups.status import org_status
     from tenancy.models import OrgRestore
 
     slug = request.principal.org_slug
     status = org_status(slug)
-    status.replica_url = redacted(status.replica_url)  # an org admin need not see the server's replica password
+    # An org admin never sees the server's replica password: not in the URL, the state's
+    # sentence or a restore's error (rows stored before errors were cleaned included).
+    status.replica_url = redacted(status.replica_url)
+    status.detail = hide_passwords(status.detail)
+    restores = list(OrgRestore.objects.using("default").filter(slug=slug).order_by("-started_at", "-id")[:RESTORE_ROWS])
+    for restore in restores:
+        restore.error = hide_passwords(restore.error)
     return render(
         request,
         "console/backups.html",
         {
             "status": status,
-            "restores": OrgRestore.objects.using("default").filter(slug=slug).order_by("-started_at", "-id")[:RESTORE_ROWS],
+            "restores": restores,
             "restore_limit": RESTORE_ROWS,
             "retention_days": settings.AGENTS_BACKUP_RETENTION_DAYS,
             "postgres_mode": settings.AGENTS_ORG_DATABASE == "postgres",

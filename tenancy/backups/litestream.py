@@ -13,6 +13,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -74,6 +75,18 @@ def redacted(url: str) -> str:
     host = split.hostname or ""
     netloc = f"{split.username}:***@{host}" + (f":{split.port}" if split.port else "")
     return urlunsplit((split.scheme, netloc, split.path, split.query, split.fragment))
+
+
+_URL_PASSWORD = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]*:)[^@\s/]*@")
+
+
+def hide_passwords(text: str) -> str:
+    """Return `text` with the password of every URL in it hidden (`sftp://user:***@host/…`).
+
+    For what reaches a person or a stored row: a restore's error names its replica URL, and
+    Litestream's own messages may repeat it.
+    """
+    return _URL_PASSWORD.sub(r"\1***@", text or "")
 
 
 def local_path(url: str) -> Path | None:

@@ -57,7 +57,14 @@ DEFAULT_WAIT_SECONDS = 60.0
 
 
 class RestoreError(RuntimeError):
-    """A restore refused or failed; the message names the cause. The live store is unchanged."""
+    """A restore refused or failed; the message names the cause. The live store is unchanged.
+
+    The message never carries a replica URL's password (`litestream.hide_passwords`): it is
+    printed, stored in the org's restore row and shown to the org's admins.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(litestream.hide_passwords(str(message)))
 
 
 @dataclass
@@ -227,7 +234,7 @@ def _restore_sqlite(slug: str, moment: dt.datetime | None, record, *, wait: floa
     live.parent.mkdir(parents=True, exist_ok=True)
     scratch = live.with_name(f".restore-{os.getpid()}-{uuid.uuid4().hex[:8]}.db")
     try:
-        say(f"restoring {slug} from {generation.replica_url} as of {moment.isoformat() if moment else 'the latest'}")
+        say(f"restoring {slug} from {litestream.redacted(generation.replica_url)} as of {moment.isoformat() if moment else 'the latest'}")
         try:
             summary = litestream.restore(generation.replica_url, scratch, moment=asked)
         except litestream.LitestreamError as exc:
@@ -333,6 +340,6 @@ def restore_org(slug: str, moment: dt.datetime | None = None, *, wait: float = D
         return _restore_sqlite(slug, moment, record, wait=wait, say=say)
     except BaseException as exc:
         record.status, record.finished_at = RestoreStatus.FAILED, timezone.now()
-        record.error = str(exc)[:2000] or type(exc).__name__
+        record.error = litestream.hide_passwords(str(exc))[:2000] or type(exc).__name__
         record.save(using="default")
         raise
