@@ -10,11 +10,13 @@ metadata go into the text; every value is a parameter. `UPDATE … RETURNING` ne
 
 from __future__ import annotations
 
+import json
+
 from django.db import transaction
 
 from agents_site import sql
 from agents_site.ids import mint_id
-from agents_site.vocabulary import EventKind, SessionStatus
+from agents_site.vocabulary import ControlCommand, EventKind, SessionStatus
 from sessions.models import Event, EventClock, Session
 
 
@@ -125,28 +127,30 @@ def control_events(alias: str, *, session_id: str, after: int, limit: int) -> li
         return [sql.from_row(Event, connection, alias, row) for row in db.fetchall()]
 
 
-#: How every recorded `stop` starts: `sessions.control` writes a control event's payload as compact
-#: JSON with `command` first (`{"command":"stop",…}`).
-STOP_PAYLOAD_PREFIX = '{"command":"stop"'
-
-
 def stop_recorded(alias: str, *, session_id: str) -> tuple[str, str] | None:
     """Return `(payload text, actor)` of the first `stop` recorded in session `session_id`'s control log, or None.
 
     On PostgreSQL the session row is locked first (`FOR UPDATE`; SQLite's write transaction
     already excludes every other writer): a stop being recorded at the same moment
     (`sessions.control.control_send` locks the same row before it appends) has either committed
-    before this read, and is returned, or waits and then finds the session ended. For the run
-    lifecycle's finish, inside its transaction. One statement on SQLite, two on PostgreSQL.
+    before this read, and is returned, or waits and then finds the session ended. The session's
+    control events are read (an index range: a session holds a handful) and each payload is
+    parsed: a stop appended through the events API may name its keys in any order. For the run
+    lifecycle's finish and a resume, inside their transaction. One statement on SQLite, two on
+    PostgreSQL.
     """
     connection = transaction.get_connection(alias)
     sessions, events = sql.table_name(Session, connection), sql.table_name(Event, connection)
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute(f"SELECT 1 FROM {sessions} WHERE id = %s FOR UPDATE", [session_id])
-        cursor.execute(
-            f"SELECT payload, actor FROM {events} WHERE session_id = %s AND kind = %s AND payload LIKE %s ORDER BY seq LIMIT 1",
-            [session_id, str(EventKind.CONTROL), STOP_PAYLOAD_PREFIX + "%"],
-        )
-        row = cursor.fetchone()
-    return None if row is None else (row[0], row[1])
+        cursor.execute(f"SELECT payload, actor FROM {events} WHERE session_id = %s AND kind = %s ORDER BY seq",
+                       [session_id, str(EventKind.CONTROL)])
+        for payload, actor in cursor.fetchall():
+            try:
+                command = json.loads(payload)
+            except ValueError:
+                continue
+            if isinstance(command, dict) and command.get("command") == ControlCommand.STOP:
+                return payload, actor
+    return None

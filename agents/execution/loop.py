@@ -48,17 +48,14 @@ from agents.tools.registry import resolve_tools
 from agents_site.vocabulary import ChatRole, ControlCommand, EventKind, FinishReason, RunStatus, SessionStatus
 from sessions.masking import StreamMasker
 from sessions.scanner import redact_text
-from toolkit.invoke import MAX_RESULT_BYTES, TRUNCATED
 from toolkit.stopping import StopSignal
 
 logger = logging.getLogger(__name__)
 
-#: A tool-call event keeps the arguments and the result as the model wrote and read them (the
-#: result is already cut to `toolkit.invoke.MAX_RESULT_BYTES` with its notice), so a run resumed
-#: from its log (issue 28) rebuilds the conversation it had; only an event that would not fit
-#: `EVENT_BUDGET_BYTES` (under the 64 KiB an event may hold) is cut to the preview sizes.
-EVENT_ARGUMENT_BYTES = 16 * 1024
-EVENT_RESULT_BYTES = MAX_RESULT_BYTES + len(TRUNCATED.encode())
+#: A tool-call event keeps the arguments and the result as the model wrote and read them (both
+#: already bounded by `toolkit.invoke`), so a run resumed from its log (issue 28) rebuilds the
+#: conversation it had; only an event that would not fit `EVENT_BUDGET_BYTES` (under the 64 KiB
+#: an event may hold) is cut to the preview sizes.
 EVENT_PREVIEW_BYTES = 4 * 1024
 EVENT_BUDGET_BYTES = 60 * 1024
 
@@ -188,24 +185,26 @@ def _masked_call(call) -> dict:
     return dumped
 
 
-def _arguments_for_event(raw: str, limit: int = EVENT_ARGUMENT_BYTES):
+def _arguments_for_event(raw: str, limit: int | None):
+    """The arguments as JSON when they parse and fit `limit` bytes (None: any size), else the text cut to it."""
     try:
-        return json.loads(raw) if len(raw.encode()) <= limit else clip(raw, limit)
+        return json.loads(raw) if limit is None or len(raw.encode()) <= limit else clip(raw, limit)
     except json.JSONDecodeError:
-        return clip(raw, limit)
+        return raw if limit is None else clip(raw, limit)
 
 
 def tool_call_payload(*, name: str, raw_arguments: str, result: str, failed: bool, round_no: int, call_id: str, run_id: str) -> dict:
     """Return the `tool-call` event of one call: masked arguments (as JSON when they parse) and result.
 
-    Whole up to `EVENT_ARGUMENT_BYTES` / `EVENT_RESULT_BYTES` — what the model wrote and read,
-    so a resumed run's rebuild (`agents.execution.resume.rebuild`) hands the model the same
-    turn — and cut to `EVENT_PREVIEW_BYTES` each only when the compact JSON would pass
-    `EVENT_BUDGET_BYTES` (escaping can grow text up to sixfold). `raw_arguments` and `result`
-    must already be masked.
+    Whole — what the model wrote and read (the arguments are bounded by the tools' 32 KiB, the
+    result by their 16 KiB and then masked, which may lengthen it), so a resumed run's rebuild
+    (`agents.execution.resume.rebuild`) hands the model the same turn — and cut to
+    `EVENT_PREVIEW_BYTES` each only when the compact JSON would pass `EVENT_BUDGET_BYTES`
+    (escaping can grow text up to sixfold). `raw_arguments` and `result` must already be masked.
     """
-    for arguments_limit, result_limit in ((EVENT_ARGUMENT_BYTES, EVENT_RESULT_BYTES), (EVENT_PREVIEW_BYTES, EVENT_PREVIEW_BYTES)):
-        payload = {"name": name, "arguments": _arguments_for_event(raw_arguments, arguments_limit), "result": clip(result, result_limit),
+    for arguments_limit, result_limit in ((None, None), (EVENT_PREVIEW_BYTES, EVENT_PREVIEW_BYTES)):
+        kept = result if result_limit is None else clip(result, result_limit)
+        payload = {"name": name, "arguments": _arguments_for_event(raw_arguments, arguments_limit), "result": kept,
                    "error": failed, "round": round_no, "toolCallId": call_id, "runId": run_id}
         if len(json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()) <= EVENT_BUDGET_BYTES:
             break

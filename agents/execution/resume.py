@@ -37,6 +37,7 @@ from agents.runs import approvals
 from agents.runs.lifecycle import Outcome, run_finish
 from agents.scheduling.models import RunTask
 from agents_site.vocabulary import ApprovalState, ChatRole, ControlCommand, EventKind, RunStatus, SessionStatus
+from sessions.selectors import stop_recorded
 from tenancy import stores
 
 logger = logging.getLogger(__name__)
@@ -118,6 +119,10 @@ def run_resume(*, run_id: str) -> str:
         return ""
     if run.status != RunStatus.WAITING or Approval.objects.filter(run_id=run_id, state=ApprovalState.PENDING).exists():
         return run.status
+    stop = stop_recorded(session_id=run.session_id) if run.session_id else None
+    if stop is not None:  # recorded while the run was suspending: no executor nor handler took it
+        approvals.waiting_run_stop(run_id=run_id, actor=stop.get("actor", ""), message=stop.get("message"))
+        return Run.objects.filter(pk=run_id).values_list("status", flat=True).first() or ""
     now = timezone.now()
     with stores.org_atomic():
         if not Run.objects.filter(pk=run_id, status=RunStatus.WAITING).update(status=RunStatus.RUNNING):

@@ -336,9 +336,18 @@ def waiting_command(*, session, command: str, message: str | None = None) -> boo
     run = Run.objects.filter(session_id=session.id, status=RunStatus.WAITING).only("id").first()
     if run is None:
         return False
-    actor = last_control_actor(session_id=session.id) or "the control plane"
-    outcome = Outcome(status=RunStatus.ERROR, error=stop_reason(f"stopped by {actor}", message), finish_reason=FinishReason.STOPPED)
-    return _end_waiting(run.id, outcome, ApprovalState.CANCELLED)
+    return waiting_run_stop(run_id=run.id, actor=last_control_actor(session_id=session.id), message=message)
+
+
+def waiting_run_stop(*, run_id: str, actor: str, message: str | None = None) -> bool:
+    """End waiting run `run_id` as stopped by `actor` (`message` its reason); return True when it did.
+
+    `error` "stopped by <actor>[: message]", `finishReason` `stopped`, unbilled; its open requests
+    become `cancelled`. False when the run is no longer waiting. Org context required.
+    """
+    outcome = Outcome(status=RunStatus.ERROR, error=stop_reason(f"stopped by {actor or 'the control plane'}", message),
+                      finish_reason=FinishReason.STOPPED)
+    return _end_waiting(run_id, outcome, ApprovalState.CANCELLED)
 
 
 def _end_waiting(run_id: str, outcome: Outcome, state: str) -> bool:

@@ -518,3 +518,29 @@ def test_a_resumed_run_hands_the_model_every_earlier_result_whole(org_a, upstrea
     assert [m["content"] for m in _tool_messages(upstream.requests[-1])] == [long_text, "5"]
     assert [(m["role"], m.get("content")) for m in resumed[:len(asked_with)]] == [(m["role"], m.get("content")) for m in asked_with]
     assert org_a.client.get(f"/v1/agents/runs/{body['id']}").json()["status"] == RunStatus.OK
+
+
+def test_a_stop_recorded_while_the_run_suspended_ends_it_at_resume_and_runs_no_tool(asking, upstream, task_queue):
+    """A stop whose seq precedes the approval request (recorded while the run was suspending: it
+    reached neither the executor nor the waiting-run handler) is honoured when the answer resumes
+    the run — before any approved call executes — not only by the finish after the tools ran
+    (found by review: the work was done and then left unbilled)."""
+    from sessions.services import session_append_event
+
+    org, response = asking
+    body = response.json()
+    with org.context():
+        approval = Event.objects.filter(session_id=body["sessionId"], kind=EventKind.APPROVAL).order_by("seq").first()
+        stop = session_append_event(session_id=body["sessionId"], kind=EventKind.CONTROL, payload={"command": "stop", "message": "no"},
+                                    actor=f"{org.slug}/ann")
+        Event.objects.filter(pk=stop.id).update(seq=0)  # as if recorded before the request
+        assert approval is not None and Run.objects.get(pk=body["id"]).status == RunStatus.WAITING
+    answer = org.client.post(f"/v1/agents/sessions/{body['sessionId']}/approve", {"toolCallId": body["approvals"][0]["toolCallId"]},
+                             content_type="application/json")
+    assert answer.status_code == 200, answer.content
+    requests_before = len(upstream.requests)
+    _resume(task_queue)
+    done = org.client.get(f"/v1/agents/runs/{body['id']}").json()
+    assert (done["status"], done["finishReason"]) == (RunStatus.ERROR, "stopped") and done["error"] == f"stopped by {org.slug}/ann: no"
+    assert _events(org, body["sessionId"], EventKind.TOOL_CALL) == [] and len(upstream.requests) == requests_before
+    assert debits(org) == []

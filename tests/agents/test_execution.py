@@ -102,10 +102,10 @@ def test_a_tool_call_event_keeps_what_the_model_read_and_fits_an_event_when_esca
     from sessions.fields import dump_payload
     from toolkit.invoke import MAX_RESULT_BYTES, cut
 
-    result = cut("r" * (20 * 1024))  # what the model read: 16 KiB and the truncation notice
-    plain = tool_call_payload(name="t", raw_arguments=json.dumps({"q": "x" * 9000}), result=result, failed=False, round_no=1,
+    result = cut("r" * (20 * 1024)) + " [masked: api key]"  # what the model read: 16 KiB, the notice, a mask's words
+    plain = tool_call_payload(name="t", raw_arguments=json.dumps({"q": "x" * 20000}), result=result, failed=False, round_no=1,
                               call_id="call_1", run_id="run_1")
-    assert plain["result"] == result and plain["arguments"] == {"q": "x" * 9000}
+    assert plain["result"] == result and plain["arguments"] == {"q": "x" * 20000}
     assert len(result.encode()) > MAX_RESULT_BYTES
     dump_payload(plain)  # fits an event
 

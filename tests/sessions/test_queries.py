@@ -4,6 +4,8 @@ on PostgreSQL, the only store that runs it)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.db import transaction
 from django.utils import timezone
@@ -101,5 +103,18 @@ def test_stop_recorded_returns_the_first_stop_of_the_session_only(org_a):
         control_send(session_id=session.id, command="stop", message="enough", actor="t/ann")
         with stores.org_atomic():
             payload, actor = queries.stop_recorded(alias, session_id=session.id)
-        assert payload.startswith(queries.STOP_PAYLOAD_PREFIX) and '"message":"enough"' in payload and actor == "t/ann"
+        assert json.loads(payload) == {"command": "stop", "message": "enough"} and actor == "t/ann"
         assert queries.stop_recorded(alias, session_id="sess_missing") is None
+
+
+def test_stop_recorded_finds_a_stop_whose_keys_come_in_any_order(org_a):
+    """The events API stores a control payload as the client wrote it (found by review: a
+    prefix match missed `{"message":…,"command":"stop"}`)."""
+    with org_a.context():
+        session = services.session_create(agent="a", actor="t/ann")
+        services.session_append_event(session_id=session.id, kind=EventKind.CONTROL, payload={"command": "pause"}, actor="t/ann")
+        services.session_append_event(session_id=session.id, kind=EventKind.CONTROL, payload={"message": "halt", "command": "stop"},
+                                      actor="t/bob")
+        with stores.org_atomic():
+            payload, actor = queries.stop_recorded(stores.current_alias(), session_id=session.id)
+        assert json.loads(payload) == {"message": "halt", "command": "stop"} and actor == "t/bob"
