@@ -58,6 +58,8 @@ def _payload(text: str, **extra) -> dict:
 def _seed(org, member_user, settings) -> dict:
     """Write every kind of row the console shows into `org`; return the ids the pages need."""
     from agents.models import Approval, Run
+    from agents_site.vocabulary import RunKind
+    from targets.models import Target
     from agents.services import AgentInput, agent_create
     from agents_site.ids import mint_id
     from chat.models import Conversation, Message
@@ -75,8 +77,9 @@ def _seed(org, member_user, settings) -> dict:
                                              max_tokens=256, temperature=0.2, tools=["calculator"]))
         agent_create(data=AgentInput(name=LONG, description=RTL))
         ids["agent"] = plain.name
-        kinds = ["run", "chat", "coding", "run", "run"]
-        statuses = ["ok", "error", "ok", "running", "ok"]
+        # One run of every kind; an error, a run still working, a reply cut by the token limit, a stop.
+        kinds = list(RunKind.values) + ["run", "run"]
+        statuses = ["ok", "error", "ok", "running", "ok", "ok", "ok", "ok", "error"]
         for i, (kind, status) in enumerate(zip(kinds, statuses)):
             at = now - timedelta(minutes=30 - i)
             Run.objects.create(
@@ -84,7 +87,7 @@ def _seed(org, member_user, settings) -> dict:
                 kind=kind, status=status, model="test-model-with-a-long-name/" + "q" * 40, input=f"{CJK} {i}",
                 output=(RTL if status == "ok" else ""), error=("" if status != "error" else "The model said no " + "x" * 200),
                 duration_ms=1200 + i, created_at=at, started_at=at, finished_at=None if status == "running" else at,
-                finish_reason="length" if i == 4 else "",
+                finish_reason="length" if i == 4 else "stopped" if i == 8 else "",
             )
         # A finished session with log turns whose payloads carry the marker (the run summary shape).
         done = sessions.session_create(agent="helper", actor="crawler", title=CJK)
@@ -120,6 +123,11 @@ def _seed(org, member_user, settings) -> dict:
                                  pushed=True, head_sha=sha, diffstat=" cart.py | 2 ++", created_at=now,
                                  commits=[{"sha": sha, "subject": "Cart total works", "turn": 2, "diffstat": " cart.py | 2 ++"}])
         ids["coding_run"], ids["build"] = coding_run.id, coding_session.id
+        # A machine with a long label, and a running session (shown live).
+        Target.objects.create(id=mint_id("tgt"), owner=org.user.get_username(), label="build-box-" + "m" * 60, host="10.0.0.7",
+                              capacity="4 cpu / 16 GiB", created_at=now, updated_at=now)
+        running = sessions.session_create(agent="helper", actor="crawler", title=RTL[:60])
+        sessions.session_append_event(session_id=running.id, kind="log", payload={"runId": "run_y", MARKER: 1}, actor="crawler")
         # A pending approval.
         Approval.objects.create(id=mint_id("apr"), run_id=coding_run.id, session_id=done.id, tool_call_id="call_1", tool_name="http_get",
                                 arguments=json.dumps({"url": "https://example.com/" + "p" * 80}), created_at=now) if hasattr(Approval, "created_at") else None
@@ -198,7 +206,7 @@ class Crawler:
                 for violation in page.evaluate(_AXE_RUN):
                     self.problems.append(f"{where}: axe {violation}")
             if self.shots:
-                name = (self.who + path.strip("/").replace("/", "_").replace("?", "_") or "root")[:120]
+                name = (self.who + "-" + (path.strip("/").replace("/", "_").replace("?", "_").replace("=", "-") or "root"))[:120]
                 page.screenshot(path=str(self.shots / f"{name}-{viewport['width']}.png"), full_page=True)
             for error in self.errors:
                 self.problems.append(f"{where}: {error}")
