@@ -15,8 +15,11 @@
     return n;
   }
 
+  var WINDOW = { "24h": "in the last 24 hours", "7d": "in the last 7 days", "30d": "in the last 30 days" };
+
+  /* A bucket is named by the time it ends: the newest one, [now − 1 h, now), reads "now"'s hour, not an hour ago. */
   function label(t, range) {
-    var d = new Date(t);
+    var d = new Date(new Date(t).getTime() + (range === "24h" ? 3600e3 : 86400e3));
     if (isNaN(d)) return t;
     return range === "24h" ? d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }) : d.toLocaleDateString([], { month: "short", day: "numeric" });
   }
@@ -66,7 +69,7 @@
         var h = (v / max) * (H - 16);
         y -= h;
         var r = svg("rect", { x: pad + b * bw + 1, y: y, width: Math.max(bw - 2, 1), height: h, fill: PALETTE[si % PALETTE.length], rx: 2 });
-        var tip = svg("title", {}); tip.textContent = s.key + ": " + v + " at " + label(s.points[b].t, data.range); r.appendChild(tip);
+        var tip = svg("title", {}); tip.textContent = s.key + ": " + v + " up to " + label(s.points[b].t, data.range); r.appendChild(tip);
         root.appendChild(r);
       });
     }
@@ -83,6 +86,8 @@
       var sw = A.el("i"); sw.style.background = PALETTE[si % PALETTE.length];
       legend.appendChild(A.el("span", { "data-series": s.key }, [sw, s.key + " (" + sum + ")"]));
     });
+    var inWindow = totals.reduce(function (a, b) { return a + b; }, 0);
+    legend.appendChild(A.el("span", { class: "muted", id: "chart-total", text: A.plural(inWindow, "run") + " " + (WINDOW[data.range] || "in this range") }));
     chart.appendChild(legend);
   }
 

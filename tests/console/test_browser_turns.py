@@ -103,6 +103,12 @@ def test_the_chart_has_a_labelled_y_axis_with_round_ticks(page, make_org, make_a
     assert page.get_attribute("#chart svg .y-axis", "data-ticks") == "0,2,4,6,8"
     labels = page.locator("#chart svg .y-axis text").all_text_contents()
     assert labels == ["0", "2", "4", "6", "8", "runs"]
+    assert page.inner_text("#chart-total") == "7 runs in the last 24 hours"  # the legend adds up to what it says
+    assert page.inner_text("#total-runs") == "7"  # and to the card above it
+    # The newest bucket, [now − 1 h, now), is named by its end: the current time, not an hour ago.
+    last = page.locator("#chart svg > text").last.text_content()
+    now = page.evaluate("[0, 60e3].map(d => new Date(Date.now() - d).toLocaleTimeString([], {hour: '2-digit', minute: '2-digit'}))")
+    assert last in now, (last, now)
     # On a phone the chart is drawn at its own width: the numbers stay 11 px tall, not a shrunk 760-wide drawing.
     page.set_viewport_size({"width": 390, "height": 844})
     page.wait_for_function("document.querySelector('#chart svg').viewBox.baseVal.width < 400")
