@@ -41,6 +41,15 @@ _OVERFLOWING = """() => Array.from(document.querySelectorAll('body *'))
   .slice(0, 6).map(e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (e.className ? '.' + String(e.className).split(' ').join('.') : '')
                         + ' right=' + Math.round(e.getBoundingClientRect().right))"""
 
+# A box whose content spills out of it sideways (a badge over the text beside it, a word wider than
+# its column): the page may still fit, but what spills lies over its neighbour. Scroll boxes and
+# inline elements (no box width of their own) are not asked.
+_SPILLING = """() => Array.from(document.querySelectorAll('main *'))
+  .filter(e => e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX === 'visible'
+          && !e.closest('.table-scroll, pre, svg'))
+  .slice(0, 6).map(e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (e.className ? '.' + String(e.className).split(' ').join('.') : '')
+                        + ' ' + e.scrollWidth + '>' + e.clientWidth)"""
+
 _AXE_RUN = """async () => {
   const result = await axe.run(document, {resultTypes: ['violations'], runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice']}});
   return result.violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
@@ -199,6 +208,9 @@ class Crawler:
             width = page.evaluate("document.documentElement.clientWidth")
             if page.evaluate("document.documentElement.scrollWidth") > width:
                 self.problems.append(f"{where}: overflows sideways: {page.evaluate(_OVERFLOWING)}")
+            spilling = page.evaluate(_SPILLING)
+            if spilling:
+                self.problems.append(f"{where}: content spills out of its box: {spilling}")
             if MARKER in page.evaluate("document.body.innerText"):
                 self.problems.append(f"{where}: raw JSON shown (the marker key {MARKER} is page text)")
             if axe and viewport is DESKTOP:
