@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 from django.utils import timezone
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -202,9 +203,13 @@ class Crawler:
             if response is None or response.status != status:
                 self.problems.append(f"{where}: HTTP {response.status if response else None}, expected {status}")
                 continue
-            if ready:
-                page.wait_for_selector(ready, state="attached")
-            page.wait_for_function("() => !document.body.innerText.includes('Loading…')")
+            try:
+                if ready:
+                    page.wait_for_selector(ready, state="attached")
+                page.wait_for_function("() => !document.body.innerText.includes('Loading…')")
+            except PlaywrightTimeout:
+                self.problems.append(f"{where}: never finished loading (waited for {ready or 'no Loading…'})")
+                continue
             width = page.evaluate("document.documentElement.clientWidth")
             if page.evaluate("document.documentElement.scrollWidth") > width:
                 self.problems.append(f"{where}: overflows sideways: {page.evaluate(_OVERFLOWING)}")
