@@ -170,7 +170,15 @@ def _seed(org, member_user, settings) -> dict:
                 created_at=now, updated_at=now, delivered_at=now if status == "delivered" else None)
             EventAttempt.objects.create(delivery=delivery, number=1, status_code=delivery.last_status_code, error=delivery.last_error,
                                         response_body='{"' + MARKER + '": 1}', duration_ms=12, created_at=now)
-    ids["member_id"] = member_user.pk
+    # A client anomaly (the admin's page) and money on the ledger (the billing page).
+    from billing.services import credit_add
+    from identity.models import ClientAnomaly
+
+    with org.context():
+        ClientAnomaly.objects.create(user_id=org.user.get_username(), kind="endpoint_not_allowed", conversation_id="../x/<b>y</b>" + "z" * 80,
+                                     detail={"field": "password", "endpoint": "https://evil.example/" + "p" * 80}, created_at=now)  # shown as name=value pairs, by design
+    credit_add(org=org.org, cents=12_345, actor="crawler " + CJK)
+
     return ids
 
 
