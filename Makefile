@@ -61,10 +61,13 @@ coverage-runner: $(VENV)/.installed-dev
 	$(VENV)/bin/coverage combine --rcfile=scripts/coverage-runner.ini -q
 	$(VENV)/bin/coverage report --rcfile=scripts/coverage-runner.ini
 
-## make screenshots: re-take docs/screenshots/*.png from the console's browser tests.
+## make screenshots: re-take docs/screenshots/*.png from the console's browser tests, and write every
+## page of the console crawl at 1280 and 390 px to docs/screenshots/crawl/ (ignored: only the README's are committed).
 screenshots: $(VENV)/.installed-dev
 	bash scripts/test-prereqs.sh
 	AGENTS_SCREENSHOT_DIR=$(CURDIR)/docs/screenshots $(PY) -m pytest tests/console/test_browser.py tests/console/test_browser_live.py tests/console/test_browser_chat.py tests/console/test_browser_turns.py -q
+	rm -rf docs/screenshots/crawl
+	AGENTS_CRAWL_SCREENSHOTS=$(CURDIR)/docs/screenshots/crawl $(PY) -m pytest tests/console/test_crawl.py -q
 
 bench: $(VENV)/.installed-dev
 	$(PY) bench/provision.py

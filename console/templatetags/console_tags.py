@@ -65,3 +65,20 @@ def run_outcome(run) -> str:
         html += format_html(' <span class="cut-note" data-finish="{}" title="{}">✂ {}</span>', reason,
                             "The reply was cut off at the token limit (maxTokens).", FinishReason.LENGTH.label)
     return html
+
+
+@register.filter
+def indented_json(text) -> str:
+    """Return JSON text `text` indented two spaces (non-ASCII kept as written), as the session page's
+    turns show it; text that is not whole JSON (cut at its display limit, or plain words) unchanged."""
+    import json
+
+    if not isinstance(text, str):
+        return "" if text is None else str(text)
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    if not isinstance(value, dict | list):
+        return text
+    return json.dumps(value, indent=2, ensure_ascii=False)

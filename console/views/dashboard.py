@@ -16,11 +16,14 @@ def dashboard(request):
 
     The chart and the feed are drawn by `static/console/dashboard.js` from the JSON API
     (`GET /v1/agents/metrics?range=`, `GET /v1/agents/activity`) with the session cookie.
+    "Runs recorded" counts every finished run of the org, as `GET /v1/agents/runs` lists them (its
+    selector's count), not the sum of the listed agents' counts, which left out coding runs and
+    runs of deleted agents; the chart's legend says how many of them fell in its window.
     """
     agents = selectors.agent_list()
     failing = webhook_selectors.failing_endpoints() if request.principal.is_org_admin else []
     return render(
         request,
         "console/dashboard.html",
-        {"agents": agents, "total_runs": sum(a.run_count for a in agents), "failing_webhooks": failing, "nav": "dashboard"},
+        {"agents": agents, "total_runs": selectors.runs_finished_count(), "failing_webhooks": failing, "nav": "dashboard"},
     )

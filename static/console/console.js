@@ -140,20 +140,45 @@
     });
   }
 
-  /* The readable text of an event payload: its text/message/output, else compact JSON. */
+  /* The readable text of an event payload: its command, text, message, output, error or summary;
+     "" when it has none (the data itself is then behind "Show the data", never a raw JSON line). */
+  var TEXT_KEYS = ["text", "message", "output", "error", "summary"];
   function payloadText(payload) {
     if (payload == null) return "";
     if (typeof payload === "string") return payload;
+    if (typeof payload !== "object") return String(payload);
     if (typeof payload.command === "string" && payload.command) {
       return payload.command + (typeof payload.message === "string" && payload.message ? ": " + payload.message : "");
     }
-    var keys = ["text", "message", "output", "error"];
-    for (var i = 0; i < keys.length; i++) {
-      if (typeof payload[keys[i]] === "string" && payload[keys[i]]) {
-        return payload[keys[i]];
+    for (var i = 0; i < TEXT_KEYS.length; i++) {
+      if (typeof payload[TEXT_KEYS[i]] === "string" && payload[TEXT_KEYS[i]]) {
+        return payload[TEXT_KEYS[i]];
       }
     }
-    return JSON.stringify(payload);
+    return "";
+  }
+
+  /* The readable text of a stored payload's preview (the API's first 240 bytes of its JSON text,
+     possibly cut): the payload's text when it parses; from a cut one, the first text field that
+     survived; else "" — never the JSON itself. */
+  function previewText(preview) {
+    if (!preview) return "";
+    var trimmed = String(preview).trim();
+    if (trimmed.charAt(0) !== "{" && trimmed.charAt(0) !== "[" && trimmed.charAt(0) !== '"') return trimmed;
+    try { return payloadText(JSON.parse(trimmed)); } catch (e) { /* cut mid-way */ }
+    var keys = ["command"].concat(TEXT_KEYS);
+    for (var i = 0; i < keys.length; i++) {
+      var m = new RegExp('"' + keys[i] + '"\\s*:\\s*"((?:[^"\\\\]|\\\\.)*)').exec(trimmed);
+      if (m && m[1]) {
+        try { return JSON.parse('"' + m[1] + '"'); } catch (e) { return m[1].replace(/\\(.)/g, "$1"); }
+      }
+    }
+    return "";
+  }
+
+  /* The data of a payload on demand: a closed <details> "Show the data" with it as indented JSON. */
+  function dataDetails(value) {
+    return el("details", { class: "data" }, [el("summary", { text: "Show the data" }), jsonBlock(value)]);
   }
 
   /* Who spoke a turn: a message's role (user, assistant, tool, system), a tool call's "tool",
@@ -194,11 +219,15 @@
         p.patch ? el("details", {}, [el("summary", { text: "Diff" }), el("pre", { class: "pre diff", text: p.patch })]) : null
       ]);
     }
-    if (p && typeof p === "object" && !Array.isArray(p)) {
+    if (p && typeof p === "object") {
+      // Words first (a message's text, a log's summary…), the whole payload behind "Show the data"
+      // when it holds more than the words shown.
       var text = payloadText(p);
-      var simple = typeof p.text === "string" || typeof p.message === "string" || typeof p.command === "string" || typeof p.output === "string" || typeof p.error === "string";
-      if (simple) return el("div", { class: "text", text: text });
-      return jsonBlock(p);
+      var more = Array.isArray(p) || Object.keys(p).some(function (k) { return k !== "role" && p[k] !== text && p[k] !== "" && p[k] != null; });
+      return el("div", {}, [
+        text ? el("div", { class: "text", text: text }) : null,
+        more ? dataDetails(p) : null
+      ]);
     }
     return el("div", { class: "text", text: payloadText(p) });
   }
@@ -221,7 +250,19 @@
 
   function isTerminal(status) { return (vocab.sessionTerminal || []).indexOf(status) >= 0; }
 
+  /* Wrap every `.table` under `root` in a `.table-scroll` box: a wide table scrolls inside it,
+     never the page (a phone is 390 px wide). The box is focusable, so keyboards scroll it too. */
+  function scrollTables(root) {
+    (root || document).querySelectorAll("table.table").forEach(function (table) {
+      if (table.parentNode.classList && table.parentNode.classList.contains("table-scroll")) return;
+      var box = el("div", { class: "table-scroll", tabindex: "0" });
+      table.parentNode.insertBefore(box, table);
+      box.appendChild(table);
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    scrollTables(document);
     localizeTimes(document);
     // Forms show every error at once (a list at the top, each under its field); an error goes away
     // as soon as its field changes, so no stale error stays under a fixed field.
@@ -257,5 +298,5 @@
   });
 
   window.Agents = { vocab: vocab, api: api, errorText: errorText, el: el, badge: badge, fmtTime: fmtTime, timeEl: timeEl, localizeTimes: localizeTimes, plural: plural,
-    showError: showError, payloadText: payloadText, eventItem: eventItem, jsonBlock: jsonBlock, isTerminal: isTerminal, csrfToken: csrfToken };
+    showError: showError, payloadText: payloadText, previewText: previewText, dataDetails: dataDetails, scrollTables: scrollTables, eventItem: eventItem, jsonBlock: jsonBlock, isTerminal: isTerminal, csrfToken: csrfToken };
 })();

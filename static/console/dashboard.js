@@ -15,8 +15,11 @@
     return n;
   }
 
+  var WINDOW = { "24h": "in the last 24 hours", "7d": "in the last 7 days", "30d": "in the last 30 days" };
+
+  /* A bucket is named by the time it ends: the newest one, [now − 1 h, now), reads "now"'s hour, not an hour ago. */
   function label(t, range) {
-    var d = new Date(t);
+    var d = new Date(new Date(t).getTime() + (range === "24h" ? 3600e3 : 86400e3));
     if (isNaN(d)) return t;
     return range === "24h" ? d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }) : d.toLocaleDateString([], { month: "short", day: "numeric" });
   }
@@ -38,12 +41,14 @@
       chart.appendChild(A.el("p", { class: "muted", id: "chart-empty", text: "No runs in this range yet — run an agent and its invocations are counted here." }));
       return;
     }
-    var n = series[0].points.length, W = 760, H = 200, pad = 36, bw = (W - pad) / n;
+    // Drawn at the box's own width (one SVG unit = one CSS pixel), so the axis numbers and labels
+    // stay 11 px on a phone instead of shrinking with a fixed 760-unit drawing.
+    var n = series[0].points.length, W = Math.max(Math.round(chart.clientWidth) || 760, 240), H = 200, pad = 36, bw = (W - pad) / n;
     var totals = [];
     for (var i = 0; i < n; i++) totals.push(series.reduce(function (s, x) { return s + (x.points[i] ? x.points[i].v : 0); }, 0));
     var ticks = yTicks(Math.max.apply(null, totals.concat([1])));
     var max = ticks[ticks.length - 1];
-    var root = svg("svg", { viewBox: "0 0 " + W + " " + (H + 22), role: "img", "aria-label": "Runs per bucket", "data-total": String(totals.reduce(function (a, b) { return a + b; }, 0)) });
+    var root = svg("svg", { viewBox: "0 0 " + W + " " + (H + 22), height: H + 22, role: "img", "aria-label": "Runs per bucket", "data-total": String(totals.reduce(function (a, b) { return a + b; }, 0)) });
     // The y-axis: whole-number ticks at round steps, a gridline each, and what is counted.
     var axis = svg("g", { class: "y-axis", "data-ticks": ticks.join(",") });
     ticks.forEach(function (v) {
@@ -64,12 +69,13 @@
         var h = (v / max) * (H - 16);
         y -= h;
         var r = svg("rect", { x: pad + b * bw + 1, y: y, width: Math.max(bw - 2, 1), height: h, fill: PALETTE[si % PALETTE.length], rx: 2 });
-        var tip = svg("title", {}); tip.textContent = s.key + ": " + v + " at " + label(s.points[b].t, data.range); r.appendChild(tip);
+        var tip = svg("title", {}); tip.textContent = s.key + ": " + v + " up to " + label(s.points[b].t, data.range); r.appendChild(tip);
         root.appendChild(r);
       });
     }
-    [0, Math.floor(n / 2), n - 1].forEach(function (i) {
-      var t = svg("text", { x: pad + i * bw, y: H + 16, "font-size": 11, fill: "#6b7280" });
+    [[0, "start"], [Math.floor(n / 2), "middle"], [n - 1, "end"]].forEach(function (at) {
+      var i = at[0];
+      var t = svg("text", { x: at[1] === "end" ? W : at[1] === "middle" ? pad + (i + 0.5) * bw : pad + i * bw, y: H + 16, "font-size": 11, fill: "#6b7280", "text-anchor": at[1] });
       t.textContent = label(series[0].points[i].t, data.range);
       root.appendChild(t);
     });
@@ -80,6 +86,8 @@
       var sw = A.el("i"); sw.style.background = PALETTE[si % PALETTE.length];
       legend.appendChild(A.el("span", { "data-series": s.key }, [sw, s.key + " (" + sum + ")"]));
     });
+    var inWindow = totals.reduce(function (a, b) { return a + b; }, 0);
+    legend.appendChild(A.el("span", { class: "muted", id: "chart-total", text: A.plural(inWindow, "run") + " " + (WINDOW[data.range] || "in this range") }));
     chart.appendChild(legend);
   }
 
@@ -88,6 +96,7 @@
     chart.innerHTML = '<p class="muted">Loading…</p>';
     A.api("GET", "/v1/agents/metrics?range=" + encodeURIComponent(range)).then(function (res) {
       if (!res.ok || !res.body) { chart.innerHTML = ""; chart.appendChild(A.el("div", { class: "alert error", role: "alert", text: "Could not load the chart: " + A.errorText(res) })); return; }
+      drawn = res.body;
       draw(res.body);
     });
   }
@@ -105,6 +114,11 @@
   }
 
   document.querySelectorAll("[data-range]").forEach(function (b) { b.addEventListener("click", function () { load(b.dataset.range); }); });
+  var drawn = null, resizing = null;
+  window.addEventListener("resize", function () {
+    clearTimeout(resizing);
+    resizing = setTimeout(function () { if (drawn) draw(drawn); }, 150);
+  });
   load("24h");
   loadActivity();
 })();

@@ -52,6 +52,13 @@
     if (turns && Number(turns.textContent) < ev.seq) turns.textContent = String(ev.seq);
   }
 
+  /* "● live" only while the session works: a finished one has nothing coming (its stream stays
+     open for a reset or a late subagent turn, quietly). */
+  function showLive() {
+    if (streamState.dataset.state !== "open") return;
+    streamState.textContent = session && A.isTerminal(session.status) ? "" : "● live";
+  }
+
   function fact(label, value, code, id) {
     if (!value && value !== 0) return null;
     var dd = A.el("dd", id ? { id: id } : {}, [value instanceof Node ? value : code ? A.el("code", { text: String(value) }) : String(value)]);
@@ -68,6 +75,7 @@
      fact("Ended", s.endedAt ? A.timeEl(s.endedAt) : null), fact("Turns", Math.max(s.events || 0, Object.keys(seen).length), false, "fact-turns"), fact("Repo", s.repo), fact("Project", s.project),
      fact("Target", s.target, true), fact("Parent", s.parentSessionId, true)].forEach(function (n) { if (n) facts.appendChild(n); });
     var finished = A.isTerminal(s.status);
+    showLive();
     document.querySelectorAll("#controls button, #control-message").forEach(function (b) { b.disabled = finished; });
     if (finished && stopping) {
       stopping = false;
@@ -106,7 +114,7 @@
       // Narrow to this flow; the root is this id or learnt from the first read.
       var root = (session && session.rootSessionId) || "";
       source = new EventSource("/v1/agents/sessions/stream" + (root ? "?root=" + encodeURIComponent(root) : ""));
-      source.onopen = function () { streamState.textContent = "● live"; streamState.dataset.state = "open"; done(); };
+      source.onopen = function () { streamState.dataset.state = "open"; showLive(); done(); };
       source.onerror = function () {
         streamState.dataset.state = source.readyState === EventSource.CLOSED ? "closed" : "reconnecting";
         streamState.textContent = source.readyState === EventSource.CLOSED ? "live updates unavailable" : "reconnecting…";

@@ -14,9 +14,12 @@
 
   (A.vocab.sessionStatus || []).forEach(function (s) { filter.appendChild(A.el("option", { value: s, text: s })); });
 
+  // "message: It is 42." — the turn's kind and its words; the kind alone for a data-only turn.
+  function latest(kind, text) { return text ? kind + ": " + text.replace(/\s+/g, " ") : kind; }
+
   function row(s) {
     var title = s.title || s.agent || s.id;
-    var last = s.lastEvent ? (s.lastEvent.kind + ": " + (s.lastEvent.preview || "")) : "";
+    var last = s.lastEvent ? latest(s.lastEvent.kind, A.previewText(s.lastEvent.preview)) : "";
     return A.el("tr", { "data-session": s.id, "data-status": s.status }, [
       A.el("td", {}, [A.el("a", { href: base + encodeURIComponent(s.id) + "/", text: title }), A.el("div", { class: "muted small", text: s.agent + " · " + s.id })]),
       A.el("td", {}, [A.badge(s.status)]),
@@ -69,7 +72,7 @@
       var tr = ev && body.querySelector('tr[data-session="' + CSS.escape(ev.sessionId) + '"]');
       if (!tr) return;
       if (Number(tr.children[2].textContent) < ev.seq) tr.children[2].textContent = String(ev.seq);
-      tr.children[4].textContent = (ev.kind + ": " + A.payloadText(ev.payload)).slice(0, 140);
+      tr.children[4].textContent = latest(ev.kind, A.payloadText(ev.payload)).slice(0, 140);
     });
   }
 })();

@@ -22,22 +22,46 @@ def test_session_turns_read_as_a_conversation_with_tool_cards_and_readable_json(
         {"kind": "tool-call", "payload": {"name": "calculator", "arguments": {"expression": "17+25"}, "result": "42", "error": False}},
         {"kind": "message", "payload": {"role": "assistant", "text": "It is 42."}},
         {"kind": "status", "payload": {"phase": "done", "counts": {"files": 3}}},
+        {"kind": "log", "payload": {"runId": "run_0123", "error": "", "summary": "Answered the sum"}},
     ]
     for turn in turns:
         assert api.post(f"/v1/agents/sessions/{session['id']}/events", json=turn).status_code == 201
     login(page, org)
     page.goto(f"/console/sessions/{session['id']}/")
-    page.wait_for_selector("#events li[data-seq='4']")
-    assert [page.get_attribute(f"#events li[data-seq='{n}']", "data-speaker") for n in (1, 2, 3, 4)] == ["user", "tool", "assistant", "status"]
+    page.wait_for_selector("#events li[data-seq='5']")
+    assert [page.get_attribute(f"#events li[data-seq='{n}']", "data-speaker") for n in (1, 2, 3, 4, 5)] == ["user", "tool", "assistant", "status", "log"]
     assert page.inner_text("#events li[data-seq='1'] .body .text") == "What is 17 + 25?"
     card = page.locator("#events li[data-seq='2'] .tool-card")
     assert card.locator(".tool-name code").inner_text() == "calculator"
     assert card.locator("pre.json").first.inner_text() == '{\n  "expression": "17+25"\n}'  # indented, not one raw line
     assert card.locator("pre.json").nth(1).inner_text() == "42"
     assert page.inner_text("#events li[data-seq='3'] .body .text") == "It is 42."
-    status_json = page.inner_text("#events li[data-seq='4'] pre.json")
+    # A data-only turn reads as a closed "Show the data" disclosure, not a raw JSON line; opened, indented JSON.
+    status = page.locator("#events li[data-seq='4']")
+    assert '"phase"' not in status.inner_text() and status.locator("details.data summary").inner_text() == "Show the data"
+    status.locator("details.data summary").click()
+    status_json = status.locator("pre.json").inner_text()
     assert '"phase": "done"' in status_json and "\n" in status_json
+    log = page.locator("#events li[data-seq='5']")  # a run summary: its words, the ids behind the disclosure
+    assert log.locator(".text").inner_text() == "Answered the sum" and "runId" not in log.inner_text()
     shoot(page, "session-conversation")
+    # The sessions list's "Latest turn" reads as words, never the payload's JSON.
+    page.goto("/console/sessions/")
+    row = page.locator(f"#sessions-table tr[data-session='{session['id']}']")
+    assert row.locator("td").nth(4).inner_text() == "log: Answered the sum"
+
+
+def test_a_finished_session_is_not_shown_live(page, make_org, login, console_server):
+    org = make_org("fl")
+    api = _api(console_server, org)
+    session = api.post("/v1/agents/sessions", json={"agent": "helper", "title": "Over"}).json()
+    login(page, org)
+    page.goto(f"/console/sessions/{session['id']}/")
+    page.wait_for_selector("#stream-state[data-state=open]")
+    assert page.inner_text("#stream-state") == "● live"  # running: its turns arrive live
+    assert api.patch(f"/v1/agents/sessions/{session['id']}", json={"status": "done"}).status_code == 200
+    page.wait_for_selector("#session-status .badge[data-status=done]")
+    assert page.inner_text("#stream-state") == ""
 
 
 def test_the_tool_picker_fills_the_tools_field_and_the_agent_is_saved_with_them(page, make_org, make_agent, login, shoot):
@@ -79,6 +103,18 @@ def test_the_chart_has_a_labelled_y_axis_with_round_ticks(page, make_org, make_a
     assert page.get_attribute("#chart svg .y-axis", "data-ticks") == "0,2,4,6,8"
     labels = page.locator("#chart svg .y-axis text").all_text_contents()
     assert labels == ["0", "2", "4", "6", "8", "runs"]
+    assert page.inner_text("#chart-total") == "7 runs in the last 24 hours"  # the legend adds up to what it says
+    assert page.inner_text("#total-runs") == "7"  # and to the card above it
+    # The newest bucket, [now − 1 h, now), is named by its end: the current time, not an hour ago.
+    last = page.locator("#chart svg > text").last.text_content()
+    now = page.evaluate("[0, 60e3].map(d => new Date(Date.now() - d).toLocaleTimeString([], {hour: '2-digit', minute: '2-digit'}))")
+    assert last in now, (last, now)
+    # On a phone the chart is drawn at its own width: the numbers stay 11 px tall, not a shrunk 760-wide drawing.
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.wait_for_function("document.querySelector('#chart svg').viewBox.baseVal.width < 400")
+    height = page.evaluate("document.querySelector('#chart svg .y-axis text').getBoundingClientRect().height")
+    assert height >= 10, height
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
 
 
 def test_the_site_has_an_icon(page, console_server):
