@@ -295,6 +295,7 @@ def test_every_console_page_is_correct_at_desktop_and_phone_widths(browser, cons
             ("/console/webhooks/", {}),
             (f"/console/webhooks/{ids['webhook']}/", {}),
             ("/console/members/", {}),
+            ("/console/backups/", {}),
             ("/console/sessions/sess_0123abcd/", {"status": 404}),
             ("/builds/", {}),
             (f"/builds/{org.slug}/shop/", {}),
@@ -327,9 +328,30 @@ def test_every_console_page_is_correct_at_desktop_and_phone_widths(browser, cons
             ("/console/coding/", {}),
             ("/console/keys/", {"status": 403}),
             ("/console/members/", {"status": 403}),
+            ("/console/backups/", {"status": 403}),
         ]:
             crawl.visit(path, **options)
         problems += crawl.problems
     finally:
         context.close()
     assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems)
+
+
+def test_every_console_page_without_parameters_is_in_the_crawl(admin_client):
+    """A new console page joins the crawl: every route without a parameter that answers an org
+    admin's GET with an HTML page is one of the crawl's paths (the Backups page landed beside
+    the crawl and was missing from it)."""
+    from django.urls import URLPattern, reverse
+
+    from console.urls import urlpatterns
+
+    crawled = Path(__file__).read_text()
+    missing = []
+    for pattern in urlpatterns:
+        if not isinstance(pattern, URLPattern) or pattern.pattern.converters:
+            continue
+        url = reverse(f"console:{pattern.name}")
+        response = admin_client.get(url)
+        if response.status_code == 200 and response["Content-Type"].startswith("text/html") and f'("{url}"' not in crawled:
+            missing.append(url)
+    assert missing == []
