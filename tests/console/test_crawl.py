@@ -345,7 +345,8 @@ def test_every_console_page_without_parameters_is_in_the_crawl(admin_client):
 
     from console.urls import urlpatterns
 
-    crawled = Path(__file__).read_text()
+    source = Path(__file__).read_text()
+    crawled = source[source.index('crawl = Crawler(page, shots, "admin")'):source.index('anonymous = Crawler(page, shots, "anonymous")')]
     missing = []
     for pattern in urlpatterns:
         if not isinstance(pattern, URLPattern) or pattern.pattern.converters:
