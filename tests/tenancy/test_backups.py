@@ -382,13 +382,15 @@ def test_the_procfiles_backup_process_replicates_only_when_the_url_is_set(backup
 
     command = _procfile_command("backup")
     without = {k: v for k, v in backup_env.items() if k != "AGENTS_BACKUP_URL"}
-    idle = subprocess.Popen(["/bin/sh", "-c", command], cwd=ROOT, env=without, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        assert idle.stdout.readline() == b"AGENTS_BACKUP_URL is not set: replication is off\n"
-        assert idle.poll() is None
-    finally:
-        idle.terminate()
-        idle.wait(timeout=30)
+    blank = {**backup_env, "AGENTS_BACKUP_URL": "  \t"}  # the settings strip it to "": replicate would exit (review)
+    for env in (without, blank):
+        idle = subprocess.Popen(["/bin/sh", "-c", command], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            assert idle.stdout.readline() == b"AGENTS_BACKUP_URL is not set: replication is off\n"
+            assert idle.poll() is None
+        finally:
+            idle.terminate()
+            idle.wait(timeout=30)
 
     default_path = str(connections["default"].settings_dict["NAME"])
     log = Path(backup_env["AGENTS_DATA_DIR"]) / f"procfile-backup-{os.getpid()}.log"
