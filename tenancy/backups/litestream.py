@@ -89,6 +89,14 @@ def hide_passwords(text: str) -> str:
     return _URL_PASSWORD.sub(r"\1***@", text or "")
 
 
+def location(url: str) -> str:
+    """Return `url` without its user part: where a replica is, whatever credentials reach it
+    (`sftp://u:old@h/p` and `sftp://u2:new@h/p` are one replica)."""
+    split = urlsplit(url)
+    host = (split.hostname or "") + (f":{split.port}" if split.port else "")
+    return urlunsplit((split.scheme, host if split.netloc else split.netloc, split.path, split.query, split.fragment))
+
+
 def local_path(url: str) -> Path | None:
     """Return the directory of a `file://` replica URL, or None for any other scheme."""
     split = urlsplit(url)

@@ -100,13 +100,19 @@ class Supervisor:
             if fence.restoring(slug) or not path.exists():
                 continue  # restore_org owns it now / not provisioned yet (or lost: restore it)
             generation = current_generation(slug)
-            if generation.replica_url != litestream.join(base, "orgs", slug, generation.name):
+            target = litestream.join(base, "orgs", slug, generation.name)
+            if litestream.location(generation.replica_url) != litestream.location(target):
                 # AGENTS_BACKUP_URL changed: ship to the new replica (a full first snapshot there);
                 # the old line stays restorable at its URL until the retention ends it.
                 from tenancy.backups.restore import _new_generation
 
                 generation = _new_generation(slug, end_current=ReplicaGenerationEnd.MOVED)
-                self.say(f"AGENTS_BACKUP_URL changed: org {slug} starts a new replica at {generation.replica_url}")
+                self.say(f"AGENTS_BACKUP_URL changed: org {slug} starts a new replica at {litestream.redacted(generation.replica_url)}")
+            elif generation.replica_url != target:
+                # Only the credentials changed (a rotated password): the same replica, reached and
+                # restored with the new ones; the line and its history go on.
+                type(generation).objects.using("default").filter(pk=generation.pk).update(replica_url=target)
+                generation.replica_url = target
             wanted[str(path)] = generation.replica_url
         return wanted
 

@@ -449,6 +449,26 @@ def test_a_changed_backup_url_starts_a_new_line_at_the_new_replica(org_a, settin
     assert said == [f"AGENTS_BACKUP_URL changed: org {org_a.slug} starts a new replica at {new}"]
 
 
+def test_a_rotated_replica_password_keeps_the_line_and_its_history(org_a, settings):
+    """Only the credentials of AGENTS_BACKUP_URL changed: the same replica, so the org's line goes
+    on (its earlier moments stay restorable) with the new URL stored for restores — not a new
+    line and a full snapshot (found by review: the URLs were compared with their passwords)."""
+    from tenancy.backups.replication import Supervisor
+
+    settings.AGENTS_BACKUP_URL = "sftp://backup:old-pw@127.0.0.1:2222/agents"
+    path = str(stores.store_path(org_a.slug))
+    old = Supervisor().desired()[path]
+    settings.AGENTS_BACKUP_URL = "sftp://backup:new-pw@127.0.0.1:2222/agents"
+    said = []
+    new = Supervisor(say=said.append).desired()[path]
+    assert new == old.replace("old-pw", "new-pw") and said == []
+    [line] = ReplicaGeneration.objects.filter(slug=org_a.slug)
+    assert line.ended_at is None and line.replica_url == new
+    settings.AGENTS_BACKUP_URL = "sftp://backup:new-pw@127.0.0.1:2222/elsewhere"
+    moved = Supervisor(say=said.append).desired()[path]
+    assert "/elsewhere/" in moved and "new-pw" not in said[0] and "backup:***@" in said[0]
+
+
 def test_a_moment_after_the_line_began_but_before_its_first_snapshot_is_refused(org_a, settings, tmp_path):
     """The generation row is older than anything in its replica (replicate had not shipped yet):
     the replica's own first file bounds the moment, and the refusal says which moment that is."""
