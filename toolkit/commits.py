@@ -239,10 +239,19 @@ def chunks(paths: list[str], size: int = STAGE_CHUNK) -> list[list[str]]:
 
 
 def first_line(text: object) -> str:
-    """Return the first non-empty line of `text` (markdown heading marks dropped), at most 72 characters."""
+    """Return the first non-empty prose line of `text`, at most 72 characters ("" for none).
+
+    Markdown heading marks are dropped; fenced code blocks (```…```) are skipped whole, so a
+    reply that opens with a shell snippet never titles a commit with a command line.
+    """
+    fenced = False
     for line in (text if isinstance(text, str) else "").splitlines():
-        line = line.strip().lstrip("#").strip()
-        if line:
+        line = line.strip()
+        if line.startswith(("```", "~~~")):
+            fenced = not fenced
+            continue
+        line = line.lstrip("#").strip()
+        if line and not fenced:
             return line[:SUBJECT_CHARS]
     return ""
 
