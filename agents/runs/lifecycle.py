@@ -26,6 +26,7 @@ run once — the fee it held, for the model that answered. It is the only code t
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -420,6 +421,8 @@ def run_finish(
         if run is None:
             _close_inbox_only(session)
             return None
+        if run.status == RunStatus.OK:
+            _honour_recorded_stop(run, alias=alias)
         if within is not None:
             try:
                 with stores.org_atomic():
@@ -434,6 +437,37 @@ def run_finish(
         transaction.on_commit(lambda: _after_finish(run, org_slug=org_slug, span=span, span_attributes=span_attributes),
                               using=alias, robust=True)
     return run
+
+
+def _honour_recorded_stop(run: Run, *, alias: str) -> None:
+    """End `ok` run `run` (just recorded, uncommitted) `error` "stopped by <actor>[: message]" when a `stop`
+    was recorded on its session since it started; `run` is changed in place.
+
+    Issue 25's race: a stop recorded while the last model reply completes reaches the run's
+    watcher after the run decided it ended `ok`; the finish honours it instead. The session
+    row is locked first (where the database has row locks), so a stop either committed before
+    this finish (found here) or finds the session ended (409, `sessions.control`). No stop,
+    the usual case: one read of the session's events, nothing written.
+    """
+    from sessions.models import Event, Session
+
+    if not run.session_id or run.started_at is None:
+        return
+    if transaction.get_connection(alias).features.has_select_for_update:
+        Session.objects.select_for_update().filter(pk=run.session_id).values_list("id", flat=True).first()
+    stop = (Event.objects.filter(session_id=run.session_id, kind=EventKind.CONTROL, created_at__gte=run.started_at,
+                                 payload__startswith='{"command":"stop"')
+            .order_by("seq").values_list("actor", "payload").first())
+    if stop is None:
+        return
+    actor, payload = stop
+    try:
+        message = json.loads(payload).get("message")
+    except (TypeError, ValueError, AttributeError):
+        message = None
+    run.status, run.finish_reason = RunStatus.ERROR, FinishReason.STOPPED
+    run.error = stop_reason(f"stopped by {actor or 'the control plane'}", message if isinstance(message, str) else None)
+    Run.objects.filter(pk=run.id).update(status=run.status, error=run.error, finish_reason=run.finish_reason)
 
 
 def _record_outcome(run_id: str, changes: dict, *, from_statuses: frozenset, alias: str) -> Run | None:
