@@ -220,12 +220,14 @@ class CodingLoop(RunLoop):
         self._log(text, **extra)
         messages.append({"role": ChatRole.USER, "content": f"[platform] {text}"})
 
-    def _commit_turn(self, *, content: str, finished: str | None, turn: int | None, messages: list[dict]) -> None:
+    def _commit_turn(self, *, content: str, finished: str | None, turn: int | None, messages: list[dict]) -> bool:
         """Commit what the turn changed within the run's bounds (`toolkit.commits`); tell the model what was not.
 
         Over the working-copy cap: the model is told once and the turn not committed; still over
         at its next changing turn → `RunEnded`. A file or push bound refused, a credential found
         by the scanner, a link out of the working copy: the model is told which files and why.
+        Returns True when the turn's changes were held back whole (cap, bound, credential): a
+        `finish` in that turn is then not the end (`commits.FINISH_HELD`).
         """
         size = commits.tree_bytes(self.workspace.work)
         warning = commits.tree_warning(size, self.bounds)
@@ -234,16 +236,16 @@ class CodingLoop(RunLoop):
                 raise RunEnded(f"the working copy grew past {settings.AGENTS_CODING_MAX_REPO_MB} MiB and stayed there after the model was told")
             self._tree_warned = True
             self._tell(messages, warning, refused="working-copy", bytes=size)
-            return
+            return True
         self._tree_warned = False
         plan = commits.plan_turn(self.git.status(), self.workspace.work, bounds=self.bounds, pushed_bytes=self.committed_bytes)
         if plan.refusal:
             self._tell(messages, plan.refusal, refused="bounds", files=[p for p, _ in plan.too_large] or [p for p, _ in plan.sizes][:20])
-            return
+            return True
         if not plan.stage:
             if plan.notes:
                 self._tell(messages, plan.notes, refused="links")
-            return
+            return False
         diff = self.git.stage(plan.stage)
         findings = _diff_findings(diff)
         if findings:
@@ -254,7 +256,7 @@ class CodingLoop(RunLoop):
                       "nothing was committed.")
             self._log(reason, findings=[f.as_dict() for f in findings])
             messages.append({"role": ChatRole.USER, "content": f"The platform {reason}"})
-            return
+            return True
         subject = commits.commit_subject(content=content, finished=finished, plan=plan)
         if turn is None:
             turn = self._append(EventKind.LOG, {"text": "commit of changes made outside a recorded turn", "runId": self.run.id}) or 1
@@ -270,6 +272,7 @@ class CodingLoop(RunLoop):
                                         "patch": clip(commit.patch, PATCH_EVENT_BYTES)})
         if plan.notes:
             self._tell(messages, plan.notes, refused="links", files=[p for p, _ in plan.outside_links])
+        return False
 
     # -- the loop -------------------------------------------------------------------------------
     def _messages(self) -> list[dict]:
@@ -348,10 +351,13 @@ class CodingLoop(RunLoop):
                     })
                     last_seq = seq if seq is not None else last_seq
                     messages.append({"role": ChatRole.TOOL, "tool_call_id": getattr(call, "id", ""), "content": result})
+                held = False
                 if any(name in WRITING_TOOLS for name, _ in described):  # read-only turns cannot change the tree
                     with tracing.tracer().start_as_current_span(tracing.SPAN_TOOL, attributes={tracing.ATTR_TOOL_NAME: SPAN_COMMIT}):
-                        self._commit_turn(content=content, finished=finished, turn=last_seq, messages=messages)
-                if finished is not None:
+                        held = self._commit_turn(content=content, finished=finished, turn=last_seq, messages=messages)
+                if finished is not None and held:  # told so it can fix it: the run goes on
+                    self._tell(messages, commits.FINISH_HELD, refused="finish")
+                elif finished is not None:
                     self.outcome.summary = finished
                     return
         raise RunEnded(f"the run took {turns} turns without calling finish")

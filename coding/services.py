@@ -138,7 +138,7 @@ def coding_start(*, principal, prompt: object, repo: object, project: object = N
 
     Order: `unsupported` fields the request carried (`desktop`, `replyChannel`, `replyThread`:
     400 "not supported here") → tool (`dev` only, else 400 naming what is supported) → prompt (required, ≤ 128 KiB)
-    → repo `owner/name` of this org (404) → `base` (a branch name, 400) → `after` (an earlier
+    → repo `owner/name` of this org (404) → `base` (a branch name, not a ref such as `refs/heads/main`: 400) → `after` (an earlier
     coding run's session of this org on the same repo that pushed its branch: 404 / 400) →
     `agentRef` (404; 400 for an agent with approval rules) → `timeoutSeconds` (400) → `targetId` (routed: the machine must pass the
     dispatch gate) → `replyConversationId` (a conversation of this org, else 404) → for a run
@@ -169,6 +169,10 @@ def coding_start(*, principal, prompt: object, repo: object, project: object = N
     if project and len(project) > 128:
         raise InvalidRequest("project too long")
     base = _clean_branch(base, "base") if base not in (None, "") else ""
+    if base.startswith("refs/"):  # a ref, not a branch name: git would look for refs/heads/refs/heads/… (also on a machine)
+        short = base.removeprefix("refs/heads/")
+        raise InvalidRequest(f"base is a branch name: write {short!r}, not the ref {base!r}" if short != base
+                             else f"base is a branch name, not the ref {base!r}")
     earlier = None
     if after not in (None, ""):
         earlier = coding_run_by_session(session_id=after) if isinstance(after, str) else None

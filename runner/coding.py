@@ -135,8 +135,10 @@ class CodingExecution(Execution):
         await self.event("log", {"text": text, **extra})
         messages.append({"role": "user", "content": f"[platform] {text}"})
 
-    async def _commit(self, *, content: str, finished: str | None, turn: int, messages: list[dict]) -> None:
-        """Commit the turn within the claim's bounds (`toolkit.commits`, as on the server); tell the model what was not."""
+    async def _commit(self, *, content: str, finished: str | None, turn: int, messages: list[dict]) -> bool:
+        """Commit the turn within the claim's bounds (`toolkit.commits`, as on the server); tell the model what was not.
+
+        Returns True when the turn's changes were held back whole (a `finish` in it is then not the end)."""
         size = await asyncio.to_thread(commits.tree_bytes, self.git.work)
         warning = commits.tree_warning(size, self.bounds)
         if warning:
@@ -144,16 +146,16 @@ class CodingExecution(Execution):
                 raise RunEnded(f"the working copy grew past {self.bounds.max_tree_bytes // commits.MIB} MiB and stayed there after the model was told")
             self.tree_warned = True
             await self._tell(messages, warning, refused="working-copy", bytes=size)
-            return
+            return True
         self.tree_warned = False
         plan = commits.plan_turn(await self._git(*commits.STATUS_ARGS), self.git.work, bounds=self.bounds, pushed_bytes=self.committed_bytes)
         if plan.refusal:
             await self._tell(messages, plan.refusal, refused="bounds", files=[p for p, _ in plan.too_large] or [p for p, _ in plan.sizes][:20])
-            return
+            return True
         if not plan.stage:
             if plan.notes:
                 await self._tell(messages, plan.notes, refused="links")
-            return
+            return False
         for chunk in commits.chunks(plan.stage):
             await self._git(*commits.stage_args(chunk))
         subject = commits.commit_subject(content=content, finished=finished, plan=plan)
@@ -173,6 +175,7 @@ class CodingExecution(Execution):
         await self.flush()  # each commit reaches the session as it is made
         if plan.notes:
             await self._tell(messages, plan.notes, refused="links", files=[p for p, _ in plan.outside_links])
+        return False
 
     async def _loop(self) -> None:
         root = Path(tempfile.mkdtemp(prefix="agents-coding-", dir=self.work_dir))
@@ -261,9 +264,12 @@ class CodingExecution(Execution):
                 if stored and isinstance(stored.get("seq"), int):
                     last_seq = stored["seq"]
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": valid_text(result)})
+            held = False
             if wrote:
-                await self._commit(content=content, finished=finished, turn=last_seq or turn_no, messages=messages)
-            if finished is not None:
+                held = await self._commit(content=content, finished=finished, turn=last_seq or turn_no, messages=messages)
+            if finished is not None and held:  # told so it can fix it: the run goes on, as on the server
+                await self._tell(messages, commits.FINISH_HELD, refused="finish")
+            elif finished is not None:
                 self.outcome.output = finished
                 return
         raise RunEnded(f"the run took {MAX_TURNS} turns without calling finish")

@@ -364,7 +364,7 @@ def list_builds(request, limit: int | None = None):
 def get_build(request, org: str, project: str):
     """Return a published build with its turns, the commits they produced and the `git log`
     command that verifies them. No credential needed."""
-    return builds.build_detail(org=org, project=project)
+    return builds.build_detail(org=org, project=project, origin=request.build_absolute_uri("/"))
 
 
 # issue 30: every published build has its own address beside the project's latest
@@ -372,4 +372,4 @@ def get_build(request, org: str, project: str):
 def get_build_of_session(request, org: str, project: str, session_id: str):
     """Return published build `session_id` of `org`/`project` (same shape as the project's latest;
     404 when that session is not a published build of that project). No credential needed."""
-    return builds.build_detail(org=org, project=project, session_id=session_id)
+    return builds.build_detail(org=org, project=project, session_id=session_id, origin=request.build_absolute_uri("/"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shlex
 from dataclasses import dataclass
 
 from agents_site.vocabulary import ControlCommand, EventKind
@@ -155,19 +156,22 @@ def build_url(org: str, project: str, session_id: str) -> str:
     return f"/builds/{org}/{project}/{session_id}/"
 
 
-def verify_recipe(*, session_id: str, branch: str, repo: str, page: str) -> str:
+def verify_recipe(*, session_id: str, branch: str, repo: str, page: str, origin: str = "") -> str:
     """Return the shell recipe that re-derives a coding build's bindings in a fresh clone of its repo.
 
     It fetches the run's branch (a plain clone may not have it), lists each commit carrying the
     session's trailer as `<sha> <session> <turn>` (oldest first), then runs `python -m runner
-    verify`, which compares them with the published log (exit 0 when they agree, 1 otherwise).
+    verify` on the page's absolute address (`origin` + `page`, e.g. `https://host/builds/…/`),
+    which compares them with the published log (exit 0 when they agree, 1 otherwise). Every
+    line runs as pasted; without an `origin` the address starts with `"$AGENTS_SERVER"`.
     """
+    address = shlex.quote(origin.rstrip("/") + page) if origin else f'"$AGENTS_SERVER"{shlex.quote(page)}'
     fmt = "%H %(trailers:key=Agents-Session,valueonly,separator=%x20) %(trailers:key=Agents-Turn,valueonly,separator=%x20)"
     return "\n".join([
         f"# in a fresh clone of {repo or 'the repository'} (git clone <its URL> && cd <it>):",
         f"git fetch origin +refs/heads/{branch}:refs/remotes/origin/{branch}",
         f"git log --reverse --grep='^Agents-Session: {session_id}$' --format='{fmt}' origin/{branch}",
-        f"python -m runner verify <this server>{page} --repo .",
+        f"python -m runner verify {address} --repo .",
     ])
 
 
@@ -196,7 +200,7 @@ def _summary_of(session: Session) -> dict:
             "startedAt": rfc3339(session.started_at), "endedAt": rfc3339(session.ended_at)}
 
 
-def build_detail(*, org: str, project: str, session_id: str | None = None) -> dict:
+def build_detail(*, org: str, project: str, session_id: str | None = None, origin: str = "") -> dict:
     """Return the readable build of `org`/`project`: the session turn by turn, plus `verify`.
 
     Without `session_id` the newest-created published root session with that project (spec
@@ -209,7 +213,8 @@ def build_detail(*, org: str, project: str, session_id: str | None = None) -> di
     `forTurn` is the seq of the turn that made it (its `Agents-Turn`); `builds` lists every
     published build of the project, newest first. `verify` is, for a coding build (one with a
     branch), the recipe that re-derives its bindings in a fresh clone (`verify_recipe`), else
-    the `git log` of sessions.provenance. Raises `BuildNotFound` (404) for an empty or
+    the `git log` of sessions.provenance; `origin` (`https://host`, the address the page was
+    asked at) makes its `python -m runner verify` line absolute. Raises `BuildNotFound` (404) for an empty or
     over-long address, an org with no store (never created here) and an unpublished or
     unknown project or session.
     """
@@ -230,7 +235,7 @@ def build_detail(*, org: str, project: str, session_id: str | None = None) -> di
         raise missing from None
     turns, model, final = event_turns(events)
     page = build_url(org, session.project, session.id)
-    verify = (verify_recipe(session_id=session.id, branch=final["branch"], repo=session.repo, page=page)
+    verify = (verify_recipe(session_id=session.id, branch=final["branch"], repo=session.repo, page=page, origin=origin)
               if final.get("branch") else VERIFY_COMMAND)
     view = {
         "org": org,

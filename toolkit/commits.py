@@ -15,7 +15,9 @@ output to `plan_turn`, which returns a `TurnPlan`:
 - **bounded commits**: a file over `Bounds.max_file_bytes`, or a turn whose files would take
   the run's committed bytes past `Bounds.max_push_bytes`, makes the whole turn *not committed*
   (`TurnPlan.refusal` says which files and why, for the model, so it can fix it next turn);
-- the staged paths (`TurnPlan.stage`) go to `git <stage_args(chunk)>` in chunks.
+- the staged paths (`TurnPlan.stage`) go to `git <stage_args(chunk)>` in chunks;
+- a `finish` in a turn held back whole is not the end of the run: the model is told
+  (`FINISH_HELD`) and gets the next turn to fix it.
 
 `commit_subject` picks the commit's subject: the model's own text of that turn (its reply's
 first line, else its `finish` summary's first line) when it wrote one, else a summary of the
@@ -30,6 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 SUBJECT_CHARS = 72
+#: Told to the model when it called `finish` in a turn whose changes were held back whole.
+FINISH_HELD = ("Your finish was not accepted: this turn's changes were not committed (see above). "
+               "Fix what was refused, then call finish again.")
 MIB = 1024 * 1024
 STATUS_ARGS = ("status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--ignore-submodules=all")
 STAGE_CHUNK = 200
@@ -234,10 +239,19 @@ def chunks(paths: list[str], size: int = STAGE_CHUNK) -> list[list[str]]:
 
 
 def first_line(text: object) -> str:
-    """Return the first non-empty line of `text` (markdown heading marks dropped), at most 72 characters."""
+    """Return the first non-empty prose line of `text`, at most 72 characters ("" for none).
+
+    Markdown heading marks are dropped; fenced code blocks (```…```) are skipped whole, so a
+    reply that opens with a shell snippet never titles a commit with a command line.
+    """
+    fenced = False
     for line in (text if isinstance(text, str) else "").splitlines():
-        line = line.strip().lstrip("#").strip()
-        if line:
+        line = line.strip()
+        if line.startswith(("```", "~~~")):
+            fenced = not fenced
+            continue
+        line = line.lstrip("#").strip()
+        if line and not fenced:
             return line[:SUBJECT_CHARS]
     return ""
 

@@ -39,7 +39,7 @@ def build_detail(request, org: str, project: str, session_id: str | None = None)
     from sessions.builds import build_detail as read_build
 
     try:
-        build = read_build(org=org, project=project, session_id=session_id)
+        build = read_build(org=org, project=project, session_id=session_id, origin=request.build_absolute_uri("/"))
     except ApiError as exc:
         raise Http404(exc.message) from exc
     return render(request, "console/gallery/detail.html", {"build": build, "turns": nest_commits(build["turns"])})

@@ -274,3 +274,32 @@ def test_a_stop_recorded_before_the_finish_commits_wins_over_an_ok_outcome(org_a
         assert refused.value.status == 409
         assert Run.objects.get(pk=second.id).status == RunStatus.OK
     assert [e.run_id for e in LedgerEntry.objects.filter(org=org_a.org, kind="agent")] == [second.id]  # the stopped run: no debit
+def test_a_stop_recorded_before_an_ok_finish_ends_the_run_stopped_and_unbilled(org_a, upstream, settings):
+    """Issue 25's race, made deterministic: the stop is recorded (its executor never read it, as when
+    it arrives while the last model reply completes) and the run then reports `ok` — the finish
+    honours the recorded stop. A pause recorded on a run changes nothing."""
+    import json
+
+    from billing.models import LedgerEntry
+    from sessions.control import control_send
+
+    settings.CLOUD_AGENT_FEE_CENTS = 100
+    with org_a.context():
+        agent = _writer(org_a)
+        earlier = run_start(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann")
+        control_send(session_id=earlier.session_id, command="pause", actor=f"{org_a.slug}/bob")
+        assert run_finish(run_id=earlier.id, outcome=Outcome(status=RunStatus.OK, output="done", model="m")).status == RunStatus.OK
+
+        run = run_start(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann")
+        event, forwarded = control_send(session_id=run.session_id, command="stop", message="wrong repo", actor=f"{org_a.slug}/bob")
+        assert forwarded is False  # no executor took it: the run finishes as if it never saw the stop
+        finished = run_finish(run_id=run.id, outcome=Outcome(status=RunStatus.OK, output="done", model="m"))
+        stored = Run.objects.get(pk=run.id)
+        for row in (finished, stored):
+            assert (row.status, row.finish_reason, row.error, row.output) == (
+                RunStatus.ERROR, "stopped", f"stopped by {org_a.slug}/bob: wrong repo", "done")
+        assert Session.objects.get(pk=run.session_id).status == "error"
+        summary = json.loads(Event.objects.filter(session_id=run.session_id, kind="log").order_by("-seq").first().payload)
+        assert summary["status"] == "error" and summary["finishReason"] == "stopped"
+        debited = set(LedgerEntry.objects.filter(kind="agent").values_list("run_id", flat=True))
+        assert debited == {earlier.id}  # the ok run paid its fee; the stopped one did not

@@ -162,3 +162,22 @@ def test_links_outside_the_working_copy_are_never_committed(shop, remote, upstre
     assert sorted(_tree(remote, started["branch"])) == ["README.md", "readme-link"]
     told = _told(upstream)
     assert len(told) == 1 and "pw -> /etc/passwd" in told[0] and "root -> /" in told[0] and "up -> ../.." in told[0]
+
+
+def test_a_finish_in_a_turn_that_was_not_committed_is_not_the_end(shop, remote, upstream, settings):
+    """The model is told at that turn so it can fix it: a `finish` beside the refused changes would
+    end the run `ok` with the turn's work silently dropped, so the run goes on for one more turn."""
+    settings.AGENTS_CODING_MAX_FILE_MB = 1
+    started, run, events = _run(
+        shop, upstream,
+        Reply(content="Add data", tool_calls=[("run", {"command": "head -c 1500000 /dev/urandom > big.bin && echo s > small.txt"}),
+                                              ("finish", {"summary": "data added"})]),
+        Reply(content="Drop the big file", tool_calls=[("run", {"command": "rm big.bin"}), ("finish", {"summary": "small only"})]),
+    )
+    assert run.status == "ok", run.error
+    assert run.output.startswith("small only")
+    assert _tree(remote, started["branch"]) == ["README.md", "small.txt"]
+    assert [e["subject"] for e in events if e["kind"] == "commit"] == ["Drop the big file"]
+    told = _told(upstream)
+    assert len(told) == 2 and "big.bin (1.4 MiB)" in told[0] and "finish was not accepted" in told[1]
+    assert len(upstream.chat_requests) == 2

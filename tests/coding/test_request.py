@@ -28,14 +28,23 @@ def _conversation(org, title: str = "planning") -> str:
 
 
 def test_missing_base_is_400_naming_the_branch_and_nothing_starts(shop, upstream):
-    response = start(shop, base="refs/heads/main")
-    assert response.status_code == 400, response.content
-    assert response.json() == {"status": 400, "code": "base_not_found", "error": "branch 'refs/heads/main' does not exist in acme/shop",
-                               "base": "refs/heads/main"}
-    assert _runs(shop) == []
     response = start(shop, base="nope")
-    assert response.status_code == 400 and response.json()["base"] == "nope"
+    assert response.status_code == 400, response.content
+    assert response.json() == {"status": 400, "code": "base_not_found", "error": "branch 'nope' does not exist in acme/shop", "base": "nope"}
+    assert _runs(shop) == []
     assert start(shop, base="main").status_code == 202
+
+
+def test_a_ref_for_base_is_400_saying_to_write_the_branch_name_even_unasked_or_routed(shop, upstream, remote):
+    import shutil
+
+    expected = {"status": 400, "code": "invalid_request", "error": "base is a branch name: write 'main', not the ref 'refs/heads/main'"}
+    assert start(shop, base="refs/heads/main").json() == expected
+    shutil.rmtree(remote)  # a remote that cannot be asked: the ref is still refused before the 202
+    assert start(shop, base="refs/heads/main").json() == expected
+    assert start(shop, base="refs/heads/main", targetId="tgt_" + "0" * 32).json() == expected  # before the machine is looked up
+    assert start(shop, base="refs/tags/v1").json()["error"] == "base is a branch name, not the ref 'refs/tags/v1'"
+    assert _runs(shop) == []
 
 
 def test_an_unreachable_remote_is_left_for_the_run_to_find(shop, upstream, remote):

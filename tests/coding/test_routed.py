@@ -89,3 +89,23 @@ def test_a_routed_coding_run_that_pushed_emits_coding_pushed_like_a_server_run(s
     data = receiver.received[0].verified["data"]
     assert (data["id"], data["kind"], data["status"]) == (body["runId"], "coding", "ok")
     assert (data["branch"], data["commitSha"], data["repo"]) == (body["branch"], "cd" * 20, "acme/shop")
+
+
+def test_a_routed_coding_runs_summary_is_posted_into_its_reply_conversation(shop, live_machine):
+    from chat.models import Message
+    from chat.services import conversation_create
+
+    with shop.context():
+        conversation = conversation_create(title="planning", turns=[{"role": "user", "content": "fix it"}], actor="user:t").id
+    target_id, key = live_machine
+    body = start(shop, targetId=target_id, replyConversationId=conversation, project="shop-site").json()
+    assert post(shop.client, f"/{target_id}/claim", **{"X-Target-Key": key}).status_code == 200
+    reported = post(shop.client, f"/{target_id}/runs/{body['runId']}/report",
+                    {"status": "ok", "output": "Fixed it\n\nbranch: x", "summary": "Fixed it", "changed": True, "pushed": True,
+                     "branch": body["branch"], "commitSha": "ef" * 20, "diffstat": " 1 file changed, 1 insertion(+)"},
+                    **{"X-Target-Key": key})
+    assert reported.status_code == 200 and reported.json() == {"delivered": True}
+    with shop.context():
+        [reply] = Message.objects.filter(conversation_id=conversation, role="assistant")
+    assert reply.run_id == body["runId"] and reply.content.startswith("Coding run ok on acme/shop: Fixed it")
+    assert f"head: {'ef' * 20}" in reply.content and f"build: /builds/{shop.slug}/shop-site/{body['sessionId']}/" in reply.content

@@ -99,6 +99,7 @@ def _record(org, body: dict) -> dict:
         "commits": [(c["subject"], c["diffstat"], seqs[c["turn"]]) for c in view["commits"]],
         "kinds": [e.kind for e in events],
         "tools": [(p["name"], p["arguments"], p["result"], p["error"]) for e, p in zip(events, payloads) if e.kind == "tool-call"],
+        "told": [(p["refused"], p["text"]) for e, p in zip(events, payloads) if e.kind == "log" and "refused" in p],
         "commitEvents": [sorted(p) for e, p in zip(events, payloads) if e.kind == "commit"],
         "finalKeys": sorted(k for k in final if k != "durationMs"),
         "final": {k: final[k] for k in ("status", "changed", "pushed", "diffstat", "summary", "error")},
@@ -113,6 +114,7 @@ def test_a_routed_runs_record_equals_a_server_runs_for_the_same_work(org_a, daph
     settings.CLOUD_AGENT_FEE_CENTS = 100
     settings.AGENTS_CODING_FEE_CENTS = -1
     settings.AGENTS_CODING_WORK_DIR = str(tmp_path / "work")
+    settings.AGENTS_CODING_MAX_FILE_MB = 1  # the server's bound, and the routed claim's `limits`
     credit_add(org=org_a.org, cents=1000, actor="test")
     assert org_a.client.post("/v1/agents/repos", {"repo": "acme/shop", "cloneUrl": f"file://{bare_remote}"},
                              content_type="application/json").status_code == 201
@@ -120,7 +122,10 @@ def test_a_routed_runs_record_equals_a_server_runs_for_the_same_work(org_a, daph
         Reply(content="Add calc", tool_calls=[("write_file", {"path": "calc.py", "content": "def add(a, b):\n    return a + b\n"})]),
         Reply(tool_calls=[("run", {"command": "python3 -c 'import calc; print(calc.add(2, 3))'"})]),
         Reply(tool_calls=[("run", {"command": "echo data > out.txt"})]),
-        Reply(tool_calls=[("finish", {"summary": "calc and out"})]),
+        # Over the 1 MiB file bound with a finish beside it: not committed, the finish not accepted, one more turn.
+        Reply(content="Add a sample", tool_calls=[("run", {"command": "head -c 1500000 /dev/zero > sample.bin"}),
+                                                  ("finish", {"summary": "calc, out and a sample"})]),
+        Reply(tool_calls=[("run", {"command": "rm sample.bin"}), ("finish", {"summary": "calc and out"})]),
     )
     upstream.script(*script)
     here = org_a.client.post("/v1/agents/coding", {"repo": "acme/shop", "prompt": "add calc"}, content_type="application/json").json()
@@ -146,6 +151,8 @@ def test_a_routed_runs_record_equals_a_server_runs_for_the_same_work(org_a, daph
     server_record, routed_record = _record(org_a, here), _record(org_a, routed)
     assert server_record["final"]["pushed"] is True and len(server_record["commits"]) == 2
     assert [c[0] for c in server_record["commits"]] == ["Add calc", "Add out.txt"]
+    assert [refused for refused, _ in server_record["told"]] == ["bounds", "finish"] and "sample.bin (1.4 MiB)" in server_record["told"][0][1]
+    assert server_record["final"]["summary"] == "calc and out"
     for key in server_record:
         assert routed_record[key] == server_record[key], (key, server_record["kinds"], routed_record["kinds"])
 

@@ -8,7 +8,10 @@ network between the command and the server: `runner.verify._get` is routed to it
 
 from __future__ import annotations
 
+import html
 import io
+import re
+import shlex
 import subprocess
 from contextlib import redirect_stdout
 from urllib.parse import urlsplit
@@ -74,17 +77,32 @@ def _rewrite(remote, tmp_path, branch: str, script: str) -> None:  # noqa: F811
     git("push", "-q", "--force", "origin", f"{branch}:{branch}", cwd=work)
 
 
-def test_the_page_recipe_lists_every_binding_in_a_fresh_clone(build, remote, tmp_path):  # noqa: F811
+def test_the_page_recipe_runs_as_pasted_in_a_fresh_clone(build, remote, tmp_path, monkeypatch):  # noqa: F811
     clone = tmp_path / "main-only"
     git("clone", "-q", "--single-branch", "-b", "main", f"file://{remote}", str(clone))
     assert build["branch"] not in git("branch", "-a", cwd=clone)  # only main: the recipe must fetch the run's branch
-    output = ""
-    for command in [line for line in build["page"]["verify"].splitlines() if line.startswith("git ")]:
-        output = subprocess.run(command, shell=True, cwd=clone, check=True, capture_output=True, text=True,
+    recipe = build["page"]["verify"]
+    from django.test import Client
+
+    shown = re.search(r'<pre class="pre" id="verify">(.*?)</pre>', Client().get(build["page"]["url"]).content.decode(), re.S)
+    assert shown is not None and html.unescape(shown.group(1)) == recipe  # the page prints what the API says
+    output, verdict = "", None
+    for line in recipe.splitlines():
+        if line.startswith("#"):
+            continue
+        if line.startswith("python -m runner "):  # in-process: the test client stands in for the network
+            argv = shlex.split(line)[3:]
+            assert argv[:2] == ["verify", build["url"]]  # the page's own absolute address, no placeholder to fill in
+            monkeypatch.chdir(clone)
+            verdict = _verify(*argv[1:])
+            continue
+        assert line.startswith("git "), line
+        output = subprocess.run(line, shell=True, cwd=clone, check=True, capture_output=True, text=True,
                                 env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1"}).stdout
     commits = [t for t in build["page"]["turns"] if t["kind"] == "commit"]
     assert [tuple(line.split()) for line in output.splitlines()] == [(c["commit"], build["sessionId"], str(c["forTurn"])) for c in commits]
-    assert "python -m runner verify" in build["page"]["verify"] and build["page"]["url"] in build["page"]["verify"]
+    assert verdict is not None and verdict[0] == 0, verdict
+    assert verdict[1].startswith("ok: 2 commit(s)")
 
 
 def test_a_faithful_clone_verifies(build, remote, tmp_path, shop):  # noqa: F811

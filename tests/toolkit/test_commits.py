@@ -52,6 +52,10 @@ def test_subject_prefers_the_models_words_then_the_changes():
     assert commit_subject(content="# Fix add\nmore", finished="done", plan=plan) == "Fix add"
     assert commit_subject(content="", finished="All fixed\n\nlong", plan=plan) == "All fixed"
     assert commit_subject(content="", finished=None, plan=plan) == "Add t.py; update a.py, b.py, c.py and 1 more"
+    # A reply opening with a code block: its lines are a command, never the subject.
+    assert commit_subject(content="```sh\npython3 -m pytest -q\n```\nTests pass now", finished=None, plan=plan) == "Tests pass now"
+    assert commit_subject(content="```\nrm -rf build\n```", finished="Cleaned", plan=plan) == "Cleaned"
+    assert commit_subject(content="~~~\nmake\n~~~", finished=None, plan=plan).startswith("Add t.py")
     assert changes_subject(TurnPlan()) == "Update files"
     assert len(changes_subject(TurnPlan(added=["x" * 100]))) == 72
 
