@@ -48,6 +48,9 @@ logger = logging.getLogger(__name__)
 
 OK, ERROR, WAITING = "ok", "error", "waiting"  # the server's run statuses, as its report route reads them
 EVENT_TEXT_BYTES = 16 * 1024
+#: A tool-call event keeps the whole result the model was handed (bounded at 16 KiB plus the
+#: truncation note by `toolkit.invoke`): a run resumed after an approval is rebuilt from it (issue 28).
+EVENT_RESULT_BYTES = 40 * 1024
 PAUSE_POLL_SECONDS = 1.0
 WATCH_POLL_SECONDS = 0.5  # how often the control channel is read while a model call or command runs
 STOPPED = "stopped"  # the server's FinishReason of a run its stop ended
@@ -387,7 +390,7 @@ class Execution:
             else:
                 result = valid_text(str(call.get("result") or ""))
                 await self.event("tool-call", {"name": name, "arguments": _arguments_of(str(call.get("arguments") or "")),
-                                               "result": clip(result), "error": True, "round": round_no, "toolCallId": call_id})
+                                               "result": clip(result, EVENT_RESULT_BYTES), "error": True, "round": round_no, "toolCallId": call_id})
             messages.append({"role": "tool", "tool_call_id": call_id, "content": result})
         return messages, round_no + 1
 
@@ -445,7 +448,7 @@ class Execution:
 
         result, failed = await self._watched(call())
         self.outcome.tool_calls += 1
-        await self.event("tool-call", {"name": name, "arguments": _arguments_of(raw), "result": clip(result), "error": failed, "round": round_no,
+        await self.event("tool-call", {"name": name, "arguments": _arguments_of(raw), "result": clip(result, EVENT_RESULT_BYTES), "error": failed, "round": round_no,
                                        "toolCallId": call_id})
         return result
 

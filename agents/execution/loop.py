@@ -53,7 +53,11 @@ from toolkit.stopping import StopSignal
 logger = logging.getLogger(__name__)
 
 EVENT_ARGUMENT_BYTES = 4 * 1024
-EVENT_RESULT_BYTES = 4 * 1024
+#: A tool-call event keeps the whole result the model was handed (masked): a run resumed after an
+#: approval is rebuilt from these events and must see what an uninterrupted run saw (issue 28).
+#: Results are already bounded (16 KiB plus the truncation note, `toolkit.invoke`; a denial's
+#: reason 16 KiB); this is room for masking's longer placeholders, well under an event's 64 KiB.
+EVENT_RESULT_BYTES = 40 * 1024
 
 
 #: The result a nested run (an agent called as a tool) gets for a call its approval rules name:

@@ -8,7 +8,7 @@ of the process that suspended the run is needed: the session's log is the checkp
    takes the run's worker lease (`agents.lease`), so recovery sees a live holder.
 2. The conversation is rebuilt from the session's events before the turn's first `approval`
    event (`rebuild`): the instructions and input, then each assistant reply, each tool call
-   with its recorded result (recorded results are clipped at 4 KiB), each `message` command.
+   with its recorded result (the whole result the model was handed, masked), each `message` command.
    The waiting turn's calls, with their ids and the arguments the tools get, come from the
    run's `Approval` rows.
 3. Each call of the turn is settled once, in order (`settle`): approved (or waiting with the

@@ -491,3 +491,25 @@ def test_the_session_reports_paused_with_the_pending_request(asking):
     stopped = org.client.post(f"/v1/agents/sessions/{body['sessionId']}/stop", {}, content_type="application/json")
     assert stopped.status_code == 200
     assert "pendingApprovals" not in org.client.get(f"/v1/agents/sessions/{body['sessionId']}").json()
+
+
+def test_a_run_that_waits_twice_is_rebuilt_with_every_earlier_tool_result_whole(asking, upstream, task_queue):
+    """The log is the checkpoint: a result longer than 4 KiB (here a denial's 6 KiB reason) comes
+    back whole when the run is rebuilt again after its second wait — what an uninterrupted run sent."""
+    org, response = asking
+    body = response.json()
+    reason = "r" * (6 * 1024)
+    upstream.script(Reply(tool_calls=[("calculator", {"expression": "3+4"})]))  # the model asks again
+    org.client.post(f"/v1/agents/sessions/{body['sessionId']}/deny", {"toolCallId": body["approvals"][0]["toolCallId"], "message": reason},
+                    content_type="application/json")
+    _resume(task_queue)
+    first_denial = _tool_messages(upstream.requests[-1])[0]["content"]
+    assert first_denial.endswith(reason + ".")
+    polled = org.client.get(f"/v1/agents/runs/{body['id']}").json()
+    assert polled["status"] == RunStatus.WAITING
+    upstream.script(Reply(content="seven"))
+    org.client.post(f"/v1/agents/sessions/{body['sessionId']}/approve", {"toolCallId": polled["approvals"][0]["toolCallId"]},
+                    content_type="application/json")
+    _resume(task_queue)
+    assert [m["content"] for m in _tool_messages(upstream.requests[-1])] == [first_denial, "7"]
+    assert org.client.get(f"/v1/agents/runs/{body['id']}").json()["status"] == RunStatus.OK
