@@ -148,21 +148,21 @@ def _snapshot_agent(offer: RoutedRun, run: Run) -> Agent:
 def resume_claimed(offer: RoutedRun) -> bool:
     """Finish a claim of `offer` just won (`claimed`): True when the machine may run it.
 
-    A fresh offer (its run `running`) passes as it is. A resumed one (its run `waiting`, every
-    call answered) is taken in one transaction: the run `waiting → running`, its approved calls
+    A fresh offer (its run not `waiting`) passes as it is. A resumed one (its run `waiting`,
+    every call answered) is taken in one transaction: the run `waiting → running`, its approved calls
     (and those that waited with them) `→ started`, the session `running`; `offer.resume` then
-    holds what the claim answers (see the module). A run that no longer waits (finished
-    meanwhile) has its offer withdrawn: False.
+    holds what the claim answers (see the module). A run that stopped waiting between the read
+    and the move (finished meanwhile) has its offer withdrawn: False.
     """
     from agents.execution.resume import denied_result, resumed_messages
     from agents.runs.approvals import INTERRUPTED_RESULT
     from sessions.services import session_update
 
     run = Run.objects.filter(pk=offer.run_id).first()
-    if run is not None and run.status == RunStatus.RUNNING:
+    if run is None or run.status != RunStatus.WAITING:  # a fresh offer: the machine runs it as it is
         return True
     with stores.org_atomic():
-        if run is None or not Run.objects.filter(pk=run.id, status=RunStatus.WAITING).update(status=RunStatus.RUNNING):
+        if not Run.objects.filter(pk=run.id, status=RunStatus.WAITING).update(status=RunStatus.RUNNING):
             RoutedRun.objects.filter(pk=offer.run_id, state=RoutedRunState.CLAIMED).update(
                 state=RoutedRunState.WITHDRAWN, withdrawn_at=timezone.now(), result={"status": RunStatus.ERROR, "error": "the run had ended"})
             return False
