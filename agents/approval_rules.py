@@ -8,24 +8,10 @@
 from __future__ import annotations
 
 from agents_site.errors import InvalidRequest
+from toolkit.approval import needs_approval, pattern_matches  # noqa: F401  (the one matcher, shared with the runner)
 
 MAX_PATTERNS = 64
 MAX_PATTERN_CHARS = 200
-
-
-def pattern_matches(pattern: str, name: str) -> bool:
-    """Return True when tool `name` is named by `pattern` (exact, or a prefix before a final `*`).
-
-    Example: ("mcp__github__*", "mcp__github__create_issue") → True; ("http_get", "http_get2") → False.
-    """
-    if pattern.endswith("*"):
-        return name.startswith(pattern[:-1])
-    return name == pattern
-
-
-def needs_approval(rules: dict | None, name: str) -> bool:
-    """Return True when a call of tool `name` must wait for a person under the agent's `rules`."""
-    return any(pattern_matches(p, name) for p in ((rules or {}).get("tools") or []))
 
 
 def has_rules(agent) -> bool:

@@ -26,10 +26,12 @@ the way `django.contrib.admin` collects `ModelAdmin`s.
 * `register_run_waiting_handler(fn)`: `fn(run, approvals, org_slug)` is called once a run's move
   to `waiting` has committed (issue 28), with the wire views of its waiting turn's calls. What it
   raises is logged.
-* `register_resume_handler(kind, prompt=fn, finished=fn)`: for a run of `kind` resumed after its
-  approvals were answered (issue 28), `prompt(run, agent)` returns its opening messages (a chat
-  round: the conversation's thread), `finished(run)` is called once the resumed run has finished
-  (a chat round: its reply posted to the conversation). Org context.
+* `register_resume_handler(kind, prompt=fn, finished=fn, dispatch=fn)`: for a run of `kind` resumed
+  after its approvals were answered (issue 28), `prompt(run, agent)` returns its opening messages (a
+  chat round: the conversation's thread), `finished(run)` is called once the resumed run has finished
+  (a chat round: its reply posted to the conversation). `dispatch(run)`, when given, resumes the run
+  elsewhere instead of the server's resume task (a routed run: offered to its machine again); it is
+  called inside the transaction of the last answer and must be idempotent. Org context.
 * `register_callback_resolver(fn)` / `with request_callback(url):`: a run request's own callback URL
   (`webhook` of POST …/{ref}/run): `fn(url)` checks it (raising a 400) and returns what the
   run-started handler needs; `with request_callback(url):` keeps that for the run the block starts first.
@@ -163,9 +165,16 @@ def run_waiting_handlers(run, approvals: list[dict], org_slug: str) -> None:
 _resume_handlers: dict[str, dict[str, Callable]] = {}
 
 
-def register_resume_handler(kind: str, *, prompt: Callable | None = None, finished: Callable | None = None) -> None:
-    """Register how a resumed run of `kind` gets its opening messages and what follows its finish."""
-    _resume_handlers[str(kind)] = {"prompt": prompt, "finished": finished}
+def register_resume_handler(kind: str, *, prompt: Callable | None = None, finished: Callable | None = None,
+                            dispatch: Callable | None = None) -> None:
+    """Register how a resumed run of `kind` gets its opening messages, what follows its finish and
+    (`dispatch`) who resumes it when not the server's resume task."""
+    _resume_handlers[str(kind)] = {"prompt": prompt, "finished": finished, "dispatch": dispatch}
+
+
+def resume_dispatcher(kind: str) -> Callable | None:
+    """Return `dispatch(run)` registered for runs of `kind` (resumed elsewhere), or None (the resume task)."""
+    return (_resume_handlers.get(str(kind)) or {}).get("dispatch")
 
 
 def resume_prompt(run, agent) -> list[dict] | None:

@@ -250,11 +250,12 @@ class RoutedRunState(models.TextChoices):
 
     OFFERED = "offered", "offered"  # waiting for the machine's claim
     CLAIMED = "claimed", "claimed"  # won by exactly one claim; the machine is running it
+    WAITING = "waiting", "waiting for approval"  # the machine asked a person (issue 28): no claim held; answered → offered again
     REPORTED = "reported", "reported"  # the machine reported its result (terminal)
     WITHDRAWN = "withdrawn", "withdrawn"  # the run was stopped or the target removed (terminal)
 
 
-RoutedRunState.OPEN = frozenset({RoutedRunState.OFFERED, RoutedRunState.CLAIMED})
+RoutedRunState.OPEN = frozenset({RoutedRunState.OFFERED, RoutedRunState.CLAIMED, RoutedRunState.WAITING})
 
 
 class LedgerKind(models.TextChoices):

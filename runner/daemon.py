@@ -4,6 +4,10 @@
 2 when the server refuses the API key or the registration, 3 when the machine's claim key was
 superseded (rotated by another daemon or the owner) or the machine was removed.
 
+A run whose model calls a tool the agent's approval rules name is reported `waiting` (issue 28):
+the daemon holds nothing for it and goes back to claiming; once a person answers, the run is
+offered again and whichever claim wins it resumes it from the claim's `resume`.
+
 Backoff: every call that fails transiently (network, 429, 5xx) is retried with exponential
 backoff and jitter (tenacity; 1 s doubling to 30 s), forever for claims, until a stop. On stop
 the waiting claim is abandoned at once; a run in progress ends at its next step (or after
@@ -213,7 +217,9 @@ class Daemon:
         """Execute one claimed run and report it (as an error if it cannot finish)."""
         run = RoutedRun.parse(body)
         coding = body.get("kind") == CODING_KIND
-        if coding:
+        if run.resume is not None:
+            logger.info("claimed run %s (agent %s), resumed after its approvals were answered", run.run_id, run.agent_name)
+        elif coding:
             logger.info("claimed run %s (coding %s)", run.run_id, body.get("repo"))
         else:
             logger.info("claimed run %s (agent %s)", run.run_id, run.agent_name)
@@ -237,5 +243,5 @@ class Daemon:
             logger.info("reported run %s: %s%s", run.run_id, report["status"], "" if delivered else " (already settled)")
         except (Transient, Stopped) as exc:
             logger.error("run %s could not be reported: %s", run.run_id, exc)
-        except ClaimRefused as exc:
+        except (ClaimRefused, Fatal) as exc:
             logger.error("run %s report refused: %s", run.run_id, exc)

@@ -17,6 +17,14 @@ closed, a command's whole process tree killed) and the run reports `error` with
 `finishReason` `stopped` and, for a killed command, `stoppedCommand` `{name, command, output}`
 (what it printed so far; no tool result and no event is posted for it, so after the stop the
 session gets only the run's end); other commands read meanwhile wait for the next step.
+
+Approvals (issue 28 item 7): a model turn calling a tool the claim's `approval` rules name (the
+shared matcher, `toolkit.approval`) executes none of its calls; the run reports `waiting` with
+the turn, `{round, calls: [{toolCallId, name, arguments}]}`, after posting its steps so far. The
+server suspends it and this machine keeps nothing of it. A claim answering `resume` continues
+such a run: the conversation the server rebuilt from the session's log, the turn's calls
+(approved ones executed here once, denied ones handed to the model with the reason), the control
+cursor and the usage so far (`Execution._resumed`).
 """
 
 from __future__ import annotations
@@ -26,18 +34,23 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import openai
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from runner.client import ServerClient
+from toolkit.approval import needs_approval
 from toolkit.invoke import Tool, invoke
 from toolkit.sandbox import CommandCancelled
 
 logger = logging.getLogger(__name__)
 
-OK, ERROR = "ok", "error"  # the server's run statuses, as its report route reads them
+OK, ERROR, WAITING = "ok", "error", "waiting"  # the server's run statuses, as its report route reads them
 EVENT_TEXT_BYTES = 16 * 1024
+#: A tool-call event keeps the whole result the model was handed (bounded at 16 KiB plus the
+#: truncation note by `toolkit.invoke`): a run resumed after an approval is rebuilt from it (issue 28).
+EVENT_RESULT_BYTES = 40 * 1024
 PAUSE_POLL_SECONDS = 1.0
 WATCH_POLL_SECONDS = 0.5  # how often the control channel is read while a model call or command runs
 STOPPED = "stopped"  # the server's FinishReason of a run its stop ended
@@ -50,6 +63,15 @@ class EmptyAnswer(Exception):
 
 class RunEnded(Exception):
     """The run must end as an error with this sentence."""
+
+
+class RunWaits(Exception):
+    """The model's turn calls a tool the agent's approval rules name: the run is reported `waiting` (issue 28)."""
+
+    def __init__(self, *, round_no: int, calls: list) -> None:
+        super().__init__("the run waits for approval")
+        self.round_no = round_no
+        self.calls = calls
 
 
 class RunStopped(RunEnded):
@@ -93,6 +115,8 @@ class RoutedRun:
     tool_rounds: int = 8
     tool_call_timeout: float = 30.0
     timeout_seconds: float = 600.0
+    approval: dict = field(default_factory=dict)  # the agent's approval rules: `{tools: [name or prefix*]}`
+    resume: dict | None = None  # a run resumed after its approvals were answered (see `Execution._resumed`)
 
     @classmethod
     def parse(cls, body: dict) -> RoutedRun:
@@ -110,6 +134,8 @@ class RoutedRun:
             tool_rounds=max(int(body.get("toolRounds") or 8), 1),
             tool_call_timeout=float(body.get("toolCallTimeoutSeconds") or 30),
             timeout_seconds=float(body.get("timeoutSeconds") or 600),
+            approval=body.get("approval") if isinstance(body.get("approval"), dict) else {},
+            resume=body.get("resume") if isinstance(body.get("resume"), dict) else None,
         )
 
 
@@ -126,12 +152,15 @@ class Outcome:
     tool_calls: int = 0
     finish_reason: str = ""
     stopped_command: dict | None = None  # a command a stop killed: {name, command, output so far}
+    waiting: dict | None = None  # the turn that waits for a person: {round, calls: [{toolCallId, name, arguments}]}
     started: float = field(default_factory=time.monotonic)
 
     def report(self) -> dict:
         extra = {"finishReason": self.finish_reason} if self.finish_reason else {}
         if self.stopped_command is not None:
             extra["stoppedCommand"] = self.stopped_command
+        if self.status == WAITING and self.waiting is not None:
+            extra["waiting"] = self.waiting
         return {**extra,
             "status": self.status,
             "output": self.output if self.status == OK else "",
@@ -157,6 +186,12 @@ class Execution:
         self.model = model_override or run.model
         self.outcome = Outcome(model=self.model)
         self.cursor = 0
+        if run.resume is not None:  # the usage before the wait carries on; commands before it were applied
+            usage = run.resume.get("usage") or {}
+            self.outcome.prompt_tokens = int(usage.get("promptTokens") or 0)
+            self.outcome.completion_tokens = int(usage.get("completionTokens") or 0)
+            self.outcome.tool_calls = int(usage.get("toolCalls") or 0)
+            self.cursor = int(run.resume.get("cursor") or 0)
         self.deadline = time.monotonic() + run.timeout_seconds
         self.pending: list[dict] = []
         self.held: list[dict] = []  # commands read while a call ran, applied at the next step
@@ -187,6 +222,10 @@ class Execution:
             if self.inference is None:
                 raise RunEnded("inference is not configured on this machine (INFERENCE_BASE_URL)")
             await self._loop()
+        except RunWaits as exc:  # nothing of the turn was executed: a person answers, then a claim resumes it
+            self.outcome.status = WAITING
+            self.outcome.waiting = {"round": exc.round_no, "calls": [
+                {"toolCallId": call.id, "name": call.function.name or "", "arguments": call.function.arguments or ""} for call in exc.calls]}
         except RunStopped as exc:
             self.outcome.status, self.outcome.error, self.outcome.finish_reason = ERROR, str(exc), STOPPED
         except RunEnded as exc:
@@ -333,17 +372,42 @@ class Execution:
             messages.append({"role": "user", "content": text})
         return messages
 
+    async def _resumed(self, offered: dict[str, Tool]) -> tuple[list[dict], int]:
+        """Return the conversation of a resumed run with its waiting turn settled, and the next round.
+
+        The claim's `resume` (issue 28): `messages` rebuilt by the server from the session's log, up
+        to the assistant turn that asked; `calls` of that turn in order — `execute: true` with the
+        `arguments` to run (a person may have edited them; the server marked the call started, so
+        it runs here once), else the `result` the model gets (the denial and its reason)."""
+        resume = self.run.resume or {}
+        messages = [dict(m) for m in resume.get("messages") or []]
+        round_no = int(resume.get("round") or 1)
+        for call in resume.get("calls") or []:
+            call_id, name = str(call.get("toolCallId") or ""), str(call.get("name") or "")
+            if call.get("execute"):
+                function = SimpleNamespace(name=name, arguments=str(call.get("arguments") or ""))
+                result = valid_text(await self._tool(SimpleNamespace(id=call_id, function=function), offered, round_no))
+            else:
+                result = valid_text(str(call.get("result") or ""))
+                await self.event("tool-call", {"name": name, "arguments": _arguments_of(str(call.get("arguments") or "")),
+                                               "result": clip(result, EVENT_RESULT_BYTES), "error": True, "round": round_no, "toolCallId": call_id})
+            messages.append({"role": "tool", "tool_call_id": call_id, "content": result})
+        return messages, round_no + 1
+
     async def _loop(self) -> None:
-        messages = self._opening()
         offered = {name: self.tools[name] for name in self.run.tools if name in self.tools}
-        for name in self.run.tools:
-            if name not in offered:
-                await self.event("log", {"text": f"tool {name} not offered: this machine has no such tool"})
+        if self.run.resume is not None:
+            messages, first_round = await self._resumed(offered)
+        else:
+            messages, first_round = self._opening(), 1
+            for name in self.run.tools:
+                if name not in offered:
+                    await self.event("log", {"text": f"tool {name} not offered: this machine has no such tool"})
+            if self.run.input.strip():
+                await self.event("message", {"role": "user", "text": clip(self.run.input)})
         definitions = [tool.definition() for tool in offered.values()]
-        if self.run.input.strip():
-            await self.event("message", {"role": "user", "text": clip(self.run.input)})
         rounds = self.run.tool_rounds
-        for round_no in range(1, rounds + 1):
+        for round_no in range(first_round, rounds + 1):
             await self._steer(messages)
             offer = definitions if definitions and round_no < rounds else None
             message = await self._answer(messages, offer)
@@ -354,6 +418,8 @@ class Execution:
                                  "tool_calls": [call.model_dump(mode="json", exclude_none=True) for call in calls]})
                 if content:
                     await self.event("message", {"role": "assistant", "text": clip(content), "model": self.outcome.model})
+                if any(needs_approval(self.run.approval, call.function.name or "") for call in calls):
+                    raise RunWaits(round_no=round_no, calls=calls)  # every call of the turn waits with the ruled ones
                 for call in calls:
                     self._check_stop()
                     result = valid_text(await self._tool(call, offered, round_no))
@@ -369,6 +435,7 @@ class Execution:
     async def _tool(self, call, offered: dict[str, Tool], round_no: int) -> str:
         name = call.function.name or ""
         raw = call.function.arguments or ""
+        call_id = getattr(call, "id", "") or ""
         timeout = max(min(self.run.tool_call_timeout, self.deadline - time.monotonic()), 0.1)
         await self.flush()
 
@@ -381,12 +448,17 @@ class Execution:
 
         result, failed = await self._watched(call())
         self.outcome.tool_calls += 1
-        try:
-            arguments = json.loads(raw) if raw else {}
-        except ValueError:
-            arguments = clip(raw, 2048)
-        await self.event("tool-call", {"name": name, "arguments": arguments, "result": clip(result), "error": failed, "round": round_no})
+        await self.event("tool-call", {"name": name, "arguments": _arguments_of(raw), "result": clip(result, EVENT_RESULT_BYTES), "error": failed, "round": round_no,
+                                       "toolCallId": call_id})
         return result
+
+
+def _arguments_of(raw: str):
+    """Return a call's raw JSON arguments decoded for its event (the text, clipped, when not JSON)."""
+    try:
+        return json.loads(raw) if raw else {}
+    except ValueError:
+        return clip(raw, 2048)
 
 
 def _command_of(raw_arguments: str) -> str:

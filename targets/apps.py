@@ -8,7 +8,8 @@ class TargetsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        """Reach the lower layers' registries: routed runs, stops of unclaimed offers, the unreported-run sweep."""
+        """Reach the lower layers' registries: routed runs, stops of unclaimed offers, the unreported-run sweep,
+        approvals of routed runs (issue 28 item 7)."""
         from agents.runs.routed import register_routed_start
         from agents.sweeps import register_sweep
         from sessions.control import register_command_handler
@@ -18,3 +19,9 @@ class TargetsConfig(AppConfig):
         register_routed_start(routed_run_start)
         register_command_handler(routed_stop_command)
         register_sweep("routedExpired", routed_expire)
+        from agents.hooks import register_resume_handler, register_run_finishing_handler
+        from agents_site.vocabulary import RunKind
+        from targets.approvals import routed_resume_offer, routed_run_finishing
+
+        register_resume_handler(RunKind.ROUTED, dispatch=routed_resume_offer)  # answered → offered to the machine again
+        register_run_finishing_handler(routed_run_finishing)  # a waiting routed run that ends: its offer withdrawn

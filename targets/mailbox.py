@@ -16,11 +16,11 @@ from django.conf import settings
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from agents.models import Run
+from agents.models import Approval, Run
 from agents.runs.lifecycle import stop_reason
 from agents_site.errors import Conflict
-from agents_site.vocabulary import ControlCommand, RoutedRunState, RunStatus
-from targets import wake
+from agents_site.vocabulary import ApprovalState, ControlCommand, RoutedRunState, RunStatus
+from targets import approvals, wake
 from targets.errors import ClaimRejected
 from targets.keys import claim_verify
 from targets.models import ClaimKey, RoutedRun
@@ -34,6 +34,8 @@ NOT_REPORTED = "the machine did not report the run in time"
 #: The error of a routed run stopped before any machine claimed it.
 STOPPED_BEFORE_CLAIM = "stopped before a machine claimed it"
 #: Keys a routed run's payload may never carry: the machine uses its own credentials.
+#: A withdrawn run ends whether it runs on its machine or waits for a person there.
+_UNFINISHED = frozenset({RunStatus.RUNNING, RunStatus.WAITING})
 CREDENTIAL_KEYS = frozenset({"apikey", "api_key", "authorization", "token", "secret", "password", "credential", "claimkey"})
 
 
@@ -60,7 +62,9 @@ def routed_claim_next(*, target_id: str, key_hash: str) -> RoutedRun | None:
             .update(state=RoutedRunState.CLAIMED, claimed_at=timezone.now())
         )
         if won:
-            return RoutedRun.objects.get(pk=run_id)
+            offer = RoutedRun.objects.get(pk=run_id)
+            if approvals.resume_claimed(offer):  # a run resumed after its approvals: taken with its calls
+                return offer
     return None
 
 
@@ -137,9 +141,12 @@ def routed_release(*, run_id: str) -> bool:
     row = RoutedRun.objects.filter(pk=run_id).first()
     if row is None:
         return False
-    released = RoutedRun.objects.filter(pk=run_id, state=RoutedRunState.CLAIMED, reported_at__isnull=True).update(
-        state=RoutedRunState.OFFERED, claimed_at=None
-    )
+    with stores.org_atomic():
+        released = RoutedRun.objects.filter(pk=run_id, state=RoutedRunState.CLAIMED, reported_at__isnull=True).update(
+            state=RoutedRunState.OFFERED, claimed_at=None
+        )
+        if released:
+            approvals.resume_released(run_id=run_id)  # a resumed run's calls were never handed over
     if released:
         wake.notify_on_commit(target_id=row.target_id)
     return bool(released)
@@ -205,7 +212,9 @@ def routed_withdraw(*, run_id: str, reason: str = "the run was stopped") -> Rout
         if not withdrawn:
             return None
         offer = RoutedRun.objects.get(pk=run_id)
-        routed_run_settle(run_id=run_id, result=offer.result, target_id=offer.target_id)
+        routed_run_settle(run_id=run_id, result=offer.result, target_id=offer.target_id, from_statuses=_UNFINISHED)
+        Approval.objects.filter(run_id=run_id, state__in=ApprovalState.OPEN | ApprovalState.DECIDED | {ApprovalState.WAITING}).update(
+            state=ApprovalState.CANCELLED)
     return offer
 
 
@@ -240,7 +249,10 @@ def routed_report(*, target_id: str, run_id: str, subject: str, is_org_admin: bo
     if not RoutedRun.objects.filter(pk=run_id, target_id=target_id).exists():
         by_session = RoutedRun.objects.filter(session_id=run_id, target_id=target_id).order_by("-offered_at").values_list("run_id", flat=True).first()
         run_id = by_session or run_id
+    if (result or {}).get("status") == RunStatus.WAITING:  # the machine asks a person (issue 28) and lets go
+        return approvals.routed_wait(target_id=target_id, run_id=run_id, waiting=(result or {}).get("waiting"), report=report)
     with stores.org_atomic():
+        approvals.turn_settled(run_id=run_id)
         delivered = RoutedRun.objects.filter(
             pk=run_id, target_id=target_id, state=RoutedRunState.CLAIMED, reported_at__isnull=True
         ).update(state=RoutedRunState.REPORTED, reported_at=timezone.now(), result=report)

@@ -39,5 +39,10 @@ def target_view(target: Target, *, load: tuple[int, int] = (0, 0), now: datetime
 
 
 def routed_run_view(offer: RoutedRun) -> dict:
-    """Return what a claim answers: `{runId, sessionId, **payload}` (never a credential)."""
-    return {**(offer.payload or {}), "runId": offer.run_id, "sessionId": offer.session_id}
+    """Return what a claim answers: `{runId, sessionId, **payload}` (never a credential), and
+    `resume` for a run resumed after its approvals were answered (`targets.approvals.resume_claimed`)."""
+    view = {**(offer.payload or {}), "runId": offer.run_id, "sessionId": offer.session_id}
+    resume = getattr(offer, "resume", None)
+    if resume is not None:
+        view["resume"] = resume
+    return view

@@ -25,11 +25,14 @@ from targets.selectors import target_dispatchable
 def routed_payload(*, agent: Agent, text: str) -> dict:
     """Return what the machine's claim receives for a run of `agent` on `text` (no credential).
 
-    `{agent: {name, model, instructions, tools}, input, instructionsRole, toolRounds,
-    toolCallTimeoutSeconds, timeoutSeconds}` — the same knobs the server's own loop reads.
+    `{agent: {name, model, instructions, tools}, approval: {tools?}, input, instructionsRole,
+    toolRounds, toolCallTimeoutSeconds, timeoutSeconds}` — the same knobs the server's own loop
+    reads; `approval` is the agent's rules as the run started (issue 28: the calls they name wait
+    for a person, `targets.approvals`).
     """
     return {
         "agent": {"name": agent.name, "model": agent.model, "instructions": agent.instructions, "tools": list(agent.tools or [])},
+        "approval": dict(agent.approval or {}),
         "input": text,
         "instructionsRole": settings.AGENTS_INSTRUCTIONS_ROLE,
         "toolRounds": settings.AGENTS_TOOL_ROUNDS,

@@ -105,8 +105,9 @@ class ClaimKeyOut(Schema):
 
 
 class ReportIn(BodySchema):
-    """A machine's report of a run it claimed; clamped to the limits, never refused. The run is
-    `ok` when `status` is `ok` or, without a status, when `ok` is `true`."""
+    """A machine's report of a run it claimed; clamped to the limits, never refused (a `waiting`
+    report with a malformed turn aside: 400). The run is `ok` when `status` is `ok` or, without a
+    status, when `ok` is `true`; `status` `waiting` with `waiting` suspends it for approval."""
 
     scanned = False  # what a machine received from its model: masked where it is stored, never refused
 
@@ -128,6 +129,10 @@ class ReportIn(BodySchema):
     summary: Any = Field(None, description="A coding run's finish summary (the model's words).")
     finishReason: Any = Field(None, description="Why the run's last reply ended (`stopped` for a run its session's stop ended); another value is ignored.")
     stoppedCommand: Any = Field(None, description="A command the stop killed: {name, command, output so far}; recorded, masked, with the run's end.")
+    waiting: Any = Field(None, description="With `status` `waiting` (issue 28): the model's turn called a tool the agent's approval rules "
+                                           "name. `{round, calls: [{toolCallId, name, arguments (JSON text)}]}`, every call of the turn, "
+                                           "none executed. The run waits for a person and the machine holds no claim of it; once "
+                                           "answered it is offered again and the claim carries `resume`.")
 
 
 class ReportOut(Schema):

@@ -49,8 +49,10 @@ def report_outcome(result: dict) -> Outcome:
     )
 
 
-def routed_run_settle(*, run_id: str, result: dict, target_id: str = "") -> Run | None:
+def routed_run_settle(*, run_id: str, result: dict, target_id: str = "", from_statuses: frozenset = _RUNNING) -> Run | None:
     """Finish routed run `run_id` with the machine's `result`; return the run, or None if already settled.
+
+    Only a run in `from_statuses` moves (a report: `running`; a withdrawal also ends one waiting for approval).
 
     A `stoppedCommand` of the report (clamped and masked by `clean_report`) goes in the summary
     `log` event as a server run's does: after a stop the session gets only the run's end."""
@@ -59,7 +61,7 @@ def routed_run_settle(*, run_id: str, result: dict, target_id: str = "") -> Run 
         summary["stoppedCommand"] = result["stoppedCommand"]
     for summarise, _ in _handlers:
         summary.update(summarise(run_id=run_id, result=result) or {})
-    run = run_finish(run_id=run_id, outcome=report_outcome(result), from_statuses=_RUNNING,
+    run = run_finish(run_id=run_id, outcome=report_outcome(result), from_statuses=from_statuses,
                      span_attributes={ATTR_TARGET_ID: target_id}, summary=summary or None)
     if run is not None:
         for _, settled in _handlers:

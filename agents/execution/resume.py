@@ -83,6 +83,30 @@ def rebuild(run: Run, agent, *, before: int) -> list[dict]:
     return messages
 
 
+def resumed_messages(run: Run, agent, rows: list[Approval]) -> tuple[list[dict], int | None]:
+    """Return the conversation of waiting `run` up to its waiting turn, and the turn's first request seq.
+
+    The messages are `rebuild`'s, ending with the assistant message that asked for the turn's
+    calls (`rows`, in order; their arguments masked as the model's own turn is). The tool
+    results follow from whoever resumes the run (here, or the machine of a routed run).
+    """
+    first_seq = min((row.request_seq for row in rows if row.request_seq), default=None)
+    messages = rebuild(run, agent, before=first_seq or 2**62)
+    last = messages[-1] if messages else {}
+    if not (last.get("role") == ChatRole.ASSISTANT and not last.get("tool_calls")):
+        last = {"role": ChatRole.ASSISTANT, "content": ""}
+        messages.append(last)
+    last["tool_calls"] = [{"id": row.tool_call_id, "type": "function",
+                           "function": {"name": row.wire_name or row.tool_name, "arguments": approvals._masked(row.arguments)}} for row in rows]
+    return messages, first_seq
+
+
+def denied_result(row: Approval) -> str:
+    """Return the tool result the model gets for denied call `row`: the denial and its reason."""
+    reason = f"denied by {row.answered_by or 'a person'}" + (f": {row.message}" if row.message else "")
+    return f"The tool call was not executed: {reason}."
+
+
 def _call(row: Approval):
     return SimpleNamespace(id=row.tool_call_id, function=SimpleNamespace(name=row.wire_name or row.tool_name, arguments=row.arguments))
 
@@ -91,8 +115,7 @@ def settle(loop: RunLoop, row: Approval, by_wire: dict) -> str:
     """Return the tool result of one call of the resumed turn, executing it at most once ever."""
     call = _call(row)
     if row.state == ApprovalState.DENIED:
-        reason = f"denied by {row.answered_by or 'a person'}" + (f": {row.message}" if row.message else "")
-        result = f"The tool call was not executed: {reason}."
+        result = denied_result(row)
         loop.record_call(call, row.round, name=row.tool_name, result=result, failed=True)
         Approval.objects.filter(pk=row.pk, state=ApprovalState.DENIED).update(state=ApprovalState.DONE)
         return result
@@ -123,6 +146,11 @@ def run_resume(*, run_id: str) -> str:
     if stop is not None:  # recorded while the run was suspending: no executor nor handler took it
         approvals.waiting_run_stop(run_id=run_id, actor=stop.get("actor", ""), message=stop.get("message"))
         return Run.objects.filter(pk=run_id).values_list("status", flat=True).first() or ""
+    dispatch = hooks.resume_dispatcher(run.kind)
+    if dispatch is not None:  # resumed elsewhere (a routed run: its machine claims it again)
+        with stores.org_atomic():
+            dispatch(run)
+        return run.status
     now = timezone.now()
     with stores.org_atomic():
         if not Run.objects.filter(pk=run_id, status=RunStatus.WAITING).update(status=RunStatus.RUNNING):
@@ -134,14 +162,7 @@ def run_resume(*, run_id: str) -> str:
     if agent is None or not rows:
         run_finish(run_id=run_id, outcome=Outcome.failed("the run could not be resumed: " + ("its agent no longer exists" if agent is None else "its waiting turn is missing")))
         return RunStatus.ERROR
-    first_seq = min((row.request_seq for row in rows if row.request_seq), default=None)
-    messages = rebuild(run, agent, before=first_seq or 2**62)
-    last = messages[-1] if messages else {}
-    if not (last.get("role") == ChatRole.ASSISTANT and not last.get("tool_calls")):
-        last = {"role": ChatRole.ASSISTANT, "content": ""}
-        messages.append(last)
-    last["tool_calls"] = [{"id": row.tool_call_id, "type": "function",
-                           "function": {"name": row.wire_name or row.tool_name, "arguments": approvals._masked(row.arguments)}} for row in rows]
+    messages, first_seq = resumed_messages(run, agent, rows)
     session = RunSession.attach(session_id=run.session_id, actor=run.actor, after=(first_seq or 1) - 1)
     session.set_status(SessionStatus.RUNNING)
     loop_kwargs = dict(agent=agent, text=run.input, run=run, session=session, org_slug=stores.current_org(), deadline=None,

@@ -11,7 +11,8 @@
   transaction the row moves `pending → approved|denied` by a conditional UPDATE (of two
   simultaneous answers one wins, the other is 409) and a `control` event records the answer.
   When no call of the run is pending any more, the resume task is queued once that commits
-  (`agents.tasks.resume_run`, `agents.execution.resume`).
+  (`agents.tasks.resume_run`, `agents.execution.resume`) — or, for a kind resumed elsewhere (a
+  routed run: `targets.approvals`), its dispatcher offers it again in the same transaction.
 * Stopping, expiring — a `stop` on a waiting run's session ends the run at once (`error`
   "stopped by …", unbilled); the sweep ends runs whose request is older than
   `AGENTS_APPROVAL_TIMEOUT_SECONDS` (`error` "approval timed out", unbilled) and re-queues the
@@ -278,7 +279,11 @@ def approval_answer(*, session_id: str, tool_call_id, principal, approve: bool, 
                                payload_text=json.dumps(body, ensure_ascii=False, separators=(",", ":")))
         last = not Approval.objects.filter(run_id=run.id, state=ApprovalState.PENDING).exists()
         if last:
-            transaction.on_commit(lambda: resume_dispatch(org=org, run_id=run.id), using=stores.current_alias())
+            dispatch = hooks.resume_dispatcher(run.kind)
+            if dispatch is not None:  # resumed elsewhere (a routed run: offered to its machine again), with this answer
+                dispatch(run)
+            else:
+                transaction.on_commit(lambda: resume_dispatch(org=org, run_id=run.id), using=stores.current_alias())
     row.refresh_from_db()
     return {"command": str(command), "event": event_view(event), "forwarded": last, "approval": approval_view(row)}
 
@@ -376,11 +381,18 @@ def approvals_sweep(*, now: datetime | None = None) -> list[str]:
         if _end_waiting(run_id, Outcome.failed(APPROVAL_TIMED_OUT), ApprovalState.EXPIRED):
             ended.append(run_id)
     org = stores.current_org()
-    for run_id in Run.objects.filter(status=RunStatus.WAITING).values_list("id", flat=True):
+    for run_id, kind in Run.objects.filter(status=RunStatus.WAITING).values_list("id", "kind"):
         rows = Approval.objects.filter(run_id=run_id, state__in=TURN_OPEN)
         if rows.filter(state=ApprovalState.PENDING).exists():
             continue
         last = max((a for a in rows.values_list("answered_at", flat=True) if a), default=None)
         if last is None or last < now - RESUME_GRACE:
-            resume_dispatch(org=org, run_id=run_id)
+            dispatch = hooks.resume_dispatcher(kind)
+            if dispatch is None:
+                resume_dispatch(org=org, run_id=run_id)
+                continue
+            with stores.org_atomic():  # idempotent: a routed run already offered again stays as it is
+                waiting = Run.objects.filter(pk=run_id, status=RunStatus.WAITING).first()
+                if waiting is not None:
+                    dispatch(waiting)
     return ended

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from agents.approval_rules import has_rules
-from agents_site.errors import InvalidRequest, ServiceUnavailable
+from agents_site.errors import ServiceUnavailable
 
 _starter: dict[str, Callable] = {}
 
@@ -23,13 +22,10 @@ def register_routed_start(starter: Callable) -> None:
 def routed_start(**kwargs):
     """Route a run to a machine through the registered starter; return its run.
 
-    Raises `ServiceUnavailable` (503) when no app registered one (the targets app is not installed),
-    `InvalidRequest` (400) for an agent with approval rules: the runner cannot ask yet (issue 28
-    item 7), and a run that ignored the rules would execute what should have waited.
+    Raises `ServiceUnavailable` (503) when no app registered one (the targets app is not
+    installed). An agent's approval rules travel with the run: the machine asks through the
+    session and lets go of its claim while a person decides (issue 28 item 7, `targets.approvals`).
     """
-    if has_rules(kwargs.get("agent")):
-        raise InvalidRequest("targetId: this agent has approval rules, which routed runs do not support yet; "
-                             "run it here (without targetId) or remove its approval rules")
     starter = _starter.get("routed")
     if starter is None:
         raise ServiceUnavailable("this deployment does not route runs to machines")

@@ -364,6 +364,7 @@ window.AgentsVocabulary = Object.freeze({
    "CLAIMED": "claimed",
    "OFFERED": "offered",
    "REPORTED": "reported",
+   "WAITING": "waiting",
    "WITHDRAWN": "withdrawn"
   },
   "RunKind": {

@@ -544,3 +544,25 @@ def test_a_stop_recorded_while_the_run_suspended_ends_it_at_resume_and_runs_no_t
     assert (done["status"], done["finishReason"]) == (RunStatus.ERROR, "stopped") and done["error"] == f"stopped by {org.slug}/ann: no"
     assert _events(org, body["sessionId"], EventKind.TOOL_CALL) == [] and len(upstream.requests) == requests_before
     assert debits(org) == []
+
+
+def test_a_run_that_waits_twice_is_rebuilt_with_every_earlier_tool_result_whole(asking, upstream, task_queue):
+    """The log is the checkpoint: a result longer than 4 KiB (here a denial's 6 KiB reason) comes
+    back whole when the run is rebuilt again after its second wait — what an uninterrupted run sent."""
+    org, response = asking
+    body = response.json()
+    reason = "r" * (6 * 1024)
+    upstream.script(Reply(tool_calls=[("calculator", {"expression": "3+4"})]))  # the model asks again
+    org.client.post(f"/v1/agents/sessions/{body['sessionId']}/deny", {"toolCallId": body["approvals"][0]["toolCallId"], "message": reason},
+                    content_type="application/json")
+    _resume(task_queue)
+    first_denial = _tool_messages(upstream.requests[-1])[0]["content"]
+    assert first_denial.endswith(reason + ".")
+    polled = org.client.get(f"/v1/agents/runs/{body['id']}").json()
+    assert polled["status"] == RunStatus.WAITING
+    upstream.script(Reply(content="seven"))
+    org.client.post(f"/v1/agents/sessions/{body['sessionId']}/approve", {"toolCallId": polled["approvals"][0]["toolCallId"]},
+                    content_type="application/json")
+    _resume(task_queue)
+    assert [m["content"] for m in _tool_messages(upstream.requests[-1])] == [first_denial, "7"]
+    assert org.client.get(f"/v1/agents/runs/{body['id']}").json()["status"] == RunStatus.OK

@@ -49,7 +49,7 @@ def _words(path: Path) -> list[tuple[str, str, int]]:
                 found.append(("ControlCommand", word, node.lineno))
             if named == "kind" and (word := _literal(right)) is not None:
                 found.append(("EventKind", word, node.lineno))
-        # Module constants named for what they hold: OK, ERROR = "ok", "error"; STOPPED = "stopped"; CODING_KIND = "coding".
+        # Module constants named for what they hold: OK, ERROR, WAITING = "ok", "error", "waiting"; STOPPED = "stopped"; CODING_KIND = "coding".
         if isinstance(node, ast.Assign) and node.col_offset == 0:
             targets = [t.id for t in node.targets if isinstance(t, ast.Name)]
             names = [e.id for e in node.targets[0].elts] if isinstance(node.targets[0], ast.Tuple) else targets
@@ -58,7 +58,7 @@ def _words(path: Path) -> list[tuple[str, str, int]]:
                 word = _literal(value)
                 if word is None:
                     continue
-                if name in ("OK", "ERROR"):
+                if name in ("OK", "ERROR", "WAITING"):
                     found.append(("RunStatus", word, node.lineno))
                 elif name == "STOPPED":
                     found.append(("FinishReason", word, node.lineno))

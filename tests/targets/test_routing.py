@@ -351,12 +351,120 @@ def test_a_report_of_a_run_the_platform_already_finished_is_not_delivered(funded
     assert not LedgerEntry.objects.filter(org=funded.org, kind="agent").exists()
 
 
-def test_an_agent_with_approval_rules_is_not_routed_and_nothing_is_offered(funded, agent, live_machine, settings):
-    settings.INFERENCE_BASE_URL = ""
-    target_id, _ = live_machine
+def _ruled_run(funded, target_id, key):
+    """A routed run of `builder` (its `shell` calls need approval) claimed, its machine having
+    posted a reply and reported the turn waiting: `(started, waiting_report_answer)`."""
     ruled = funded.client.patch("/v1/agents/builder", {"approval": {"tools": ["shell"]}}, content_type="application/json")
     assert ruled.status_code == 200, ruled.content
-    r = run(funded, {"input": "ship it", "targetId": target_id})
-    assert r.status_code == 400 and r.json()["error"].startswith("targetId: this agent has approval rules")
-    state = stored(funded)
-    assert state["runs"] == [] and state["offers"] == []
+    started = run(funded, {"input": "ship it", "targetId": target_id}).json()
+    claimed = claim(funded, target_id, key).json()
+    assert claimed["approval"] == {"tools": ["shell"]} and "resume" not in claimed
+    posted = funded.client.post(f"/v1/agents/sessions/{started['sessionId']}/events",
+                                {"events": [{"kind": "message", "payload": {"role": "user", "text": "ship it", "runId": started["id"]}},
+                                            {"kind": "message", "payload": {"role": "assistant", "text": "I will check first.", "runId": started["id"]}}]},
+                                content_type="application/json")
+    assert posted.status_code in (200, 201), posted.content
+    waiting = {"status": "waiting", "model": "local-llm", "promptTokens": 10, "completionTokens": 3, "toolCalls": 0,
+               "waiting": {"round": 1, "calls": [{"toolCallId": "call_sh", "name": "shell", "arguments": '{"command": "make ship"}'},
+                                                 {"toolCallId": "call_calc", "name": "calculator", "arguments": '{"expression": "1+1"}'}]}}
+    return started, report(funded, target_id, started["id"], key, waiting)
+
+
+def test_a_routed_run_with_approval_rules_waits_without_holding_its_claim(funded, agent, live_machine, settings):
+    """Issue 28 item 7: the machine reports the turn `waiting`; the run, its session and its
+    requests are exactly a server run's, and the offer is no longer claimed by anyone."""
+    settings.INFERENCE_BASE_URL = ""
+    target_id, key = live_machine
+    started, answered = _ruled_run(funded, target_id, key)
+    assert answered.status_code == 200 and answered.json() == {"delivered": True}
+    polled = funded.client.get(f"/v1/agents/runs/{started['id']}").json()
+    assert polled["status"] == "waiting"
+    assert [(a["toolCallId"], a["tool"], a["needsApproval"], a["state"]) for a in polled["approvals"]] == [
+        ("call_sh", "shell", True, "pending"), ("call_calc", "calculator", False, "waiting")]
+    session = funded.client.get(f"/v1/agents/sessions/{started['sessionId']}").json()
+    assert session["status"] == "paused" and [p["toolCallId"] for p in session["pendingApprovals"]] == ["call_sh"]
+    [offer] = stored(funded)["offers"]
+    assert (offer.state, offer.claimed_at) == ("waiting", None)  # no claim held while a person decides
+    assert claim(funded, target_id, key).status_code == 204  # nothing to claim meanwhile
+    resumed = funded.client.post(f"/v1/agents/sessions/{started['sessionId']}/resume", {}, content_type="application/json")
+    assert resumed.status_code == 409 and resumed.json()["code"] == "approval_pending"
+    assert not LedgerEntry.objects.filter(org=funded.org, kind="agent").exists()
+
+
+def test_an_approved_routed_run_is_claimed_again_with_the_rebuilt_conversation_and_settles_once(funded, agent, live_machine, settings):
+    from agents.models import Approval
+
+    settings.INFERENCE_BASE_URL = ""
+    target_id, key = live_machine
+    started, _ = _ruled_run(funded, target_id, key)
+    approved = funded.client.post(f"/v1/agents/sessions/{started['sessionId']}/approve",
+                                  {"toolCallId": "call_sh", "arguments": {"command": "make ship-it"}}, content_type="application/json")
+    assert approved.status_code == 200 and approved.json()["forwarded"] is True
+    assert stored(funded)["offers"][0].state == "offered"
+    claimed = claim(funded, target_id, key)
+    assert claimed.status_code == 200
+    resume = claimed.json()["resume"]
+    assert resume["round"] == 1 and resume["usage"] == {"promptTokens": 10, "completionTokens": 3, "toolCalls": 0}
+    assert resume["messages"] == [
+        {"role": "system", "content": "Build it."}, {"role": "user", "content": "ship it"},
+        {"role": "assistant", "content": "I will check first.", "tool_calls": [
+            {"id": "call_sh", "type": "function", "function": {"name": "shell", "arguments": '{"command": "make ship-it"}'}},  # as edited, like a server resume
+            {"id": "call_calc", "type": "function", "function": {"name": "calculator", "arguments": '{"expression": "1+1"}'}}]}]
+    assert resume["calls"] == [{"toolCallId": "call_sh", "name": "shell", "execute": True, "arguments": '{"command": "make ship-it"}'},
+                               {"toolCallId": "call_calc", "name": "calculator", "execute": True, "arguments": '{"expression": "1+1"}'}]
+    with funded.context():
+        assert Run.objects.get(pk=started["id"]).status == "running"
+        assert Session.objects.get(pk=started["sessionId"]).status == "running"
+        assert sorted(Approval.objects.filter(run_id=started["id"]).values_list("state", flat=True)) == ["started", "started"]
+    assert claim(funded, target_id, key).status_code == 204  # taken once
+    done = {"status": "ok", "output": "shipped", "model": "local-llm", "promptTokens": 25, "completionTokens": 8, "toolCalls": 2}
+    assert report(funded, target_id, started["id"], key, done).json() == {"delivered": True}
+    with funded.context():
+        row = Run.objects.get(pk=started["id"])
+        assert sorted(Approval.objects.filter(run_id=row.id).values_list("state", flat=True)) == ["done", "done"]
+    assert (row.status, row.output, row.prompt_tokens, row.tool_calls) == ("ok", "shipped", 25, 2)
+    assert [d.run_id for d in LedgerEntry.objects.filter(org=funded.org, kind="agent")] == [row.id]
+
+
+def test_a_denied_routed_call_comes_back_with_the_reason_and_is_not_to_be_executed(funded, agent, live_machine, settings):
+    settings.INFERENCE_BASE_URL = ""
+    target_id, key = live_machine
+    started, _ = _ruled_run(funded, target_id, key)
+    denied = funded.client.post(f"/v1/agents/sessions/{started['sessionId']}/deny", {"toolCallId": "call_sh", "message": "not on a Friday"},
+                                content_type="application/json")
+    assert denied.status_code == 200
+    calls = claim(funded, target_id, key).json()["resume"]["calls"]
+    assert calls[0]["execute"] is False and "arguments" not in calls[0]
+    assert calls[0]["result"].startswith("The tool call was not executed: denied by") and calls[0]["result"].endswith(": not on a Friday.")
+    assert calls[1]["execute"] is True  # the call that needed no approval runs
+
+
+def test_a_stop_while_a_routed_run_waits_ends_it_and_withdraws_its_offer(funded, agent, live_machine, settings):
+    settings.INFERENCE_BASE_URL = ""
+    target_id, key = live_machine
+    started, _ = _ruled_run(funded, target_id, key)
+    stopped = funded.client.post(f"/v1/agents/sessions/{started['sessionId']}/stop", {"message": "never mind"}, content_type="application/json")
+    assert stopped.status_code == 200 and stopped.json()["forwarded"] is True
+    with funded.context():
+        row = Run.objects.get(pk=started["id"])
+    assert (row.status, row.finish_reason) == ("error", "stopped") and "never mind" in row.error
+    assert stored(funded)["offers"][0].state == "withdrawn"
+    assert claim(funded, target_id, key).status_code == 204
+    late = {"status": "ok", "output": "late", "model": "m1"}
+    assert report(funded, target_id, started["id"], key, late).json() == {"delivered": False}
+    assert not LedgerEntry.objects.filter(org=funded.org, kind="agent").exists()
+
+
+def test_a_waiting_report_naming_no_ruled_call_is_refused_and_the_claim_stays(funded, agent, live_machine, settings):
+    settings.INFERENCE_BASE_URL = ""
+    target_id, key = live_machine
+    funded.client.patch("/v1/agents/builder", {"approval": {"tools": ["shell"]}}, content_type="application/json")
+    started = run(funded, {"input": "go", "targetId": target_id}).json()
+    claim(funded, target_id, key)
+    bad = report(funded, target_id, started["id"], key, {"status": "waiting", "waiting": {"round": 1, "calls": [
+        {"toolCallId": "c1", "name": "calculator", "arguments": "{}"}]}})
+    assert bad.status_code == 400 and "needs approval" in bad.json()["error"]
+    malformed = report(funded, target_id, started["id"], key, {"status": "waiting", "waiting": {"round": 1, "calls": []}})
+    assert malformed.status_code == 400
+    [offer] = stored(funded)["offers"]
+    assert offer.state == "claimed" and stored(funded)["runs"][0].status == "running"
