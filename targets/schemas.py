@@ -129,7 +129,7 @@ class ReportIn(BodySchema):
     summary: Any = Field(None, description="A coding run's finish summary (the model's words).")
     finishReason: Any = Field(None, description="Why the run's last reply ended (`stopped` for a run its session's stop ended); another value is ignored.")
     stoppedCommand: Any = Field(None, description="A command the stop killed: {name, command, output so far}; recorded, masked, with the run's end.")
-    waiting: Any = Field(None, description="With `status` `waiting` (issue 28): the model's turn called a tool the agent's approval rules "
+    waiting: Any = Field(None, description="With `status` `waiting`: the model's turn called a tool the agent's approval rules "
                                            "name. `{round, calls: [{toolCallId, name, arguments (JSON text)}]}`, every call of the turn, "
                                            "none executed. The run waits for a person and the machine holds no claim of it; once "
                                            "answered it is offered again and the claim carries `resume`.")
