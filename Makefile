@@ -42,7 +42,7 @@ test: $(VENV)/.installed-dev
 	timeout --signal=INT --kill-after=30 1800 $(PY) -m pytest -n 2 --dist loadfile
 	AGENTS_FAST_HANDLER=0 AGENTS_POOLED_SQLITE=0 timeout --signal=INT --kill-after=30 900 $(PY) -m pytest -n 2 --dist loadfile -m both_stores
 	@if pg_isready -h 127.0.0.1 -p 5432 -q && redis-cli -h 127.0.0.1 ping >/dev/null 2>&1; then \
-	  AGENTS_TEST_STORES=postgres timeout --signal=INT --kill-after=30 900 $(PY) -m pytest -n 2 --dist loadfile -m both_stores; \
+	  AGENTS_TEST_STORES=postgres timeout --signal=INT --kill-after=30 1200 $(PY) -m pytest -n 2 --dist loadfile -m both_stores; \
 	else echo "SKIPPED the PostgreSQL + Redis pass: no PostgreSQL on 127.0.0.1:5432 or no Redis on :6379"; fi
 
 ## make test-gateways: the agent, chat, tool and OpenAI-compatible paths against a real
