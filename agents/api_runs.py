@@ -14,11 +14,13 @@ from ninja import Path, Query, Router
 from agents.hooks import request_callback
 from agents import dashboards, selectors
 from agents.background import run_submit
-from agents.execution import run_execute, run_execute_opened, run_open
+from agents.execution import run_open
+from agents.execution.drive import at_once
+from agents.execution.service import run_execute_opened_steps, run_execute_steps
 from agents.presenters import run_view
 from agents.runs.approvals import approval_view, run_approvals
 from agents.runs.routed import routed_start
-from agents.streaming import run_headers, run_stream
+from agents.streaming import answer_later, run_headers, run_stream
 from agents.schemas import ActivityOut, BillingOut, MetricsOut, RunAcceptedOut, RunIn, RunListOut, RunOut
 from agents_site.errors import InvalidRequest
 from agents_site.schemas import ErrorOut, sse_frame, stream_schema, word_param
@@ -233,13 +235,18 @@ def _run(request, agent, payload: RunIn, principal):
         if replayed:
             response["Idempotent-Replayed"] = "true"
         return response
-    run = run_execute(
-        agent=agent,
-        input=payload.input,
-        actor=principal.actor,
-        request_id=_request_id(request),
-        idempotency_key=request.headers.get("Idempotency-Key", ""),
-    )
+    request_id, key = _request_id(request), request.headers.get("Idempotency-Key", "")
+
+    def work():  # run steps: the wait on the model is on the event loop when the handler serves this request
+        run = yield from run_execute_steps(agent=agent, input=payload.input, actor=principal.actor, request_id=request_id,
+                                           idempotency_key=key)
+        return _answer(run)
+
+    return answer_later(org=principal.org_slug, work=work)
+
+
+def _answer(run) -> JsonResponse:
+    """The answer of a synchronous run: 200 `ok`, 502 failed, 202 waiting for approval; a replay says so."""
     if run.status == RunStatus.WAITING:  # the model asked for a tool needing approval (issue 28)
         response = _waiting_response(run)
     else:
@@ -261,12 +268,12 @@ def _streamed(request, agent, payload: RunIn, principal):
     # and OpenAI-compatible streams do: a client can watch or stop the run while it streams (issue 31).
     opening = {"runId": run.id, "sessionId": run.session_id or None}
     if run.replayed:  # the recorded run again, as the stream's final frame
-        response = run_stream(org=principal.org_slug, work=lambda listener: (ReplyFrame.RUN, run_view(run)), start=opening)
+        response = run_stream(org=principal.org_slug, work=lambda listener: at_once((ReplyFrame.RUN, run_view(run))), start=opening)
         response["Idempotent-Replayed"] = "true"
         return run_headers(response, run)
 
     def work(listener):
-        done = run_execute_opened(run=run, agent=agent, listener=listener)
+        done = yield from run_execute_opened_steps(run=run, agent=agent, listener=listener)
         if done.status == RunStatus.WAITING:  # the stream ends with the request to answer (issue 28)
             return ReplyFrame.APPROVAL, _with_approvals(done)
         return ReplyFrame.RUN, run_view(done)

@@ -149,6 +149,19 @@ class RunSession:
         except Exception:
             logger.warning("run session %s: %d event(s) not recorded", self.session_id, len(checked), exc_info=True)
 
+    def prime(self) -> None:
+        """Read the session's flow (its root session id) now if it is not known, so the live delta
+        frames (`delta`) read nothing: they are sent while the model writes, on the event loop
+        when the run waits there (`agents.execution.drive`)."""
+        if not self.session_id or self._root is not None:
+            return
+        try:
+            from sessions.selectors import session_get
+
+            self._root = session_get(session_id=self.session_id).root_id or self.session_id
+        except Exception:
+            logger.warning("run session %s: flow unreadable", self.session_id, exc_info=True)
+
     def delta(self, text: str, *, run_id: str) -> None:
         """Show one piece of the reply being written (masked) to the session's watchers, live.
 

@@ -2,9 +2,11 @@
 
 Used by `POST /v1/agents/{ref}/run`, `POST /v1/agents/chat` and the OpenAI-compatible
 endpoint. The caller starts the run first (`run_start`: every refusal is an ordinary JSON
-4xx/5xx, before any byte of the stream), then hands `run_stream` the work that executes it.
-The work runs in a worker thread inside the org context; what its `RunListener` hears becomes
-frames at once:
+4xx/5xx, before any byte of the stream), then hands `run_stream` the work that executes it, as
+run steps (`agents.execution.drive`). Served by this process's handler, the work waits on the
+event loop (`drive_async`: no thread and no connection held while the model writes); under
+Django's test client or the stock handler it runs in a worker thread, blocking (`drive`). Either
+way it acts inside the org context, and what its `RunListener` hears becomes frames at once:
 
 * `event: start`  `data: {"runId", "sessionId", …}` — first, when the caller gives it;
 * `event: delta`  `data: {"text": "..."}` — a piece of the reply (masked; pieces concatenate);
@@ -13,7 +15,10 @@ frames at once:
 * then one final frame the work returns (e.g. `event: run` with the recorded run), after which
   the stream ends. `: ping` comments keep an idle connection open.
 
-The worker starts when `run_stream` is called, not when the body is first read: a client
+`answer_later` is the same for an answer that is not streamed: the view returns a
+`DeferredResponse` the handler awaits on its loop (`agents_site.deferred`).
+
+The work starts when `run_stream` is called, not when the body is first read: a client
 that goes away — even before reading a byte — does not stop the run; it finishes and is
 recorded as usual (steer or stop it through its session). The body is an async generator (a sync one never streams under
 ASGI); `render_frame` is the one frame format, shared with the OpenAI-compatible endpoint's
@@ -23,6 +28,7 @@ own `data:` chunks where it needs them.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import threading
@@ -32,9 +38,13 @@ from django.conf import settings
 from django.db import close_old_connections
 from django.http import StreamingHttpResponse
 
+from agents.execution.drive import Steps, drive, drive_async, start_on_loop
 from agents.execution.loop import RunListener
+from agents_site.deferred import DeferredResponse, serving_loop
+from agents_site.errors import error_response
 from agents_site.vocabulary import ErrorCode, ReplyFrame
 from tenancy import stores
+from tenancy.faults import store_fault
 
 logger = logging.getLogger(__name__)
 
@@ -120,19 +130,26 @@ def run_headers(response, run):
     return response
 
 
+def in_org(org: str, steps: Steps):
+    """Return `steps` run inside `stores.org_context(org)` (run steps too: the context lasts across waits)."""
+    with stores.org_context(org):
+        return (yield from steps)
+
+
 def run_stream(
     *,
     org: str,
-    work: Callable[[QueueListener], tuple[str | None, object]],
+    work: Callable[[QueueListener], Steps[tuple[str | None, object]]],
     frame: Callable[[str, object], str | None] = render_frame,
     also: RunListener | None = None,
     start: dict | None = None,
 ) -> StreamingHttpResponse:
-    """Answer `text/event-stream` while `work(listener)` executes a started run in a worker thread.
+    """Answer `text/event-stream` while `work(listener)` executes a started run.
 
-    In: the org slug (from the principal; the thread acts inside `stores.org_context(org)`),
-    `work` — executes the run, calling the listener as the reply is written, and returns the
-    final frame `(event, data)`; `frame(event, data)` renders each frame (default
+    In: the org slug (from the principal; the work acts inside `stores.org_context(org)`),
+    `work` — run steps (`agents.execution.drive`) that execute the run, calling the listener as
+    the reply is written, and return the final frame `(event, data)`; on this process's event
+    loop when the request came through its handler, else in a worker thread; `frame(event, data)` renders each frame (default
     `render_frame`; return None to send nothing for a frame); `also`, a second listener;
     `start`, the data of an opening `event: start` frame sent before anything else (the run's
     `runId` and `sessionId`, so a client can watch or stop it while it streams).
@@ -142,26 +159,68 @@ def run_stream(
     """
     channel = _Channel()
     listener = QueueListener(channel, also)
-
-    def execute() -> None:
-        final: tuple[str | None, object]
-        try:
-            with stores.org_context(org):
-                final = work(listener)
-        except Exception:
-            logger.exception("a streamed run failed in its worker thread")
-            final = (ReplyFrame.ERROR, {"status": 500, "code": ErrorCode.INTERNAL, "error": "internal error"})
-        finally:
-            close_old_connections()
-        channel.put((_FINAL, final))
-
-    # The request's thread holds no connection while the stream lasts: the worker takes its own
+    failed = (ReplyFrame.ERROR, {"status": 500, "code": ErrorCode.INTERNAL, "error": "internal error"})
+    loop = serving_loop()
+    # The request's thread holds no connection while the stream lasts: the work takes its own
     # for each transaction (a live stream needs none while the model works).
     stores.release_connections()
     # The run goes on now, whether or not the client ever reads the body: a started run always
     # finishes and is recorded (a client that leaves early loses only the frames).
-    threading.Thread(target=execute, name="agents-stream", daemon=True).start()
+    if loop is not None:
+        context = contextvars.copy_context()
+
+        async def main() -> None:
+            try:
+                final = await drive_async(in_org(org, work(listener)), context=context)
+            except Exception:
+                logger.exception("a streamed run failed")
+                final = failed
+            channel.put((_FINAL, final))
+
+        start_on_loop(loop, main)
+    else:
+
+        def execute() -> None:
+            final: tuple[str | None, object]
+            try:
+                final = drive(in_org(org, work(listener)))
+            except Exception:
+                logger.exception("a streamed run failed in its worker thread")
+                final = failed
+            finally:
+                close_old_connections()
+            channel.put((_FINAL, final))
+
+        threading.Thread(target=execute, name="agents-stream", daemon=True).start()
     return stream_response(_frames(channel=channel, frame=frame, start=start))
+
+
+def answer_later(*, org: str, work: Callable[[], Steps], on_error: Callable[[Exception], object] | None = None):
+    """Return the answer `work()` computes for a started run, its wait on the model on the event loop.
+
+    In: the org slug (from the principal), `work` — run steps returning the `HttpResponse` to
+    send (raising an `ApiError` answers it in the error shape), and `on_error(exc)` rendering
+    what the work raised (default: an `ApiError` as the error shape, a store fault as its 503,
+    anything else 500 `internal_error`). Served by this process's handler: a `DeferredResponse`
+    (`agents_site.deferred`) at once — the request's thread and connections handed back, the run
+    awaited on the loop to its end even if the client leaves. Otherwise (Django's test client,
+    the stock handler): the work driven here, blocking, and its answer (what it raises propagates).
+    """
+    loop = serving_loop()
+    if loop is None:
+        return drive(work())
+    context = contextvars.copy_context()
+
+    async def main():
+        return await drive_async(in_org(org, work()), context=context)
+
+    stores.release_connections()
+    return DeferredResponse(start_on_loop(loop, main), on_error=on_error or _error_answer)
+
+
+def _error_answer(exc: Exception):
+    fault = store_fault(exc)
+    return error_response(fault) if fault is not None else None  # None: DeferredResponse renders the rest
 
 
 def stream_response(body: AsyncIterator[str]) -> StreamingHttpResponse:

@@ -15,7 +15,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 from ninja.utils import check_csrf
 
-from agents_site.errors import ApiError, Forbidden, InvalidRequest, NotFound, PayloadTooLarge
+from agents_site.errors import ApiError, Forbidden, InvalidRequest, NotFound, PayloadTooLarge, error_response
 from agents_site.schemas import UNKNOWN_FIELD
 from agents_site.vocabulary import ErrorCode, PrincipalVia
 from agents_site.wire import json_object_body, unstorable_text
@@ -108,11 +108,6 @@ api = AgentsAPI(
     auth=OrgPrincipalAuth(),
     parser=JsonObjectParser(),
 )
-
-
-def error_response(error: ApiError) -> JsonResponse:
-    """Render `error` as its JSON body with its status and headers (e.g. `Retry-After`)."""
-    return JsonResponse(error.body(), status=error.status, headers=error.headers())
 
 
 @api.exception_handler(ApiError)

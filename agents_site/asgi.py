@@ -12,12 +12,18 @@ single-thread executors taken in turn: every sync step of one request still runs
 thread, in order (Django's connections are per request, not per thread), and a waiting claim
 or an idle stream holds no thread at all.
 
-Every other request gets a thread of its own as Django gives it, but the thread is reused:
-Django starts a new thread for each request and joins it at the end (about a tenth of a
-single event append's CPU). Here a request takes an idle single-thread executor from
-`ExecutorPool` (or a new one), uses it alone, and hands it back at its end; one still running
-work the request abandoned (a client gone mid-run) is not handed back but retired, so no later
-request ever queues behind another's work.
+Every other request's sync step gets a thread of its own, reused: Django starts a new thread
+for each request and joins it at the end (about a tenth of a single event append's CPU). Here
+a request's sync step takes an idle single-thread executor from `ExecutorPool` (or a new one,
+up to `AGENTS_REQUEST_THREADS` at once: a burst of 500 requests waits on the loop for a thread
+instead of starting 500), uses it alone, and hands it back as the step ends — not when the
+answer has been sent; one still running work the request abandoned (a client gone mid-run) is
+not handed back but retired, so no later request ever queues behind another's work.
+
+A view that starts a run answers with a `DeferredResponse` (`agents_site.deferred`): the run
+goes on as async work on this loop, and the handler awaits it here and sends its answer — the
+request holds no thread while the model writes (issue 26). The view knows it may defer by
+`serving_loop()`, set for every request this handler serves.
 
 A request for a sync view crosses into a thread ONCE: the `request_started` signal, the whole
 middleware chain in Django's sync mode, the view and (for a response that is not streamed)
@@ -52,6 +58,7 @@ django.setup(set_prefix=False)
 
 from django.conf import settings  # noqa: E402
 
+from agents_site.deferred import DeferredResponse, serve_on  # noqa: E402
 from agents_site.revocation_guard import RequestGuard  # noqa: E402
 from tenancy import revocation  # noqa: E402
 
@@ -96,12 +103,26 @@ class ExecutorPool:
     `take()` → an idle executor or a new one; `give(executor)` keeps it for the next request
     unless it is still busy (work a cancelled request left running) or `idle_max` are already
     idle — then it is shut down without waiting (its thread ends after its last call).
+    `acquire()` / `release()` bound how many are in use at once (`limit`; None: no bound).
     """
 
-    def __init__(self, idle_max: int) -> None:
+    def __init__(self, idle_max: int, limit: int | None = None) -> None:
         self.idle_max = idle_max
         self._idle: list[_CountingExecutor] = []
         self._lock = threading.Lock()
+        self._slots = asyncio.Semaphore(limit) if limit else None
+
+    async def acquire(self) -> _CountingExecutor:
+        """Wait (on the loop) until fewer than `limit` executors are in use; return one."""
+        if self._slots is not None:
+            await self._slots.acquire()
+        return self.take()
+
+    def release(self, executor: _CountingExecutor) -> None:
+        """Hand back an executor `acquire` returned."""
+        self.give(executor)
+        if self._slots is not None:
+            self._slots.release()
 
     def take(self) -> _CountingExecutor:
         """Return an idle executor, or a new one."""
@@ -150,7 +171,8 @@ class AgentsASGIHandler(ASGIHandler):
         self._executors = [ThreadPoolExecutor(max_workers=1, thread_name_prefix="agents-shared") for _ in range(size)]
         self._turn = itertools.cycle(range(size))
         self._turn_lock = threading.Lock()
-        self._request_executors = ExecutorPool(max(0, int(getattr(settings, "AGENTS_IDLE_REQUEST_THREADS", 16))))
+        self._request_executors = ExecutorPool(max(0, int(getattr(settings, "AGENTS_IDLE_REQUEST_THREADS", 16))),
+                                               limit=max(1, int(getattr(settings, "AGENTS_REQUEST_THREADS", 16))))
         self._sync_chain = _SyncChain()
 
     def _shared_executor(self) -> ThreadPoolExecutor:
@@ -159,20 +181,21 @@ class AgentsASGIHandler(ASGIHandler):
 
     async def __call__(self, scope, receive, send):
         """Serve one HTTP request; a long-waiting route's sync steps go to a shared executor,
-        every other request's to an executor of its own taken from the pool."""
+        a sync view's step to an executor of its own taken from the pool (`handle`)."""
         if scope["type"] != "http":
             await super().__call__(scope, receive, send)
             return
-        if SHARED_THREAD_PATHS.match(scope.get("path", "")):
-            async with ThreadSensitiveContext(executor=self._shared_executor()):
-                await self.handle(scope, receive, send)
-            return
-        executor = self._request_executors.take()
+        async with ThreadSensitiveContext(executor=self._shared_executor()):
+            await self.handle(scope, receive, send)
+
+    async def _serve_sync_view(self, request, scope):
+        """Run a sync view's request (`_serve_in_thread`) on an executor of its own, handed back
+        as soon as the view has answered (a deferred answer is awaited after, with no thread)."""
+        executor = await self._request_executors.acquire()
         try:
-            async with ThreadSensitiveContext(executor=executor):
-                await self.handle(scope, receive, send)
+            return await sync_to_async(self._serve_in_thread, thread_sensitive=False, executor=executor)(request, scope)
         finally:
-            self._request_executors.give(executor)
+            self._request_executors.release(executor)
 
     @staticmethod
     def _sync_view_match(request):
@@ -214,6 +237,7 @@ class AgentsASGIHandler(ASGIHandler):
             await self.send_response(error_response, send)
             await sync_to_async(error_response.close)()
             return
+        serve_on(asyncio.get_running_loop())  # a view that starts a run may answer later, on this loop
         match = self._sync_view_match(request)
         # Armed by the principal middleware (agents_site.revocation_guard): an async view may wait,
         # so it registers at once; a sync view's answer registers only if it streams.
@@ -226,13 +250,16 @@ class AgentsASGIHandler(ASGIHandler):
         else:
             if match is not False:
                 request.agents_match = match
-            serve = sync_to_async(self._serve_in_thread, thread_sensitive=True)
+            shared = SHARED_THREAD_PATHS.match(request.path_info)
+            serve = sync_to_async(self._serve_in_thread, thread_sensitive=True) if shared else None
 
             async def get_response(request):
-                return await serve(request, scope)
+                return await serve(request, scope) if serve is not None else await self._serve_sync_view(request, scope)
 
         async def process_request(request, send):
             response = await get_response(request)
+            if isinstance(response, DeferredResponse):  # the run goes on here, on the loop: await its answer
+                response = await response.settled()
             if response.streaming:
                 guard.register()
             try:

@@ -34,6 +34,13 @@ class ApiError(Exception):
         return {}
 
 
+def error_response(error: ApiError):
+    """Return `error` as a `JsonResponse`: its body (`body()`), its status and its headers (e.g. `Retry-After`)."""
+    from django.http import JsonResponse
+
+    return JsonResponse(error.body(), status=error.status, headers=error.headers())
+
+
 class InvalidRequest(ApiError):
     """400: the request failed validation; nothing was written."""
 

@@ -14,7 +14,7 @@ from ninja.responses import Status
 
 from agents.hooks import request_callback
 from agents.presenters import run_view
-from agents.streaming import run_headers, run_stream
+from agents.streaming import answer_later, run_headers, run_stream
 from agents_site.pagination import cursor_param, limit_param
 from agents_site.schemas import ErrorOut, sse_frame, stream_schema
 from agents_site.vocabulary import ReplyFrame, RunStatus
@@ -98,7 +98,7 @@ def chat(request, payload: ChatIn):
         )
     if payload.stream:
         def work(listener):
-            run = rounds.chat_round_execute(start, listener=listener)
+            run = yield from rounds.chat_round_steps(start, listener=listener)
             if run.status == RunStatus.WAITING:  # the stream ends with the request to answer (issue 28)
                 return ReplyFrame.APPROVAL, _waiting_body(start, run)
             if run.status == RunStatus.OK:
@@ -107,14 +107,18 @@ def chat(request, payload: ChatIn):
 
         opening = {"runId": start.run.id, "sessionId": start.run.session_id or None, "conversationId": start.conversation_id}
         return run_headers(run_stream(org=principal.org_slug, work=work, start=opening), start.run)
-    run = rounds.chat_round_execute(start)
-    if run.status == RunStatus.WAITING:  # the agent asked to approve a tool call (issue 28)
-        response = JsonResponse(_waiting_body(start, run), status=202)
-        response["Location"] = f"/v1/agents/runs/{run.id}"
-        return response
-    if run.status != RunStatus.OK:
-        raise _failed(start, run)
-    return JsonResponse(rounds.chat_round_body(start, run))
+
+    def answer():  # run steps: the wait on the model is on the event loop when the handler serves this request
+        run = yield from rounds.chat_round_steps(start)
+        if run.status == RunStatus.WAITING:  # the agent asked to approve a tool call (issue 28)
+            response = JsonResponse(_waiting_body(start, run), status=202)
+            response["Location"] = f"/v1/agents/runs/{run.id}"
+            return response
+        if run.status != RunStatus.OK:
+            raise _failed(start, run)
+        return JsonResponse(rounds.chat_round_body(start, run))
+
+    return answer_later(org=principal.org_slug, work=answer)
 
 
 def _waiting_body(start, run) -> dict:

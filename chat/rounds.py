@@ -35,7 +35,9 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from agents import selectors as agent_selectors
-from agents.execution import RunListener, run_execute_started
+from agents.execution import RunListener
+from agents.execution.drive import Steps, drive
+from agents.execution.service import run_execute_started_steps
 from agents.models import Agent, Run
 from agents.runs.lifecycle import Outcome, run_finish, run_start
 from agents_site.errors import InvalidRequest
@@ -256,7 +258,13 @@ def chat_round_execute(start: RoundStart, *, listener: RunListener | None = None
     run was finished elsewhere, or the round failed before finishing it, the conversation is
     released afterwards all the same. The returned run carries `.actions`
     (`[{name, args, result|error}]`) and `.ops` (`[{name, args}]`). Org context required.
+    Blocks while the model writes (`chat_round_steps` is the same as run steps).
     """
+    return drive(chat_round_steps(start, listener=listener))
+
+
+def chat_round_steps(start: RoundStart, *, listener: RunListener | None = None) -> Steps[Run]:
+    """`chat_round_execute` as run steps (`agents.execution.drive`): what a request's event loop awaits."""
     run = None
     held = {"released": False}
     handler = preset_handler(start.preset_id) if start.preset_id and start.fixed is None else None
@@ -279,8 +287,8 @@ def chat_round_execute(start: RoundStart, *, listener: RunListener | None = None
         if start.fixed is not None:
             run = _execute_fixed(start, listener, within=lambda row: release(row, [], list(start.fixed.ops)))
         else:
-            run = run_execute_started(run=start.run, agent=start.agent, prompt=start.prompt, client_tools=start.client_tools,
-                                      listener=hearing, finishing=finishing)
+            run = yield from run_execute_started_steps(run=start.run, agent=start.agent, prompt=start.prompt,
+                                                       client_tools=start.client_tools, listener=hearing, finishing=finishing)
             if handler is not None and getattr(run, "ops", None):
                 run.ops = hearing.rewrite(list(run.ops))
     finally:

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from agents.execution import RunListener, run_execute_started, run_span
+from agents.execution import RunListener, run_span
+from agents.execution.drive import Steps, drive
+from agents.execution.service import run_execute_started_steps
 from agents.approval_rules import has_rules
 from agents.models import Agent, Run
 from agents.runs.lifecycle import run_start
@@ -103,10 +105,16 @@ def completion_execute(started: StartedCompletion, *, listener: RunListener | No
 
     The run ends `ok` (its `output`, and `ops` when the agent called the caller's tools) or
     `error` (its `error`); either way it is recorded and its session closed, and only an `ok`
-    run is debited. `listener` hears the reply as it is written (streaming).
+    run is debited. `listener` hears the reply as it is written (streaming). Blocks while the
+    model writes (`completion_steps` is the same as run steps).
     """
+    return drive(completion_steps(started, listener=listener))
+
+
+def completion_steps(started: StartedCompletion, *, listener: RunListener | None = None) -> Steps[Run]:
+    """`completion_execute` as run steps (`agents.execution.drive`): what a request's event loop awaits."""
     run = started.run
     with run_span(run_id=run.id, agent_name=started.agent.name, actor=run.actor, model=started.agent.model,
                   kind=RunKind.OPENAI) as span:
-        return run_execute_started(run=run, agent=started.agent, span=span, prompt=started.prompt,
-                                   client_tools=started.client_tools, listener=listener)
+        return (yield from run_execute_started_steps(run=run, agent=started.agent, span=span, prompt=started.prompt,
+                                                     client_tools=started.client_tools, listener=listener))

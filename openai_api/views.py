@@ -20,7 +20,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from agents.streaming import QueueListener, render_frame, run_stream
+from agents.streaming import QueueListener, answer_later, render_frame, run_stream
 from agents_site.errors import ApiError, PayloadTooLarge
 from agents_site.schemas import scan_caller_text
 from agents_site.vocabulary import ChatRole, ErrorCode, PrincipalVia, ReplyFrame, RunStatus
@@ -152,10 +152,25 @@ def chat_completions(request):
         for name, value in headers.items():
             response[name] = value
         return response
-    run = services.completion_execute(started)
-    if run.status != RunStatus.OK:
-        raise run_failure(run)
-    return JsonResponse(wire.completion_body(run, model=started.model), headers=headers)
+
+    def answer():  # run steps: the wait on the model is on the event loop when the handler serves this request
+        run = yield from services.completion_steps(started)
+        if run.status != RunStatus.OK:
+            raise run_failure(run)
+        return JsonResponse(wire.completion_body(run, model=started.model), headers=headers)
+
+    return answer_later(org=principal.org_slug, work=answer, on_error=_error_answer)
+
+
+def _error_answer(exc: Exception):
+    """Render what a deferred completion raised as OpenAI's error object (as `openai_view` does)."""
+    if isinstance(exc, ApiError):
+        return error_response(exc)
+    fault = store_fault(exc)
+    if fault is not None:
+        return error_response(fault)
+    logger.error("a completion failed unexpectedly", exc_info=exc)
+    return error_response(InternalError())
 
 
 def _stream(started: services.StartedCompletion, *, include_usage: bool, org: str):
@@ -193,6 +208,6 @@ def _stream(started: services.StartedCompletion, *, include_usage: bool, org: st
 
     def work(listener: QueueListener):
         listener.put(ReplyFrame.START, None)
-        return ReplyFrame.RUN, services.completion_execute(started, listener=listener)
+        return ReplyFrame.RUN, (yield from services.completion_steps(started, listener=listener))
 
     return run_stream(org=org, work=work, frame=frame)

@@ -37,8 +37,9 @@ from opentelemetry import trace
 from agents import tracing
 from agents import inference
 from agents.approval_rules import needs_approval
-from agents.execution.completion import CompletionFailed, CompletionStopped, ReplySink, complete, models_for
+from agents.execution.completion import CompletionFailed, CompletionStopped, ReplySink, models_for
 from agents.execution.context import fit
+from agents.execution.drive import Ask, Blocking, Steps, Wait, drive
 from agents.models import Agent, Run
 from agents.run_session import RunSession, clip
 from agents.runs.lifecycle import Outcome, stop_reason, user_turn
@@ -321,8 +322,13 @@ class RunLoop:
 
         Raises `RunEnded` on `stop`, when a pause outlasts `AGENTS_PAUSE_TIMEOUT_SECONDS`, or when
         the run's deadline passes while it is paused ("the run ran out of time while paused"): the
-        deadline counts paused time, since the task queue's kill does.
+        deadline counts paused time, since the task queue's kill does. Blocks while paused (the
+        sync form of `steer_steps`).
         """
+        return drive(self.steer_steps(messages))
+
+    def steer_steps(self, messages: list[dict]) -> Steps[bool]:
+        """`steer` as run steps: a pause waits by yielding `Wait` (`agents.execution.drive`)."""
         added = False
         paused = False
         paused_since = 0.0
@@ -356,7 +362,7 @@ class RunLoop:
             if at - paused_since > limit:
                 raise RunEnded(f"paused for longer than {limit:g} s")
             wait = min(settings.AGENTS_CONTROL_POLL_SECONDS, self.deadline - at, paused_since + limit - at)
-            command = self.session.wait(max(wait, 0.01))
+            command = yield Wait(self.session, max(wait, 0.01))
             commands = [command] if command else []
         self._hold_status(False)
         return added
@@ -394,7 +400,7 @@ class RunLoop:
         if usage.completion_tokens is not None:
             self.outcome.completion_tokens = (self.outcome.completion_tokens or 0) + usage.completion_tokens
 
-    def _run_tool(self, call, by_wire: dict, round_no: int) -> str:
+    def _run_tool(self, call, by_wire: dict, round_no: int) -> Steps[str]:
         function = getattr(call, "function", None)
         wire_name = getattr(function, "name", "") or ""
         raw = getattr(function, "arguments", "") or ""
@@ -416,7 +422,7 @@ class RunLoop:
             )
             if self.stop.is_set():
                 raise self._stopped()
-            result, failed = invoke_tool(tool, wire_name=wire_name, raw_arguments=raw, context=context)
+            result, failed = yield Blocking(invoke_tool, (tool,), {"wire_name": wire_name, "raw_arguments": raw, "context": context})
             if self.stop.is_set():  # the stop interrupted the call: its result is not the tool's answer
                 raise self._stopped()
             result = masked(valid_text(result))
@@ -431,8 +437,8 @@ class RunLoop:
         return result
 
     def run_call(self, call, by_wire: dict, round_no: int) -> str:
-        """Execute one tool call of a resumed turn (`ResumePoint.settle` calls it once per call)."""
-        return self._run_tool(call, by_wire, round_no)
+        """Execute one tool call of a resumed turn (`ResumePoint.settle` calls it once per call), here."""
+        return drive(self._run_tool(call, by_wire, round_no))
 
     def record_call(self, call, round_no: int, *, name: str, result: str, failed: bool) -> None:
         """Record a call of a resumed turn that was not executed (denied, or interrupted and not re-run)."""
@@ -441,7 +447,7 @@ class RunLoop:
             call_id=getattr(call, "id", "") or "", run_id=self.run.id))
 
     # -- the loop ---------------------------------------------------------------------------
-    def _loop(self) -> None:
+    def _loop(self) -> Steps[None]:
         messages = [dict(m) for m in self.prompt] if self.prompt is not None else compose_prompt(self.agent, self.text)
         resolution = resolve_tools(list(self.agent.tools or []), agent_name=self.agent.name, depth=self.run.depth)
         for name, reason in resolution.not_offered.items():
@@ -465,8 +471,9 @@ class RunLoop:
             self.session.append(EventKind.MESSAGE, user_turn(self.run))
         rounds = max(settings.AGENTS_TOOL_ROUNDS, 1)
         tracer = tracing.tracer()
+        self.session.prime()  # the live delta frames name the session's flow: read once, not while the model writes
         for round_no in range(first_round, rounds + 1):
-            self.steer(messages)
+            yield from self.steer_steps(messages)
             if time.monotonic() >= self.deadline:
                 raise RunEnded("the run ran out of time")
             offer = definitions if definitions and round_no < rounds else None
@@ -482,8 +489,9 @@ class RunLoop:
             ) as step:
                 reply = ReplyStream(self._say, self.stop.is_set)
                 try:
-                    answered = complete(models=models, messages=self._fit(messages, offer, models[0]), tools=offer, timeout=self._seconds_left, on_retry=self._on_retry,
-                                        sink=reply, generation=self._generation(), stop=self.stop)
+                    answered = yield Ask({"models": models, "messages": self._fit(messages, offer, models[0]), "tools": offer,
+                                          "timeout": self._seconds_left, "on_retry": self._on_retry, "sink": reply,
+                                          "generation": self._generation(), "stop": self.stop})
                 except CompletionStopped as exc:
                     self.outcome.attempts += exc.attempts
                     self.outcome.model = exc.model
@@ -510,7 +518,7 @@ class RunLoop:
                 if client_calls:  # the caller executes these: hand them back and end the round
                     for call in calls:
                         if _wire(call) in by_wire:
-                            self._run_tool(call, by_wire, round_no)
+                            yield from self._run_tool(call, by_wire, round_no)
                     self.outcome.ops = [{"name": _wire(call), "args": parsed_arguments(masked(_raw(call)))} for call in client_calls]
                     self._hear("ops", self.outcome.ops)
                     self.session.append(EventKind.MESSAGE, {"role": ChatRole.ASSISTANT, "text": clip(content or ""), "model": answered.model,
@@ -542,7 +550,7 @@ class RunLoop:
                             result = NESTED_NOT_APPROVED
                             self.record_call(call, round_no, name=by_wire[_wire(call)].name, result=result, failed=True)
                         else:
-                            result = self._run_tool(call, by_wire, round_no)
+                            result = yield from self._run_tool(call, by_wire, round_no)
                         messages.append({"role": ChatRole.TOOL, "tool_call_id": getattr(call, "id", ""), "content": result})
                     continue
             text = content or ""
@@ -553,7 +561,7 @@ class RunLoop:
                                 last=True)
             followup = [{"role": ChatRole.ASSISTANT, "content": text}]
             self.outcome.output = text  # a stop arriving now keeps the whole reply as the run's output
-            if self.steer(followup) and round_no < rounds:
+            if (yield from self.steer_steps(followup)) and round_no < rounds:
                 messages.extend(followup)
                 continue
             self.outcome.status = RunStatus.OK
@@ -570,10 +578,15 @@ class RunLoop:
                                                     "incomplete": True, "runId": self.run.id}, last=True)
 
     def execute(self) -> Outcome:
-        """Run the loop; return the outcome (status `ok` with output, or `error` with a reason;
-        `finish_reason` `stopped` when the run's stop ended it)."""
+        """Run the loop here, blocking while the model writes; return the outcome (status `ok`
+        with output, or `error` with a reason; `finish_reason` `stopped` when the run's stop ended it)."""
+        return drive(self.steps())
+
+    def steps(self) -> Steps[Outcome]:
+        """The loop as run steps (`agents.execution.drive`): returns the outcome as `execute` does,
+        never raises."""
         try:
-            self._loop()
+            yield from self._loop()
         except RunWaits as exc:
             self.outcome.status = RunStatus.WAITING
             self.waiting = exc

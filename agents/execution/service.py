@@ -1,5 +1,9 @@
 """Execute a run here, in this process: start it, run the agent loop, finish it.
 
+Each is written once as run steps (`agents.execution.drive`): `run_execute_opened_steps`,
+`run_execute_started_steps`, `run_settle_steps` wait on the event loop under `drive_async`; the
+functions without `_steps` drive them here, blocking.
+
 `run_execute` is a synchronous run (spec 003 POST /v1/agents/{ref}/run; an agent called as a
 tool): `run_start` (checks, key, gate, the `running` row and its session in one transaction)
 → the agent loop (`RunLoop`: retries, failover, tools, steering) → `run_finish` (outcome,
@@ -12,6 +16,7 @@ from __future__ import annotations
 import time
 
 from agents import tracing
+from agents.execution.drive import Steps, drive
 from agents.execution.loop import RunListener, RunLoop
 from agents.models import Agent, Run
 from agents.run_session import RunSession
@@ -64,8 +69,19 @@ def run_execute(
     Out: the `Run`, status `ok` (output) or `error` (error says why); `run.replayed` is True
     when it is an earlier run answered again for the same idempotency key.
     Raises whatever `run_start` refuses with (nothing executed, nothing recorded): 400, 403,
-    402, 409 (`agent_external`, idempotency), 503.
+    402, 409 (`agent_external`, idempotency), 503. Blocks while the model writes
+    (`run_execute_steps` is the same as run steps).
     """
+    return drive(run_execute_steps(agent=agent, input=input, actor=actor, request_id=request_id, idempotency_key=idempotency_key,
+                                   kind=kind, parent_session_id=parent_session_id, parent_run_id=parent_run_id, depth=depth,
+                                   deadline=deadline, listener=listener, stop=stop))
+
+
+def run_execute_steps(*, agent: Agent, input: str | None = None, actor: str, request_id: str = "", idempotency_key: str = "",
+                      kind: str = RunKind.RUN, parent_session_id: str = "", parent_run_id: str = "", depth: int = 0,
+                      deadline: float | None = None, listener: RunListener | None = None,
+                      stop: StopSignal | None = None) -> Steps[Run]:
+    """`run_execute` as run steps (`agents.execution.drive`): what a request's event loop awaits."""
     with run_span(run_id="", agent_name=agent.name, actor=actor, model=agent.model, depth=depth, kind=kind) as span:
         try:
             run = run_start(kind=kind, agent=agent, input=input, actor=actor, request_id=request_id,
@@ -77,7 +93,7 @@ def run_execute(
         if run.replayed:
             return run
         span.set_attribute(tracing.ATTR_RUN_ID, run.id)
-        return run_execute_started(run=run, agent=agent, span=span, deadline=deadline, listener=listener, stop=stop)
+        return (yield from run_execute_started_steps(run=run, agent=agent, span=span, deadline=deadline, listener=listener, stop=stop))
 
 
 def run_open(
@@ -103,11 +119,15 @@ def run_open(
 def run_execute_opened(*, run: Run, agent: Agent, listener: RunListener | None = None, kind: str = RunKind.RUN) -> Run:
     """Execute a run started by `run_open` under its own `agent.run` span; return it finished.
 
-    For a worker thread that streams the reply (`agents.streaming.run_stream`): `listener`
-    hears the deltas, tool actions and ops. Org context required.
+    `listener` hears the deltas, tool actions and ops (a streamed answer). Org context required.
     """
+    return drive(run_execute_opened_steps(run=run, agent=agent, listener=listener, kind=kind))
+
+
+def run_execute_opened_steps(*, run: Run, agent: Agent, listener: RunListener | None = None, kind: str = RunKind.RUN) -> Steps[Run]:
+    """`run_execute_opened` as run steps (`agents.execution.drive`): what a request's event loop awaits."""
     with run_span(run_id=run.id, agent_name=agent.name, actor=run.actor, model=agent.model, depth=run.depth, kind=kind) as span:
-        return run_execute_started(run=run, agent=agent, span=span, listener=listener)
+        return (yield from run_execute_started_steps(run=run, agent=agent, span=span, listener=listener))
 
 
 def run_execute_started(*, run: Run, agent: Agent, span=None, deadline: float | None = None,
@@ -125,21 +145,35 @@ def run_execute_started(*, run: Run, agent: Agent, span=None, deadline: float | 
     The returned run carries the round's `actions` and `ops` (lists; not stored columns).
     `finishing(run, outcome)` is the caller's writes committed with the finish (`run_finish`'s
     `within`; e.g. a conversation round's reply), only when this call finished the run.
+    Blocks while the model writes (`run_execute_started_steps` is the same as run steps).
     """
+    return drive(run_execute_started_steps(run=run, agent=agent, span=span, deadline=deadline, prompt=prompt,
+                                           client_tools=client_tools, listener=listener, finishing=finishing, stop=stop))
+
+
+def run_execute_started_steps(*, run: Run, agent: Agent, span=None, deadline: float | None = None,
+                              prompt: list[dict] | None = None, client_tools: list[dict] | None = None,
+                              listener: RunListener | None = None, finishing=None, stop: StopSignal | None = None) -> Steps[Run]:
+    """`run_execute_started` as run steps (`agents.execution.drive`)."""
     session = (RunSession.attach(session_id=run.session_id, actor=run.actor, opened_here=getattr(run, "opened_here", False),
                                  root=getattr(run, "session_root", None), inbox=getattr(run, "executor_inbox", None))
                if run.session_id else RunSession(actor=run.actor))
     loop = RunLoop(agent=agent, text=run.input, run=run, session=session, org_slug=stores.current_org(), deadline=deadline,
                    prompt=prompt, client_tools=client_tools, listener=listener, stop=stop)
-    return run_settle(run=run, loop=loop, session=session, span=span, finishing=finishing)
+    return (yield from run_settle_steps(run=run, loop=loop, session=session, span=span, finishing=finishing))
 
 
 def run_settle(*, run: Run, loop: RunLoop, session: RunSession, span=None, finishing=None) -> Run:
     """Execute `loop` and record where the run stands: finished (`run_finish`), or `waiting` for
     approval (`run_wait`: nothing of this process is held for it). Return the run as recorded,
-    carrying the round's `actions` and `ops`."""
+    carrying the round's `actions` and `ops`. Blocks while the model writes."""
+    return drive(run_settle_steps(run=run, loop=loop, session=session, span=span, finishing=finishing))
+
+
+def run_settle_steps(*, run: Run, loop: RunLoop, session: RunSession, span=None, finishing=None) -> Steps[Run]:
+    """`run_settle` as run steps (`agents.execution.drive`)."""
     started = time.perf_counter()
-    outcome = loop.execute()
+    outcome = yield from loop.steps()
     outcome.duration_ms = elapsed_ms(started)
     if outcome.status == RunStatus.WAITING and loop.waiting is not None:
         waiting = run_wait(run=run, outcome=outcome, session=session, round_no=loop.waiting.round_no, calls=loop.waiting.calls)
