@@ -447,3 +447,34 @@ def test_two_hundred_completions_wait_at_once_on_one_loop_without_a_thread_each(
     assert [a.choices[0].message.content for a in answers] == ["ok"] * 200 and gateway.requests == 201
     assert wall < 2 * one
     assert peak - baseline <= 3
+
+
+def test_a_gateway_silent_after_its_done_does_not_hold_the_awaiting_run(settings):
+    # The rest of the body after [DONE] is read by a task, not by the run: the run has its answer
+    # while the gateway still holds the body open (the SDK alone would wait on it inline).
+    from tests.agents.test_completion import _SilentAfterDone
+    import socketserver
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _SilentAfterDone)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    _SilentAfterDone.release.clear()
+    settings.INFERENCE_BASE_URL = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    inference.reset_caches()
+
+    async def main():
+        answer = await chat_completion_async(model="m", messages=HI)
+        assert answer.choices[0].message.content == "done"
+        assert drains_waiting() == 1  # still reading the rest, on this loop
+        _SilentAfterDone.release.set()
+        server.shutdown()
+        server.server_close()
+        while drains_waiting():
+            await asyncio.sleep(0.01)
+
+    try:
+        asyncio.run(main())
+    finally:
+        _SilentAfterDone.release.set()
+        inference.reset_caches()
+    assert drains_waiting() == 0
