@@ -896,7 +896,7 @@ async def _probe_async(client, kwargs: dict, deadline: float, model: str) -> Non
     if left <= 0.5:
         return
     try:
-        await client.with_options(timeout=gateway_timeout(left)).chat.completions.create(**_probe_request(kwargs))
+        await client.chat.completions.create(**_probe_request(kwargs), timeout=gateway_timeout(left))
     except openai.APIStatusError as exc:
         failure = _probe_refusal(exc, model)
         if failure is not None:
@@ -1088,14 +1088,15 @@ async def chat_completion_async(
     if client is None:
         raise UpstreamRefused("inference is not configured on this deployment")
     total, deadline_words = completion_limit(timeout)
-    client = client.with_options(timeout=gateway_timeout(total))
     kwargs = _request(model=model, messages=messages, tools=tools, max_tokens=max_tokens, temperature=temperature, top_p=top_p,
                       run_id=run_id, passthrough=passthrough)
     reply = _Assembly()
     started = time.monotonic()
     clock = _Clock(started=started, deadline=started + total, deadline_words=deadline_words)
     try:
-        stream = await client.chat.completions.create(**kwargs)
+        # The timeouts per request, not `with_options`: a copied client reads its platform again
+        # for its headers, on a thread (`asyncify`), at every request.
+        stream = await client.chat.completions.create(**kwargs, timeout=gateway_timeout(total))
         try:
             while True:
                 due, what = clock.due()
