@@ -367,6 +367,33 @@ def test_each_loop_has_its_own_client_and_a_closed_loops_is_forgotten(upstream):
         loop.close()
 
 
+def test_the_async_gateway_client_keeps_the_environment_proxies(monkeypatch):
+    from agents.inference import _GatewayAsyncHttpClient, _KeepAliveAsyncTransport
+
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    client = _GatewayAsyncHttpClient()
+    try:
+        assert [type(t) for t in client._mounts.values()] == [_KeepAliveAsyncTransport]
+        assert isinstance(client._transport, _KeepAliveAsyncTransport) and client.follow_redirects
+    finally:
+        asyncio.run(client.aclose())
+
+
+def test_a_new_gateway_address_gets_a_new_client_and_the_old_one_is_closed(upstream, settings):
+    async def main():
+        old = inference.get_async_client()
+        await chat_completion_async(model="test-model", messages=HI)
+        settings.INFERENCE_API_KEY = "another-key"
+        new = inference.get_async_client()
+        assert new is not old and inference.get_async_client() is new
+        while not old.is_closed():  # closed by a task on this loop
+            await asyncio.sleep(0.005)
+        assert (await chat_completion_async(model="test-model", messages=HI)).choices[0].message.content == "ok"
+
+    asyncio.run(main())
+    assert upstream.request_headers[-1]["authorization"] == "Bearer another-key"
+
+
 def test_two_hundred_completions_wait_at_once_on_one_loop_without_a_thread_each(settings):
     # The gateway (tests/support/slow_gateway.py) answers each completion after 2 s, in its own process.
     gateway = subprocess.Popen([sys.executable, "-m", "tests.support.slow_gateway", "2.0"], stdin=subprocess.PIPE,
