@@ -25,16 +25,25 @@ A streamed answer is read to the end of its body after its `[DONE]`, on a drain 
 (`_FinishingStream`): the SDK stops at `[DONE]` and closes the response, which made the HTTP
 pool drop the connection, so every completion opened a new one (a new TLS handshake to a real
 gateway).
+
+`chat_completion_async` is the same completion awaited on an event loop (issue 26: waiting costs
+no thread): it shares the request (`_request`), the assembly, the failure classification
+(`_failure`) and the quiet limits (`_Clock`, awaited as asyncio timeouts instead of a watchdog
+thread) with `chat_completion`; its client is the loop's own `AsyncOpenAI`
+(`get_async_client`) and its body is finished after `[DONE]` by a task, not a thread
+(`_FinishingAsyncStream`). It touches no database.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import math
 import re
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -69,10 +78,19 @@ _drains_lock = threading.Lock()
 _drains_waiting = 0
 
 
+#: The async path's drains are tasks on the event loop, not threads: more may wait at once; each
+#: gives up after `DRAIN_LIMIT_SECONDS` whatever the gateway does.
+DRAIN_MAX_WAITING_ASYNC = 1024
+DRAIN_LIMIT_SECONDS = 10.0
+_async_drains_waiting = 0
+_async_drain_tasks: set[asyncio.Task] = set()  # strong references: a task nothing holds may be collected mid-read
+
+
 def drains_waiting() -> int:
-    """Return how many finished streams are still having the rest of their body read (tests wait on 0)."""
+    """Return how many finished streams (threads' and event loops') are still having the rest of
+    their body read (tests wait on 0)."""
     with _drains_lock:
-        return _drains_waiting
+        return _drains_waiting + _async_drains_waiting
 
 
 class _FinishingStream(httpx2.SyncByteStream):
@@ -173,6 +191,92 @@ class _GatewayHttpClient(openai.DefaultHttpxClient):
             pass
 
 
+class _FinishingAsyncStream(httpx2.AsyncByteStream):
+    """The async path's `_FinishingStream`: a response body that, closed right after an SSE
+    `[DONE]`, has what is left of it read by a background task on the event loop (no thread),
+    so the connection goes back to the pool. The task reads at most `DRAIN_LIMIT_CHUNKS` chunks /
+    `DRAIN_LIMIT_BYTES` within `DRAIN_LIMIT_SECONDS`, then closes the body (a body that did not
+    end is closed with its connection). The SDK's own inline drain after `[DONE]` (a second
+    iteration of the body) reads nothing here: the run's task does not wait for the body's end.
+    A stream closed before its `[DONE]` is closed at once.
+    """
+
+    def __init__(self, inner: httpx2.AsyncByteStream) -> None:
+        self._inner = inner
+        self._chunks = None
+        self._tail = b""
+        self._ended = False
+        self._closed = False
+
+    async def __aiter__(self):
+        if self._chunks is None:
+            self._chunks = self._inner.__aiter__()
+        elif self._tail.endswith(_DONE_TAILS):
+            return  # the SDK's drain after [DONE]: left to the background task at close
+        async for chunk in self._chunks:
+            self._tail = (self._tail + chunk)[-16:]
+            yield chunk
+        self._ended = True
+
+    async def aclose(self) -> None:
+        global _async_drains_waiting
+        if self._closed:
+            return
+        self._closed = True
+        if not self._ended and self._chunks is not None and self._tail.endswith(_DONE_TAILS):
+            with _drains_lock:
+                room = _async_drains_waiting < DRAIN_MAX_WAITING_ASYNC
+                if room:
+                    _async_drains_waiting += 1
+            if room:
+                task = asyncio.get_running_loop().create_task(self._drain(), name="gateway-drain")
+                _async_drain_tasks.add(task)
+                task.add_done_callback(_async_drain_tasks.discard)
+                return
+        await self._inner.aclose()
+
+    async def _drain(self) -> None:
+        global _async_drains_waiting
+        try:
+            read = chunks = 0
+            async with asyncio.timeout(DRAIN_LIMIT_SECONDS):
+                async for chunk in self._chunks:
+                    read, chunks = read + len(chunk), chunks + 1
+                    if read > DRAIN_LIMIT_BYTES or chunks > DRAIN_LIMIT_CHUNKS:
+                        break
+        except Exception:  # the connection is closed below instead of reused
+            logger.debug("gateway stream: the rest after [DONE] unreadable", exc_info=True)
+        finally:
+            try:
+                await self._inner.aclose()
+            finally:
+                with _drains_lock:
+                    _async_drains_waiting -= 1
+
+
+class _KeepAliveAsyncTransport(httpx2.AsyncHTTPTransport):
+    """The SDK's async HTTP transport, with every `text/event-stream` body a `_FinishingAsyncStream`.
+    (A stop needs no watched backend here: it cancels the task awaiting the stream.)"""
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await super().handle_async_request(request)
+        if not response.headers.get("content-type", "").startswith("text/event-stream"):
+            return response
+        return httpx2.Response(status_code=response.status_code, headers=response.headers,
+                               stream=_FinishingAsyncStream(response.stream), extensions=response.extensions)
+
+
+class _GatewayAsyncHttpClient(openai.DefaultAsyncHttpxClient):
+    """The SDK's default async HTTP client (its timeouts, limits, redirects, and the proxies of the
+    environment) whose transports, direct and proxied, are `_KeepAliveAsyncTransport`s."""
+
+    def _init_transport(self, *args, transport=None, **kwargs):
+        return transport if transport is not None else _KeepAliveAsyncTransport(*args, **kwargs)
+
+    def _init_proxy_transport(self, proxy, *args, **kwargs):
+        return _KeepAliveAsyncTransport(*args, proxy=proxy, **kwargs)
+
+
 def inference_configured() -> bool:
     """Return True when `INFERENCE_BASE_URL` is set."""
     return bool(settings.INFERENCE_BASE_URL)
@@ -195,6 +299,51 @@ def get_client() -> openai.OpenAI | None:
             )
             _client_key = key
         return _client
+
+
+#: The async clients, one per event loop: id(loop) → (weak reference to the loop, config key, client).
+#: An entry whose loop was collected or closed is dropped at the next lookup (its connections
+#: belong to a loop that no longer runs).
+_async_clients: dict[int, tuple[weakref.ref, tuple, openai.AsyncOpenAI]] = {}
+_retired_closes: set[asyncio.Task] = set()
+
+
+def get_async_client() -> openai.AsyncOpenAI | None:
+    """Return the running event loop's async SDK client for the configured gateway, or None when unset.
+
+    One client per event loop (its connections are that loop's), rebuilt when
+    `INFERENCE_BASE_URL` or `INFERENCE_API_KEY` changes (the old one is closed on the loop),
+    with the SDK's retries off (`max_retries=0`). Clients of loops that closed are forgotten
+    here. Must be called from a coroutine (raises `RuntimeError` with no running loop).
+    """
+    if not inference_configured():
+        return None
+    loop = asyncio.get_running_loop()
+    key = (settings.INFERENCE_BASE_URL, settings.INFERENCE_API_KEY)
+    retired = None
+    with _lock:
+        for ident, (ref, _, _) in list(_async_clients.items()):
+            other = ref()
+            if other is None or other.is_closed():
+                del _async_clients[ident]
+        entry = _async_clients.get(id(loop))
+        if entry is not None and entry[0]() is loop:
+            if entry[1] == key:
+                return entry[2]
+            retired = entry[2]
+        client = openai.AsyncOpenAI(
+            base_url=settings.INFERENCE_BASE_URL,
+            api_key=settings.INFERENCE_API_KEY or "not-needed",
+            timeout=gateway_timeout(None),
+            max_retries=0,
+            http_client=_GatewayAsyncHttpClient(),
+        )
+        _async_clients[id(loop)] = (weakref.ref(loop), key, client)
+    if retired is not None:
+        task = loop.create_task(retired.close())
+        _retired_closes.add(task)
+        task.add_done_callback(_retired_closes.discard)
+    return client
 
 
 def model_catalog() -> frozenset[str] | None:
@@ -523,12 +672,12 @@ def completion_limit(seconds_left: float | None) -> tuple[float, str]:
     return total, DEADLINE_PASSED
 
 
-class _Watchdog:
-    """Ends a streamed completion that goes quiet: no first piece of the reply (content or a
-    tool call's fragment) within `INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS` of the request, no
-    next piece within `INFERENCE_TOKEN_TIMEOUT_SECONDS` of the last, or the caller's deadline
-    passed. It shuts the response's socket down (a blocked read returns at once); `fired` then
-    says which limit, in words. One thread per streamed completion, waiting on an event."""
+class _Clock:
+    """The quiet limits of one streamed completion: no first piece of the reply (content or a
+    tool call's fragment) within `INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS` of the request, no next
+    piece within `INFERENCE_TOKEN_TIMEOUT_SECONDS` of the last, and the caller's deadline.
+    `due()` says when the next piece is due and, in words, which limit that is; `fired` holds
+    the words of the limit that ended the stream ("" while none did)."""
 
     def __init__(self, *, started: float, deadline: float, deadline_words: str = DEADLINE_PASSED) -> None:
         self.first = settings.INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS
@@ -538,6 +687,30 @@ class _Watchdog:
         self.last = started
         self.pieces = 0
         self.fired = ""
+
+    def piece(self) -> None:
+        """A piece of the reply arrived."""
+        self.pieces += 1
+        self.last = time.monotonic()
+
+    def due(self) -> tuple[float, str]:
+        """Return `(instant, words)`: the `time.monotonic()` instant by which the next piece must
+        arrive, and the limit that instant is, in the words of the timeout's reason."""
+        if self.pieces:
+            gap, what = self.last + self.between, f"no token for {self.between:g} s (INFERENCE_TOKEN_TIMEOUT_SECONDS)"
+        else:
+            gap, what = self.last + self.first, f"no first token within {self.first:g} s (INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS)"
+        return (gap, what) if gap < self.deadline else (self.deadline, self.deadline_words)
+
+
+class _Watchdog(_Clock):
+    """Ends a streamed completion of the sync path that goes quiet past its `_Clock`'s limits:
+    it shuts the response's socket down (a blocked read returns at once); `fired` then says which
+    limit, in words. One thread per streamed completion, waiting on an event. (The async path
+    needs no thread: it awaits each chunk under an asyncio timeout at `due()`.)"""
+
+    def __init__(self, *, started: float, deadline: float, deadline_words: str = DEADLINE_PASSED) -> None:
+        super().__init__(started=started, deadline=deadline, deadline_words=deadline_words)
         self._done = False
         self._wake = threading.Event()  # set on the first piece (the limit shortens) and at the end
         self._response = None
@@ -551,8 +724,7 @@ class _Watchdog:
 
     def piece(self) -> None:
         """A piece of the reply arrived."""
-        self.pieces += 1
-        self.last = time.monotonic()
+        super().piece()
         if self.pieces == 1:
             self._wake.set()
 
@@ -561,16 +733,9 @@ class _Watchdog:
         self._done = True
         self._wake.set()
 
-    def _due(self) -> tuple[float, str]:
-        if self.pieces:
-            gap, what = self.last + self.between, f"no token for {self.between:g} s (INFERENCE_TOKEN_TIMEOUT_SECONDS)"
-        else:
-            gap, what = self.last + self.first, f"no first token within {self.first:g} s (INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS)"
-        return (gap, what) if gap < self.deadline else (self.deadline, self.deadline_words)
-
     def _run(self) -> None:
         while True:
-            due, what = self._due()
+            due, what = self.due()
             left = due - time.monotonic()
             if self._done:
                 return
@@ -686,27 +851,138 @@ def _prompt_bytes(messages: list[dict], tools: list[dict] | None) -> int:
     return len(json.dumps(messages, ensure_ascii=False).encode()) + (len(json.dumps(tools).encode()) if tools else 0)
 
 
-def _probe(client, kwargs: dict, deadline: float) -> None:
+def _probe_request(kwargs: dict) -> dict:
+    """Return the one-token probe of a streamed request: the same request, not streamed, `max_tokens` 1."""
+    plain = {k: v for k, v in kwargs.items() if k not in ("stream", "stream_options")}
+    plain["max_tokens"] = 1
+    return plain
+
+
+def _probe_refusal(exc: openai.APIStatusError, model: str) -> UpstreamRefused | None:
+    """Return the refusal a probe's error answer names (a context overflow's window noted), else None."""
+    failure = classify_status(exc.status_code, exc.body, exc.message)
+    if not isinstance(failure, UpstreamRefused):
+        return None
+    if isinstance(failure, ContextOverflow) and failure.window:
+        note_window(model, failure.window)
+    return failure
+
+
+def _probe(client, kwargs: dict, deadline: float, model: str) -> None:
     """Ask once more, not streamed and for one token, after a stream of a prompt of at least
     `PROBE_MIN_BYTES` that broke before its first piece or ended with no choice at all:
     llama-cpp-python answers 200, then breaks the stream or sends an empty body (0.3.36), for a
     request it refuses (a prompt over the context window), and answers the same request not
     streamed with its 400.
-    Raises that refusal (`UpstreamRefused` / `ContextOverflow`); returns when the probe is
-    answered or fails otherwise (the break was transient: the caller's failure stands)."""
+    Raises that refusal (`UpstreamRefused` / `ContextOverflow`, its window noted for `model`);
+    returns when the probe is answered or fails otherwise (the break was transient: the
+    caller's failure stands). `_probe_async` is the same on an event loop."""
     left = deadline - time.monotonic()
     if left <= 0.5:
         return
-    plain = {k: v for k, v in kwargs.items() if k not in ("stream", "stream_options")}
-    plain["max_tokens"] = 1
     try:
-        client.with_options(timeout=gateway_timeout(left)).chat.completions.create(**plain)
+        client.with_options(timeout=gateway_timeout(left)).chat.completions.create(**_probe_request(kwargs))
     except openai.APIStatusError as exc:
-        failure = classify_status(exc.status_code, exc.body, exc.message)
-        if isinstance(failure, UpstreamRefused):
+        failure = _probe_refusal(exc, model)
+        if failure is not None:
             raise failure from exc
     except Exception:
         logger.debug("gateway probe after a broken stream failed", exc_info=True)
+
+
+async def _probe_async(client, kwargs: dict, deadline: float, model: str) -> None:
+    """`_probe` with the async client (awaited on the event loop)."""
+    left = deadline - time.monotonic()
+    if left <= 0.5:
+        return
+    try:
+        await client.chat.completions.create(**_probe_request(kwargs), timeout=gateway_timeout(left))
+    except openai.APIStatusError as exc:
+        failure = _probe_refusal(exc, model)
+        if failure is not None:
+            raise failure from exc
+    except Exception:
+        logger.debug("gateway probe after a broken stream failed", exc_info=True)
+
+
+def _request(*, model: str, messages: list[dict], tools: list[dict] | None, max_tokens: int | None, temperature: float | None,
+             top_p: float | None, run_id: str, passthrough: dict | None) -> dict:
+    """Return the SDK's `chat.completions.create` arguments of one streamed completion (both paths)."""
+    kwargs: dict = {"model": model, "messages": messages, "stream": True, "stream_options": {"include_usage": True},
+                    "max_tokens": output_token_cap(max_tokens)}
+    for name, value in (passthrough or {}).items():
+        if name in ("tool_choice", "parallel_tool_calls") and not tools:
+            continue  # no tools offered this round (the loop's last): a gateway refuses a tool choice without tools
+        kwargs.setdefault(name, value)
+    if tools:
+        kwargs["tools"] = tools
+    if temperature is not None:
+        kwargs["temperature"] = temperature
+    if top_p is not None:
+        kwargs["top_p"] = top_p
+    if run_id:
+        kwargs["extra_headers"] = {RUN_ID_HEADER: run_id}
+        if settings.AGENTS_GATEWAY_RUN_METADATA:
+            # LiteLLM records `metadata.tags` as the spend log's `request_tags` (usage joined to the run).
+            kwargs["extra_body"] = {"metadata": {"agents_run_id": run_id, "tags": [f"agents_run:{run_id}"]}}
+    return kwargs
+
+
+def _probe_after_break(exc: Exception, clock: _Clock, reply: _Assembly, messages: list[dict], tools: list[dict] | None) -> bool:
+    """Return True when a stream that failed with `exc` is to be probed: it broke (not a timeout
+    of ours) after its first chunk but before its first piece, for a prompt that could be over the context."""
+    return (not clock.fired and reply.choices and not clock.pieces and isinstance(exc, _BROKEN)
+            and _prompt_bytes(messages, tools) >= PROBE_MIN_BYTES)
+
+
+def _probe_when_empty(reply: _Assembly, messages: list[dict], tools: list[dict] | None) -> bool:
+    """Return True when a stream that ended is to be probed: nothing came back for a prompt that could be over the context.
+
+    llama-cpp-python 0.3.36 answers a streamed prompt over its context with a 200 whose body is
+    empty; LiteLLM's proxy 1.108.7 turns that (and a backend's 500) into an empty reply with
+    finish_reason "stop" (both recorded: tests/support/transcripts/*-recorded.json). The
+    one-token probe names the refusal; an empty answer it does not explain stands."""
+    return not reply.text and not reply.calls and _prompt_bytes(messages, tools) >= PROBE_MIN_BYTES
+
+
+def _failure(exc: Exception, *, model: str, clock: _Clock, reply: _Assembly) -> Exception:
+    """Return the `UpstreamError` a failed streamed completion raises for `exc` (both paths): a
+    timeout when a quiet limit ended the stream (`clock.fired`), else by the exception's kind
+    (see `chat_completion`'s Raises); a context overflow's window is noted for `model`. Returns
+    `exc` itself when it is already an `UpstreamError` or nothing the gateway caused."""
+    failure: Exception = exc
+    if isinstance(exc, UpstreamError):
+        pass
+    elif clock.fired:  # a quiet stream was cut: whatever the read raised, that is why
+        failure = UpstreamBusy(f"upstream timed out: {clock.fired}", partial=reply.text)
+    elif isinstance(exc, openai.APIStatusError):
+        failure = classify_status(exc.status_code, exc.body, exc.message, partial=reply.text)
+    elif isinstance(exc, (openai.APITimeoutError, httpx.TimeoutException)):
+        failure = UpstreamBusy("upstream timed out", partial=reply.text)
+    elif isinstance(exc, (openai.APIConnectionError, httpx.TransportError)):
+        cause = exc.__cause__ or exc
+        reason = "upstream stream broke off" if reply.choices else "upstream unreachable"
+        failure = UpstreamBusy(f"{reason}: {cause}"[:500], partial=reply.text)
+    elif isinstance(exc, openai.APIError):  # an error frame inside the stream (the gateway failed while answering)
+        failure = classify_status(500, exc.body, exc.message, partial=reply.text)
+        if isinstance(failure, UpstreamBusy):
+            failure = UpstreamBusy(f"upstream failed while streaming: {_one_line(exc.message)}"[:500], partial=reply.text)
+    elif isinstance(exc, (openai.OpenAIError, ValueError)):  # ValueError: a chunk that is not JSON
+        failure = UpstreamRefused(f"upstream answer unreadable: {exc}"[:500], partial=reply.text)
+    if isinstance(failure, ContextOverflow) and failure.window:
+        note_window(model, failure.window)
+    return failure
+
+
+def _answer(reply: _Assembly) -> ChatCompletion:
+    """Return a stream's assembled answer; raise `UpstreamBusy` when it had no choices,
+    `UpstreamRefused` when its tool calls or usage are of the wrong shape."""
+    if not reply.choices:
+        raise UpstreamBusy("upstream answered with no choices")
+    try:
+        return reply.completion()
+    except ValueError as exc:  # pydantic's ValidationError: a tool call or usage of the wrong shape
+        raise UpstreamRefused(f"upstream answer unreadable: {exc}"[:500], partial=reply.text) from exc
 
 
 def chat_completion(
@@ -744,6 +1020,8 @@ def chat_completion(
     `context_window`), also when a stream broke before its first piece or brought no reply at all
     (an empty body, or LiteLLM's empty `stop`) and the one-token probe names it; `UpstreamRefused` for any other 4xx, a 5xx refusal (`classify_status`), an
     unreadable answer, or when no gateway is configured.
+    Blocks the calling thread (releases its database connections first); `chat_completion_async`
+    is the same completion awaited on an event loop.
     """
     client = get_client()
     if client is None:
@@ -751,100 +1029,112 @@ def chat_completion(
     stores.release_connections()  # the wait on the model holds no database connection
     total, deadline_words = completion_limit(timeout)
     client = client.with_options(timeout=gateway_timeout(total))
-    kwargs: dict = {"model": model, "messages": messages, "stream": True, "stream_options": {"include_usage": True},
-                    "max_tokens": output_token_cap(max_tokens)}
-    for name, value in (passthrough or {}).items():
-        if name in ("tool_choice", "parallel_tool_calls") and not tools:
-            continue  # no tools offered this round (the loop's last): a gateway refuses a tool choice without tools
-        kwargs.setdefault(name, value)
-    if tools:
-        kwargs["tools"] = tools
-    if temperature is not None:
-        kwargs["temperature"] = temperature
-    if top_p is not None:
-        kwargs["top_p"] = top_p
-    if run_id:
-        kwargs["extra_headers"] = {RUN_ID_HEADER: run_id}
-        if settings.AGENTS_GATEWAY_RUN_METADATA:
-            # LiteLLM records `metadata.tags` as the spend log's `request_tags` (usage joined to the run).
-            kwargs["extra_body"] = {"metadata": {"agents_run_id": run_id, "tags": [f"agents_run:{run_id}"]}}
+    kwargs = _request(model=model, messages=messages, tools=tools, max_tokens=max_tokens, temperature=temperature, top_p=top_p,
+                      run_id=run_id, passthrough=passthrough)
     reply = _Assembly()
     started = time.monotonic()
     watchdog = _Watchdog(started=started, deadline=started + total, deadline_words=deadline_words)
     try:
+        stream = client.chat.completions.create(**kwargs)
+        watchdog.watch(getattr(stream, "response", None))
         try:
-            stream = client.chat.completions.create(**kwargs)
-            watchdog.watch(getattr(stream, "response", None))
-            try:
-                for chunk in stream:
-                    if reply.add(chunk, on_delta):
-                        watchdog.piece()
-                    if time.monotonic() - started > total:
-                        raise UpstreamBusy(f"upstream timed out: {deadline_words}", partial=reply.text)
-            finally:
-                watchdog.stop()
-                stream.close()
-        except UpstreamError:
-            raise
-        except Exception as exc:
-            if watchdog.fired:  # the watchdog cut a quiet stream: whatever the read raised, that is why
-                raise UpstreamBusy(f"upstream timed out: {watchdog.fired}", partial=reply.text) from exc
-            if reply.choices and not watchdog.pieces and isinstance(exc, _BROKEN) and _prompt_bytes(messages, tools) >= PROBE_MIN_BYTES:
-                _probe(client, kwargs, started + total)  # raises the refusal a broken stream hid
-            raise
+            for chunk in stream:
+                if reply.add(chunk, on_delta):
+                    watchdog.piece()
+                if time.monotonic() - started > total:
+                    raise UpstreamBusy(f"upstream timed out: {deadline_words}", partial=reply.text)
+        finally:
+            watchdog.stop()
+            stream.close()
         if watchdog.fired:
             raise UpstreamBusy(f"upstream timed out: {watchdog.fired}", partial=reply.text)
-    except ContextOverflow as exc:
-        if exc.window:
-            note_window(model, exc.window)
-        raise
-    except UpstreamError:
-        raise
-    except openai.APIStatusError as exc:
-        failure = classify_status(exc.status_code, exc.body, exc.message, partial=reply.text)
-        if isinstance(failure, ContextOverflow) and failure.window:
-            note_window(model, failure.window)
+    except Exception as exc:
+        if _probe_after_break(exc, watchdog, reply, messages, tools):
+            _probe(client, kwargs, started + total, model)  # raises the refusal a broken stream hid
+        failure = _failure(exc, model=model, clock=watchdog, reply=reply)
+        if failure is exc:
+            raise
         raise failure from exc
-    except (openai.APITimeoutError, httpx.TimeoutException) as exc:
-        raise UpstreamBusy("upstream timed out", partial=reply.text) from exc
-    except (openai.APIConnectionError, httpx.TransportError) as exc:
-        cause = exc.__cause__ or exc
-        reason = "upstream stream broke off" if reply.choices else "upstream unreachable"
-        raise UpstreamBusy(f"{reason}: {cause}"[:500], partial=reply.text) from exc
-    except openai.APIError as exc:  # an error frame inside the stream (the gateway failed while answering)
-        failure = classify_status(500, exc.body, exc.message, partial=reply.text)
-        if isinstance(failure, UpstreamBusy):
-            failure = UpstreamBusy(f"upstream failed while streaming: {_one_line(exc.message)}"[:500], partial=reply.text)
-        raise failure from exc
-    except (openai.OpenAIError, ValueError) as exc:  # ValueError: a chunk that is not JSON
-        raise UpstreamRefused(f"upstream answer unreadable: {exc}"[:500], partial=reply.text) from exc
-    if not reply.text and not reply.calls:
-        if _prompt_bytes(messages, tools) >= PROBE_MIN_BYTES:
-            # Nothing came back for a prompt that could be over the context. llama-cpp-python
-            # 0.3.36 answers a streamed prompt over its context with a 200 whose body is empty;
-            # LiteLLM's proxy 1.108.7 turns that (and a backend's 500) into an empty reply with
-            # finish_reason "stop" (both recorded: tests/support/transcripts/*-recorded.json).
-            # The one-token probe names the refusal; an empty answer it does not explain stands.
-            try:
-                _probe(client, kwargs, started + total)
-            except ContextOverflow as exc:
-                if exc.window:
-                    note_window(model, exc.window)
-                raise
-    if not reply.choices:
-        raise UpstreamBusy("upstream answered with no choices")
+    if _probe_when_empty(reply, messages, tools):
+        _probe(client, kwargs, started + total, model)
+    return _answer(reply)
+
+
+async def chat_completion_async(
+    *,
+    model: str,
+    messages: list[dict],
+    tools: list[dict] | None = None,
+    timeout: float | None = None,
+    on_delta: Callable[[str], None] | None = None,
+    max_tokens: int | None = None,
+    temperature: float | None = None,
+    top_p: float | None = None,
+    run_id: str = "",
+    passthrough: dict | None = None,
+) -> ChatCompletion:
+    """Stream one chat completion from the gateway on the running event loop; return it assembled.
+
+    In, Out and Raises: exactly `chat_completion`'s (the same request, assembly, failure
+    classification, probe and timeout reasons: they share `_request`, `_Assembly`, `_failure`
+    and `_Clock`). `on_delta(text)` is called on the event loop (it must not block). No thread
+    waits: each chunk is awaited under an asyncio timeout at the `_Clock`'s due instant (first
+    token, between tokens, the caller's deadline in seconds, or `INFERENCE_TIMEOUT_SECONDS`);
+    the client is the loop's own `AsyncOpenAI` (`get_async_client`). Touches no database.
+    Cancelling the awaiting task cancels the HTTP request (the connection is closed) and
+    raises `asyncio.CancelledError`.
+    """
+    client = get_async_client()
+    if client is None:
+        raise UpstreamRefused("inference is not configured on this deployment")
+    total, deadline_words = completion_limit(timeout)
+    kwargs = _request(model=model, messages=messages, tools=tools, max_tokens=max_tokens, temperature=temperature, top_p=top_p,
+                      run_id=run_id, passthrough=passthrough)
+    reply = _Assembly()
+    started = time.monotonic()
+    clock = _Clock(started=started, deadline=started + total, deadline_words=deadline_words)
     try:
-        return reply.completion()
-    except ValueError as exc:  # pydantic's ValidationError: a tool call or usage of the wrong shape
-        raise UpstreamRefused(f"upstream answer unreadable: {exc}"[:500], partial=reply.text) from exc
+        # The timeouts per request, not `with_options`: a copied client reads its platform again
+        # for its headers, on a thread (`asyncify`), at every request.
+        stream = await client.chat.completions.create(**kwargs, timeout=gateway_timeout(total))
+        try:
+            while True:
+                due, what = clock.due()
+                quiet = asyncio.timeout(max(due - time.monotonic(), 0.0))
+                try:
+                    async with quiet:
+                        chunk = await stream.__anext__()
+                except StopAsyncIteration:
+                    break
+                except TimeoutError:
+                    if quiet.expired():  # the limit passed: the read was cancelled (its connection closed)
+                        clock.fired = what
+                    raise
+                if reply.add(chunk, on_delta):
+                    clock.piece()
+                if time.monotonic() - started > total:
+                    raise UpstreamBusy(f"upstream timed out: {deadline_words}", partial=reply.text)
+        finally:
+            await stream.close()
+    except Exception as exc:
+        if _probe_after_break(exc, clock, reply, messages, tools):
+            await _probe_async(client, kwargs, started + total, model)  # raises the refusal a broken stream hid
+        failure = _failure(exc, model=model, clock=clock, reply=reply)
+        if failure is exc:
+            raise
+        raise failure from exc
+    if _probe_when_empty(reply, messages, tools):
+        await _probe_async(client, kwargs, started + total, model)
+    return _answer(reply)
 
 
 def reset_caches() -> None:
-    """Forget the cached client and catalog (tests and settings changes)."""
+    """Forget the cached clients (the sync one and every event loop's async one) and catalog (tests and settings changes)."""
     global _client, _client_key, _catalog
     with _lock:
         _client = None
         _client_key = None
         _catalog = None
+        _async_clients.clear()
         for cache in (_listed_windows, _learned_windows, _ratios, _tokenizer, _counts):
             cache.clear()
