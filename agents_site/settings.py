@@ -406,11 +406,13 @@ AGENTS_SHARED_REQUEST_THREADS = max(1, _env_int("AGENTS_SHARED_REQUEST_THREADS",
 AGENTS_IDLE_REQUEST_THREADS = max(0, _env_int("AGENTS_IDLE_REQUEST_THREADS", 16))
 # At most this many requests run their sync step at once (a burst of 500 waits on the loop for a
 # thread instead of starting 500); a run's wait on its model is not a sync step (issue 26).
-AGENTS_REQUEST_THREADS = max(1, _env_int("AGENTS_REQUEST_THREADS", 16))
+AGENTS_REQUEST_THREADS = max(1, _env_int("AGENTS_REQUEST_THREADS", 8))
 # A run executed for a request (sync run, chat round, OpenAI-compatible call) waits on the event
 # loop; the code between its waits runs on this many step threads, its tools on the tool threads
-# (agents/execution/drive.py).
-AGENTS_RUN_STEP_THREADS = max(1, _env_int("AGENTS_RUN_STEP_THREADS", 8))
+# (agents/execution/drive.py). Both stay under the PostgreSQL pools' sizes (10 default, 4 per
+# org): more threads using connections at once than a pool holds only queue on the pool, and
+# past AGENTS_DB_POOL_TIMEOUT_SECONDS answer 503 (60 mixed waiting runs did with 16 + 8).
+AGENTS_RUN_STEP_THREADS = max(1, _env_int("AGENTS_RUN_STEP_THREADS", 4))
 AGENTS_RUN_TOOL_THREADS = max(1, _env_int("AGENTS_RUN_TOOL_THREADS", 32))
 # Run-targets: how long a machine's claim long-poll waits for work before answering 204 (seconds).
 AGENTS_CLAIM_WAIT_SECONDS = float(os.environ.get("AGENTS_CLAIM_WAIT_SECONDS", "25") or 25)

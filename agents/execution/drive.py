@@ -14,7 +14,7 @@ and is sent back what it got (or has the failure thrown in). Two drivers run the
 * `drive(steps)` — in the calling thread, blocking at each wait (background workers, an agent
   called as a tool, Django's test client, the stock handler);
 * `await drive_async(steps)` — on the event loop: the code between waits runs on a small pool
-  of step threads (`AGENTS_RUN_STEP_THREADS`, 8) inside the run's own `contextvars` context,
+  of step threads (`AGENTS_RUN_STEP_THREADS`, 4) inside the run's own `contextvars` context,
   each step's database connections handed back when it ends; the model is awaited with the
   async `openai` client (`complete_async`), a pause on an `asyncio` event, a tool on the tool
   threads (`AGENTS_RUN_TOOL_THREADS`, 32). A run waiting on its model holds no thread and no
@@ -64,13 +64,9 @@ class Ask:
 
     async def run_async(self):
         """Await the completion on the event loop (the async driver)."""
-        from agents.execution import completion
+        from agents.execution.completion import complete_async
 
-        if hasattr(completion, "complete_async"):
-            return await completion.complete_async(**self.kwargs)
-        import functools  # TEMPORARY until complete_async lands
-
-        return await asyncio.get_running_loop().run_in_executor(None, contextvars.copy_context().run, functools.partial(completion.complete, **self.kwargs))
+        return await complete_async(**self.kwargs)
 
 
 @dataclass

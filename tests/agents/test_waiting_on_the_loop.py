@@ -105,8 +105,13 @@ def load(server: LiveServer, key: str, upstream, *, per_kind: int, while_waiting
     for worker in workers:
         worker.start()
     try:
-        wait_until(lambda: sum(1 for s in list(upstream.streams) if s.sent >= 1) >= 3 * per_kind, 120,
-                   "every run to be waiting on its model")
+        try:
+            wait_until(lambda: sum(1 for s in list(upstream.streams) if s.sent >= 1) >= 3 * per_kind, 120,
+                       "every run to be waiting on its model")
+        except AssertionError:
+            waiting = sum(1 for s in list(upstream.streams) if s.sent >= 1)
+            raise AssertionError(f"{waiting} of {3 * per_kind} runs waiting; answered: {sorted(results.items())[:6]}; "
+                                 f"log: {server.log_path.read_text()[-3000:]}") from None
         while_waiting()
     finally:
         release.set()
