@@ -172,7 +172,7 @@ class AgentsASGIHandler(ASGIHandler):
         self._turn = itertools.cycle(range(size))
         self._turn_lock = threading.Lock()
         self._request_executors = ExecutorPool(max(0, int(getattr(settings, "AGENTS_IDLE_REQUEST_THREADS", 16))),
-                                               limit=max(1, int(getattr(settings, "AGENTS_REQUEST_THREADS", 16))))
+                                               limit=max(1, int(getattr(settings, "AGENTS_REQUEST_THREADS", 8))))
         self._sync_chain = _SyncChain()
 
     def _shared_executor(self) -> ThreadPoolExecutor:
