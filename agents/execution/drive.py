@@ -181,9 +181,11 @@ async def drive_async(steps: Steps[T], *, context: contextvars.Context | None = 
     value: Any = None
     error: BaseException | None = None
     arrived: dict = {}
+    step = None
     try:
         while True:
-            op = await loop.run_in_executor(step_pool, ctx.run, _advance, steps, value, error)
+            step = loop.run_in_executor(step_pool, ctx.run, _advance, steps, value, error)
+            op = await step
             if isinstance(op, _Done):
                 return op.value
             value, error = None, None
@@ -200,6 +202,8 @@ async def drive_async(steps: Steps[T], *, context: contextvars.Context | None = 
             except Exception as exc:
                 error = exc
     except BaseException:
+        if step is not None and not step.done():  # a step still running on its thread: let it end first
+            await asyncio.wait([step])
         await _close(steps, ctx, step_pool)
         raise
 
