@@ -25,7 +25,6 @@ server records it, masked, in the run's end.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import shutil
@@ -35,10 +34,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.execute import OK, Execution, RoutedRun, RunEnded, RunStopped, clip, valid_text
+from runner.execute import OK, Execution, RoutedRun, RunEnded, RunStopped
 from toolkit import commits
 from toolkit.coding import FINISH, WRITING_TOOLS, ToolBox, tool_definitions
+from toolkit.events import clip, valid_text
 from toolkit.sandbox import CommandCancelled, Limits, SandboxBackend, Unavailable
+from toolkit.toolloop import assistant_turn, parsed_arguments, tool_turn
 
 logger = logging.getLogger(__name__)
 
@@ -238,17 +239,12 @@ class CodingExecution(Execution):
             if not calls:
                 self.outcome.output = content
                 return
-            messages.append({"role": "assistant", "content": content or "",  # "" not null: strict gateways (llama-cpp-python) refuse null
-                             "tool_calls": [call.model_dump(mode="json", exclude_none=True) for call in calls]})
+            messages.append(assistant_turn(content, [call.model_dump(mode="json", exclude_none=True) for call in calls]))
             finished, wrote, last_seq = None, False, None
             for call in calls:
                 self._check_stop()
                 name, raw = call.function.name or "", call.function.arguments or ""
-                try:
-                    arguments = json.loads(raw or "{}")
-                except ValueError:
-                    arguments = {}
-                arguments = arguments if isinstance(arguments, dict) else {}
+                arguments = parsed_arguments(raw)
                 if name == FINISH:
                     finished = arguments.get("summary") if isinstance(arguments.get("summary"), str) else ""
                     result, failed = "finished", False
@@ -263,7 +259,7 @@ class CodingExecution(Execution):
                     "round": turn_no, "runId": self.claim.run_id})
                 if stored and isinstance(stored.get("seq"), int):
                     last_seq = stored["seq"]
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": valid_text(result)})
+                messages.append(tool_turn(call.id, valid_text(result)))
             held = False
             if wrote:
                 held = await self._commit(content=content, finished=finished, turn=last_seq or turn_no, messages=messages)
