@@ -42,7 +42,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
 from runner.client import ServerClient
 from toolkit.approval import needs_approval
-from toolkit.events import clip, tool_call_payload, valid_text
+from toolkit.events import clip, stopped_command, tool_call_payload, valid_text
 from toolkit.invoke import Tool, invoke
 from toolkit.retry import MODEL_ATTEMPTS, RETRY_BASE_SECONDS, RETRY_MAX_SECONDS, wait_equal_jitter
 from toolkit.sandbox import CommandCancelled
@@ -55,7 +55,6 @@ OK, ERROR, WAITING = "ok", "error", "waiting"  # the server's run statuses, as i
 PAUSE_POLL_SECONDS = 1.0
 WATCH_POLL_SECONDS = 0.5  # how often the control channel is read while a model call or command runs
 STOPPED = "stopped"  # the server's FinishReason of a run its stop ended
-STOPPED_TEXT_BYTES = 4 * 1024  # a killed command's text and output kept in the report (as the server keeps its own)
 
 
 class EmptyAnswer(Exception):
@@ -235,8 +234,8 @@ class Execution:
         (what it printed so far, clipped), never a tool result and never an event of its own —
         after the stop the session holds only the run's end, where the server records it masked
         (issue 25 item 2)."""
-        self.outcome.stopped_command = {"name": tool, "command": clip(valid_text(_command_of(raw_arguments)), STOPPED_TEXT_BYTES),
-                                        "output": clip(valid_text(stopped.result.output), STOPPED_TEXT_BYTES)}
+        self.outcome.stopped_command = stopped_command(name=tool, command=valid_text(_command_of(raw_arguments)),
+                                                       output=valid_text(stopped.result.output))
 
     # -- steering ---------------------------------------------------------------------------
     def _check_stop(self) -> None:

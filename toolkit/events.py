@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 
+from toolkit.toolloop import parsed_arguments
+
 #: A message's text kept in its event (event payloads stay well under the 64 KiB an event may hold).
 TEXT_PREVIEW_BYTES = 16 * 1024
 #: A tool-call event keeps the arguments and the result as the model wrote and read them (both
@@ -71,3 +73,33 @@ def tool_call_payload(*, name: str, raw_arguments: str, result: str, failed: boo
         if len(json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()) <= EVENT_BUDGET_BYTES:
             break
     return payload
+
+
+#: A coding run's turns keep 4 KiB previews of a call's arguments and result, of a commit's diffstat
+#: and of a command a stop killed (the commits hold the work); a commit's patch keeps 16 KiB.
+CODING_PREVIEW_BYTES = 4 * 1024
+PATCH_PREVIEW_BYTES = 16 * 1024
+
+
+def coding_call_payload(*, name: str, raw_arguments: str, result: str, failed: bool, turn_no: int, run_id: str) -> dict:
+    """Return the `tool-call` event of one coding tool call, as the server's engine and a machine both write it.
+
+    In: the call's raw JSON arguments and its result text (valid UTF-8). Out: `{name, arguments, result,
+    error, round, runId}` — `arguments` the decoded object (`{}` when not a JSON object) while the raw text
+    fits `CODING_PREVIEW_BYTES`, else that text cut to it; `result` cut to it.
+    """
+    arguments = parsed_arguments(raw_arguments) if len(raw_arguments.encode()) <= CODING_PREVIEW_BYTES else clip(raw_arguments, CODING_PREVIEW_BYTES)
+    return {"name": name, "arguments": arguments, "result": clip(result, CODING_PREVIEW_BYTES), "error": failed, "round": turn_no, "runId": run_id}
+
+
+def commit_payload(*, subject: str, sha: str, diffstat: str, turn: int, branch: str, patch: str, run_id: str) -> dict:
+    """Return the `commit` event of one turn's commit: `{text, commit, subject, diffstat, turn, branch, patch, runId}`,
+    the diffstat cut to `CODING_PREVIEW_BYTES` and the patch to `PATCH_PREVIEW_BYTES`."""
+    return {"text": subject, "commit": sha, "subject": subject, "diffstat": clip(diffstat, CODING_PREVIEW_BYTES), "turn": turn,
+            "branch": branch, "patch": clip(patch, PATCH_PREVIEW_BYTES), "runId": run_id}
+
+
+def stopped_command(*, name: str, command: str, output: str) -> dict:
+    """Return what a run keeps of a command a stop killed: `{name, command, output}` (what it printed so
+    far), each text cut to `CODING_PREVIEW_BYTES`. The server passes them masked."""
+    return {"name": name, "command": clip(command, CODING_PREVIEW_BYTES), "output": clip(output, CODING_PREVIEW_BYTES)}

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from toolkit.events import EVENT_BUDGET_BYTES, EVENT_PREVIEW_BYTES, TEXT_PREVIEW_BYTES, arguments_for_event, clip, tool_call_payload, valid_text
+from toolkit.events import (CODING_PREVIEW_BYTES, EVENT_BUDGET_BYTES, EVENT_PREVIEW_BYTES, TEXT_PREVIEW_BYTES, arguments_for_event, clip,
+                            coding_call_payload, commit_payload, stopped_command, tool_call_payload, valid_text)
 
 
 def _size(payload: dict) -> int:
@@ -42,3 +43,21 @@ def test_a_tool_call_event_past_the_budget_is_cut_to_the_previews():
     assert _size(payload) <= EVENT_BUDGET_BYTES
     assert isinstance(payload["arguments"], str) and len(payload["arguments"].encode()) <= EVENT_PREVIEW_BYTES + 3
     assert len(payload["result"].encode()) <= EVENT_PREVIEW_BYTES + 3
+
+
+def test_a_coding_call_keeps_previews_and_its_arguments_while_they_are_short():
+    short = coding_call_payload(name="run", raw_arguments='{"command": "ls"}', result="r" * 5000, failed=False, turn_no=3, run_id="run_1")
+    assert short == {"name": "run", "arguments": {"command": "ls"}, "result": "r" * CODING_PREVIEW_BYTES + "…", "error": False,
+                     "round": 3, "runId": "run_1"}
+    long = json.dumps({"content": "x" * 5000})
+    assert coding_call_payload(name="write_file", raw_arguments=long, result="ok", failed=False, turn_no=1, run_id="r")["arguments"] == clip(
+        long, CODING_PREVIEW_BYTES)
+    assert coding_call_payload(name="t", raw_arguments="[1]", result="", failed=True, turn_no=1, run_id="r")["arguments"] == {}
+
+
+def test_a_commit_and_a_stopped_command_keep_previews():
+    payload = commit_payload(subject="s", sha="abc", diffstat="d" * 5000, turn=7, branch="b", patch="p" * 20000, run_id="r")
+    assert payload["text"] == payload["subject"] == "s" and payload["commit"] == "abc" and (payload["turn"], payload["branch"]) == (7, "b")
+    assert len(payload["diffstat"].encode()) == CODING_PREVIEW_BYTES + 3 and len(payload["patch"].encode()) == 16 * 1024 + 3
+    assert stopped_command(name="run", command="sleep 9", output="o" * 5000) == {"name": "run", "command": "sleep 9",
+                                                                                 "output": "o" * CODING_PREVIEW_BYTES + "…"}
