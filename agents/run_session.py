@@ -18,23 +18,17 @@ import logging
 import time
 
 from agents_site.vocabulary import EventKind, SessionStatus
+from toolkit.events import clip  # noqa: F401  (the one clip, shared with the runner; callers import it from here)
 
 logger = logging.getLogger(__name__)
 
 TITLE_BYTES = 120
-TEXT_PREVIEW_BYTES = 16 * 1024  # event payloads stay well under the 64 KiB event limit
 
 
 def session_title(text: str) -> str:
     """Return a session title: `text` trimmed, cut to 120 bytes (whole characters), or "agent run"."""
     title = (text or "").strip().encode()[:TITLE_BYTES].decode(errors="ignore").strip()
     return title or "agent run"
-
-
-def clip(text: str, limit: int = TEXT_PREVIEW_BYTES) -> str:
-    """Return `text` cut to `limit` UTF-8 bytes (whole characters)."""
-    raw = (text or "").encode()
-    return text if len(raw) <= limit else raw[:limit].decode(errors="ignore") + "…"
 
 
 class RunSession:

@@ -27,7 +27,6 @@ is told why. The working copy is removed whatever happens.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import time
@@ -48,13 +47,13 @@ from coding.remotes import RepoScheme, check_reachable, credential_value
 from coding.sandbox import default_limits
 from toolkit import commits
 from toolkit.coding import FINISH, WRITING_TOOLS, ToolBox, tool_definitions
+from toolkit.events import coding_call_payload, commit_payload, stopped_command
 from toolkit.sandbox import CommandCancelled, SandboxBackend
 from toolkit.stopping import StopSignal, run_stoppable
+from toolkit.toolloop import parsed_arguments
 
 logger = logging.getLogger(__name__)
 
-EVENT_TEXT_BYTES = 4 * 1024
-PATCH_EVENT_BYTES = 16 * 1024
 #: `gen_ai.tool.name` of the agent.tool spans of a turn's commit and of the branch push (issue 32 item 6).
 SPAN_COMMIT = "git.commit"
 SPAN_PUSH = "git.push"
@@ -267,9 +266,8 @@ class CodingLoop(RunLoop):
         commit = Commit(sha=sha, subject=subject, turn=turn, diffstat=stat, patch=self.git.patch(sha))
         self.outcome.commits.append(commit)
         self.committed_bytes += plan.bytes
-        self._append(EventKind.COMMIT, {"text": subject, "commit": sha, "subject": subject, "diffstat": clip(stat, EVENT_TEXT_BYTES),
-                                        "turn": turn, "branch": self.coding.branch, "runId": self.run.id,
-                                        "patch": clip(commit.patch, PATCH_EVENT_BYTES)})
+        self._append(EventKind.COMMIT, commit_payload(subject=subject, sha=sha, diffstat=stat, turn=turn, branch=self.coding.branch,
+                                                      patch=commit.patch, run_id=self.run.id))
         if plan.notes:
             self._tell(messages, plan.notes, refused="links", files=[p for p, _ in plan.outside_links])
         return False
@@ -327,11 +325,7 @@ class CodingLoop(RunLoop):
                 for call in calls:
                     name = getattr(call.function, "name", "") or ""
                     raw = getattr(call.function, "arguments", "") or ""
-                    try:
-                        arguments = json.loads(raw or "{}")
-                    except json.JSONDecodeError:
-                        arguments = {}
-                    arguments = arguments if isinstance(arguments, dict) else {}
+                    arguments = parsed_arguments(raw)
                     if name == FINISH:
                         summary = arguments.get("summary")
                         finished = summary if isinstance(summary, str) else ""
@@ -345,10 +339,8 @@ class CodingLoop(RunLoop):
                         described.append((name, arguments))
                     result = valid_text(result)
                     self.outcome.tool_calls += 1
-                    seq = self._append(EventKind.TOOL_CALL, {
-                        "name": name, "arguments": arguments if len(raw.encode()) <= EVENT_TEXT_BYTES else clip(raw, EVENT_TEXT_BYTES),
-                        "result": clip(result, EVENT_TEXT_BYTES), "error": failed, "round": turn_no, "runId": self.run.id,
-                    })
+                    seq = self._append(EventKind.TOOL_CALL, coding_call_payload(name=name, raw_arguments=raw, result=result, failed=failed,
+                                                                                turn_no=turn_no, run_id=self.run.id))
                     last_seq = seq if seq is not None else last_seq
                     messages.append({"role": ChatRole.TOOL, "tool_call_id": getattr(call, "id", ""), "content": result})
                 held = False
@@ -374,8 +366,7 @@ class CodingLoop(RunLoop):
             return run_stoppable(lambda: toolbox.acall(name, raw), self.stop)
         except CommandCancelled as killed:
             command = arguments.get("command") if isinstance(arguments.get("command"), str) else ""
-            self.outcome.stopped_command = {"name": name, "command": clip(masked(command), EVENT_TEXT_BYTES),
-                                            "output": clip(masked(valid_text(killed.result.output)), EVENT_TEXT_BYTES)}
+            self.outcome.stopped_command = stopped_command(name=name, command=masked(command), output=masked(valid_text(killed.result.output)))
             raise self._stopped() from None
 
     def _push_after_stop(self) -> bool:

@@ -25,7 +25,6 @@ server records it, masked, in the run's end.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import shutil
@@ -35,17 +34,18 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.execute import OK, Execution, RoutedRun, RunEnded, RunStopped, clip, valid_text
+from runner.execute import OK, Execution, RoutedRun, RunEnded, RunStopped
 from toolkit import commits
 from toolkit.coding import FINISH, WRITING_TOOLS, ToolBox, tool_definitions
+from toolkit.events import clip, coding_call_payload, commit_payload, valid_text
 from toolkit.sandbox import CommandCancelled, Limits, SandboxBackend, Unavailable
+from toolkit.toolloop import assistant_turn, parsed_arguments, tool_turn
 
 logger = logging.getLogger(__name__)
 
 CODING_KIND = "coding"
 BASE_NOT_FOUND = "base_not_found"  # the server's error code for a start branch the remote lacks
 MAX_TURNS = 40
-PATCH_EVENT_BYTES = 16 * 1024
 SYSTEM_PROMPT = (
     "You are a coding agent working in a git repository checked out at the working directory. "
     "Use the tools to inspect and change files and to run commands. The platform commits your changes "
@@ -170,8 +170,8 @@ class CodingExecution(Execution):
         self.committed_bytes += plan.bytes
         commit = {"sha": sha, "subject": subject, "turn": turn, "diffstat": stat}
         self.commits.append(commit)
-        await self.event("commit", {"text": subject, "commit": sha, "subject": subject, "diffstat": clip(stat, 4096), "turn": turn,
-                                    "branch": self.claim.branch, "patch": clip(patch, PATCH_EVENT_BYTES)})
+        await self.event("commit", commit_payload(subject=subject, sha=sha, diffstat=stat, turn=turn, branch=self.claim.branch, patch=patch,
+                                                  run_id=self.claim.run_id))
         await self.flush()  # each commit reaches the session as it is made
         if plan.notes:
             await self._tell(messages, plan.notes, refused="links", files=[p for p, _ in plan.outside_links])
@@ -238,17 +238,12 @@ class CodingExecution(Execution):
             if not calls:
                 self.outcome.output = content
                 return
-            messages.append({"role": "assistant", "content": content or "",  # "" not null: strict gateways (llama-cpp-python) refuse null
-                             "tool_calls": [call.model_dump(mode="json", exclude_none=True) for call in calls]})
+            messages.append(assistant_turn(content, [call.model_dump(mode="json", exclude_none=True) for call in calls]))
             finished, wrote, last_seq = None, False, None
             for call in calls:
                 self._check_stop()
                 name, raw = call.function.name or "", call.function.arguments or ""
-                try:
-                    arguments = json.loads(raw or "{}")
-                except ValueError:
-                    arguments = {}
-                arguments = arguments if isinstance(arguments, dict) else {}
+                arguments = parsed_arguments(raw)
                 if name == FINISH:
                     finished = arguments.get("summary") if isinstance(arguments.get("summary"), str) else ""
                     result, failed = "finished", False
@@ -258,12 +253,11 @@ class CodingExecution(Execution):
                     wrote = wrote or name in WRITING_TOOLS
                 self.outcome.tool_calls += 1
                 await self.flush()  # the turn's queued events (its message) land before its tool call, as on the server
-                stored = await self.server.append_event(session_id=self.claim.session_id, kind="tool-call", payload={
-                    "name": name, "arguments": arguments, "result": clip(valid_text(result), 4096), "error": failed,
-                    "round": turn_no, "runId": self.claim.run_id})
+                stored = await self.server.append_event(session_id=self.claim.session_id, kind="tool-call", payload=coding_call_payload(
+                    name=name, raw_arguments=raw, result=valid_text(result), failed=failed, turn_no=turn_no, run_id=self.claim.run_id))
                 if stored and isinstance(stored.get("seq"), int):
                     last_seq = stored["seq"]
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": valid_text(result)})
+                messages.append(tool_turn(call.id, valid_text(result)))
             held = False
             if wrote:
                 held = await self._commit(content=content, finished=finished, turn=last_seq or turn_no, messages=messages)

@@ -6,10 +6,12 @@ It carries no credential: inference uses this machine's `INFERENCE_BASE_URL` and
 `INFERENCE_API_KEY`. Out: the report body `{status, output|error, model, promptTokens,
 completionTokens, toolCalls, durationMs}` plus `finishReason` and `stoppedCommand` for a stopped run.
 
-The loop mirrors the server's run loop: instructions then the input; up to `toolRounds` (8)
-steps, the last offered no tools; 429, 5xx, connection errors and empty answers are retried 3
-times with equal-jitter backoff (tenacity); 30 s per tool call. Each step is appended to the
-run's session as an event. Between steps it applies the session's steering commands (stop,
+The loop follows the server's run loop, with the rules both take from `toolkit.toolloop`:
+instructions then the input; up to `toolRounds` (8) steps, the last offered no tools; a
+`message` command's text as a user turn. 429, 5xx, connection errors and empty answers are
+retried 3 times with the server's equal-jitter backoff (`toolkit.retry`); 30 s per tool call. Each step is appended to the run's
+session as an event shaped as the server shapes its own (`toolkit.events`: a tool-call event
+holds the whole arguments and result, cut to 4 KiB previews only past the event budget). Between steps it applies the session's steering commands (stop,
 pause/resume, message) and the daemon's own stop (SIGTERM), which end the run as an error.
 While a model call or a tool call runs, the session's control channel is read every
 `WATCH_POLL_SECONDS` (issue 25): a `stop` cancels the call at once (the gateway request is
@@ -30,31 +32,29 @@ cursor and the usage so far (`Execution._resumed`).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 import openai
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
 from runner.client import ServerClient
 from toolkit.approval import needs_approval
+from toolkit.events import clip, stopped_command, tool_call_payload, valid_text
 from toolkit.invoke import Tool, invoke
+from toolkit.retry import MODEL_ATTEMPTS, RETRY_BASE_SECONDS, RETRY_MAX_SECONDS, wait_equal_jitter
 from toolkit.sandbox import CommandCancelled
+from toolkit.toolloop import (DEFAULT_TOOL_ROUNDS, NO_ANSWER_AFTER_LAST_ROUND, assistant_turn, command_text, offered_tools, opening_messages,
+                              parsed_arguments, tool_turn)
 
 logger = logging.getLogger(__name__)
 
 OK, ERROR, WAITING = "ok", "error", "waiting"  # the server's run statuses, as its report route reads them
-EVENT_TEXT_BYTES = 16 * 1024
-#: A tool-call event keeps the whole result the model was handed (bounded at 16 KiB plus the
-#: truncation note by `toolkit.invoke`): a run resumed after an approval is rebuilt from it (issue 28).
-EVENT_RESULT_BYTES = 40 * 1024
 PAUSE_POLL_SECONDS = 1.0
 WATCH_POLL_SECONDS = 0.5  # how often the control channel is read while a model call or command runs
 STOPPED = "stopped"  # the server's FinishReason of a run its stop ended
-STOPPED_TEXT_BYTES = 4 * 1024  # a killed command's text and output kept in the report (as the server keeps its own)
 
 
 class EmptyAnswer(Exception):
@@ -88,18 +88,6 @@ def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
 
 
-def valid_text(text: str | None) -> str:
-    """Return `text` as valid UTF-8 ("" for None): a gateway may send a lone surrogate escape,
-    which the server refuses (400) in events and reports; it becomes `?`."""
-    return (text or "").encode("utf-8", "replace").decode("utf-8")
-
-
-def clip(text: str, limit: int = EVENT_TEXT_BYTES) -> str:
-    """Return `text` cut to `limit` UTF-8 bytes (whole characters)."""
-    raw = (text or "").encode()
-    return text if len(raw) <= limit else raw[:limit].decode(errors="ignore") + "…"
-
-
 @dataclass
 class RoutedRun:
     """A claimed run, read from the claim's answer."""
@@ -112,7 +100,7 @@ class RoutedRun:
     tools: list[str]
     input: str
     instructions_role: str = "system"
-    tool_rounds: int = 8
+    tool_rounds: int = DEFAULT_TOOL_ROUNDS
     tool_call_timeout: float = 30.0
     timeout_seconds: float = 600.0
     approval: dict = field(default_factory=dict)  # the agent's approval rules: `{tools: [name or prefix*]}`
@@ -131,7 +119,7 @@ class RoutedRun:
             tools=[str(t) for t in agent.get("tools") or []],
             input=str(body.get("input") or ""),
             instructions_role="user" if body.get("instructionsRole") == "user" else "system",
-            tool_rounds=max(int(body.get("toolRounds") or 8), 1),
+            tool_rounds=max(int(body.get("toolRounds") or DEFAULT_TOOL_ROUNDS), 1),
             tool_call_timeout=float(body.get("toolCallTimeoutSeconds") or 30),
             timeout_seconds=float(body.get("timeoutSeconds") or 600),
             approval=body.get("approval") if isinstance(body.get("approval"), dict) else {},
@@ -246,8 +234,8 @@ class Execution:
         (what it printed so far, clipped), never a tool result and never an event of its own —
         after the stop the session holds only the run's end, where the server records it masked
         (issue 25 item 2)."""
-        self.outcome.stopped_command = {"name": tool, "command": clip(valid_text(_command_of(raw_arguments)), STOPPED_TEXT_BYTES),
-                                        "output": clip(valid_text(stopped.result.output), STOPPED_TEXT_BYTES)}
+        self.outcome.stopped_command = stopped_command(name=tool, command=valid_text(_command_of(raw_arguments)),
+                                                       output=valid_text(stopped.result.output))
 
     # -- steering ---------------------------------------------------------------------------
     def _check_stop(self) -> None:
@@ -268,9 +256,10 @@ class Execution:
                 if verb == "stop":
                     raise _stopped(command)
                 if verb == "message":
-                    text = command.get("message") or json.dumps(command.get("payload"))
-                    messages.append({"role": "user", "content": text})
-                    await self.event("message", {"role": "user", "text": clip(text), "steered": True})
+                    text = command_text(command)
+                    if text:  # a message with no text adds no turn, as on the server
+                        messages.append({"role": "user", "content": text})
+                        await self.event("message", {"role": "user", "text": clip(text), "steered": True})
                 elif verb == "pause" and not paused:
                     paused = True
                     await self.server.set_session_status(session_id=self.run.session_id, status="paused")
@@ -327,8 +316,8 @@ class Execution:
     async def _complete(self, messages: list[dict], tools: list[dict] | None):
         async for attempt in AsyncRetrying(
             retry=retry_if_exception(_retryable),
-            stop=stop_after_attempt(3),
-            wait=wait_exponential_jitter(initial=0.15, max=2.0, jitter=0.15),
+            stop=stop_after_attempt(MODEL_ATTEMPTS),
+            wait=wait_equal_jitter(base=RETRY_BASE_SECONDS, cap=RETRY_MAX_SECONDS),
             reraise=True,
         ):
             with attempt:
@@ -362,16 +351,6 @@ class Execution:
         return completion.choices[0].message
 
     # -- the loop -----------------------------------------------------------------------------
-    def _opening(self) -> list[dict]:
-        messages: list[dict] = []
-        instructions = self.run.instructions.strip()
-        if instructions:
-            messages.append({"role": self.run.instructions_role, "content": instructions})
-        text = self.run.input.strip()
-        if text or not messages:
-            messages.append({"role": "user", "content": text})
-        return messages
-
     async def _resumed(self, offered: dict[str, Tool]) -> tuple[list[dict], int]:
         """Return the conversation of a resumed run with its waiting turn settled, and the next round.
 
@@ -389,9 +368,9 @@ class Execution:
                 result = valid_text(await self._tool(SimpleNamespace(id=call_id, function=function), offered, round_no))
             else:
                 result = valid_text(str(call.get("result") or ""))
-                await self.event("tool-call", {"name": name, "arguments": _arguments_of(str(call.get("arguments") or "")),
-                                               "result": clip(result, EVENT_RESULT_BYTES), "error": True, "round": round_no, "toolCallId": call_id})
-            messages.append({"role": "tool", "tool_call_id": call_id, "content": result})
+                await self.event("tool-call", tool_call_payload(name=name, raw_arguments=str(call.get("arguments") or ""), result=result,
+                                                                failed=True, round_no=round_no, call_id=call_id, run_id=self.run.run_id))
+            messages.append(tool_turn(call_id, result))
         return messages, round_no + 1
 
     async def _loop(self) -> None:
@@ -399,7 +378,8 @@ class Execution:
         if self.run.resume is not None:
             messages, first_round = await self._resumed(offered)
         else:
-            messages, first_round = self._opening(), 1
+            messages, first_round = opening_messages(instructions=self.run.instructions, text=self.run.input,
+                                                     instructions_role=self.run.instructions_role), 1
             for name in self.run.tools:
                 if name not in offered:
                     await self.event("log", {"text": f"tool {name} not offered: this machine has no such tool"})
@@ -409,13 +389,12 @@ class Execution:
         rounds = self.run.tool_rounds
         for round_no in range(first_round, rounds + 1):
             await self._steer(messages)
-            offer = definitions if definitions and round_no < rounds else None
+            offer = offered_tools(definitions, round_no=round_no, rounds=rounds)
             message = await self._answer(messages, offer)
             content = valid_text(message.content) if message.content is not None else None
             calls = list(message.tool_calls or [])
             if calls and offer:
-                messages.append({"role": "assistant", "content": content or "",  # "" not null (strict gateways)
-                                 "tool_calls": [call.model_dump(mode="json", exclude_none=True) for call in calls]})
+                messages.append(assistant_turn(content, [call.model_dump(mode="json", exclude_none=True) for call in calls]))
                 if content:
                     await self.event("message", {"role": "assistant", "text": clip(content), "model": self.outcome.model})
                 if any(needs_approval(self.run.approval, call.function.name or "") for call in calls):
@@ -423,11 +402,11 @@ class Execution:
                 for call in calls:
                     self._check_stop()
                     result = valid_text(await self._tool(call, offered, round_no))
-                    messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+                    messages.append(tool_turn(call.id, result))
                 continue
             text = content or ""
             if calls and not text:
-                raise RunEnded("the model asked for tools after its last tool round and gave no answer")
+                raise RunEnded(NO_ANSWER_AFTER_LAST_ROUND)
             await self.event("message", {"role": "assistant", "text": clip(text), "model": self.outcome.model})
             self.outcome.status, self.outcome.output = OK, text
             return
@@ -448,26 +427,14 @@ class Execution:
 
         result, failed = await self._watched(call())
         self.outcome.tool_calls += 1
-        await self.event("tool-call", {"name": name, "arguments": _arguments_of(raw), "result": clip(result, EVENT_RESULT_BYTES), "error": failed, "round": round_no,
-                                       "toolCallId": call_id})
+        await self.event("tool-call", tool_call_payload(name=name, raw_arguments=raw, result=valid_text(result), failed=failed, round_no=round_no,
+                                                        call_id=call_id, run_id=self.run.run_id))
         return result
-
-
-def _arguments_of(raw: str):
-    """Return a call's raw JSON arguments decoded for its event (the text, clipped, when not JSON)."""
-    try:
-        return json.loads(raw) if raw else {}
-    except ValueError:
-        return clip(raw, 2048)
 
 
 def _command_of(raw_arguments: str) -> str:
     """Return the `command` argument of a tool call's raw JSON arguments ("" when there is none)."""
-    try:
-        arguments = json.loads(raw_arguments or "{}")
-    except ValueError:
-        return ""
-    command = arguments.get("command") if isinstance(arguments, dict) else None
+    command = parsed_arguments(raw_arguments).get("command")
     return command if isinstance(command, str) else ""
 
 

@@ -18,33 +18,16 @@ cancels the awaiting task.
 from __future__ import annotations
 
 import asyncio
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.conf import settings
 from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception, stop_after_attempt
-from tenacity.wait import wait_base
 
 from agents.inference import UpstreamBusy, UpstreamError, chat_completion, chat_completion_async
+from toolkit.retry import wait_equal_jitter
 from toolkit.stopping import StopSignal, watching
-
-
-class wait_equal_jitter(wait_base):
-    """tenacity wait: before retry n, `d/2 + uniform(0, d/2)` with `d = min(base·2^(n-1), cap)`.
-
-    Example with base 0.15 s and cap 2 s: the first retry waits 75–150 ms, the second 150–300 ms.
-    """
-
-    def __init__(self, *, base: float, cap: float) -> None:
-        self.base = max(base, 0.0)
-        self.cap = max(cap, 0.0)
-
-    def __call__(self, retry_state: RetryCallState) -> float:
-        exponent = max(retry_state.attempt_number - 1, 0)
-        d = min(self.base * (2**exponent), self.cap)
-        return d / 2 + random.uniform(0, d / 2)
 
 
 @dataclass

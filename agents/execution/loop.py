@@ -41,7 +41,7 @@ from agents.execution.completion import CompletionFailed, CompletionStopped, Rep
 from agents.execution.context import fit
 from agents.execution.drive import Ask, Blocking, Steps, Wait, drive
 from agents.models import Agent, Run
-from agents.run_session import RunSession, clip
+from agents.run_session import RunSession
 from agents.runs.lifecycle import Outcome, stop_reason, user_turn
 from agents.tools.backends.base import ToolContext
 from agents.tools.invoke import invoke_tool
@@ -49,17 +49,11 @@ from agents.tools.registry import resolve_tools
 from agents_site.vocabulary import ChatRole, ControlCommand, EventKind, FinishReason, RunStatus, SessionStatus
 from sessions.masking import StreamMasker
 from sessions.scanner import redact_text
+from toolkit.events import clip, tool_call_payload, valid_text
 from toolkit.stopping import StopSignal
+from toolkit.toolloop import command_text as _command_text, opening_messages, parsed_arguments
 
 logger = logging.getLogger(__name__)
-
-#: A tool-call event keeps the arguments and the result as the model wrote and read them (both
-#: already bounded by `toolkit.invoke`), so a run resumed from its log (issue 28) rebuilds the
-#: conversation it had; only an event that would not fit `EVENT_BUDGET_BYTES` (under the 64 KiB
-#: an event may hold) is cut to the preview sizes.
-EVENT_PREVIEW_BYTES = 4 * 1024
-EVENT_BUDGET_BYTES = 60 * 1024
-
 
 #: The result a nested run (an agent called as a tool) gets for a call its approval rules name:
 #: it cannot wait for a person (its parent holds the turn), so the call is not executed.
@@ -85,15 +79,6 @@ class RunListener:
 
     def ops(self, ops: list[dict]) -> None:
         """Hear the client-executed tool calls the round hands back."""
-
-
-def parsed_arguments(raw: str) -> dict:
-    """Return a tool call's JSON arguments as an object; malformed or non-object arguments → `{}`."""
-    try:
-        value = json.loads(raw) if raw else {}
-    except (json.JSONDecodeError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def reply_finish(completion) -> str:
@@ -143,29 +128,8 @@ def compose_prompt(agent: Agent, text: str) -> list[dict]:
     """Return the opening messages: the instructions (role `AGENTS_INSTRUCTIONS_ROLE`), then the
     input trimmed as a user turn (omitted when empty; a run with neither sends one empty user
     turn). Example: instructions "Be brief", input " hi " → `[system "Be brief", user "hi"]`."""
-    messages: list[dict] = []
-    instructions = (agent.instructions or "").strip()
-    if instructions:
-        role = ChatRole.USER if settings.AGENTS_INSTRUCTIONS_ROLE == ChatRole.USER else ChatRole.SYSTEM
-        messages.append({"role": role, "content": instructions})
-    text = (text or "").strip()
-    if text or not messages:
-        messages.append({"role": ChatRole.USER, "content": text})
-    return messages
-
-
-def _command_text(command: dict) -> str:
-    text = command.get("message")
-    if not text and command.get("payload") is not None:
-        payload = command["payload"]
-        text = payload if isinstance(payload, str) else json.dumps(payload)
-    return (text or "").strip()
-
-
-def valid_text(text: str | None) -> str:
-    """Return `text` as valid UTF-8 ("" for None): a gateway may send a lone surrogate escape
-    (`"\\ud800"`), which no store, event or response can encode; it becomes `?`."""
-    return (text or "").encode("utf-8", "replace").decode("utf-8")
+    role = ChatRole.USER if settings.AGENTS_INSTRUCTIONS_ROLE == ChatRole.USER else ChatRole.SYSTEM
+    return opening_messages(instructions=agent.instructions, text=text, instructions_role=role)
 
 
 def masked(text: str) -> str:
@@ -184,32 +148,6 @@ def _masked_call(call) -> dict:
     if function.get("arguments"):
         function["arguments"] = masked(function["arguments"])
     return dumped
-
-
-def _arguments_for_event(raw: str, limit: int | None):
-    """The arguments as JSON when they parse and fit `limit` bytes (None: any size), else the text cut to it."""
-    try:
-        return json.loads(raw) if limit is None or len(raw.encode()) <= limit else clip(raw, limit)
-    except json.JSONDecodeError:
-        return raw if limit is None else clip(raw, limit)
-
-
-def tool_call_payload(*, name: str, raw_arguments: str, result: str, failed: bool, round_no: int, call_id: str, run_id: str) -> dict:
-    """Return the `tool-call` event of one call: masked arguments (as JSON when they parse) and result.
-
-    Whole — what the model wrote and read (the arguments are bounded by the tools' 32 KiB, the
-    result by their 16 KiB and then masked, which may lengthen it), so a resumed run's rebuild
-    (`agents.execution.resume.rebuild`) hands the model the same turn — and cut to
-    `EVENT_PREVIEW_BYTES` each only when the compact JSON would pass `EVENT_BUDGET_BYTES`
-    (escaping can grow text up to sixfold). `raw_arguments` and `result` must already be masked.
-    """
-    for arguments_limit, result_limit in ((None, None), (EVENT_PREVIEW_BYTES, EVENT_PREVIEW_BYTES)):
-        kept = result if result_limit is None else clip(result, result_limit)
-        payload = {"name": name, "arguments": _arguments_for_event(raw_arguments, arguments_limit), "result": kept,
-                   "error": failed, "round": round_no, "toolCallId": call_id, "runId": run_id}
-        if len(json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()) <= EVENT_BUDGET_BYTES:
-            break
-    return payload
 
 
 def _wire(call) -> str:

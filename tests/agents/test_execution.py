@@ -98,7 +98,7 @@ def test_a_tool_call_event_keeps_what_the_model_read_and_fits_an_event_when_esca
     """Issue 28: the event holds the whole result (up to the tools' 16 KiB and its notice) and the
     arguments, so a resumed run rebuilds its conversation; a payload whose JSON escaping would pass
     the event budget is cut to the 4 KiB previews instead of being refused (and lost)."""
-    from agents.execution.loop import EVENT_BUDGET_BYTES, EVENT_PREVIEW_BYTES, tool_call_payload
+    from toolkit.events import EVENT_BUDGET_BYTES, EVENT_PREVIEW_BYTES, tool_call_payload
     from sessions.fields import dump_payload
     from toolkit.invoke import MAX_RESULT_BYTES, cut
 

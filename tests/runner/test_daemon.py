@@ -190,6 +190,9 @@ def test_the_runner_streams_its_steps_into_the_runs_session(org_a, daphne_server
     assert events[0][1]["text"].startswith("tool current_time_nope not offered")
     assert events[1][1] == {"role": "user", "text": "2+2?", "runId": "run_stream"}
     assert events[2][1]["name"] == "calculator" and events[2][1]["result"] == "4" and events[2][1]["error"] is False
+    # the tool-call event is shaped as the server shapes its own (toolkit.events.tool_call_payload)
+    assert events[2][1] == {"name": "calculator", "arguments": {"expression": "2+2"}, "result": "4", "error": False, "round": 1,
+                            "toolCallId": events[2][1]["toolCallId"], "runId": "run_stream"} and events[2][1]["toolCallId"]
     assert events[3][1]["text"] == "four" and events[3][1]["runId"] == "run_stream"
     from sessions.models import Event
 

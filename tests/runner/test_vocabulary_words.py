@@ -1,8 +1,9 @@
 """The runner's words are the server's vocabulary (issue 27 item 5).
 
-The runner imports nothing of the server (the import contract), so it spells the words it sends
-— event kinds, chat roles, control verbs, session statuses, run statuses, finish reasons,
-sandbox names — as literals. This test reads the runner's source and ties every such literal to
+The runner imports nothing of the server (the import contract), and neither does the shared core
+(`toolkit`) both sides import, so they spell the words they send — event kinds, chat roles,
+control verbs, session statuses, run statuses, finish reasons, target kinds, sandbox names — as
+literals. This test reads the source of `runner/` and `toolkit/` and ties every such literal to
 `agents_site/vocabulary.py`: a word the server does not know fails here, naming file and line.
 """
 
@@ -11,36 +12,76 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from agents_site.vocabulary import ChatRole, ControlCommand, EventKind, FinishReason, MachineSandbox, RunKind, RunStatus, SessionStatus
+from agents_site.vocabulary import (ChatRole, ControlCommand, EventKind, FinishReason, MachineSandbox, RunKind, RunStatus, SessionStatus,
+                                    TargetKind)
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNNER = sorted((ROOT / "runner").glob("*.py"))
+TOOLKIT = sorted((ROOT / "toolkit").rglob("*.py"))
 
 
 def _literal(node) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
+def _literals(node) -> list[str]:
+    """The string constants `node` is: one, each of a tuple/list display, or both branches of `a if c else b`."""
+    if isinstance(node, ast.Tuple | ast.List):
+        return [w for e in node.elts for w in _literals(e)]
+    if isinstance(node, ast.IfExp):
+        return _literals(node.body) + _literals(node.orelse)
+    word = _literal(node)
+    return [] if word is None else [word]
+
+
+def _role(name: str | None) -> bool:
+    return bool(name) and name.lower().endswith("role")
+
+
 def _words(path: Path) -> list[tuple[str, str, int]]:
-    """Return `(vocabulary, word, line)` for every literal the runner uses as a vocabulary word."""
+    """Return `(vocabulary, word, line)` for every literal the file at `path` uses as a vocabulary word."""
+    return _words_in(path.read_text())
+
+
+def _words_in(source: str) -> list[tuple[str, str, int]]:
+    """Return `(vocabulary, word, line)` for every literal `source` uses as a vocabulary word."""
     found = []
-    tree = ast.parse(path.read_text())
+    tree = ast.parse(source)
+    module_level = set(map(id, tree.body))
+    class_level = {id(n) for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for n in c.body}
     for node in ast.walk(tree):
         # self.event("log", {...}) / event(kind, ...): the first argument is an event kind.
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "event" and node.args:
             if (word := _literal(node.args[0])) is not None:
                 found.append(("EventKind", word, node.lineno))
-        # set_session_status(..., status="paused")
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "set_session_status":
+        if isinstance(node, ast.Call):
             for keyword in node.keywords:
-                if keyword.arg == "status" and (word := _literal(keyword.value)) is not None:
-                    found.append(("SessionStatus", word, node.lineno))
-        # {"role": "assistant", ...}
+                # set_session_status(..., status="paused")
+                if keyword.arg == "status" and isinstance(node.func, ast.Attribute) and node.func.attr == "set_session_status":
+                    found += [("SessionStatus", word, node.lineno) for word in _literals(keyword.value)]
+                # append_event(..., kind="tool-call")
+                if keyword.arg == "kind":
+                    found += [("EventKind", word, node.lineno) for word in _literals(keyword.value)]
+                # RoutedRun(instructions_role="user" if ... else "system")
+                if _role(keyword.arg):
+                    found += [("ChatRole", word, node.lineno) for word in _literals(keyword.value)]
+                # parser.add_argument("--kind", default="machine")
+                if keyword.arg == "default" and node.args and _literal(node.args[0]) == "--kind":
+                    found += [("TargetKind", word, node.lineno) for word in _literals(keyword.value)]
+        # def opening_messages(..., instructions_role: str = "system")
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            arguments = node.args
+            defaults = list(zip(arguments.args[len(arguments.args) - len(arguments.defaults):], arguments.defaults))
+            defaults += [(a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None]
+            found += [("ChatRole", word, node.lineno) for a, d in defaults if _role(a.arg) for word in _literals(d)]
+        # {"role": "assistant", ...}; {"command": "stop", ...}
         if isinstance(node, ast.Dict):
             for key, value in zip(node.keys, node.values):
                 if _literal(key) == "role" and (word := _literal(value)) is not None:
                     found.append(("ChatRole", word, node.lineno))
-        # verb == "stop" / command.get("command") == "pause"
+                if _literal(key) == "command" and (word := _literal(value)) is not None:
+                    found.append(("ControlCommand", word, node.lineno))
+        # verb == "stop" / command.get("command") == "pause" / body.get("instructionsRole") == "user"
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
             left, right = node.left, node.comparators[0]
             named = (left.id if isinstance(left, ast.Name) else
@@ -49,12 +90,23 @@ def _words(path: Path) -> list[tuple[str, str, int]]:
                 found.append(("ControlCommand", word, node.lineno))
             if named == "kind" and (word := _literal(right)) is not None:
                 found.append(("EventKind", word, node.lineno))
-        # Module constants named for what they hold: OK, ERROR, WAITING = "ok", "error", "waiting"; STOPPED = "stopped"; CODING_KIND = "coding".
-        if isinstance(node, ast.Assign) and node.col_offset == 0:
+            if _role(named) and (word := _literal(right)) is not None:
+                found.append(("ChatRole", word, node.lineno))
+        # Class fields named for what they hold: `instructions_role: str = "system"`, `kind: str = "machine"` (the target's kind).
+        if isinstance(node, ast.AnnAssign) and id(node) in class_level | module_level and isinstance(node.target, ast.Name) and node.value is not None:
+            if _role(node.target.id):
+                found += [("ChatRole", word, node.lineno) for word in _literals(node.value)]
+            elif node.target.id == "kind":
+                found += [("TargetKind", word, node.lineno) for word in _literals(node.value)]
+        # Module constants named for what they hold: OK, ERROR, WAITING = "ok", "error", "waiting"; STOPPED = "stopped";
+        # CODING_KIND = "coding"; KINDS = ("laptop", …) (the target kinds a machine may register as).
+        if isinstance(node, ast.Assign) and id(node) in module_level:
             targets = [t.id for t in node.targets if isinstance(t, ast.Name)]
             names = [e.id for e in node.targets[0].elts] if isinstance(node.targets[0], ast.Tuple) else targets
-            values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+            values = node.value.elts if isinstance(node.value, ast.Tuple) and len(names) > 1 else [node.value]
             for name, value in zip(names, values):
+                if name == "KINDS":
+                    found += [("TargetKind", word, node.lineno) for word in _literals(value)]
                 word = _literal(value)
                 if word is None:
                     continue
@@ -76,17 +128,56 @@ VOCABULARY = {
     "FinishReason": set(FinishReason.values),
     "RunKind": set(RunKind.values),
     "MachineSandbox": set(MachineSandbox.values),
+    "TargetKind": set(TargetKind.values),
 }
 
 
 def test_the_scan_reads_the_runner():
     kinds = {vocabulary for path in RUNNER for vocabulary, _, _ in _words(path)}
-    assert {"EventKind", "ChatRole", "ControlCommand", "SessionStatus", "RunStatus"} <= kinds
+    assert {"EventKind", "ChatRole", "ControlCommand", "SessionStatus", "RunStatus", "FinishReason", "RunKind", "TargetKind"} <= kinds
+
+
+def test_the_scan_reads_the_words_the_runner_takes_from_the_shared_core():
+    """The tool loop's rules (`toolkit.toolloop`) spell the chat roles; a child's stop (`toolkit.stopping`) a control verb."""
+    words = {(path.name, vocabulary, word) for path in TOOLKIT for vocabulary, word, _ in _words(path)}
+    assert {("toolloop.py", "ChatRole", "system"), ("toolloop.py", "ChatRole", "user"), ("toolloop.py", "ChatRole", "assistant"),
+            ("toolloop.py", "ChatRole", "tool"), ("stopping.py", "ControlCommand", "stop")} <= words
+
+
+def test_the_scan_finds_every_form_a_word_takes():
+    """Each form the runner writes a word in is read (so a misspelt word in any of them would fail the test below)."""
+    source = """
+KINDS = ("laptop", "spaceship")
+OK, ERROR, WAITING = "ok", "error", "waitng"
+STOPPED = "halted"
+CODING_KIND = "codin"
+
+class Claim:
+    instructions_role: str = "narrator"
+    kind: str = "toaster"
+
+def opening(*, instructions_role: str = "sistem"):
+    parser.add_argument("--kind", default="boat")
+    Claim(instructions_role="usr" if body.get("instructionsRole") == "uzer" else "system")
+    self.event("tool_call", {"role": "bot"})
+    server.append_event(kind="tool_cal", payload={})
+    server.set_session_status(status="sleeping")
+    child.set({"command": "halt"})
+    if verb == "pauze" or command.get("command") == "resum" or event.get("kind") == "comit":
+        pass
+"""
+    unknown = sorted((vocabulary, word) for vocabulary, word, _ in _words_in(source) if word not in VOCABULARY[vocabulary])
+    assert unknown == sorted([
+        ("TargetKind", "spaceship"), ("RunStatus", "waitng"), ("FinishReason", "halted"), ("RunKind", "codin"),
+        ("ChatRole", "narrator"), ("TargetKind", "toaster"), ("ChatRole", "sistem"), ("TargetKind", "boat"), ("ChatRole", "usr"),
+        ("ChatRole", "uzer"), ("EventKind", "tool_call"), ("ChatRole", "bot"), ("EventKind", "tool_cal"), ("SessionStatus", "sleeping"),
+        ("ControlCommand", "halt"), ("ControlCommand", "pauze"), ("ControlCommand", "resum"), ("EventKind", "comit"),
+    ])
 
 
 def test_every_word_the_runner_spells_is_in_the_vocabulary():
     unknown = [f"{path.relative_to(ROOT)}:{line}: {word!r} is not a {vocabulary} word"
-               for path in RUNNER for vocabulary, word, line in _words(path) if word not in VOCABULARY[vocabulary]]
+               for path in RUNNER + TOOLKIT for vocabulary, word, line in _words(path) if word not in VOCABULARY[vocabulary]]
     assert unknown == []
 
 
