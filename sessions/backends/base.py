@@ -75,6 +75,11 @@ class Subscription:
         """Return the number of frames buffered and not yet read."""
         return len(self._frames)
 
+    @property
+    def waiting(self) -> bool:
+        """Return True while a reader is parked in `get` (nothing buffered; it waits for a frame)."""
+        return self._waiter is not None and not self._waiter.done()
+
     async def get(self, timeout: float | None) -> dict | None:
         """Return the next frame, or None after `timeout` seconds without one.
 
@@ -147,6 +152,11 @@ class Fanout:
         """Return the number of subscriptions of `org` in this process."""
         with self._lock:
             return len(self._subscriptions.get(org, ()))
+
+    def subscriptions(self, org: str) -> list[Subscription]:
+        """Return the live subscriptions of `org` in this process (a snapshot, in no order)."""
+        with self._lock:
+            return list(self._subscriptions.get(org, ()))
 
     def deliver(self, org: str, frame: dict) -> None:
         """Offer `frame` to every subscription of `org`, each on its own loop; never blocks."""

@@ -9,6 +9,7 @@ from django.test import Client
 
 from tests.agents.conftest import debits, fund, make_agent, stored_runs
 from tests.support.upstream import Reply
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -31,12 +32,11 @@ def test_simultaneous_runs_cannot_share_the_last_fee(org_a, upstream):
     threads = [threading.Thread(target=run) for _ in range(6)]
     for t in threads:
         t.start()
-    # Let every request reach the gate before the admitted one's model answers.
-    for _ in range(100):
-        if len(statuses) >= 5:
-            break
-        threading.Event().wait(0.05)
-    released.set()
+    # Every request reaches the gate (five answered 402) before the admitted one's model answers.
+    try:
+        wait_until(lambda: len(statuses) >= 5, timeout=60, what="five requests refused at the gate")
+    finally:
+        released.set()
     for t in threads:
         t.join(30)
     assert sorted(statuses) == [200, 402, 402, 402, 402, 402]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from agents_site.vocabulary import McpTransport
 from tests.agents.conftest import make_agent, run
 from tests.support.live import free_port
 from tests.support.upstream import Reply
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.django_db
 
@@ -32,13 +32,16 @@ def mcp_http_url():
     """A real streamable-HTTP MCP server in its own process for this module."""
     port = free_port()
     proc = subprocess.Popen([sys.executable, str(SERVER), str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
+
+    def listening() -> bool:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
         except OSError:
-            time.sleep(0.05)
+            assert proc.poll() is None, "the MCP server exited"
+            return False
+        return True
+
+    wait_until(listening, timeout=60, interval=0.05, what=f"the MCP server to listen on {port}")
     yield f"http://127.0.0.1:{port}/mcp"
     proc.terminate()
     proc.wait(timeout=10)
@@ -190,7 +193,7 @@ def test_admin_refuses_an_http_server_without_url(make_org):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_stop_cancels_an_mcp_call_in_flight_and_records_no_result(funded, upstream, mcp_http_url, settings):
+def test_a_stop_cancels_an_mcp_call_in_flight_and_records_no_result(funded, upstream, mcp_http_url, settings, tmp_path):
     """Issue 25: the call's task is cancelled (its HTTP request closed); no tool result follows the stop.
     The tool would answer only after 600 s and may take that long: the run ends because the call was cancelled."""
     settings.AGENTS_TOOL_CALL_TIMEOUT_SECONDS = 600
@@ -199,14 +202,12 @@ def test_a_stop_cancels_an_mcp_call_in_flight_and_records_no_result(funded, upst
 
     register_http(funded, mcp_http_url)
     make_agent(funded, "waiter", tools=["mcp__remote__wait"])
-    upstream.script(Reply(tool_calls=[("mcp__remote__wait", {"seconds": 600})]), Reply(content="never"))
+    began = tmp_path / "began"
+    upstream.script(Reply(tool_calls=[("mcp__remote__wait", {"seconds": 600, "began": str(began)})]), Reply(content="never"))
 
     def script(sid, steer):
-        deadline = time.monotonic() + 30
-        while not upstream.streams or not upstream.streams[0].finished:  # the model asked for the tool: the call is next
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
-        time.sleep(0.3)  # let the call begin (if it has not, the stop refuses it before it starts: same record)
+        # The server's tool writes its pid to `began` as it starts waiting: the call is in flight.
+        wait_until(lambda: began.exists() and began.read_text(), timeout=60, what="the MCP call to begin")
         steer.post(sid, "stop")
 
     steer = Steer(funded, script)
@@ -237,10 +238,8 @@ def test_a_stop_cancels_a_stdio_mcp_call_in_flight_and_ends_its_server_process(f
     server: dict = {}
 
     def script(sid, steer):
-        deadline = time.monotonic() + 60
-        while not (began.exists() and began.read_text()):  # the stdio server's tool is waiting: the call is in flight
-            assert time.monotonic() < deadline, "the MCP call never began"
-            time.sleep(0.02)
+        # The stdio server's tool is waiting: the call is in flight.
+        wait_until(lambda: began.exists() and began.read_text(), timeout=60, what="the MCP call to begin")
         pid = int(began.read_text().split()[0])
         server.update(pid=pid, start=processes()[pid][3])
         steer.post(sid, "stop", message="enough")

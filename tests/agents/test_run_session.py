@@ -44,7 +44,8 @@ def executor_channel(org, session_id: str) -> str:
         return Session.objects.values_list("executor_channel", flat=True).get(pk=session_id)
 
 
-def wait_until(predicate, timeout: float = 5.0) -> bool:
+def wait_until(predicate, timeout: float = 30.0) -> bool:
+    """Poll `predicate()` until true (True) or `timeout` s pass (False): a condition, not a guessed wait."""
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
@@ -193,11 +194,12 @@ class TestSteering:
         def script(sid, steer):
             steer.post(sid, "pause")  # while the first completion is still in flight
             slow.set()
-            deadline = time.monotonic() + 5
-            while session_status(funded, sid) != "paused" and time.monotonic() < deadline:
-                time.sleep(0.02)
+            wait_until(lambda: session_status(funded, sid) == "paused")
             seen["status"] = session_status(funded, sid)
-            time.sleep(0.3)  # held: the loop must not take its next step
+            # Not synchronisation: a window in which the paused loop must NOT take its next step
+            # (an absence has no condition to wait on; a loop that ignored the pause would call
+            # the model again well within it).
+            time.sleep(0.3)
             seen["calls while paused"] = len(upstream.chat_requests)
             steer.post(sid, "resume")
 
@@ -246,9 +248,7 @@ class TestSteering:
         def script(sid, steer):
             steer.post(sid, "pause")
             slow.set()
-            deadline = time.monotonic() + 5
-            while session_status(funded, sid) != "paused" and time.monotonic() < deadline:
-                time.sleep(0.02)
+            wait_until(lambda: session_status(funded, sid) == "paused")
             steer.post(sid, "stop")
 
         steer = Steer(funded, script)

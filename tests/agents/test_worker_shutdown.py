@@ -87,7 +87,7 @@ def test_sigterm_lets_a_run_finishing_within_the_grace_finish_and_bill(make_org,
         run = _submit(org, "short")
         wait_for(lambda: upstream.chat_requests, timeout=30, message=f"the run to reach the model\n{cluster.log()[-3000:]}")
         cluster.proc.terminate()
-        threading.Timer(GRACE / 4, released.set).start()  # the model answers within the grace
+        threading.Timer(GRACE / 4, released.set).start()  # the model answers within the grace (the clock under test, not a wait)
         cluster.proc.wait(timeout=GRACE + 30)
     finally:
         released.set()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 
 import pytest
 
@@ -13,6 +12,7 @@ from sessions.models import Event
 from tests.agents.test_run_session import Steer, session_status
 from tests.coding.conftest import execute, git, start
 from tests.support.upstream import Reply
+from tests.support.waiting import wait_until
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -49,9 +49,7 @@ def test_stop_ends_the_run_without_a_push_and_reports_local_commits(shop, remote
     body = start(shop).json()
 
     def script(sid, steer):
-        deadline = time.monotonic() + 10
-        while len(upstream.chat_requests) < 2 and time.monotonic() < deadline:  # the second turn is in flight
-            time.sleep(0.01)
+        wait_until(lambda: len(upstream.chat_requests) >= 2, timeout=60, what="the second turn to be in flight")
         # The stop cancels that turn's completion (issue 25): the held reply is never released
         # here (a run that only looked between turns would wait out the hold and finish `ok`).
         steer.post(sid, "stop")

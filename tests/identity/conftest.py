@@ -85,7 +85,7 @@ class Receiver:
                         error = f"{type(exc).__name__}: {exc}"
                 receiver.received.append(Received(headers, body, verified, error))
                 if receiver.mode == "slow":
-                    time.sleep(receiver.slow_seconds)
+                    time.sleep(receiver.slow_seconds)  # a receiver slow on purpose (the behaviour under test), not a wait
                 if receiver.mode == "fail":
                     self.send_response(500)
                 elif receiver.mode == "redirect":

@@ -134,8 +134,7 @@ def test_the_websocket_client_acknowledges_reconnects_and_stops_on_revocation():
             await ws.close(1012)
             return
         await ws.send(json.dumps({"type": "security_alert", "code": "agent.token_revoked", "data": {}}))
-        await asyncio.sleep(0)
-        await ws.close(4403)
+        await ws.close(4403)  # after the alert on the same connection: the client reads the alert first
 
     async def main():
         async with websockets.serve(platform, "127.0.0.1", 0) as server:

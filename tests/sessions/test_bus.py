@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import uuid
 
 import pytest
 from django.db import connections
@@ -12,6 +13,7 @@ from sessions import services
 from sessions.backends.base import BusError, SubscriberDropped
 from sessions.bus import get_bus
 from sessions.models import Event
+from tests.support.waiting import until
 
 
 async def _drain(subscription, *, idle: float = 0.2) -> list[dict]:
@@ -122,16 +124,53 @@ def test_a_subscription_wait_times_out_wakes_on_a_frame_and_drains_what_waits(se
             loop = asyncio.get_running_loop()
             started = loop.time()
             assert await subscription.get(0.05) is None and loop.time() - started >= 0.04
+            # A frame offered from another thread while `get` waits (offered earlier, it is buffered and
+            # `get` returns it at once: the assertions hold either way, so the delay is not synchronisation).
             threading.Timer(0.05, lambda: get_bus().publish(org_a.slug, {"org": org_a.slug, "n": 1})).start()
             frame = await subscription.get(5)
             assert frame["n"] == 1 and loop.time() - started < 4
             for n in range(2, 7):
                 get_bus().publish(org_a.slug, {"org": org_a.slug, "n": n})
-            while subscription.backlog < 5:
-                await asyncio.sleep(0.01)
+            await until(lambda: subscription.backlog >= 5, what="five frames buffered")
             assert [f["n"] for f in subscription.drain(3)] == [2, 3, 4]
             assert [f["n"] for f in subscription.drain(10)] == [5, 6] and subscription.drain(10) == []
         finally:
             subscription.close()
 
     asyncio.run(scenario())
+
+
+def test_a_subscriber_that_stops_reading_never_delays_the_others_and_is_dropped_at_its_buffer(any_bus, settings):
+    """Issue 26 item 2 on every backend (in-process, the in-memory layer, Redis): one subscriber
+    never reads while another does. Each frame is published only once the reader holds the one
+    before (a bounded wait: a publish or a fan-out that waited on the stalled buffer would hang
+    here); the stalled one holds `AGENTS_SSE_BUFFER_FRAMES` frames, is dropped (unsubscribed) by
+    the next, and its reader then drains what it holds and gets `SubscriberDropped`."""
+    settings.AGENTS_SSE_BUFFER_FRAMES = capacity = 16
+    total = 3 * capacity
+    org = f"slow-{uuid.uuid4().hex[:8]}"
+
+    async def scenario():
+        bus = get_bus()
+        stalled = await bus.subscribe(org)  # never read until the end
+        reader = await bus.subscribe(org)
+        got, stalled_seen = [], []
+        for n in range(1, total + 1):
+            await asyncio.to_thread(bus.publish, org, {"kind": "event", "org": org, "n": n})
+            frame = await reader.get(30)  # bounded; generous for a loaded machine
+            assert frame is not None, f"frame {n} never reached the reading subscriber"
+            got.append(frame["n"])
+            # Both subscriptions are offered a frame in one turn of their loop: by the time the
+            # reader holds frame n, the stalled one was offered it too.
+            stalled_seen.append((stalled.dropped, stalled.backlog))
+        count = bus.subscriber_count(org)
+        held = await _drain(stalled)
+        reader_dropped = reader.dropped
+        reader.close()
+        return got, stalled_seen, count, held, reader_dropped
+
+    got, stalled_seen, count, held, reader_dropped = asyncio.run(scenario())
+    assert got == list(range(1, total + 1)) and reader_dropped is False
+    assert stalled_seen == [(False, n) for n in range(1, capacity + 1)] + [(True, capacity)] * (total - capacity)
+    assert count == 1  # the dropped subscriber was unsubscribed; the reader is left
+    assert [f.get("n") for f in held[:-1]] == list(range(1, capacity + 1)) and held[-1] == {"dropped": True}

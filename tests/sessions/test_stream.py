@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import time
 
 import httpx
@@ -17,6 +18,7 @@ from sessions.models import Event
 from sessions.presenters import event_view, session_view
 from sessions.stream import parse_last_event_id, session_stream
 from tests.sessions.sse import open_stream
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.both_stores
 
@@ -416,8 +418,10 @@ def test_frames_waiting_when_the_stream_reads_go_out_in_one_write_in_order(org_a
     async def scenario() -> list[str]:
         stream = session_stream(org=org_a.slug, root=None, last_event_id=None)
         chunks = [await stream.__anext__()]
+        # `: stream open` is yielded after the subscription is taken: it is attached here.
+        [subscription] = get_bus().fanout.subscriptions(org_a.slug)
         waiting = asyncio.ensure_future(stream.__anext__())  # the (empty) replay, then the live wait
-        await asyncio.sleep(0.2)
+        await until(lambda: subscription.waiting, what="the stream to wait on its subscription")
         for frame in frames:  # all ten arrive before the stream runs again
             get_bus().publish(org_a.slug, frame)
         chunks.append(await asyncio.wait_for(waiting, 10))
@@ -432,3 +436,78 @@ def test_frames_waiting_when_the_stream_reads_go_out_in_one_write_in_order(org_a
     sent = writes[0].split("\n\n")[:-1]
     assert [int(f.split("id: ", 1)[1].split("\n", 1)[0]) for f in sent] == list(range(1, 11))
     assert [json.loads(f.split("data: ", 1)[1])["event"]["payload"]["n"] for f in sent] == list(range(1, 11))
+
+
+def _stalled_client(server, org) -> socket.socket:
+    """Open the org's stream on a raw socket with a small receive buffer, read up to `: stream
+    open` (its subscription is attached), and return the socket: from here on nobody reads it."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connect: the window stays small
+    sock.connect(("127.0.0.1", server.port))
+    sock.sendall(f"GET {BASE}/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {org.key}\r\n\r\n".encode())
+    sock.settimeout(30)
+    seen = b""
+    while b"stream open" not in seen:
+        chunk = sock.recv(4096)
+        assert chunk, seen
+        seen += chunk
+    assert seen.startswith(b"HTTP/1.1 200"), seen[:200]
+    return sock
+
+
+def _event_ids(stream, count: int, *, timeout: float) -> list[int]:
+    """Read the next `count` event frames of `stream` (other frames skipped); return their ids.
+    Fails after `timeout` seconds (a read blocks at most the stream's own read timeout)."""
+    ids: list[int] = []
+    deadline = time.monotonic() + timeout
+    while len(ids) < count:
+        assert time.monotonic() < deadline, f"only {len(ids)} of {count} events within {timeout:g} s"
+        frame = stream.next_frame()
+        assert frame is not None, f"the stream ended after {len(ids)} of {count} events"
+        if frame.event == "event":
+            ids.append(frame.id)
+    return ids
+
+
+@pytest.mark.parametrize("layer", ["memory", "redis"])
+def test_a_client_that_stops_reading_never_delays_a_reading_one(live_servers, make_org, layer, request):
+    """Issue 26 item 2 through daphne and real sockets: one client stops reading (its socket's
+    buffers fill), another reads. Every batch of appends reaches the reader before the next is
+    written (a bounded wait per batch), so nothing the stalled client holds up delays it."""
+    env = {"AGENTS_SSE_CATCHUP_SECONDS": "60", "AGENTS_SSE_PING_SECONDS": "60"}  # frames arrive live only
+    if layer == "redis":
+        env["REDIS_URL"] = request.getfixturevalue("redis_url")
+    server = live_servers(env)
+    org = make_org("stall")
+    session = _api(server, org, "POST", "", {"agent": "coder"})
+    stalled = _stalled_client(server, org)
+    reader = open_stream(server.url, org.key, timeout=60)
+    batches, per_batch, pad = 12, 100, "x" * 4500  # ~5.5 MB of frames: beyond the stalled socket's buffers (4 MiB at most)
+    try:
+        assert reader.next_frame().comment == "stream open"
+        ids: list[int] = []
+        waits = []
+        for b in range(batches):
+            started = time.monotonic()
+            _api(server, org, "POST", f"/{session['id']}/events",
+                 {"events": [{"kind": "log", "payload": {"n": b * per_batch + n, "pad": pad}} for n in range(per_batch)]})
+            ids += _event_ids(reader, per_batch, timeout=60)
+            waits.append(time.monotonic() - started)
+            assert ids == list(range(1, (b + 1) * per_batch + 1)), f"batch {b}: the reader has {len(ids)} events"
+        stalled.settimeout(5)
+        held = b""
+        try:
+            while chunk := stalled.recv(1 << 20):
+                held += chunk
+        except TimeoutError:
+            pass
+    finally:
+        reader.close()
+        stalled.close()
+    assert not held.endswith(b"0\r\n\r\n")  # the stalled stream was never ended
+    stalled_ids = [int(line[4:]) for line in held.decode(errors="replace").splitlines() if line.startswith("id: ")]
+    # What daphne does with a socket that stops reading: its write never blocks (Twisted keeps
+    # what the socket cannot take), so the stream never falls behind its subscription and the bus's
+    # AGENTS_SSE_BUFFER_FRAMES rule (tests/sessions/test_bus.py) never drops it; every frame waits
+    # in daphne's write buffer, in order, for the client to read again.
+    assert stalled_ids == list(range(1, batches * per_batch + 1))

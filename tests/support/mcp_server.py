@@ -42,7 +42,7 @@ async def wait(seconds: float, began: str = "") -> str:
     over (a test sees the call in flight, and whether it ran to its end)."""
     if began:
         Path(began).write_text(str(os.getpid()))
-    await asyncio.sleep(seconds)
+    await asyncio.sleep(seconds)  # the slow tool itself (the behaviour a stop must cut short), not a wait
     if began:
         with open(began, "a") as marker:
             marker.write("\nwaited")

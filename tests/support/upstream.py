@@ -236,7 +236,7 @@ class Upstream:
                 self._frame(choice({"role": "assistant", "content": ""}))
                 pieces = reply.pieces() if not reply.tool_calls or reply.content != "ok" else []
                 if reply.first_chunk_delay:
-                    time.sleep(reply.first_chunk_delay)
+                    time.sleep(reply.first_chunk_delay)  # a slow model on purpose (the script asks for it), not a wait
                 for sent, piece in enumerate(pieces):
                     if reply.fail_after is not None and sent >= reply.fail_after:
                         self._fail(reply)
@@ -244,7 +244,7 @@ class Upstream:
                     if reply.pause_after is not None and sent == reply.pause_after and reply.pause is not None:
                         reply.pause.wait(HOLD_SECONDS)
                     if reply.chunk_delay:
-                        time.sleep(reply.chunk_delay)
+                        time.sleep(reply.chunk_delay)  # a slow model on purpose, not a wait
                     self._frame(choice({"content": piece}))
                     followed.sent += 1
                 if reply.fail_after is not None and reply.fail_after >= len(pieces):
@@ -317,7 +317,7 @@ class Upstream:
                 if reply.hold is not None:
                     reply.hold.wait(HOLD_SECONDS)
                 if reply.delay:
-                    time.sleep(reply.delay)
+                    time.sleep(reply.delay)  # a slow model on purpose, not a wait
                 if reply.status != 200:
                     self._send(reply.status, reply.error_body or {"error": {"message": f"upstream says {reply.status}", "type": "test"}})
                     return

@@ -79,7 +79,7 @@ def test_run_stoppable_cancels_the_coroutine_when_the_signal_is_set():
 
     async def slow():
         started.set()
-        await asyncio.sleep(60)
+        await asyncio.sleep(60)  # the work the stop must cancel, not a wait
 
     threading.Thread(target=lambda: (started.wait(10), signal.set())).start()
     with pytest.raises(asyncio.CancelledError):

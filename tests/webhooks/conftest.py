@@ -70,7 +70,7 @@ class Receiver:
                     error = f"{type(exc).__name__}: {exc}"
                 receiver.received.append(Got(self.path, headers, body, verified, error))
                 if receiver.mode == "slow":
-                    time.sleep(receiver.slow_seconds)
+                    time.sleep(receiver.slow_seconds)  # a receiver slow on purpose (the behaviour under test), not a wait
                 self.send_response(204)
                 self.end_headers()
 
