@@ -12,7 +12,9 @@ must be dense and a reader must never pass over a position that fills in later.
   below the clock (both committed together), so an append whose commit comes late is simply
   positioned later: nothing below the clock can still appear. Appends of one org from several
   processes therefore queue on no row held to a commit; the sequencer's lock is held for one
-  statement and a commit, once for every event committed meanwhile (BENCHMARKS.md: scale-out).
+  statement and a commit, once for every event committed meanwhile, and an appender that finds
+  it taken waits for that run (with every other waiter) instead of queueing for a run of its
+  own (BENCHMARKS.md: scale-out).
   A reader that finds committed events still waiting (their appender died between its commit
   and the sequencer) runs the sequencer itself, so they are never stranded.
 
@@ -42,10 +44,15 @@ def _frame(org: str, event: Event, own: dict[str, Event]) -> dict:
     mine = own.get(event.id)
     if mine is not None:
         mine.position = event.position
-        view = event_view(mine)  # the view the appender answers with (cached on it)
+        view = mine._wire_view = event_view(mine)  # the view the appender answers with (kept on it)
     else:
         view = event_view(event)
     return bus.event_frame(org=org, root=event.root_id, position=event.position, event_view=view)
+
+
+#: Times an appender tries for the sequencer lock (each failed try waits for the run under way)
+#: before it waits its turn for the lock itself.
+TRIES = 8
 
 
 def sequence(*, org: str, alias: str, own: list[Event] = ()) -> list[Event]:
@@ -53,30 +60,42 @@ def sequence(*, org: str, alias: str, own: list[Event] = ()) -> list[Event]:
     frames, and return them in position order. PostgreSQL only; outside any transaction.
 
     `own` are events the caller appended and committed: each gets its `position` set, whether
-    this run or an earlier one (another process's, a reader's) positioned it. One round trip
-    when there is nothing else to learn (`queries.sequence`); a clock row removed by hand is
-    put back at the highest position held. Frames go out after the sequencer's commit, as one
-    bus frame for the whole run (a subscriber's buffer takes it as one). Never raises: a
-    failure is logged and the events wait for the next run (any append or stream read of the org).
+    this run or another (another process's, a reader's) positioned it. The caller tries for the
+    org's sequencer lock (`queries.sequence`, one round trip); when a run of someone else holds
+    it, the caller does not queue for it — it waits for that run to end, together with every
+    other waiter (`queries.sequencer_passed`), and finds its events positioned by it unless it
+    committed after that run looked; then it tries again. So under load one run positions the
+    events of many appenders and the rest only wait for it. A reader (`own` empty) tries once.
+    A clock row removed by hand is put back at the highest position held. Frames go out after
+    the sequencer's commit, as one bus frame for the whole run (a subscriber's buffer takes it
+    as one). Never raises: a failure is logged and the events wait for the next run (any
+    append or stream read of the org).
     """
     connection = transaction.get_connection(alias)
     mine = {e.id: e for e in own}
+    positioned: list[Event] = []
     try:
-        positioned = queries.sequence(connection, alias)
-        if not positioned and mine:
-            known = queries.positions_of(connection, list(mine))
-            if any(p is None for p in known.values()):  # nothing positioned them: the clock row is gone
-                queries.clock_restart(connection)
-                positioned = queries.sequence(connection, alias)
-            for event_id, position in known.items():
-                if position is not None:
-                    mine[event_id].position = position
-        elif mine:
-            done = {e.id for e in positioned}
-            rest = [i for i in mine if i not in done]
-            if rest:  # an earlier run positioned these
-                for event_id, position in queries.positions_of(connection, rest).items():
-                    mine[event_id].position = position
+        for attempt in range(TRIES):
+            run = queries.sequence(connection, alias, wait=bool(mine) and attempt == TRIES - 1)
+            if run is not None:  # this run held the lock: every event committed before it is positioned now
+                positioned = run
+                done = {e.id for e in run}
+                rest = [i for i in mine if i not in done]
+                if rest:  # positioned by an earlier run, or (clock row gone) by none
+                    known = queries.positions_of(connection, rest)
+                    if any(p is None for p in known.values()):
+                        queries.clock_restart(connection)
+                        positioned = run + (queries.sequence(connection, alias, wait=True) or [])
+                    for event_id, position in known.items():
+                        if position is not None:
+                            mine[event_id].position = position
+                break
+            if not mine:
+                break  # a reader: the run under way positions and publishes what is committed
+            for event_id, position in queries.sequencer_passed(connection, [i for i, e in mine.items() if e.position is None]).items():
+                mine[event_id].position = position
+            if all(e.position is not None for e in mine.values()):
+                break
     except Exception:  # the events are committed; their positions come with the next run
         logger.warning("event sequencer of %s failed; the events wait for the next run", org, exc_info=True)
         return []

@@ -119,31 +119,33 @@ def append_in_one_statement(connection, *, session_id: str, kind: str, payload_t
 SEQUENCER_LOCK = 0x5E9_C10C
 
 
-def sequence(connection, alias: str) -> list[Event]:
+def sequence(connection, alias: str, *, wait: bool = False) -> list[Event] | None:
     """PostgreSQL, outside any transaction: give every committed event of the org without a
-    position the next positions, move the clock past them, and return them in position order.
+    position the next positions, move the clock past them, and return them in position order;
+    None when another run holds the org's sequencer lock (nothing done then).
 
     ONE round trip: a simple-protocol query of two statements, which PostgreSQL runs as one
-    implicit transaction — `pg_advisory_xact_lock` (the org's sequencer lock, so sequencer runs
-    of the org follow one another), then one statement that reads the unpositioned events
-    (a fresh snapshot, taken once the lock is held: every run before has committed), numbers
-    them and updates them and the clock together. The lock is held for that statement and the
-    commit only, never across a client round trip, and one run positions every event committed
-    so far, whoever appended it. Order: by session (in seq order: seq stays in position order),
-    the sessions interleaved by when their events were made (a running maximum of `created_at`
-    per session, so a session's clock skew never reorders its seqs), then session id. A batch
-    of one session, made at one instant, stays contiguous. Nothing is positioned when the
-    clock row is missing (`clock_restart`).
+    implicit transaction — `pg_try_advisory_xact_lock` (the org's sequencer lock; with `wait`
+    `pg_advisory_xact_lock`, which waits), then one statement that, only if the lock was got,
+    reads the unpositioned events (a fresh snapshot, taken once the lock is held: every run
+    before has committed), numbers them and updates them and the clock together. The lock is
+    held for that statement and the commit only, never across a client round trip, and one run
+    positions every event committed so far, whoever appended it. Order: by session (in seq
+    order: seq stays in position order), the sessions interleaved by when their events were
+    made (a running maximum of `created_at` per session, so a session's clock skew never
+    reorders its seqs), then session id. A batch of one session, made at one instant, stays
+    contiguous. Nothing is positioned when the clock row is missing (`clock_restart`).
     """
     quote = connection.ops.quote_name
     events, clock = quote(Event._meta.db_table), quote(EventClock._meta.db_table)
     columns = sql.select_list(Event, connection, table="e")
+    take = "(pg_advisory_xact_lock(%s) IS NOT NULL)" if wait else "pg_try_advisory_xact_lock(%s)"
     with connection.cursor() as cursor:
         cursor.execute(
-            f"""SELECT pg_advisory_xact_lock(%s);
+            f"""SELECT set_config('agents.sequencer', {take}::text, true);
                 WITH u AS (
                     SELECT id, session_id, seq, max(created_at) OVER (PARTITION BY session_id ORDER BY seq) AS made
-                    FROM {events} WHERE position IS NULL
+                    FROM {events} WHERE position IS NULL AND current_setting('agents.sequencer') = 'true'
                 ), todo AS (
                     SELECT id, row_number() OVER (ORDER BY made, session_id, seq) AS n, count(*) OVER () AS total FROM u
                 ), c AS (
@@ -154,11 +156,29 @@ def sequence(connection, alias: str) -> list[Event]:
                 RETURNING {columns}""",
             [SEQUENCER_LOCK],
         )
+        got = cursor.fetchone()[0] == "true"
         cursor.nextset()  # the second statement's rows
         rows = cursor.fetchall()
+    if not got:
+        return None
     positioned = [sql.from_row(Event, connection, alias, row) for row in rows]
     positioned.sort(key=lambda e: e.position)
     return positioned
+
+
+def sequencer_passed(connection, ids: list[str]) -> dict[str, int | None]:
+    """PostgreSQL, outside any transaction: wait until no sequencer run of the org holds its lock
+    (`pg_advisory_xact_lock_shared`: the waiters are let go together, and wait on none of
+    each other), then return `{event id: position}` for events `ids` as that run left them.
+    ONE round trip; the read's snapshot is taken after the wait."""
+    marks, values = sql.in_list(ids)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT pg_advisory_xact_lock_shared(%s); SELECT id, position FROM {sql.table_name(Event, connection)} WHERE id IN ({marks})",
+            [SEQUENCER_LOCK, *values],
+        )
+        cursor.nextset()
+        return {row[0]: (None if row[1] is None else int(row[1])) for row in cursor.fetchall()}
 
 
 def clock_state(connection) -> tuple[int, bool]:

@@ -291,3 +291,62 @@ def test_an_event_left_without_a_position_is_positioned_by_the_next_reader(postg
         assert Event.objects.get(pk=orphan.id).position == 2 == selectors.stream_head()
         third = services.session_append_event(session_id=session.id, kind="log", payload=None, actor="t")
         assert (third.seq, third.position) == (3, 3)
+
+
+@pytest.mark.both_stores
+def test_a_store_from_before_the_change_migrates_and_keeps_its_positions(org_a):
+    """An org store at the previous migration (every position taken in the append) migrates in
+    place (`stores.migrate_store`, what `manage.py migrate_orgs` and a restored backup run): its
+    events keep their positions and the clock goes on from them."""
+    from django.core.management import call_command
+
+    with org_a.context() as alias:
+        session = services.session_create(agent="old", actor="t")
+        before = [services.session_append_event(session_id=session.id, kind="log", payload={"n": n}, actor="t") for n in range(3)]
+    connections[alias].close()
+    call_command("migrate", "agent_sessions", "0005", database=alias, verbosity=0)
+    stores.migrate_store(org_a.slug)
+    with org_a.context():
+        assert list(Event.objects.order_by("seq").values_list("id", "position")) == [(e.id, e.position) for e in before] == [
+            (before[0].id, 1), (before[1].id, 2), (before[2].id, 3)]
+        after = services.session_append_event(session_id=session.id, kind="log", payload=None, actor="t")
+        assert (after.seq, after.position) == (4, 4)
+
+
+def test_an_appender_that_finds_the_sequencer_busy_waits_for_that_run_not_for_a_turn_of_its_own(postgres_org):
+    """While a run holds the org's sequencer lock, an append commits, fails to take the lock and
+    waits (shared, beside any other waiter) for the run to end; then it positions its event."""
+    import psycopg
+
+    with postgres_org.context() as alias:
+        session = services.session_create(agent="a", actor="t")
+        database = connections[alias].settings_dict["NAME"]
+    done: list[Event] = []
+    errors: list[BaseException] = []
+
+    def append() -> None:
+        try:
+            with stores.org_context(postgres_org.slug):
+                done.append(services.session_append_event(session_id=session.id, kind="log", payload=None, actor="t"))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    with psycopg.connect(f"{PG_SERVER.rsplit('/', 1)[0]}/{database}", autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(%s)", (queries.SEQUENCER_LOCK,))  # a run under way
+        thread = threading.Thread(target=append)
+        thread.start()
+        waiting = False
+        for _ in range(WAIT * 20):  # until the appender waits, shared, on the lock
+            waiting = holder.execute("SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+                                     " AND mode = 'ShareLock')").fetchone()[0]
+            if waiting or not thread.is_alive():
+                break
+            threading.Event().wait(0.05)
+        assert waiting and not done and not errors
+        with postgres_org.context():
+            assert Event.objects.get().position is None  # committed, waiting for a position
+        holder.execute("SELECT pg_advisory_unlock(%s)", (queries.SEQUENCER_LOCK,))
+        thread.join(WAIT)
+    assert errors == [] and [e.position for e in done] == [1]
