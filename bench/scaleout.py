@@ -9,7 +9,12 @@ ratios travel):
 3. the same PostgreSQL deployment served by two daphne processes, the clients split between
    them, ratio 3 ÷ 2 (goal ≥ 1.6);
 4. `--burst` (256) simultaneous appends to one session across the two processes: errors, and
-   whether the session's seq is dense 1..N.
+   whether the session's seq is dense 1..N;
+5. PostgreSQL mode, the org's event sequencer (`sessions.clock`, issue 26 item 3): in measures
+   2 and 3, how many events each sequencer run positioned (distinct `xmin` of the positioned
+   rows: each run is one transaction) and the lock sampler's waits on its advisory lock; then,
+   alone, how long one run takes from the client (an upper bound of the time it holds the
+   org's lock: lock, one UPDATE, commit, and the loopback round trip) for 1, 8 and 64 events.
 
 Load: `--clients` keep-alive clients (a light asyncio HTTP/1.1 client, so the load generator
 takes little of the CPU the servers need), each appending to its own session of one org
@@ -57,6 +62,31 @@ print(json.dumps({"keys": keys}))
 """
 
 
+SEQUENCER = """
+import django, json, statistics, sys, time
+django.setup()
+from django.db import transaction
+from django.utils import timezone
+from sessions import queries, services
+from tenancy import stores
+out = {}
+with stores.org_context(sys.argv[1]) as alias:
+    connection = transaction.get_connection(alias)
+    session = services.session_create(agent="sequencer", actor="bench")
+    for size in (1, 8, 64):
+        runs = []
+        for _ in range(30):
+            for _ in range(size):
+                queries.append_in_one_statement(connection, session_id=session.id, kind="log", payload_text="", actor="bench", now=timezone.now())
+            started = time.perf_counter()
+            positioned = queries.sequence(connection, alias)
+            runs.append(time.perf_counter() - started)
+            assert len(positioned) == size, len(positioned)
+        out[size] = statistics.median(runs) * 1e6
+print(json.dumps(out))
+"""
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -89,6 +119,10 @@ class Site:
         self.keys = json.loads(out.stdout.strip().splitlines()[-1])["keys"]
         self.key = self.keys[0]
         self.procs: list[subprocess.Popen] = []
+
+    def org_database(self, n: int = 0) -> str:
+        """The connection URL of org `bench{n}`'s database (PostgreSQL mode)."""
+        return f"{self.server.rsplit('/', 1)[0]}/{self.env['AGENTS_ORG_DATABASE_PREFIX']}bench{n}"
 
     def _psql(self, statement: str) -> None:
         import psycopg
@@ -290,8 +324,30 @@ class LockSampler:
                 f"{waits / max(1, self.active) * 100:.1f}% ({kinds}); waiting in: {top or '-'}")
 
 
-def measure(label: str, procs: list[subprocess.Popen], coro_factory, baseline: float | None = None, goal: str = "", server: str | None = None) -> float:
+def _head(org_url: str) -> int:
+    import psycopg
+
+    with psycopg.connect(org_url, autocommit=True) as conn:
+        return conn.execute("SELECT last FROM agent_sessions_eventclock WHERE id = 1").fetchone()[0]
+
+
+def _sequencer_runs(org_url: str, after: int) -> str:
+    """How the events positioned past `after` were sequenced: one transaction (xmin) per run."""
+    import psycopg
+
+    with psycopg.connect(org_url, autocommit=True) as conn:
+        rows, runs, biggest = conn.execute(
+            "SELECT count(*), count(DISTINCT x), max(n) FROM (SELECT xmin::text AS x, count(*) OVER (PARTITION BY xmin::text) AS n"
+            " FROM agent_sessions_event WHERE position > %s) AS t", (after,)).fetchone()
+        waiting = conn.execute("SELECT count(*) FROM agent_sessions_event WHERE position IS NULL").fetchone()[0]
+    return (f"sequencer: {rows} events positioned by {runs} runs ({rows / max(1, runs):.2f} events a run, at most {biggest}); "
+            f"{waiting} left unpositioned")
+
+
+def measure(label: str, procs: list[subprocess.Popen], coro_factory, baseline: float | None = None, goal: str = "", server: str | None = None,
+            org_url: str | None = None) -> float:
     """Run one appends measure; print appends/s, the ratio to `baseline`, and who used the CPU."""
+    head = _head(org_url) if org_url else 0
     pg_before = {pid: _cpu_seconds([pid]) for pid in _postgres_pids()}
     daphne_before = _cpu_seconds([p.pid for p in procs])
     self_before = time.process_time()
@@ -308,6 +364,8 @@ def measure(label: str, procs: list[subprocess.Popen], coro_factory, baseline: f
           f"machine load {os.getloadavg()[0]:.1f}")
     if server:
         print(f"{'':<33}{locks.line()}")
+    if org_url:
+        print(f"{'':<33}{_sequencer_runs(org_url, head)}")
     return rate
 
 
@@ -389,15 +447,20 @@ def main() -> None:
             print("# experiment: org databases at synchronous_commit = off")
         first, port1 = pg.start()
         rate_pg1 = measure("PostgreSQL mode, 1 daphne", [first], lambda: _appends([port1], pg.keys, args.clients, args.appends, args.warmup),
-                           rate_sqlite, "SQLite 1 daphne (goal ≥ 0.9)", server=args.postgres)
+                           rate_sqlite, "SQLite 1 daphne (goal ≥ 0.9)", server=args.postgres,
+                           org_url=pg.org_database())
         second, port2 = pg.start()
         spies = _profile([first.pid, second.pid], max(5, args.appends / max(rate_pg1, 1)), args.profile) if args.profile else []
         measure("PostgreSQL mode, 2 daphnes", [first, second], lambda: _appends([port1, port2], pg.keys, args.clients, args.appends, args.warmup),
-                rate_pg1, "PostgreSQL 1 daphne (goal ≥ 1.6)", server=args.postgres)
+                rate_pg1, "PostgreSQL 1 daphne (goal ≥ 1.6)", server=args.postgres, org_url=pg.org_database())
         for spy in spies:
             spy.wait(120)
         statuses, dense = asyncio.run(_burst([port1, port2], pg.key, args.burst))
         print(f"{args.burst} simultaneous appends, 2 daphnes, one session: statuses {dict(statuses)}, seq dense 1..{args.burst}: {dense}")
+        out = subprocess.run([sys.executable, "-c", SEQUENCER, "bench0"], cwd=ROOT, env=pg.env, check=True, capture_output=True, text=True)
+        alone = json.loads(out.stdout.strip().splitlines()[-1])
+        print("one sequencer run alone, from the client (lock + UPDATE + commit + round trip; median of 30): "
+              + ", ".join(f"{size} event(s) {us:.0f} µs" for size, us in alone.items()))
         if args.profile:
             for n in (1, 2):
                 path = args.profile / f"daphne-{n}.txt"

@@ -67,8 +67,12 @@ class Session(models.Model):
 class Event(models.Model):
     """One turn of a session's ordered log (reference §1.6). `id` is `evt_` + 32 hex.
 
-    `seq` is dense per session (1..N). `position` is dense per org (1..M) and follows commit
-    order: it is the `id:` of the stream frame and the cursor `Last-Event-ID` resumes from.
+    `seq` is dense per session (1..N). `position` is dense per org (1..M): it is the `id:` of
+    the stream frame and the cursor `Last-Event-ID` resumes from. On SQLite the append takes it
+    in its own transaction; on PostgreSQL the append stores NULL and the org's sequencer
+    (`sessions.clock`) gives every committed event without one the next positions right after
+    its commit, so `position` follows the order events became visible and a reader (who reads
+    only positioned events, up to the clock) never passes over one that commits late.
     `payload` is compact JSON text ("" when the turn has none). `root_id` is the session's
     flow, copied so a `?root=` replay is one indexed read.
     """
@@ -77,7 +81,7 @@ class Event(models.Model):
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="events", db_column="session_id")
     root_id = models.CharField(max_length=64)
     seq = models.PositiveBigIntegerField()
-    position = models.PositiveBigIntegerField(unique=True)
+    position = models.PositiveBigIntegerField(unique=True, null=True, blank=True)
     kind = models.CharField(max_length=16, choices=EventKind.choices)
     actor = models.CharField(max_length=256, default="", blank=True)
     payload = models.TextField(default="", blank=True)
@@ -89,6 +93,8 @@ class Event(models.Model):
         indexes = [
             models.Index(fields=["root_id", "position"], name="ix_events_root_position"),
             models.Index(fields=["session", "kind", "seq"], name="ix_events_session_kind_seq"),
+            # The few committed events the sequencer has not positioned yet (PostgreSQL only ever).
+            models.Index(fields=["session", "seq"], name="ix_events_unpositioned", condition=models.Q(position__isnull=True)),
         ]
 
     def __str__(self) -> str:
@@ -98,10 +104,12 @@ class Event(models.Model):
 class EventClock(models.Model):
     """The org's event clock: one row (`id = 1`) holding the last `position` handed out.
 
-    Every append increments it inside its transaction, so appends of one org are serialised
-    (SQLite already does so with `BEGIN IMMEDIATE`; on PostgreSQL the row lock does it) and
-    `position` order is commit order, with no gap: a stream that has seen position p has seen,
-    or can read from the store, every position below p.
+    On SQLite every append increments it inside its transaction (appends are serialised by
+    `BEGIN IMMEDIATE` anyway). On PostgreSQL no append touches it: the org's sequencer
+    (`sessions.clock.sequence`, one short transaction under a per-org advisory lock, run after
+    each append's commit) positions every committed event that has none and moves the clock in
+    the same commit. Either way positions are dense and a position ≤ the clock is committed:
+    a stream that has seen position p has seen, or can read from the store, every position below p.
     """
 
     id = models.PositiveSmallIntegerField(primary_key=True)

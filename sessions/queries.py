@@ -1,7 +1,8 @@
 """Hand-written SQL on the sessions app's tables: the fast path's seam for this app (issue 27 item 3).
 
-Every turn a run records takes the session's next seq and the org's next event position, and a
-run reads its session's control log between every two steps; these statements are plain SQL
+Every turn a run records takes the session's next seq and an org-wide event position (in its
+transaction on SQLite, from the org's sequencer after its commit on PostgreSQL), and a run reads
+its session's control log between every two steps; these statements are plain SQL
 (`agents_site.sql` says why: composing a query costs more than running it). Each is tested on
 SQLite and PostgreSQL (`tests/sessions/test_queries.py`). Only identifiers from the models'
 metadata go into the text; every value is a parameter. `UPDATE … RETURNING` needs SQLite ≥ 3.35
@@ -54,13 +55,14 @@ def session_end(alias: str, *, session_id: str, status: str, now) -> tuple[Sessi
     return sql.from_row(Session, connection, alias, row[:-1]), int(row[-1])
 
 
-def next_numbers(connection, *, session_id: str, now, count: int = 1) -> tuple[int, str, int | None] | None:
-    """Take the session's next `count` seqs and the org's next `count` event positions on `connection`.
+def next_numbers(connection, *, session_id: str, now, count: int = 1, position: bool = True) -> tuple[int, str, int | None] | None:
+    """Take the session's next `count` seqs and, with `position`, the org's next `count` event positions on `connection`.
 
     Returns `(last seq, root id, last position)` — the range taken is `last - count + 1 … last`
-    for both — with position None when the org's clock row is missing, or None when the session
-    is. Two `UPDATE … RETURNING` statements: the session row first, then the clock row, the one
-    order every append takes (so appends never deadlock and positions follow commit order).
+    for both — with position None when the org's clock row is missing or `position` is False
+    (PostgreSQL: the sequencer positions the events after the commit, `sequence`), or None when
+    the session is missing. One `UPDATE … RETURNING` on the session row, then (with `position`)
+    one on the clock row: the one order every append takes, so appends never deadlock.
     """
     quote = connection.ops.quote_name
     with connection.cursor() as cursor:
@@ -71,48 +73,143 @@ def next_numbers(connection, *, session_id: str, now, count: int = 1) -> tuple[i
         row = cursor.fetchone()
         if row is None:
             return None
+        if not position:
+            return int(row[0]), row[1], None
         cursor.execute(f"UPDATE {quote(EventClock._meta.db_table)} SET last = last + %s WHERE id = 1 RETURNING last", [count])
         clock = cursor.fetchone()
     return int(row[0]), row[1], None if clock is None else int(clock[0])
 
 
 def append_in_one_statement(connection, *, session_id: str, kind: str, payload_text: str, actor: str, now) -> Event | None:
-    """PostgreSQL, outside any transaction: take seq and position and insert the event in ONE
-    autocommit statement; return the stored event, or None when no row was written (the
-    session is missing, or the org's clock row is: nothing was changed then).
+    """PostgreSQL, outside any transaction: take the session's next seq and insert the event,
+    still without a position, in ONE autocommit statement; return the stored event (position
+    None), or None when the session is missing (nothing was changed then).
 
-    The same order as `next_numbers` (the session row, then the clock row) and the same
-    guarantees (seq dense per session, position in commit order), but the org-wide clock
-    row is locked only while the server runs the statement and commits it, not across the
-    four client round trips (and whatever the Python thread waits for between them) of
-    BEGIN … UPDATE … UPDATE … INSERT … COMMIT. That lock held across round trips made a
-    second daphne process wait instead of work (BENCHMARKS.md: scale-out).
+    The session row is locked only while the server runs the statement and commits it (seq
+    stays dense per session: a second append of the session waits for the first's commit). No
+    org-wide row is touched: the event gets its position from the org's sequencer after this
+    commit (`sequence`), so appends of one org from several processes never queue on one row
+    held to a commit (BENCHMARKS.md: scale-out).
     """
     quote = connection.ops.quote_name
-    sessions, clock, events = (quote(m._meta.db_table) for m in (Session, EventClock, Event))
+    sessions, events = (quote(m._meta.db_table) for m in (Session, Event))
     event_id = mint_id("evt")
     stamp = connection.ops.adapt_datetimefield_value(now)
     with connection.cursor() as cursor:
         cursor.execute(
             f"""WITH s AS (
-                    UPDATE {sessions} SET last_seq = last_seq + 1, updated_at = %s
-                    WHERE id = %s AND EXISTS (SELECT 1 FROM {clock} WHERE id = 1)
-                    RETURNING last_seq, root_id
-                ), c AS (
-                    UPDATE {clock} SET last = last + 1 WHERE id = 1 AND EXISTS (SELECT 1 FROM s) RETURNING last
+                    UPDATE {sessions} SET last_seq = last_seq + 1, updated_at = %s WHERE id = %s RETURNING last_seq, root_id
                 )
                 INSERT INTO {events} (id, session_id, root_id, seq, position, kind, actor, payload, created_at)
-                SELECT %s, %s, s.root_id, s.last_seq, c.last, %s, %s, %s, %s FROM s, c
-                RETURNING seq, position, root_id""",
+                SELECT %s, %s, s.root_id, s.last_seq, NULL, %s, %s, %s, %s FROM s
+                RETURNING seq, root_id""",
             [stamp, session_id, event_id, session_id, kind, actor, payload_text, stamp],
         )
         row = cursor.fetchone()
     if row is None:
         return None
-    event = Event(id=event_id, session_id=session_id, root_id=row[2], seq=int(row[0]), position=int(row[1]),
+    event = Event(id=event_id, session_id=session_id, root_id=row[1], seq=int(row[0]), position=None,
                   kind=kind, actor=actor, payload=payload_text, created_at=now)
     event._state.adding, event._state.db = False, connection.alias
     return event
+
+
+#: The advisory lock key of an org's sequencer. Advisory locks are per database, and each org
+#: has its own database: one key serialises the sequencer runs of one org and no other.
+SEQUENCER_LOCK = 0x5E9_C10C
+
+
+def sequence(connection, alias: str, *, wait: bool = False) -> list[Event] | None:
+    """PostgreSQL, outside any transaction: give every committed event of the org without a
+    position the next positions, move the clock past them, and return them in position order;
+    None when another run holds the org's sequencer lock (nothing done then).
+
+    ONE round trip: a simple-protocol query of two statements, which PostgreSQL runs as one
+    implicit transaction — `pg_try_advisory_xact_lock` (the org's sequencer lock; with `wait`
+    `pg_advisory_xact_lock`, which waits), then one statement that, only if the lock was got,
+    reads the unpositioned events (a fresh snapshot, taken once the lock is held: every run
+    before has committed), numbers them and updates them and the clock together. The lock is
+    held for that statement and the commit only, never across a client round trip, and one run
+    positions every event committed so far, whoever appended it. Order: by session (in seq
+    order: seq stays in position order), the sessions interleaved by when their events were
+    made (a running maximum of `created_at` per session, so a session's clock skew never
+    reorders its seqs), then session id. A batch of one session, made at one instant, stays
+    contiguous. Nothing is positioned when the clock row is missing (`clock_restart`).
+    """
+    quote = connection.ops.quote_name
+    events, clock = quote(Event._meta.db_table), quote(EventClock._meta.db_table)
+    columns = sql.select_list(Event, connection, table="e")
+    take = "(pg_advisory_xact_lock(%s) IS NOT NULL)" if wait else "pg_try_advisory_xact_lock(%s)"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""SELECT set_config('agents.sequencer', {take}::text, true);
+                WITH u AS (
+                    SELECT id, session_id, seq, max(created_at) OVER (PARTITION BY session_id ORDER BY seq) AS made
+                    FROM {events} WHERE position IS NULL AND current_setting('agents.sequencer') = 'true'
+                ), todo AS (
+                    SELECT id, row_number() OVER (ORDER BY made, session_id, seq) AS n, count(*) OVER () AS total FROM u
+                ), c AS (
+                    UPDATE {clock} SET last = last + (SELECT count(*) FROM todo) WHERE id = 1 AND EXISTS (SELECT 1 FROM todo)
+                    RETURNING last
+                )
+                UPDATE {events} AS e SET position = c.last - todo.total + todo.n FROM todo, c WHERE e.id = todo.id
+                RETURNING {columns}""",
+            [SEQUENCER_LOCK],
+        )
+        got = cursor.fetchone()[0] == "true"
+        cursor.nextset()  # the second statement's rows
+        rows = cursor.fetchall()
+    if not got:
+        return None
+    positioned = [sql.from_row(Event, connection, alias, row) for row in rows]
+    positioned.sort(key=lambda e: e.position)
+    return positioned
+
+
+def sequencer_passed(connection, ids: list[str]) -> dict[str, int | None]:
+    """PostgreSQL, outside any transaction: wait until no sequencer run of the org holds its lock
+    (`pg_advisory_xact_lock_shared`: the waiters are let go together, and wait on none of
+    each other), then return `{event id: position}` for events `ids` as that run left them.
+    ONE round trip; the read's snapshot is taken after the wait."""
+    marks, values = sql.in_list(ids)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT pg_advisory_xact_lock_shared(%s); SELECT id, position FROM {sql.table_name(Event, connection)} WHERE id IN ({marks})",
+            [SEQUENCER_LOCK, *values],
+        )
+        cursor.nextset()
+        return {row[0]: (None if row[1] is None else int(row[1])) for row in cursor.fetchall()}
+
+
+def clock_state(connection) -> tuple[int, bool]:
+    """Return `(clock, pending)`: the org's last position handed out (0 with no clock row) and
+    whether any committed event still waits for a position (PostgreSQL's sequencer). ONE statement."""
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT (SELECT last FROM {quote(EventClock._meta.db_table)} WHERE id = 1), "
+            f"EXISTS (SELECT 1 FROM {quote(Event._meta.db_table)} WHERE position IS NULL)"
+        )
+        last, pending = cursor.fetchone()
+    return int(last or 0), bool(pending)
+
+
+def positions_of(connection, ids: list[str]) -> dict[str, int | None]:
+    """Return `{event id: position}` for events `ids` (one statement; a missing id is left out)."""
+    marks, values = sql.in_list(ids)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT id, position FROM {sql.table_name(Event, connection)} WHERE id IN ({marks})", values)
+        return {row[0]: (None if row[1] is None else int(row[1])) for row in cursor.fetchall()}
+
+
+def clock_restart(connection) -> None:
+    """Put back a clock row removed by hand, at the highest position any event holds (0: none)."""
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {quote(EventClock._meta.db_table)} (id, last) "
+            f"SELECT 1, COALESCE(MAX(position), 0) FROM {quote(Event._meta.db_table)} ON CONFLICT (id) DO NOTHING"
+        )
 
 
 def control_events(alias: str, *, session_id: str, after: int, limit: int) -> list[Event]:

@@ -16,9 +16,10 @@ from django.db.models.functions import Coalesce
 from agents_site.errors import InvalidRequest
 from agents_site.pagination import Page, keyset_page, page_limit
 from agents_site.vocabulary import EventKind, SessionStatus
-from sessions import fields, queries
+from sessions import clock, fields, queries
 from sessions.errors import SessionNotFound
-from sessions.models import Event, EventClock, PositionGap, Session
+from sessions.models import Event, PositionGap, Session
+from tenancy import stores
 
 LIST_DEFAULT_LIMIT = 100
 LIST_MAX_LIMIT = 500
@@ -233,8 +234,15 @@ def stop_recorded(*, session_id: str) -> dict | None:
 
 
 def stream_head() -> int:
-    """Return the org's newest event position (0 for an empty log)."""
-    return EventClock.objects.filter(pk=1).values_list("last", flat=True).first() or 0
+    """Return the org's newest event position (0 for an empty log): every position up to it is committed.
+
+    On PostgreSQL committed events still waiting for the org's sequencer are positioned first
+    (`sessions.clock.head`; the one write a read may cause, and only then).
+    """
+    org = stores.current_org()
+    if org is None:
+        raise stores.NoOrgSelected("the event log is read for an org")
+    return clock.head(org=org, alias=router.db_for_read(Event))
 
 
 def position_void(position: int) -> bool:
@@ -264,8 +272,9 @@ def events_after(*, position: int, root: str | None = None, limit: int = 500) ->
 
     `root` narrows to one flow. `horizon` is the highest position this read covers: every
     event of the org up to it is either in `events` or outside `root` (so a reader can move
-    its cursor there). Positions follow commit order, so nothing at or below the head read
-    first can still appear later.
+    its cursor there). A position at or below the head (the clock, read first) is committed
+    and never changes, and a later commit gets a later position (`sessions.clock`), so nothing
+    at or below the head can still appear later.
     """
     head = stream_head()
     if head <= position:

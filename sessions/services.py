@@ -17,7 +17,7 @@ from django.utils import timezone
 from agents_site.ids import mint_id
 from agents_site.errors import ApiError, InvalidRequest
 from agents_site.vocabulary import EventKind, SessionStatus
-from sessions import bus, fields, hooks, queries
+from sessions import bus, clock, fields, hooks, queries
 from sessions.errors import SecretInTranscript, SessionFinished, SessionNotFound
 from sessions.models import Event, EventClock, Session
 from sessions.presenters import event_view, session_view
@@ -279,9 +279,10 @@ def session_append_event(*, session_id: str, kind: str, payload, actor: str) -> 
     `SecretInTranscript`, nothing stored) → actor ≤256 (400).
 
     `seq` is the next of the session (dense 1..N even with concurrent appends from several
-    processes) and `position` the next of the org (the stream's resume cursor): both are
-    allocated in one transaction that also stamps the session's `updated_at`. Publishes an
-    `event` frame after the commit.
+    processes), taken in the transaction that also stamps the session's `updated_at`, and
+    `position` the next of the org (the stream's resume cursor; `sessions.clock`: in the same
+    transaction on SQLite, from the org's sequencer right after the commit on PostgreSQL).
+    Publishes an `event` frame after the commit.
     """
     with missing_session_first(session_id):
         kind, text, actor = check_turn(kind=kind, payload=payload, actor=actor)
@@ -321,17 +322,17 @@ def missing_session_first(session_id: str) -> Iterator[None]:
         raise
 
 
-def _next_numbers(connection, *, session_id: str, now, count: int = 1) -> tuple[int, str, int] | None:
-    """Take the session's next `count` seqs and the org's next `count` positions; None when the session is gone.
+def _next_numbers(connection, *, session_id: str, now, count: int = 1, position: bool = True) -> tuple[int, str, int | None] | None:
+    """Take the session's next `count` seqs and, with `position`, the org's next `count` positions; None when the session is gone.
 
-    Returns `(last seq, root id, last position)` (`sessions.queries.next_numbers`); a clock row
-    removed by hand is started again.
+    Returns `(last seq, root id, last position)` (`sessions.queries.next_numbers`; position
+    None without `position`); a clock row removed by hand is started again.
     """
-    numbers = queries.next_numbers(connection, session_id=session_id, now=now, count=count)
+    numbers = queries.next_numbers(connection, session_id=session_id, now=now, count=count, position=position)
     if numbers is None:
         return None
     last_seq, root_id, clock = numbers
-    if clock is None:  # the clock row was removed by hand: start it again
+    if position and clock is None:  # the clock row was removed by hand: start it again
         EventClock.objects.create(id=1, last=count)
         clock = count
     return last_seq, root_id, clock
@@ -340,12 +341,13 @@ def _next_numbers(connection, *, session_id: str, now, count: int = 1) -> tuple[
 def append_checked(*, session_id: str, kind: str, payload_text: str, actor: str) -> Event:
     """Store one already-validated turn (see `session_append_event`); for this app's services.
 
-    In one transaction: the session row is updated first (a row lock on PostgreSQL, under the
-    write lock SQLite's `BEGIN IMMEDIATE` already holds), then the org's event clock — the
-    order every append takes, so appends never deadlock and `position` follows commit order —
-    then the event is inserted. Publishes the `event` frame after the commit. On PostgreSQL
-    outside a caller's transaction the three are one autocommit statement
-    (`sessions.queries.append_in_one_statement`).
+    In one transaction the session row is updated first (a row lock on PostgreSQL, under the
+    write lock SQLite's `BEGIN IMMEDIATE` already holds: seq dense per session), then, on
+    SQLite, the org's event clock, then the event is inserted. On PostgreSQL the event is
+    stored without a position and the org's sequencer gives it one right after the commit
+    (`sessions.clock`); outside a caller's transaction the append there is one autocommit
+    statement (`sessions.queries.append_in_one_statement`). The event returned carries its
+    position once committed. Publishes the `event` frame after the commit (the sequencer's, on PostgreSQL).
     """
     return _store(session_id=session_id, turns=[(kind, payload_text, actor)])[0]
 
@@ -355,6 +357,7 @@ def append_checked_turns(*, session_id: str, turns: list[tuple[str, str, str]]) 
     or none, in one transaction (the caller's, if it holds one); return the stored events.
 
     For a run's executor writing its last turns with the run's finish. Raises `SessionNotFound`.
+    Inside a caller's transaction on PostgreSQL the events get their positions when it commits.
     """
     return _store(session_id=session_id, turns=turns) if turns else []
 
@@ -362,35 +365,39 @@ def append_checked_turns(*, session_id: str, turns: list[tuple[str, str, str]]) 
 def _store(*, session_id: str, turns: list[tuple[str, str, str]]) -> list[Event]:
     """Store already-validated `(kind, payload text, actor)` turns in order, in one transaction.
 
-    The turns take consecutive seqs and positions (one `UPDATE … RETURNING` each on the session
-    and the clock, then one insert of every row): all are stored or none. After the commit one
-    `event` frame per turn is published, in order. Raises `SessionNotFound`.
+    The turns take consecutive seqs (one `UPDATE … RETURNING` on the session) and then one
+    insert of every row: all are stored or none. Positions: on SQLite consecutive ones from the
+    clock in the same transaction, and after the commit one bus frame carries the turns in
+    order; on PostgreSQL none in the transaction — after its commit the org's sequencer
+    (`sessions.clock.sequence`) positions them (contiguous: a batch of one session made at one
+    instant stays together), sets them on the returned events and publishes. Raises `SessionNotFound`.
     """
     org, alias = _org(), _alias()
     now = timezone.now()
     count = len(turns)
     connection = transaction.get_connection(alias)
-    if count == 1 and connection.vendor == "postgresql" and not connection.in_atomic_block:
+    deferred = clock.deferred(connection)
+    if count == 1 and deferred and not connection.in_atomic_block:
         kind, payload_text, actor = turns[0]
         event = queries.append_in_one_statement(connection, session_id=session_id, kind=kind, payload_text=payload_text, actor=actor, now=now)
-        if event is not None:
-            frame = bus.event_frame(org=org, root=event.root_id, position=event.position, event_view=event_view(event))
-            bus.publish(org, frame)  # committed already: the statement ran in autocommit
-            return [event]
-        # No row: the session is gone or the clock row was removed; the path below tells which.
+        if event is None:
+            raise SessionNotFound()
+        clock.sequence(org=org, alias=alias, own=[event])  # committed already: the statement ran in autocommit
+        return [event]
     with stores.org_atomic():
-        numbers = _next_numbers(transaction.get_connection(alias), session_id=session_id, now=now, count=count)
+        numbers = _next_numbers(transaction.get_connection(alias), session_id=session_id, now=now, count=count, position=not deferred)
         if numbers is None:
             raise SessionNotFound()
         last_seq, root_id, last_position = numbers
-        first_seq, first_position = last_seq - count + 1, last_position - count + 1
+        first_seq = last_seq - count + 1
+        first_position = None if deferred else last_position - count + 1
         events = [
             Event(
                 id=mint_id("evt"),
                 session_id=session_id,
                 root_id=root_id,
                 seq=first_seq + n,
-                position=first_position + n,
+                position=None if first_position is None else first_position + n,
                 kind=kind,
                 actor=actor,
                 payload=payload_text,
@@ -401,8 +408,11 @@ def _store(*, session_id: str, turns: list[tuple[str, str, str]]) -> list[Event]
         queries.events_insert(events, alias)
         for event in events:
             event._wire_view = event_view(event)  # the frame's view, answered to the writer too (presenters.event_view)
-        frames = [bus.event_frame(org=org, root=root_id, position=e.position, event_view=e._wire_view) for e in events]
-        transaction.on_commit(lambda: _publish_all(org, frames), using=alias)
+        if deferred:
+            clock.sequence_after_commit(org=org, alias=alias, events=events)
+        else:
+            frames = [bus.event_frame(org=org, root=root_id, position=e.position, event_view=e._wire_view) for e in events]
+            transaction.on_commit(lambda: _publish_all(org, frames), using=alias)
     return events
 
 

@@ -5,7 +5,8 @@ with the store as the source of truth behind it:
 
 * Frames: `event: session` + `data: {"session": <sessionView>}`, and `event: event` +
   `id: <position>` + `data: {"event": <eventView>}`. `position` is the event's org-wide,
-  gap-free, commit-ordered number (sessions.models.EventClock). While a run's reply is being
+  gap-free number, given in the order events become visible (`sessions.clock`: a late commit
+  gets a later position, so nothing ever fills in behind a reader). While a run's reply is being
   written, `event: delta` + `data: {"sessionId", "runId", "text"}` carries each piece (masked)
   live: no `id:`, never stored, never replayed on resume; the stored `message` event that
   follows holds the whole reply.

@@ -130,3 +130,27 @@ def _redis_daphnes(django_db_setup):
 def redis_daphnes(_redis_daphnes, transactional_db, redis_layer):
     """Two daphne processes sharing Redis (no store catch-up: only the bus brings frames)."""
     return _redis_daphnes
+
+
+PG_SERVER = "postgres://postgres@127.0.0.1:5432/postgres"
+
+
+@pytest.fixture
+def postgres_org(settings, monkeypatch, make_org):
+    """An org whose store is a PostgreSQL database on 127.0.0.1:5432, whatever the pass; dropped after."""
+    import psycopg
+    from django.db import connections
+    from psycopg import sql
+
+    from tenancy import stores
+
+    settings.AGENTS_ORG_DATABASE = "postgres"
+    monkeypatch.setenv("DATABASE_URL", PG_SERVER)
+    org = make_org("pgs")
+    yield org
+    for alias in list(connections):
+        if alias.endswith(org.slug):
+            connections[alias].close()
+    stores.close_store(org.slug)  # its pool too
+    with psycopg.connect(PG_SERVER, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(stores.postgres_database_name(org.slug))))

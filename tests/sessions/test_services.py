@@ -10,10 +10,8 @@ import sys
 import textwrap
 import threading
 
-import psycopg
 import pytest
 from django.db import connections, transaction
-from psycopg import sql
 
 from agents_site.errors import InvalidRequest
 from sessions import services
@@ -203,19 +201,6 @@ def test_appends_from_three_processes_keep_seq_and_position_dense(org_a):
         assert Session.objects.get(pk=one.id).last_seq == Session.objects.get(pk=two.id).last_seq == 36
 
 
-@pytest.fixture
-def postgres_org(settings, monkeypatch, make_org):
-    settings.AGENTS_ORG_DATABASE = "postgres"
-    monkeypatch.setenv("DATABASE_URL", PG_SERVER)
-    org = make_org("pgs")
-    yield org
-    for alias in list(connections):
-        if alias.endswith(org.slug):
-            connections[alias].close()
-    with psycopg.connect(PG_SERVER, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(stores.postgres_database_name(org.slug))))
-
-
 def test_appends_from_three_processes_keep_seq_and_position_dense_on_postgresql(postgres_org):
     from django.conf import settings
 
@@ -303,24 +288,25 @@ def test_writes_publish_frames_only_after_they_commit(org_a, settings):
         assert list(Event.objects.values_list("seq", "position")) == [(1, 1)]
 
 
-def test_a_postgresql_append_is_one_autocommit_statement_with_the_same_numbers(postgres_org):
-    # The org clock row is locked only inside one statement, never across client round trips
-    # (that lock, held over BEGIN…COMMIT, made a second daphne process wait: BENCHMARKS.md).
+def test_a_postgresql_append_is_one_autocommit_statement_then_the_sequencer(postgres_org):
+    # No org-wide row is locked by the append (that lock, held to each commit, made a second
+    # daphne process wait: BENCHMARKS.md): the append is one autocommit statement on the
+    # session row and the event, then the org's sequencer positions it in one round trip.
     from django.test.utils import CaptureQueriesContext
 
     from sessions.errors import SessionNotFound
 
     with postgres_org.context() as alias:
         session = services.session_create(agent="racer", actor="t")
-        # A clock row removed by hand: the statement writes nothing, the transactional path
-        # starts the clock again; no seq is skipped.
+        # A clock row removed by hand: the sequencer puts it back; no seq or position is skipped.
         EventClock.objects.all().delete()
         first = services.session_append_event(session_id=session.id, kind="log", payload=None, actor="t")
         assert (first.seq, first.position) == (1, 1)
         with CaptureQueriesContext(connections[alias]) as queries:
             second = services.session_append_event(session_id=session.id, kind="log", payload={"n": 2}, actor="t")
-        writes = [q["sql"] for q in queries.captured_queries if not q["sql"].lstrip().upper().startswith("SELECT")]
-        assert len(writes) == 1 and writes[0].lstrip().startswith("WITH s AS"), writes
+        statements = [q["sql"].lstrip() for q in queries.captured_queries]
+        assert len(statements) == 2 and statements[0].startswith("WITH s AS") and "advisory_xact_lock" in statements[1], statements
+        assert "agent_sessions_eventclock" not in statements[0]
         assert (second.seq, second.position) == (2, 2) == (Session.objects.get(pk=session.id).last_seq, EventClock.objects.get(pk=1).last)
         assert Event.objects.get(pk=second.id).payload == second.payload == '{"n":2}'
         # A missing session changes nothing.
@@ -333,3 +319,4 @@ def test_a_postgresql_append_is_one_autocommit_statement_with_the_same_numbers(p
             services.session_append_event(session_id=session.id, kind="log", payload=None, actor="t")
             raise RuntimeError("roll back")
         assert Session.objects.get(pk=session.id).last_seq == 2 and Event.objects.count() == 2
+        assert EventClock.objects.get(pk=1).last == 2
