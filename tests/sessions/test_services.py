@@ -18,7 +18,7 @@ from sessions import services
 from sessions.bus import get_bus
 from sessions.models import Event, EventClock, Session
 from tenancy import stores
-from tests.support.live import ROOT
+from tests.support.live import ROOT, server_env
 
 PG_SERVER = "postgres://postgres@127.0.0.1:5432/postgres"
 
@@ -189,12 +189,12 @@ def _run_appenders(slug: str, session_ids: list[str], *, processes: int, per_thr
 
 
 def test_appends_from_three_processes_keep_seq_and_position_dense(org_a):
-    from django.conf import settings
-
     with org_a.context():
         one = services.session_create(agent="racer", actor="t")
         two = services.session_create(agent="racer", actor="t")
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "agents_site.settings", "AGENTS_DATA_DIR": str(settings.AGENTS_DATA_DIR), "PYTHONPATH": str(ROOT)}
+    # This run's data directory and its default database (as every child server gets them): the
+    # children once opened a `default.db` of their own in the data directory instead.
+    env = server_env()
     _run_appenders(org_a.slug, [one.id, two.id], processes=3, per_thread=6, env=env)
     _assert_dense(org_a.slug, [one.id, two.id], 3 * 4 * 6)
     with org_a.context():

@@ -121,7 +121,12 @@ class LiveServer:
                     return False  # another process took the port first
                 raise RuntimeError(f"daphne exited: {text[-2000:]}")
             try:
-                httpx.get(self.url + "/v1/agents/openapi.json", timeout=1.0)
+                # Any answer says the application is loaded (daphne imports it before it listens).
+                # A cheap route with room to answer: the probe was the OpenAPI document (~200 KiB
+                # built per request) with 1 s to answer; under load (≥ 4 on 2 cores) building it
+                # took longer, each probe gave up, daphne killed the request and the next probe began
+                # again, so a daphne that was up "did not start in time" (45 tests of one make test).
+                httpx.get(self.url + "/favicon.ico", timeout=10.0)
                 if _listens(self.proc.pid, self.port):
                     return True
             except httpx.HTTPError:
