@@ -9,6 +9,7 @@ import threading
 import pytest
 
 from agents.execution.drive import Blocking, at_once, drive, drive_async
+from tests.support.waiting import until
 
 marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="")
 
@@ -76,8 +77,7 @@ def test_cancelling_the_awaiting_task_closes_the_steps_so_their_finally_runs():
 
     async def main():
         task = asyncio.create_task(drive_async(long_wait()))
-        while not started.is_set():
-            await asyncio.sleep(0.01)
+        await until(started.is_set, what="the tool to start")
         task.cancel()
         release.set()
         with pytest.raises(asyncio.CancelledError):

@@ -15,7 +15,6 @@ import json
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from psycopg import sql
 from tests.agents.conftest import fund
 from tests.support.live import ROOT, LiveServer, server_env
 from tests.support.upstream import Reply
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -43,13 +43,6 @@ def threads_of(pid: int) -> int:
         if line.startswith("Threads:"):
             return int(line.split()[1])
     raise AssertionError("no Threads line")
-
-
-def wait_until(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def held_replies(count: int, release: threading.Event) -> list[Reply]:
@@ -106,8 +99,8 @@ def load(server: LiveServer, key: str, upstream, *, per_kind: int, while_waiting
         worker.start()
     try:
         try:
-            wait_until(lambda: sum(1 for s in list(upstream.streams) if s.sent >= 1) >= 3 * per_kind, 120,
-                       "every run to be waiting on its model")
+            wait_until(lambda: sum(1 for s in list(upstream.streams) if s.sent >= 1) >= 3 * per_kind, timeout=120,
+                       what="every run to be waiting on its model")
         except AssertionError:
             waiting = sum(1 for s in list(upstream.streams) if s.sent >= 1)
             raise AssertionError(f"{waiting} of {3 * per_kind} runs waiting; answered: {sorted(results.items())[:6]}; "
@@ -205,8 +198,8 @@ def test_on_postgresql_with_the_default_pools_waiting_runs_hold_no_connection(db
 
         def measure() -> None:
             # Settled: every run's last step before its model call has handed its connections back.
-            wait_until(lambda: not [c for c in _server_connections((default_db, org_db)) if c[0] != "idle"], 30,
-                       "the server's connections to be idle while the runs wait")
+            wait_until(lambda: not [c for c in _server_connections((default_db, org_db)) if c[0] != "idle"], timeout=30,
+                       what="the server's connections to be idle while the runs wait")
             seen["connections"] = _server_connections((default_db, org_db))
 
         results = load(server, key, upstream, per_kind=PER_KIND, while_waiting=measure)
