@@ -14,7 +14,7 @@ from pydantic import BeforeValidator, ConfigDict, Field, StrictBool, StrictFloat
 from agents_site.schemas import BodySchema, choice, declare, id_field, minted_pattern, required_in_docs, text
 from agents_site.vocabulary import ActivityKind, AgentHosting, AgentStatus, ApprovalState, ExecutionMode, FinishReason, LedgerKind, MetricsRange, RunKind, RunStatus
 
-# The limits the services enforce (agents.services, agents.lifecycle), declared for the docs.
+# The limits the services enforce (agents.services, agents.modes), declared for the docs.
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 _NAME = "Unique in the org, matching `^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$` (surrounding blanks are trimmed); a word the API uses as a path (`runs`, `sessions`…) is refused."
 _TOOLS = (
@@ -105,7 +105,7 @@ class AgentIn(BodySchema):
 
 def _create_schema(schema: dict, model: type | None = None) -> None:
     required_in_docs("name")(schema, model)
-    # A long-running agent needs its schedule (agents.lifecycle.validate_lifecycle).
+    # A long-running agent needs its schedule (agents.modes.validate_lifecycle).
     schema["if"] = {"properties": {"executionMode": {"const": str(ExecutionMode.LONG_RUNNING)}}, "required": ["executionMode"]}
     schema["then"] = {"required": ["schedule"], "properties": {"schedule": {"type": "string", "pattern": r"\S", "maxLength": 200}}}
 

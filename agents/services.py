@@ -13,7 +13,7 @@ from django.utils import timezone
 from agents.hooks import run_agent_delete_handlers
 from agents_site.ids import mint_id
 from agents.inference import model_catalog
-from agents.lifecycle import validate_lifecycle, validate_timezone
+from agents.modes import validate_lifecycle, validate_timezone
 from agents.approval_rules import clean_approval
 from agents.models import Agent
 from agents.names import reserved_names

@@ -7,7 +7,7 @@ from datetime import datetime
 from croniter.croniter import CroniterError
 from django.utils import timezone
 
-from agents.lifecycle import next_fire_utc
+from agents.modes import next_fire_utc
 from agents.models import Agent
 from agents.scheduling.models import ScheduleSlot, ScheduleState
 from agents_site.vocabulary import ExecutionMode

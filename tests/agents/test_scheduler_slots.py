@@ -6,7 +6,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from agents.lifecycle import next_fire_utc
+from agents.modes import next_fire_utc
 from agents.scheduling.slots import MAX_BACKOFF_SLOTS, backoff_slots, is_fixed_time, next_slot, slots_between
 from tests.agents.conftest import utc
 

@@ -1,4 +1,4 @@
-"""Execution mode, cron schedule and timezone rules of an agent (reference §6.1).
+"""Execution modes of an agent: its mode, cron schedule and timezone rules (reference §6.1).
 
 A long-running agent must carry a 5-field cron (croniter validates it; macros such as
 `@hourly` and 6-field crons with seconds are refused); a one-shot agent drops any schedule.
