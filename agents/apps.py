@@ -32,6 +32,21 @@ def _recover_on_spawn(sender, proc_name=None, **kwargs) -> None:
         logger.warning("could not queue the start-up recovery sweep", exc_info=True)
 
 
+def _register_run_policies() -> None:
+    """Register the rules of the kinds of run this app owns (`agents.runs.policies`).
+
+    `run` (sync or background) and `tool` (an agent called as a tool) call this deployment's
+    gateway and answer refusals with the error; `scheduled` records a refused slot as a
+    finished `error` run "not started: …" (no caller is there to hear a 402).
+    """
+    from agents.runs.policies import RunPolicy, register_run_policy
+    from agents_site.vocabulary import RefusalAnswer, RunKind
+
+    register_run_policy(RunPolicy(kind=RunKind.RUN))
+    register_run_policy(RunPolicy(kind=RunKind.TOOL))
+    register_run_policy(RunPolicy(kind=RunKind.SCHEDULED, refusals=RefusalAnswer.RECORD))
+
+
 class AgentsConfig(AppConfig):
     """Agent definitions and their runs (each org's own store)."""
 
@@ -47,6 +62,7 @@ class AgentsConfig(AppConfig):
         from sessions.control import register_command_guard, register_command_handler
 
         post_spawn.connect(_on_worker_spawn, dispatch_uid="agents.recover_on_spawn")
+        _register_run_policies()
         register_command_handler(task_command)
         register_command_handler(waiting_command)  # a stop ends a run waiting for approval at once
         register_command_guard(approval_guard)  # resume while an approval is pending → 409

@@ -2,7 +2,7 @@
 
 A background run (spec 003: `POST /v1/agents/{ref}/run` with `"background": true` or
 `Prefer: respond-async`) and a scheduled run are both accepted by the run lifecycle
-(`run_start(queued=True)`: checks, key, balance gate, the `queued` row and its task-backed
+(`run_starting` with a queued `RunRequest`: checks, key, balance gate, the `queued` row and its task-backed
 session, and a `RunTask`, in one transaction), handed to the task queue once that transaction
 commits (`agents.dispatch`), and executed by a worker: lease, `run_mark_running`, the agent
 loop, `run_finish`. The rules:
@@ -33,7 +33,8 @@ from agents.inference import inference_configured
 from agents.lease import lease_kept, lease_take
 from agents.models import Agent, Run
 from agents.recovery import recover_run
-from agents.runs.lifecycle import InferenceUnavailable, Outcome, RunNotQueued, run_finish, run_mark_running, run_start, stop_reason
+from agents.runs.lifecycle import InferenceUnavailable, Outcome, RunNotQueued, run_finish, run_mark_running, run_starting, stop_reason
+from agents.runs.request import RunRequest
 from agents.scheduling.models import RunTask
 from agents.shutdown import executing, worker_stopping
 from agents_site.errors import ApiError
@@ -57,27 +58,27 @@ def run_submit(
     idempotency_key: str = "",
     kind: str = RunKind.RUN,
     title: str | None = None,
-    refused: str = "raise",
 ) -> tuple[Run, bool]:
     """Accept a queued run of `agent` for a worker; return `(run, replayed)`.
 
     Spec 003: POST /v1/agents/{ref}/run with `"background": true` → 202 `{runId, sessionId}`;
-    a scheduled run (`kind` `scheduled`, `refused="record"`, `title` naming the slot) too.
-    Order and refusals are `run_start`'s: 400 input, 409 key mismatch, 503 inference, 402/503
-    gate — nothing recorded. The same key and input answer the first run again (`replayed`
+    a scheduled run (`kind` `scheduled`, `title` naming the slot) too.
+    Order and refusals are `run_starting`'s: 400 input, 409 key mismatch, 503 inference, 402/503
+    gate — nothing recorded; a kind whose policy records refusals (`scheduled`) returns a
+    finished `error` run "not started: …" instead. The same key and input answer the first run again (`replayed`
     True), in flight or not. The task is enqueued only after the recording transaction
     commits (a worker never sees a run that is not there); if the queue refuses it, the run
     stays queued without a task id and `agents.recovery` hands it over again. Org context
     required.
     """
     org = stores.current_org()
-
-    def with_task(run: Run) -> None:
-        RunTask.objects.create(run=run, created_at=run.created_at)
-        transaction.on_commit(lambda: run_dispatch(org=org, run_id=run.id), using=stores.current_alias())
-
-    run = run_start(kind=kind, agent=agent, input=input, actor=actor, request_id=request_id, idempotency_key=idempotency_key,
-                    queued=True, title=title, within=with_task, refused=refused)
+    request = RunRequest(kind=kind, agent=agent, input=input, actor=actor, request_id=request_id,
+                         idempotency_key=idempotency_key, queued=True, title=title)
+    with run_starting(request) as run:
+        if run.started_here:  # the task row commits with the run; the queue hears of it once both have
+            RunTask.objects.create(run=run, created_at=run.created_at)
+            run_id = run.id
+            transaction.on_commit(lambda: run_dispatch(org=org, run_id=run_id), using=stores.current_alias())
     return run, run.replayed
 
 

@@ -72,6 +72,14 @@ class RunKind(models.TextChoices):
     CODING = "coding", "coding run"  # POST /v1/agents/coding
 
 
+class RefusalAnswer(models.TextChoices):
+    """How a kind of run answers a refusal at its start (its `RunPolicy`, `agents.runs.policies`):
+    the balance gate (402/503) or missing inference (503)."""
+
+    RAISE = "raise", "raise"  # the caller gets the error; nothing is recorded
+    RECORD = "record", "record"  # a finished `error` run "not started: …" is recorded instead (scheduled runs)
+
+
 class ChatRole(models.TextChoices):
     """Who wrote one message of a conversation or a prompt (POST /v1/agents/chat, the
     OpenAI-compatible endpoint; OpenAI's roles)."""

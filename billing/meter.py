@@ -60,14 +60,20 @@ _KIND_FEE_SETTINGS = {
 }
 
 
-def fee_for_kind(kind: str) -> int:
-    """Return the fee in cents of one successful run of `kind` (a `RunKind`).
+def fee_for_kind(kind: str, *, calls_model: bool = True) -> int:
+    """Return the fee in cents that one successful run of `kind` (a `RunKind`) holds and is debited.
 
-    Chat rounds, OpenAI-compatible calls and coding runs cost their own setting
+    Every fee rule of the platform is here (a run's policy asks, `agents.runs.policies`):
+    chat rounds, OpenAI-compatible calls and coding runs cost their own setting
     (`AGENTS_CHAT_FEE_CENTS`, `AGENTS_OPENAI_FEE_CENTS`, `AGENTS_CODING_FEE_CENTS`) when it is
-    set to 0 or more; every other kind, and an unset one, costs `run_fee_cents()`.
-    Example: run fee 100, `AGENTS_CHAT_FEE_CENTS=5` → chat 5, scheduled 100.
+    set to 0 or more; every other kind, and an unset one, costs `run_fee_cents()`. A run that
+    calls no model at all (`calls_model=False`: a chat round a preset's handler answered with a
+    fixed reply) costs 0 — nothing was inferred. A coding or routed run calls its model elsewhere
+    (a worker, a machine) and costs its fee. Example: run fee 100, `AGENTS_CHAT_FEE_CENTS=5` →
+    chat 5, scheduled 100, a fixed-reply chat round 0.
     """
+    if not calls_model:
+        return 0
     name = _KIND_FEE_SETTINGS.get(kind)
     value = getattr(settings, name, -1) if name else -1
     return run_fee_cents() if value is None or value < 0 else int(value)

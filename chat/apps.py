@@ -8,7 +8,7 @@ class ChatConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        """Let runs of lower layers post their result into a conversation (`agents.hooks`)."""
+        """Let runs of lower layers post their result into a conversation (`agents.hooks`); register the `chat` run policy."""
         from agents.hooks import register_conversation_replies
         from chat.services import conversation_exists, conversation_post_assistant
 
@@ -19,3 +19,9 @@ class ChatConfig(AppConfig):
         from chat.rounds import round_resume_prompt, round_resumed
 
         register_resume_handler(RunKind.CHAT, prompt=round_resume_prompt, finished=round_resumed)
+
+        from agents.runs.policies import RunPolicy, register_run_policy
+
+        # A round calls this deployment's gateway (a preset's fixed reply calls no model: its
+        # request says so, and billing's fee for it is 0); a busy or unpaid round is refused.
+        register_run_policy(RunPolicy(kind=RunKind.CHAT))

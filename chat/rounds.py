@@ -3,8 +3,8 @@
 `chat_round_start` checks the request and starts the run: messages (400 "messages required",
 roles, 128 KiB each), `agent` xor `preset` (400), the preset (400 "unknown preset: <id>"), a
 credential in ANY caller text (422 `secret_in_transcript`), the agent (404), then
-`run_start(kind=chat)` — external agent 409, inference 503, the balance gate 402/503 — whose
-transaction also takes the conversation's lock (409 `conversation_busy`, or wait with
+`run_starting` (a `chat` `RunRequest`) — external agent 409, inference 503, the balance gate
+402/503 — in whose transaction this round also takes the conversation's lock (409 `conversation_busy`, or wait with
 `multitaskStrategy: enqueue`) and stores the last user message. Nothing is stored or billed
 when any check refuses; once the run has started, the user's message stays stored whatever
 happens to the run.
@@ -12,10 +12,11 @@ happens to the run.
 A preset with a handler (`chat.presets.register_preset_handler`: the system agent's slash
 commands and artifact responses) may answer a round itself: the handler is asked before the
 run starts (its refusals store nothing), and a round it answers is still a `chat` run through
-`run_start`/`run_finish` — recorded, with its session — but calls no model, needs no inference
-(`needs_inference=False`) and holds no fee (nothing was inferred); its model reads `fixed-reply`.
+`run_starting`/`run_finishing` — recorded, with its session — but calls no model: its request
+says `calls_model=False`, so it needs no inference and billing's fee for it is 0; its model
+reads `fixed-reply`.
 
-`chat_round_execute` runs the loop (`run_execute_started`: the agent's or preset's server tools
+`chat_round_execute` runs the loop (`run_conclude_steps`: the agent's or preset's server tools
 execute here as actions, the caller's and client-executed tools come back as ops), stores the
 reply with its tool calls and releases the conversation. `chat_round_body` shapes the answer.
 
@@ -37,9 +38,10 @@ from django.conf import settings
 from agents import selectors as agent_selectors
 from agents.execution import RunListener
 from agents.execution.drive import Steps, drive
-from agents.execution.service import run_execute_started_steps
+from agents.execution.service import run_conclude_steps
 from agents.models import Agent, Run
-from agents.runs.lifecycle import Outcome, run_finish, run_start
+from agents.runs.lifecycle import Outcome, run_finishing, run_starting
+from agents.runs.request import RunRequest
 from agents_site.errors import InvalidRequest
 from agents_site.vocabulary import ChatRole, MultitaskStrategy, RunKind, RunStatus
 from chat import selectors, services
@@ -187,29 +189,25 @@ def chat_round_start(
     fixed = handler.answer(messages=cleaned, subject=subject) if handler is not None else None
     user_text = last_user_message(cleaned)
     title = title_from(cleaned)
-    held: dict = {}
-
-    def within(run: Run) -> None:
-        conversation, created = services.conversation_open_for_round(
-            conversation_id=conversation_id, title=title, actor=actor, run_id=run.id)
-        held["conversation"] = conversation
-        held["history"] = [] if created else selectors.thread_tail(conversation=conversation)
-        held["prompt"] = compose_prompt(base=base, system=system_text, history=held["history"], messages=cleaned)
-        if user_text is not None:
-            turn = {"role": ChatRole.USER, "content": user_text}
-            if agent_row is not None and (agent_row.approval or {}).get("tools"):  # the round may wait: keep its prompt
-                turn["prompt"] = held["prompt"]
-            services.conversation_record_turns(conversation=conversation, turns=[turn], run_id=run.id)
-
+    # A round its preset's handler answers calls no model: no inference needed, and billing's fee is 0.
+    request = RunRequest(kind=RunKind.CHAT, agent=agent_row if fixed is None else None, agent_name=name,
+                         model=FIXED_MODEL if fixed is not None else "", input=user_text or "", actor=actor,
+                         request_id=request_id, calls_model=fixed is None, executor_here=fixed is None)
     deadline = time.monotonic() + max(settings.AGENTS_CHAT_ENQUEUE_WAIT_SECONDS, 0.0)
     while True:
         try:
-            if fixed is not None:
-                run = run_start(kind=RunKind.CHAT, agent=None, agent_name=name, model=FIXED_MODEL, input=user_text or "",
-                                actor=actor, request_id=request_id, within=within, needs_inference=False, fee_cents=0)
-            else:
-                run = run_start(kind=RunKind.CHAT, agent=agent_row, agent_name=name, model="", input=user_text or "",
-                                actor=actor, request_id=request_id, within=within, executor_here=True)
+            # The conversation's lock (409 `conversation_busy`) and the user's turn commit with the
+            # run, or nothing does.
+            with run_starting(request) as run:
+                conversation, created = services.conversation_open_for_round(
+                    conversation_id=conversation_id, title=title, actor=actor, run_id=run.id)
+                history = [] if created else selectors.thread_tail(conversation=conversation)
+                prompt = compose_prompt(base=base, system=system_text, history=history, messages=cleaned)
+                if user_text is not None:
+                    turn = {"role": ChatRole.USER, "content": user_text}
+                    if agent_row is not None and (agent_row.approval or {}).get("tools"):  # the round may wait: keep its prompt
+                        turn["prompt"] = prompt
+                    services.conversation_record_turns(conversation=conversation, turns=[turn], run_id=run.id)
             break
         except ConversationBusy:
             if strategy != MultitaskStrategy.ENQUEUE:
@@ -218,8 +216,7 @@ def chat_round_start(
                 raise ConversationBusy(
                     f"a round of this conversation is still in flight after {settings.AGENTS_CHAT_ENQUEUE_WAIT_SECONDS:g} s",
                     conversationId=conversation_id) from None
-    prompt = held["prompt"]
-    return RoundStart(run=run, conversation_id=held["conversation"].id, agent=run_agent, prompt=prompt, client_tools=client_tools,
+    return RoundStart(run=run, conversation_id=conversation.id, agent=run_agent, prompt=prompt, client_tools=client_tools,
                       fixed=fixed, preset_id=driver_preset.id if driver_preset is not None else "", subject=subject)
 
 
@@ -231,8 +228,19 @@ def _reply(status: str, output: str, actions: list, ops: list) -> dict | None:
     return {"role": ChatRole.ASSISTANT, "content": output, "tool_calls": calls}
 
 
-def _execute_fixed(start: RoundStart, listener: RunListener | None, within=None) -> Run:
-    """Finish a round its preset handler answered: the reply and ops told to the listener, then `run_finish`."""
+def _release(start: RoundStart, row: Run, actions: list, ops: list) -> None:
+    """Store the round's reply (an `ok` run's) and free its conversation."""
+    services.conversation_release(conversation_id=start.conversation_id, run_id=start.run.id,
+                                  reply=_reply(row.status, row.output, actions, ops))
+
+
+def _execute_fixed(start: RoundStart, listener: RunListener | None) -> tuple[Run, bool]:
+    """Finish a round its preset handler answered: the reply and ops told to the listener, then the run
+    finished with its reply stored and its conversation released in the same transaction.
+
+    Returns `(run, released)`: `released` False when the run was finished elsewhere (or the
+    release failed; it was logged): the caller frees the conversation then.
+    """
     fixed = start.fixed
     ops = [dict(op) for op in fixed.ops]
     if listener is not None:
@@ -244,19 +252,24 @@ def _execute_fixed(start: RoundStart, listener: RunListener | None, within=None)
         except Exception:  # a listener must not raise (RunListener)
             logger.exception("a chat listener failed")
     outcome = Outcome(status=RunStatus.OK, output=fixed.reply, model=FIXED_MODEL, ops=ops, duration_ms=None)
-    finished = run_finish(run_id=start.run.id, outcome=outcome, within=within) or Run.objects.get(pk=start.run.id)
+    released = False
+    with run_finishing(run_id=start.run.id, outcome=outcome) as row:
+        if row is not None:
+            _release(start, row, [], list(fixed.ops))
+            released = True
+    finished = row or Run.objects.get(pk=start.run.id)
     finished.actions, finished.ops = [], ops
-    return finished
+    return finished, released
 
 
 def chat_round_execute(start: RoundStart, *, listener: RunListener | None = None) -> Run:
     """Execute a started round, store the reply (only for an `ok` run) and release its conversation; return the run.
 
     The reply is stored and the conversation released in the transaction that finishes the run
-    (`run_finish`'s `within`): a round that finds the run finished finds its reply stored too,
-    never a window where its own turn would land between the user's turn and the reply. If the
-    run was finished elsewhere, or the round failed before finishing it, the conversation is
-    released afterwards all the same. The returned run carries `.actions`
+    (the body of `run_finishing`): a round that finds the run finished finds its reply stored
+    too, never a window where its own turn would land between the user's turn and the reply.
+    If the run was finished elsewhere, or the round failed before finishing it, the
+    conversation is released afterwards all the same. The returned run carries `.actions`
     (`[{name, args, result|error}]`) and `.ops` (`[{name, args}]`). Org context required.
     Blocks while the model writes (`chat_round_steps` is the same as run steps).
     """
@@ -264,35 +277,40 @@ def chat_round_execute(start: RoundStart, *, listener: RunListener | None = None
 
 
 def chat_round_steps(start: RoundStart, *, listener: RunListener | None = None) -> Steps[Run]:
-    """`chat_round_execute` as run steps (`agents.execution.drive`): what a request's event loop awaits."""
+    """`chat_round_execute` as run steps (`agents.execution.drive`): what a request's event loop awaits.
+
+    The loop runs through `run_conclude_steps`; this round then finishes the run itself
+    (`run_finishing`) with its reply and release in the finish's transaction — the lifecycle
+    never calls back into chat.
+    """
     run = None
-    held = {"released": False}
+    released = False
     handler = preset_handler(start.preset_id) if start.preset_id and start.fixed is None else None
     hearing = listener
     if handler is not None:
         hearing = _ExpandingListener(listener, lambda ops: handler.expand_ops(ops, subject=start.subject))
-
-    def release(row: Run, actions: list, ops: list) -> None:
-        services.conversation_release(conversation_id=start.conversation_id, run_id=start.run.id,
-                                      reply=_reply(row.status, row.output, actions, ops))
-        held["released"] = True
-
-    def finishing(row: Run, outcome) -> None:  # inside run_finish's transaction
-        ops = list(outcome.ops or [])
-        if handler is not None and ops:
-            ops = hearing.rewrite(ops)
-        release(row, list(outcome.actions or []), ops)
-
     try:
         if start.fixed is not None:
-            run = _execute_fixed(start, listener, within=lambda row: release(row, [], list(start.fixed.ops)))
+            run, released = _execute_fixed(start, listener)
         else:
-            run = yield from run_execute_started_steps(run=start.run, agent=start.agent, prompt=start.prompt,
-                                                       client_tools=start.client_tools, listener=hearing, finishing=finishing)
+            concluded = yield from run_conclude_steps(run=start.run, agent=start.agent, prompt=start.prompt,
+                                                      client_tools=start.client_tools, listener=hearing)
+            if concluded.waiting is not None:  # waiting for approval: the conversation is freed below
+                run = concluded.waiting
+            else:
+                outcome = concluded.outcome
+                with run_finishing(**concluded.finish_arguments()) as row:
+                    if row is not None:
+                        ops = list(outcome.ops or [])
+                        if handler is not None and ops:
+                            ops = hearing.rewrite(ops)
+                        _release(start, row, list(outcome.actions or []), ops)
+                        released = True
+                run = concluded.finished(row)
             if handler is not None and getattr(run, "ops", None):
                 run.ops = hearing.rewrite(list(run.ops))
     finally:
-        if not held["released"]:  # finished elsewhere, or failed before finishing: free the conversation anyway
+        if not released:  # finished elsewhere, or failed before finishing: free the conversation anyway
             reply = None
             if run is not None:
                 reply = _reply(run.status, run.output, getattr(run, "actions", []) or [], getattr(run, "ops", []) or [])

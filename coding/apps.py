@@ -8,8 +8,14 @@ class CodingConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        """Record routed coding runs' reports like server runs (`targets.settle`)."""
+        """Record routed coding runs' reports like server runs (`targets.settle`); register the `coding` run policy."""
         from coding.routing import routed_coding_settled, routed_coding_summarise
         from targets.settle import register_report_handler
 
         register_report_handler(summarise=routed_coding_summarise, settled=routed_coding_settled)
+
+        from agents.runs.policies import RunPolicy, register_run_policy
+        from agents_site.vocabulary import RunKind
+
+        # The coding service checks inference itself (a routed coding run needs none here).
+        register_run_policy(RunPolicy(kind=RunKind.CODING, needs_inference=False))

@@ -3,11 +3,11 @@
 Coding runs start and finish through the platform's one run lifecycle
 (`agents.runs.lifecycle`); these three calls only adapt its arguments to the coding engine's.
 
-- `coding_run_start` → `run_start(kind=coding, queued=True)`: the balance gate counting the
-  fees held by the org's runs in flight, the `Run` row (`kind=coding`, `fee_cents`, `queued`)
-  and its session (`running`, `taskRunId`), in one serialised org-store transaction; the
-  caller's `prepare(run, session_id)` writes its own rows in the same transaction and
-  `on_commit(run)` hands the run to the task queue once it commits.
+- `coding_run_starting` → `run_starting` with a queued `coding` `RunRequest`: the balance gate
+  counting the fees held by the org's runs in flight, the `Run` row (`kind=coding`, the fee
+  billing sets for the kind, `queued`) and its session (`running`, `taskRunId`), in one
+  serialised org-store transaction; the caller writes its own rows in the `with` body (same
+  transaction) and hands the run to the task queue once it commits.
 - `coding_run_begin` → `run_mark_running` (exactly one worker wins; a run the balance no longer
   covers ends "not started").
 - `coding_run_finish` → `run_finish`: the outcome, the summary `log` event (with the coding
@@ -17,49 +17,41 @@ Coding runs start and finish through the platform's one run lifecycle
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-
-from django.db import transaction
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 
 from agents.models import Agent, Run
 from agents.run_session import RunSession
-from agents.runs.lifecycle import Outcome, RunNotQueued, run_finish, run_mark_running, run_start
+from agents.runs.lifecycle import Outcome, RunNotQueued, run_finish, run_mark_running, run_starting
+from agents.runs.request import RunRequest
 from agents_site.errors import ApiError
 from agents_site.vocabulary import RunKind, RunStatus
-from tenancy import stores
 
 logger = logging.getLogger(__name__)
 
 _QUEUED = frozenset({RunStatus.QUEUED})
 
 
-def coding_run_start(
+def coding_run_starting(
     *,
     agent: Agent | None,
     agent_name: str,
     input: str,
     actor: str,
     request_id: str,
-    fee_cents: int,
-    session_fields: dict,
-    prepare: Callable[[Run, str], None],
-    on_commit: Callable[[Run], None],
-) -> Run:
-    """Gate and record a queued coding run with its session; return the run.
+    session_fields: Mapping[str, str],
+) -> AbstractContextManager[Run]:
+    """Gate and record a queued coding run with its session; return the context that yields it.
 
+    `with coding_run_starting(...) as run:` — `run_starting` with a queued `coding`
+    `RunRequest`: the body writes the caller's rows in the run's transaction (the coding
+    record; a routed run's offer). The fee is billing's for the `coding` kind (its policy).
     `session_fields` go to `session_create` (`repo`, `project`, `target`). Raises the gate's
     errors (402 `insufficient_balance`, 503 `balance_unavailable`, 403 without an actor) and
-    whatever `prepare` raises; then nothing is written. Org context required.
+    whatever the body raises; then nothing is written. Org context required.
     """
-    alias = stores.current_alias()
-
-    def within(run: Run) -> None:
-        prepare(run, run.session_id)
-        transaction.on_commit(lambda: on_commit(run), using=alias)
-
-    return run_start(kind=RunKind.CODING, agent=agent, agent_name=agent_name, input=input, actor=actor,
-                     request_id=request_id, queued=True, needs_inference=False, fee_cents=fee_cents,
-                     session_fields=session_fields, within=within)
+    return run_starting(RunRequest(kind=RunKind.CODING, agent=agent, agent_name=agent_name, input=input, actor=actor,
+                                   request_id=request_id, queued=True, session_fields=dict(session_fields)))
 
 
 def coding_run_begin(*, run_id: str) -> Run | None:

@@ -9,7 +9,7 @@ import logging
 import time
 
 from django.conf import settings
-from django.db import IntegrityError
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from agents.execution.service import run_span
@@ -17,7 +17,6 @@ from agents.models import Agent, Run
 from agents.run_session import RunSession
 from agents_site.errors import Forbidden, InvalidRequest, NotFound
 from agents_site.vocabulary import CodingTool, RunStatus
-from billing.meter import run_fee_cents
 from coding import runs
 from coding.errors import BaseNotFound, CodingBusy, RepoExists
 from coding.git import remote_has_branch, valid_branch
@@ -98,12 +97,6 @@ def repo_delete(*, principal, repo: Repo) -> None:
 
 
 # -- coding runs -------------------------------------------------------------------------------
-
-
-def coding_fee_cents() -> int:
-    """Return the fee of one successful coding run (`AGENTS_CODING_FEE_CENTS`, else the run fee)."""
-    fee = settings.AGENTS_CODING_FEE_CENTS
-    return run_fee_cents() if fee is None or fee < 0 else int(fee)
 
 
 def max_timeout_seconds() -> int:
@@ -201,35 +194,29 @@ def coding_start(*, principal, prompt: object, repo: object, project: object = N
     if not inference_configured() and not target:
         raise InferenceUnavailable()
     org = stores.current_org()
-    record: dict = {}
-
-    def prepare(run: Run, session_id: str) -> None:
-        from coding.engine import branch_for
-
-        record["coding"] = CodingRun.objects.create(
-            run_id=run.id, session_id=session_id, repo_id=the_repo.id, repo=the_repo.full_name, project=project, base=base,
-            after=earlier.session_id if earlier else "", start_ref=start_ref, branch=branch_for(session_id), tool=tool,
-            target_id=target, timeout_seconds=timeout, created_at=run.created_at, reply_conversation_id=reply_to,
-        )
-        if target:  # a routed run is running from its offer on; the machine's report settles it
-            from coding.routing import routed_coding_offer
-
-            routed_coding_offer(run=runs.coding_run_begin(run_id=run.id), coding=record["coding"], repo=the_repo)
-
-    def dispatch(run: Run) -> None:
-        if not target:
-            coding_dispatch(org=org, run_id=run.id)
+    from coding.engine import branch_for
 
     with stores.org_atomic():
         if coding_runs_in_flight() >= settings.AGENTS_CODING_MAX_CONCURRENT:
             raise CodingBusy(f"the org has {settings.AGENTS_CODING_MAX_CONCURRENT} coding runs in flight; wait for one to finish")
-        run = runs.coding_run_start(
+        with runs.coding_run_starting(
             agent=agent, agent_name=agent.name if agent else f"coding-{tool}", input=prompt, actor=principal.actor,
-            request_id=request_id, fee_cents=coding_fee_cents(),
-            session_fields={"repo": the_repo.full_name, "project": project, "target": target},
-            prepare=prepare, on_commit=dispatch,
-        )
-    return run, record["coding"]
+            request_id=request_id, session_fields={"repo": the_repo.full_name, "project": project, "target": target},
+        ) as run:  # the coding record (and a routed run's offer) commit with the run, or nothing does
+            session_id = run.session_id
+            coding = CodingRun.objects.create(
+                run_id=run.id, session_id=session_id, repo_id=the_repo.id, repo=the_repo.full_name, project=project, base=base,
+                after=earlier.session_id if earlier else "", start_ref=start_ref, branch=branch_for(session_id), tool=tool,
+                target_id=target, timeout_seconds=timeout, created_at=run.created_at, reply_conversation_id=reply_to,
+            )
+            if target:  # a routed run is running from its offer on; the machine's report settles it
+                from coding.routing import routed_coding_offer
+
+                routed_coding_offer(run=runs.coding_run_begin(run_id=run.id), coding=coding, repo=the_repo)
+            else:  # the queue hears of it once the run and its record are committed
+                run_id = run.id
+                transaction.on_commit(lambda: coding_dispatch(org=org, run_id=run_id), using=stores.current_alias())
+    return run, coding
 
 
 def coding_dispatch(*, org: str, run_id: str) -> str | None:

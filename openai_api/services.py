@@ -21,6 +21,7 @@ from agents.execution.service import run_execute_started_steps
 from agents.approval_rules import has_rules
 from agents.models import Agent, Run
 from agents.runs.lifecycle import run_start
+from agents.runs.request import RunRequest
 from agents_site.schemas import scan_caller_text
 from agents_site.vocabulary import ChatRole, RunKind
 from openai_api.errors import ApprovalUnsupported
@@ -78,7 +79,7 @@ def completion_start(*, principal: Principal, request: CompletionRequest, reques
 
     In order: the agent named by `request.model` (name or id) that the key may use (404
     `model_not_found`) → an agent with approval rules is refused (400 `approval_unsupported`) → no credential in any message, in the caller's tool definitions or in a
-    field passed to the gateway (422 `secret_in_transcript`, masked findings naming the field) → `run_start(kind=openai)`: an external agent
+    field passed to the gateway (422 `secret_in_transcript`, masked findings naming the field) → `run_start` (a `RunRequest` of kind `openai`): an external agent
     (409 `agent_external`), inference configured (503), the balance gate with
     `AGENTS_OPENAI_FEE_CENTS` (402 / 503), then the `running` row and its session. The run's
     input is the last user message. Nothing is stored or billed when any step refuses.
@@ -94,8 +95,8 @@ def completion_start(*, principal: Principal, request: CompletionRequest, reques
     # a `response_format` schema, `tool_choice`). Nothing carrying a credential is sent to a
     # model through us; the findings name the field.
     scan_caller_text({"messages": request.messages, "tools": request.tools, **request.passthrough})
-    run = run_start(kind=RunKind.OPENAI, agent=agent, input=request.input_text(), actor=principal.actor, request_id=request_id,
-                    executor_here=True)
+    run = run_start(RunRequest(kind=RunKind.OPENAI, agent=agent, input=request.input_text(), actor=principal.actor,
+                               request_id=request_id, executor_here=True))
     return StartedCompletion(run=run, agent=completion_agent(agent, request), prompt=completion_prompt(agent, request),
                              client_tools=request.tools, model=agent.name)
 

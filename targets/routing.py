@@ -1,9 +1,10 @@
 """Routed runs: `POST /v1/agents/{ref}/run` with `"targetId"` hands the run to a machine.
 
 The run lifecycle with the machine in place of the gateway (DESIGN §4, §6; reference §2.4):
-`run_start` (kind `routed`, no inference needed here) checks the input (400), replays a key
-(409s), and — after the dispatch gate (404 unknown machine; 409 `target_unavailable`:
-offline, draining, keyless, not claimed within 90 s) — gates the balance (402 / 503) and, in
+`run_replay` then `run_starting` (kind `routed`: no inference needed here, a replayed key
+answers a run in flight) check the input (400), replay a key (409s), and — after the dispatch
+gate (404 unknown machine; 409 `target_unavailable`: offline, draining, keyless, not claimed
+within 90 s) — gate the balance (402 / 503) and, in
 one transaction of the org's store, records the run `running`, opens its root session (naming
 the machine) and puts the offer in the (org, target) mailbox → 202 with the run. The machine
 claims the offer, runs the agent loop against its own gateway, streams its steps into the
@@ -13,10 +14,13 @@ credential. Org context required.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from django.conf import settings
 
 from agents.models import Agent, Run
-from agents.runs.lifecycle import check_input, run_start
+from agents.runs.lifecycle import check_input, run_replay, run_starting
+from agents.runs.request import RunRequest
 from agents_site.vocabulary import RunKind
 from targets import mailbox
 from targets.selectors import target_dispatchable
@@ -50,17 +54,15 @@ def routed_run_start(*, agent: Agent, input: str | None, target_id: str, actor: 
     reason), `InsufficientBalance` (402), `BalanceUnavailable` (503), `Forbidden` (403, no actor).
     """
     text = check_input(input)
-    found: dict = {}
-
-    def dispatchable() -> None:
-        found["target"] = target_dispatchable(target_id=target_id)
-        fields.update(target=found["target"].id, host=found["target"].host)
-
-    def offer(run: Run) -> None:
-        mailbox.routed_offer(target_id=found["target"].id, run_id=run.id, session_id=run.session_id,
-                             payload=routed_payload(agent=agent, text=text))
-
-    fields: dict = {}
-    return run_start(kind=RunKind.ROUTED, agent=agent, input=text, actor=actor, request_id=request_id,
-                     idempotency_key=idempotency_key, idempotency_scope=target_id, needs_inference=False,
-                     session_fields=fields, check=dispatchable, within=offer)
+    request = RunRequest(kind=RunKind.ROUTED, agent=agent, input=text, actor=actor, request_id=request_id,
+                         idempotency_key=idempotency_key, idempotency_scope=target_id)
+    earlier = run_replay(request)  # a replayed key is answered before the dispatch gate (the machine may be gone)
+    if earlier is not None:
+        return earlier
+    target = target_dispatchable(target_id=target_id)
+    request = replace(request, session_fields={"target": target.id, "host": target.host})
+    with run_starting(request) as run:
+        if run.started_here:  # the offer commits with the run, or neither does
+            mailbox.routed_offer(target_id=target.id, run_id=run.id, session_id=run.session_id,
+                                 payload=routed_payload(agent=agent, text=text))
+    return run

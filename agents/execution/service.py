@@ -14,6 +14,7 @@ already `running` (a background worker's, after `run_mark_running`). Org context
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from agents import tracing
 from agents.execution.drive import Steps, drive
@@ -21,10 +22,12 @@ from agents.execution.loop import RunListener, RunLoop
 from agents.models import Agent, Run
 from agents.run_session import RunSession
 from agents.runs.approvals import run_wait
-from agents.runs.lifecycle import elapsed_ms, run_finish, run_start
+from agents.runs.lifecycle import Outcome, elapsed_ms, run_finish, run_start
+from agents.runs.request import RunRequest
 from agents_site.errors import ApiError
 from agents_site.vocabulary import RunKind, RunStatus
 from tenancy import stores
+from opentelemetry.trace import Span
 from toolkit.stopping import StopSignal
 
 _RUNNING = frozenset({RunStatus.RUNNING})
@@ -84,9 +87,9 @@ def run_execute_steps(*, agent: Agent, input: str | None = None, actor: str, req
     """`run_execute` as run steps (`agents.execution.drive`): what a request's event loop awaits."""
     with run_span(run_id="", agent_name=agent.name, actor=actor, model=agent.model, depth=depth, kind=kind) as span:
         try:
-            run = run_start(kind=kind, agent=agent, input=input, actor=actor, request_id=request_id,
-                            idempotency_key=idempotency_key, parent_session_id=parent_session_id,
-                            parent_run_id=parent_run_id, depth=depth, executor_here=True)
+            run = run_start(RunRequest(kind=kind, agent=agent, input=input, actor=actor, request_id=request_id,
+                                       idempotency_key=idempotency_key, parent_session_id=parent_session_id,
+                                       parent_run_id=parent_run_id, depth=depth, executor_here=True))
         except ApiError as exc:
             span.set_status(tracing.error_status(exc.message))
             raise
@@ -112,8 +115,8 @@ def run_open(
     idempotency), 503. Out: the `running` run, or an earlier run answered again for the same
     idempotency key (`run.replayed` True: execute nothing). Org context required.
     """
-    return run_start(kind=kind, agent=agent, input=input, actor=actor, request_id=request_id, idempotency_key=idempotency_key,
-                     executor_here=True)
+    return run_start(RunRequest(kind=kind, agent=agent, input=input, actor=actor, request_id=request_id,
+                                idempotency_key=idempotency_key, executor_here=True))
 
 
 def run_execute_opened(*, run: Run, agent: Agent, listener: RunListener | None = None, kind: str = RunKind.RUN) -> Run:
@@ -132,7 +135,7 @@ def run_execute_opened_steps(*, run: Run, agent: Agent, listener: RunListener | 
 
 def run_execute_started(*, run: Run, agent: Agent, span=None, deadline: float | None = None,
                         prompt: list[dict] | None = None, client_tools: list[dict] | None = None,
-                        listener: RunListener | None = None, finishing=None, stop: StopSignal | None = None) -> Run:
+                        listener: RunListener | None = None, stop: StopSignal | None = None) -> Run:
     """Run the agent loop for `run` (already `running`, its session open) and finish it; return it.
 
     The executor attaches to the run's session (commands sent before it attached are
@@ -143,35 +146,90 @@ def run_execute_started(*, run: Run, agent: Agent, span=None, deadline: float | 
     OpenAI function definitions offered but executed by the caller (their calls end the round
     as `ops`); `listener` hears deltas, tool actions and ops as they happen (`RunListener`).
     The returned run carries the round's `actions` and `ops` (lists; not stored columns).
-    `finishing(run, outcome)` is the caller's writes committed with the finish (`run_finish`'s
-    `within`; e.g. a conversation round's reply), only when this call finished the run.
+    A caller with writes of its own to commit with the finish (a conversation round's reply)
+    uses `run_conclude_steps` and finishes the run itself (`run_finishing`).
     Blocks while the model writes (`run_execute_started_steps` is the same as run steps).
     """
     return drive(run_execute_started_steps(run=run, agent=agent, span=span, deadline=deadline, prompt=prompt,
-                                           client_tools=client_tools, listener=listener, finishing=finishing, stop=stop))
+                                           client_tools=client_tools, listener=listener, stop=stop))
 
 
 def run_execute_started_steps(*, run: Run, agent: Agent, span=None, deadline: float | None = None,
                               prompt: list[dict] | None = None, client_tools: list[dict] | None = None,
-                              listener: RunListener | None = None, finishing=None, stop: StopSignal | None = None) -> Steps[Run]:
+                              listener: RunListener | None = None, stop: StopSignal | None = None) -> Steps[Run]:
     """`run_execute_started` as run steps (`agents.execution.drive`)."""
+    concluded = yield from run_conclude_steps(run=run, agent=agent, span=span, deadline=deadline, prompt=prompt,
+                                              client_tools=client_tools, listener=listener, stop=stop)
+    if concluded.waiting is not None:
+        return concluded.waiting
+    return concluded.finished(run_finish(**concluded.finish_arguments()))
+
+
+@dataclass
+class Concluded:
+    """Where a run executed here stands once its loop ended: `waiting` for approval (the run as
+    recorded then), or to be finished with `outcome` (through `session`, under `span`).
+
+    `finish_arguments()` are `run_finish` / `run_finishing`'s; `finished(row)` returns the run
+    to answer with (the finished row, or the run as recorded when someone else finished it),
+    carrying the round's `actions` and `ops`.
+    """
+
+    run: Run
+    outcome: Outcome
+    session: RunSession
+    span: Span | None = None
+    waiting: Run | None = None
+
+    def finish_arguments(self) -> dict:
+        """Return the keyword arguments of `run_finish` / `run_finishing` for this run."""
+        return {"run_id": self.run.id, "outcome": self.outcome, "from_statuses": _RUNNING, "session": self.session,
+                "span": self.span}
+
+    def finished(self, row: Run | None) -> Run:
+        """Return `row` (None: the run was finished elsewhere meanwhile — recovery — so as recorded) with `actions`/`ops`."""
+        finished = row if row is not None else Run.objects.get(pk=self.run.id)
+        finished.replayed = False
+        finished.actions = self.outcome.actions
+        finished.ops = self.outcome.ops
+        return finished
+
+
+def run_conclude_steps(*, run: Run, agent: Agent, span=None, deadline: float | None = None,
+                       prompt: list[dict] | None = None, client_tools: list[dict] | None = None,
+                       listener: RunListener | None = None, stop: StopSignal | None = None) -> Steps[Concluded]:
+    """Run the agent loop for `run` (already `running`) and return where it stands, unfinished.
+
+    As `run_execute_started_steps`, but the run is not finished here: a run whose model called
+    a ruled tool is suspended `waiting` (`Concluded.waiting`); otherwise the caller finishes it
+    with `run_finishing(**concluded.finish_arguments())`, its own writes in the `with` body (a
+    conversation round's reply and the release of its conversation).
+    """
     session = (RunSession.attach(session_id=run.session_id, actor=run.actor, opened_here=getattr(run, "opened_here", False),
                                  root=getattr(run, "session_root", None), inbox=getattr(run, "executor_inbox", None))
                if run.session_id else RunSession(actor=run.actor))
     loop = RunLoop(agent=agent, text=run.input, run=run, session=session, org_slug=stores.current_org(), deadline=deadline,
                    prompt=prompt, client_tools=client_tools, listener=listener, stop=stop)
-    return (yield from run_settle_steps(run=run, loop=loop, session=session, span=span, finishing=finishing))
+    return (yield from _conclude_steps(run=run, loop=loop, session=session, span=span))
 
 
-def run_settle(*, run: Run, loop: RunLoop, session: RunSession, span=None, finishing=None) -> Run:
+def run_settle(*, run: Run, loop: RunLoop, session: RunSession, span=None) -> Run:
     """Execute `loop` and record where the run stands: finished (`run_finish`), or `waiting` for
     approval (`run_wait`: nothing of this process is held for it). Return the run as recorded,
     carrying the round's `actions` and `ops`. Blocks while the model writes."""
-    return drive(run_settle_steps(run=run, loop=loop, session=session, span=span, finishing=finishing))
+    return drive(run_settle_steps(run=run, loop=loop, session=session, span=span))
 
 
-def run_settle_steps(*, run: Run, loop: RunLoop, session: RunSession, span=None, finishing=None) -> Steps[Run]:
+def run_settle_steps(*, run: Run, loop: RunLoop, session: RunSession, span=None) -> Steps[Run]:
     """`run_settle` as run steps (`agents.execution.drive`)."""
+    concluded = yield from _conclude_steps(run=run, loop=loop, session=session, span=span)
+    if concluded.waiting is not None:
+        return concluded.waiting
+    return concluded.finished(run_finish(**concluded.finish_arguments()))
+
+
+def _conclude_steps(*, run: Run, loop: RunLoop, session: RunSession, span=None) -> Steps[Concluded]:
+    """Execute `loop`; return the run suspended `waiting`, or the outcome to finish it with."""
     started = time.perf_counter()
     outcome = yield from loop.steps()
     outcome.duration_ms = elapsed_ms(started)
@@ -181,13 +239,6 @@ def run_settle_steps(*, run: Run, loop: RunLoop, session: RunSession, span=None,
             waiting.replayed = False
             waiting.actions = outcome.actions
             waiting.ops = outcome.ops
-            return waiting
+            return Concluded(run=run, outcome=outcome, session=session, span=span, waiting=waiting)
         outcome.status, outcome.error = RunStatus.ERROR, "the run could not be suspended for approval"
-    within = (lambda row: finishing(row, outcome)) if finishing is not None else None
-    finished = run_finish(run_id=run.id, outcome=outcome, from_statuses=_RUNNING, session=session, span=span, within=within)
-    if finished is None:  # finished elsewhere meanwhile (recovery): answer what is recorded
-        finished = Run.objects.get(pk=run.id)
-    finished.replayed = False
-    finished.actions = outcome.actions
-    finished.ops = outcome.ops
-    return finished
+    return Concluded(run=run, outcome=outcome, session=session, span=span)

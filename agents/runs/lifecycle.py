@@ -1,39 +1,46 @@
-"""The one run lifecycle: `run_start` accepts a run, `run_finish` ends it.
+"""The one run lifecycle: `run_start` / `run_starting` accept a run, `run_finish` / `run_finishing` end it.
 
 Every kind of run — sync, background, scheduled, routed, agent-as-tool, chat round,
-OpenAI-compatible call, coding run (`RunKind`) — is started by `run_start` and finished by
-`run_finish`; callers differ only in what they pass. Between the two, `run_mark_running`
-moves a queued run to `running` when a worker takes it, and a run whose model calls a tool its
-agent's approval rules name is suspended `waiting` until a person answers
+OpenAI-compatible call, coding run (`RunKind`) — is started from a `RunRequest` (a value: what
+varies per call) under its kind's `RunPolicy` (`agents.runs.policies`: its fee from billing,
+whether it needs inference, whether a replayed key answers a run in flight, how a refusal
+answers), registered by the app that owns the kind, and finished by `run_finish`. Nothing here
+takes a callable or calls back into the app that started the run: a caller's writes that must
+commit with the run are the body of `with run_starting(request) as run:`, and those that must
+commit with the finish the body of `with run_finishing(...) as run:`. Between the two,
+`run_mark_running` moves a queued run to `running` when a worker takes it, and a run whose model
+calls a tool its agent's approval rules name is suspended `waiting` until a person answers
 (`agents.runs.approvals`; issue 28) — still holding its fee, then resumed or finished here.
 
-`run_start` (spec 003 POST /v1/agents/{ref}/run; DESIGN §4), in order: org context → agent
-executable here (409 `agent_external`) → input ≤ 128 KiB (400) → no credential in the input
-(422 `secret_in_transcript`) → `Idempotency-Key` replay
-(409s) → inference configured (503, unless a machine infers) → then ONE serialised org-store
-transaction: the key bound, the balance gate (402 `insufficient_balance` / 503
-`balance_unavailable`: balance − the fees runs in flight hold ≥ this run's fee), the run row
-(`queued` or `running`, its `kind` and the `fee_cents` it holds, inserted once with the id of
-its session, opened just before it), and
-the caller's own writes (`within`: an offer, a task record). Nothing is written when any check
-refuses.
+`run_starting` (spec 003 POST /v1/agents/{ref}/run; DESIGN §4), in order: org context → the
+kind's policy → agent executable here (409 `agent_external`) → input ≤ 128 KiB (400) → no
+credential in the input (422 `secret_in_transcript`) → `Idempotency-Key` replay (409s) →
+inference configured (503, unless the policy or request says no model is called here) → then
+ONE serialised org-store transaction: the key bound, the balance gate (402
+`insufficient_balance` / 503 `balance_unavailable`: balance − the fees runs in flight hold ≥
+this run's fee), the run row (`queued` or `running`, its `kind` and the `fee_cents` it holds,
+inserted once with the id of its session, opened just before it), and the caller's own writes
+(the `with` body: an offer, a task record). Nothing is written when any check refuses.
 
-`run_finish` records the outcome with one conditional UPDATE (two finishers never both win)
-and, in the same transaction, appends the session's summary `log` event and ends the session
-`done`/`error`; once that commits it sets the `agent.run` span's attributes and debits an `ok`
-run once — the fee it held, for the model that answered. It is the only code that closes a run's session or debits a run.
+`run_finishing` records the outcome with one conditional UPDATE (two finishers never both win)
+and, in the same transaction, the caller's writes, the session's summary `log` event and the
+session's end `done`/`error`; once that commits it sets the `agent.run` span's attributes and
+debits an `ok` run once — the fee it held, for the model that answered. It is the only code that
+closes a run's session or debits a run.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from opentelemetry.trace import Span
 
 from agents import hooks, queries, tracing
 from agents.idempotency import clean_key, replay, request_hash, reserve
@@ -41,9 +48,11 @@ from agents_site.ids import mint_id
 from agents.inference import inference_configured
 from agents.models import Agent, Run
 from agents.run_session import RunSession, clip, session_title
+from agents.runs.policies import RunPolicy, run_policy
+from agents.runs.request import RunRequest
 from agents_site.errors import ApiError, Conflict, InvalidRequest, ServiceUnavailable
-from agents_site.vocabulary import AgentHosting, ChatRole, ErrorCode, EventKind, FinishReason, RunKind, RunStatus, SessionStatus
-from billing.meter import balance_authorize, fee_for_kind, run_charge
+from agents_site.vocabulary import AgentHosting, ChatRole, ErrorCode, EventKind, FinishReason, RefusalAnswer, RunStatus, SessionStatus
+from billing.meter import balance_authorize, run_charge
 from sessions.selectors import stop_recorded
 from sessions.services import refuse_secrets
 from tenancy import stores
@@ -137,92 +146,120 @@ def runs_in_flight() -> int:
     return Run.objects.filter(status__in=RunStatus.HOLDS_FEE).count()
 
 
-def run_start(
-    *,
-    kind: str,
-    agent: Agent | None,
-    input: str | None,
-    actor: str,
-    request_id: str = "",
-    idempotency_key: str = "",
-    idempotency_scope: str = "",
-    queued: bool = False,
-    agent_name: str = "",
-    model: str = "",
-    needs_inference: bool = True,
-    parent_session_id: str = "",
-    parent_run_id: str = "",
-    depth: int = 0,
-    title: str | None = None,
-    session_fields: dict | None = None,
-    fee_cents: int | None = None,
-    check: Callable[[], None] | None = None,
-    within: Callable[[Run], None] | None = None,
-    refused: str = "raise",
-    executor_here: bool = False,
-) -> Run:
-    """Accept one run of `kind`: check, gate and record it with its session; return the run.
+def run_start(request: RunRequest) -> Run:
+    """Accept the run `request` asks for: check, gate and record it with its session; return the run.
 
-    In: the `RunKind`; the agent (None for a run no agent drives: then `agent_name` and
-    `model` name it); the input (≤ 128 KiB); the billing actor `"<org>/<subject>"`; the
-    caller's request id; an optional `Idempotency-Key` (with `idempotency_scope` added to the
-    request's identity, e.g. the target id of a routed run); `queued=True` records the run
-    `queued` for a worker (else `running` now); `needs_inference=False` when a machine infers;
-    for a run called as a tool its parent's session and run ids and its `depth`; the session's
-    `title` (default: the start of the input) and extra `session_fields` for `session_create`
-    (`target`, `host`, `project`, `repo`…); `fee_cents` (default: the fee of `kind`);
-    `check()`, the caller's own refusal after the key replay (a routed run's dispatch gate);
-    `within(run)`, the caller's writes that must commit with the run (an offer, a task row).
-    `refused="record"` (scheduled runs) records a run the gate or the inference check refuses
-    as a finished `error` "not started: …" instead of raising. `executor_here=True` (a run the
-    caller executes in this process at once, through `RunLoop`): the session is opened with
-    this process's executor channel and, when the input is not blank, its first `message` turn
-    (role `user`, the input) — in the same transaction, so attaching the executor writes
-    nothing (`run.opened_here` is True then, and `run.executor_inbox` is the inbox, registered
-    before the session committed).
-
-    Out: the `Run` (`run.replayed` True when an earlier run of the same key is answered
-    instead; its `session_id` set when the session opened). A replayed key answers a run still
-    in flight only for `queued` or routed runs (answered 202); a synchronous run still running
-    is 409 `idempotency_in_progress`.
-    Raises, with nothing written: `NoOrgSelected`, `AgentExternal` (409), `InvalidRequest`
-    (400), `SecretInTranscript` (422: the input carries a credential; findings masked), `IdempotencyMismatch` / `IdempotencyInProgress` (409), `InferenceUnavailable`
-    (503), `Forbidden` (403, no actor), `InsufficientBalance` (402), `BalanceUnavailable`
-    (503), and whatever `within` raises.
+    The plain form of `run_starting` for a caller with no writes of its own to commit with the
+    run: the same checks, order, errors and result (see there).
     """
-    org_slug = stores.current_org()
-    if org_slug is None:
+    with run_starting(request) as run:
+        return run
+
+
+@contextmanager
+def run_starting(request: RunRequest) -> Iterator[Run]:
+    """Check, gate and record the run `request` asks for; yield it inside its transaction.
+
+    `with run_starting(request) as run:` — the body is the caller's own writes that must commit
+    atomically with the run (a routed offer, a queued run's task row, a chat round's
+    conversation lock and turn, a coding run's record), in the same serialised org-store
+    transaction. Write only when `run.started_here` is True: it is False for a replayed key
+    (`run.replayed`, the earlier run) and for a refusal the kind records (below), and nothing
+    of the caller's belongs with those. An exception in the body rolls the whole start back —
+    no run, no session, no key, no fee held — lets go of the executor inbox registered for it,
+    and propagates.
+
+    In order: org context → the kind's `RunPolicy` (`UnknownRunKind` when none is registered)
+    → agent executable here (409 `agent_external`) → input ≤ 128 KiB (400) → no credential
+    in the input (422 `secret_in_transcript`) → `Idempotency-Key` replay (409s; answered even
+    for a run in flight when `policy.answers_in_flight`) → inference configured when
+    `policy.infers_here` (503) → one serialised transaction: the key bound, the balance gate
+    for the policy's fee (billing's; 402 / 503), the session opened, the run row inserted, the
+    run-started handlers, then the body. A caller with a refusal of its own that must come
+    after the key replay (a routed run's dispatch gate) asks `run_replay(request)` first.
+
+    Out: the `Run` (`run.replayed`, `run.started_here`; `run.opened_here` and
+    `run.executor_inbox` with `request.executor_here`: the session was opened with this
+    process's executor channel and the input as its first `message` turn, the inbox registered
+    before the session committed).
+    Raises, with nothing written: `NoOrgSelected`, `UnknownRunKind`, `AgentExternal` (409),
+    `InvalidRequest` (400), `SecretInTranscript` (422), `IdempotencyMismatch` /
+    `IdempotencyInProgress` (409), `InferenceUnavailable` (503), `Forbidden` (403, no actor),
+    `InsufficientBalance` (402), `BalanceUnavailable` (503) — except that a kind whose policy
+    answers refusals with `RefusalAnswer.RECORD` (scheduled runs) gets the 402/503 recorded as
+    a finished `error` run "not started: …" (nothing held, nothing billed) and yielded instead —
+    and whatever the body raises.
+    """
+    policy, admitted, earlier = _admit(request)
+    if earlier is not None:
+        yield earlier
+        return
+    refusal: ApiError | None = None
+    run = _new_row(run_id=mint_id("run"), request=request, name=admitted.name, text=admitted.text,
+                   status=RunStatus.QUEUED if request.queued else RunStatus.RUNNING, fee=policy.fee_cents(request))
+    executor_here = request.executor_here and not request.queued
+    entered = False
+    try:
+        if policy.infers_here(request) and not inference_configured():
+            raise InferenceUnavailable()
+        with stores.org_atomic(serialize=True):
+            accepted = _record(run, request=request, admitted=admitted, executor_here=executor_here)
+            entered = True
+            yield accepted
+    except BaseException as exc:
+        _let_go(getattr(run, "executor_inbox", None))  # nothing was committed: no command can name it
+        if entered or policy.refusals != RefusalAnswer.RECORD or not isinstance(exc, ApiError) or not _is_refusal(exc):
+            raise
+        refusal = exc
+    if refusal is not None:
+        yield _record_refused(request=request, name=admitted.name, text=admitted.text, error=refusal)
+
+
+def run_replay(request: RunRequest) -> Run | None:
+    """Return the earlier run `request`'s `Idempotency-Key` answers (`run.replayed` True), or None.
+
+    The checks `run_starting` makes before its replay, then the replay (nothing written):
+    `UnknownRunKind`, `AgentExternal` (409), `InvalidRequest` (400), `SecretInTranscript`
+    (422), `IdempotencyMismatch` / `IdempotencyInProgress` (409). For a caller whose own
+    refusal must come after the replay and before the run is recorded (a routed run's dispatch
+    gate: a replayed key is answered even when the machine has gone). None without a key.
+    """
+    return _admit(request)[2]
+
+
+@dataclass(frozen=True)
+class _Admitted:
+    """What the checks before the transaction established: the clean text, name, key and digest."""
+
+    text: str
+    name: str
+    key: str
+    digest: str
+    in_flight_ok: bool
+
+
+def _admit(request: RunRequest) -> tuple[RunPolicy, _Admitted, Run | None]:
+    """Check `request` up to its key's replay; return its policy, what was admitted and the replayed run (or None)."""
+    if stores.current_org() is None:
         raise stores.NoOrgSelected("run_start needs the org context")
+    policy = run_policy(request.kind)
+    agent = request.agent
     if agent is not None and agent.hosting == AgentHosting.EXTERNAL:
         raise AgentExternal()
-    text = check_input(input)
+    text = check_input(request.input)
     refuse_secrets(text)  # a credential is refused before anything is stored (422, findings)
-    name = agent.name if agent is not None else agent_name
-    key = clean_key(idempotency_key)
-    in_flight_ok = queued or kind == RunKind.ROUTED
-    digest = request_hash(agent_id=_identity(kind, agent, name, idempotency_scope), input=text) if key else ""
+    name = request.name
+    key = clean_key(request.idempotency_key)
+    in_flight_ok = policy.answers_in_flight(request)
+    digest = request_hash(agent_id=_identity(request.kind, agent, name, request.idempotency_scope), input=text) if key else ""
+    admitted = _Admitted(text=text, name=name, key=key, digest=digest, in_flight_ok=in_flight_ok)
     if key:
         earlier = replay(key=key, digest=digest, in_flight=in_flight_ok)
         if earlier is not None:
             earlier.replayed = True
-            return earlier
-    if check is not None:
-        check()
-    fee = fee_for_kind(kind) if fee_cents is None else max(int(fee_cents), 0)
-    try:
-        if needs_inference and not inference_configured():
-            raise InferenceUnavailable()
-        return _record(
-            kind=kind, agent=agent, name=name, model=model, text=text, actor=actor, request_id=request_id, key=key,
-            digest=digest, in_flight_ok=in_flight_ok, queued=queued, fee=fee, org_slug=org_slug,
-            parent_session_id=parent_session_id, parent_run_id=parent_run_id, depth=depth, title=title,
-            session_fields=session_fields or {}, within=within, executor_here=executor_here and not queued,
-        )
-    except (InferenceUnavailable, ApiError) as exc:
-        if refused != "record" or not _is_refusal(exc):
-            raise
-        return _record_refused(kind=kind, agent=agent, name=name, model=model, text=text, actor=actor,
-                               request_id=request_id, title=title, session_fields=session_fields or {}, error=exc)
+            earlier.started_here = False
+            return policy, admitted, earlier
+    return policy, admitted, None
 
 
 def _identity(kind: str, agent: Agent | None, name: str, scope: str) -> str:
@@ -232,60 +269,53 @@ def _identity(kind: str, agent: Agent | None, name: str, scope: str) -> str:
 
 
 def _is_refusal(exc: ApiError) -> bool:
-    """Return True for the refusals a scheduled run records instead of raising (gate, inference)."""
+    """Return True for the refusals a `RefusalAnswer.RECORD` kind records instead of raising (gate, inference)."""
     return exc.code in {ErrorCode.INSUFFICIENT_BALANCE, ErrorCode.BALANCE_UNAVAILABLE, ErrorCode.INFERENCE_UNAVAILABLE}
 
 
-def _new_row(*, run_id: str, kind: str, agent: Agent | None, name: str, model: str, text: str, actor: str,
-             request_id: str, status: str, fee: int, parent_run_id: str = "", depth: int = 0) -> Run:
+def _new_row(*, run_id: str, request: RunRequest, name: str, text: str, status: str, fee: int) -> Run:
     now = timezone.now()
+    agent = request.agent
     return Run(
-        id=run_id, kind=kind, agent=agent, agent_name=name[:64], status=status, fee_cents=fee,
-        model=(agent.model if agent is not None else model) or settings.AGENTS_DEFAULT_MODEL,
-        input=text, actor=actor[:300], request_id=request_id[:128], parent_run_id=parent_run_id, depth=depth,
-        created_at=now, started_at=None if status == RunStatus.QUEUED else now,
+        id=run_id, kind=request.kind, agent=agent, agent_name=name[:64], status=status, fee_cents=fee,
+        model=(agent.model if agent is not None else request.model) or settings.AGENTS_DEFAULT_MODEL,
+        input=text, actor=request.actor[:300], request_id=request.request_id[:128], parent_run_id=request.parent_run_id,
+        depth=request.depth, created_at=now, started_at=None if status == RunStatus.QUEUED else now,
     )
 
 
-def _record(*, kind, agent, name, model, text, actor, request_id, key, digest, in_flight_ok, queued, fee, org_slug,
-            parent_session_id, parent_run_id, depth, title, session_fields, within, executor_here=False) -> Run:
-    """Bind the key, gate, insert the run and open its session: one serialised org-store transaction."""
-    run = _new_row(run_id=mint_id("run"), kind=kind, agent=agent, name=name, model=model, text=text, actor=actor,
-                   request_id=request_id, status=RunStatus.QUEUED if queued else RunStatus.RUNNING, fee=fee,
-                   parent_run_id=parent_run_id, depth=depth)
-    try:
-        with stores.org_atomic(serialize=True):
-            if key:
-                earlier = reserve(key=key, digest=digest, run_id=run.id, in_flight=in_flight_ok)
-                if earlier is not None:
-                    earlier.replayed = True
-                    return earlier
-            balance_authorize(org_slug=org_slug, actor=actor, fee_cents=fee, held_cents=fees_held() if fee else 0)
-            # The session first, so the run row is inserted once with its session id (one write, not two).
-            run.session_id = _session_open(run, title=title, parent_session_id=parent_session_id, fields=session_fields,
-                                           executor_here=executor_here)
-            queries.run_insert(run, stores.current_alias())  # the run row: one plain INSERT
-            hooks.run_started_handlers(run)  # e.g. the request's own webhook callback, recorded with the run
-            if within is not None:
-                within(run)
-    except BaseException:
-        _let_go(getattr(run, "executor_inbox", None))  # nothing was committed: no command can name it
-        raise
+def _record(run: Run, *, request: RunRequest, admitted: _Admitted, executor_here: bool) -> Run:
+    """Bind the key, gate, open the session and insert `run` in the caller's serialised transaction; return it
+    (or the earlier run a key bound meanwhile answers)."""
+    if admitted.key:
+        earlier = reserve(key=admitted.key, digest=admitted.digest, run_id=run.id, in_flight=admitted.in_flight_ok)
+        if earlier is not None:
+            earlier.replayed = True
+            earlier.started_here = False
+            return earlier
+    fee = run.fee_cents
+    balance_authorize(org_slug=stores.current_org(), actor=request.actor, fee_cents=fee, held_cents=fees_held() if fee else 0)
+    # The session first, so the run row is inserted once with its session id (one write, not two).
+    run.session_id = _session_open(run, title=request.title, parent_session_id=request.parent_session_id,
+                                   fields=dict(request.session_fields), executor_here=executor_here)
+    queries.run_insert(run, stores.current_alias())  # the run row: one plain INSERT
+    hooks.run_started_handlers(run)  # e.g. the request's own webhook callback, recorded with the run
     run.replayed = False
+    run.started_here = True
     run.opened_here = executor_here and bool(run.session_id)
     return run
 
 
-def _record_refused(*, kind, agent, name, model, text, actor, request_id, title, session_fields, error: ApiError) -> Run:
+def _record_refused(*, request: RunRequest, name: str, text: str, error: ApiError) -> Run:
     """Record a run the gate refused as a finished `error` "not started: …" (nothing held, nothing billed)."""
-    run = _new_row(run_id=mint_id("run"), kind=kind, agent=agent, name=name, model=model, text=text, actor=actor,
-                   request_id=request_id, status=RunStatus.QUEUED, fee=0)
+    run = _new_row(run_id=mint_id("run"), request=request, name=name, text=text, status=RunStatus.QUEUED, fee=0)
     with stores.org_atomic():
-        run.session_id = _session_open(run, title=title, parent_session_id="", fields=session_fields)
+        run.session_id = _session_open(run, title=request.title, parent_session_id="", fields=dict(request.session_fields))
         run.save(force_insert=True)
     run_finish(run_id=run.id, outcome=Outcome.failed(f"not started: {error.message}", model=run.model))
     run.refresh_from_db()
     run.replayed = False
+    run.started_here = False
     return run
 
 
@@ -366,31 +396,53 @@ def run_finish(
     *,
     run_id: str,
     outcome: Outcome,
-    from_statuses: frozenset = RunStatus.IN_FLIGHT,
+    from_statuses: frozenset[str] = RunStatus.IN_FLIGHT,
     session: RunSession | None = None,
-    span=None,
+    span: Span | None = None,
     span_attributes: dict | None = None,
     summary: dict | None = None,
-    within: Callable[[Run], None] | None = None,
 ) -> Run | None:
     """End run `run_id` with `outcome`; return the finished run, or None if it was not in `from_statuses`.
 
+    The plain form of `run_finishing` for a caller with no writes of its own to commit with the
+    finish: the same arguments and result (see there).
+    """
+    with run_finishing(run_id=run_id, outcome=outcome, from_statuses=from_statuses, session=session, span=span,
+                       span_attributes=span_attributes, summary=summary) as run:
+        return run
+
+
+@contextmanager
+def run_finishing(
+    *,
+    run_id: str,
+    outcome: Outcome,
+    from_statuses: frozenset[str] = RunStatus.IN_FLIGHT,
+    session: RunSession | None = None,
+    span: Span | None = None,
+    span_attributes: dict | None = None,
+    summary: dict | None = None,
+) -> Iterator[Run | None]:
+    """End run `run_id` with `outcome`; yield the finished run (None if it was not in `from_statuses`).
+
+    `with run_finishing(...) as run:` — the body is the caller's writes that must commit with
+    the finish (a conversation round's reply and the release of its conversation). It runs
+    only when `run` is not None (this call finished the run; write nothing otherwise), in a
+    savepoint of the finish's transaction; what it raises is logged, rolled back to that
+    savepoint and never undoes the finish (the exception does not propagate).
+
     One conditional UPDATE records status, output or error, model, attempts, tokens, tool
     calls, duration (the outcome's, else since the run started; 0 if it never started) and
-    `finished_at`; a run
-    already finished (or not in `from_statuses`) is left alone and None is returned. In the
-    same transaction the session gets the one summary `log` event and ends `done`/`error`
-    (through the run's `RunSession` when the executor holds one, closing its inbox; `summary`
-    adds fields to that event, e.g. a coding run's branch). Once the row commits (with the
+    `finished_at`; a run already finished (or not in `from_statuses`) is left alone. A stop
+    recorded in the session before this commits is honoured (the run ends stopped, unbilled).
+    In the same transaction, after the body, the session gets the one summary `log` event and
+    ends `done`/`error` (through the run's `RunSession` when the executor holds one, closing
+    its inbox; `summary` adds fields to that event, e.g. a coding run's branch), and the
+    run-finishing handlers (`agents.hooks.register_run_finishing_handler`: the `run.finished`
+    webhook deliveries) write, each in a savepoint of its own. Once the row commits (with the
     caller's transaction, if any): the `agent.run` span gets the outcome (`span`, else a new
     span with `span_attributes`), and an `ok` run is debited its `fee_cents` once, for the
-    model that answered.
-    `within(run)`, the caller's writes that must commit with the finish (a conversation round's
-    reply and the release of its conversation), runs in a savepoint of the same transaction,
-    only when this call finished the run; what it raises is logged and never undoes the finish.
-    The run-finishing handlers (`agents.hooks.register_run_finishing_handler`: the `run.finished`
-    webhook deliveries) write in the same transaction, each in a savepoint of its own.
-    Org context required.
+    model that answered. Org context required.
     """
     org_slug = stores.current_org()
     now = timezone.now()
@@ -415,15 +467,15 @@ def run_finish(
         run = queries.run_outcome(run_id, changes, from_statuses=from_statuses, alias=alias)
         if run is None:
             _close_inbox_only(session)
-            return None
+            yield None
+            return
         if run.status == RunStatus.OK and run.session_id:
             run = _honour_a_recorded_stop(run, alias=alias, now=now) or run
-        if within is not None:
-            try:
-                with stores.org_atomic():
-                    within(run)
-            except Exception:
-                logger.exception("run %s: the writes committed with its finish failed", run_id)
+        try:
+            with stores.org_atomic():
+                yield run
+        except Exception:
+            logger.exception("run %s: the writes committed with its finish failed", run_id)
         # The session's summary and its end commit with the outcome: one transaction, not three
         # (each session write is its own savepoint and never undoes the finish).
         _close_session(run, session=session, extra=summary)
@@ -431,7 +483,6 @@ def run_finish(
         hooks.run_finishing_handlers(run)
         transaction.on_commit(lambda: _after_finish(run, org_slug=org_slug, span=span, span_attributes=span_attributes),
                               using=alias, robust=True)
-    return run
 
 
 def _honour_a_recorded_stop(run: Run, *, alias: str, now) -> Run | None:

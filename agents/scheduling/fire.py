@@ -25,5 +25,5 @@ def fire(*, agent: Agent, slot_at: datetime, actor: str) -> Run:
     scheduler must handle: a queue that refuses the task leaves the run queued for the sweep
     to hand over again.
     """
-    run, _ = run_submit(agent=agent, input="", actor=actor, kind=RunKind.SCHEDULED, title=f"scheduled run {rfc3339(slot_at)}", refused="record")
+    run, _ = run_submit(agent=agent, input="", actor=actor, kind=RunKind.SCHEDULED, title=f"scheduled run {rfc3339(slot_at)}")
     return run

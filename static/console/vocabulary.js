@@ -330,6 +330,10 @@ window.AgentsVocabulary = Object.freeze({
    "JWT": "jwt",
    "SESSION": "session"
   },
+  "RefusalAnswer": {
+   "RAISE": "raise",
+   "RECORD": "record"
+  },
   "RelationStatus": {
    "ACTIVE": "active",
    "REMOVED": "removed",

@@ -9,7 +9,7 @@ import pytest
 from agents.background import run_execute_queued, run_submit
 from agents.execution import run_execute
 from agents.models import Agent, Run
-from agents.runs import run_start
+from agents.runs import RunRequest, run_start
 from agents_site.errors import InvalidRequest
 from agents_site.vocabulary import RunKind, RunStatus
 from billing.meter import InsufficientBalance
@@ -67,8 +67,8 @@ def test_a_scheduled_run_the_gate_refuses_is_recorded_as_not_started(org_a, upst
     make_agent(org_a, "unpaid")
     with org_a.context():
         agent = Agent.objects.get(name="unpaid")
-        run = run_start(kind=RunKind.SCHEDULED, agent=agent, input="", actor=f"scheduler:{org_a.slug}/unpaid", queued=True,
-                        title="scheduled run", refused="record")
+        run = run_start(RunRequest(kind=RunKind.SCHEDULED, agent=agent, input="", actor=f"scheduler:{org_a.slug}/unpaid", queued=True,
+                                   title="scheduled run"))
         stored = Run.objects.get(pk=run.id)
         session = Session.objects.get(pk=stored.session_id)
     assert (stored.status, stored.kind, stored.fee_cents) == (RunStatus.ERROR, RunKind.SCHEDULED, 0)

@@ -8,7 +8,8 @@ from django.db import connections
 from django.test.utils import CaptureQueriesContext
 
 from agents.models import Agent, Run
-from agents.runs.lifecycle import Outcome, run_finish, run_start
+from agents.runs.lifecycle import Outcome, run_finish, run_start, run_starting
+from agents.runs.request import RunRequest
 from agents_site.vocabulary import RunKind, RunStatus
 from sessions.models import Event, Session
 from tenancy import stores
@@ -24,7 +25,7 @@ def test_run_start_inserts_the_run_once_with_its_session_id(org_a, upstream):
     with org_a.context():
         agent = Agent.objects.get(name="writer")
         with CaptureQueriesContext(connections[stores.current_alias()]) as queries:
-            run = run_start(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann")
+            run = run_start(RunRequest(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann"))
         statements = [q["sql"].upper() for q in queries.captured_queries]
         assert not [s for s in statements if s.startswith("UPDATE") and '"AGENTS_RUN"' in s]
         assert sum(1 for s in statements if s.startswith("INSERT") and '"AGENTS_RUN"' in s) == 1
@@ -36,7 +37,7 @@ def test_the_summary_and_the_end_of_the_session_commit_with_the_outcome(org_a, u
     make_agent(org_a, "writer")
     with org_a.context():
         agent = Agent.objects.get(name="writer")
-        run = run_start(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann")
+        run = run_start(RunRequest(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann"))
         with pytest.raises(RuntimeError), stores.org_atomic():  # the caller's transaction rolls back: all of it does
             run_finish(run_id=run.id, outcome=Outcome(status=RunStatus.OK, output="done", model="m"))
             raise RuntimeError("the caller failed after the finish")
@@ -60,7 +61,7 @@ def test_run_finish_records_the_outcome_in_one_statement_and_returns_the_run_as_
     make_agent(org_a, "writer")
     with org_a.context():
         agent = Agent.objects.get(name="writer")
-        run = run_start(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann")
+        run = run_start(RunRequest(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann"))
         with CaptureQueriesContext(connections[stores.current_alias()]) as queries:
             finished = run_finish(run_id=run.id, outcome=Outcome(status=RunStatus.OK, output="done", model="m",
                                                                   prompt_tokens=3, completion_tokens=4, duration_ms=12))
@@ -80,7 +81,7 @@ def test_attaching_the_executor_reads_no_session_row_and_replays_earlier_command
     make_agent(org_a, "writer")
     with org_a.context():
         agent = Agent.objects.get(name="writer")
-        run = run_start(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann")
+        run = run_start(RunRequest(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann"))
         control_send(session_id=run.session_id, command="message", message="before attach", actor=f"{org_a.slug}/ann")
         with CaptureQueriesContext(connections[stores.current_alias()]) as queries:
             session = RunSession.attach(session_id=run.session_id, actor=run.actor)
@@ -117,7 +118,7 @@ def test_a_finish_without_a_duration_counts_from_the_start_and_keeps_the_recorde
 
     with org_a.context():
         agent = _writer(org_a)
-        run = run_start(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann")
+        run = run_start(RunRequest(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann"))
         started = Run.objects.get(pk=run.id).started_at
         Run.objects.filter(pk=run.id).update(started_at=started - timedelta(seconds=2))
         finished = run_finish(run_id=run.id, outcome=Outcome(status=RunStatus.ERROR, error="cancelled", model=""))
@@ -129,7 +130,7 @@ def test_a_finish_without_a_duration_counts_from_the_start_and_keeps_the_recorde
 def test_a_finish_of_a_run_never_started_lasted_nothing(org_a, upstream):
     with org_a.context():
         agent = _writer(org_a)
-        run = run_start(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann", queued=True)
+        run = run_start(RunRequest(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann", queued=True))
         finished = run_finish(run_id=run.id, outcome=Outcome.failed("cancelled before it started"))
         assert finished.duration_ms == 0 == Run.objects.get(pk=run.id).duration_ms
 
@@ -137,7 +138,7 @@ def test_a_finish_of_a_run_never_started_lasted_nothing(org_a, upstream):
 def test_a_second_finish_changes_nothing(org_a, upstream):
     with org_a.context():
         agent = _writer(org_a)
-        run = run_start(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann")
+        run = run_start(RunRequest(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann"))
         assert run_finish(run_id=run.id, outcome=Outcome(status=RunStatus.OK, output="first", model="m", duration_ms=5)) is not None
         assert run_finish(run_id=run.id, outcome=Outcome(status=RunStatus.ERROR, error="second", duration_ms=9)) is None
         stored = Run.objects.get(pk=run.id)
@@ -153,7 +154,7 @@ def test_a_run_executed_here_opens_its_session_with_the_input_and_its_executor(o
 
     with org_a.context():
         agent = _writer(org_a)
-        run = run_start(kind=RunKind.RUN, agent=agent, input="hello there", actor=f"{org_a.slug}/ann", executor_here=True)
+        run = run_start(RunRequest(kind=RunKind.RUN, agent=agent, input="hello there", actor=f"{org_a.slug}/ann", executor_here=True))
         assert run.opened_here is True and run.session_root == run.session_id
         session_row = Session.objects.get(pk=run.session_id)
         assert session_row.executor_channel == executor_channel_for_new_session()
@@ -169,7 +170,7 @@ def test_a_run_executed_here_opens_its_session_with_the_input_and_its_executor(o
 def test_a_queued_run_is_never_opened_with_an_executor(org_a, upstream):
     with org_a.context():
         agent = _writer(org_a)
-        run = run_start(kind=RunKind.RUN, agent=agent, input="later", actor=f"{org_a.slug}/ann", queued=True, executor_here=True)
+        run = run_start(RunRequest(kind=RunKind.RUN, agent=agent, input="later", actor=f"{org_a.slug}/ann", queued=True, executor_here=True))
         assert run.opened_here is False
         assert Session.objects.get(pk=run.session_id).executor_channel == ""
         assert not Event.objects.filter(session_id=run.session_id).exists()  # its worker records the input
@@ -201,7 +202,7 @@ def test_a_command_sent_before_the_loop_attaches_is_acknowledged_and_held(org_a,
 
     with org_a.context():
         agent = _writer(org_a)
-        run = run_start(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann", executor_here=True)
+        run = run_start(RunRequest(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann", executor_here=True))
         _, forwarded = control_send(session_id=run.session_id, command="message", message="early", actor=f"{org_a.slug}/ann")
         assert forwarded is True
         session = RunSession.attach(session_id=run.session_id, actor=run.actor, opened_here=True, inbox=run.executor_inbox)
@@ -212,14 +213,13 @@ def test_a_command_sent_before_the_loop_attaches_is_acknowledged_and_held(org_a,
 def test_a_run_start_that_fails_after_its_session_opened_leaves_no_inbox_behind(org_a, upstream):
     from sessions.control import executor_hub
 
-    def refuse(run):
-        raise RuntimeError("the caller's own write failed")
-
     with org_a.context():
         agent = _writer(org_a)
         held = dict(executor_hub()._inboxes)
-        with pytest.raises(RuntimeError):
-            run_start(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann", executor_here=True, within=refuse)
+        with pytest.raises(RuntimeError, match="own write failed"):
+            with run_starting(RunRequest(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann", executor_here=True)) as run:
+                assert run.started_here and run.executor_inbox is not None
+                raise RuntimeError("the caller's own write failed")
         assert not Session.objects.exists() and not Run.objects.exists()
     assert executor_hub()._inboxes == held  # the inbox registered for the rolled-back session is gone
 
@@ -235,7 +235,7 @@ def test_the_summary_turn_carries_the_finish_reason(org_a, upstream, outcome, re
     fund(org_a)
     make_agent(org_a, "writer")
     with org_a.context():
-        run = run_start(kind=RunKind.RUN, agent=Agent.objects.get(name="writer"), input="hi", actor=f"{org_a.slug}/ann")
+        run = run_start(RunRequest(kind=RunKind.RUN, agent=Agent.objects.get(name="writer"), input="hi", actor=f"{org_a.slug}/ann"))
         run_finish(run_id=run.id, outcome=outcome)
         summary = json.loads(Event.objects.get(session_id=run.session_id, kind="log").payload)
         assert summary["finishReason"] == reason == Run.objects.get(pk=run.id).finish_reason
@@ -256,7 +256,7 @@ def test_a_stop_recorded_before_the_finish_commits_wins_over_an_ok_outcome(org_a
     actor = f"{org_a.slug}/ann"
     with org_a.context():
         agent = Agent.objects.get(name="writer")
-        run = run_start(kind=RunKind.RUN, agent=agent, input="hi", actor=actor)
+        run = run_start(RunRequest(kind=RunKind.RUN, agent=agent, input="hi", actor=actor))
         control_send(session_id=run.session_id, command="stop", message="wrong repo", actor=actor)
         finished = run_finish(run_id=run.id, outcome=Outcome(status=RunStatus.OK, output="the whole reply", model="m"))
         assert (finished.status, finished.finish_reason, finished.error) == (RunStatus.ERROR, "stopped", f"stopped by {actor}: wrong repo")
@@ -266,7 +266,7 @@ def test_a_stop_recorded_before_the_finish_commits_wins_over_an_ok_outcome(org_a
         summary = Event.objects.get(session_id=run.session_id, kind="log")
         assert '"status":"error"' in summary.payload.replace(" ", "")
 
-        second = run_start(kind=RunKind.RUN, agent=agent, input="again", actor=actor)
+        second = run_start(RunRequest(kind=RunKind.RUN, agent=agent, input="again", actor=actor))
         done = run_finish(run_id=second.id, outcome=Outcome(status=RunStatus.OK, output="done", model="m"))
         assert done.status == RunStatus.OK
         with pytest.raises(ApiError) as refused:
@@ -286,11 +286,11 @@ def test_a_stop_recorded_before_an_ok_finish_ends_the_run_stopped_and_unbilled(o
     settings.CLOUD_AGENT_FEE_CENTS = 100
     with org_a.context():
         agent = _writer(org_a)
-        earlier = run_start(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann")
+        earlier = run_start(RunRequest(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann"))
         control_send(session_id=earlier.session_id, command="pause", actor=f"{org_a.slug}/bob")
         assert run_finish(run_id=earlier.id, outcome=Outcome(status=RunStatus.OK, output="done", model="m")).status == RunStatus.OK
 
-        run = run_start(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann")
+        run = run_start(RunRequest(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann"))
         event, forwarded = control_send(session_id=run.session_id, command="stop", message="wrong repo", actor=f"{org_a.slug}/bob")
         assert forwarded is False  # no executor took it: the run finishes as if it never saw the stop
         finished = run_finish(run_id=run.id, outcome=Outcome(status=RunStatus.OK, output="done", model="m"))
