@@ -105,3 +105,16 @@ def test_debit_refuses_without_a_principal(org_a):
     with pytest.raises(Forbidden):
         run_charge(org_slug=org_a.slug, run_id="run_4", cents=100, model="m", actor="")
     assert not LedgerEntry.objects.filter(org=org_a.org, kind=LedgerKind.AGENT).exists()
+
+
+def test_every_fee_rule_is_billings_a_run_that_calls_no_model_costs_nothing(settings):
+    """The fee of each kind (issue 27 item 2: no fee rule outside billing), incl. a preset's fixed reply (0)."""
+    from agents_site.vocabulary import RunKind
+    from billing.meter import fee_for_kind
+
+    settings.CLOUD_AGENT_FEE_CENTS = 100
+    settings.AGENTS_CHAT_FEE_CENTS = 5
+    settings.AGENTS_OPENAI_FEE_CENTS = -1  # unset: the run fee
+    settings.AGENTS_CODING_FEE_CENTS = 30
+    assert [fee_for_kind(k) for k in (RunKind.RUN, RunKind.CHAT, RunKind.OPENAI, RunKind.CODING)] == [100, 5, 100, 30]
+    assert [fee_for_kind(k, calls_model=False) for k in (RunKind.RUN, RunKind.CHAT, RunKind.CODING)] == [0, 0, 0]
