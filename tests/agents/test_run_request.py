@@ -14,6 +14,7 @@ import logging
 import typing
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 
 from agents.models import Agent, Run
 from agents.runs import policies
@@ -80,7 +81,7 @@ def test_an_unregistered_kind_fails_loudly_and_records_nothing(org_a):
 
 def test_a_kind_has_one_owner():
     register_run_policy(run_policy(RunKind.CHAT))  # the same policy again: a no-op
-    with pytest.raises(Exception, match="already has a policy"):
+    with pytest.raises(ImproperlyConfigured, match="already has a policy"):
         register_run_policy(RunPolicy(kind=RunKind.CHAT, refusals=RefusalAnswer.RECORD))
     assert run_policy(RunKind.CHAT) == RunPolicy(kind=RunKind.CHAT)
     assert "nope" not in policies._policies
