@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Collection, Generator
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -271,32 +272,33 @@ def tool_loop(*, messages: list[dict], definitions: list[dict], rounds: int, fir
     return None
 
 
+_END = object()
+
+
+def _advance(loop: Generator, result: Any) -> tuple[Any, Any]:
+    """Send `result` into `loop`: return `(its next operation, None)`, or `(_END, its end)` when it returned."""
+    try:
+        return loop.send(result), None
+    except StopIteration as done:
+        return _END, done.value
+
+
 def steps_through(loop: Generator, perform: Callable[[Any], Generator]) -> Generator[Any, Any, Any]:
     """Drive `loop` from a generator: `perform(op)` is itself a generator (its yields pass through
     to whoever drives this one) returning the op's result; return the loop's end. What `perform`
     raises ends the loop (it is closed) and propagates."""
-    result = None
-    try:
-        while True:
-            try:
-                op = loop.send(result)
-            except StopIteration as done:
-                return done.value
-            result = yield from perform(op)
-    finally:
-        loop.close()
+    with closing(loop):
+        op, end = _advance(loop, None)
+        while op is not _END:
+            op, end = _advance(loop, (yield from perform(op)))
+        return end
 
 
 async def awaited_through(loop: Generator, perform: Callable[[Any], Awaitable]) -> Any:
     """Drive `loop` from a coroutine: `await perform(op)` is the op's result; return the loop's end.
     What `perform` raises ends the loop (it is closed) and propagates."""
-    result = None
-    try:
-        while True:
-            try:
-                op = loop.send(result)
-            except StopIteration as done:
-                return done.value
-            result = await perform(op)
-    finally:
-        loop.close()
+    with closing(loop):
+        op, end = _advance(loop, None)
+        while op is not _END:
+            op, end = _advance(loop, await perform(op))
+        return end
