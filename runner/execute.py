@@ -185,6 +185,7 @@ class Execution:
         self.pending: list[dict] = []
         self.held: list[dict] = []  # commands read while a call ran, applied at the next step
         self.stop_command: dict | None = None
+        self.offered: dict[str, Tool] = {}  # the claim's tools this machine has (set when the loop starts)
 
     async def event(self, kind: str, payload: dict) -> None:
         """Queue one event for the run's session; `flush` posts what is queued (best effort)."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -207,3 +209,14 @@ def test_the_async_driver_runs_the_same_loop():
 
     end = asyncio.run(awaited_through(tool_loop(messages=[{"role": "user", "content": "hi"}], definitions=TOOLS, rounds=3, local={"calc"}), perform))
     assert isinstance(end, Answered) and end.text == "4" and side.ran == ["c1"]
+
+
+@pytest.mark.parametrize("path, cls", [("agents/execution/loop.py", "RunLoop"), ("runner/execute.py", "Execution")])
+def test_both_sides_drive_the_one_loop_and_keep_no_rounds_of_their_own(path, cls):
+    """The server's RunLoop and the machine's Execution call `tool_loop`; neither counts rounds itself."""
+    tree = ast.parse((Path(__file__).resolve().parents[2] / path).read_text())
+    body = next(node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == cls)
+    called = {node.func.id for node in ast.walk(body) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    assert "tool_loop" in called and "offered_tools" not in called
+    loops = [node for node in ast.walk(body) if isinstance(node, ast.For) and "round" in ast.unparse(node.target)]
+    assert loops == []
