@@ -6,6 +6,11 @@ step, and once more after the model's answer, the steering commands delivered to
 session are applied: `pause` holds the loop until `resume` (or `stop`), `stop` ends the run as
 an error "stopped by <actor>", `message` adds its text as a user turn before the next step.
 
+The rounds are `toolkit.toolloop.tool_loop`, the one loop the runner drives too (issue 27): it
+yields its operations and `RunLoop._perform` carries them out here, inside the run's steps (the
+model call an `Ask`, a tool a `Blocking`, a pause a `Wait`), with this side's effects — masking,
+streaming, tracing, usage, the session's events.
+
 Every completion streams (`agents.inference`): each piece of the reply is masked as it arrives
 (`sessions.masking.StreamMasker` holds back only what could be a credential) and goes to the
 listener and, as ephemeral `delta` frames, to the session's watchers. Retries and failover
