@@ -6,7 +6,8 @@ It carries no credential: inference uses this machine's `INFERENCE_BASE_URL` and
 `INFERENCE_API_KEY`. Out: the report body `{status, output|error, model, promptTokens,
 completionTokens, toolCalls, durationMs}` plus `finishReason` and `stoppedCommand` for a stopped run.
 
-The loop follows the server's run loop, with the rules both take from `toolkit.toolloop`:
+The loop is the server's run loop — one algorithm, `toolkit.toolloop.tool_loop`, driven here
+with this machine's effects (`Execution._perform`):
 instructions then the input; up to `toolRounds` (8) steps, the last offered no tools; a
 `message` command's text as a user turn. 429, 5xx, connection errors and empty answers are
 retried 3 times with the server's equal-jitter backoff (`toolkit.retry`); 30 s per tool call. Each step is appended to the run's
@@ -46,8 +47,8 @@ from toolkit.events import clip, stopped_command, tool_call_payload, valid_text
 from toolkit.invoke import Tool, invoke
 from toolkit.retry import MODEL_ATTEMPTS, RETRY_BASE_SECONDS, RETRY_MAX_SECONDS, wait_equal_jitter
 from toolkit.sandbox import CommandCancelled
-from toolkit.toolloop import (DEFAULT_TOOL_ROUNDS, NO_ANSWER_AFTER_LAST_ROUND, assistant_turn, command_text, offered_tools, opening_messages,
-                              parsed_arguments, tool_turn)
+from toolkit.toolloop import (DEFAULT_TOOL_ROUNDS, Answered, AskModel, CheckStop, NoAnswer, Reply, RunTool, Said, Steer, Waits, awaited_through,
+                              command_text, opening_messages, parsed_arguments, tool_loop, tool_turn)
 
 logger = logging.getLogger(__name__)
 
@@ -184,6 +185,7 @@ class Execution:
         self.pending: list[dict] = []
         self.held: list[dict] = []  # commands read while a call ran, applied at the next step
         self.stop_command: dict | None = None
+        self.offered: dict[str, Tool] = {}  # the claim's tools this machine has (set when the loop starts)
 
     async def event(self, kind: str, payload: dict) -> None:
         """Queue one event for the run's session; `flush` posts what is queued (best effort)."""
@@ -244,9 +246,9 @@ class Execution:
         if time.monotonic() >= self.deadline:
             raise RunEnded("the run ran out of time")
 
-    async def _steer(self, messages: list[dict]) -> None:
-        """Apply the session's new steering commands; hold while paused."""
-        paused = False
+    async def _steer(self, messages: list[dict]) -> bool:
+        """Apply the session's new steering commands; hold while paused. Return True when user turns were added."""
+        paused = added = False
         while True:
             self._check_stop()
             fetched, self.cursor = await self.server.control(session_id=self.run.session_id, after=self.cursor)
@@ -259,6 +261,7 @@ class Execution:
                     text = command_text(command)
                     if text:  # a message with no text adds no turn, as on the server
                         messages.append({"role": "user", "content": text})
+                        added = True
                         await self.event("message", {"role": "user", "text": clip(text), "steered": True})
                 elif verb == "pause" and not paused:
                     paused = True
@@ -270,7 +273,7 @@ class Execution:
                     await self.event("log", {"text": "run resumed"})
             await self.flush()
             if not paused:
-                return
+                return added
             try:
                 await asyncio.wait_for(self.stopping.wait(), PAUSE_POLL_SECONDS)
             except asyncio.TimeoutError:
@@ -374,6 +377,8 @@ class Execution:
         return messages, round_no + 1
 
     async def _loop(self) -> None:
+        """Set the run up (opening or resumed turn), then drive the shared tool loop
+        (`toolkit.toolloop.tool_loop`) with this machine's effects (`_perform`) and read its end."""
         offered = {name: self.tools[name] for name in self.run.tools if name in self.tools}
         if self.run.resume is not None:
             messages, first_round = await self._resumed(offered)
@@ -385,31 +390,35 @@ class Execution:
                     await self.event("log", {"text": f"tool {name} not offered: this machine has no such tool"})
             if self.run.input.strip():
                 await self.event("message", {"role": "user", "text": clip(self.run.input)})
-        definitions = [tool.definition() for tool in offered.values()]
-        rounds = self.run.tool_rounds
-        for round_no in range(first_round, rounds + 1):
-            await self._steer(messages)
-            offer = offered_tools(definitions, round_no=round_no, rounds=rounds)
-            message = await self._answer(messages, offer)
-            content = valid_text(message.content) if message.content is not None else None
+        self.offered = offered
+        loop = tool_loop(messages=messages, definitions=[tool.definition() for tool in offered.values()], rounds=self.run.tool_rounds,
+                         first_round=first_round, local=offered, ruled=lambda name: needs_approval(self.run.approval, name))
+        end = await awaited_through(loop, self._perform)
+        if isinstance(end, Waits):  # every call of the turn waits with the ruled ones
+            raise RunWaits(round_no=end.round_no, calls=end.calls)
+        if isinstance(end, NoAnswer):
+            raise RunEnded(end.reason)
+        if isinstance(end, Answered):
+            self.outcome.status, self.outcome.output = OK, end.text
+
+    async def _perform(self, op):
+        """Perform one operation of the tool loop on this machine (see `toolkit.toolloop`); return its result."""
+        if isinstance(op, Steer):
+            return await self._steer(op.messages)
+        if isinstance(op, AskModel):
+            message = await self._answer(op.messages, op.offer)
             calls = list(message.tool_calls or [])
-            if calls and offer:
-                messages.append(assistant_turn(content, [call.model_dump(mode="json", exclude_none=True) for call in calls]))
-                if content:
-                    await self.event("message", {"role": "assistant", "text": clip(content), "model": self.outcome.model})
-                if any(needs_approval(self.run.approval, call.function.name or "") for call in calls):
-                    raise RunWaits(round_no=round_no, calls=calls)  # every call of the turn waits with the ruled ones
-                for call in calls:
-                    self._check_stop()
-                    result = valid_text(await self._tool(call, offered, round_no))
-                    messages.append(tool_turn(call.id, result))
-                continue
-            text = content or ""
-            if calls and not text:
-                raise RunEnded(NO_ANSWER_AFTER_LAST_ROUND)
-            await self.event("message", {"role": "assistant", "text": clip(text), "model": self.outcome.model})
-            self.outcome.status, self.outcome.output = OK, text
-            return
+            return Reply(valid_text(message.content) if message.content is not None else None, calls,
+                         [call.model_dump(mode="json", exclude_none=True) for call in calls], self.outcome.model)
+        if isinstance(op, Said):
+            await self.event("message", {"role": "assistant", "text": clip(op.text), "model": op.model})
+            return None
+        if isinstance(op, CheckStop):
+            self._check_stop()
+            return None
+        if isinstance(op, RunTool):
+            return valid_text(await self._tool(op.call, self.offered, op.round_no))
+        raise TypeError(f"the tool loop asked for {op!r}")  # a machine's run hands nothing back and can always wait
 
     async def _tool(self, call, offered: dict[str, Tool], round_no: int) -> str:
         name = call.function.name or ""

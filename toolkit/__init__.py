@@ -5,8 +5,9 @@
   and the process runner that kills a command's whole tree on a limit or a stop;
 - `toolkit.builtin`, `toolkit.calculator`, `toolkit.shell` — the built-in tools;
 - `toolkit.invoke` — the bounds of a tool call (argument and result sizes, error text);
-- `toolkit.toolloop` — the tool loop's rules (the opening messages, the rounds and the last one
-  offered no tools, a call's arguments, a steering message's text, the turns sent back);
+- `toolkit.toolloop` — the tool loop itself (`tool_loop`, a generator of operations both the
+  server's `RunLoop` and the runner's `Execution` drive) and its rules (the opening messages, the
+  rounds and the last one offered no tools, a call's arguments, a steering message's text);
 - `toolkit.events` — the session events a run writes (`tool_call_payload`, `clip`, `valid_text`);
 - `toolkit.retry` — the equal-jitter backoff between attempts of a model call;
 - `toolkit.outbound` — the one door for HTTP to user-named addresses (resolve once, refuse

@@ -6,6 +6,11 @@ step, and once more after the model's answer, the steering commands delivered to
 session are applied: `pause` holds the loop until `resume` (or `stop`), `stop` ends the run as
 an error "stopped by <actor>", `message` adds its text as a user turn before the next step.
 
+The rounds are `toolkit.toolloop.tool_loop`, the one loop the runner drives too (issue 27): it
+yields its operations and `RunLoop._perform` carries them out here, inside the run's steps (the
+model call an `Ask`, a tool a `Blocking`, a pause a `Wait`), with this side's effects — masking,
+streaming, tracing, usage, the session's events.
+
 Every completion streams (`agents.inference`): each piece of the reply is masked as it arrives
 (`sessions.masking.StreamMasker` holds back only what could be a credential) and goes to the
 listener and, as ephemeral `delta` frames, to the session's watchers. Retries and failover
@@ -29,7 +34,9 @@ from __future__ import annotations
 import json
 import logging
 import math
+import sys
 import time
+from contextlib import ExitStack
 
 from django.conf import settings
 from opentelemetry import trace
@@ -51,15 +58,11 @@ from sessions.masking import StreamMasker
 from sessions.scanner import redact_text
 from toolkit.events import clip, tool_call_payload, valid_text
 from toolkit.stopping import StopSignal
-from toolkit.toolloop import command_text as _command_text, opening_messages, parsed_arguments
+from toolkit.toolloop import (Answered, AskModel, CheckStop, HandsBack, NoAnswer, RefuseTool, Reply, RunTool, Said, Steer,
+                              Waits, opening_messages, parsed_arguments, steps_through, tool_loop)
+from toolkit.toolloop import command_text as _command_text
 
 logger = logging.getLogger(__name__)
-
-#: The result a nested run (an agent called as a tool) gets for a call its approval rules name:
-#: it cannot wait for a person (its parent holds the turn), so the call is not executed.
-NESTED_NOT_APPROVED = ("The tool call was not executed: it needs a person's approval, which an agent called as a tool "
-                       "cannot wait for.")
-
 
 class RunListener:
     """What a caller hears while a run executes (a streaming response, a session's live frames).
@@ -386,6 +389,8 @@ class RunLoop:
 
     # -- the loop ---------------------------------------------------------------------------
     def _loop(self) -> Steps[None]:
+        """Set the run up (prompt, tools, a resumed turn settled), then drive the shared tool loop
+        (`toolkit.toolloop.tool_loop`) with this side's effects (`_perform`) and read its end."""
         messages = [dict(m) for m in self.prompt] if self.prompt is not None else compose_prompt(self.agent, self.text)
         resolution = resolve_tools(list(self.agent.tools or []), agent_name=self.agent.name, depth=self.run.depth)
         for name, reason in resolution.not_offered.items():
@@ -398,7 +403,8 @@ class RunLoop:
             if name and name not in by_wire and name not in client_names:
                 client_names.add(name)
                 definitions.append(tool)
-        models = models_for(self.outcome.model)
+        self._by_wire = by_wire
+        self._models = models_for(self.outcome.model)
         first_round = 1
         if self.resume is not None:  # the waiting turn's calls are answered: their results, then on
             messages = [dict(m) for m in self.resume.messages]
@@ -407,105 +413,114 @@ class RunLoop:
             first_round = self.resume.round_no + 1
         elif self.text.strip() and not getattr(self.run, "opened_here", False):  # else run_start recorded it
             self.session.append(EventKind.MESSAGE, user_turn(self.run))
-        rounds = max(settings.AGENTS_TOOL_ROUNDS, 1)
-        tracer = tracing.tracer()
+        rules = getattr(self.agent, "approval", None) or {}
         self.session.prime()  # the live delta frames name the session's flow: read once, not while the model writes
-        for round_no in range(first_round, rounds + 1):
-            yield from self.steer_steps(messages)
-            if time.monotonic() >= self.deadline:
-                raise RunEnded("the run ran out of time")
-            offer = definitions if definitions and round_no < rounds else None
-            with tracer.start_as_current_span(
-                tracing.SPAN_STEP,
-                attributes={
-                    tracing.ATTR_ROUND: round_no,
-                    tracing.ATTR_TOOLS_DECLARED: len(self.agent.tools or []),
-                    tracing.ATTR_TOOLS_OFFERED: len(offer or []),
-                    tracing.ATTR_REQUEST_MODEL: models[0],
-                },
-                record_exception=False,
-            ) as step:
-                reply = ReplyStream(self._say, self.stop.is_set)
-                try:
-                    answered = yield Ask({"models": models, "messages": self._fit(messages, offer, models[0]), "tools": offer,
-                                          "timeout": self._seconds_left, "on_retry": self._on_retry, "sink": reply,
-                                          "generation": self._generation(), "stop": self.stop})
-                except CompletionStopped as exc:
-                    self.outcome.attempts += exc.attempts
-                    self.outcome.model = exc.model
-                    step.set_status(trace.Status(trace.StatusCode.ERROR, "stopped"))
-                    self._keep_partial(reply.broke_off(), exc.model)
-                    raise self._stopped() from exc
-                except CompletionFailed as exc:
-                    self.outcome.attempts += exc.attempts
-                    self.outcome.model = exc.model
-                    step.set_status(trace.Status(trace.StatusCode.ERROR, exc.reason[:200]))
-                    self._keep_partial(reply.broke_off(), exc.model)
-                    raise RunEnded(exc.reason) from exc
-                step.set_attribute(tracing.ATTR_RESPONSE_MODEL, answered.model)
-                self.outcome.attempts += answered.attempts
-                self.outcome.model = answered.model
-                if answered.failed_over:  # once failed over, the run stays on the model that answers
-                    models = models[models.index(answered.model) :]
-                self._add_usage(answered.completion)
-                message = answered.completion.choices[0].message
-                content = masked(valid_text(message.content)) if message.content is not None else None
-                calls = list(message.tool_calls or [])
-                reply.finish(content or "")
-                client_calls = [call for call in calls if offer and _wire(call) in client_names]
-                if client_calls:  # the caller executes these: hand them back and end the round
-                    for call in calls:
-                        if _wire(call) in by_wire:
-                            yield from self._run_tool(call, by_wire, round_no)
-                    self.outcome.ops = [{"name": _wire(call), "args": parsed_arguments(masked(_raw(call)))} for call in client_calls]
-                    self._hear("ops", self.outcome.ops)
-                    self.session.append(EventKind.MESSAGE, {"role": ChatRole.ASSISTANT, "text": clip(content or ""), "model": answered.model,
-                                                            "ops": [op["name"] for op in self.outcome.ops], "runId": self.run.id}, last=True)
-                    self.outcome.status = RunStatus.OK
-                    self.outcome.output = content or ""
-                    self.outcome.finish_reason = FinishReason.TOOL_CALLS
-                    return
-                if calls and offer:
-                    messages.append(
-                        {
-                            "role": ChatRole.ASSISTANT,
-                            "content": content or "",  # "" not null: strict gateways (llama-cpp-python) refuse null
-                            "tool_calls": [_masked_call(call) for call in calls],
-                        }
-                    )
-                    if content:
-                        self.session.append(EventKind.MESSAGE, {"role": ChatRole.ASSISTANT, "text": clip(content), "model": answered.model, "runId": self.run.id})
-                    rules = getattr(self.agent, "approval", None) or {}
-                    ruled: set[int] = set()
-                    if rules.get("tools"):
-                        turn = [(call, by_wire.get(_wire(call)), needs_approval(rules, by_wire[_wire(call)].name) if _wire(call) in by_wire else False)
-                                for call in calls]
-                        ruled = {index for index, (_, _, needs) in enumerate(turn) if needs}
-                        if ruled and self.run.depth == 0:
-                            raise RunWaits(round_no=round_no, calls=turn)
-                    for index, call in enumerate(calls):
-                        if index in ruled:  # an agent called as a tool cannot wait: the call is not executed
-                            result = NESTED_NOT_APPROVED
-                            self.record_call(call, round_no, name=by_wire[_wire(call)].name, result=result, failed=True)
-                        else:
-                            result = yield from self._run_tool(call, by_wire, round_no)
-                        messages.append({"role": ChatRole.TOOL, "tool_call_id": getattr(call, "id", ""), "content": result})
-                    continue
-            text = content or ""
-            if calls and not text:
-                raise RunEnded("the model asked for tools after its last tool round and gave no answer")
-            # The reply is held: written with the run's summary when no steering follows (one transaction).
-            self.session.append(EventKind.MESSAGE, {"role": ChatRole.ASSISTANT, "text": clip(text), "model": answered.model, "runId": self.run.id},
-                                last=True)
-            followup = [{"role": ChatRole.ASSISTANT, "content": text}]
-            self.outcome.output = text  # a stop arriving now keeps the whole reply as the run's output
-            if (yield from self.steer_steps(followup)) and round_no < rounds:
-                messages.extend(followup)
-                continue
+        loop = tool_loop(messages=messages, definitions=definitions, rounds=max(settings.AGENTS_TOOL_ROUNDS, 1), first_round=first_round,
+                         local=by_wire, client=client_names, can_wait=self.run.depth == 0, steer_after_answer=True,
+                         ruled=lambda wire: wire in by_wire and needs_approval(rules, by_wire[wire].name))
+        self._step: ExitStack | None = None  # the round's `agent.step` span: from its model call to its last tool call
+        try:
+            end = yield from steps_through(loop, self._perform)
+        except BaseException:
+            self._end_step(*sys.exc_info())
+            raise
+        self._end_step()
+        if isinstance(end, Answered):
             self.outcome.status = RunStatus.OK
-            self.outcome.output = text
-            self.outcome.finish_reason = reply_finish(answered.completion)
-            return
+            self.outcome.output = end.text
+            self.outcome.finish_reason = reply_finish(end.reply.raw)
+        elif isinstance(end, HandsBack):  # the caller executes these: hand them back and end the round
+            self.outcome.ops = [{"name": _wire(call), "args": parsed_arguments(masked(_raw(call)))} for call in end.calls]
+            self._hear("ops", self.outcome.ops)
+            self.session.append(EventKind.MESSAGE, {"role": ChatRole.ASSISTANT, "text": clip(end.reply.content or ""), "model": end.reply.model,
+                                                    "ops": [op["name"] for op in self.outcome.ops], "runId": self.run.id}, last=True)
+            self.outcome.status = RunStatus.OK
+            self.outcome.output = end.reply.content or ""
+            self.outcome.finish_reason = FinishReason.TOOL_CALLS
+        elif isinstance(end, Waits):
+            raise RunWaits(round_no=end.round_no, calls=[(call, by_wire.get(_wire(call)), need) for call, need in zip(end.calls, end.needs)])
+        elif isinstance(end, NoAnswer):
+            raise RunEnded(end.reason)
+
+    def _perform(self, op) -> Steps:
+        """Perform one operation of the tool loop here (see `toolkit.toolloop`); return its result."""
+        if isinstance(op, Steer):
+            self._end_step()
+            added = yield from self.steer_steps(op.messages)
+            if not op.after_answer and time.monotonic() >= self.deadline:
+                raise RunEnded("the run ran out of time")
+            return added
+        if isinstance(op, AskModel):
+            return (yield from self._ask(op))
+        if isinstance(op, Said):
+            if op.final:
+                self._end_step()
+                # The reply is held: written with the run's summary when no steering follows (one transaction).
+                self.session.append(EventKind.MESSAGE, {"role": ChatRole.ASSISTANT, "text": clip(op.text), "model": op.model, "runId": self.run.id},
+                                    last=True)
+                self.outcome.output = op.text  # a stop arriving now keeps the whole reply as the run's output
+            else:
+                self.session.append(EventKind.MESSAGE, {"role": ChatRole.ASSISTANT, "text": clip(op.text), "model": op.model, "runId": self.run.id})
+            return None
+        if isinstance(op, CheckStop):
+            if self.stop.is_set():
+                raise self._stopped()
+            return None
+        if isinstance(op, RunTool):
+            return (yield from self._run_tool(op.call, self._by_wire, op.round_no))
+        if isinstance(op, RefuseTool):  # an agent called as a tool cannot wait: the call is not executed
+            self.record_call(op.call, op.round_no, name=self._by_wire[_wire(op.call)].name, result=op.result, failed=True)
+            return None
+        raise TypeError(f"the tool loop asked for {op!r}")
+
+    def _end_step(self, *exc_info) -> None:
+        """End the round's `agent.step` span, if one is open (with the exception that ended the run, if any)."""
+        step, self._step = getattr(self, "_step", None), None
+        if step is not None:
+            step.__exit__(*(exc_info or (None, None, None)))
+
+    def _ask(self, op: AskModel) -> Steps[Reply]:
+        """One completion of the tool loop, streamed, under its `agent.step` span; a failure keeps what was written."""
+        models = self._models
+        self._step = ExitStack()
+        step = self._step.enter_context(tracing.tracer().start_as_current_span(
+            tracing.SPAN_STEP,
+            attributes={
+                tracing.ATTR_ROUND: op.round_no,
+                tracing.ATTR_TOOLS_DECLARED: len(self.agent.tools or []),
+                tracing.ATTR_TOOLS_OFFERED: len(op.offer or []),
+                tracing.ATTR_REQUEST_MODEL: models[0],
+            },
+            record_exception=False,
+        ))
+        reply = ReplyStream(self._say, self.stop.is_set)
+        try:
+            answered = yield Ask({"models": models, "messages": self._fit(op.messages, op.offer, models[0]), "tools": op.offer,
+                                  "timeout": self._seconds_left, "on_retry": self._on_retry, "sink": reply,
+                                  "generation": self._generation(), "stop": self.stop})
+        except CompletionStopped as exc:
+            self.outcome.attempts += exc.attempts
+            self.outcome.model = exc.model
+            step.set_status(trace.Status(trace.StatusCode.ERROR, "stopped"))
+            self._keep_partial(reply.broke_off(), exc.model)
+            raise self._stopped() from exc
+        except CompletionFailed as exc:
+            self.outcome.attempts += exc.attempts
+            self.outcome.model = exc.model
+            step.set_status(trace.Status(trace.StatusCode.ERROR, exc.reason[:200]))
+            self._keep_partial(reply.broke_off(), exc.model)
+            raise RunEnded(exc.reason) from exc
+        step.set_attribute(tracing.ATTR_RESPONSE_MODEL, answered.model)
+        self.outcome.attempts += answered.attempts
+        self.outcome.model = answered.model
+        if answered.failed_over:  # once failed over, the run stays on the model that answers
+            self._models = models[models.index(answered.model) :]
+        self._add_usage(answered.completion)
+        message = answered.completion.choices[0].message
+        content = masked(valid_text(message.content)) if message.content is not None else None
+        calls = list(message.tool_calls or [])
+        reply.finish(content or "")
+        return Reply(content, calls, [_masked_call(call) for call in calls], answered.model, answered.completion)
 
     def _keep_partial(self, written: str, model: str) -> None:
         """A reply broke off (a failure or a stop): the run keeps what was written as its output and
