@@ -407,6 +407,9 @@ AGENTS_IDLE_REQUEST_THREADS = max(0, _env_int("AGENTS_IDLE_REQUEST_THREADS", 16)
 # At most this many requests run their sync step at once (a burst of 500 waits on the loop for a
 # thread instead of starting 500); a run's wait on its model is not a sync step (issue 26).
 AGENTS_REQUEST_THREADS = max(1, _env_int("AGENTS_REQUEST_THREADS", 8))
+# Reads (GET, HEAD, OPTIONS) take their thread from a lane of their own of this many, so a page
+# or a list never waits behind a burst of run starts queued for the threads above.
+AGENTS_READ_REQUEST_THREADS = max(1, _env_int("AGENTS_READ_REQUEST_THREADS", 2))
 # A run executed for a request (sync run, chat round, OpenAI-compatible call) waits on the event
 # loop; the code between its waits runs on this many step threads, its tools on the tool threads
 # (agents/execution/drive.py). Both stay under the PostgreSQL pools' sizes (10 default, 4 per
