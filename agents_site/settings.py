@@ -269,6 +269,9 @@ AGENTS_SESSION_BUS = os.environ.get("AGENTS_SESSION_BUS", "channels").strip().lo
 AGENTS_SSE_PING_SECONDS = float(os.environ.get("AGENTS_SSE_PING_SECONDS", "25") or 25)
 AGENTS_SSE_BUFFER_FRAMES = _env_int("AGENTS_SSE_BUFFER_FRAMES", 256)
 AGENTS_SSE_CATCHUP_SECONDS = float(os.environ.get("AGENTS_SSE_CATCHUP_SECONDS", "5") or 5)
+# A stream that wrote less than this many milliseconds ago gathers frames until it has passed
+# (at most ~1000/this writes a second per stream; a quiet stream writes each frame at once). 0: off.
+AGENTS_SSE_LINGER_MS = max(0.0, _env_float("AGENTS_SSE_LINGER_MS", 20.0))
 # How long a steering command waits for the live executor's acknowledgement (seconds).
 AGENTS_CONTROL_FORWARD_TIMEOUT_SECONDS = float(os.environ.get("AGENTS_CONTROL_FORWARD_TIMEOUT_SECONDS", "5") or 5)
 
