@@ -419,6 +419,9 @@ AGENTS_READ_REQUEST_THREADS = max(1, _env_int("AGENTS_READ_REQUEST_THREADS", 2))
 # org): more threads using connections at once than a pool holds only queue on the pool, and
 # past AGENTS_DB_POOL_TIMEOUT_SECONDS answer 503 (60 mixed waiting runs did with 16 + 8).
 AGENTS_RUN_STEP_THREADS = max(1, _env_int("AGENTS_RUN_STEP_THREADS", 4))
+# Idle connections to the inference gateway each client keeps open for the next completion
+# (the openai SDK's default is 100; a burst of 500 left 100 sockets open for good).
+AGENTS_GATEWAY_KEEPALIVE_CONNECTIONS = max(0, _env_int("AGENTS_GATEWAY_KEEPALIVE_CONNECTIONS", 20))
 AGENTS_RUN_TOOL_THREADS = max(1, _env_int("AGENTS_RUN_TOOL_THREADS", 32))
 # Run-targets: how long a machine's claim long-poll waits for work before answering 204 (seconds).
 AGENTS_CLAIM_WAIT_SECONDS = float(os.environ.get("AGENTS_CLAIM_WAIT_SECONDS", "25") or 25)
