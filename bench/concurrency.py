@@ -16,7 +16,8 @@ and the most on one database, to hold against the pools: 10 default, 4 per org),
 idle in a transaction at one sample (a step between two statements of its transaction, waiting
 for the CPU) and how many had been idle in a transaction for over a second (a connection held
 while something else is awaited: a model's reply takes seconds). After the load: RSS and open
-files again.
+files again. "Idle" is the process after a warm-up burst of 20 quick completions of the kind
+(its bounded pools filled), so "after" is what the load left beyond a server that has served.
 
     .venv/bin/python bench/concurrency.py [--n 500] [--stores sqlite|postgres] [--kinds sync,chat,openai]
                                           [--reply-seconds 30] [--first-token 5]
@@ -198,6 +199,9 @@ async def load(url: str, key: str, kind: str, n: int) -> tuple[float, list[float
         return wall, first_token, failures, timings
 
 
+WARM_UP = 20  # quick completions of a kind served before its idle figures are taken
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=500)
@@ -249,6 +253,11 @@ def main() -> None:
         one_call = time.perf_counter() - started
         sampler_pid = server.proc.pid
         for kind in [k.strip() for k in args.kinds.split(",") if k.strip()]:
+            # Warm: a burst of WARM_UP quick completions of the kind fills the process's bounded pools
+            # (request and step threads, their store connections, the gateway's kept connections),
+            # so "idle" is a server that has served, and "after" shows what the load left beyond that.
+            upstream.script(*[Reply(content="w", chunks=["w"]) for _ in range(WARM_UP)])
+            asyncio.run(load(server.url, key, kind, WARM_UP))
             time.sleep(2)
             idle_threads, idle_rss, idle_files = Sampler(sampler_pid, None).snapshot()
             script(args.n)
