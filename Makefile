@@ -39,7 +39,7 @@ test: $(VENV)/.installed-dev
 	bash scripts/test-prereqs.sh
 	$(VENV)/bin/lint-imports
 	bash scripts/test-sdk-typescript.sh
-	timeout --signal=INT --kill-after=30 1800 $(PY) -m pytest -n 2 --dist loadfile
+	timeout --signal=INT --kill-after=30 2400 $(PY) -m pytest -n 2 --dist loadfile
 	AGENTS_FAST_HANDLER=0 AGENTS_POOLED_SQLITE=0 timeout --signal=INT --kill-after=30 900 $(PY) -m pytest -n 2 --dist loadfile -m both_stores
 	@if pg_isready -h 127.0.0.1 -p 5432 -q && redis-cli -h 127.0.0.1 ping >/dev/null 2>&1; then \
 	  AGENTS_TEST_STORES=postgres timeout --signal=INT --kill-after=30 1200 $(PY) -m pytest -n 2 --dist loadfile -m both_stores; \

@@ -277,6 +277,17 @@ class _GatewayAsyncHttpClient(openai.DefaultAsyncHttpxClient):
         return _KeepAliveAsyncTransport(*args, proxy=proxy, **kwargs)
 
 
+def gateway_limits() -> httpx2.Limits:
+    """Return the gateway clients' connection limits: the SDK's 1,000 connections at once, and at
+    most `AGENTS_GATEWAY_KEEPALIVE_CONNECTIONS` (20) kept open idle for the next completion.
+
+    The SDK keeps 100: after a burst of 500 completions a process held 100 idle sockets to the
+    gateway for good (the pool closes an expired one only when it is next used; issue 26).
+    """
+    keep = max(0, int(getattr(settings, "AGENTS_GATEWAY_KEEPALIVE_CONNECTIONS", 20)))
+    return httpx2.Limits(max_connections=1000, max_keepalive_connections=keep)
+
+
 def inference_configured() -> bool:
     """Return True when `INFERENCE_BASE_URL` is set."""
     return bool(settings.INFERENCE_BASE_URL)
@@ -295,7 +306,7 @@ def get_client() -> openai.OpenAI | None:
                 api_key=settings.INFERENCE_API_KEY or "not-needed",
                 timeout=gateway_timeout(None),
                 max_retries=0,
-                http_client=_GatewayHttpClient(),
+                http_client=_GatewayHttpClient(limits=gateway_limits()),
             )
             _client_key = key
         return _client
@@ -336,7 +347,7 @@ def get_async_client() -> openai.AsyncOpenAI | None:
             api_key=settings.INFERENCE_API_KEY or "not-needed",
             timeout=gateway_timeout(None),
             max_retries=0,
-            http_client=_GatewayAsyncHttpClient(),
+            http_client=_GatewayAsyncHttpClient(limits=gateway_limits()),
         )
         _async_clients[id(loop)] = (weakref.ref(loop), key, client)
     if retired is not None:

@@ -18,7 +18,10 @@ a request's sync step takes an idle single-thread executor from `ExecutorPool` (
 up to `AGENTS_REQUEST_THREADS` at once: a burst of 500 requests waits on the loop for a thread
 instead of starting 500), uses it alone, and hands it back as the step ends — not when the
 answer has been sent; one still running work the request abandoned (a client gone mid-run) is
-not handed back but retired, so no later request ever queues behind another's work.
+not handed back but retired, so no later request ever queues behind another's work. A read
+(GET, HEAD, OPTIONS) takes its thread from a lane of its own (`AGENTS_READ_REQUEST_THREADS`,
+2): a burst of 500 run starts queued for the write lane never makes a page or a list wait
+behind it (`GET /v1/agents` during 500 starts waited 5–11 s in the one queue; issue 26).
 
 A view that starts a run answers with a `DeferredResponse` (`agents_site.deferred`): the run
 goes on as async work on this loop, and the handler awaits it here and sends its answer — the
@@ -64,6 +67,8 @@ from tenancy import revocation  # noqa: E402
 
 # Routes whose requests mostly wait (POST …/claim, GET …/sessions/stream); they share threads.
 SHARED_THREAD_PATHS = re.compile(r"^/v1/agents/(targets/[^/]+/claim|sessions/stream)/?$")
+# Methods that only read: their requests take a thread from the read lane.
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 class _CountingExecutor(ThreadPoolExecutor):
@@ -171,8 +176,9 @@ class AgentsASGIHandler(ASGIHandler):
         self._executors = [ThreadPoolExecutor(max_workers=1, thread_name_prefix="agents-shared") for _ in range(size)]
         self._turn = itertools.cycle(range(size))
         self._turn_lock = threading.Lock()
-        self._request_executors = ExecutorPool(max(0, int(getattr(settings, "AGENTS_IDLE_REQUEST_THREADS", 16))),
-                                               limit=max(1, int(getattr(settings, "AGENTS_REQUEST_THREADS", 8))))
+        idle = max(0, int(getattr(settings, "AGENTS_IDLE_REQUEST_THREADS", 16)))
+        self._request_executors = ExecutorPool(idle, limit=max(1, int(getattr(settings, "AGENTS_REQUEST_THREADS", 8))))
+        self._read_executors = ExecutorPool(idle, limit=max(1, int(getattr(settings, "AGENTS_READ_REQUEST_THREADS", 2))))
         self._sync_chain = _SyncChain()
 
     def _shared_executor(self) -> ThreadPoolExecutor:
@@ -190,12 +196,14 @@ class AgentsASGIHandler(ASGIHandler):
 
     async def _serve_sync_view(self, request, scope):
         """Run a sync view's request (`_serve_in_thread`) on an executor of its own, handed back
-        as soon as the view has answered (a deferred answer is awaited after, with no thread)."""
-        executor = await self._request_executors.acquire()
+        as soon as the view has answered (a deferred answer is awaited after, with no thread);
+        a read (`READ_METHODS`) from the read lane, every other request from the write lane."""
+        pool = self._read_executors if request.method in READ_METHODS else self._request_executors
+        executor = await pool.acquire()
         try:
             return await sync_to_async(self._serve_in_thread, thread_sensitive=False, executor=executor)(request, scope)
         finally:
-            self._request_executors.release(executor)
+            pool.release(executor)
 
     @staticmethod
     def _sync_view_match(request):

@@ -269,6 +269,9 @@ AGENTS_SESSION_BUS = os.environ.get("AGENTS_SESSION_BUS", "channels").strip().lo
 AGENTS_SSE_PING_SECONDS = float(os.environ.get("AGENTS_SSE_PING_SECONDS", "25") or 25)
 AGENTS_SSE_BUFFER_FRAMES = _env_int("AGENTS_SSE_BUFFER_FRAMES", 256)
 AGENTS_SSE_CATCHUP_SECONDS = float(os.environ.get("AGENTS_SSE_CATCHUP_SECONDS", "5") or 5)
+# A stream that wrote less than this many milliseconds ago gathers frames until it has passed
+# (at most ~1000/this writes a second per stream; a quiet stream writes each frame at once). 0: off.
+AGENTS_SSE_LINGER_MS = max(0.0, _env_float("AGENTS_SSE_LINGER_MS", 20.0))
 # How long a steering command waits for the live executor's acknowledgement (seconds).
 AGENTS_CONTROL_FORWARD_TIMEOUT_SECONDS = float(os.environ.get("AGENTS_CONTROL_FORWARD_TIMEOUT_SECONDS", "5") or 5)
 
@@ -407,12 +410,18 @@ AGENTS_IDLE_REQUEST_THREADS = max(0, _env_int("AGENTS_IDLE_REQUEST_THREADS", 16)
 # At most this many requests run their sync step at once (a burst of 500 waits on the loop for a
 # thread instead of starting 500); a run's wait on its model is not a sync step (issue 26).
 AGENTS_REQUEST_THREADS = max(1, _env_int("AGENTS_REQUEST_THREADS", 8))
+# Reads (GET, HEAD, OPTIONS) take their thread from a lane of their own of this many, so a page
+# or a list never waits behind a burst of run starts queued for the threads above.
+AGENTS_READ_REQUEST_THREADS = max(1, _env_int("AGENTS_READ_REQUEST_THREADS", 2))
 # A run executed for a request (sync run, chat round, OpenAI-compatible call) waits on the event
 # loop; the code between its waits runs on this many step threads, its tools on the tool threads
 # (agents/execution/drive.py). Both stay under the PostgreSQL pools' sizes (10 default, 4 per
 # org): more threads using connections at once than a pool holds only queue on the pool, and
 # past AGENTS_DB_POOL_TIMEOUT_SECONDS answer 503 (60 mixed waiting runs did with 16 + 8).
 AGENTS_RUN_STEP_THREADS = max(1, _env_int("AGENTS_RUN_STEP_THREADS", 4))
+# Idle connections to the inference gateway each client keeps open for the next completion
+# (the openai SDK's default is 100; a burst of 500 left 100 sockets open for good).
+AGENTS_GATEWAY_KEEPALIVE_CONNECTIONS = max(0, _env_int("AGENTS_GATEWAY_KEEPALIVE_CONNECTIONS", 20))
 AGENTS_RUN_TOOL_THREADS = max(1, _env_int("AGENTS_RUN_TOOL_THREADS", 32))
 # Run-targets: how long a machine's claim long-poll waits for work before answering 204 (seconds).
 AGENTS_CLAIM_WAIT_SECONDS = float(os.environ.get("AGENTS_CLAIM_WAIT_SECONDS", "25") or 25)

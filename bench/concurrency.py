@@ -11,8 +11,13 @@ how many succeeded (200 and, for streams, a final frame without `error`), the wa
 completion's (the baseline, measured against the upstream in the same run), time to first token
 p99 (streams) − the gateway's, and what the server process held while they waited: peak threads,
 peak RSS over idle, peak open files, the p99 of an authenticated `GET /v1/agents` timed during the
-load, and — on PostgreSQL — the peak number of server connections of this run's databases and
-how many of them were idle in a transaction. After the load: RSS and open files again.
+load, and — on PostgreSQL — the peak number of server connections of this run's databases (all,
+and the most on one database, to hold against the pools: 10 default, 4 per org), how many were
+idle in a transaction at one sample (a step between two statements of its transaction, waiting
+for the CPU) and how many had been idle in a transaction for over a second (a connection held
+while something else is awaited: a model's reply takes seconds). After the load: RSS and open
+files again. "Idle" is the process after a warm-up burst of 20 quick completions of the kind
+(its bounded pools filled), so "after" is what the load left beyond a server that has served.
 
     .venv/bin/python bench/concurrency.py [--n 500] [--stores sqlite|postgres] [--kinds sync,chat,openai]
                                           [--reply-seconds 30] [--first-token 5]
@@ -78,6 +83,7 @@ class Sampler:
     def __init__(self, pid: int, tag: str | None) -> None:
         self.pid, self.tag = pid, tag
         self.threads = self.rss_kib = self.files = self.pg_connections = self.pg_idle_in_transaction = 0
+        self.pg_per_database = self.pg_idle_in_transaction_1s = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -88,21 +94,26 @@ class Sampler:
         files = len(os.listdir(f"/proc/{self.pid}/fd"))
         return int(fields["Threads"].strip()), int(fields["VmRSS"].split()[0]), files
 
-    def _pg(self) -> tuple[int, int]:
+    def _pg(self) -> tuple[int, int, int, int]:
+        """Return (connections, the most on one database, idle in transaction now, … for over 1 s)."""
         out = subprocess.run(["psql", "-h", "127.0.0.1", "-U", "postgres", "-Atc",
-                              "SELECT count(*), count(*) FILTER (WHERE state = 'idle in transaction') FROM pg_stat_activity "
-                              f"WHERE datname LIKE '{self.tag}%'"], capture_output=True, text=True).stdout.strip()
-        total, idle_tx = (int(x) for x in out.split("|"))
-        return total, idle_tx
+                              "SELECT datname, count(*), count(*) FILTER (WHERE state = 'idle in transaction'), "
+                              "count(*) FILTER (WHERE state = 'idle in transaction' AND now() - state_change > interval '1 second') "
+                              f"FROM pg_stat_activity WHERE datname LIKE '{self.tag}%' AND pid <> pg_backend_pid() GROUP BY datname"],
+                             capture_output=True, text=True).stdout.split()
+        rows = [[int(x) for x in line.split("|")[1:]] for line in out if "|" in line]
+        return (sum(r[0] for r in rows), max((r[0] for r in rows), default=0), sum(r[1] for r in rows), sum(r[2] for r in rows))
 
     def _run(self) -> None:
         while not self._stop.is_set():
             threads, rss, files = self.snapshot()
             self.threads, self.rss_kib, self.files = max(self.threads, threads), max(self.rss_kib, rss), max(self.files, files)
             if self.tag:
-                total, idle_tx = self._pg()
+                total, per_database, idle_tx, idle_tx_1s = self._pg()
                 self.pg_connections = max(self.pg_connections, total)
+                self.pg_per_database = max(self.pg_per_database, per_database)
                 self.pg_idle_in_transaction = max(self.pg_idle_in_transaction, idle_tx)
+                self.pg_idle_in_transaction_1s = max(self.pg_idle_in_transaction_1s, idle_tx_1s)
             self._stop.wait(0.2)
 
     def __enter__(self) -> Sampler:
@@ -188,6 +199,9 @@ async def load(url: str, key: str, kind: str, n: int) -> tuple[float, list[float
         return wall, first_token, failures, timings
 
 
+WARM_UP = 20  # quick completions of a kind served before its idle figures are taken
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=500)
@@ -239,6 +253,11 @@ def main() -> None:
         one_call = time.perf_counter() - started
         sampler_pid = server.proc.pid
         for kind in [k.strip() for k in args.kinds.split(",") if k.strip()]:
+            # Warm: a burst of WARM_UP quick completions of the kind fills the process's bounded pools
+            # (request and step threads, their store connections, the gateway's kept connections),
+            # so "idle" is a server that has served, and "after" shows what the load left beyond that.
+            upstream.script(*[Reply(content="w", chunks=["w"]) for _ in range(WARM_UP)])
+            asyncio.run(load(server.url, key, kind, WARM_UP))
             time.sleep(2)
             idle_threads, idle_rss, idle_files = Sampler(sampler_pid, None).snapshot()
             script(args.n)
@@ -260,7 +279,7 @@ def main() -> None:
     head = (f"{'kind':<8}{'ok':>6}{'wall÷one':>10}{'TTFT p99−gw':>13}{'threads':>9}{'RSS+MiB':>9}{'files':>7}"
             f"{'GET p99':>10}{'RSS after':>11}{'files after':>12}")
     if args.stores == "postgres":
-        head += f"{'pg conns':>10}{'idle-in-tx':>11}"
+        head += f"{'pg conns':>10}{'one db':>8}{'idle-in-tx':>11}{'>1 s':>6}"
     print(head)
     for kind, ok, wall, first_token, failures, timings, sampler, idle, after in rows:
         ttft = percentile(first_token, 99) - args.first_token if first_token else float("nan")
@@ -268,7 +287,8 @@ def main() -> None:
         line = (f"{kind:<8}{ok:>6}{wall / one_call:>9.2f}x{ttft:>12.2f}s{sampler.threads:>9}{(sampler.rss_kib - idle[1]) / 1024:>9.0f}"
                 f"{sampler.files:>7}{get * 1000:>8.0f}ms{(after[0] - idle[1]) / 1024:>+10.0f}M{after[1] - idle[2]:>+12}")
         if args.stores == "postgres":
-            line += f"{sampler.pg_connections:>10}{sampler.pg_idle_in_transaction:>11}"
+            line += (f"{sampler.pg_connections:>10}{sampler.pg_per_database:>8}{sampler.pg_idle_in_transaction:>11}"
+                     f"{sampler.pg_idle_in_transaction_1s:>6}")
         print(line)
         if failures:
             print(f"         failures, first 3: {failures[:3]}")

@@ -28,6 +28,12 @@ with the store as the source of truth behind it:
 * Tenancy: the org comes from the principal, captured before the body streams (the request's
   org context is gone by then; every store read runs in `tenancy.stores.org_context`). The
   bus subscription is the org's own; `?root=` narrows to the flow of that session.
+* Writes: every live frame already waiting goes out with the one just read, in one write; and a
+  stream that wrote less than `AGENTS_SSE_LINGER_MS` (20) ago first lingers until that much has
+  passed, so a busy stream writes at most ~50 times a second (frames gathered, none delayed more
+  than the linger) while a quiet one writes each frame at once. At 100 subscribers × 200 events/s
+  that is 5,000 writes a second instead of 20,000: the daphne process's CPU, not the frames,
+  bounded the fan-out tail (BENCHMARKS.md, issue 26).
 * `: ping` every `AGENTS_SSE_PING_SECONDS` (25). A subscriber `AGENTS_SSE_BUFFER_FRAMES`
   (256) frames behind is dropped by the bus; the stream then ends after what it holds.
 """
@@ -134,6 +140,7 @@ async def session_stream(*, org: str, root: str | None, last_event_id: int | Non
     from the last id it got.
     """
     ping_seconds = float(getattr(settings, "AGENTS_SSE_PING_SECONDS", 25))
+    linger = max(0.0, float(getattr(settings, "AGENTS_SSE_LINGER_MS", 20))) / 1000
     catchup_seconds = float(getattr(settings, "AGENTS_SSE_CATCHUP_SECONDS", 5))
     loop = asyncio.get_running_loop()
     subscription = await get_bus().subscribe(org)
@@ -161,6 +168,7 @@ async def session_stream(*, org: str, root: str | None, last_event_id: int | Non
             yield chunk
         next_ping = loop.time() + ping_seconds
         next_catchup = loop.time() + catchup_seconds
+        last_write = float("-inf")
         while True:
             # The ping is checked every turn, not only when the feed is idle: frames of other
             # flows, filtered out by `?root=`, must not starve it (it is also how a departed
@@ -180,6 +188,9 @@ async def session_stream(*, org: str, root: str | None, last_event_id: int | Non
                         yield chunk
                     next_catchup = now + catchup_seconds
                 continue
+            pause = last_write + linger - loop.time()
+            if pause > 0:  # wrote a moment ago: gather what arrives until the linger has passed (a rate bound, not a wait for anything)
+                await asyncio.sleep(pause)
             # Every frame already waiting is sent with this one, as one write: under load a
             # stream catches up in a few large writes instead of one per frame.
             out: list[str] = []
@@ -204,6 +215,7 @@ async def session_stream(*, org: str, root: str | None, last_event_id: int | Non
                     out.append(_rendered(live))
                 next_catchup = loop.time() + catchup_seconds
             if out:
+                last_write = loop.time()
                 yield "".join(out)
     finally:
         subscription.close()

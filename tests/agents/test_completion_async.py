@@ -353,6 +353,58 @@ def test_consecutive_async_completions_on_one_loop_reuse_one_connection(upstream
     assert upstream.connections == 1
 
 
+def _client_sockets_to(port: int) -> int:
+    """Return how many TCP connections of this host are established to local `port` (client ends)."""
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path_(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if fields[3] == "01" and int(fields[2].rsplit(":", 1)[1], 16) == port:
+                count += 1
+    return count
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_after_a_burst_the_gateway_client_keeps_only_its_keepalive_bound_open(upstream, settings, mode):
+    """Six completions at once open six connections; once they are done the client keeps at most
+    `AGENTS_GATEWAY_KEEPALIVE_CONNECTIONS` open (the SDK's default kept up to 100 for good)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    settings.AGENTS_GATEWAY_KEEPALIVE_CONNECTIONS = 2
+    inference.reset_caches()
+    upstream.script(*[Reply(content="ok", first_chunk_delay=0.3) for _ in range(6)])
+    port = int(upstream.base_url.split(":")[2].split("/")[0])
+    before = _client_sockets_to(port)
+    if mode == "sync":
+        with ThreadPoolExecutor(6) as pool:
+            answers = list(pool.map(lambda _: chat_completion(model="test-model", messages=HI), range(6)))
+    else:
+        async def main():
+            answers = await asyncio.gather(*[chat_completion_async(model="test-model", messages=HI) for _ in range(6)])
+            while drains_waiting():  # the body's rest is read by a task on this loop
+                await asyncio.sleep(0.005)
+            kept = _client_sockets_to(port) - before
+            await inference.get_async_client().close()
+            return answers, kept
+
+    try:
+        if mode == "sync":
+            wait_for(lambda: drains_waiting() == 0, timeout=10)
+            kept = _client_sockets_to(port) - before
+            inference.get_client().close()
+        else:
+            answers, kept = asyncio.run(main())
+    finally:
+        inference.reset_caches()
+    assert [a.choices[0].message.content for a in answers] == ["ok"] * 6
+    assert upstream.connections == 6  # they overlapped: one connection each
+    assert kept <= 2
+
+
 def test_each_loop_has_its_own_client_and_a_closed_loops_is_forgotten(upstream):
     async def client():
         return inference.get_async_client()

@@ -49,3 +49,42 @@ def test_no_more_than_idle_max_executors_are_kept():
     kept = {id(pool.take()) for _ in range(2)}
     assert kept <= {id(e) for e in executors[:2]}
     assert pool.take() not in executors  # the others were shut down
+
+
+def _http_scope(method: str, path: str) -> dict:
+    return {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method, "scheme": "http",
+            "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
+            "headers": [(b"host", b"testserver")], "client": ("127.0.0.1", 5000), "server": ("testserver", 80)}
+
+
+async def _status_of(handler, method: str, path: str) -> int:
+    from asgiref.testing import ApplicationCommunicator
+
+    communicator = ApplicationCommunicator(handler, _http_scope(method, path))
+    await communicator.send_input({"type": "http.request", "body": b"", "more_body": False})
+    start = await communicator.receive_output(timeout=30)
+    await communicator.wait(timeout=30)
+    return start["status"]
+
+
+def test_a_read_never_queues_behind_writes_waiting_for_a_thread(settings):
+    """Every write thread busy (a burst of run starts): a GET still answers at once from the read
+    lane, while a POST waits for a write thread and answers when one is handed back."""
+    import asyncio
+
+    from agents_site.asgi import AgentsASGIHandler
+
+    settings.AGENTS_REQUEST_THREADS = 1
+    settings.AGENTS_READ_REQUEST_THREADS = 1
+
+    async def scenario():
+        handler = AgentsASGIHandler()
+        held = await handler._request_executors.acquire()  # the only write thread, taken by "a burst"
+        write = asyncio.ensure_future(_status_of(handler, "POST", "/v1/agents"))
+        assert await _status_of(handler, "GET", "/v1/agents") == 403  # answered (no credentials) while the write lane is full
+        assert not write.done()  # the POST still waits for a write thread
+        handler._request_executors.release(held)
+        assert await asyncio.wait_for(write, 30) == 403
+        return True
+
+    assert asyncio.run(scenario())

@@ -438,6 +438,48 @@ def test_frames_waiting_when_the_stream_reads_go_out_in_one_write_in_order(org_a
     assert [json.loads(f.split("data: ", 1)[1])["event"]["payload"]["n"] for f in sent] == list(range(1, 11))
 
 
+@pytest.mark.parametrize(("linger_ms", "second_write"), [(1000, [2, 3, 4, 5]), (0, [2])])
+def test_a_stream_that_just_wrote_gathers_frames_for_the_linger_and_a_quiet_one_writes_at_once(org_a, settings, linger_ms, second_write):
+    """`AGENTS_SSE_LINGER_MS`: the first frame after a quiet spell goes out at once, alone; a frame
+    arriving right after a write waits out the linger and goes out with every frame that arrived
+    meanwhile, in one write (with the linger off, each frame is its own write)."""
+    from sessions.bus import event_frame
+
+    settings.AGENTS_SESSION_BUS = "local"
+    settings.AGENTS_SSE_PING_SECONDS = 60
+    settings.AGENTS_SSE_CATCHUP_SECONDS = 60
+    settings.AGENTS_SSE_LINGER_MS = linger_ms
+    with org_a.context():
+        session = services.session_create(agent="linger", actor="t")
+    frames = {n: event_frame(org=org_a.slug, root=session.id, position=n, event_view={"seq": n, "payload": {"n": n}}) for n in range(1, 6)}
+
+    def ids(chunk: str) -> list[int]:
+        return [int(f.split("id: ", 1)[1].split("\n", 1)[0]) for f in chunk.split("\n\n")[:-1] if "id: " in f]
+
+    async def scenario() -> tuple[list[int], list[int]]:
+        stream = session_stream(org=org_a.slug, root=None, last_event_id=None)
+        await stream.__anext__()  # `: stream open`: the subscription is attached
+        [subscription] = get_bus().fanout.subscriptions(org_a.slug)
+        waiting = asyncio.ensure_future(stream.__anext__())
+        await until(lambda: subscription.waiting, what="the stream to wait on its subscription")
+        get_bus().publish(org_a.slug, frames[1])
+        first = ids(await asyncio.wait_for(waiting, 10))
+        waiting = asyncio.ensure_future(stream.__anext__())
+        await until(lambda: subscription.waiting, what="the stream to wait again")
+        get_bus().publish(org_a.slug, frames[2])
+        # Taken from the buffer, not written yet (lingering, or already handed to `waiting`).
+        await until(lambda: not subscription.waiting and subscription.backlog == 0, what="the stream to take frame 2")
+        for n in (3, 4, 5):
+            get_bus().publish(org_a.slug, frames[n])
+        second = ids(await asyncio.wait_for(waiting, 10))
+        await stream.aclose()
+        return first, second
+
+    first, second = asyncio.run(scenario())
+    assert first == [1]
+    assert second == second_write
+
+
 def _stalled_client(server, org) -> socket.socket:
     """Open the org's stream on a raw socket with a small receive buffer, read up to `: stream
     open` (its subscription is attached), and return the socket: from here on nobody reads it."""
