@@ -87,6 +87,7 @@ INSTALLED_APPS = [
     "django_q",
     "tenancy",
     "billing",
+    "runs",
     "agents",
     "sessions.apps.AgentSessionsConfig",
     "targets",

@@ -167,7 +167,7 @@ ControlCommand.ANSWERS = frozenset({ControlCommand.APPROVE, ControlCommand.DENY}
 
 
 class ApprovalState(models.TextChoices):
-    """Where one tool call of a waiting run stands (`agents.models.Approval`)."""
+    """Where one tool call of a waiting run stands (`runs.models.Approval`)."""
 
     PENDING = "pending", "pending"  # asked; nobody answered yet
     WAITING = "waiting", "waits with the others"  # needs no approval; executes once every call of its turn is answered

@@ -8,13 +8,13 @@ class ChatConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        """Let runs of lower layers post their result into a conversation (`agents.hooks`)."""
-        from agents.hooks import register_conversation_replies
+        """Let runs of lower layers post their result into a conversation (`runs.hooks`)."""
+        from runs.hooks import register_conversation_replies
         from chat.services import conversation_exists, conversation_post_assistant
 
         register_conversation_replies(exists=conversation_exists, append=conversation_post_assistant)
 
-        from agents.hooks import register_resume_handler
+        from runs.hooks import register_resume_handler
         from agents_site.vocabulary import RunKind
         from chat.rounds import round_resume_prompt, round_resumed
 

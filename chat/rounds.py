@@ -36,10 +36,11 @@ from django.conf import settings
 
 from agents import selectors as agent_selectors
 from agents.execution import RunListener
-from agents.execution.drive import Steps, drive
+from runs.drive import Steps, drive
 from agents.execution.service import run_execute_started_steps
-from agents.models import Agent, Run
-from agents.runs.lifecycle import Outcome, run_finish, run_start
+from agents.models import Agent
+from runs.models import Run
+from runs.lifecycle import Outcome, run_finish, run_start
 from agents_site.errors import InvalidRequest
 from agents_site.vocabulary import ChatRole, MultitaskStrategy, RunKind, RunStatus
 from chat import selectors, services
@@ -264,7 +265,7 @@ def chat_round_execute(start: RoundStart, *, listener: RunListener | None = None
 
 
 def chat_round_steps(start: RoundStart, *, listener: RunListener | None = None) -> Steps[Run]:
-    """`chat_round_execute` as run steps (`agents.execution.drive`): what a request's event loop awaits."""
+    """`chat_round_execute` as run steps (`runs.drive`): what a request's event loop awaits."""
     run = None
     held = {"released": False}
     handler = preset_handler(start.preset_id) if start.preset_id and start.fixed is None else None
@@ -319,7 +320,7 @@ def round_resume_prompt(run: Run, agent) -> list[dict] | None:
     the model got them). A turn stored without one (before it was kept) gets the agent's
     instructions and the conversation's stored thread up to and including that turn. None when
     the round's conversation is gone (the agent's own prompt is used). Registered with
-    `agents.hooks.register_resume_handler`. Org context required.
+    `runs.hooks.register_resume_handler`. Org context required.
     """
     from chat.models import Message
 

@@ -1,7 +1,7 @@
 """The one seam between coding runs and the run lifecycle, kept thin on purpose.
 
 Coding runs start and finish through the platform's one run lifecycle
-(`agents.runs.lifecycle`); these three calls only adapt its arguments to the coding engine's.
+(`runs.lifecycle`); these three calls only adapt its arguments to the coding engine's.
 
 - `coding_run_start` → `run_start(kind=coding, queued=True)`: the balance gate counting the
   fees held by the org's runs in flight, the `Run` row (`kind=coding`, `fee_cents`, `queued`)
@@ -21,9 +21,10 @@ from collections.abc import Callable
 
 from django.db import transaction
 
-from agents.models import Agent, Run
-from agents.run_session import RunSession
-from agents.runs.lifecycle import Outcome, RunNotQueued, run_finish, run_mark_running, run_start
+from agents.models import Agent
+from runs.models import Run
+from runs.run_session import RunSession
+from runs.lifecycle import Outcome, RunNotQueued, run_finish, run_mark_running, run_start
 from agents_site.errors import ApiError
 from agents_site.vocabulary import RunKind, RunStatus
 from tenancy import stores

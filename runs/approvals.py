@@ -11,7 +11,7 @@
   transaction the row moves `pending → approved|denied` by a conditional UPDATE (of two
   simultaneous answers one wins, the other is 409) and a `control` event records the answer.
   When no call of the run is pending any more, the resume task is queued once that commits
-  (`agents.tasks.resume_run`, `agents.execution.resume`) — or, for a kind resumed elsewhere (a
+  (`runs.tasks.resume_run`, `agents.execution.resume`) — or, for a kind resumed elsewhere (a
   routed run: `targets.approvals`), its dispatcher offers it again in the same transaction.
 * Stopping, expiring — a `stop` on a waiting run's session ends the run at once (`error`
   "stopped by …", unbilled); the sweep ends runs whose request is older than
@@ -30,10 +30,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from agents import hooks
-from agents.models import Approval, Run
-from agents.run_session import RunSession
-from agents.runs.lifecycle import Outcome, run_finish, stop_reason
+from runs import hooks
+from runs.models import Approval, Run
+from runs.run_session import RunSession
+from runs.lifecycle import Outcome, run_finish, stop_reason
 from agents_site.errors import ApiError, Conflict, Forbidden, InvalidRequest, NotFound
 from agents_site.ids import mint_id
 from agents_site.vocabulary import (
@@ -46,7 +46,7 @@ from tenancy import stores
 logger = logging.getLogger(__name__)
 
 #: The django-q2 function that resumes a run whose approvals are all answered.
-RESUME_TASK = "agents.tasks.resume_run"
+RESUME_TASK = "runs.tasks.resume_run"
 #: The error of a run nobody answered in time (not billed).
 APPROVAL_TIMED_OUT = "approval timed out"
 #: The tool result a resumed run hands the model for a call that had started when its worker was lost.
@@ -199,15 +199,12 @@ def _checked_arguments(row: Approval, run: Run, arguments) -> str:
     """Return edited `arguments` as JSON text once they fit the tool's schema (422) and carry no credential (422)."""
     from jsonschema import Draft202012Validator
 
-    from agents.tools.registry import resolve_tools
     from sessions.services import refuse_secrets
 
     if not isinstance(arguments, dict):
         raise InvalidArguments("arguments must be a JSON object")
     refuse_secrets(arguments)  # 422 secret_in_transcript, findings masked
-    resolution = resolve_tools([row.tool_name], agent_name=run.agent_name, depth=run.depth)
-    tool = next((t for t in resolution.tools if t.name == row.tool_name), None)
-    schema = ((tool.definition().get("function") or {}).get("parameters") if tool is not None else None) or {"type": "object"}
+    schema = hooks.agent_code("tool_schema")(row.tool_name, agent_name=run.agent_name, depth=run.depth) or {"type": "object"}
     errors = sorted(Draft202012Validator(schema).iter_errors(arguments), key=lambda e: list(e.path))
     if errors:
         first = errors[0]
@@ -370,7 +367,7 @@ def approvals_sweep(*, now: datetime | None = None) -> list[str]:
     A run with a request unanswered since before the cutoff ends `error` "approval timed out"
     (unbilled; its requests `expired`). A `waiting` run with nothing pending whose last answer is
     older than a minute lost its resume task (a broker down, a restart): it is queued again.
-    Returns the ids of the runs ended. Registered as the `approvalsExpired` sweep (`agents.sweeps`).
+    Returns the ids of the runs ended. Registered as the `approvalsExpired` sweep (`runs.sweeps`).
     """
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=settings.AGENTS_APPROVAL_TIMEOUT_SECONDS)

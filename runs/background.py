@@ -4,10 +4,10 @@ A background run (spec 003: `POST /v1/agents/{ref}/run` with `"background": true
 `Prefer: respond-async`) and a scheduled run are both accepted by the run lifecycle
 (`run_start(queued=True)`: checks, key, balance gate, the `queued` row and its task-backed
 session, and a `RunTask`, in one transaction), handed to the task queue once that transaction
-commits (`agents.dispatch`), and executed by a worker: lease, `run_mark_running`, the agent
+commits (`runs.dispatch`), and executed by a worker: lease, `run_mark_running`, the agent
 loop, `run_finish`. The rules:
 
-- Exactly once: a worker executes a run only after taking its lease (`agents.lease`) and moving
+- Exactly once: a worker executes a run only after taking its lease (`runs.lease`) and moving
   it `queued → running` in one conditional UPDATE; a redelivered or duplicated task finds the
   lease held or the run no longer queued and does nothing.
 - The fee is held from acceptance (a queued run counts against the balance); the worker
@@ -17,7 +17,7 @@ loop, `run_finish`. The rules:
   "cancelled before start", no model call, no debit (`task_command`); other commands posted
   meanwhile are replayed to the executor when it attaches (`RunSession.attach`).
 - Nothing stays running: a run whose worker died is finished "worker lost" by
-  `agents.recovery`; a run the worker cannot start (inference gone) ends `error`
+  `runs.recovery`; a run the worker cannot start (inference gone) ends `error`
   "not started: …". Only a successful run is ever debited.
 """
 
@@ -27,17 +27,15 @@ import logging
 
 from django.db import transaction
 
-from agents.dispatch import run_dispatch
-from agents.execution import run_execute_started, run_span
-from agents.inference import inference_configured
-from agents.lease import lease_kept, lease_take
-from agents.models import Agent, Run
-from agents.recovery import recover_run
-from agents.runs.lifecycle import InferenceUnavailable, Outcome, RunNotQueued, run_finish, run_mark_running, run_start, stop_reason
-from agents.scheduling.models import RunTask
-from agents.shutdown import executing, worker_stopping
-from agents_site.errors import ApiError
-from agents_site.vocabulary import AgentHosting, ControlCommand, RunKind, RunStatus
+from runs import hooks
+from runs.dispatch import run_dispatch
+from runs.lease import lease_kept, lease_take
+from runs.models import Run
+from runs.recovery import recover_run
+from runs.lifecycle import Agent, Outcome, run_finish, run_start, stop_reason
+from runs.models import RunTask
+from runs.shutdown import executing, worker_stopping
+from agents_site.vocabulary import ControlCommand, RunKind, RunStatus
 from tenancy import stores
 
 logger = logging.getLogger(__name__)
@@ -67,7 +65,7 @@ def run_submit(
     gate — nothing recorded. The same key and input answer the first run again (`replayed`
     True), in flight or not. The task is enqueued only after the recording transaction
     commits (a worker never sees a run that is not there); if the queue refuses it, the run
-    stays queued without a task id and `agents.recovery` hands it over again. Org context
+    stays queued without a task id and `runs.recovery` hands it over again. Org context
     required.
     """
     org = stores.current_org()
@@ -85,7 +83,7 @@ def run_execute_queued(*, run_id: str) -> str:
     """Execute queued run `run_id` in this worker through the lifecycle; return its status.
 
     Org context required (the task wraps it). A worker told to stop hands a queued run back to
-    the queue untouched (`agents.shutdown`). A run that is not queued is left alone, except a
+    the queue untouched (`runs.shutdown`). A run that is not queued is left alone, except a
     `running` one whose worker is gone, finished "worker lost" here (the ORM broker redelivers
     the task of a killed worker). A run whose lease a live worker holds is left to it. A run
     that can no longer start (no inference, an external agent) ends `error` "not started: …".
@@ -101,34 +99,11 @@ def run_execute_queued(*, run_id: str) -> str:
     elif run.status == RunStatus.QUEUED and lease_take(run_id=run_id):
         try:
             with lease_kept(run_id), executing(org=stores.current_org(), run_id=run_id):
-                _execute(run)
+                hooks.agent_code("executor")(run)  # the agent loop (agents.execution.queued)
         except Exception as exc:  # the queue's timeout, a bug: never leave it running
             logger.exception("run %s failed in its worker", run_id)
             run_finish(run_id=run_id, outcome=Outcome.failed(f"the run was interrupted: {exc}"[:2000]))
     return Run.objects.filter(pk=run_id).values_list("status", flat=True).first() or ""
-
-
-def _execute(run: Run) -> None:
-    agent = run.agent
-    refusal = ""
-    if agent is None:
-        refusal = "the agent no longer exists"
-    elif agent.hosting == AgentHosting.EXTERNAL:
-        refusal = "the agent runs elsewhere (hosting: external)"
-    elif not inference_configured():
-        refusal = InferenceUnavailable.default_message
-    if refusal:
-        run_finish(run_id=run.id, outcome=Outcome.failed(f"not started: {refusal}"), from_statuses=_QUEUED)
-        return
-    try:
-        started = run_mark_running(run_id=run.id)
-    except RunNotQueued:
-        return  # cancelled (or taken) between the read and the start
-    except ApiError as exc:  # the balance no longer covers it
-        run_finish(run_id=run.id, outcome=Outcome.failed(f"not started: {exc.message}"), from_statuses=_QUEUED)
-        return
-    with run_span(run_id=run.id, agent_name=started.agent_name, actor=started.actor, model=agent.model, kind=started.kind) as span:
-        run_execute_started(run=started, agent=agent, span=span)
 
 
 def run_cancel_queued(*, run_id: str, message: str | None = None) -> bool:

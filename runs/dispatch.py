@@ -7,14 +7,14 @@ import logging
 from django.db.models import F
 from django.utils import timezone
 
-from agents.models import Run
-from agents.scheduling.models import RunTask
+from runs.models import Run
+from runs.models import RunTask
 from tenancy import stores
 
 logger = logging.getLogger(__name__)
 
 #: The django-q2 function that executes a queued run.
-EXECUTE_TASK = "agents.tasks.execute_run"
+EXECUTE_TASK = "runs.tasks.execute_run"
 
 
 def run_dispatch(*, org: str, run_id: str) -> str | None:

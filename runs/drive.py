@@ -58,15 +58,15 @@ class Ask:
 
     def run(self):
         """Block for the completion (the sync driver)."""
-        from agents.execution.completion import complete
+        from runs.hooks import agent_code
 
-        return complete(**self.kwargs)
+        return agent_code("complete")(**self.kwargs)
 
     async def run_async(self):
         """Await the completion on the event loop (the async driver)."""
-        from agents.execution.completion import complete_async
+        from runs.hooks import agent_code
 
-        return await complete_async(**self.kwargs)
+        return await agent_code("complete_async")(**self.kwargs)
 
 
 @dataclass

@@ -1,17 +1,13 @@
-"""Registries through which higher apps reach into the agents layer without being imported.
+"""Registries through which higher apps reach into the run machinery without being imported.
 
-agents sits below the apps built on it (identity, …): it never names them, not even in a
-function-level import. A higher app registers its handler here from its `AppConfig.ready()`,
-the way `django.contrib.admin` collects `ModelAdmin`s.
+runs sits below the apps built on it (agents, chat, coding, targets, webhooks, …): it never names
+them, not even in a function-level import (`.importlinter`; `tests/runs/test_layering.py`). A
+higher app registers its handler here from its `AppConfig.ready()`, the way `django.contrib.admin`
+collects `ModelAdmin`s.
 
-* `register_agent_delete_handler(fn)`: `fn(agent)` is called by `agents.services.agent_delete`
-  inside the delete's org-store transaction, before the agent row goes, for every agent deleted
-  (whatever route deleted it). A handler that raises aborts the delete (nothing is written).
 * `register_conversation_replies(exists, append)`: the chat app's `exists(conversation_id) -> bool`
   and `append(*, conversation_id, text, run_id) -> bool` (an assistant turn), used by runs that
   post their result into a conversation (`replyConversationId` of a coding run). Org context.
-* `register_schedule(name, func, cron)`: a django-q2 schedule `manage.py ensure_schedules`
-  installs beside the platform's own (`func` is a dotted path, `cron` 5 fields).
 * `register_run_started_handler(fn)`: `fn(run)` is called by the run lifecycle's `run_start`
   inside its transaction, once the run row is inserted (every kind of run). A handler that
   raises aborts the start (nothing is written).
@@ -21,7 +17,7 @@ the way `django.contrib.admin` collects `ModelAdmin`s.
   undoes the finish. For what must be durable exactly when the finish is (the `run.finished`
   webhook deliveries); queue side effects with `transaction.on_commit`.
 * `register_run_finished_handler(fn)`: `fn(run, org_slug)` is called once a finished run's row
-  has committed and it was debited (`agents.runs.lifecycle._after_finish`), in org context. What
+  has committed and it was debited (`runs.lifecycle._after_finish`), in org context. What
   it raises is logged; it never undoes the finish.
 * `register_run_waiting_handler(fn)`: `fn(run, approvals, org_slug)` is called once a run's move
   to `waiting` has committed (issue 28), with the wire views of its waiting turn's calls. What it
@@ -35,6 +31,20 @@ the way `django.contrib.admin` collects `ModelAdmin`s.
 * `register_callback_resolver(fn)` / `with request_callback(url):`: a run request's own callback URL
   (`webhook` of POST …/{ref}/run): `fn(url)` checks it (raising a 400) and returns what the
   run-started handler needs; `with request_callback(url):` keeps that for the run the block starts first.
+
+Where the run machinery must reach the agents app's own code (issue 27 item 2), the agents app
+registers it here from its `ready()` (none registered: what needs it fails loudly):
+
+* `register_run_executor(fn)`: `fn(run)` executes a queued run this worker took (lease held):
+  the agent loop (`runs.background.run_execute_queued`).
+* `register_run_resumer(fn)`: `fn(run_id=…) -> status` resumes a waiting run whose approvals
+  are all answered (`runs.tasks.resume_run`). Org context.
+* `register_inference_check(fn)`: `fn() -> bool`, whether a model gateway is configured
+  (`runs.lifecycle.run_start` refuses a run needing one with 503 when it is not).
+* `register_completion(sync, async_)`: the gateway call a run's `Ask` step waits on
+  (`runs.drive`): `sync(**kwargs)` blocks, `await async_(**kwargs)` waits on the event loop.
+* `register_tool_schema(fn)`: `fn(tool_name, *, agent_name, depth) -> dict | None`, the JSON
+  schema of a tool's arguments (`runs.approvals` checks an approver's edited arguments).
 """
 
 from __future__ import annotations
@@ -49,8 +59,6 @@ from tenancy import stores
 
 logger = logging.getLogger(__name__)
 
-_delete_handlers: list[Callable] = []
-_schedules: dict[str, tuple[str, str]] = {}
 _conversations: dict[str, Callable] = {}
 _started_handlers: list[Callable] = []
 _finishing_handlers: list[Callable] = []
@@ -58,31 +66,6 @@ _finished_handlers: list[Callable] = []
 _callback_resolver: list[Callable] = []
 #: The checked callback of the run this request (or task) starts next; taken by the first run started.
 requested_callback: ContextVar[object | None] = ContextVar("agents_requested_callback", default=None)
-
-
-def register_agent_delete_handler(fn: Callable) -> None:
-    """Call `fn(agent)` before every agent is deleted (idempotent per function)."""
-    if fn not in _delete_handlers:
-        _delete_handlers.append(fn)
-
-
-def run_agent_delete_handlers(agent) -> None:
-    """Call every registered delete handler with `agent`, in registration order.
-
-    Must run inside the delete's org-store transaction (`agents.services.agent_delete`).
-    """
-    for fn in list(_delete_handlers):
-        fn(agent)
-
-
-def register_schedule(name: str, func: str, cron: str) -> None:
-    """Add django-q2 schedule `name` (dotted `func`, 5-field `cron`) to `ensure_schedules`."""
-    _schedules[name] = (func, cron)
-
-
-def extra_schedules() -> dict[str, tuple[str, str]]:
-    """Return the schedules registered by higher apps: `{name: (func, cron)}`."""
-    return dict(_schedules)
 
 
 def register_conversation_replies(*, exists: Callable[[str], bool], append: Callable[..., bool]) -> None:
@@ -217,3 +200,50 @@ def request_callback(url: str | None) -> Iterator[None]:
         yield
     finally:
         requested_callback.reset(token)
+
+
+_agent_code: dict[str, Callable] = {}
+
+
+def register_run_executor(fn: Callable) -> None:
+    """Use `fn(run)` to execute a queued run a worker took (the last registration wins)."""
+    _agent_code["executor"] = fn
+
+
+def register_run_resumer(fn: Callable) -> None:
+    """Use `fn(run_id=…) -> str` to resume a waiting run whose approvals are answered (the last registration wins)."""
+    _agent_code["resumer"] = fn
+
+
+def register_inference_check(fn: Callable[[], bool]) -> None:
+    """Use `fn() -> bool` to tell whether a model gateway is configured (the last registration wins)."""
+    _agent_code["inference"] = fn
+
+
+def register_completion(sync: Callable, async_: Callable) -> None:
+    """Use `sync(**kwargs)` / `await async_(**kwargs)` for the completions runs wait on (the last registration wins)."""
+    _agent_code["complete"], _agent_code["complete_async"] = sync, async_
+
+
+def register_tool_schema(fn: Callable) -> None:
+    """Use `fn(tool_name, *, agent_name, depth) -> dict | None` for a tool's argument schema (the last registration wins)."""
+    _agent_code["tool_schema"] = fn
+
+
+def agent_code(name: str) -> Callable:
+    """Return the registered agent-side function `name` (`executor`, `resumer`, `inference`,
+    `complete`, `complete_async`, `tool_schema`).
+
+    Raises `LookupError` when the agents app registered none (it is not installed).
+    """
+    try:
+        return _agent_code[name]
+    except KeyError:
+        raise LookupError(f"runs: no {name} registered (the agents app registers it in its ready())") from None
+
+
+def inference_configured() -> bool:
+    """Return whether a model gateway is configured (the registered check; False when none is)."""
+    check = _agent_code.get("inference")
+    return bool(check and check())
+

@@ -16,7 +16,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from agents.models import IdempotencyRecord, Run
+from runs.models import IdempotencyRecord, Run
 from agents_site.errors import Conflict, InvalidRequest
 from agents_site.vocabulary import ErrorCode, RunStatus
 

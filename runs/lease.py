@@ -5,7 +5,7 @@ before executing it, so a task delivered twice is executed once; while the run e
 daemon thread renews `RunTask.heartbeat_at` every `AGENTS_RUN_LEASE_SECONDS / 4`. A lease
 whose holder is gone — heartbeat older than `AGENTS_RUN_LEASE_SECONDS`, or a `host:pid` of
 this host that no longer exists — may be taken over (a queued run) or ends the run "worker
-lost" (a running one, `agents.recovery`). Org context required throughout.
+lost" (a running one, `runs.recovery`). Org context required throughout.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from django.conf import settings
 from django.db import connections
 from django.utils import timezone
 
-from agents.scheduling.models import RunTask
+from runs.models import RunTask
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ OpenAI-compatible call, coding run (`RunKind`) — is started by `run_start` and
 `run_finish`; callers differ only in what they pass. Between the two, `run_mark_running`
 moves a queued run to `running` when a worker takes it, and a run whose model calls a tool its
 agent's approval rules name is suspended `waiting` until a person answers
-(`agents.runs.approvals`; issue 28) — still holding its fee, then resumed or finished here.
+(`runs.approvals`; issue 28) — still holding its fee, then resumed or finished here.
 
 `run_start` (spec 003 POST /v1/agents/{ref}/run; DESIGN §4), in order: org context → agent
 executable here (409 `agent_external`) → input ≤ 128 KiB (400) → no credential in the input
@@ -35,12 +35,11 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from agents import hooks, queries, tracing
-from agents.idempotency import clean_key, replay, request_hash, reserve
+from runs import hooks, queries, tracing
+from runs.idempotency import clean_key, replay, request_hash, reserve
 from agents_site.ids import mint_id
-from agents.inference import inference_configured
-from agents.models import Agent, Run
-from agents.run_session import RunSession, clip, session_title
+from runs.models import Run
+from runs.run_session import RunSession, clip, session_title
 from agents_site.errors import ApiError, Conflict, InvalidRequest, ServiceUnavailable
 from agents_site.vocabulary import AgentHosting, ChatRole, ErrorCode, EventKind, FinishReason, RunKind, RunStatus, SessionStatus
 from billing.meter import balance_authorize, fee_for_kind, run_charge
@@ -49,6 +48,9 @@ from sessions.services import refuse_secrets
 from tenancy import stores
 
 logger = logging.getLogger(__name__)
+
+#: An `agents.models.Agent` (its id, name, model, hosting): runs never imports the agents app.
+Agent = object
 
 MAX_INPUT_BYTES = 128 * 1024
 SUMMARY_ERROR_BYTES = 2048
@@ -127,7 +129,7 @@ def stop_reason(default: str, message: str | None) -> str:
 def fees_held() -> int:
     """Return the cents the current org's runs in flight hold (`RunStatus.HOLDS_FEE`). Org context required.
 
-    One plain-SQL statement (`agents.queries`): the gate of every run reads it.
+    One plain-SQL statement (`runs.queries`): the gate of every run reads it.
     """
     return queries.fees_held(stores.current_alias())
 
@@ -210,7 +212,7 @@ def run_start(
         check()
     fee = fee_for_kind(kind) if fee_cents is None else max(int(fee_cents), 0)
     try:
-        if needs_inference and not inference_configured():
+        if needs_inference and not hooks.inference_configured():
             raise InferenceUnavailable()
         return _record(
             kind=kind, agent=agent, name=name, model=model, text=text, actor=actor, request_id=request_id, key=key,
@@ -388,7 +390,7 @@ def run_finish(
     `within(run)`, the caller's writes that must commit with the finish (a conversation round's
     reply and the release of its conversation), runs in a savepoint of the same transaction,
     only when this call finished the run; what it raises is logged and never undoes the finish.
-    The run-finishing handlers (`agents.hooks.register_run_finishing_handler`: the `run.finished`
+    The run-finishing handlers (`runs.hooks.register_run_finishing_handler`: the `run.finished`
     webhook deliveries) write in the same transaction, each in a savepoint of its own.
     Org context required.
     """

@@ -1,8 +1,8 @@
-"""Hand-written SQL on the agents app's tables: the fast path's seam for this app (issue 27 item 3).
+"""Hand-written SQL on the runs app's tables: the fast path's seam for this app (issue 27 item 3).
 
-Every run looks its agent up, reads the fees its org's runs hold, inserts its row and writes its
-outcome; these four statements are plain SQL (`agents_site.sql` says why: composing a query costs
-more than running it). Each is tested on SQLite and PostgreSQL (`tests/agents/test_queries.py`);
+Every run reads the fees its org's runs hold, inserts its row and writes its outcome (its agent is
+looked up by `agents.queries`); these statements are plain SQL (`agents_site.sql` says why: composing a query costs
+more than running it). Each is tested on SQLite and PostgreSQL (`tests/runs/test_queries.py`);
 only identifiers from the models' metadata go into the text, every value is a parameter.
 `UPDATE … RETURNING` needs SQLite ≥ 3.35 (system check `agents.E001`).
 """
@@ -11,18 +11,9 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from agents.models import Agent, Run
+from runs.models import Run
 from agents_site import sql
 from agents_site.vocabulary import RunStatus
-
-
-def agents_by_id_or_name(ref: str, *, alias: str) -> list[Agent]:
-    """Return the agents (at most two) whose id or name is `ref`, from database `alias`: ONE statement."""
-    connection = transaction.get_connection(alias)
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {sql.select_list(Agent, connection)} FROM {sql.table_name(Agent, connection)} WHERE id = %s OR name = %s LIMIT 2",
-                       [ref, ref])
-        return [sql.from_row(Agent, connection, alias, row) for row in cursor.fetchall()]
 
 
 def fees_held(alias: str) -> int:

@@ -80,7 +80,7 @@ def reap_org(*, org: str, now: datetime) -> list[Reaped]:
 
     max_life = settings.AGENTS_SESSION_MAX_SECONDS
     idle = settings.AGENTS_SESSION_IDLE_SECONDS
-    from agents.models import Run
+    from runs.models import Run
 
     # A session whose run waits for approval has one clock, AGENTS_APPROVAL_TIMEOUT_SECONDS (issue 28).
     waiting = Run.objects.filter(status=RunStatus.WAITING).exclude(session_id="").values("session_id")

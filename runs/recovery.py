@@ -1,7 +1,7 @@
 """Nothing is left running: finish runs whose worker died, re-hand runs the queue never got.
 
 Run by the django-q2 schedule `agents: sweep` every minute and once when a worker process
-starts (`agents.apps`), across every org (`tenancy.stores.existing_org_slugs`). Policy:
+starts (`runs.apps`), across every org (`tenancy.stores.existing_org_slugs`). Policy:
 
 - A `running` run whose worker is gone — its heartbeat is older than
   `AGENTS_RUN_LEASE_SECONDS`, or its recorded `host:pid` is this host and that process no
@@ -27,12 +27,12 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from agents.dispatch import run_dispatch
-from agents.lease import holder_gone
-from agents.models import Run
-from agents.runs.approvals import resume_dispatch, run_rewait
-from agents.runs.lifecycle import Outcome, run_finish
-from agents.scheduling.models import RunTask
+from runs.dispatch import run_dispatch
+from runs.lease import holder_gone
+from runs.models import Run
+from runs.approvals import resume_dispatch, run_rewait
+from runs.lifecycle import Outcome, run_finish
+from runs.models import RunTask
 from agents_site.vocabulary import RunKind, RunStatus
 from tenancy import stores
 

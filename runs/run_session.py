@@ -1,6 +1,6 @@
 """The thin seam between a run and its live session (issue 4 item 4, spec 003 POST …/run).
 
-The run lifecycle (`agents.runs.lifecycle.run_start`) opens a run's root session (`agent` =
+The run lifecycle (`runs.lifecycle.run_start`) opens a run's root session (`agent` =
 the agent's name, `title` = the start of the input); the executor attaches to it here, appends `message` / `tool-call` / `log` events as it goes, reports `paused` /
 `running` while it is held, and ends the session `done` or `error`. While it runs, an executor
 inbox (`sessions.control.ExecutorInbox`) delivers the pause/resume/stop/message commands posted
@@ -146,7 +146,7 @@ class RunSession:
     def prime(self) -> None:
         """Read the session's flow (its root session id) now if it is not known, so the live delta
         frames (`delta`) read nothing: they are sent while the model writes, on the event loop
-        when the run waits there (`agents.execution.drive`)."""
+        when the run waits there (`runs.drive`)."""
         if not self.session_id or self._root is not None:
             return
         try:

@@ -4,7 +4,7 @@
 signalling every worker process (SIGUSR1) before django-q2's own stop. A worker so told:
 
 - takes no new run: a queued run it receives is handed back to the queue untouched
-  (`worker_stopping()`, checked by `agents.background.run_execute_queued`);
+  (`worker_stopping()`, checked by `runs.background.run_execute_queued`);
 - gives the run it is executing `AGENTS_SHUTDOWN_GRACE_SECONDS` (default 10) to finish; a run
   still executing then ends `error` "worker stopped" through the run lifecycle (unbilled, and
   never re-run: it may have called tools with side effects), and the worker process exits.
@@ -23,7 +23,7 @@ from contextlib import contextmanager
 
 from django.conf import settings
 
-from agents.runs.lifecycle import Outcome, run_finish
+from runs.lifecycle import Outcome, run_finish
 from agents_site.vocabulary import RunStatus
 from tenancy import stores
 

@@ -3,7 +3,7 @@
 Used by `POST /v1/agents/{ref}/run`, `POST /v1/agents/chat` and the OpenAI-compatible
 endpoint. The caller starts the run first (`run_start`: every refusal is an ordinary JSON
 4xx/5xx, before any byte of the stream), then hands `run_stream` the work that executes it, as
-run steps (`agents.execution.drive`). Served by this process's handler, the work waits on the
+run steps (`runs.drive`). Served by this process's handler, the work waits on the
 event loop (`drive_async`: no thread and no connection held while the model writes); under
 Django's test client or the stock handler it runs in a worker thread, blocking (`drive`). Either
 way it acts inside the org context, and what its `RunListener` hears becomes frames at once:
@@ -38,8 +38,7 @@ from django.conf import settings
 from django.db import close_old_connections
 from django.http import StreamingHttpResponse
 
-from agents.execution.drive import Steps, drive, drive_async, start_on_loop
-from agents.execution.loop import RunListener
+from runs.drive import Steps, drive, drive_async, start_on_loop
 from agents_site.deferred import DeferredResponse, serving_loop
 from agents_site.errors import error_response
 from agents_site.vocabulary import ErrorCode, ReplyFrame
@@ -91,10 +90,11 @@ class _Channel:
         return queue
 
 
-class QueueListener(RunListener):
-    """A `RunListener` that turns what it hears into `(event, data)` frames for the stream."""
+class QueueListener:
+    """A run listener (the `RunListener` methods `delta`, `tool`, `ops`: `agents.execution.loop`)
+    that turns what it hears into `(event, data)` frames for the stream."""
 
-    def __init__(self, channel: _Channel, also: RunListener | None = None) -> None:
+    def __init__(self, channel: _Channel, also=None) -> None:
         self._channel = channel
         self._also = also
 
@@ -141,13 +141,13 @@ def run_stream(
     org: str,
     work: Callable[[QueueListener], Steps[tuple[str | None, object]]],
     frame: Callable[[str, object], str | None] = render_frame,
-    also: RunListener | None = None,
+    also=None,
     start: dict | None = None,
 ) -> StreamingHttpResponse:
     """Answer `text/event-stream` while `work(listener)` executes a started run.
 
     In: the org slug (from the principal; the work acts inside `stores.org_context(org)`),
-    `work` — run steps (`agents.execution.drive`) that execute the run, calling the listener as
+    `work` — run steps (`runs.drive`) that execute the run, calling the listener as
     the reply is written, and return the final frame `(event, data)`; on this process's event
     loop when the request came through its handler, else in a worker thread; `frame(event, data)` renders each frame (default
     `render_frame`; return None to send nothing for a frame); `also`, a second listener;

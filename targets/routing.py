@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from agents.models import Agent, Run
-from agents.runs.lifecycle import check_input, run_start
+from agents.models import Agent
+from runs.models import Run
+from runs.lifecycle import check_input, run_start
 from agents_site.vocabulary import RunKind
 from targets import mailbox
 from targets.selectors import target_dispatchable

@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from agents.models import Approval, Run
+from runs.models import Approval, Run
 from agents_site.vocabulary import ApprovalState, EventKind, RunStatus, SessionStatus
 from sessions.models import Event, Session
 from tests.agents.conftest import debits, fund, make_agent, run
@@ -206,7 +206,7 @@ def test_unanswered_request_expires_with_the_sweep_unbilled(asking, settings):
     org, response = asking
     body = response.json()
     settings.AGENTS_APPROVAL_TIMEOUT_SECONDS = 60
-    from agents.runs.approvals import approvals_sweep
+    from runs.approvals import approvals_sweep
 
     with org.context():
         assert approvals_sweep() == []  # not yet
@@ -223,9 +223,9 @@ def test_every_other_timer_passes_a_waiting_run_by(asking, settings):
     settings.AGENTS_SESSION_MAX_SECONDS = 1
     settings.AGENTS_PAUSE_TIMEOUT_SECONDS = 0.01
     settings.AGENTS_RUN_LEASE_SECONDS = 1
-    from agents.reaper import reap_org
-    from agents.recovery import recover_org
-    from agents.runs.approvals import approvals_sweep
+    from runs.reaper import reap_org
+    from runs.recovery import recover_org
+    from runs.approvals import approvals_sweep
 
     later = timezone.now() + timedelta(hours=3)
     with org.context():
@@ -343,8 +343,8 @@ def test_calls_needing_no_approval_wait_with_the_others(org_a, upstream, task_qu
 def test_a_resumed_run_lost_mid_tool_is_resumed_again_and_the_tool_not_rerun(asking, upstream, task_queue, settings):
     """The worker that resumed the run died while the approved tool ran: recovery puts the run back
     to `waiting`, the next resume hands the model "interrupted, not re-run"; the tool ran once."""
-    from agents.recovery import recover_org
-    from agents.scheduling.models import RunTask
+    from runs.recovery import recover_org
+    from runs.models import RunTask
 
     org, response = asking
     body = response.json()

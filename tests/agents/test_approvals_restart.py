@@ -9,7 +9,7 @@ import json
 import httpx
 import pytest
 
-from agents.models import Run
+from runs.models import Run
 from agents_site.vocabulary import EventKind, RunStatus
 from sessions.models import Event
 from tests.agents.conftest import debits, fund, make_agent
@@ -68,7 +68,7 @@ def test_a_worker_killed_mid_tool_leaves_the_call_interrupted_never_run_twice(ma
     run back to `waiting`, its resume hands the model "interrupted, not re-run", the run ends ok."""
     import threading
 
-    from agents.models import Approval
+    from runs.models import Approval
     from agents_site.vocabulary import ApprovalState
 
     org = make_org("midtool")
@@ -110,7 +110,7 @@ def test_a_worker_killed_mid_tool_leaves_the_call_interrupted_never_run_twice(ma
 
 
 def _started(org, run_id) -> bool:
-    from agents.models import Approval
+    from runs.models import Approval
     from agents_site.vocabulary import ApprovalState
 
     with org.context():

@@ -11,8 +11,8 @@ import json
 import pytest
 
 from agents import tasks
-from agents.background import CANCELLED_BEFORE_START
-from agents.models import Run
+from runs.background import CANCELLED_BEFORE_START
+from runs.models import Run
 from agents_site.vocabulary import RunStatus, SessionStatus
 from sessions.models import Event, Session
 from tests.agents.conftest import debits, fund, make_agent, stored_runs

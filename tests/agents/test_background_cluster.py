@@ -15,10 +15,10 @@ import redis
 from django.utils import timezone
 from django_q.models import OrmQ
 
-from agents.background import run_submit
-from agents.recovery import WORKER_LOST
-from agents.models import Run
-from agents.scheduling.models import RunTask
+from runs.background import run_submit
+from runs.recovery import WORKER_LOST
+from runs.models import Run
+from runs.models import RunTask
 from agents.services import AgentInput, agent_create
 from agents_site.vocabulary import RunStatus
 from billing.models import LedgerEntry

@@ -12,12 +12,12 @@ import pytest
 from django.utils import timezone
 from django_q.models import OrmQ
 
-from agents.background import CANCELLED_BEFORE_START, run_cancel_queued, run_submit
-from agents.recovery import NEVER_STARTED, WORKER_LOST
-from agents.lease import lease_take, worker_identity
-from agents.models import Run
-from agents.recovery import recover_org, recover_run
-from agents.scheduling.models import RunTask
+from runs.background import CANCELLED_BEFORE_START, run_cancel_queued, run_submit
+from runs.recovery import NEVER_STARTED, WORKER_LOST
+from runs.lease import lease_take, worker_identity
+from runs.models import Run
+from runs.recovery import recover_org, recover_run
+from runs.models import RunTask
 from agents.services import AgentInput, agent_create
 from agents_site.vocabulary import RunStatus, SessionStatus
 from billing.models import LedgerEntry

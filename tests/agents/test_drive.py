@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from agents.execution.drive import Blocking, at_once, drive, drive_async
+from runs.drive import Blocking, at_once, drive, drive_async
 from tests.support.waiting import until
 
 marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="")

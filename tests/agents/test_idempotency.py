@@ -7,8 +7,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from agents.idempotency import IdempotencyInProgress
-from agents.models import IdempotencyRecord, Run
+from runs.idempotency import IdempotencyInProgress
+from runs.models import IdempotencyRecord, Run
 from agents_site.vocabulary import RunStatus
 from tests.agents.conftest import debits, make_agent, run, stored_runs
 from tests.support.upstream import Reply
@@ -119,7 +119,7 @@ def test_without_a_key_every_request_runs(funded, upstream):
 
 def test_reserve_race_answers_the_winner(funded, upstream):
     """Two requests that both missed the replay: the loser gets the winner's answer, not a second run."""
-    from agents.idempotency import request_hash, reserve
+    from runs.idempotency import request_hash, reserve
 
     agent = make_agent(funded, "race")
     winner = run(funded, "race", "x", **{"Idempotency-Key": "k-race"}).json()
@@ -132,6 +132,6 @@ def test_reserve_race_answers_the_winner(funded, upstream):
 
 
 def _hash(agent_id: str, text: str) -> str:
-    from agents.idempotency import request_hash
+    from runs.idempotency import request_hash
 
     return request_hash(agent_id=agent_id, input=text)

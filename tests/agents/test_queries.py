@@ -1,4 +1,4 @@
-"""agents.queries (issue 27 item 3): the agent lookup, the fees held, the run's insert and its
+"""runs.queries (issue 27 item 3): the agent lookup, the fees held, the run's insert and its
 outcome, each on SQLite and PostgreSQL, reading back what the ORM would."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ import pytest
 from django.db import router
 from django.utils import timezone
 
-from agents import queries
-from agents.models import Agent, Run
+from runs import queries
+from agents.models import Agent
+from runs.models import Run
 from agents_site.vocabulary import RunKind, RunStatus
 from tenancy import stores
 from tests.agents.conftest import make_agent

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from agents.reaper import go_duration, reap_org, sessions_reap
+from runs.reaper import go_duration, reap_org, sessions_reap
 from agents_site.vocabulary import EventKind, SessionStatus
 from sessions.control import ExecutorInbox
 from sessions.models import Event, Session

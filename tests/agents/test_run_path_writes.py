@@ -7,8 +7,9 @@ import pytest
 from django.db import connections
 from django.test.utils import CaptureQueriesContext
 
-from agents.models import Agent, Run
-from agents.runs.lifecycle import Outcome, run_finish, run_start
+from agents.models import Agent
+from runs.models import Run
+from runs.lifecycle import Outcome, run_finish, run_start
 from agents_site.vocabulary import RunKind, RunStatus
 from sessions.models import Event, Session
 from tenancy import stores
@@ -73,7 +74,7 @@ def test_run_finish_records_the_outcome_in_one_statement_and_returns_the_run_as_
 
 
 def test_attaching_the_executor_reads_no_session_row_and_replays_earlier_commands(org_a, upstream):
-    from agents.run_session import RunSession
+    from runs.run_session import RunSession
     from sessions.control import control_send
 
     fund(org_a)
@@ -148,7 +149,7 @@ def test_a_second_finish_changes_nothing(org_a, upstream):
 def test_a_run_executed_here_opens_its_session_with_the_input_and_its_executor(org_a, upstream):
     """`executor_here`: the session, its first turn and the executor's channel commit with the
     run; attaching then writes and reads nothing."""
-    from agents.run_session import RunSession
+    from runs.run_session import RunSession
     from sessions.control import executor_channel_for_new_session
 
     with org_a.context():
@@ -196,7 +197,7 @@ def test_the_reply_and_the_summary_are_written_with_the_finish(org_a, upstream):
 def test_a_command_sent_before_the_loop_attaches_is_acknowledged_and_held(org_a, upstream):
     """The inbox of a run executed here is registered before its session commits: a stop or a
     message sent the moment the session is visible is forwarded (acknowledged) and reaches the loop."""
-    from agents.run_session import RunSession
+    from runs.run_session import RunSession
     from sessions.control import control_send
 
     with org_a.context():

@@ -14,7 +14,7 @@ import time
 import pytest
 from django.test import Client
 
-from agents.models import Run
+from runs.models import Run
 from agents_site.vocabulary import RunStatus
 from tests.agents.conftest import debits, fund, make_agent, run, stored_runs
 from tests.support.upstream import Reply

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from agents.models import Run
+from runs.models import Run
 from sessions.models import Event, Session
 from tests.agents.conftest import debits, make_agent, stored_runs
 from tests.support.upstream import Reply

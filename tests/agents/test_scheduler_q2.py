@@ -11,7 +11,7 @@ from django.utils import timezone
 from django_q.models import OrmQ, Schedule
 
 from agents import tasks
-from agents.models import Run
+from runs.models import Run
 from agents_site.vocabulary import RunStatus
 
 

@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from agents.background import run_submit
-from agents.models import Run
+from runs.background import run_submit
+from runs.models import Run
 from agents.services import AgentInput, agent_create
-from agents.shutdown import WORKER_STOPPED
+from runs.shutdown import WORKER_STOPPED
 from agents_site.vocabulary import RunStatus
 from sessions.models import Session
 from tests.agents.conftest import debits, fund

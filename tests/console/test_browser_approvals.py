@@ -4,7 +4,7 @@ on the session page, is edited and approved there; the Approvals page lists it w
 import httpx
 import pytest
 
-from agents.models import Approval, Run
+from runs.models import Approval, Run
 from agents_site.vocabulary import ApprovalState, RunStatus
 from tests.support.upstream import Reply
 

@@ -7,7 +7,7 @@ import threading
 import httpx
 import pytest
 
-from agents.models import Run
+from runs.models import Run
 from tests.agents.test_run_session import running_session
 from tests.support.upstream import Reply
 

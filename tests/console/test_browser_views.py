@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from agents.models import Agent, Run
+from agents.models import Agent
+from runs.models import Run
 from tests.identity.conftest import create_agent
 
 pytestmark = pytest.mark.django_db(transaction=True)
