@@ -32,7 +32,7 @@ def inference(upstream, settings):
 
 
 def _queued_tasks() -> list[dict]:
-    return [q.task for q in OrmQ.objects.all() if q.task.get("func") == "agents.tasks.execute_run"]
+    return [q.task for q in OrmQ.objects.all() if q.task.get("func") == "runs.tasks.execute_run"]
 
 
 def _slots(org, agent) -> list[tuple]:

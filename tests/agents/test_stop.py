@@ -14,7 +14,7 @@ import threading
 import pytest
 
 from tests.agents.conftest import debits, make_agent, run
-from tests.agents.test_run_session import Steer, events, session_status
+from tests.runs.test_run_session import Steer, events, session_status
 from tests.support.qcluster import wait_for
 from tests.support.upstream import Reply
 

@@ -33,7 +33,7 @@ def test_a_request_is_edited_and_approved_on_the_session_page_and_listed_on_the_
         row = Approval.objects.get(run_id=run_id)
         assert row.state == ApprovalState.APPROVED and row.edited and row.arguments == '{"expression": "6*7"}'
 
-    from agents.tasks import resume_run  # the worker's part, inline
+    from runs.tasks import resume_run  # the worker's part, inline
 
     upstream_server.script(Reply(content="forty-two"))
     assert resume_run(org.slug, run_id) == RunStatus.OK

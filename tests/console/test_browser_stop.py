@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from runs.models import Run
-from tests.agents.test_run_session import running_session
+from tests.runs.test_run_session import running_session
 from tests.support.upstream import Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)

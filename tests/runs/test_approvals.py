@@ -20,7 +20,7 @@ from tests.support.upstream import Reply
 # Both stores; the race of two request threads inside the test process stays on SQLite (tests/conftest.py).
 pytestmark = pytest.mark.both_stores
 
-RESUME = "agents.tasks.resume_run"
+RESUME = "runs.tasks.resume_run"
 
 
 def _agent(org, name="asker", tools=("calculator", "current_time"), rules=("calculator",)):
@@ -29,7 +29,7 @@ def _agent(org, name="asker", tools=("calculator", "current_time"), rules=("calc
 
 def _resume(queue):
     """Run every queued resume task inline, as a worker would; return how many there were."""
-    from agents.tasks import resume_run
+    from runs.tasks import resume_run
 
     tasks = [t for t in queue.tasks() if t.get("func") == RESUME]
     for task in tasks:
@@ -128,7 +128,7 @@ def test_approve_executes_once_the_run_ends_ok_and_is_debited_once(asking, upstr
     assert [m["content"] for m in _tool_messages(upstream.requests[-1])] == ["5"]
     assert len(debits(org)) == 1
     # a second delivery of the resume task, or a second answer, executes nothing more
-    from agents.tasks import resume_run
+    from runs.tasks import resume_run
 
     assert resume_run(org.slug, body["id"]) == RunStatus.OK
     again = org.client.post(f"/v1/agents/sessions/{body['sessionId']}/approve",
@@ -317,7 +317,7 @@ def test_stream_ends_with_an_approval_frame(org_a, upstream):
     fund(org_a)
     _agent(org_a)
     upstream.script(Reply(tool_calls=[("calculator", {"expression": "1+1"})]))
-    from tests.agents.test_run_stream import frames_of
+    from tests.runs.test_run_stream import frames_of
 
     response = org_a.client.post("/v1/agents/asker/run", {"input": "x", "stream": True}, content_type="application/json")
     event, data = frames_of(response)[-1]
@@ -368,7 +368,7 @@ def test_a_resumed_run_lost_mid_tool_is_resumed_again_and_the_tool_not_rerun(ask
 
 
 def test_a_background_run_waits_too_and_its_worker_returns(org_a, upstream, task_queue):
-    from agents.tasks import execute_run
+    from runs.tasks import execute_run
 
     fund(org_a)
     _agent(org_a)

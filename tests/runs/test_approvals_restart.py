@@ -13,7 +13,7 @@ from runs.models import Run
 from agents_site.vocabulary import EventKind, RunStatus
 from sessions.models import Event
 from tests.agents.conftest import debits, fund, make_agent
-from tests.agents.test_background_cluster import _cluster_env
+from tests.runs.test_background_cluster import _cluster_env
 from tests.support.live import LiveServer
 from tests.support.qcluster import QCluster, wait_for
 from tests.support.upstream import Reply

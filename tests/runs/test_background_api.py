@@ -1,6 +1,6 @@
 """Background runs over HTTP (issue 6 item 1): 202 at once, executed by a task, task-backed.
 
-The task is executed in-process here (`agents.tasks.execute_run`, exactly what a django-q2
+The task is executed in-process here (`runs.tasks.execute_run`, exactly what a django-q2
 worker calls); `test_background_cluster.py` runs it in real `qcluster` processes.
 """
 
@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from agents import tasks
+from runs import tasks
 from runs.background import CANCELLED_BEFORE_START
 from runs.models import Run
 from agents_site.vocabulary import RunStatus, SessionStatus
@@ -46,7 +46,7 @@ def _empty_queue(task_queue):
 
 
 def _queued_task_ids() -> list[str]:
-    return TaskQueue().ids("agents.tasks.execute_run")
+    return TaskQueue().ids("runs.tasks.execute_run")
 
 
 def test_background_run_answers_202_at_once_with_run_and_session(funded, upstream):

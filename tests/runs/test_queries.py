@@ -1,20 +1,17 @@
-"""runs.queries (issue 27 item 3): the agent lookup, the fees held, the run's insert and its
-outcome, each on SQLite and PostgreSQL, reading back what the ORM would."""
+"""runs.queries (issue 27 item 3): the fees held, the run's insert and its outcome, each on
+SQLite and PostgreSQL, reading back what the ORM would (the agent lookup: tests/agents/test_queries.py)."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
 import pytest
-from django.db import router
 from django.utils import timezone
 
 from runs import queries
-from agents.models import Agent
 from runs.models import Run
 from agents_site.vocabulary import RunKind, RunStatus
 from tenancy import stores
-from tests.agents.conftest import make_agent
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_stores]
 
@@ -25,19 +22,6 @@ def _run(status: str, *, fee: int = 0, started=None) -> Run:
               fee_cents=fee, model="m", input="hi", actor="t/ann", created_at=now, started_at=started)
     queries.run_insert(run, stores.current_alias())
     return run
-
-
-def test_agents_by_id_or_name_finds_by_either_and_reads_as_the_orm_does(org_a):
-    view = make_agent(org_a, "writer", tools=["calculator"])
-    with org_a.context():
-        alias = router.db_for_read(Agent)
-        by_name = queries.agents_by_id_or_name("writer", alias=alias)
-        by_id = queries.agents_by_id_or_name(view["id"], alias=alias)
-        assert by_name == by_id == [Agent.objects.get(name="writer")]
-        stored = Agent.objects.get(name="writer")
-        for field in Agent._meta.concrete_fields:  # dates are dates, JSON is JSON, on either store
-            assert getattr(by_name[0], field.attname) == getattr(stored, field.attname), field.name
-        assert queries.agents_by_id_or_name("nobody", alias=alias) == []
 
 
 def test_fees_held_sums_only_the_runs_that_hold_a_fee(org_a):
