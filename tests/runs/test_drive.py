@@ -1,4 +1,4 @@
-"""Run steps driven blocking and on the event loop (agents/execution/drive.py, issue 26 item 1)."""
+"""Run steps driven blocking and on the event loop (runs/drive.py, issue 26 item 1)."""
 
 from __future__ import annotations
 
