@@ -1,9 +1,9 @@
-"""Admin for agents and runs of the acting org (read from the org's own store)."""
+"""Admin for the agents of the acting org (read from the org's own store); its runs' are `runs.admin`."""
 
 from django.contrib import admin
 
-from agents.models import Agent, Approval, McpServer, Run
-from agents.scheduling.models import RunTask, ScheduledAgent, ScheduleSlot
+from agents.models import Agent, McpServer
+from agents.scheduling.models import ScheduledAgent, ScheduleSlot
 from agents.scheduling.selectors import next_fire_of, recent_slots, schedule_state_of, scheduled_agents
 from tenancy.admin_site import OrgModelAdmin
 from agents_site.wire import rfc3339
@@ -23,23 +23,6 @@ class AgentAdmin(OrgModelAdmin):
     def approval_tools(self, agent: Agent) -> str:
         """The tools whose calls wait for a person (the agent's `approval` rules)."""
         return ", ".join((agent.approval or {}).get("tools") or []) or "—"
-
-
-@admin.register(Approval)
-class ApprovalAdmin(OrgModelAdmin):
-    # Read-only: an answer goes through `agents.runs.approvals` (who may answer, one execution).
-    editable = False
-    list_display = ("tool_name", "state", "run_id", "session_id", "needs_approval", "answered_by", "created_at")
-    list_filter = ("state", "needs_approval")
-    search_fields = ("run_id", "session_id", "tool_name", "tool_call_id")
-    exclude = ("arguments",)  # unmasked (what the tool is given): shown masked by the API and the session log only
-
-
-@admin.register(Run)
-class RunAdmin(OrgModelAdmin):
-    list_display = ("id", "agent_name", "status", "model", "duration_ms", "finished_at")
-    list_filter = ("status",)
-    search_fields = ("agent_name", "id")
 
 
 @admin.register(McpServer)
@@ -112,11 +95,3 @@ class ScheduleSlotAdmin(OrgModelAdmin):
     list_display = ("agent", "slot_at", "outcome", "run_id", "decided_at")
     list_filter = ("outcome",)
     search_fields = ("agent__name", "run_id")
-
-
-@admin.register(RunTask)
-class RunTaskAdmin(OrgModelAdmin):
-    """The durable task of each queued run: task id, worker and lease (read-only)."""
-
-    list_display = ("run", "task_id", "worker", "heartbeat_at", "enqueues", "enqueued_at")
-    search_fields = ("run__id", "task_id")

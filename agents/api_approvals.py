@@ -2,7 +2,7 @@
 
 `POST /v1/agents/sessions/{id}/approve` and `…/deny` are steering commands shaped like pause
 and stop (recorded as `control` events); `GET /v1/agents/approvals` lists the org's requests,
-pending first. Thin: parse, call `agents.runs.approvals`, shape. Mounted before the sessions
+pending first. Thin: parse, call `runs.approvals`, shape. Mounted before the sessions
 router's fallbacks and the agents router (the word `approvals` is therefore a reserved agent name).
 """
 
@@ -14,7 +14,7 @@ from pydantic import ConfigDict
 
 from ninja import Field, Query, Router, Schema
 
-from agents.runs import approvals
+from runs import approvals
 from agents.schemas import ApprovalOut
 from agents_site.schemas import BodySchema, ErrorOut, choice, required_in_docs
 from agents_site.vocabulary import ControlCommand

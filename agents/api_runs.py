@@ -11,16 +11,16 @@ from django.http import JsonResponse
 from django.urls import register_converter
 from ninja import Path, Query, Router
 
-from agents.hooks import request_callback
+from runs.hooks import request_callback
 from agents import dashboards, selectors
-from agents.background import run_submit
+from runs.background import run_submit
 from agents.execution import run_open
-from agents.execution.drive import at_once
+from runs.drive import at_once
 from agents.execution.service import run_execute_opened_steps, run_execute_steps
 from agents.presenters import run_view
-from agents.runs.approvals import approval_view, run_approvals
-from agents.runs.routed import routed_start
-from agents.streaming import answer_later, run_headers, run_stream
+from runs.approvals import approval_view, run_approvals
+from runs.routed import routed_start
+from runs.streaming import answer_later, run_headers, run_stream
 from agents.schemas import ActivityOut, BillingOut, MetricsOut, RunAcceptedOut, RunIn, RunListOut, RunOut
 from agents_site.errors import InvalidRequest
 from agents_site.schemas import ErrorOut, sse_frame, stream_schema, word_param

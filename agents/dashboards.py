@@ -10,7 +10,8 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from agents.models import Agent, Run
+from agents.models import Agent
+from runs.models import Run
 from agents.selectors import runs_finished
 from agents_site.errors import InvalidRequest
 from agents_site.vocabulary import ActivityKind, MetricsRange, RunStatus

@@ -1,63 +1,23 @@
 """Registries through which higher apps reach into the agents layer without being imported.
 
 agents sits below the apps built on it (identity, …): it never names them, not even in a
-function-level import. A higher app registers its handler here from its `AppConfig.ready()`,
-the way `django.contrib.admin` collects `ModelAdmin`s.
+function-level import. A higher app registers its handler here from its `AppConfig.ready()`.
+The run machinery's own registries (run started/finishing/finished, resume, callbacks, the
+executor of a queued run) are `runs.hooks`.
 
 * `register_agent_delete_handler(fn)`: `fn(agent)` is called by `agents.services.agent_delete`
   inside the delete's org-store transaction, before the agent row goes, for every agent deleted
   (whatever route deleted it). A handler that raises aborts the delete (nothing is written).
-* `register_conversation_replies(exists, append)`: the chat app's `exists(conversation_id) -> bool`
-  and `append(*, conversation_id, text, run_id) -> bool` (an assistant turn), used by runs that
-  post their result into a conversation (`replyConversationId` of a coding run). Org context.
 * `register_schedule(name, func, cron)`: a django-q2 schedule `manage.py ensure_schedules`
   installs beside the platform's own (`func` is a dotted path, `cron` 5 fields).
-* `register_run_started_handler(fn)`: `fn(run)` is called by the run lifecycle's `run_start`
-  inside its transaction, once the run row is inserted (every kind of run). A handler that
-  raises aborts the start (nothing is written).
-* `register_run_finishing_handler(fn)`: `fn(run)` is called by the run lifecycle's `run_finish`
-  inside its transaction, once the outcome is recorded (every kind of run), in a savepoint of its
-  own: its writes commit with the finish or not at all, and what it raises is logged and never
-  undoes the finish. For what must be durable exactly when the finish is (the `run.finished`
-  webhook deliveries); queue side effects with `transaction.on_commit`.
-* `register_run_finished_handler(fn)`: `fn(run, org_slug)` is called once a finished run's row
-  has committed and it was debited (`agents.runs.lifecycle._after_finish`), in org context. What
-  it raises is logged; it never undoes the finish.
-* `register_run_waiting_handler(fn)`: `fn(run, approvals, org_slug)` is called once a run's move
-  to `waiting` has committed (issue 28), with the wire views of its waiting turn's calls. What it
-  raises is logged.
-* `register_resume_handler(kind, prompt=fn, finished=fn, dispatch=fn)`: for a run of `kind` resumed
-  after its approvals were answered (issue 28), `prompt(run, agent)` returns its opening messages (a
-  chat round: the conversation's thread), `finished(run)` is called once the resumed run has finished
-  (a chat round: its reply posted to the conversation). `dispatch(run)`, when given, resumes the run
-  elsewhere instead of the server's resume task (a routed run: offered to its machine again); it is
-  called inside the transaction of the last answer and must be idempotent. Org context.
-* `register_callback_resolver(fn)` / `with request_callback(url):`: a run request's own callback URL
-  (`webhook` of POST …/{ref}/run): `fn(url)` checks it (raising a 400) and returns what the
-  run-started handler needs; `with request_callback(url):` keeps that for the run the block starts first.
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
-
-from agents_site.errors import InvalidRequest
-from tenancy import stores
-
-logger = logging.getLogger(__name__)
+from collections.abc import Callable
 
 _delete_handlers: list[Callable] = []
 _schedules: dict[str, tuple[str, str]] = {}
-_conversations: dict[str, Callable] = {}
-_started_handlers: list[Callable] = []
-_finishing_handlers: list[Callable] = []
-_finished_handlers: list[Callable] = []
-_callback_resolver: list[Callable] = []
-#: The checked callback of the run this request (or task) starts next; taken by the first run started.
-requested_callback: ContextVar[object | None] = ContextVar("agents_requested_callback", default=None)
 
 
 def register_agent_delete_handler(fn: Callable) -> None:
@@ -83,137 +43,3 @@ def register_schedule(name: str, func: str, cron: str) -> None:
 def extra_schedules() -> dict[str, tuple[str, str]]:
     """Return the schedules registered by higher apps: `{name: (func, cron)}`."""
     return dict(_schedules)
-
-
-def register_conversation_replies(*, exists: Callable[[str], bool], append: Callable[..., bool]) -> None:
-    """Register how a run checks a conversation of the org and appends an assistant turn to it."""
-    _conversations["exists"], _conversations["append"] = exists, append
-
-
-def conversation_exists(conversation_id: str) -> bool:
-    """Return True when `conversation_id` is a conversation of the current org (False without a chat app)."""
-    exists = _conversations.get("exists")
-    return bool(exists and exists(conversation_id))
-
-
-def conversation_post(*, conversation_id: str, text: str, run_id: str = "") -> bool:
-    """Append `text` as an assistant turn of conversation `conversation_id`; return whether it was stored."""
-    append = _conversations.get("append")
-    return bool(append and append(conversation_id=conversation_id, text=text, run_id=run_id))
-def register_run_started_handler(fn: Callable) -> None:
-    """Call `fn(run)` inside `run_start`'s transaction for every run started (idempotent per function)."""
-    if fn not in _started_handlers:
-        _started_handlers.append(fn)
-
-
-def run_started_handlers(run) -> None:
-    """Call every registered run-started handler with `run` (inside the start's transaction)."""
-    for fn in list(_started_handlers):
-        fn(run)
-
-
-def register_run_finishing_handler(fn: Callable) -> None:
-    """Call `fn(run)` inside every run's finish transaction (idempotent per function)."""
-    if fn not in _finishing_handlers:
-        _finishing_handlers.append(fn)
-
-
-def run_finishing_handlers(run) -> None:
-    """Call every registered run-finishing handler with `run`, each in a savepoint of the finish's
-    org transaction; log (never raise) what one raises (its savepoint is rolled back)."""
-    for fn in list(_finishing_handlers):
-        try:
-            with stores.org_atomic():
-                fn(run)
-        except Exception:
-            logger.exception("run %s: a run-finishing handler failed", getattr(run, "id", "?"))
-
-
-def register_run_finished_handler(fn: Callable) -> None:
-    """Call `fn(run, org_slug)` after every run's finish commits (idempotent per function)."""
-    if fn not in _finished_handlers:
-        _finished_handlers.append(fn)
-
-
-def run_finished_handlers(run, org_slug: str) -> None:
-    """Call every registered run-finished handler; log (never raise) what one raises."""
-    for fn in list(_finished_handlers):
-        try:
-            fn(run, org_slug)
-        except Exception:
-            logger.exception("run %s: a run-finished handler failed", getattr(run, "id", "?"))
-
-
-_waiting_handlers: list[Callable] = []
-
-
-def register_run_waiting_handler(fn: Callable) -> None:
-    """Call `fn(run, approvals, org_slug)` after every run's move to `waiting` commits (idempotent per function)."""
-    if fn not in _waiting_handlers:
-        _waiting_handlers.append(fn)
-
-
-def run_waiting_handlers(run, approvals: list[dict], org_slug: str) -> None:
-    """Call every registered run-waiting handler; log (never raise) what one raises."""
-    for fn in list(_waiting_handlers):
-        try:
-            fn(run, approvals, org_slug)
-        except Exception:
-            logger.exception("run %s: a run-waiting handler failed", getattr(run, "id", "?"))
-
-
-_resume_handlers: dict[str, dict[str, Callable]] = {}
-
-
-def register_resume_handler(kind: str, *, prompt: Callable | None = None, finished: Callable | None = None,
-                            dispatch: Callable | None = None) -> None:
-    """Register how a resumed run of `kind` gets its opening messages, what follows its finish and
-    (`dispatch`) who resumes it when not the server's resume task."""
-    _resume_handlers[str(kind)] = {"prompt": prompt, "finished": finished, "dispatch": dispatch}
-
-
-def resume_dispatcher(kind: str) -> Callable | None:
-    """Return `dispatch(run)` registered for runs of `kind` (resumed elsewhere), or None (the resume task)."""
-    return (_resume_handlers.get(str(kind)) or {}).get("dispatch")
-
-
-def resume_prompt(run, agent) -> list[dict] | None:
-    """Return the opening messages of resumed `run` from its kind's handler, or None (the agent's own prompt)."""
-    prompt = (_resume_handlers.get(str(run.kind)) or {}).get("prompt")
-    return prompt(run, agent) if prompt is not None else None
-
-
-def resume_finished(run) -> None:
-    """Call the finished handler of resumed `run`'s kind, if any; log (never raise) what it raises."""
-    finished = (_resume_handlers.get(str(run.kind)) or {}).get("finished")
-    if finished is None:
-        return
-    try:
-        finished(run)
-    except Exception:
-        logger.exception("run %s: the resumed run's finished handler failed", getattr(run, "id", "?"))
-
-
-def register_callback_resolver(fn: Callable) -> None:
-    """Use `fn(url) -> checked` to check a run request's callback URL (the last registration wins)."""
-    _callback_resolver[:] = [fn]
-
-
-@contextmanager
-def request_callback(url: str | None) -> Iterator[None]:
-    """Check `url` (None: nothing asked) and keep it, while the block runs, for the run it starts next.
-
-    Raises what the resolver raises (400 `invalid_request` for a URL outside the org's webhook
-    endpoints) before anything is written, and `InvalidRequest` when no resolver is registered.
-    Org context required.
-    """
-    if url is None:
-        yield
-        return
-    if not _callback_resolver:
-        raise InvalidRequest("webhook: callbacks are not available")
-    token = requested_callback.set(_callback_resolver[0](url))
-    try:
-        yield
-    finally:
-        requested_callback.reset(token)

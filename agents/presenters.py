@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from agents.modes import next_fire_utc
-from agents.models import Agent, Run
+from agents.models import Agent
+from runs.models import Run
 from agents_site.vocabulary import ExecutionMode
 from agents_site.wire import compact, rfc3339
 

@@ -6,7 +6,8 @@ from django.db import router
 from django.db.models import Count, Q
 
 from agents import queries
-from agents.models import Agent, Run
+from agents.models import Agent
+from runs.models import Run
 from agents_site.errors import InvalidRequest, NotFound
 from agents_site.pagination import Page, keyset_page, page_limit
 from agents_site.vocabulary import AgentHosting, RunKind, RunStatus

@@ -1,7 +1,7 @@
 """System checks of the platform's own requirements, run by every `manage.py` command and at start.
 
 `agents.E001`: the SQLite library Python links is older than `SQLITE_MINIMUM` (3.35.0). The run
-lifecycle finishes a run with one `UPDATE … RETURNING` (agents/runs/lifecycle.py) and the event
+lifecycle finishes a run with one `UPDATE … RETURNING` (runs/lifecycle.py) and the event
 clock takes positions the same way; SQLite added `RETURNING` in 3.35.0 (2021-03). The check runs
 in both store modes: the default database is SQLite unless DATABASE_URL says otherwise, and a
 deployment may switch its org stores later.

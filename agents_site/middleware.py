@@ -26,7 +26,7 @@ from django.http import JsonResponse
 from django.utils.decorators import sync_and_async_middleware
 from opentelemetry.trace import SpanKind
 
-from agents.tracing import error_status, tracer
+from runs.tracing import error_status, tracer
 from agents_site.errors import ApiError, InvalidRequest, UnsupportedMediaType
 from agents_site.vocabulary import ApiKeyScope, ErrorCode
 from agents_site.wire import NUL, NUL_ESCAPE, unstorable_text
@@ -231,7 +231,7 @@ def request_span(get_response):
     """Middleware factory: one server span per HTTP request (`http.route` template, status, org).
 
     The span is current while the view runs, so a run the request executes (`agent.run` →
-    `agent.step` → `agent.tool`, `agents.tracing`) is its child. Nothing of the request's body,
+    `agent.step` → `agent.tool`, `runs.tracing`) is its child. Nothing of the request's body,
     query or headers is recorded.
     """
     if iscoroutinefunction(get_response):

@@ -87,6 +87,7 @@ INSTALLED_APPS = [
     "django_q",
     "tenancy",
     "billing",
+    "runs",
     "agents",
     "sessions.apps.AgentSessionsConfig",
     "targets",
@@ -291,7 +292,7 @@ else:
     # Seconds between polls of the ORM broker when the queue is empty (django-q2's default 0.2).
     Q_CLUSTER["poll"] = float(os.environ.get("AGENTS_Q_POLL_SECONDS", "0.2") or 0.2)
 
-# Durable execution (agents/scheduling, agents/background.py, agents/recovery.py).
+# Durable execution (agents/scheduling, runs/background.py, runs/recovery.py).
 AGENTS_RUN_TIMEOUT_SECONDS = _env_int("AGENTS_RUN_TIMEOUT_SECONDS", 600)
 # The whole deadline of one run's agent loop (every completion, retry and tool): past it the
 # run ends `error` "the run ran out of time". Below the task queue's kill by default.
@@ -415,7 +416,7 @@ AGENTS_REQUEST_THREADS = max(1, _env_int("AGENTS_REQUEST_THREADS", 8))
 AGENTS_READ_REQUEST_THREADS = max(1, _env_int("AGENTS_READ_REQUEST_THREADS", 2))
 # A run executed for a request (sync run, chat round, OpenAI-compatible call) waits on the event
 # loop; the code between its waits runs on this many step threads, its tools on the tool threads
-# (agents/execution/drive.py). Both stay under the PostgreSQL pools' sizes (10 default, 4 per
+# (runs/drive.py). Both stay under the PostgreSQL pools' sizes (10 default, 4 per
 # org): more threads using connections at once than a pool holds only queue on the pool, and
 # past AGENTS_DB_POOL_TIMEOUT_SECONDS answer 503 (60 mixed waiting runs did with 16 + 8).
 AGENTS_RUN_STEP_THREADS = max(1, _env_int("AGENTS_RUN_STEP_THREADS", 4))

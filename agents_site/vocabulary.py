@@ -73,7 +73,7 @@ class RunKind(models.TextChoices):
 
 
 class RefusalAnswer(models.TextChoices):
-    """How a kind of run answers a refusal at its start (its `RunPolicy`, `agents.runs.policies`):
+    """How a kind of run answers a refusal at its start (its `RunPolicy`, `runs.policies`):
     the balance gate (402/503) or missing inference (503)."""
 
     RAISE = "raise", "raise"  # the caller gets the error; nothing is recorded
@@ -175,7 +175,7 @@ ControlCommand.ANSWERS = frozenset({ControlCommand.APPROVE, ControlCommand.DENY}
 
 
 class ApprovalState(models.TextChoices):
-    """Where one tool call of a waiting run stands (`agents.models.Approval`)."""
+    """Where one tool call of a waiting run stands (`runs.models.Approval`)."""
 
     PENDING = "pending", "pending"  # asked; nobody answered yet
     WAITING = "waiting", "waits with the others"  # needs no approval; executes once every call of its turn is answered

@@ -62,7 +62,7 @@ def setup_site(data_dir: str):
 
 def run_started(slug: str, run_id: str) -> tuple[float | None, str]:
     """Return (started_at as epoch seconds or None, status) of a run, read from the org store."""
-    from agents.models import Run
+    from runs.models import Run
     from tenancy import stores
 
     with stores.org_context(slug):

@@ -80,7 +80,7 @@ def setup_site(data_dir: str):
 def run_status(slug: str, run_id: str) -> str:
     from django.db import connections
 
-    from agents.models import Run
+    from runs.models import Run
     from tenancy import stores
 
     with stores.org_context(slug):
@@ -92,7 +92,7 @@ def run_status(slug: str, run_id: str) -> str:
 def running_session(slug: str) -> str:
     from django.db import connections
 
-    from agents.models import Run
+    from runs.models import Run
     from sessions.models import Session
     from tenancy import stores
 

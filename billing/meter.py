@@ -63,7 +63,7 @@ _KIND_FEE_SETTINGS = {
 def fee_for_kind(kind: str, *, calls_model: bool = True) -> int:
     """Return the fee in cents that one successful run of `kind` (a `RunKind`) holds and is debited.
 
-    Every fee rule of the platform is here (a run's policy asks, `agents.runs.policies`):
+    Every fee rule of the platform is here (a run's policy asks, `runs.policies`):
     chat rounds, OpenAI-compatible calls and coding runs cost their own setting
     (`AGENTS_CHAT_FEE_CENTS`, `AGENTS_OPENAI_FEE_CENTS`, `AGENTS_CODING_FEE_CENTS`) when it is
     set to 0 or more; every other kind, and an unset one, costs `run_fee_cents()`. A run that

@@ -12,9 +12,9 @@ from django.http import HttpResponse, JsonResponse
 from ninja import Router
 from ninja.responses import Status
 
-from agents.hooks import request_callback
+from runs.hooks import request_callback
 from agents.presenters import run_view
-from agents.streaming import answer_later, run_headers, run_stream
+from runs.streaming import answer_later, run_headers, run_stream
 from agents_site.pagination import cursor_param, limit_param
 from agents_site.schemas import ErrorOut, sse_frame, stream_schema
 from agents_site.vocabulary import ReplyFrame, RunStatus
@@ -125,7 +125,7 @@ def _waiting_body(start, run) -> dict:
     """The body of a round whose run waits for approval: the round's body (no reply yet), the
     run, and its `approvals` to answer on the run's session; the reply is added to the
     conversation when the resumed run finishes."""
-    from agents.runs.approvals import approval_view, run_approvals
+    from runs.approvals import approval_view, run_approvals
 
     rows = getattr(run, "approvals", None)
     return {**rounds.chat_round_body(start, run), "status": run.status, "sessionId": run.session_id,

@@ -37,11 +37,12 @@ from django.conf import settings
 
 from agents import selectors as agent_selectors
 from agents.execution import RunListener
-from agents.execution.drive import Steps, drive
+from runs.drive import Steps, drive
 from agents.execution.service import run_conclude_steps
-from agents.models import Agent, Run
-from agents.runs.lifecycle import Outcome, run_finishing, run_starting
-from agents.runs.request import RunRequest
+from agents.models import Agent
+from runs.models import Run
+from runs.lifecycle import Outcome, run_finishing, run_starting
+from runs.request import RunRequest
 from agents_site.errors import InvalidRequest
 from agents_site.vocabulary import ChatRole, MultitaskStrategy, RunKind, RunStatus
 from chat import selectors, services
@@ -277,7 +278,7 @@ def chat_round_execute(start: RoundStart, *, listener: RunListener | None = None
 
 
 def chat_round_steps(start: RoundStart, *, listener: RunListener | None = None) -> Steps[Run]:
-    """`chat_round_execute` as run steps (`agents.execution.drive`): what a request's event loop awaits.
+    """`chat_round_execute` as run steps (`runs.drive`): what a request's event loop awaits.
 
     The loop runs through `run_conclude_steps`; this round then finishes the run itself
     (`run_finishing`) with its reply and release in the finish's transaction — the lifecycle
@@ -337,7 +338,7 @@ def round_resume_prompt(run: Run, agent) -> list[dict] | None:
     the model got them). A turn stored without one (before it was kept) gets the agent's
     instructions and the conversation's stored thread up to and including that turn. None when
     the round's conversation is gone (the agent's own prompt is used). Registered with
-    `agents.hooks.register_resume_handler`. Org context required.
+    `runs.hooks.register_resume_handler`. Org context required.
     """
     from chat.models import Message
 

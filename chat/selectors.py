@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from agents.models import Run
+from runs.models import Run
 from agents_site.pagination import Page, keyset_page, page_limit
 from agents_site.vocabulary import RunStatus
 from chat.errors import ConversationNotFound

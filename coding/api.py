@@ -12,8 +12,8 @@ from django.http import JsonResponse
 from ninja import Router
 from ninja.responses import Status
 
-from agents.hooks import request_callback
-from agents.models import Run
+from runs.hooks import request_callback
+from runs.models import Run
 from agents_site.schemas import ErrorOut
 from coding import selectors, services
 from coding.presenters import coding_run_view, repo_view

@@ -14,7 +14,7 @@ class CodingConfig(AppConfig):
 
         register_report_handler(summarise=routed_coding_summarise, settled=routed_coding_settled)
 
-        from agents.runs.policies import RunPolicy, register_run_policy
+        from runs.policies import RunPolicy, register_run_policy
         from agents_site.vocabulary import RunKind
 
         # The coding service checks inference itself (a routed coding run needs none here).

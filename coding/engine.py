@@ -34,11 +34,12 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from agents import tracing
+from runs import tracing
 from agents.execution.completion import CompletionFailed, CompletionStopped, complete, models_for
 from agents.execution.loop import Outcome, RunEnded, RunLoop, RunStopped, masked, valid_text, watch_stop
-from agents.models import Agent, Run
-from agents.run_session import RunSession, clip
+from agents.models import Agent
+from runs.models import Run
+from runs.run_session import RunSession, clip
 from agents_site.vocabulary import ChatRole, ErrorCode, EventKind, FinishReason, RunStatus
 from coding import git as gitops
 from coding.models import CodingRun, Repo

@@ -14,7 +14,7 @@ else the repo's default branch). Org context required.
 
 from __future__ import annotations
 
-from agents.models import Run
+from runs.models import Run
 from agents_site.vocabulary import RunStatus
 from coding.models import CodingRun, Repo
 

@@ -1,7 +1,7 @@
 """The one seam between coding runs and the run lifecycle, kept thin on purpose.
 
 Coding runs start and finish through the platform's one run lifecycle
-(`agents.runs.lifecycle`); these three calls only adapt its arguments to the coding engine's.
+(`runs.lifecycle`); these three calls only adapt its arguments to the coding engine's.
 
 - `coding_run_starting` → `run_starting` with a queued `coding` `RunRequest`: the balance gate
   counting the fees held by the org's runs in flight, the `Run` row (`kind=coding`, the fee
@@ -20,10 +20,11 @@ import logging
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 
-from agents.models import Agent, Run
-from agents.run_session import RunSession
-from agents.runs.lifecycle import Outcome, RunNotQueued, run_finish, run_mark_running, run_starting
-from agents.runs.request import RunRequest
+from agents.models import Agent
+from runs.models import Run
+from runs.run_session import RunSession
+from runs.lifecycle import Outcome, RunNotQueued, run_finish, run_mark_running, run_starting
+from runs.request import RunRequest
 from agents_site.errors import ApiError
 from agents_site.vocabulary import RunKind, RunStatus
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from agents.models import Run
+from runs.models import Run
 from agents_site.vocabulary import RunKind, RunStatus
 from coding.errors import RepoNotFound
 from coding.models import CodingRun, Repo

@@ -13,8 +13,9 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from agents.execution.service import run_span
-from agents.models import Agent, Run
-from agents.run_session import RunSession
+from agents.models import Agent
+from runs.models import Run
+from runs.run_session import RunSession
 from agents_site.errors import Forbidden, InvalidRequest, NotFound
 from agents_site.vocabulary import CodingTool, RunStatus
 from coding import runs
@@ -114,7 +115,7 @@ def _clean_timeout(value: object) -> int:
 
 def _clean_reply_conversation(value: object) -> str:
     """Return conversation id `value` ("" for none) when it names a conversation of this org; else `NotFound` (404)."""
-    from agents.hooks import conversation_exists
+    from runs.hooks import conversation_exists
 
     if value in (None, ""):
         return ""
@@ -141,7 +142,7 @@ def coding_start(*, principal, prompt: object, repo: object, project: object = N
     `AGENTS_CODING_MAX_CONCURRENT`), the balance gate (402/503), the run, its session and
     this record; the task is queued once that commits. `base` wins over `after`.
     """
-    from agents.runs.lifecycle import InferenceUnavailable
+    from runs.lifecycle import InferenceUnavailable
     from agents.inference import inference_configured
     from agents.approval_rules import has_rules
     from agents.selectors import agent_get
@@ -315,7 +316,7 @@ def coding_reply_post(*, coding: CodingRun, run: Run) -> bool:
 
     Nothing to do without one; a conversation deleted meanwhile is skipped (logged). Never raises.
     """
-    from agents.hooks import conversation_post
+    from runs.hooks import conversation_post
 
     if not coding.reply_conversation_id:
         return False

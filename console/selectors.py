@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from agents.models import Agent, Run
+from agents.models import Agent
+from runs.models import Run
 from agents.selectors import runs_finished
 from agents_site.pagination import Page
 

@@ -8,9 +8,9 @@ class OpenaiApiConfig(AppConfig):
     verbose_name = "OpenAI-compatible endpoint"
 
     def ready(self) -> None:
-        """Register the rules of the `openai` runs this app starts (`agents.runs.policies`): they
+        """Register the rules of the `openai` runs this app starts (`runs.policies`): they
         call this deployment's gateway and answer a refusal with the error."""
-        from agents.runs.policies import RunPolicy, register_run_policy
+        from runs.policies import RunPolicy, register_run_policy
         from agents_site.vocabulary import RunKind
 
         register_run_policy(RunPolicy(kind=RunKind.OPENAI))

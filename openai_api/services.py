@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from agents.execution import RunListener, run_span
-from agents.execution.drive import Steps, drive
+from runs.drive import Steps, drive
 from agents.execution.service import run_execute_started_steps
 from agents.approval_rules import has_rules
-from agents.models import Agent, Run
-from agents.runs.lifecycle import run_start
-from agents.runs.request import RunRequest
+from agents.models import Agent
+from runs.models import Run
+from runs.lifecycle import run_start
+from runs.request import RunRequest
 from agents_site.schemas import scan_caller_text
 from agents_site.vocabulary import ChatRole, RunKind
 from openai_api.errors import ApprovalUnsupported
@@ -113,7 +114,7 @@ def completion_execute(started: StartedCompletion, *, listener: RunListener | No
 
 
 def completion_steps(started: StartedCompletion, *, listener: RunListener | None = None) -> Steps[Run]:
-    """`completion_execute` as run steps (`agents.execution.drive`): what a request's event loop awaits."""
+    """`completion_execute` as run steps (`runs.drive`): what a request's event loop awaits."""
     run = started.run
     with run_span(run_id=run.id, agent_name=started.agent.name, actor=run.actor, model=started.agent.model,
                   kind=RunKind.OPENAI) as span:

@@ -20,7 +20,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from agents.streaming import QueueListener, answer_later, render_frame, run_stream
+from runs.streaming import QueueListener, answer_later, render_frame, run_stream
 from agents_site.errors import ApiError, PayloadTooLarge
 from agents_site.schemas import scan_caller_text
 from agents_site.vocabulary import ChatRole, ErrorCode, PrincipalVia, ReplyFrame, RunStatus

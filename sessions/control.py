@@ -102,7 +102,7 @@ def control_send(*, session_id: str, command: str, message: str | None = None, p
     live executor's channel and `forwarded` says whether the bus took it. Org context required.
     """
     session = session_get(session_id=session_id)
-    if command not in ControlCommand.STEERING:  # approve/deny have their own service (agents.runs.approvals)
+    if command not in ControlCommand.STEERING:  # approve/deny have their own service (runs.approvals)
         raise InvalidRequest(COMMAND_MESSAGE)
     _refuse_finished(session.status, command)
     message = fields.clean_message(message)

@@ -499,7 +499,7 @@ def session_clear_executor_channel(*, session_id: str, channel: str) -> bool:
 def session_set_task_refs(*, session_id: str, task_workflow_id: str, task_run_id: str = "") -> None:
     """Record the durable task carrying this session (`taskWorkflowId`, `taskRunId`).
 
-    Set by the task engine (agents.background) once the queue accepted the task; from then on
+    Set by the task engine (runs.background) once the queue accepted the task; from then on
     the session is task-backed: its control commands are handed to that task. Each reference is
     ≤256 characters (400). Raises `SessionNotFound`. Org context required.
     """

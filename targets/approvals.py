@@ -1,6 +1,6 @@
 """Approval of tool calls on routed runs (issue 28 item 7): the machine asks, and lets go while a person decides.
 
-The same rules, requests, answers and clock as a run on the server (`agents.runs.approvals`);
+The same rules, requests, answers and clock as a run on the server (`runs.approvals`);
 only who executes differs:
 
 * Asking — the runner's model turn calls a tool the agent's rules name (the rules travel in the
@@ -10,7 +10,7 @@ only who executes differs:
   goes back to claiming other work), and the run suspended exactly as on the server (`run_wait`:
   `running → waiting`, an `Approval` row per call, `approval` events, the session `paused`).
 * Answering — the same approve/deny routes. The last answer calls `routed_resume_offer` (this
-  app's resume dispatcher, `agents.hooks.register_resume_handler`) in its own transaction: the
+  app's resume dispatcher, `runs.hooks.register_resume_handler`) in its own transaction: the
   offer `waiting → offered`, the machine's claims woken. The run stays `waiting` until a claim wins.
 * Resuming — the claim that wins a resumed offer (`resume_claimed`, in the claim's transaction)
   moves the run `waiting → running` and takes each approved call (`approved|waiting → started`:
@@ -33,10 +33,11 @@ from types import SimpleNamespace
 
 from django.utils import timezone
 
-from agents.models import Agent, Approval, Run
-from agents.run_session import RunSession
-from agents.runs.approvals import run_approvals, run_wait
-from agents.runs.lifecycle import Outcome
+from agents.models import Agent
+from runs.models import Approval, Run
+from runs.run_session import RunSession
+from runs.approvals import run_approvals, run_wait
+from runs.lifecycle import Outcome
 from agents_site.errors import InvalidRequest
 from agents_site.vocabulary import ApprovalState, RoutedRunState, RunKind, RunStatus, SessionStatus
 from targets import wake
@@ -155,7 +156,7 @@ def resume_claimed(offer: RoutedRun) -> bool:
     and the move (finished meanwhile) has its offer withdrawn: False.
     """
     from agents.execution.resume import denied_result, resumed_messages
-    from agents.runs.approvals import INTERRUPTED_RESULT
+    from runs.approvals import INTERRUPTED_RESULT
     from sessions.services import session_update
 
     run = Run.objects.filter(pk=offer.run_id).first()

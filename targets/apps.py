@@ -10,8 +10,8 @@ class TargetsConfig(AppConfig):
     def ready(self) -> None:
         """Reach the lower layers' registries: routed runs, stops of unclaimed offers, the unreported-run sweep,
         approvals of routed runs (issue 28 item 7), the `routed` run policy."""
-        from agents.runs.routed import register_routed_start
-        from agents.sweeps import register_sweep
+        from runs.routed import register_routed_start
+        from runs.sweeps import register_sweep
         from sessions.control import register_command_handler
         from targets.mailbox import routed_expire, routed_stop_command
         from targets.routing import routed_run_start
@@ -19,14 +19,14 @@ class TargetsConfig(AppConfig):
         register_routed_start(routed_run_start)
         register_command_handler(routed_stop_command)
         register_sweep("routedExpired", routed_expire)
-        from agents.hooks import register_resume_handler, register_run_finishing_handler
+        from runs.hooks import register_resume_handler, register_run_finishing_handler
         from agents_site.vocabulary import RunKind
         from targets.approvals import routed_resume_offer, routed_run_finishing
 
         register_resume_handler(RunKind.ROUTED, dispatch=routed_resume_offer)  # answered → offered to the machine again
         register_run_finishing_handler(routed_run_finishing)  # a waiting routed run that ends: its offer withdrawn
 
-        from agents.runs.policies import RunPolicy, register_run_policy
+        from runs.policies import RunPolicy, register_run_policy
 
         # The machine infers (no gateway needed here); a replayed key answers the run in flight (202).
         register_run_policy(RunPolicy(kind=RunKind.ROUTED, needs_inference=False, replays_in_flight=True))

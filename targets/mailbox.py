@@ -16,8 +16,8 @@ from django.conf import settings
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from agents.models import Approval, Run
-from agents.runs.lifecycle import stop_reason
+from runs.models import Approval, Run
+from runs.lifecycle import stop_reason
 from agents_site.errors import Conflict
 from agents_site.vocabulary import ApprovalState, ControlCommand, RoutedRunState, RunStatus
 from targets import approvals, wake

@@ -18,9 +18,10 @@ from dataclasses import replace
 
 from django.conf import settings
 
-from agents.models import Agent, Run
-from agents.runs.lifecycle import check_input, run_replay, run_starting
-from agents.runs.request import RunRequest
+from agents.models import Agent
+from runs.models import Run
+from runs.lifecycle import check_input, run_replay, run_starting
+from runs.request import RunRequest
 from agents_site.vocabulary import RunKind
 from targets import mailbox
 from targets.selectors import target_dispatchable

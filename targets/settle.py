@@ -13,9 +13,9 @@ app records a routed coding run's commits and push like a server run's this way.
 
 from __future__ import annotations
 
-from agents.models import Run
-from agents.runs.lifecycle import Outcome, run_finish
-from agents.tracing import ATTR_TARGET_ID
+from runs.models import Run
+from runs.lifecycle import Outcome, run_finish
+from runs.tracing import ATTR_TARGET_ID
 from agents_site.vocabulary import RunStatus
 
 _RUNNING = frozenset({RunStatus.RUNNING})

@@ -7,7 +7,7 @@ class WebhooksConfig(AppConfig):
 
     Its models live in each org's store. It sits above agents, targets, sessions and billing and
     below identity, coding, chat and openai_api: the lower apps emit their events through the
-    handlers `ready()` registers (`agents.hooks`), the higher ones call it directly.
+    handlers `ready()` registers (`runs.hooks`), the higher ones call it directly.
     """
 
     name = "webhooks"

@@ -52,7 +52,7 @@ from django.utils import timezone
 from opentelemetry.trace import SpanKind
 from standardwebhooks import Webhook
 
-from agents import tracing
+from runs import tracing
 from agents_site.errors import Conflict
 from agents_site.ids import mint_id
 from agents_site.vocabulary import DeliveryStatus

@@ -5,7 +5,7 @@ also to the run's own callback, `webhooks.callbacks`), as `{"type", "timestamp",
 `data` is the public shape the API answers for the thing — never a credential:
 
 * `run.finished` (every run kind, ok or error): the run record (`GET /v1/agents/runs/{id}`),
-  written by the run lifecycle's finishing handler (`agents.hooks.register_run_finishing_handler`)
+  written by the run lifecycle's finishing handler (`runs.hooks.register_run_finishing_handler`)
   in the finish's own transaction — a finished run always has its deliveries, and the run's
   thread pays one bulk insert of them (no transaction of its own, no HTTP) and, after the
   commit, one task enqueued for all of them;
@@ -17,7 +17,7 @@ also to the run's own callback, `webhooks.callbacks`), as `{"type", "timestamp",
 * `target.offline`: the machine's view plus `previousStatus`, one event per change of its
   computed status (online ↔ offline, …), emitted by the minute sweep `target_status_sweep`;
 * `run.waiting`: the run record plus `approvals` (the calls it waits on, arguments masked) when
-  a run suspends for approval (`agents.hooks.register_run_waiting_handler`; issue 28).
+  a run suspends for approval (`runs.hooks.register_run_waiting_handler`; issue 28).
 
 Org context required.
 """
@@ -28,7 +28,7 @@ import logging
 
 from django.conf import settings
 
-from agents import hooks
+from runs import hooks
 from agents.presenters import run_view
 from agents_site.vocabulary import RunStatus, WebhookEventType
 from tenancy import stores

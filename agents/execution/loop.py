@@ -41,15 +41,16 @@ from contextlib import ExitStack
 from django.conf import settings
 from opentelemetry import trace
 
-from agents import tracing
+from runs import tracing
 from agents import inference
 from agents.approval_rules import needs_approval
 from agents.execution.completion import CompletionFailed, CompletionStopped, ReplySink, models_for
 from agents.execution.context import fit
-from agents.execution.drive import Ask, Blocking, Steps, Wait, drive
-from agents.models import Agent, Run
-from agents.run_session import RunSession
-from agents.runs.lifecycle import Outcome, stop_reason, user_turn
+from runs.drive import Ask, Blocking, Steps, Wait, drive
+from agents.models import Agent
+from runs.models import Run
+from runs.run_session import RunSession
+from runs.lifecycle import Outcome, stop_reason, user_turn
 from agents.tools.backends.base import ToolContext
 from agents.tools.invoke import invoke_tool
 from agents.tools.registry import resolve_tools
@@ -269,7 +270,7 @@ class RunLoop:
         return drive(self.steer_steps(messages))
 
     def steer_steps(self, messages: list[dict]) -> Steps[bool]:
-        """`steer` as run steps: a pause waits by yielding `Wait` (`agents.execution.drive`)."""
+        """`steer` as run steps: a pause waits by yielding `Wait` (`runs.drive`)."""
         added = False
         paused = False
         paused_since = 0.0
@@ -536,7 +537,7 @@ class RunLoop:
         return drive(self.steps())
 
     def steps(self) -> Steps[Outcome]:
-        """The loop as run steps (`agents.execution.drive`): returns the outcome as `execute` does,
+        """The loop as run steps (`runs.drive`): returns the outcome as `execute` does,
         never raises."""
         try:
             yield from self._loop()

@@ -1,11 +1,11 @@
 """Resume a run whose approvals are answered: rebuild its conversation from the log, carry on (issue 28).
 
-`run_resume` is the body of the `agents.tasks.resume_run` task, queued by the last answer
-(`agents.runs.approvals.approval_answer`) and again by the sweep if that task was lost. Nothing
+`run_resume` is the body of the `runs.tasks.resume_run` task, queued by the last answer
+(`runs.approvals.approval_answer`) and again by the sweep if that task was lost. Nothing
 of the process that suspended the run is needed: the session's log is the checkpoint.
 
 1. One conditional UPDATE moves the run `waiting → running` (of two resume tasks one wins) and
-   takes the run's worker lease (`agents.lease`), so recovery sees a live holder.
+   takes the run's worker lease (`runs.lease`), so recovery sees a live holder.
 2. The conversation is rebuilt from the session's events before the turn's first `approval`
    event (`rebuild`): the instructions and input, then each assistant reply, each tool call
    with its recorded result (whole, as the model read it: `loop.tool_call_payload`), each `message` command.
@@ -27,15 +27,15 @@ from types import SimpleNamespace
 
 from django.utils import timezone
 
-from agents import hooks
+from runs import hooks
 from agents.execution.loop import ResumePoint, RunLoop, compose_prompt, _command_text
 from agents.execution.service import run_settle, run_span
-from agents.lease import lease_kept, worker_identity
-from agents.models import Approval, Run
-from agents.run_session import RunSession
-from agents.runs import approvals
-from agents.runs.lifecycle import Outcome, run_finish
-from agents.scheduling.models import RunTask
+from runs.lease import lease_kept, worker_identity
+from runs.models import Approval, Run
+from runs.run_session import RunSession
+from runs import approvals
+from runs.lifecycle import Outcome, run_finish
+from runs.models import RunTask
 from agents_site.vocabulary import ApprovalState, ChatRole, ControlCommand, EventKind, RunStatus, SessionStatus
 from sessions.selectors import stop_recorded
 from tenancy import stores

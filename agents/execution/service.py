@@ -1,6 +1,6 @@
 """Execute a run here, in this process: start it, run the agent loop, finish it.
 
-Each is written once as run steps (`agents.execution.drive`): `run_execute_opened_steps`,
+Each is written once as run steps (`runs.drive`): `run_execute_opened_steps`,
 `run_execute_started_steps`, `run_settle_steps` wait on the event loop under `drive_async`; the
 functions without `_steps` drive them here, blocking.
 
@@ -16,14 +16,15 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from agents import tracing
-from agents.execution.drive import Steps, drive
+from runs import tracing
+from runs.drive import Steps, drive
 from agents.execution.loop import RunListener, RunLoop
-from agents.models import Agent, Run
-from agents.run_session import RunSession
-from agents.runs.approvals import run_wait
-from agents.runs.lifecycle import Outcome, elapsed_ms, run_finish, run_start
-from agents.runs.request import RunRequest
+from agents.models import Agent
+from runs.models import Run
+from runs.run_session import RunSession
+from runs.approvals import run_wait
+from runs.lifecycle import Outcome, elapsed_ms, run_finish, run_start
+from runs.request import RunRequest
 from agents_site.errors import ApiError
 from agents_site.vocabulary import RunKind, RunStatus
 from tenancy import stores
@@ -84,7 +85,7 @@ def run_execute_steps(*, agent: Agent, input: str | None = None, actor: str, req
                       kind: str = RunKind.RUN, parent_session_id: str = "", parent_run_id: str = "", depth: int = 0,
                       deadline: float | None = None, listener: RunListener | None = None,
                       stop: StopSignal | None = None) -> Steps[Run]:
-    """`run_execute` as run steps (`agents.execution.drive`): what a request's event loop awaits."""
+    """`run_execute` as run steps (`runs.drive`): what a request's event loop awaits."""
     with run_span(run_id="", agent_name=agent.name, actor=actor, model=agent.model, depth=depth, kind=kind) as span:
         try:
             run = run_start(RunRequest(kind=kind, agent=agent, input=input, actor=actor, request_id=request_id,
@@ -128,7 +129,7 @@ def run_execute_opened(*, run: Run, agent: Agent, listener: RunListener | None =
 
 
 def run_execute_opened_steps(*, run: Run, agent: Agent, listener: RunListener | None = None, kind: str = RunKind.RUN) -> Steps[Run]:
-    """`run_execute_opened` as run steps (`agents.execution.drive`): what a request's event loop awaits."""
+    """`run_execute_opened` as run steps (`runs.drive`): what a request's event loop awaits."""
     with run_span(run_id=run.id, agent_name=agent.name, actor=run.actor, model=agent.model, depth=run.depth, kind=kind) as span:
         return (yield from run_execute_started_steps(run=run, agent=agent, span=span, listener=listener))
 
@@ -157,7 +158,7 @@ def run_execute_started(*, run: Run, agent: Agent, span=None, deadline: float | 
 def run_execute_started_steps(*, run: Run, agent: Agent, span=None, deadline: float | None = None,
                               prompt: list[dict] | None = None, client_tools: list[dict] | None = None,
                               listener: RunListener | None = None, stop: StopSignal | None = None) -> Steps[Run]:
-    """`run_execute_started` as run steps (`agents.execution.drive`)."""
+    """`run_execute_started` as run steps (`runs.drive`)."""
     concluded = yield from run_conclude_steps(run=run, agent=agent, span=span, deadline=deadline, prompt=prompt,
                                               client_tools=client_tools, listener=listener, stop=stop)
     if concluded.waiting is not None:
@@ -221,7 +222,7 @@ def run_settle(*, run: Run, loop: RunLoop, session: RunSession, span=None) -> Ru
 
 
 def run_settle_steps(*, run: Run, loop: RunLoop, session: RunSession, span=None) -> Steps[Run]:
-    """`run_settle` as run steps (`agents.execution.drive`)."""
+    """`run_settle` as run steps (`runs.drive`)."""
     concluded = yield from _conclude_steps(run=run, loop=loop, session=session, span=span)
     if concluded.waiting is not None:
         return concluded.waiting

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from agents.background import run_submit
-from agents.models import Agent, Run
+from runs.background import run_submit
+from agents.models import Agent
+from runs.models import Run
 from agents_site.vocabulary import RunKind
 from agents_site.wire import rfc3339
 

@@ -1,13 +1,12 @@
-"""Scheduler and background-task records, in the org's own store (app `agents`).
+"""Scheduler records, in the org's own store (app `agents`).
 
 - `ScheduleSlot`: one row per (agent, scheduled minute) the scheduler decided. Its unique
   constraint is what makes a slot fire exactly once across scheduler processes, restarts and
   clock steps: the second writer of a slot fails and does nothing.
 - `ScheduleState`: per agent, the newest slot decided (cursor), the failure streak, the slots
   left to skip (backoff), the run in flight and the last outcome.
-- `RunTask`: the durable task carrying one queued run (background or scheduled): the task
-  queue's id, the worker executing it and its heartbeat lease, so a run whose worker died is
-  finished by recovery instead of staying `running` forever.
+
+The durable task carrying one queued run (`RunTask`) is the runs app's (`runs.models`).
 """
 
 from django.db import models
@@ -51,26 +50,6 @@ class ScheduleState(models.Model):
 
     def __str__(self) -> str:
         return f"schedule state of {self.agent_id}"
-
-
-class RunTask(models.Model):
-    """The durable task of one queued run: queue id, worker and heartbeat lease.
-
-    `task_id` is the django-q2 task id (the run's session carries it as `taskWorkflowId`);
-    empty until the queue accepted it. `worker` is `host:pid` of the process executing it;
-    `heartbeat_at` is renewed while it runs.
-    """
-
-    run = models.OneToOneField("agents.Run", on_delete=models.CASCADE, primary_key=True, related_name="task")
-    task_id = models.CharField(max_length=64, blank=True, default="", db_index=True)
-    enqueues = models.IntegerField(default=0)
-    enqueued_at = models.DateTimeField(null=True, blank=True)
-    worker = models.CharField(max_length=200, blank=True, default="")
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField()
-
-    def __str__(self) -> str:
-        return f"task {self.task_id or '(not queued)'} of {self.run_id}"
 
 
 class ScheduledAgent(Agent):

@@ -30,7 +30,8 @@ from django.conf import settings
 from django.db import IntegrityError
 from django.utils import timezone
 
-from agents.models import Agent, Run
+from agents.models import Agent
+from runs.models import Run
 from agents.scheduling import slots as slot_math
 from agents.scheduling.models import ScheduleSlot, ScheduleState
 from agents_site.vocabulary import ExecutionMode, RunStatus, SlotOutcome

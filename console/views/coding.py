@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.http import Http404
 from django.shortcuts import render
 
-from agents.models import Run
+from runs.models import Run
 from agents_site.vocabulary import RunStatus
 from coding.models import CodingRun
 from console.access import member_required

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from agents.models import Run
+from runs.models import Run
 from billing.models import LedgerEntry
 from billing.services import credit_add
 from agents_site.vocabulary import LedgerKind

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from agents.models import Agent, Run
+from agents.models import Agent
+from runs.models import Run
 from agents_site.vocabulary import RunStatus
 
 pytestmark = pytest.mark.both_stores

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.models import Run
+from runs.models import Run
 from agents_site.vocabulary import RunStatus
 from billing.models import Account
 from tests.agents.conftest import debits, fund, make_agent, run, stored_runs

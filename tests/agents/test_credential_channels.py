@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.models import Run
+from runs.models import Run
 from chat.models import Message
 from sessions.models import Event
 from tenancy import stores

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agents.models import Run
+from runs.models import Run
 from sessions.models import Event, Session
 from tenancy import stores
 from tests.agents.conftest import debits, fund, make_agent, run

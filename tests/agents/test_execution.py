@@ -6,10 +6,12 @@ import json
 
 import pytest
 
-from agents.background import run_execute_queued, run_submit
+from runs.background import run_execute_queued, run_submit
 from agents.execution import run_execute
-from agents.models import Agent, Run
-from agents.runs import RunRequest, run_start
+from agents.models import Agent
+from runs.models import Run
+from runs.lifecycle import run_start
+from runs.request import RunRequest
 from agents_site.errors import InvalidRequest
 from agents_site.vocabulary import RunKind, RunStatus
 from billing.meter import InsufficientBalance

@@ -9,7 +9,7 @@ from django.db import connections
 from django.utils import timezone
 
 from agents.dashboards import invocation_metrics
-from agents.models import Run
+from runs.models import Run
 from agents_site.vocabulary import RunStatus
 from tenancy import stores
 from tests.agents.conftest import make_agent, run

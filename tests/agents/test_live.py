@@ -12,7 +12,7 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from tests.agents.conftest import debits, fund, stored_runs
-from tests.agents.test_run_session import running_session, session_status
+from tests.runs.test_run_session import running_session, session_status
 from tests.support.live import LiveServer
 from tests.support.upstream import Reply
 

@@ -197,7 +197,7 @@ def test_a_stop_cancels_an_mcp_call_in_flight_and_records_no_result(funded, upst
     """Issue 25: the call's task is cancelled (its HTTP request closed); no tool result follows the stop.
     The tool would answer only after 600 s and may take that long: the run ends because the call was cancelled."""
     settings.AGENTS_TOOL_CALL_TIMEOUT_SECONDS = 600
-    from tests.agents.test_run_session import Steer
+    from tests.runs.test_run_session import Steer
     from tests.agents.test_stop import assert_only_the_end_after_the_stop
 
     register_http(funded, mcp_http_url)
@@ -225,7 +225,7 @@ def test_a_stop_cancels_a_stdio_mcp_call_in_flight_and_ends_its_server_process(f
     """Issue 25: a stdio MCP server's tool hangs (it would answer after 30 s); the stop posted while it
     waits cancels the call — the server's process is ended by the cancellation, not by the tool's
     answer — the run ends stopped with no tool result, and no second model request follows."""
-    from tests.agents.test_run_session import Steer
+    from tests.runs.test_run_session import Steer
     from tests.agents.test_stop import assert_only_the_end_after_the_stop
     from tests.toolkit.test_sandbox import processes, running
 

@@ -16,11 +16,12 @@ import typing
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from agents.models import Agent, Run
-from agents.runs import policies
-from agents.runs.lifecycle import Outcome, run_finish, run_finishing, run_replay, run_start, run_starting
-from agents.runs.policies import RunPolicy, UnknownRunKind, register_run_policy, registered_kinds, run_policy
-from agents.runs.request import RunRequest
+from agents.models import Agent
+from runs.models import Run
+from runs import policies
+from runs.lifecycle import Outcome, run_finish, run_finishing, run_replay, run_start, run_starting
+from runs.policies import RunPolicy, UnknownRunKind, register_run_policy, registered_kinds, run_policy
+from runs.request import RunRequest
 from agents_site.vocabulary import RefusalAnswer, RunKind, RunStatus
 from billing.meter import fee_for_kind
 from coding.runs import coding_run_starting
@@ -141,7 +142,7 @@ def test_a_scheduled_run_without_inference_is_recorded_not_started_and_the_body_
         assert stored.error == "not started: inference is not configured on this deployment"
         assert Session.objects.get(pk=stored.session_id).status == "error"
         # the same refusal for a kind that raises: nothing recorded
-        from agents.runs.lifecycle import InferenceUnavailable
+        from runs.lifecycle import InferenceUnavailable
 
         with pytest.raises(InferenceUnavailable):
             run_start(RunRequest(kind=RunKind.RUN, agent=agent, input="x", actor=f"{org_a.slug}/ann", queued=True))
@@ -174,7 +175,7 @@ def test_what_the_body_of_run_finishing_raises_is_logged_and_never_undoes_the_fi
     with org_a.context():
         agent = Agent.objects.get(name="writer")
         run = run_start(RunRequest(kind=RunKind.RUN, agent=agent, input="hi", actor=f"{org_a.slug}/ann"))
-        with caplog.at_level(logging.ERROR, logger="agents.runs.lifecycle"):
+        with caplog.at_level(logging.ERROR, logger="runs.lifecycle"):
             with run_finishing(run_id=run.id, outcome=Outcome(status=RunStatus.OK, output="done", model="m")) as row:
                 assert row.status == RunStatus.OK
                 Session.objects.filter(pk=run.session_id).update(title="rolled back with the body")

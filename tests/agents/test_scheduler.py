@@ -9,8 +9,10 @@ import pytest
 from django.db import connections
 from django_q.models import OrmQ
 
-from agents.models import Agent, Run
-from agents.scheduling.models import RunTask, ScheduleSlot, ScheduleState
+from agents.models import Agent
+from runs.models import Run
+from agents.scheduling.models import ScheduleSlot, ScheduleState
+from runs.models import RunTask
 from agents.scheduling.ticker import scheduler_tick, tick_org
 from agents_site.vocabulary import RunStatus, SlotOutcome
 from tests.agents.conftest import utc
@@ -30,7 +32,7 @@ def inference(upstream, settings):
 
 
 def _queued_tasks() -> list[dict]:
-    return [q.task for q in OrmQ.objects.all() if q.task.get("func") == "agents.tasks.execute_run"]
+    return [q.task for q in OrmQ.objects.all() if q.task.get("func") == "runs.tasks.execute_run"]
 
 
 def _slots(org, agent) -> list[tuple]:

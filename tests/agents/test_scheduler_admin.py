@@ -7,7 +7,7 @@ import re
 from django.contrib.admin.utils import quote
 from django.test import Client
 
-from agents.models import Run
+from runs.models import Run
 from agents.scheduling.ticker import tick_org
 from agents_site.vocabulary import RunStatus
 from tests.agents.conftest import utc

@@ -11,7 +11,7 @@ from django.utils import timezone
 from django_q.models import OrmQ, Schedule
 
 from agents import tasks
-from agents.models import Run
+from runs.models import Run
 from agents_site.vocabulary import RunStatus
 
 
@@ -39,7 +39,7 @@ def test_ensure_schedules_creates_the_minute_tick_and_sweep_once(db):
     rows = {s.name: (s.func, s.schedule_type, s.cron, s.repeats) for s in Schedule.objects.all()}
     assert rows == {
         "agents: scheduler tick": ("agents.tasks.scheduler_tick", Schedule.CRON, "* * * * *", -1),
-        "agents: sweep": ("agents.tasks.sweep", Schedule.CRON, "* * * * *", -1),
+        "agents: sweep": ("runs.tasks.sweep", Schedule.CRON, "* * * * *", -1),
         # registered by the identity app through agents.hooks.register_schedule
         "identity: health probes": ("identity.tasks.health_probes", Schedule.CRON, "*/5 * * * *", -1),
         "identity: retention": ("identity.tasks.retention", Schedule.CRON, "17 * * * *", -1),

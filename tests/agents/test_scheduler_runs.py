@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from agents import tasks
-from agents.models import Run
+from runs.models import Run
 from agents.scheduling.models import ScheduleState
 from agents.scheduling.ticker import tick_org
 from agents_site.vocabulary import RunStatus, SessionStatus, SlotOutcome

@@ -4,7 +4,8 @@ import pytest
 from django.db import transaction
 from django.db.models.signals import pre_delete, pre_save
 
-from agents.models import Agent, Run
+from agents.models import Agent
+from runs.models import Run
 from agents.services import AgentInput, agent_create, agent_delete, agent_update
 from agents_site.vocabulary import ExecutionMode, RunStatus
 

@@ -14,7 +14,7 @@ import threading
 import pytest
 
 from tests.agents.conftest import debits, make_agent, run
-from tests.agents.test_run_session import Steer, events, session_status
+from tests.runs.test_run_session import Steer, events, session_status
 from tests.support.qcluster import wait_for
 from tests.support.upstream import Reply
 
@@ -158,7 +158,7 @@ def test_an_agent_called_as_a_tool_stops_with_its_parent(funded, upstream):
     wait_for(lambda: upstream.streams[1].client_closed or upstream.streams[1].finished, timeout=40, message="the child's stream to end")
     assert upstream.streams[1].client_closed and not upstream.streams[1].finished
     assert len(upstream.chat_requests) == 2  # the parent never asked again
-    from agents.models import Run
+    from runs.models import Run
 
     with funded.context():
         child = Run.objects.get(parent_run_id=response.json()["id"])

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agents.models import Agent, Run
+from agents.models import Agent
+from runs.models import Run
 from agents.tools.invoke import MAX_RESULT_BYTES, TOO_LARGE, TRUNCATED
 from agents.tools.registry import resolve_tools
 from tests.agents.conftest import debits, make_agent, run, stored_runs

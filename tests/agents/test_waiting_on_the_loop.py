@@ -138,7 +138,7 @@ def test_runs_waiting_on_their_model_hold_no_thread_each(make_org, upstream):
     assert_all_answered(results, PER_KIND)
     # 60 runs waiting at once: a thread each (two per stream) would be ≥ 100.
     assert seen["threads"] <= THREAD_BOUND, seen
-    from agents.models import Run
+    from runs.models import Run
     from tenancy import stores
 
     with stores.org_context(org.slug):

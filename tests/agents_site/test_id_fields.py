@@ -77,7 +77,7 @@ def test_every_id_like_body_field_is_exercised_below():
 
 def _stored(org) -> dict:
     with org.context():
-        from agents.models import Run
+        from runs.models import Run
         from chat.models import Conversation
         from sessions.models import Session
 

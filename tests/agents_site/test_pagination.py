@@ -13,7 +13,8 @@ from urllib.parse import parse_qsl
 import pytest
 from django.utils import timezone
 
-from agents.models import Agent, Run
+from agents.models import Agent
+from runs.models import Run
 from agents_site.errors import InvalidRequest
 from agents_site.pagination import decode_cursor, encode_cursor, keyset_page, page_limit
 from agents_site.vocabulary import EventKind, LedgerKind, RunStatus

@@ -15,7 +15,7 @@ import time
 import httpx
 import pytest
 
-from agents.models import Run
+from runs.models import Run
 from agents_site.vocabulary import RunStatus
 from tenancy.models import ApiKey
 from tests.agents.conftest import fund

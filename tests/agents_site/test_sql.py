@@ -46,7 +46,7 @@ def test_insert_takes_one_row_per_statement_when_the_database_assigns_the_key(or
 def test_an_inserted_row_reads_back_equal_through_the_orm(org_a):
     from django.utils import timezone
 
-    from agents.models import Run
+    from runs.models import Run
     from tenancy import stores
 
     with org_a.context():

@@ -15,7 +15,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from agents_site.api import api
-from tests.agents.test_run_stream import frames_of, post_run
+from tests.runs.test_run_stream import frames_of, post_run
 from tests.chat.conftest import chat, fund, user
 from tests.support.upstream import Reply
 

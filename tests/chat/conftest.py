@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.models import Run
+from runs.models import Run
 from billing.models import LedgerEntry
 from agents_site.vocabulary import LedgerKind
 from chat.models import Conversation, Message

@@ -4,7 +4,7 @@ the reply lands in the conversation once the approved run resumes."""
 from __future__ import annotations
 
 from agents_site.vocabulary import RunStatus
-from tests.agents.test_approvals import _resume
+from tests.runs.test_approvals import _resume
 from tests.chat.conftest import chat, charged, make_agent, stored, user
 from tests.support.task_queue import task_queue  # noqa: F401
 from tests.support.upstream import Reply

@@ -148,7 +148,7 @@ def test_a_round_arriving_just_after_the_first_runs_finish_sees_its_reply_never_
     # stored only afterwards — a round arriving in that window stored its turn between the first
     # round's user turn and its reply, and was prompted without the reply. The window is held open
     # here: the first round stops right after its run's finish commits (in its after-commit work).
-    from agents.runs import lifecycle
+    from runs import lifecycle
 
     org, conversation = thread_of
     finished, go = threading.Event(), threading.Event()

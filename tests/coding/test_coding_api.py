@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.models import Run
+from runs.models import Run
 from coding.models import CodingRun
 from tests.coding.conftest import fund, register, start
 from tests.support.task_queue import task_queue  # noqa: F401  (fixture)

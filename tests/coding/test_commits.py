@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from agents.models import Run
+from runs.models import Run
 from coding.models import CodingRun
 from coding.sandbox import get_sandbox
 from sessions.models import Event

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from agents.models import Run
+from runs.models import Run
 from chat.models import Conversation, Message
 from chat.services import conversation_create
 from coding.sandbox import get_sandbox

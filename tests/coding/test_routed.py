@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from agents.models import Run
+from runs.models import Run
 from tests.coding.conftest import start
 from tests.targets.conftest import add_member, machine, post  # noqa: F401 - fixtures
 from tests.webhooks.conftest import create_endpoint, inline_delivery, receiver, verified_types  # noqa: F401 - fixtures

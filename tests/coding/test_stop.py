@@ -11,7 +11,7 @@ import pytest
 
 from coding.sandbox import get_sandbox
 from sessions.models import Event
-from tests.agents.test_run_session import Steer, session_status
+from tests.runs.test_run_session import Steer, session_status
 from tests.coding.conftest import execute, git, start
 from tests.support.qcluster import wait_for
 from tests.support.upstream import Reply

@@ -65,7 +65,7 @@ def make_runs():
     i finished i minutes after the first, so "newest first" is well defined.
     """
     from agents_site.ids import mint_id
-    from agents.models import Run
+    from runs.models import Run
 
     def factory(handle, agent, n: int, status: str = "ok"):
         start = timezone.now() - timedelta(hours=1)

@@ -7,7 +7,8 @@ from urllib.parse import unquote
 
 import pytest
 
-from agents.models import Agent, Run
+from agents.models import Agent
+from runs.models import Run
 
 
 def _agents(handle) -> list[str]:

@@ -4,7 +4,7 @@ on the session page, is edited and approved there; the Approvals page lists it w
 import httpx
 import pytest
 
-from agents.models import Approval, Run
+from runs.models import Approval, Run
 from agents_site.vocabulary import ApprovalState, RunStatus
 from tests.support.upstream import Reply
 
@@ -33,7 +33,7 @@ def test_a_request_is_edited_and_approved_on_the_session_page_and_listed_on_the_
         row = Approval.objects.get(run_id=run_id)
         assert row.state == ApprovalState.APPROVED and row.edited and row.arguments == '{"expression": "6*7"}'
 
-    from agents.tasks import resume_run  # the worker's part, inline
+    from runs.tasks import resume_run  # the worker's part, inline
 
     upstream_server.script(Reply(content="forty-two"))
     assert resume_run(org.slug, run_id) == RunStatus.OK

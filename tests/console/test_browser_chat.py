@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from agents.models import Run
+from runs.models import Run
 from chat.models import Conversation, Message
 from sessions.models import Event
 from tests.chat.conftest import wait_until

@@ -10,7 +10,7 @@ import threading
 import httpx
 import pytest
 
-from agents.models import Run
+from runs.models import Run
 from tests.support.upstream import Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)

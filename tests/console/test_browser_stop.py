@@ -7,8 +7,8 @@ import threading
 import httpx
 import pytest
 
-from agents.models import Run
-from tests.agents.test_run_session import running_session
+from runs.models import Run
+from tests.runs.test_run_session import running_session
 from tests.support.upstream import Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from agents.models import Agent, Run
+from agents.models import Agent
+from runs.models import Run
 from tests.identity.conftest import create_agent
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -167,7 +168,7 @@ def test_identity_page_re_registers_keys_made_in_the_browser(page, make_org, log
 def test_a_stopped_run_on_the_agent_page_reads_stopped_not_error(page, make_org, make_agent, login, console_server, upstream_server):
     import httpx
 
-    from tests.agents.test_run_session import running_session
+    from tests.runs.test_run_session import running_session
     from tests.support.upstream import Reply
 
     org = make_org("sp")

@@ -67,7 +67,7 @@ def _payload(text: str, **extra) -> dict:
 
 def _seed(org, member_user, settings) -> dict:
     """Write every kind of row the console shows into `org`; return the ids the pages need."""
-    from agents.models import Approval, Run
+    from runs.models import Approval, Run
     from agents_site.vocabulary import RunKind
     from targets.models import Target
     from agents.services import AgentInput, agent_create

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_runs_recorded_counts_every_finished_run_the_api_lists(org_a, make_agent, make_runs):
-    from agents.models import Run
+    from runs.models import Run
 
     helper = make_agent(org_a, "helper")
     make_runs(org_a, helper, 3)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 import re
 
-from agents.models import Run
+from runs.models import Run
 from tests.console.conftest import signed_in
 
 

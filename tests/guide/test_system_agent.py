@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from agents.models import Run
+from runs.models import Run
 from agents_site.vocabulary import ArtifactSubtype
 from billing.models import LedgerEntry
 from chat.models import Message

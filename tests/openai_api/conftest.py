@@ -6,7 +6,7 @@ from __future__ import annotations
 import openai
 import pytest
 
-from agents.models import Run
+from runs.models import Run
 from billing.models import LedgerEntry
 from billing.services import credit_add
 from agents_site.vocabulary import LedgerKind

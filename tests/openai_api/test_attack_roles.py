@@ -3,7 +3,7 @@ user messages: an assistant turn, a tool result, a tool call's arguments, a mess
 
 import pytest
 
-from agents.models import Run
+from runs.models import Run
 from billing.services import credit_add
 from tests.support.credentials import credential_corpus
 

@@ -139,7 +139,7 @@ def test_a_parameter_not_handled_or_malformed_is_refused_400_naming_it(writer, u
     error = response.json()["error"]
     assert (error["type"], error["param"]) == ("invalid_request_error", param) and field in error["message"]
     assert upstream.chat_requests == []  # nothing reached the gateway, no run recorded
-    from agents.models import Run
+    from runs.models import Run
 
     with writer.context():
         assert not Run.objects.exists()
@@ -228,7 +228,7 @@ def test_a_context_overflow_hidden_in_a_broken_stream_is_named_and_the_next_roun
     error = first.json()["error"]
     assert (error["code"], error["type"], error["param"]) == ("context_length_exceeded", "invalid_request_error", "messages")
     assert error["message"].startswith("context_length_exceeded: the prompt (") and "context window of 200 tokens" in error["message"]
-    from agents.models import Run
+    from runs.models import Run
 
     with writer.context():
         run = Run.objects.get(pk=error["run_id"])

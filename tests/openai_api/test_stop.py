@@ -7,7 +7,7 @@ from __future__ import annotations
 import openai
 import pytest
 
-from tests.agents.test_run_session import running_session
+from tests.runs.test_run_session import running_session
 from tests.agents.test_stop import WORDS, assert_only_the_end_after_the_stop, closed_early, long_reply, streaming
 from tests.openai_api.conftest import debits, stored_runs
 

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from agents.models import Approval, Run
+from runs.models import Approval, Run
 from targets.models import RoutedRun, Target
 from tests.runner.test_daemon import inference_env, wait_until
 from tests.support.upstream import Reply

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from agents.models import Run
+from runs.models import Run
 from coding.sandbox import get_sandbox
 from sessions.models import Event
 from sessions.provenance import parse_links

@@ -231,7 +231,7 @@ def test_a_run_posted_with_target_id_runs_on_the_machine_end_to_end(org_a, upstr
     arrival within seconds is the in-process wake-up on daphne's own loop."""
     import httpx
 
-    from agents.models import Run
+    from runs.models import Run
     from billing.models import LedgerEntry
     from billing.services import credit_add
     from sessions.models import Session
@@ -402,7 +402,7 @@ def test_a_stop_kills_the_machines_running_command_and_after_the_stop_the_sessio
     machine posts no event of its own for it."""
     import httpx
 
-    from agents.models import Run
+    from runs.models import Run
     from billing.services import credit_add
     from tests.agents.conftest import debits
     from tests.toolkit.test_sandbox import descendants, running

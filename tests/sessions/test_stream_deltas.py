@@ -10,7 +10,7 @@ import threading
 import httpx
 import pytest
 
-from agents.models import Run
+from runs.models import Run
 from sessions.models import Event
 from tests.agents.conftest import fund
 from tests.sessions.sse import Frame, open_stream

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from agents.models import Run
+from runs.models import Run
 from billing.models import LedgerEntry
 from billing.selectors import balance_cents
 from sessions.models import Event, Session
@@ -337,7 +337,7 @@ def test_a_stop_withdraws_an_unclaimed_offer_at_once_and_frees_its_fee_hold(org_
 
 def test_a_report_of_a_run_the_platform_already_finished_is_not_delivered(funded, agent, live_machine):
     """Recovery ended the run "worker lost" while the machine held it: the late report moves nothing."""
-    from agents.runs import Outcome, run_finish
+    from runs.lifecycle import Outcome, run_finish
 
     target_id, key = live_machine
     started = run(funded, {"input": "go", "targetId": target_id}).json()
@@ -392,7 +392,7 @@ def test_a_routed_run_with_approval_rules_waits_without_holding_its_claim(funded
 
 
 def test_an_approved_routed_run_is_claimed_again_with_the_rebuilt_conversation_and_settles_once(funded, agent, live_machine, settings):
-    from agents.models import Approval
+    from runs.models import Approval
 
     settings.INFERENCE_BASE_URL = ""
     target_id, key = live_machine

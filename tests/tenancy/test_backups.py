@@ -20,7 +20,8 @@ import httpx
 import pytest
 from django.utils import timezone
 
-from agents.models import Agent, Run
+from agents.models import Agent
+from runs.models import Run
 from agents_site.vocabulary import ReplicaGenerationEnd, RestoreStatus
 from chat.models import Conversation
 from sessions.models import Event, Session

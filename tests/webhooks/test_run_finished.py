@@ -158,7 +158,7 @@ def test_a_callback_outside_the_orgs_endpoints_is_400_and_nothing_runs(org_a, su
         assert response.status_code == 400, (path, response.content)
         assert response.json()["code"] == "invalid_request" and "webhook" in response.json()["error"]
     with org_a.context():
-        from agents.models import Run
+        from runs.models import Run
 
         assert Run.objects.count() == 0 and RunCallback.objects.count() == 0
     assert receiver.received == []
@@ -177,7 +177,7 @@ def test_a_runs_finish_reads_where_it_goes_in_one_query(org_a, subscribed, recei
     from django.db import connections
     from django.test.utils import CaptureQueriesContext
 
-    from agents.models import Run
+    from runs.models import Run
     from tenancy import stores
     from webhooks import selectors
     from webhooks.models import Endpoint

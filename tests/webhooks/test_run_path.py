@@ -54,7 +54,7 @@ def test_a_run_with_three_endpoints_inserts_their_deliveries_once_and_queues_one
 
 
 def test_the_deliveries_commit_with_the_finish_even_if_the_process_dies_right_after(org_a, three_endpoints, queued, monkeypatch):
-    from agents.runs import lifecycle
+    from runs import lifecycle
 
     monkeypatch.setattr(lifecycle, "_after_finish", lambda run, **kwargs: None)  # the process is gone once the finish commits
     response = post(org_a.client, "/v1/agents/helper/run", {"input": "hi"})

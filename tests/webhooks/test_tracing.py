@@ -10,7 +10,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from agents import tracing
+from runs import tracing
 from coding.sandbox import get_sandbox
 from tests.support.upstream import Reply
 from tests.webhooks.conftest import create_endpoint, fund, make_agent, post

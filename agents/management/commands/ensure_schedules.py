@@ -12,7 +12,7 @@ from django.db import DEFAULT_DB_ALIAS, transaction
 #: theirs with `agents.hooks.register_schedule` (identity: webhook retries, health probes).
 SCHEDULES = {
     "agents: scheduler tick": ("agents.tasks.scheduler_tick", "* * * * *"),
-    "agents: sweep": ("agents.tasks.sweep", "* * * * *"),
+    "agents: sweep": ("runs.tasks.sweep", "* * * * *"),
 }
 
 

@@ -1,7 +1,7 @@
 """`manage.py qcluster`: django-q2's cluster, stopping within a grace on SIGTERM / Ctrl-C.
 
 Overrides django-q2's command (this app is listed before `django_q`). On SIGTERM or SIGINT the
-cluster first tells its workers to stop (`agents.shutdown`: no new run, the run in flight gets
+cluster first tells its workers to stop (`runs.shutdown`: no new run, the run in flight gets
 `AGENTS_SHUTDOWN_GRACE_SECONDS`, then ends "worker stopped"), then stops as django-q2 does.
 """
 
@@ -15,7 +15,7 @@ from django.conf import settings
 from django_q.cluster import Cluster
 from django_q.management.commands.qcluster import Command as QClusterCommand
 
-from agents.shutdown import STOP_SIGNAL, signal_workers
+from runs.shutdown import STOP_SIGNAL, signal_workers
 
 
 #: Seconds past the grace after which the cluster's remaining processes are killed.
@@ -47,7 +47,7 @@ class Command(QClusterCommand):
         signal.signal(signal.SIGTERM, stop)  # Cluster() installed its own handler; ours wraps it
         signal.signal(signal.SIGINT, stop)
         # The sentinel, pusher and monitor inherit "ignore" for the workers' stop signal; only
-        # workers answer it (`agents.shutdown.install_worker_handler`, on django-q2's post_spawn).
+        # workers answer it (`runs.shutdown.install_worker_handler`, on django-q2's post_spawn).
         signal.signal(STOP_SIGNAL, signal.SIG_IGN)
         cluster.start()
         if options.get("run_once", False):

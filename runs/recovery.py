@@ -1,0 +1,134 @@
+"""Nothing is left running: finish runs whose worker died, re-hand runs the queue never got.
+
+Run by the django-q2 schedule `agents: sweep` every minute and once when a worker process
+starts (`runs.apps`), across every org (`tenancy.stores.existing_org_slugs`). Policy:
+
+- A `running` run whose worker is gone — its heartbeat is older than
+  `AGENTS_RUN_LEASE_SECONDS`, or its recorded `host:pid` is this host and that process no
+  longer exists — is finished `error` "worker lost". It is never re-run (a run may have
+  called tools with side effects) and never debited (only a successful run is billed; the
+  ledger's unique debit per run forbids a second one anyway).
+- A `running` run with no task record (a synchronous run whose web process died) is finished
+  the same way once it is older than `SYNC_RUN_MAX` (2 h): until then it holds its fee.
+- A `queued` run whose task the queue never accepted (the process died between the commit
+  and the enqueue), or whose lease holder died before starting it, is handed to the queue
+  again after `AGENTS_RUN_LEASE_SECONDS`.
+- A `queued` run not started within `AGENTS_QUEUED_MAX_SECONDS` is finished `error`
+  "never started" (a Redis broker loses the tasks a killed cluster had prefetched).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from runs.dispatch import run_dispatch
+from runs.lease import holder_gone
+from runs.models import Run
+from runs.approvals import resume_dispatch, run_rewait
+from runs.lifecycle import Outcome, run_finish
+from runs.models import RunTask
+from agents_site.vocabulary import RunKind, RunStatus
+from tenancy import stores
+
+logger = logging.getLogger(__name__)
+
+#: The error of a run whose worker died while it ran (recovery finished it).
+WORKER_LOST = "worker lost"
+#: The error of a queued run the task queue never started within AGENTS_QUEUED_MAX_SECONDS.
+NEVER_STARTED = "never started: the task queue did not deliver it in time"
+#: A synchronous run (no task record) still `running` after this was lost with its web process.
+SYNC_RUN_MAX = timedelta(hours=2)
+
+_RUNNING = frozenset({RunStatus.RUNNING})
+_QUEUED = frozenset({RunStatus.QUEUED})
+
+
+@dataclass
+class RecoveryReport:
+    """Runs finished as lost, runs re-handed to the queue, runs that never started."""
+
+    lost: list[str] = field(default_factory=list)
+    redispatched: list[str] = field(default_factory=list)
+    never_started: list[str] = field(default_factory=list)
+
+
+def runs_recover(*, now: datetime | None = None) -> RecoveryReport:
+    """Apply the recovery policy to every org; return what was done."""
+    now = now or timezone.now()
+    report = RecoveryReport()
+    for slug in stores.existing_org_slugs():
+        try:
+            with stores.org_context(slug, create=False):
+                recover_org(org=slug, now=now, report=report)
+        except Exception:
+            logger.exception("run recovery failed for org %s", slug)
+    return report
+
+
+def recover_org(*, org: str, now: datetime, report: RecoveryReport | None = None) -> RecoveryReport:
+    """Apply the recovery policy to the current org's runs. Org context required."""
+    report = report if report is not None else RecoveryReport()
+    lease = timedelta(seconds=settings.AGENTS_RUN_LEASE_SECONDS)
+    for run in Run.objects.filter(status=RunStatus.RUNNING).exclude(kind=RunKind.ROUTED).select_related("task").only(
+        "id", "kind", "started_at", "created_at", "task__worker", "task__heartbeat_at"
+    ):
+        if not _is_lost(run, now):
+            continue
+        if run_rewait(run_id=run.id):  # a resumed run lost mid-turn: its answered turn is resumed again (issue 28)
+            if resume_dispatch(org=org, run_id=run.id):
+                report.redispatched.append(run.id)
+            continue
+        if _fail(run.id, WORKER_LOST, _RUNNING):
+            logger.warning("run %s of %s finished: %s", run.id, org, WORKER_LOST)
+            report.lost.append(run.id)
+    queued = RunTask.objects.filter(run__status=RunStatus.QUEUED)
+    for task in queued.filter(task_id="", created_at__lt=now - lease).only("run_id"):
+        if run_dispatch(org=org, run_id=task.run_id):
+            report.redispatched.append(task.run_id)
+    for task in queued.exclude(worker="").only("run_id", "worker", "heartbeat_at"):
+        freed = holder_gone(task, now) and RunTask.objects.filter(run_id=task.run_id, worker=task.worker).update(worker="", heartbeat_at=None)
+        if freed and run_dispatch(org=org, run_id=task.run_id):
+            report.redispatched.append(task.run_id)
+    too_old = now - timedelta(seconds=settings.AGENTS_QUEUED_MAX_SECONDS)
+    for task in queued.filter(Q(enqueued_at__lt=too_old) | Q(enqueued_at__isnull=True, created_at__lt=too_old)).only("run_id"):
+        if _fail(task.run_id, NEVER_STARTED, _QUEUED):
+            report.never_started.append(task.run_id)
+    return report
+
+
+def recover_run(*, run_id: str, now: datetime | None = None) -> bool:
+    """Finish run `run_id` "worker lost" if it is `running` and its worker is gone.
+
+    Org context required. Returns True when this call finished it.
+    """
+    now = now or timezone.now()
+    run = Run.objects.filter(pk=run_id, status=RunStatus.RUNNING).exclude(kind=RunKind.ROUTED).select_related("task").first()
+    if run is None or not _is_lost(run, now):
+        return False
+    return _fail(run_id, WORKER_LOST, _RUNNING)
+
+
+def _fail(run_id: str, error: str, from_statuses: frozenset) -> bool:
+    """End run `run_id` `error` with `error` through the lifecycle; return True when this call did."""
+    return run_finish(run_id=run_id, outcome=Outcome.failed(error), from_statuses=from_statuses) is not None
+
+
+def _is_lost(run: Run, now: datetime) -> bool:
+    """Return True when `run` (status `running`) has no live worker by the policy above."""
+    task = _task_of(run)
+    if task is None:
+        return now - (run.started_at or run.created_at) > SYNC_RUN_MAX
+    return holder_gone(task, now)
+
+
+def _task_of(run: Run) -> RunTask | None:
+    try:
+        return run.task
+    except RunTask.DoesNotExist:
+        return None
