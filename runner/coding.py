@@ -36,10 +36,11 @@ from pathlib import Path
 
 from runner.execute import OK, Execution, RoutedRun, RunEnded, RunStopped
 from toolkit import commits
-from toolkit.coding import FINISH, WRITING_TOOLS, ToolBox, tool_definitions
-from toolkit.events import clip, coding_call_payload, commit_payload, valid_text
+from toolkit.coding import ToolBox, tool_definitions
+from toolkit.codingloop import CodingTool, CommitTurn, OutOfTurns, RecordCall, Tell, coding_turns, platform_turn
+from toolkit.events import clip, coding_call_payload, commit_payload
 from toolkit.sandbox import CommandCancelled, Limits, SandboxBackend, Unavailable
-from toolkit.toolloop import assistant_turn, parsed_arguments, tool_turn
+from toolkit.toolloop import awaited_through
 
 logger = logging.getLogger(__name__)
 
@@ -127,13 +128,14 @@ class CodingExecution(Execution):
         self.bounds = commits.Bounds.from_wire(body.get("limits"))
         self.committed_bytes = 0
         self.tree_warned = False
+        self.toolbox: ToolBox | None = None
 
     async def _git(self, *args: str, **kwargs) -> str:
         return await asyncio.to_thread(self.git.run, *args, **kwargs)
 
     async def _tell(self, messages: list[dict], text: str, **extra) -> None:
         await self.event("log", {"text": text, **extra})
-        messages.append({"role": "user", "content": f"[platform] {text}"})
+        messages.append(platform_turn(text))
 
     async def _commit(self, *, content: str, finished: str | None, turn: int, messages: list[dict]) -> bool:
         """Commit the turn within the claim's bounds (`toolkit.commits`, as on the server); tell the model what was not.
@@ -223,50 +225,34 @@ class CodingExecution(Execution):
             shutil.rmtree(root, ignore_errors=True)
 
     async def _turns(self) -> None:
-        limits = Limits(timeout_seconds=120)
-        toolbox = ToolBox(root=self.git.work, sandbox=self.sandbox or Unavailable(NO_SANDBOX), limits=limits,
-                          seconds_left=lambda: max(self.deadline - time.monotonic(), 0.1))
+        """Drive the shared coding turns (`toolkit.codingloop.coding_turns`) with this machine's effects (`_perform`)."""
+        self.toolbox = ToolBox(root=self.git.work, sandbox=self.sandbox or Unavailable(NO_SANDBOX), limits=Limits(timeout_seconds=120),
+                               seconds_left=lambda: max(self.deadline - time.monotonic(), 0.1))
         messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": self.claim.prompt}]
         await self.event("message", {"role": "user", "text": clip(self.claim.prompt)})
-        for turn_no in range(1, MAX_TURNS + 1):
-            await self._steer(messages)
-            message = await self._answer(messages, tool_definitions())
-            content = valid_text(message.content) if message.content is not None else ""
-            calls = list(message.tool_calls or [])
-            if content:
-                await self.event("message", {"role": "assistant", "text": clip(content), "model": self.outcome.model})
-            if not calls:
-                self.outcome.output = content
-                return
-            messages.append(assistant_turn(content, [call.model_dump(mode="json", exclude_none=True) for call in calls]))
-            finished, wrote, last_seq = None, False, None
-            for call in calls:
-                self._check_stop()
-                name, raw = call.function.name or "", call.function.arguments or ""
-                arguments = parsed_arguments(raw)
-                if name == FINISH:
-                    finished = arguments.get("summary") if isinstance(arguments.get("summary"), str) else ""
-                    result, failed = "finished", False
-                else:
-                    await self.flush()  # the turn's message lands before a stop can kill its command (issue 25: nothing after the stop)
-                    result, failed = await self._watched(self._acall(toolbox, name, raw))
-                    wrote = wrote or name in WRITING_TOOLS
-                self.outcome.tool_calls += 1
-                await self.flush()  # the turn's queued events (its message) land before its tool call, as on the server
-                stored = await self.server.append_event(session_id=self.claim.session_id, kind="tool-call", payload=coding_call_payload(
-                    name=name, raw_arguments=raw, result=valid_text(result), failed=failed, turn_no=turn_no, run_id=self.claim.run_id))
-                if stored and isinstance(stored.get("seq"), int):
-                    last_seq = stored["seq"]
-                messages.append(tool_turn(call.id, valid_text(result)))
-            held = False
-            if wrote:
-                held = await self._commit(content=content, finished=finished, turn=last_seq or turn_no, messages=messages)
-            if finished is not None and held:  # told so it can fix it: the run goes on, as on the server
-                await self._tell(messages, commits.FINISH_HELD, refused="finish")
-            elif finished is not None:
-                self.outcome.output = finished
-                return
-        raise RunEnded(f"the run took {MAX_TURNS} turns without calling finish")
+        end = await awaited_through(coding_turns(messages=messages, definitions=tool_definitions(), turns=MAX_TURNS), self._perform)
+        if isinstance(end, OutOfTurns):
+            raise RunEnded(end.reason)
+        self.outcome.output = end.text
+
+    async def _perform(self, op):
+        """Perform one operation of the coding turns on this machine (see `toolkit.codingloop`); steering,
+        the model call, its text and the stop check are the tool loop's (`Execution._perform`)."""
+        if isinstance(op, CodingTool):
+            await self.flush()  # the turn's message lands before a stop can kill its command (issue 25: nothing after the stop)
+            return await self._watched(self._acall(self.toolbox, op.name, op.raw))
+        if isinstance(op, RecordCall):
+            self.outcome.tool_calls += 1
+            await self.flush()  # the turn's queued events (its message) land before its tool call, as on the server
+            stored = await self.server.append_event(session_id=self.claim.session_id, kind="tool-call", payload=coding_call_payload(
+                name=op.name, raw_arguments=op.raw, result=op.result, failed=op.failed, turn_no=op.turn_no, run_id=self.claim.run_id))
+            return stored["seq"] if stored and isinstance(stored.get("seq"), int) else None
+        if isinstance(op, CommitTurn):
+            return await self._commit(content=op.content, finished=op.finished, turn=op.seq or op.turn_no, messages=op.messages)
+        if isinstance(op, Tell):
+            await self.event("log", {"text": op.text, **op.extra})
+            return None
+        return await super()._perform(op)
 
     async def _push_branch(self) -> None:
         """Push the run's branch when it has commits (sets `pushed`); raise `RunEnded` when refused."""

@@ -1,0 +1,143 @@
+"""The coding turns the server and the runner both run (issue 27 item 1, issue 14 items 3 and 5).
+
+A coding run — on the server (`coding.engine.CodingLoop`) or routed to a machine
+(`runner.coding.CodingExecution`) — asks the model turn after turn with the coding tools offered
+every time, runs the calls it asks for (a stop check before each; `finish` is recorded, not run),
+commits after each turn that wrote files, and ends on `finish` or on a plain reply. A `finish` in
+a turn whose changes were held back whole (cap, bound, credential) is not the end: the model is
+told (`commits.FINISH_HELD`) and the run goes on. The algorithm is `coding_turns`, once: a
+generator in the pattern of `toolkit.toolloop.tool_loop` that yields plain operations and is
+sent back their results; each side performs them with its own effects (the server's completion
+with failover, session events, masking and git backend; the machine's async gateway client, HTTP
+event posts and local git) and drives it with `toolkit.toolloop.run_through` (the server) or
+`awaited_through` (the machine).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolkit import commits
+from toolkit.coding import FINISH, WRITING_TOOLS
+from toolkit.events import valid_text
+from toolkit.toolloop import Answered, AskModel, CheckStop, Reply, Said, Steer, assistant_turn, parsed_arguments, tool_turn, wire_name
+
+__all__ = ["Answered", "AskModel", "CheckStop", "CodingTool", "CommitTurn", "OutOfTurns", "RecordCall", "Reply", "Said", "Steer", "Tell",
+           "coding_turns", "platform_turn"]
+
+
+def platform_turn(text: str) -> dict:
+    """Return the user turn in which the platform tells the model `text` ("[platform] <text>")."""
+    return {"role": "user", "content": f"[platform] {text}"}
+
+
+@dataclass
+class CodingTool:
+    """Run coding tool call `call` (not `finish`) of turn `turn_no`: `name`, its `raw` JSON arguments and
+    their `arguments` object. Sent back: `(result text, failed)`. The side raises to end the run (a
+    stop that killed the command)."""
+
+    call: Any
+    name: str
+    raw: str
+    arguments: dict
+    turn_no: int
+
+
+@dataclass
+class RecordCall:
+    """Count call `call` of turn `turn_no` and record it as a `tool-call` event (`result` already
+    valid text; a `finish` call's is "finished"). Sent back: the event's seq, or None when none was stored."""
+
+    call: Any
+    name: str
+    raw: str
+    result: str
+    failed: bool
+    turn_no: int
+
+
+@dataclass
+class CommitTurn:
+    """Commit what turn `turn_no` wrote within the run's bounds (`toolkit.commits`), telling the model
+    (onto `messages`, `platform_turn`) what was not. `content` is the turn's text, `finished` the
+    `finish` summary when the turn called it, `seq` the seq of its last recorded tool-call event
+    (None when none was stored). Sent back: True when the turn's changes were held back whole."""
+
+    content: str
+    finished: str | None
+    seq: int | None
+    turn_no: int
+    messages: list[dict]
+
+
+@dataclass
+class Tell:
+    """Tell the model `text` (the side records it as a `log` event with `extra`); the loop has
+    already added it to the messages. Sent back: nothing."""
+
+    text: str
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class OutOfTurns:
+    """The loop's end: `turns` turns passed without `finish` or a plain reply."""
+
+    turns: int
+
+    @property
+    def reason(self) -> str:
+        """The run's error: "the run took N turns without calling finish"."""
+        return f"the run took {self.turns} turns without calling finish"
+
+
+def coding_turns(*, messages: list[dict], definitions: list[dict], turns: int) -> Generator[Any, Any, Answered | OutOfTurns]:
+    """The coding loop: yields `Steer`, `AskModel`, `Said`, `CheckStop`, `CodingTool`, `RecordCall`,
+    `CommitTurn`, `Tell`; returns `Answered` (a plain reply's text, or the `finish` summary) or `OutOfTurns`.
+
+    In: the opening `messages` (extended in place), the coding tools' `definitions` (offered every
+    turn) and the most `turns`. Each turn: steer; ask; record its text; no calls → the answer;
+    else add the assistant turn and, per call, check the stop, run it (`finish` is not run: its
+    result is "finished") and record it; a turn that called a writing tool is committed; a
+    `finish` ends the run unless the commit held the turn's changes back (then the model is told).
+    """
+    for turn_no in range(1, turns + 1):
+        yield Steer(messages)
+        reply: Reply = yield AskModel(messages, definitions, turn_no)
+        content = reply.content or ""
+        calls = list(reply.calls)
+        if content:
+            yield Said(content, reply.model)
+        if not calls:  # a plain answer ends the run like finish; no tool ran, so nothing changed
+            return Answered(content, reply)
+        messages.append(assistant_turn(content, reply.turn_calls))
+        finished: str | None = None
+        wrote, last_seq = False, None
+        for call in calls:
+            yield CheckStop()
+            name = wire_name(call)
+            raw = getattr(getattr(call, "function", None), "arguments", "") or ""
+            arguments = parsed_arguments(raw)
+            if name == FINISH:
+                summary = arguments.get("summary")
+                finished = summary if isinstance(summary, str) else ""
+                result, failed = "finished", False
+            else:
+                result, failed = yield CodingTool(call, name, raw, arguments, turn_no)
+                wrote = wrote or name in WRITING_TOOLS  # read-only turns cannot change the tree
+            result = valid_text(result)
+            seq = yield RecordCall(call, name, raw, result, bool(failed), turn_no)
+            last_seq = seq if seq is not None else last_seq
+            messages.append(tool_turn(getattr(call, "id", "") or "", result))
+        held = False
+        if wrote:
+            held = yield CommitTurn(content, finished, last_seq, turn_no, messages)
+        if finished is not None and held:  # told so it can fix it: the run goes on
+            messages.append(platform_turn(commits.FINISH_HELD))
+            yield Tell(commits.FINISH_HELD, {"refused": "finish"})
+        elif finished is not None:
+            return Answered(finished, reply)
+    return OutOfTurns(turns)
