@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -46,11 +47,12 @@ from coding.routing import coding_bounds
 from coding.remotes import RepoScheme, check_reachable, credential_value
 from coding.sandbox import default_limits
 from toolkit import commits
-from toolkit.coding import FINISH, WRITING_TOOLS, ToolBox, tool_definitions
+from toolkit.coding import ToolBox, tool_definitions
+from toolkit.codingloop import CodingTool, CommitTurn, OutOfTurns, RecordCall, Tell, coding_turns, platform_turn
 from toolkit.events import coding_call_payload, commit_payload, stopped_command
 from toolkit.sandbox import CommandCancelled, SandboxBackend
 from toolkit.stopping import StopSignal, run_stoppable
-from toolkit.toolloop import parsed_arguments
+from toolkit.toolloop import AskModel, CheckStop, Reply, Said, Steer, run_through
 
 logger = logging.getLogger(__name__)
 
@@ -217,7 +219,7 @@ class CodingLoop(RunLoop):
     def _tell(self, messages: list[dict], text: str, **extra) -> None:
         """Tell the model `text` as a user turn of the platform and record it as a `log` event."""
         self._log(text, **extra)
-        messages.append({"role": ChatRole.USER, "content": f"[platform] {text}"})
+        messages.append(platform_turn(text))
 
     def _commit_turn(self, *, content: str, finished: str | None, turn: int | None, messages: list[dict]) -> bool:
         """Commit what the turn changed within the run's bounds (`toolkit.commits`); tell the model what was not.
@@ -280,79 +282,80 @@ class CodingLoop(RunLoop):
         return [{"role": ChatRole.SYSTEM, "content": system}, {"role": ChatRole.USER, "content": self.text}]
 
     def _loop(self) -> None:
+        """Prepare the working copy, then drive the shared coding turns (`toolkit.codingloop.coding_turns`)
+        with this server's effects (`_coding_op`); each turn runs in its own step span."""
         self._prepare()
-        toolbox = ToolBox(root=self.workspace.work, sandbox=self.sandbox, limits=default_limits(),
-                          seconds_left=lambda: max(self.deadline - time.monotonic(), 0.1) if self.deadline != math.inf else 3600.0)
-        definitions = tool_definitions()
+        self._toolbox = ToolBox(root=self.workspace.work, sandbox=self.sandbox, limits=default_limits(),
+                                seconds_left=lambda: max(self.deadline - time.monotonic(), 0.1) if self.deadline != math.inf else 3600.0)
+        self._models = models_for(self.outcome.model)
         messages = self._messages()
-        models = models_for(self.outcome.model)
         self._append(EventKind.MESSAGE, {"role": ChatRole.USER, "text": clip(self.text), "runId": self.run.id})
-        turns = max(settings.AGENTS_CODING_MAX_TURNS, 1)
-        for turn_no in range(1, turns + 1):
-            with tracing.tracer().start_as_current_span(tracing.SPAN_STEP, attributes={tracing.ATTR_ROUND: turn_no, tracing.ATTR_RUN_ID: self.run.id}):
-                self.steer(messages)
-                if time.monotonic() >= self.deadline:
-                    raise RunEnded("the run ran out of time")
-                try:
-                    answered = complete(models=models, messages=messages, tools=definitions, timeout=self._seconds_left, on_retry=self._on_retry,
-                                        generation={"run_id": self.run.id}, stop=self.stop)
-                except CompletionStopped as exc:
-                    self.outcome.attempts += exc.attempts
-                    self.outcome.model = exc.model
-                    raise self._stopped() from exc
-                except CompletionFailed as exc:
-                    self.outcome.attempts += exc.attempts
-                    self.outcome.model = exc.model
-                    raise RunEnded(exc.reason) from exc
-                self.outcome.attempts += answered.attempts
-                self.outcome.model = answered.model
-                if answered.failed_over:
-                    models = models[models.index(answered.model):]
-                self._add_usage(answered.completion)
-                message = answered.completion.choices[0].message
-                content = valid_text(message.content) if message.content is not None else ""
-                calls = list(message.tool_calls or [])
-                if content:
-                    self._append(EventKind.MESSAGE, {"role": ChatRole.ASSISTANT, "text": clip(content), "model": answered.model, "runId": self.run.id})
-                if not calls:  # a plain answer ends the run like finish; no tool ran, so nothing changed
-                    self.outcome.summary = content
-                    return
-                messages.append({"role": ChatRole.ASSISTANT, "content": content or "",  # "" not null: strict gateways (llama-cpp-python) refuse null
-                                 "tool_calls": [call.model_dump(mode="json", exclude_none=True) for call in calls]})
-                described: list[tuple[str, dict]] = []
-                last_seq = None
-                finished = None
-                for call in calls:
-                    name = getattr(call.function, "name", "") or ""
-                    raw = getattr(call.function, "arguments", "") or ""
-                    arguments = parsed_arguments(raw)
-                    if name == FINISH:
-                        summary = arguments.get("summary")
-                        finished = summary if isinstance(summary, str) else ""
-                        result, failed = "finished", False
-                    else:
-                        if self.stop.is_set():
-                            raise self._stopped()
-                        with tracing.tracer().start_as_current_span(tracing.SPAN_TOOL, attributes={tracing.ATTR_TOOL_NAME: name}) as tool_span:
-                            result, failed = self._call_tool(toolbox, name, raw, arguments)  # the span's duration is the sandbox command's
-                            tool_span.set_attribute(tracing.ATTR_TOOL_FAILED, bool(failed))
-                        described.append((name, arguments))
-                    result = valid_text(result)
-                    self.outcome.tool_calls += 1
-                    seq = self._append(EventKind.TOOL_CALL, coding_call_payload(name=name, raw_arguments=raw, result=result, failed=failed,
-                                                                                turn_no=turn_no, run_id=self.run.id))
-                    last_seq = seq if seq is not None else last_seq
-                    messages.append({"role": ChatRole.TOOL, "tool_call_id": getattr(call, "id", ""), "content": result})
-                held = False
-                if any(name in WRITING_TOOLS for name, _ in described):  # read-only turns cannot change the tree
-                    with tracing.tracer().start_as_current_span(tracing.SPAN_TOOL, attributes={tracing.ATTR_TOOL_NAME: SPAN_COMMIT}):
-                        held = self._commit_turn(content=content, finished=finished, turn=last_seq, messages=messages)
-                if finished is not None and held:  # told so it can fix it: the run goes on
-                    self._tell(messages, commits.FINISH_HELD, refused="finish")
-                elif finished is not None:
-                    self.outcome.summary = finished
-                    return
-        raise RunEnded(f"the run took {turns} turns without calling finish")
+        with ExitStack() as self._turn_span:
+            end = run_through(coding_turns(messages=messages, definitions=tool_definitions(), turns=max(settings.AGENTS_CODING_MAX_TURNS, 1)),
+                              self._coding_op)
+        if isinstance(end, OutOfTurns):
+            raise RunEnded(end.reason)
+        self.outcome.summary = end.text
+
+    def _coding_op(self, op):
+        """Perform one operation of the coding turns on the server (see `toolkit.codingloop`); return its result."""
+        if isinstance(op, Steer):  # a turn begins: its step span, then steering and the deadline
+            self._turn_span.close()
+            self._turn_span.enter_context(tracing.tracer().start_as_current_span(
+                tracing.SPAN_STEP, attributes={tracing.ATTR_ROUND: op.round_no, tracing.ATTR_RUN_ID: self.run.id}))
+            self.steer(op.messages)
+            if time.monotonic() >= self.deadline:
+                raise RunEnded("the run ran out of time")
+            return None
+        if isinstance(op, AskModel):
+            return self._ask_model(op)
+        if isinstance(op, Said):
+            self._append(EventKind.MESSAGE, {"role": ChatRole.ASSISTANT, "text": clip(op.text), "model": op.model, "runId": self.run.id})
+            return None
+        if isinstance(op, CheckStop):
+            if self.stop.is_set():
+                raise self._stopped()
+            return None
+        if isinstance(op, CodingTool):
+            with tracing.tracer().start_as_current_span(tracing.SPAN_TOOL, attributes={tracing.ATTR_TOOL_NAME: op.name}) as tool_span:
+                result, failed = self._call_tool(self._toolbox, op.name, op.raw, op.arguments)  # the span's duration is the sandbox command's
+                tool_span.set_attribute(tracing.ATTR_TOOL_FAILED, bool(failed))
+            return result, failed
+        if isinstance(op, RecordCall):
+            self.outcome.tool_calls += 1
+            return self._append(EventKind.TOOL_CALL, coding_call_payload(name=op.name, raw_arguments=op.raw, result=op.result, failed=op.failed,
+                                                                         turn_no=op.turn_no, run_id=self.run.id))
+        if isinstance(op, CommitTurn):
+            with tracing.tracer().start_as_current_span(tracing.SPAN_TOOL, attributes={tracing.ATTR_TOOL_NAME: SPAN_COMMIT}):
+                return self._commit_turn(content=op.content, finished=op.finished, turn=op.seq, messages=op.messages)
+        if isinstance(op, Tell):
+            self._log(op.text, **op.extra)
+            return None
+        raise TypeError(f"the coding turns asked for {op!r}")
+
+    def _ask_model(self, op: AskModel) -> Reply:
+        """Ask the model for turn `op.round_no` (retries and failover as every run); return its `Reply`
+        (content valid text, "" when none). A stop during the call → `RunStopped`; a failure → `RunEnded`."""
+        try:
+            answered = complete(models=self._models, messages=op.messages, tools=op.offer, timeout=self._seconds_left, on_retry=self._on_retry,
+                                generation={"run_id": self.run.id}, stop=self.stop)
+        except CompletionStopped as exc:
+            self.outcome.attempts += exc.attempts
+            self.outcome.model = exc.model
+            raise self._stopped() from exc
+        except CompletionFailed as exc:
+            self.outcome.attempts += exc.attempts
+            self.outcome.model = exc.model
+            raise RunEnded(exc.reason) from exc
+        self.outcome.attempts += answered.attempts
+        self.outcome.model = answered.model
+        if answered.failed_over:
+            self._models = self._models[self._models.index(answered.model):]
+        self._add_usage(answered.completion)
+        message = answered.completion.choices[0].message
+        calls = list(message.tool_calls or [])
+        return Reply(valid_text(message.content) if message.content is not None else "", calls,
+                     [call.model_dump(mode="json", exclude_none=True) for call in calls], answered.model)
 
     def _call_tool(self, toolbox: ToolBox, name: str, raw: str, arguments: dict) -> tuple[str, bool]:
         """Run one coding tool; a stop kills a running command's process tree (issue 25).

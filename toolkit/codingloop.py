@@ -105,7 +105,7 @@ def coding_turns(*, messages: list[dict], definitions: list[dict], turns: int) -
     `finish` ends the run unless the commit held the turn's changes back (then the model is told).
     """
     for turn_no in range(1, turns + 1):
-        yield Steer(messages)
+        yield Steer(messages, round_no=turn_no)
         reply: Reply = yield AskModel(messages, definitions, turn_no)
         content = reply.content or ""
         calls = list(reply.calls)

@@ -111,11 +111,12 @@ NESTED_NOT_APPROVED = ("The tool call was not executed: it needs a person's appr
 class Steer:
     """Apply the steering commands delivered so far (stop, pause/resume, message); user turns go
     onto `messages`. Sent back: True when turns were added. `after_answer`: the steer that follows
-    a final answer (a `message` then continues the run). The side raises to end the run (a stop,
-    a pause that lasted too long, the deadline)."""
+    a final answer (a `message` then continues the run); `round_no` the round (turn) it opens, 0
+    when not told. The side raises to end the run (a stop, a pause that lasted too long, the deadline)."""
 
     messages: list[dict]
     after_answer: bool = False
+    round_no: int = 0
 
 
 @dataclass
