@@ -313,9 +313,7 @@ class CodingLoop(RunLoop):
             self._append(EventKind.MESSAGE, {"role": ChatRole.ASSISTANT, "text": clip(op.text), "model": op.model, "runId": self.run.id})
             return None
         if isinstance(op, CheckStop):
-            if self.stop.is_set():
-                raise self._stopped()
-            return None
+            return self.check_stop()
         if isinstance(op, CodingTool):
             with tracing.tracer().start_as_current_span(tracing.SPAN_TOOL, attributes={tracing.ATTR_TOOL_NAME: op.name}) as tool_span:
                 result, failed = self._call_tool(self._toolbox, op.name, op.raw, op.arguments)  # the span's duration is the sandbox command's

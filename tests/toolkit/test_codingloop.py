@@ -43,30 +43,37 @@ class ScriptedSide:
         self.steered: list[int] = []
 
     def perform(self, op):
+        """Write `op` down and answer it with this side's `on_<operation>` (nothing when it has none)."""
         self.ops.append(op)
-        if isinstance(op, Steer):
-            self.steered.append(op.round_no)
-            return False
-        if isinstance(op, AskModel):
-            assert op.offer == TOOLS  # the tools are offered on every turn, the last one too
-            return self.replies.pop(0)
-        if isinstance(op, CheckStop):
-            if self.stop_after_calls is not None and len(self.recorded) >= self.stop_after_calls:
-                raise Stopped("stopped between calls")
-            return None
-        if isinstance(op, CodingTool):
-            self.ran.append(op.call.id)
-            return (f"wrote {op.arguments.get('path')}", False) if op.name == "write_file" else ("error: no such tool", True)
-        if isinstance(op, RecordCall):
-            self.recorded.append((op.call.id, op.name, op.result, op.failed, op.turn_no))
-            return 100 + len(self.recorded)
-        if isinstance(op, CommitTurn):
-            self.commits.append(op)
-            held = self.held.pop(0) if self.held else False
-            if held:
-                op.messages.append(platform_turn("over the bounds"))
-            return held
-        return None
+        answer = getattr(self, f"on_{type(op).__name__}", None)
+        return answer(op) if answer else None
+
+    def on_Steer(self, op: Steer):
+        self.steered.append(op.round_no)
+        return False
+
+    def on_AskModel(self, op: AskModel):
+        assert op.offer == TOOLS  # the tools are offered on every turn, the last one too
+        return self.replies.pop(0)
+
+    def on_CheckStop(self, op: CheckStop):
+        if self.stop_after_calls is not None and len(self.recorded) >= self.stop_after_calls:
+            raise Stopped("stopped between calls")
+
+    def on_CodingTool(self, op: CodingTool):
+        self.ran.append(op.call.id)
+        return (f"wrote {op.arguments.get('path')}", False) if op.name == "write_file" else ("error: no such tool", True)
+
+    def on_RecordCall(self, op: RecordCall):
+        self.recorded.append((op.call.id, op.name, op.result, op.failed, op.turn_no))
+        return 100 + len(self.recorded)
+
+    def on_CommitTurn(self, op: CommitTurn):
+        self.commits.append(op)
+        held = self.held.pop(0) if self.held else False
+        if held:
+            op.messages.append(platform_turn("over the bounds"))
+        return held
 
     def kinds(self):
         return [type(op).__name__ for op in self.ops]
