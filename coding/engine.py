@@ -48,11 +48,11 @@ from coding.remotes import RepoScheme, check_reachable, credential_value
 from coding.sandbox import default_limits
 from toolkit import commits
 from toolkit.coding import ToolBox, tool_definitions
-from toolkit.codingloop import CodingTool, CommitTurn, OutOfTurns, RecordCall, Tell, coding_turns, platform_turn
+from toolkit.codingloop import CodingTool, MakeCommit, MeasureTree, PlanCommit, RecordCall, Stage, Tell, coding_turns
 from toolkit.events import coding_call_payload, commit_payload, stopped_command
 from toolkit.sandbox import CommandCancelled, SandboxBackend
 from toolkit.stopping import StopSignal, run_stoppable
-from toolkit.toolloop import AskModel, CheckStop, Reply, Said, Steer, run_through
+from toolkit.toolloop import Answered, AskModel, CheckStop, Reply, Said, Steer, run_through
 
 logger = logging.getLogger(__name__)
 
@@ -158,8 +158,6 @@ class CodingLoop(RunLoop):
         self.start_sha = ""
         self.author = run.agent_name or "agent"
         self.bounds = coding_bounds()
-        self.committed_bytes = 0
-        self._tree_warned = False
         self.stop = StopSignal()
         watch_stop(self.session, self.stop)
 
@@ -216,63 +214,34 @@ class CodingLoop(RunLoop):
                   branch=self.coding.branch, base=start, baseCommit=self.start_sha)
 
     # -- commits ---------------------------------------------------------------------------
-    def _tell(self, messages: list[dict], text: str, **extra) -> None:
-        """Tell the model `text` as a user turn of the platform and record it as a `log` event."""
-        self._log(text, **extra)
-        messages.append(platform_turn(text))
+    def _stage(self, plan: commits.TurnPlan) -> str | None:
+        """Stage the turn's planned files; return None, or why they may not be committed (a credential the
+        scanner found in the staged diff: they are unstaged and the reason logged with the findings)."""
+        findings = _diff_findings(self.git.stage(plan.stage))
+        if not findings:
+            return None
+        self.git.unstage()
+        first = findings[0]
+        reason = (f"refused to commit: the changes hold {len(findings)} credential(s) "
+                  f"({first.rule}, {first.preview}). Remove them (reference secrets by name, e.g. an environment variable); "
+                  "nothing was committed.")
+        self._log(reason, findings=[f.as_dict() for f in findings])
+        return reason
 
-    def _commit_turn(self, *, content: str, finished: str | None, turn: int | None, messages: list[dict]) -> bool:
-        """Commit what the turn changed within the run's bounds (`toolkit.commits`); tell the model what was not.
-
-        Over the working-copy cap: the model is told once and the turn not committed; still over
-        at its next changing turn → `RunEnded`. A file or push bound refused, a credential found
-        by the scanner, a link out of the working copy: the model is told which files and why.
-        Returns True when the turn's changes were held back whole (cap, bound, credential): a
-        `finish` in that turn is then not the end (`commits.FINISH_HELD`).
-        """
-        size = commits.tree_bytes(self.workspace.work)
-        warning = commits.tree_warning(size, self.bounds)
-        if warning:
-            if self._tree_warned:
-                raise RunEnded(f"the working copy grew past {settings.AGENTS_CODING_MAX_REPO_MB} MiB and stayed there after the model was told")
-            self._tree_warned = True
-            self._tell(messages, warning, refused="working-copy", bytes=size)
-            return True
-        self._tree_warned = False
-        plan = commits.plan_turn(self.git.status(), self.workspace.work, bounds=self.bounds, pushed_bytes=self.committed_bytes)
-        if plan.refusal:
-            self._tell(messages, plan.refusal, refused="bounds", files=[p for p, _ in plan.too_large] or [p for p, _ in plan.sizes][:20])
-            return True
-        if not plan.stage:
-            if plan.notes:
-                self._tell(messages, plan.notes, refused="links")
-            return False
-        diff = self.git.stage(plan.stage)
-        findings = _diff_findings(diff)
-        if findings:
-            self.git.unstage()
-            first = findings[0]
-            reason = (f"refused to commit: the changes hold {len(findings)} credential(s) "
-                      f"({first.rule}, {first.preview}). Remove them (reference secrets by name, e.g. an environment variable); "
-                      "nothing was committed.")
-            self._log(reason, findings=[f.as_dict() for f in findings])
-            messages.append({"role": ChatRole.USER, "content": f"The platform {reason}"})
-            return True
-        subject = commits.commit_subject(content=content, finished=finished, plan=plan)
+    def _make_commit(self, op: MakeCommit) -> None:
+        """Commit the staged changes as `op.subject` with the trailers (turn: the seq of the turn's last
+        tool-call event, else a log event's) and record the `commit` event."""
+        turn = op.seq
         if turn is None:
             turn = self._append(EventKind.LOG, {"text": "commit of changes made outside a recorded turn", "runId": self.run.id}) or 1
-        message = f"{subject}\n\nAgents-Session: {self.session.session_id}\nAgents-Turn: {turn}\n"
+        message = f"{op.subject}\n\nAgents-Session: {self.session.session_id}\nAgents-Turn: {turn}\n"
         parent = self.git.head()
         sha = self.git.commit(message=message, author_name=self.author, author_email=f"{self.author}@agents.invalid")
         stat = self.git.diffstat(parent, sha)
-        commit = Commit(sha=sha, subject=subject, turn=turn, diffstat=stat, patch=self.git.patch(sha))
+        commit = Commit(sha=sha, subject=op.subject, turn=turn, diffstat=stat, patch=self.git.patch(sha))
         self.outcome.commits.append(commit)
-        self.committed_bytes += plan.bytes
-        self._append(EventKind.COMMIT, commit_payload(subject=subject, sha=sha, diffstat=stat, turn=turn, branch=self.coding.branch,
+        self._append(EventKind.COMMIT, commit_payload(subject=op.subject, sha=sha, diffstat=stat, turn=turn, branch=self.coding.branch,
                                                       patch=commit.patch, run_id=self.run.id))
-        if plan.notes:
-            self._tell(messages, plan.notes, refused="links", files=[p for p, _ in plan.outside_links])
-        return False
 
     # -- the loop -------------------------------------------------------------------------------
     def _messages(self) -> list[dict]:
@@ -291,9 +260,9 @@ class CodingLoop(RunLoop):
         messages = self._messages()
         self._append(EventKind.MESSAGE, {"role": ChatRole.USER, "text": clip(self.text), "runId": self.run.id})
         with ExitStack() as self._turn_span:
-            end = run_through(coding_turns(messages=messages, definitions=tool_definitions(), turns=max(settings.AGENTS_CODING_MAX_TURNS, 1)),
-                              self._coding_op)
-        if isinstance(end, OutOfTurns):
+            end = run_through(coding_turns(messages=messages, definitions=tool_definitions(), turns=max(settings.AGENTS_CODING_MAX_TURNS, 1),
+                                           bounds=self.bounds), self._coding_op)
+        if not isinstance(end, Answered):  # out of turns, or the tree stayed over its cap
             raise RunEnded(end.reason)
         self.outcome.summary = end.text
 
@@ -323,9 +292,15 @@ class CodingLoop(RunLoop):
             self.outcome.tool_calls += 1
             return self._append(EventKind.TOOL_CALL, coding_call_payload(name=op.name, raw_arguments=op.raw, result=op.result, failed=op.failed,
                                                                          turn_no=op.turn_no, run_id=self.run.id))
-        if isinstance(op, CommitTurn):
-            with tracing.tracer().start_as_current_span(tracing.SPAN_TOOL, attributes={tracing.ATTR_TOOL_NAME: SPAN_COMMIT}):
-                return self._commit_turn(content=op.content, finished=op.finished, turn=op.seq, messages=op.messages)
+        if isinstance(op, MeasureTree):  # a turn's commit begins: its span lasts until the next turn
+            self._turn_span.enter_context(tracing.tracer().start_as_current_span(tracing.SPAN_TOOL, attributes={tracing.ATTR_TOOL_NAME: SPAN_COMMIT}))
+            return commits.tree_bytes(self.workspace.work)
+        if isinstance(op, PlanCommit):
+            return commits.plan_turn(self.git.status(), self.workspace.work, bounds=self.bounds, pushed_bytes=op.pushed_bytes)
+        if isinstance(op, Stage):
+            return self._stage(op.plan)
+        if isinstance(op, MakeCommit):
+            return self._make_commit(op)
         if isinstance(op, Tell):
             self._log(op.text, **op.extra)
             return None

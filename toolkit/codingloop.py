@@ -24,7 +24,7 @@ from toolkit.coding import FINISH, WRITING_TOOLS
 from toolkit.events import valid_text
 from toolkit.toolloop import Answered, AskModel, CheckStop, Reply, Said, Steer, assistant_turn, parsed_arguments, tool_turn, wire_name
 
-__all__ = ["Answered", "AskModel", "CheckStop", "CodingTool", "CommitTurn", "OutOfTurns", "RecordCall", "Reply", "Said", "Steer", "Tell",
+__all__ = ["Answered", "AskModel", "CheckStop", "CodingTool", "MakeCommit", "MeasureTree", "OutOfTurns", "PlanCommit", "RecordCall", "Reply", "Said", "Stage", "Steer", "Tell", "TreeStaysLarge",
            "coding_turns", "platform_turn"]
 
 
@@ -60,17 +60,37 @@ class RecordCall:
 
 
 @dataclass
-class CommitTurn:
-    """Commit what turn `turn_no` wrote within the run's bounds (`toolkit.commits`), telling the model
-    (onto `messages`, `platform_turn`) what was not. `content` is the turn's text, `finished` the
-    `finish` summary when the turn called it, `seq` the seq of its last recorded tool-call event
-    (None when none was stored). Sent back: True when the turn's changes were held back whole."""
+class MeasureTree:
+    """A turn that wrote files is being committed: measure the working copy. Sent back: its size in
+    bytes (`commits.tree_bytes`)."""
 
-    content: str
-    finished: str | None
+
+@dataclass
+class PlanCommit:
+    """Read the working copy's status and plan the turn's commit (`commits.plan_turn` with the
+    side's bounds and `pushed_bytes`, the bytes committed so far). Sent back: the `commits.TurnPlan`."""
+
+    pushed_bytes: int
+
+
+@dataclass
+class Stage:
+    """Stage `plan.stage`. Sent back: None, or why the staged changes may not be committed (a
+    credential the server's scanner found: the side has unstaged them and logged the reason)."""
+
+    plan: Any
+
+
+@dataclass
+class MakeCommit:
+    """Commit the staged changes as `subject` with the trailers `Agents-Session` / `Agents-Turn`
+    (from `seq`, the seq of the turn's last recorded tool-call event, None when none was stored,
+    and `turn_no`) and record it as a `commit` event. Sent back: nothing."""
+
+    subject: str
     seq: int | None
     turn_no: int
-    messages: list[dict]
+    plan: Any
 
 
 @dataclass
@@ -80,6 +100,18 @@ class Tell:
 
     text: str
     extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class TreeStaysLarge:
+    """The loop's end: the working copy was over its cap at a turn's commit after the model had been told."""
+
+    max_bytes: int
+
+    @property
+    def reason(self) -> str:
+        """The run's error: "the working copy grew past N MiB and stayed there after the model was told"."""
+        return f"the working copy grew past {self.max_bytes // commits.MIB} MiB and stayed there after the model was told"
 
 
 @dataclass
@@ -94,16 +126,68 @@ class OutOfTurns:
         return f"the run took {self.turns} turns without calling finish"
 
 
-def coding_turns(*, messages: list[dict], definitions: list[dict], turns: int) -> Generator[Any, Any, Answered | OutOfTurns]:
+class _Bookkeeping:
+    """What the commits of one run carry from turn to turn: the bytes committed, whether the model was told the tree is too large."""
+
+    def __init__(self) -> None:
+        self.committed_bytes = 0
+        self.tree_warned = False
+
+
+def _tell(messages: list[dict], text: str, **extra) -> Generator[Any, Any, None]:
+    messages.append(platform_turn(text))
+    yield Tell(text, extra)
+
+
+def _commit_turn(*, content: str, finished: str | None, seq: int | None, turn_no: int, messages: list[dict],
+                 bounds: commits.Bounds, books: _Bookkeeping) -> Generator[Any, Any, bool | TreeStaysLarge]:
+    """Commit what a turn wrote within `bounds`; tell the model what was not. Returns True when the
+    turn's changes were held back whole (cap, bound, credential), False when committed (or nothing
+    to commit), `TreeStaysLarge` when the tree is still over its cap after the model was told."""
+    size = yield MeasureTree()
+    warning = commits.tree_warning(size, bounds)
+    if warning:
+        if books.tree_warned:
+            return TreeStaysLarge(bounds.max_tree_bytes)
+        books.tree_warned = True
+        yield from _tell(messages, warning, refused="working-copy", bytes=size)
+        return True
+    books.tree_warned = False
+    plan = yield PlanCommit(books.committed_bytes)
+    if plan.refusal:
+        yield from _tell(messages, plan.refusal, refused="bounds", files=[p for p, _ in plan.too_large] or [p for p, _ in plan.sizes][:20])
+        return True
+    if not plan.stage:
+        if plan.notes:
+            yield from _tell(messages, plan.notes, refused="links")
+        return False
+    refused = yield Stage(plan)
+    if refused:
+        messages.append({"role": "user", "content": f"The platform {refused}"})
+        return True
+    yield MakeCommit(commits.commit_subject(content=content, finished=finished, plan=plan), seq, turn_no, plan)
+    books.committed_bytes += plan.bytes
+    if plan.notes:
+        yield from _tell(messages, plan.notes, refused="links", files=[p for p, _ in plan.outside_links])
+    return False
+
+
+def coding_turns(*, messages: list[dict], definitions: list[dict], turns: int,
+                 bounds: commits.Bounds) -> Generator[Any, Any, Answered | OutOfTurns | TreeStaysLarge]:
     """The coding loop: yields `Steer`, `AskModel`, `Said`, `CheckStop`, `CodingTool`, `RecordCall`,
-    `CommitTurn`, `Tell`; returns `Answered` (a plain reply's text, or the `finish` summary) or `OutOfTurns`.
+    `MeasureTree`, `PlanCommit`, `Stage`, `MakeCommit`, `Tell`; returns `Answered` (a plain reply's
+    text, or the `finish` summary), `OutOfTurns` or `TreeStaysLarge`.
 
     In: the opening `messages` (extended in place), the coding tools' `definitions` (offered every
-    turn) and the most `turns`. Each turn: steer; ask; record its text; no calls → the answer;
+    turn), the most `turns` and the run's commit `bounds` (`toolkit.commits`: over the working-copy
+    cap the model is told once and the turn not committed, still over at its next changing turn →
+    `TreeStaysLarge`; a file or push bound refused, a credential refused, a link out of the working
+    copy: the model is told which files and why). Each turn: steer; ask; record its text; no calls → the answer;
     else add the assistant turn and, per call, check the stop, run it (`finish` is not run: its
     result is "finished") and record it; a turn that called a writing tool is committed; a
     `finish` ends the run unless the commit held the turn's changes back (then the model is told).
     """
+    books = _Bookkeeping()
     for turn_no in range(1, turns + 1):
         yield Steer(messages, round_no=turn_no)
         reply: Reply = yield AskModel(messages, definitions, turn_no)
@@ -134,10 +218,12 @@ def coding_turns(*, messages: list[dict], definitions: list[dict], turns: int) -
             messages.append(tool_turn(getattr(call, "id", "") or "", result))
         held = False
         if wrote:
-            held = yield CommitTurn(content, finished, last_seq, turn_no, messages)
+            held = yield from _commit_turn(content=content, finished=finished, seq=last_seq, turn_no=turn_no, messages=messages,
+                                           bounds=bounds, books=books)
+            if isinstance(held, TreeStaysLarge):
+                return held
         if finished is not None and held:  # told so it can fix it: the run goes on
-            messages.append(platform_turn(commits.FINISH_HELD))
-            yield Tell(commits.FINISH_HELD, {"refused": "finish"})
+            yield from _tell(messages, commits.FINISH_HELD, refused="finish")
         elif finished is not None:
             return Answered(finished, reply)
     return OutOfTurns(turns)

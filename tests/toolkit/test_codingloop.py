@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 
 from toolkit import commits
-from toolkit.codingloop import (Answered, AskModel, CheckStop, CodingTool, CommitTurn, OutOfTurns, RecordCall, Reply, Said, Steer, Tell,
-                                coding_turns, platform_turn)
+from toolkit.codingloop import (Answered, AskModel, CheckStop, CodingTool, MakeCommit, OutOfTurns, PlanCommit, RecordCall, Reply, Said, Stage,
+                                Steer, Tell, TreeStaysLarge, coding_turns, platform_turn)
 from toolkit.toolloop import awaited_through, run_through
 
 TOOLS = [{"type": "function", "function": {"name": "write_file"}}, {"type": "function", "function": {"name": "finish"}}]
@@ -32,14 +32,17 @@ class Stopped(Exception):
 class ScriptedSide:
     """Answers the coding turns' operations from a script and writes down every one it was asked for."""
 
-    def __init__(self, replies, *, held=(), stop_after_calls=None):
+    def __init__(self, replies, *, plans=(), sizes=(), refusals=(), stop_after_calls=None):
         self.replies = list(replies)
-        self.held = list(held)  # per CommitTurn: whether the turn's changes were held back
+        self.plans = list(plans)  # per PlanCommit: the plan (default: stage "a", 10 bytes)
+        self.sizes = list(sizes)  # per MeasureTree: the working copy's bytes (default 1 KiB)
+        self.refusals = list(refusals)  # per Stage: the credential refusal (default none)
         self.stop_after_calls = stop_after_calls
         self.ops: list = []
         self.ran: list[str] = []
         self.recorded: list[tuple] = []
-        self.commits: list[CommitTurn] = []
+        self.commits: list[MakeCommit] = []
+        self.planned: list[int] = []
         self.steered: list[int] = []
 
     def perform(self, op):
@@ -68,12 +71,18 @@ class ScriptedSide:
         self.recorded.append((op.call.id, op.name, op.result, op.failed, op.turn_no))
         return 100 + len(self.recorded)
 
-    def on_CommitTurn(self, op: CommitTurn):
+    def on_MeasureTree(self, op):
+        return self.sizes.pop(0) if self.sizes else 1024
+
+    def on_PlanCommit(self, op: PlanCommit):
+        self.planned.append(op.pushed_bytes)
+        return self.plans.pop(0) if self.plans else commits.TurnPlan(stage=["a"], added=["a"], bytes=10)
+
+    def on_Stage(self, op: Stage):
+        return self.refusals.pop(0) if self.refusals else None
+
+    def on_MakeCommit(self, op: MakeCommit):
         self.commits.append(op)
-        held = self.held.pop(0) if self.held else False
-        if held:
-            op.messages.append(platform_turn("over the bounds"))
-        return held
 
     def kinds(self):
         return [type(op).__name__ for op in self.ops]
@@ -81,7 +90,7 @@ class ScriptedSide:
 
 def run(side, turns=4):
     messages = [{"role": "system", "content": "code"}, {"role": "user", "content": "do it"}]
-    return run_through(coding_turns(messages=messages, definitions=TOOLS, turns=turns), side.perform), messages
+    return run_through(coding_turns(messages=messages, definitions=TOOLS, turns=turns, bounds=commits.Bounds()), side.perform), messages
 
 
 def test_a_finish_call_ends_the_run_with_its_summary_recorded_not_run():
@@ -109,7 +118,7 @@ def test_a_turn_that_wrote_files_is_committed_with_its_text_and_last_seq():
     assert isinstance(end, Answered) and end.text == "all done"
     assert side.ran == ["c1", "c2"]
     [commit] = side.commits  # the finishing turn wrote nothing: one commit
-    assert (commit.content, commit.finished, commit.seq, commit.turn_no) == ("Add a", None, 102, 1)
+    assert (commit.subject, commit.seq, commit.turn_no) == ("Add a", 102, 1)  # the subject is the turn's words
     assert messages[2] == {"role": "assistant", "content": "Add a", "tool_calls": [
         {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}},
         {"id": "c2", "type": "function", "function": {"name": "write_file", "arguments": '{"path": "a"}'}}]}
@@ -125,16 +134,52 @@ def test_a_read_only_turn_is_not_committed():
     assert isinstance(end, Answered) and end.text == "done" and side.commits == []
 
 
-def test_a_finish_in_a_turn_held_back_is_told_and_the_run_goes_on():
+def test_a_finish_in_a_turn_held_back_by_a_bound_is_told_and_the_run_goes_on():
+    too_large = commits.TurnPlan(stage=["big"], added=["big"], too_large=[("big", 9 * commits.MIB)], bytes=9 * commits.MIB,
+                                 bounds=commits.Bounds(max_file_bytes=commits.MIB))
     side = ScriptedSide([reply("", call("c1", "write_file", '{"path": "big"}'), call("c2", "finish", '{"summary": "x"}')),
-                         reply("", call("c3", "finish", '{"summary": "fixed"}'))], held=[True])
+                         reply("", call("c3", "rm", '{}'), call("c4", "write_file", '{"path": "a"}'), call("c5", "finish", '{"summary": "fixed"}'))],
+                        plans=[too_large])
     end, messages = run(side)
     assert isinstance(end, Answered) and end.text == "fixed"
-    assert side.commits[0].finished == "x"
     tells = [op for op in side.ops if isinstance(op, Tell)]
-    assert tells == [Tell(commits.FINISH_HELD, {"refused": "finish"})]
-    assert messages[5:7] == [platform_turn("over the bounds"), platform_turn(commits.FINISH_HELD)]
-    assert side.steered == [1, 2]
+    assert tells == [Tell(too_large.refusal, {"refused": "bounds", "files": ["big"]}), Tell(commits.FINISH_HELD, {"refused": "finish"})]
+    assert messages[5:7] == [platform_turn(too_large.refusal), platform_turn(commits.FINISH_HELD)]
+    assert [c.subject for c in side.commits] == ["fixed"]  # only the second turn was committed, its subject the finish summary
+    assert side.steered == [1, 2] and side.planned == [0, 0]
+
+
+def test_a_commit_adds_its_bytes_to_what_the_next_turn_may_push():
+    side = ScriptedSide([reply("one", call("c1", "write_file", '{"path": "a"}')), reply("two", call("c2", "write_file", '{"path": "b"}')),
+                         reply("done")])
+    run(side)
+    assert side.planned == [0, 10] and [c.subject for c in side.commits] == ["one", "two"]
+
+
+def test_a_credential_refused_at_staging_is_told_and_nothing_is_committed():
+    side = ScriptedSide([reply("", call("c1", "write_file", '{"path": "a"}')), reply("ok")], refusals=["refused to commit: a key"])
+    end, messages = run(side)
+    assert isinstance(end, Answered) and side.commits == []
+    assert {"role": "user", "content": "The platform refused to commit: a key"} in messages
+
+
+def test_links_out_of_the_working_copy_are_told_after_the_commit():
+    plan = commits.TurnPlan(stage=["a"], added=["a"], outside_links=[("l", "/etc")], bytes=1)
+    side = ScriptedSide([reply("Add a", call("c1", "write_file", '{"path": "a"}')), reply("ok")], plans=[plan])
+    _, messages = run(side)
+    assert len(side.commits) == 1 and plan.notes
+    assert [op for op in side.ops if isinstance(op, Tell)] == [Tell(plan.notes, {"refused": "links", "files": ["l"]})]
+    assert platform_turn(plan.notes) in messages
+
+
+def test_a_tree_over_its_cap_is_told_once_then_ends_the_run():
+    bounds = commits.Bounds()
+    over = bounds.max_tree_bytes + 1
+    side = ScriptedSide([reply("", call(f"c{i}", "write_file", '{"path": "a"}')) for i in range(3)], sizes=[over, over])
+    end, messages = run(side)
+    assert isinstance(end, TreeStaysLarge) and end.reason == f"the working copy grew past {bounds.max_tree_bytes // commits.MIB} MiB and stayed there after the model was told"
+    assert side.commits == [] and side.planned == []
+    assert [op.extra for op in side.ops if isinstance(op, Tell)] == [{"refused": "working-copy", "bytes": over}]
 
 
 def test_a_stop_between_calls_ends_the_run_before_the_next_call():
@@ -163,5 +208,5 @@ def test_the_async_driver_runs_the_same_turns():
     async def perform(op):
         return side.perform(op)
 
-    end = asyncio.run(awaited_through(coding_turns(messages=[], definitions=TOOLS, turns=2), perform))
+    end = asyncio.run(awaited_through(coding_turns(messages=[], definitions=TOOLS, turns=2, bounds=commits.Bounds()), perform))
     assert isinstance(end, Answered) and end.text == "ok" and side.ran == ["c1"] and len(side.commits) == 1

@@ -235,3 +235,5 @@ def test_both_coding_sides_drive_the_one_coding_loop_and_keep_no_turns_of_their_
     assert loops == []
     names = {node.id for node in ast.walk(body) if isinstance(node, ast.Name)}
     assert not names & {"FINISH", "WRITING_TOOLS", "assistant_turn", "tool_turn", "parsed_arguments"}
+    attributes = {node.attr for node in ast.walk(body) if isinstance(node, ast.Attribute)}
+    assert not attributes & {"tree_warning", "commit_subject", "FINISH_HELD"}  # what is committed and told is the shared loop's
