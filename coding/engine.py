@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -47,11 +48,12 @@ from coding.routing import coding_bounds
 from coding.remotes import RepoScheme, check_reachable, credential_value
 from coding.sandbox import default_limits
 from toolkit import commits
-from toolkit.coding import FINISH, WRITING_TOOLS, ToolBox, tool_definitions
+from toolkit.coding import ToolBox, tool_definitions
+from toolkit.codingloop import CodingTool, MakeCommit, MeasureTree, PlanCommit, RecordCall, Stage, Tell, coding_turns
 from toolkit.events import coding_call_payload, commit_payload, stopped_command
 from toolkit.sandbox import CommandCancelled, SandboxBackend
 from toolkit.stopping import StopSignal, run_stoppable
-from toolkit.toolloop import parsed_arguments
+from toolkit.toolloop import Answered, AskModel, CheckStop, Reply, Said, Steer, run_through
 
 logger = logging.getLogger(__name__)
 
@@ -157,8 +159,6 @@ class CodingLoop(RunLoop):
         self.start_sha = ""
         self.author = run.agent_name or "agent"
         self.bounds = coding_bounds()
-        self.committed_bytes = 0
-        self._tree_warned = False
         self.stop = StopSignal()
         watch_stop(self.session, self.stop)
 
@@ -215,63 +215,34 @@ class CodingLoop(RunLoop):
                   branch=self.coding.branch, base=start, baseCommit=self.start_sha)
 
     # -- commits ---------------------------------------------------------------------------
-    def _tell(self, messages: list[dict], text: str, **extra) -> None:
-        """Tell the model `text` as a user turn of the platform and record it as a `log` event."""
-        self._log(text, **extra)
-        messages.append({"role": ChatRole.USER, "content": f"[platform] {text}"})
+    def _stage(self, plan: commits.TurnPlan) -> str | None:
+        """Stage the turn's planned files; return None, or why they may not be committed (a credential the
+        scanner found in the staged diff: they are unstaged and the reason logged with the findings)."""
+        findings = _diff_findings(self.git.stage(plan.stage))
+        if not findings:
+            return None
+        self.git.unstage()
+        first = findings[0]
+        reason = (f"refused to commit: the changes hold {len(findings)} credential(s) "
+                  f"({first.rule}, {first.preview}). Remove them (reference secrets by name, e.g. an environment variable); "
+                  "nothing was committed.")
+        self._log(reason, findings=[f.as_dict() for f in findings])
+        return reason
 
-    def _commit_turn(self, *, content: str, finished: str | None, turn: int | None, messages: list[dict]) -> bool:
-        """Commit what the turn changed within the run's bounds (`toolkit.commits`); tell the model what was not.
-
-        Over the working-copy cap: the model is told once and the turn not committed; still over
-        at its next changing turn → `RunEnded`. A file or push bound refused, a credential found
-        by the scanner, a link out of the working copy: the model is told which files and why.
-        Returns True when the turn's changes were held back whole (cap, bound, credential): a
-        `finish` in that turn is then not the end (`commits.FINISH_HELD`).
-        """
-        size = commits.tree_bytes(self.workspace.work)
-        warning = commits.tree_warning(size, self.bounds)
-        if warning:
-            if self._tree_warned:
-                raise RunEnded(f"the working copy grew past {settings.AGENTS_CODING_MAX_REPO_MB} MiB and stayed there after the model was told")
-            self._tree_warned = True
-            self._tell(messages, warning, refused="working-copy", bytes=size)
-            return True
-        self._tree_warned = False
-        plan = commits.plan_turn(self.git.status(), self.workspace.work, bounds=self.bounds, pushed_bytes=self.committed_bytes)
-        if plan.refusal:
-            self._tell(messages, plan.refusal, refused="bounds", files=[p for p, _ in plan.too_large] or [p for p, _ in plan.sizes][:20])
-            return True
-        if not plan.stage:
-            if plan.notes:
-                self._tell(messages, plan.notes, refused="links")
-            return False
-        diff = self.git.stage(plan.stage)
-        findings = _diff_findings(diff)
-        if findings:
-            self.git.unstage()
-            first = findings[0]
-            reason = (f"refused to commit: the changes hold {len(findings)} credential(s) "
-                      f"({first.rule}, {first.preview}). Remove them (reference secrets by name, e.g. an environment variable); "
-                      "nothing was committed.")
-            self._log(reason, findings=[f.as_dict() for f in findings])
-            messages.append({"role": ChatRole.USER, "content": f"The platform {reason}"})
-            return True
-        subject = commits.commit_subject(content=content, finished=finished, plan=plan)
+    def _make_commit(self, op: MakeCommit) -> None:
+        """Commit the staged changes as `op.subject` with the trailers (turn: the seq of the turn's last
+        tool-call event, else a log event's) and record the `commit` event."""
+        turn = op.seq
         if turn is None:
             turn = self._append(EventKind.LOG, {"text": "commit of changes made outside a recorded turn", "runId": self.run.id}) or 1
-        message = f"{subject}\n\nAgents-Session: {self.session.session_id}\nAgents-Turn: {turn}\n"
+        message = f"{op.subject}\n\nAgents-Session: {self.session.session_id}\nAgents-Turn: {turn}\n"
         parent = self.git.head()
         sha = self.git.commit(message=message, author_name=self.author, author_email=f"{self.author}@agents.invalid")
         stat = self.git.diffstat(parent, sha)
-        commit = Commit(sha=sha, subject=subject, turn=turn, diffstat=stat, patch=self.git.patch(sha))
+        commit = Commit(sha=sha, subject=op.subject, turn=turn, diffstat=stat, patch=self.git.patch(sha))
         self.outcome.commits.append(commit)
-        self.committed_bytes += plan.bytes
-        self._append(EventKind.COMMIT, commit_payload(subject=subject, sha=sha, diffstat=stat, turn=turn, branch=self.coding.branch,
+        self._append(EventKind.COMMIT, commit_payload(subject=op.subject, sha=sha, diffstat=stat, turn=turn, branch=self.coding.branch,
                                                       patch=commit.patch, run_id=self.run.id))
-        if plan.notes:
-            self._tell(messages, plan.notes, refused="links", files=[p for p, _ in plan.outside_links])
-        return False
 
     # -- the loop -------------------------------------------------------------------------------
     def _messages(self) -> list[dict]:
@@ -281,79 +252,84 @@ class CodingLoop(RunLoop):
         return [{"role": ChatRole.SYSTEM, "content": system}, {"role": ChatRole.USER, "content": self.text}]
 
     def _loop(self) -> None:
+        """Prepare the working copy, then drive the shared coding turns (`toolkit.codingloop.coding_turns`)
+        with this server's effects (`_coding_op`); each turn runs in its own step span."""
         self._prepare()
-        toolbox = ToolBox(root=self.workspace.work, sandbox=self.sandbox, limits=default_limits(),
-                          seconds_left=lambda: max(self.deadline - time.monotonic(), 0.1) if self.deadline != math.inf else 3600.0)
-        definitions = tool_definitions()
+        self._toolbox = ToolBox(root=self.workspace.work, sandbox=self.sandbox, limits=default_limits(),
+                                seconds_left=lambda: max(self.deadline - time.monotonic(), 0.1) if self.deadline != math.inf else 3600.0)
+        self._models = models_for(self.outcome.model)
         messages = self._messages()
-        models = models_for(self.outcome.model)
         self._append(EventKind.MESSAGE, {"role": ChatRole.USER, "text": clip(self.text), "runId": self.run.id})
-        turns = max(settings.AGENTS_CODING_MAX_TURNS, 1)
-        for turn_no in range(1, turns + 1):
-            with tracing.tracer().start_as_current_span(tracing.SPAN_STEP, attributes={tracing.ATTR_ROUND: turn_no, tracing.ATTR_RUN_ID: self.run.id}):
-                self.steer(messages)
-                if time.monotonic() >= self.deadline:
-                    raise RunEnded("the run ran out of time")
-                try:
-                    answered = complete(models=models, messages=messages, tools=definitions, timeout=self._seconds_left, on_retry=self._on_retry,
-                                        generation={"run_id": self.run.id}, stop=self.stop)
-                except CompletionStopped as exc:
-                    self.outcome.attempts += exc.attempts
-                    self.outcome.model = exc.model
-                    raise self._stopped() from exc
-                except CompletionFailed as exc:
-                    self.outcome.attempts += exc.attempts
-                    self.outcome.model = exc.model
-                    raise RunEnded(exc.reason) from exc
-                self.outcome.attempts += answered.attempts
-                self.outcome.model = answered.model
-                if answered.failed_over:
-                    models = models[models.index(answered.model):]
-                self._add_usage(answered.completion)
-                message = answered.completion.choices[0].message
-                content = valid_text(message.content) if message.content is not None else ""
-                calls = list(message.tool_calls or [])
-                if content:
-                    self._append(EventKind.MESSAGE, {"role": ChatRole.ASSISTANT, "text": clip(content), "model": answered.model, "runId": self.run.id})
-                if not calls:  # a plain answer ends the run like finish; no tool ran, so nothing changed
-                    self.outcome.summary = content
-                    return
-                messages.append({"role": ChatRole.ASSISTANT, "content": content or "",  # "" not null: strict gateways (llama-cpp-python) refuse null
-                                 "tool_calls": [call.model_dump(mode="json", exclude_none=True) for call in calls]})
-                described: list[tuple[str, dict]] = []
-                last_seq = None
-                finished = None
-                for call in calls:
-                    name = getattr(call.function, "name", "") or ""
-                    raw = getattr(call.function, "arguments", "") or ""
-                    arguments = parsed_arguments(raw)
-                    if name == FINISH:
-                        summary = arguments.get("summary")
-                        finished = summary if isinstance(summary, str) else ""
-                        result, failed = "finished", False
-                    else:
-                        if self.stop.is_set():
-                            raise self._stopped()
-                        with tracing.tracer().start_as_current_span(tracing.SPAN_TOOL, attributes={tracing.ATTR_TOOL_NAME: name}) as tool_span:
-                            result, failed = self._call_tool(toolbox, name, raw, arguments)  # the span's duration is the sandbox command's
-                            tool_span.set_attribute(tracing.ATTR_TOOL_FAILED, bool(failed))
-                        described.append((name, arguments))
-                    result = valid_text(result)
-                    self.outcome.tool_calls += 1
-                    seq = self._append(EventKind.TOOL_CALL, coding_call_payload(name=name, raw_arguments=raw, result=result, failed=failed,
-                                                                                turn_no=turn_no, run_id=self.run.id))
-                    last_seq = seq if seq is not None else last_seq
-                    messages.append({"role": ChatRole.TOOL, "tool_call_id": getattr(call, "id", ""), "content": result})
-                held = False
-                if any(name in WRITING_TOOLS for name, _ in described):  # read-only turns cannot change the tree
-                    with tracing.tracer().start_as_current_span(tracing.SPAN_TOOL, attributes={tracing.ATTR_TOOL_NAME: SPAN_COMMIT}):
-                        held = self._commit_turn(content=content, finished=finished, turn=last_seq, messages=messages)
-                if finished is not None and held:  # told so it can fix it: the run goes on
-                    self._tell(messages, commits.FINISH_HELD, refused="finish")
-                elif finished is not None:
-                    self.outcome.summary = finished
-                    return
-        raise RunEnded(f"the run took {turns} turns without calling finish")
+        with ExitStack() as self._turn_span:
+            end = run_through(coding_turns(messages=messages, definitions=tool_definitions(), turns=max(settings.AGENTS_CODING_MAX_TURNS, 1),
+                                           bounds=self.bounds), self._coding_op)
+        if not isinstance(end, Answered):  # out of turns, or the tree stayed over its cap
+            raise RunEnded(end.reason)
+        self.outcome.summary = end.text
+
+    def _coding_op(self, op):
+        """Perform one operation of the coding turns on the server (see `toolkit.codingloop`); return its result."""
+        if isinstance(op, Steer):  # a turn begins: its step span, then steering and the deadline
+            self._turn_span.close()
+            self._turn_span.enter_context(tracing.tracer().start_as_current_span(
+                tracing.SPAN_STEP, attributes={tracing.ATTR_ROUND: op.round_no, tracing.ATTR_RUN_ID: self.run.id}))
+            self.steer(op.messages)
+            if time.monotonic() >= self.deadline:
+                raise RunEnded("the run ran out of time")
+            return None
+        if isinstance(op, AskModel):
+            return self._ask_model(op)
+        if isinstance(op, Said):
+            self._append(EventKind.MESSAGE, {"role": ChatRole.ASSISTANT, "text": clip(op.text), "model": op.model, "runId": self.run.id})
+            return None
+        if isinstance(op, CheckStop):
+            return self.check_stop()
+        if isinstance(op, CodingTool):
+            with tracing.tracer().start_as_current_span(tracing.SPAN_TOOL, attributes={tracing.ATTR_TOOL_NAME: op.name}) as tool_span:
+                result, failed = self._call_tool(self._toolbox, op.name, op.raw, op.arguments)  # the span's duration is the sandbox command's
+                tool_span.set_attribute(tracing.ATTR_TOOL_FAILED, bool(failed))
+            return result, failed
+        if isinstance(op, RecordCall):
+            self.outcome.tool_calls += 1
+            return self._append(EventKind.TOOL_CALL, coding_call_payload(name=op.name, raw_arguments=op.raw, result=op.result, failed=op.failed,
+                                                                         turn_no=op.turn_no, run_id=self.run.id))
+        if isinstance(op, MeasureTree):  # a turn's commit begins: its span lasts until the next turn
+            self._turn_span.enter_context(tracing.tracer().start_as_current_span(tracing.SPAN_TOOL, attributes={tracing.ATTR_TOOL_NAME: SPAN_COMMIT}))
+            return commits.tree_bytes(self.workspace.work)
+        if isinstance(op, PlanCommit):
+            return commits.plan_turn(self.git.status(), self.workspace.work, bounds=self.bounds, pushed_bytes=op.pushed_bytes)
+        if isinstance(op, Stage):
+            return self._stage(op.plan)
+        if isinstance(op, MakeCommit):
+            return self._make_commit(op)
+        if isinstance(op, Tell):
+            self._log(op.text, **op.extra)
+            return None
+        raise TypeError(f"the coding turns asked for {op!r}")
+
+    def _ask_model(self, op: AskModel) -> Reply:
+        """Ask the model for turn `op.round_no` (retries and failover as every run); return its `Reply`
+        (content valid text, "" when none). A stop during the call → `RunStopped`; a failure → `RunEnded`."""
+        try:
+            answered = complete(models=self._models, messages=op.messages, tools=op.offer, timeout=self._seconds_left, on_retry=self._on_retry,
+                                generation={"run_id": self.run.id}, stop=self.stop)
+        except CompletionStopped as exc:
+            self.outcome.attempts += exc.attempts
+            self.outcome.model = exc.model
+            raise self._stopped() from exc
+        except CompletionFailed as exc:
+            self.outcome.attempts += exc.attempts
+            self.outcome.model = exc.model
+            raise RunEnded(exc.reason) from exc
+        self.outcome.attempts += answered.attempts
+        self.outcome.model = answered.model
+        if answered.failed_over:
+            self._models = self._models[self._models.index(answered.model):]
+        self._add_usage(answered.completion)
+        message = answered.completion.choices[0].message
+        calls = list(message.tool_calls or [])
+        return Reply(valid_text(message.content) if message.content is not None else "", calls,
+                     [call.model_dump(mode="json", exclude_none=True) for call in calls], answered.model)
 
     def _call_tool(self, toolbox: ToolBox, name: str, raw: str, arguments: dict) -> tuple[str, bool]:
         """Run one coding tool; a stop kills a running command's process tree (issue 25).

@@ -36,10 +36,11 @@ from pathlib import Path
 
 from runner.execute import OK, Execution, RoutedRun, RunEnded, RunStopped
 from toolkit import commits
-from toolkit.coding import FINISH, WRITING_TOOLS, ToolBox, tool_definitions
-from toolkit.events import clip, coding_call_payload, commit_payload, valid_text
+from toolkit.coding import ToolBox, tool_definitions
+from toolkit.codingloop import Answered, CodingTool, MakeCommit, MeasureTree, PlanCommit, RecordCall, Stage, Tell, coding_turns
+from toolkit.events import clip, coding_call_payload, commit_payload
 from toolkit.sandbox import CommandCancelled, Limits, SandboxBackend, Unavailable
-from toolkit.toolloop import assistant_turn, parsed_arguments, tool_turn
+from toolkit.toolloop import awaited_through
 
 logger = logging.getLogger(__name__)
 
@@ -125,41 +126,21 @@ class CodingExecution(Execution):
         self.pushed = False
         self.commits: list[dict] = []
         self.bounds = commits.Bounds.from_wire(body.get("limits"))
-        self.committed_bytes = 0
-        self.tree_warned = False
+        self.toolbox: ToolBox | None = None
 
     async def _git(self, *args: str, **kwargs) -> str:
         return await asyncio.to_thread(self.git.run, *args, **kwargs)
 
-    async def _tell(self, messages: list[dict], text: str, **extra) -> None:
-        await self.event("log", {"text": text, **extra})
-        messages.append({"role": "user", "content": f"[platform] {text}"})
-
-    async def _commit(self, *, content: str, finished: str | None, turn: int, messages: list[dict]) -> bool:
-        """Commit the turn within the claim's bounds (`toolkit.commits`, as on the server); tell the model what was not.
-
-        Returns True when the turn's changes were held back whole (a `finish` in it is then not the end)."""
-        size = await asyncio.to_thread(commits.tree_bytes, self.git.work)
-        warning = commits.tree_warning(size, self.bounds)
-        if warning:
-            if self.tree_warned:
-                raise RunEnded(f"the working copy grew past {self.bounds.max_tree_bytes // commits.MIB} MiB and stayed there after the model was told")
-            self.tree_warned = True
-            await self._tell(messages, warning, refused="working-copy", bytes=size)
-            return True
-        self.tree_warned = False
-        plan = commits.plan_turn(await self._git(*commits.STATUS_ARGS), self.git.work, bounds=self.bounds, pushed_bytes=self.committed_bytes)
-        if plan.refusal:
-            await self._tell(messages, plan.refusal, refused="bounds", files=[p for p, _ in plan.too_large] or [p for p, _ in plan.sizes][:20])
-            return True
-        if not plan.stage:
-            if plan.notes:
-                await self._tell(messages, plan.notes, refused="links")
-            return False
+    async def _stage(self, plan: commits.TurnPlan) -> None:
+        """Stage the turn's planned files (in chunks the command line holds)."""
         for chunk in commits.chunks(plan.stage):
             await self._git(*commits.stage_args(chunk))
-        subject = commits.commit_subject(content=content, finished=finished, plan=plan)
-        message = f"{subject}\n\nAgents-Session: {self.claim.session_id}\nAgents-Turn: {turn}\n"
+
+    async def _make_commit(self, op: MakeCommit) -> None:
+        """Commit the staged changes as `op.subject` with the trailers (turn: the seq of the turn's last
+        tool-call event, else its number) and post the `commit` event at once."""
+        turn = op.seq or op.turn_no
+        message = f"{op.subject}\n\nAgents-Session: {self.claim.session_id}\nAgents-Turn: {turn}\n"
         author = {"GIT_AUTHOR_NAME": "coding-dev", "GIT_AUTHOR_EMAIL": "coding-dev@agents.invalid",
                   "GIT_COMMITTER_NAME": "coding-dev", "GIT_COMMITTER_EMAIL": "coding-dev@agents.invalid"}
         parent = await asyncio.to_thread(self.git.head)
@@ -167,15 +148,11 @@ class CodingExecution(Execution):
         sha = await asyncio.to_thread(self.git.head)
         stat = (await self._git("diff", "--stat", "--no-ext-diff", "--no-textconv", parent, sha)).rstrip()
         patch = await self._git("show", "--format=", "--no-ext-diff", "--no-textconv", "--no-color", sha)
-        self.committed_bytes += plan.bytes
-        commit = {"sha": sha, "subject": subject, "turn": turn, "diffstat": stat}
+        commit = {"sha": sha, "subject": op.subject, "turn": turn, "diffstat": stat}
         self.commits.append(commit)
-        await self.event("commit", commit_payload(subject=subject, sha=sha, diffstat=stat, turn=turn, branch=self.claim.branch, patch=patch,
+        await self.event("commit", commit_payload(subject=op.subject, sha=sha, diffstat=stat, turn=turn, branch=self.claim.branch, patch=patch,
                                                   run_id=self.claim.run_id))
         await self.flush()  # each commit reaches the session as it is made
-        if plan.notes:
-            await self._tell(messages, plan.notes, refused="links", files=[p for p, _ in plan.outside_links])
-        return False
 
     async def _loop(self) -> None:
         root = Path(tempfile.mkdtemp(prefix="agents-coding-", dir=self.work_dir))
@@ -223,50 +200,41 @@ class CodingExecution(Execution):
             shutil.rmtree(root, ignore_errors=True)
 
     async def _turns(self) -> None:
-        limits = Limits(timeout_seconds=120)
-        toolbox = ToolBox(root=self.git.work, sandbox=self.sandbox or Unavailable(NO_SANDBOX), limits=limits,
-                          seconds_left=lambda: max(self.deadline - time.monotonic(), 0.1))
+        """Drive the shared coding turns (`toolkit.codingloop.coding_turns`) with this machine's effects (`_perform`)."""
+        self.toolbox = ToolBox(root=self.git.work, sandbox=self.sandbox or Unavailable(NO_SANDBOX), limits=Limits(timeout_seconds=120),
+                               seconds_left=lambda: max(self.deadline - time.monotonic(), 0.1))
         messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": self.claim.prompt}]
         await self.event("message", {"role": "user", "text": clip(self.claim.prompt)})
-        for turn_no in range(1, MAX_TURNS + 1):
-            await self._steer(messages)
-            message = await self._answer(messages, tool_definitions())
-            content = valid_text(message.content) if message.content is not None else ""
-            calls = list(message.tool_calls or [])
-            if content:
-                await self.event("message", {"role": "assistant", "text": clip(content), "model": self.outcome.model})
-            if not calls:
-                self.outcome.output = content
-                return
-            messages.append(assistant_turn(content, [call.model_dump(mode="json", exclude_none=True) for call in calls]))
-            finished, wrote, last_seq = None, False, None
-            for call in calls:
-                self._check_stop()
-                name, raw = call.function.name or "", call.function.arguments or ""
-                arguments = parsed_arguments(raw)
-                if name == FINISH:
-                    finished = arguments.get("summary") if isinstance(arguments.get("summary"), str) else ""
-                    result, failed = "finished", False
-                else:
-                    await self.flush()  # the turn's message lands before a stop can kill its command (issue 25: nothing after the stop)
-                    result, failed = await self._watched(self._acall(toolbox, name, raw))
-                    wrote = wrote or name in WRITING_TOOLS
-                self.outcome.tool_calls += 1
-                await self.flush()  # the turn's queued events (its message) land before its tool call, as on the server
-                stored = await self.server.append_event(session_id=self.claim.session_id, kind="tool-call", payload=coding_call_payload(
-                    name=name, raw_arguments=raw, result=valid_text(result), failed=failed, turn_no=turn_no, run_id=self.claim.run_id))
-                if stored and isinstance(stored.get("seq"), int):
-                    last_seq = stored["seq"]
-                messages.append(tool_turn(call.id, valid_text(result)))
-            held = False
-            if wrote:
-                held = await self._commit(content=content, finished=finished, turn=last_seq or turn_no, messages=messages)
-            if finished is not None and held:  # told so it can fix it: the run goes on, as on the server
-                await self._tell(messages, commits.FINISH_HELD, refused="finish")
-            elif finished is not None:
-                self.outcome.output = finished
-                return
-        raise RunEnded(f"the run took {MAX_TURNS} turns without calling finish")
+        end = await awaited_through(coding_turns(messages=messages, definitions=tool_definitions(), turns=MAX_TURNS, bounds=self.bounds),
+                                    self._perform)
+        if not isinstance(end, Answered):  # out of turns, or the tree stayed over its cap
+            raise RunEnded(end.reason)
+        self.outcome.output = end.text
+
+    async def _perform(self, op):
+        """Perform one operation of the coding turns on this machine (see `toolkit.codingloop`); steering,
+        the model call, its text and the stop check are the tool loop's (`Execution._perform`)."""
+        if isinstance(op, CodingTool):
+            await self.flush()  # the turn's message lands before a stop can kill its command (issue 25: nothing after the stop)
+            return await self._watched(self._acall(self.toolbox, op.name, op.raw))
+        if isinstance(op, RecordCall):
+            self.outcome.tool_calls += 1
+            await self.flush()  # the turn's queued events (its message) land before its tool call, as on the server
+            stored = await self.server.append_event(session_id=self.claim.session_id, kind="tool-call", payload=coding_call_payload(
+                name=op.name, raw_arguments=op.raw, result=op.result, failed=op.failed, turn_no=op.turn_no, run_id=self.claim.run_id))
+            return stored["seq"] if stored and isinstance(stored.get("seq"), int) else None
+        if isinstance(op, MeasureTree):
+            return await asyncio.to_thread(commits.tree_bytes, self.git.work)
+        if isinstance(op, PlanCommit):
+            return commits.plan_turn(await self._git(*commits.STATUS_ARGS), self.git.work, bounds=self.bounds, pushed_bytes=op.pushed_bytes)
+        if isinstance(op, Stage):
+            return await self._stage(op.plan)
+        if isinstance(op, MakeCommit):
+            return await self._make_commit(op)
+        if isinstance(op, Tell):
+            await self.event("log", {"text": op.text, **op.extra})
+            return None
+        return await super()._perform(op)
 
     async def _push_branch(self) -> None:
         """Push the run's branch when it has commits (sets `pushed`); raise `RunEnded` when refused."""

@@ -8,7 +8,7 @@ asks for tools after its last round. The algorithm is `tool_loop`, once: a gener
 yields plain operations (steer, ask the model, record a turn, check the stop, run or refuse a
 tool call) and is sent back their results; each side performs them with its own effects (the
 server's streaming, masking and tracing inside its run steps; the machine's async gateway
-client and HTTP event posts) and `steps_through` / `awaited_through` drive it.
+client and HTTP event posts) and `steps_through` / `awaited_through` (and `run_through`) drive it.
 
 Roles are the OpenAI chat roles (`agents_site.vocabulary.ChatRole` on the server; this package
 imports nothing of it, and tests/runner/test_vocabulary_words.py ties these words to it).
@@ -111,11 +111,12 @@ NESTED_NOT_APPROVED = ("The tool call was not executed: it needs a person's appr
 class Steer:
     """Apply the steering commands delivered so far (stop, pause/resume, message); user turns go
     onto `messages`. Sent back: True when turns were added. `after_answer`: the steer that follows
-    a final answer (a `message` then continues the run). The side raises to end the run (a stop,
-    a pause that lasted too long, the deadline)."""
+    a final answer (a `message` then continues the run); `round_no` the round (turn) it opens, 0
+    when not told. The side raises to end the run (a stop, a pause that lasted too long, the deadline)."""
 
     messages: list[dict]
     after_answer: bool = False
+    round_no: int = 0
 
 
 @dataclass
@@ -291,6 +292,16 @@ def steps_through(loop: Generator, perform: Callable[[Any], Generator]) -> Gener
         op, end = _advance(loop, None)
         while op is not _END:
             op, end = _advance(loop, (yield from perform(op)))
+        return end
+
+
+def run_through(loop: Generator, perform: Callable[[Any], Any]) -> Any:
+    """Drive `loop` from plain code: `perform(op)` is the op's result; return the loop's end.
+    What `perform` raises ends the loop (it is closed) and propagates."""
+    with closing(loop):
+        op, end = _advance(loop, None)
+        while op is not _END:
+            op, end = _advance(loop, perform(op))
         return end
 
 

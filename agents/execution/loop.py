@@ -253,6 +253,11 @@ class RunLoop:
         actor = command.get("actor") or self.session.actor_of(command.get("seq")) or "the control plane"
         return RunStopped(stop_reason(f"stopped by {actor}", command.get("message")))
 
+    def check_stop(self) -> None:
+        """Raise the run's `RunStopped` (`_stopped`) when its stop signal is set; else return."""
+        if self.stop.is_set():
+            raise self._stopped()
+
     def _hold_status(self, held: bool) -> None:
         if held != self._held:
             self._held = held
@@ -464,9 +469,7 @@ class RunLoop:
                 self.session.append(EventKind.MESSAGE, {"role": ChatRole.ASSISTANT, "text": clip(op.text), "model": op.model, "runId": self.run.id})
             return None
         if isinstance(op, CheckStop):
-            if self.stop.is_set():
-                raise self._stopped()
-            return None
+            return self.check_stop()
         if isinstance(op, RunTool):
             return (yield from self._run_tool(op.call, self._by_wire, op.round_no))
         if isinstance(op, RefuseTool):  # an agent called as a tool cannot wait: the call is not executed

@@ -220,3 +220,20 @@ def test_both_sides_drive_the_one_loop_and_keep_no_rounds_of_their_own(path, cls
     assert "tool_loop" in called and "offered_tools" not in called
     loops = [node for node in ast.walk(body) if isinstance(node, ast.For) and "round" in ast.unparse(node.target)]
     assert loops == []
+
+
+@pytest.mark.parametrize("path, cls", [("coding/engine.py", "CodingLoop"), ("runner/coding.py", "CodingExecution")])
+def test_both_coding_sides_drive_the_one_coding_loop_and_keep_no_turns_of_their_own(path, cls):
+    """The server's CodingLoop and the machine's CodingExecution call `coding_turns`; neither loops
+    over turns or over a turn's tool calls itself, nor decides what `finish` means."""
+    tree = ast.parse((Path(__file__).resolve().parents[2] / path).read_text())
+    body = next(node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == cls)
+    called = {node.func.id for node in ast.walk(body) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    assert "coding_turns" in called
+    loops = [ast.unparse(node.target) for node in ast.walk(body) if isinstance(node, (ast.For, ast.AsyncFor, ast.While))
+             and any(word in ast.unparse(node.target if isinstance(node, (ast.For, ast.AsyncFor)) else node.test) for word in ("turn", "round", "call"))]
+    assert loops == []
+    names = {node.id for node in ast.walk(body) if isinstance(node, ast.Name)}
+    assert not names & {"FINISH", "WRITING_TOOLS", "assistant_turn", "tool_turn", "parsed_arguments"}
+    attributes = {node.attr for node in ast.walk(body) if isinstance(node, ast.Attribute)}
+    assert not attributes & {"tree_warning", "commit_subject", "FINISH_HELD"}  # what is committed and told is the shared loop's
