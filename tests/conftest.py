@@ -102,9 +102,20 @@ def _postgres_pass_cleanup():
     from psycopg import sql
 
     def drop(conn, prefix: str) -> None:
+        # Each DROP DATABASE waits for a checkpoint: one at a time, a pass's ~500 databases took
+        # 13 min beside a CPU hog (0.8 a second). Dropped 8 at a time, the checkpoints they ask
+        # for are shared.
+        from concurrent.futures import ThreadPoolExecutor
+
         names = [r[0] for r in conn.execute("SELECT datname FROM pg_database WHERE starts_with(datname, %s)", (prefix,))]
-        for name in names:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+        def drop_some(batch: list[str]) -> None:
+            with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as own:
+                for name in batch:
+                    own.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(drop_some, [names[i::8] for i in range(8)]))
 
     def alive(pid: int) -> bool:
         try:
