@@ -75,12 +75,8 @@ class QCluster:
 
 
 def wait_for(predicate, *, timeout: float, interval: float = 0.1, message: str = "condition"):
-    """Poll `predicate()` until it returns a truthy value (returned) or raise after `timeout` s."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {message}")
-        time.sleep(interval)
+    """Poll `predicate()` until it returns a truthy value (returned) or raise after `timeout` s
+    (`tests.support.waiting.wait_until` with the cluster tests' 0.1 s interval)."""
+    from tests.support.waiting import wait_until
+
+    return wait_until(predicate, timeout=timeout, interval=interval, what=message)
