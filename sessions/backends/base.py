@@ -227,5 +227,13 @@ class Bus(ABC):
     def send(self, name: str, message: dict, *, timeout: float = 5.0) -> None:
         """Deliver `message` to mailbox `name`; raise `BusError` when it cannot be delivered."""
 
+    def flush(self, timeout: float = 2.0) -> bool:
+        """Wait up to `timeout` seconds for every frame published so far to leave this process.
+
+        Returns True once nothing published is still waiting to be sent (at once for a backend
+        that delivers as it publishes), False if `timeout` passed first. Never raises.
+        """
+        return True
+
     def close(self) -> None:
         """Release the backend's resources (threads, connections). The bus is unusable after."""

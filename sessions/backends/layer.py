@@ -13,15 +13,19 @@ subscriber, and a stuck subscriber only ever fills its own buffer.
 
 `publish` puts the frame on an in-process outbox that one sender task drains in order; it
 never waits for the layer. A frame the layer cannot take is logged and lost to the live feed
-only — the store stays the source of truth and the stream catches up from it.
+only — the store stays the source of truth and the stream catches up from it. A process that
+exits flushes its outbox first (`flush`, at exit, ≤ `EXIT_FLUSH_SECONDS`): the last frames a
+writer published reach the streams live, not at their next store catch-up 5 s later.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import contextlib
 import logging
+import os
 import threading
 from dataclasses import dataclass, field
 
@@ -36,6 +40,7 @@ CHANNEL_PREFIX = "agents"  # one prefix: channels-redis serves all of an instanc
 OUTBOX_LIMIT = 10_000  # frames waiting for the layer before publish starts dropping (logged)
 JOIN_TIMEOUT_SECONDS = 5.0
 RETRY_SECONDS = 1.0
+EXIT_FLUSH_SECONDS = 2.0  # how long an exiting process waits for its outbox to reach the layer
 
 
 def group_name(org: str) -> str:
@@ -117,6 +122,8 @@ class ChannelLayerBus(Bus):
         self._relays: dict[str, _Relay] = {}
         self._runner = _LoopThread("agents-session-bus")
         self._runner.submit(self._start()).result(timeout=10)
+        self._pid = os.getpid()
+        atexit.register(self._flush_at_exit)
 
     async def _start(self) -> None:
         from channels.layers import InMemoryChannelLayer
@@ -145,6 +152,24 @@ class ChannelLayerBus(Bus):
                 await self.layer.group_send(group, message)
             except Exception:
                 logger.warning("session bus: group_send to %s failed", group, exc_info=True)
+            finally:
+                self._outbox.task_done()
+
+    def flush(self, timeout: float = 2.0) -> bool:
+        """Wait up to `timeout` s until the outbox is empty and its last frame sent; see `Bus.flush`."""
+        if self._runner.on_loop() or not self._runner.loop.is_running():
+            return False
+        future = self._runner.submit(self._outbox.join())
+        try:
+            future.result(timeout=timeout)
+            return True
+        except Exception:  # timed out (the layer is slow or gone), or the loop stopped
+            future.cancel()
+            return False
+
+    def _flush_at_exit(self) -> None:
+        if os.getpid() == self._pid:  # a forked child's copy owns no loop thread
+            self.flush(EXIT_FLUSH_SECONDS)
 
     # --- subscribing -------------------------------------------------------------------
 
@@ -267,6 +292,7 @@ class ChannelLayerBus(Bus):
 
     def close(self) -> None:
         """Cancel the relays and the sender, close the layer's connections, stop the loop."""
+        atexit.unregister(self._flush_at_exit)
         with contextlib.suppress(Exception):
             self._runner.submit(self._shutdown()).result(timeout=5)
         self._runner.stop()

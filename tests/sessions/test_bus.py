@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 import uuid
 
@@ -13,6 +14,7 @@ from sessions import services
 from sessions.backends.base import BusError, SubscriberDropped
 from sessions.bus import get_bus
 from sessions.models import Event
+from tests.support.live import ROOT, server_env
 from tests.support.waiting import until
 
 
@@ -174,3 +176,46 @@ def test_a_subscriber_that_stops_reading_never_delays_the_others_and_is_dropped_
     assert stalled_seen == [(False, n) for n in range(1, capacity + 1)] + [(True, capacity)] * (total - capacity)
     assert count == 1  # the dropped subscriber was unsubscribed; the reader is left
     assert [f.get("n") for f in held[:-1]] == list(range(1, capacity + 1)) and held[-1] == {"dropped": True}
+
+
+PUBLISH_THEN_EXIT = """
+import sys, django
+django.setup()
+from sessions.bus import publish
+org, total = sys.argv[1], int(sys.argv[2])
+for n in range(total):
+    publish(org, {"kind": "event", "org": org, "n": n})
+"""
+
+
+def test_a_process_that_exits_right_after_publishing_still_sends_every_frame(redis_layer):
+    # `publish` only queues a frame for the bus's sender thread; a process that exited right after
+    # (a writer's last append) lost what was still queued: its streams saw those events only at
+    # their next store catch-up, 5 s later. The bus flushes its outbox at exit.
+    org, total = f"org-exit-{uuid.uuid4().hex[:8]}", 200  # under the 256-frame buffer: read after the child is gone
+
+    async def scenario() -> list[int]:
+        subscription = await get_bus().subscribe(org)
+        child = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", PUBLISH_THEN_EXIT, org, str(total), cwd=ROOT, env=server_env({"REDIS_URL": redis_layer}),
+            stderr=asyncio.subprocess.PIPE,
+        )
+        _, stderr = await child.communicate()
+        assert child.returncode == 0, stderr.decode()
+        got = []
+        while len(got) < total and (frame := await subscription.get(5)) is not None:
+            got.append(frame["n"])
+        subscription.close()
+        return got
+
+    assert asyncio.run(scenario()) == list(range(total))
+
+
+def test_flush_waits_for_the_outbox_and_a_local_bus_has_nothing_to_wait_for(redis_layer, settings):
+    bus = get_bus()
+    for n in range(50):
+        bus.publish("org-flush", {"kind": "event", "org": "org-flush", "n": n})
+    assert bus.flush(5) is True
+    assert bus._outbox.qsize() == 0
+    settings.AGENTS_SESSION_BUS = "local"
+    assert get_bus().flush(0) is True
