@@ -62,6 +62,7 @@ django.setup(set_prefix=False)
 from django.conf import settings  # noqa: E402
 
 from agents_site.deferred import DeferredResponse, serve_on  # noqa: E402
+from agents_site.heap import settle as settle_heap  # noqa: E402
 from agents_site.revocation_guard import RequestGuard  # noqa: E402
 from tenancy import revocation  # noqa: E402
 
@@ -326,3 +327,5 @@ from identity.consumers import IdentityAgentConsumer  # noqa: E402
 websocket_routes = [path("v1/identity/ws", IdentityAgentConsumer.as_asgi())]
 
 application = ProtocolTypeRouter({"http": django_asgi_app, "websocket": URLRouter(websocket_routes)})
+
+settle_heap()  # start-up's objects leave the collector's walk (AGENTS_GC_FREEZE; agents_site.heap)
