@@ -19,6 +19,10 @@
   var streamState = document.getElementById("stream-state");
   var controlResult = document.getElementById("control-result");
   var seen = {}, session = null, source = null, treeTimer = null;
+  /* The session frames this page's stream delivered (newest last) and how many so far: a read is
+     served apart from the writes, so a read in flight when a frame came may answer the state from
+     before it — the frames win over that answer. */
+  var liveFrames = [], liveCount = 0;
   var stopping = false; // this page sent a stop: "stopping…" until the session is terminal, then "stopped"
 
   /* A run's summary turn says why it ended: a user's stop ends the session "error", shown "stopped". */
@@ -130,16 +134,24 @@
       source.addEventListener(A.vocab.enums.StreamFrameKind.SESSION, function (e) {
         var s = JSON.parse(e.data).session;
         if (!s) return;
-        if (s.id === id) showSession(Object.assign({}, session || {}, s));
+        if (s.id === id) {
+          liveFrames.push(s);
+          if (liveFrames.length > 100) liveFrames.shift();
+          liveCount++;
+          showSession(Object.assign({}, session || {}, s));
+        }
         scheduleTree();
       });
     });
   }
 
   function read() {
+    var mark = liveCount;
     return A.api("GET", api).then(function (res) {
       if (!res.ok || !res.body) { A.showError(errorBox, res, "Could not load this session: "); return false; }
-      showSession(res.body);
+      var s = res.body;
+      liveFrames.slice(Math.max(0, liveFrames.length - (liveCount - mark))).forEach(function (f) { s = Object.assign({}, s, f); });
+      showSession(s);
       var recent = res.body.recentEvents || [];
       recent.forEach(function (ev) { addEvent(ev, false); });
       document.getElementById("events-note").textContent = (res.body.events || 0) > recent.length ? "(the newest " + recent.length + " of " + res.body.events + ")" : "";

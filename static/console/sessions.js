@@ -37,19 +37,26 @@
     empty.hidden = !!list.length;
   }
 
+  /* The session frames the stream delivered (newest last) and how many so far: a list read in
+     flight when a frame came may answer the state from before it, so those frames are applied
+     again on top of the list. */
+  var liveFrames = [], liveCount = 0;
+
   function load() {
     var q = filter.value ? "?status=" + encodeURIComponent(filter.value) : "";
+    var mark = liveCount;
     A.api("GET", "/v1/agents/sessions" + q).then(function (res) {
       if (!res.ok || !res.body) { A.showError(errorBox, res, "Could not list sessions: "); return; }
       errorBox.hidden = true;
       render(res.body.sessions || []);
+      liveFrames.slice(Math.max(0, liveFrames.length - (liveCount - mark))).forEach(upsert);
     });
   }
 
   function upsert(s) {
     if (s.parentSessionId) return; // roots only, like the list
-    if (filter.value && s.status !== filter.value) return;
     var existing = body.querySelector('tr[data-session="' + CSS.escape(s.id) + '"]');
+    if (filter.value && s.status !== filter.value) { if (existing) existing.remove(); return; } // it left the filtered status
     var fresh = row(s);
     if (existing) {
       // a session frame carries no lastEvent; keep the one shown
@@ -66,7 +73,14 @@
     var source = new EventSource("/v1/agents/sessions/stream");
     source.onopen = function () { streamState.textContent = "● live"; };
     source.onerror = function () { streamState.textContent = source.readyState === EventSource.CLOSED ? "live updates unavailable" : "reconnecting…"; };
-    source.addEventListener(A.vocab.enums.StreamFrameKind.SESSION, function (e) { var s = JSON.parse(e.data).session; if (s) upsert(s); });
+    source.addEventListener(A.vocab.enums.StreamFrameKind.SESSION, function (e) {
+      var s = JSON.parse(e.data).session;
+      if (!s) return;
+      liveFrames.push(s);
+      if (liveFrames.length > 100) liveFrames.shift();
+      liveCount++;
+      upsert(s);
+    });
     source.addEventListener(A.vocab.enums.StreamFrameKind.EVENT, function (e) {
       var ev = JSON.parse(e.data).event;
       var tr = ev && body.querySelector('tr[data-session="' + CSS.escape(ev.sessionId) + '"]');

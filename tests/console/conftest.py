@@ -142,11 +142,15 @@ def browser():
 
 @pytest.fixture
 def page(browser, console_server, upstream_server):
-    """A fresh browser context (no cookies) and page on the live server; 10 s default timeout."""
+    """A fresh browser context (no cookies) and page on the live server; 30 s default timeout.
+
+    Every wait is on a condition, so the ceiling costs a passing test nothing; 10 s was short of
+    a chat round beside a CPU hog with two test workers (load average 4–5).
+    """
     upstream_server.reset()
     upstream_server.models = ["test-model", "best"]
     context = browser.new_context(base_url=console_server.url, viewport={"width": 1280, "height": 860})
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(30_000)
     pg = context.new_page()
     yield pg
     context.close()

@@ -21,7 +21,7 @@ def _no_sideways_scroll(page, width: int) -> None:
 
 def _second_browser(browser, console_server):
     context = browser.new_context(base_url=console_server.url, viewport={"width": 390, "height": 844})
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(30_000)
     return context
 
 

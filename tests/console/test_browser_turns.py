@@ -64,6 +64,76 @@ def test_a_finished_session_is_not_shown_live(page, make_org, login, console_ser
     assert page.inner_text("#stream-state") == ""
 
 
+def test_a_read_that_answers_after_a_newer_live_frame_does_not_undo_it(page, make_org, login, console_server):
+    """The page reads the session again once its stream is open; a read is served apart from the
+    writes, so under load it can answer "running" after the stream already said "done" (the
+    flaky failure above). Held here on purpose: the read answers the state from before the
+    PATCH, and only after the live frame was shown."""
+    org = make_org("fr")
+    api = _api(console_server, org)
+    session = api.post("/v1/agents/sessions", json={"agent": "helper", "title": "Raced"}).json()
+    reads, held = [], []
+
+    def hold_the_second_read(route):
+        reads.append(route.request.url)
+        if len(reads) != 2:
+            route.continue_()
+            return
+        stale = route.fetch()  # served now: status "running"
+        assert api.patch(f"/v1/agents/sessions/{session['id']}", json={"status": "done"}).status_code == 200
+        held.append((route, stale))
+
+    login(page, org)
+    page.route(f"**/v1/agents/sessions/{session['id']}", hold_the_second_read)
+    page.goto(f"/console/sessions/{session['id']}/")
+    page.wait_for_selector("#session-status .badge[data-status=done]")  # the live frame, while the read is held
+    [(route, stale)] = held
+    body = stale.json()
+    assert body["status"] == "running"
+    body["recentEvents"] = [{"seq": 99, "sessionId": session["id"], "kind": "log", "payload": {"text": "answered"}}]
+    route.fulfill(response=stale, json=body)
+    page.wait_for_selector("#events li[data-seq='99']")  # the stale read has been applied
+    assert page.get_attribute("#session-status .badge", "data-status") == "done"
+    assert page.inner_text("#stream-state") == ""
+    assert page.is_disabled("#controls button >> nth=0")
+
+
+def test_the_sessions_list_keeps_a_live_frame_that_came_while_its_read_was_in_flight(page, make_org, login, console_server):
+    org = make_org("lr")
+    api = _api(console_server, org)
+    session = api.post("/v1/agents/sessions", json={"agent": "helper", "title": "Listed"}).json()
+    held = []
+
+    def hold_the_list_read(route):
+        held.append((route, route.fetch()))  # served now: the session "running"
+
+    login(page, org)
+    page.route("**/v1/agents/sessions", hold_the_list_read)
+    page.goto("/console/sessions/")
+    page.wait_for_function("document.getElementById('stream-state').textContent === '● live'")
+    for _ in range(500):  # the route's handler runs while Playwright is waited on: wait on it, polling
+        if held:
+            break
+        page.wait_for_timeout(20)
+    assert len(held) == 1
+    assert api.patch(f"/v1/agents/sessions/{session['id']}", json={"status": "done"}).status_code == 200
+    page.wait_for_selector(f"#sessions-table tr[data-session='{session['id']}'][data-status=done]")  # the live frame
+    route, stale = held[0]
+    body = stale.json()
+    assert [s["status"] for s in body["sessions"]] == ["running"]
+    body["sessions"].append({**body["sessions"][0], "id": "marker", "title": "marker", "status": "running"})
+    route.fulfill(response=stale, json=body)
+    page.wait_for_selector("#sessions-table tr[data-session='marker']")  # the stale list has been drawn
+    assert page.get_attribute(f"#sessions-table tr[data-session='{session['id']}']", "data-status") == "done"
+    # A session that leaves the filtered status leaves the filtered list.
+    page.unroute("**/v1/agents/sessions")
+    page.select_option("#status-filter", "running")
+    other = api.post("/v1/agents/sessions", json={"agent": "helper", "title": "Filtered"}).json()
+    page.wait_for_selector(f"#sessions-table tr[data-session='{other['id']}']")
+    assert api.patch(f"/v1/agents/sessions/{other['id']}", json={"status": "error"}).status_code == 200
+    page.wait_for_selector(f"#sessions-table tr[data-session='{other['id']}']", state="detached")
+
+
 def test_the_tool_picker_fills_the_tools_field_and_the_agent_is_saved_with_them(page, make_org, make_agent, login, shoot):
     org = make_org("tp")
     make_agent(org, "researcher", description="Looks things up")

@@ -63,7 +63,7 @@ def test_dates_are_the_viewers_local_time_with_the_iso_timestamp_in_the_tooltip(
     org = make_org("tz")
     run = make_runs(org, make_agent(org, "one"), 1)[0]
     context = browser.new_context(base_url=console_server.url, timezone_id="Asia/Tokyo", locale="en-US", viewport=DESKTOP)
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(30_000)
     try:
         pg = context.new_page()
         login(pg, org)

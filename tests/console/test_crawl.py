@@ -257,7 +257,7 @@ def test_every_console_page_is_correct_at_desktop_and_phone_widths(browser, cons
     problems: list[str] = []
 
     context = browser.new_context(base_url=console_server.url, viewport=DESKTOP, locale="en-US")
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(30_000)
     try:
         page = context.new_page()
         login(page, org)
