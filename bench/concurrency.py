@@ -11,8 +11,9 @@ how many succeeded (200 and, for streams, a final frame without `error`), the wa
 completion's (the baseline, measured against the upstream in the same run), time to first token
 p99 (streams) − the gateway's, and what the server process held while they waited: peak threads,
 peak RSS over idle, peak open files, the p99 of an authenticated `GET /v1/agents` timed during the
-load, and — on PostgreSQL — the peak number of server connections of this run's databases (all,
-and the most on one database, to hold against the pools: 10 default, 4 per org), how many were
+load (every 0.5 s, from a process of its own), and — on PostgreSQL — the peak number of the server
+process's connections, matched by port (all, and the most on one database, to hold against the
+pools: 10 default, 4 per org; the bench's own are not counted), how many were
 idle in a transaction at one sample (a step between two statements of its transaction, waiting
 for the CPU) and how many had been idle in a transaction for over a second (a connection held
 while something else is awaited: a model's reply takes seconds). After the load: RSS and open
@@ -94,12 +95,22 @@ class Sampler:
         files = len(os.listdir(f"/proc/{self.pid}/fd"))
         return int(fields["Threads"].strip()), int(fields["VmRSS"].split()[0]), files
 
+    def _server_ports(self) -> list[int]:
+        """Return the local ports of the server process's connections to PostgreSQL (from `ss`)."""
+        out = subprocess.run(["ss", "-tnpH", "dport = :5432"], capture_output=True, text=True).stdout
+        return [int(line.split()[3].rsplit(":", 1)[1]) for line in out.splitlines() if f"pid={self.pid}," in line]
+
     def _pg(self) -> tuple[int, int, int, int]:
-        """Return (connections, the most on one database, idle in transaction now, … for over 1 s)."""
+        """Return the server process's PostgreSQL connections: (all, the most on one database, idle
+        in transaction now, … for over 1 s). The bench's own connections are not counted."""
+        ports = self._server_ports()
+        if not ports:
+            return 0, 0, 0, 0
         out = subprocess.run(["psql", "-h", "127.0.0.1", "-U", "postgres", "-Atc",
                               "SELECT datname, count(*), count(*) FILTER (WHERE state = 'idle in transaction'), "
                               "count(*) FILTER (WHERE state = 'idle in transaction' AND now() - state_change > interval '1 second') "
-                              f"FROM pg_stat_activity WHERE datname LIKE '{self.tag}%' AND pid <> pg_backend_pid() GROUP BY datname"],
+                              f"FROM pg_stat_activity WHERE datname LIKE '{self.tag}%' "
+                              f"AND client_port IN ({','.join(map(str, ports))}) GROUP BY datname"],
                              capture_output=True, text=True).stdout.split()
         rows = [[int(x) for x in line.split("|")[1:]] for line in out if "|" in line]
         return (sum(r[0] for r in rows), max((r[0] for r in rows), default=0), sum(r[1] for r in rows), sum(r[2] for r in rows))
@@ -160,22 +171,25 @@ async def one(client, kind: str, first_token: list[float], failures: list[str]) 
         failures.append(f"{type(exc).__name__}: {exc}"[:160])
 
 
-async def probe_list(client, stop: asyncio.Event, timings: list[float]) -> None:
-    """Time `GET /v1/agents` every 0.5 s until `stop`."""
-    while not stop.is_set():
-        started = time.perf_counter()
-        try:
-            response = await client.get("/v1/agents")
-            if response.status_code == 200:
-                timings.append(time.perf_counter() - started)
-            else:
-                timings.append(float("inf"))
-        except Exception:
-            timings.append(float("inf"))
-        try:
-            await asyncio.wait_for(stop.wait(), 0.5)
-        except TimeoutError:
-            pass
+def probe_list(url: str, key: str) -> None:
+    """Time an authenticated `GET /v1/agents` every 0.5 s until stdin closes; print the timings
+    (seconds, `inf` for a failure) as one JSON list. Runs in a process of its own (`--probe`), so
+    a timing is the server's answer, not a wait on the bench client's busy event loop."""
+    import httpx
+
+    stop = threading.Event()
+    threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+    timings: list[float] = []
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=300) as client:
+        while not stop.is_set():
+            started = time.perf_counter()
+            try:
+                ok = client.get("/v1/agents").status_code == 200
+            except httpx.HTTPError:
+                ok = False
+            timings.append(time.perf_counter() - started if ok else float("inf"))
+            stop.wait(0.5)
+    print(json.dumps([t if t != float("inf") else None for t in timings]))
 
 
 async def load(url: str, key: str, kind: str, n: int) -> tuple[float, list[float], list[str], list[float]]:
@@ -184,19 +198,23 @@ async def load(url: str, key: str, kind: str, n: int) -> tuple[float, list[float
 
     limits = httpx.Limits(max_connections=n + 8, max_keepalive_connections=n + 8)
     headers = {"Authorization": f"Bearer {key}"}
-    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=300, limits=limits) as client, \
-            httpx.AsyncClient(base_url=url, headers=headers, timeout=300) as prober:
+    prober = subprocess.Popen([sys.executable, __file__, "--probe", url, key], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=300, limits=limits) as client:
         first_token: list[float] = []
         failures: list[str] = []
-        timings: list[float] = []
-        stop = asyncio.Event()
-        probing = asyncio.create_task(probe_list(prober, stop, timings))
         started = time.perf_counter()
         await asyncio.gather(*(one(client, kind, first_token, failures) for _ in range(n)))
         wall = time.perf_counter() - started
-        stop.set()
-        await probing
-        return wall, first_token, failures, timings
+    out, _ = prober.communicate("")
+    timings = [float("inf") if t is None else t for t in json.loads(out)]
+    return started, wall, first_token, failures, timings
+
+
+def cpu_seconds(pid: int) -> float:
+    """Return the CPU seconds (user + system) process `pid` has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 WARM_UP = 20  # quick completions of a kind served before its idle figures are taken
@@ -209,7 +227,11 @@ def main() -> None:
     parser.add_argument("--kinds", default="sync,chat,openai")
     parser.add_argument("--reply-seconds", type=float, default=30.0)
     parser.add_argument("--first-token", type=float, default=5.0)
+    parser.add_argument("--probe", nargs=2, metavar=("URL", "KEY"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.probe:
+        probe_list(*args.probe)
+        return
     import bench.run_overhead  # noqa: F401  (its import resets the environment: configure after it)
 
     tag = configure(args.stores)
@@ -261,12 +283,16 @@ def main() -> None:
             time.sleep(2)
             idle_threads, idle_rss, idle_files = Sampler(sampler_pid, None).snapshot()
             script(args.n)
+            arrivals_before = len(upstream.arrivals)
+            cpu_before = (cpu_seconds(sampler_pid), cpu_seconds(os.getpid()))
             with Sampler(sampler_pid, tag if args.stores == "postgres" else None) as sampler:
-                wall, first_token, failures, timings = asyncio.run(load(server.url, key, kind, args.n))
+                fired, wall, first_token, failures, timings = asyncio.run(load(server.url, key, kind, args.n))
+            cores = ((cpu_seconds(sampler_pid) - cpu_before[0]) / wall, (cpu_seconds(os.getpid()) - cpu_before[1]) / wall)
+            reached = [at - fired for at in upstream.arrivals[arrivals_before:]]
             time.sleep(5)
             _, after_rss, after_files = Sampler(sampler_pid, None).snapshot()
             rows.append((kind, args.n - len(failures), wall, first_token, failures, timings, sampler,
-                         (idle_threads, idle_rss, idle_files), (after_rss, after_files)))
+                         (idle_threads, idle_rss, idle_files), (after_rss, after_files), reached, cores))
     finally:
         server.stop()
         upstream.stop()
@@ -277,15 +303,16 @@ def main() -> None:
           f"load average at the end {os.getloadavg()[0]:.1f}; reply {args.reply_seconds:.0f} s, first token at {args.first_token:.0f} s; "
           f"one completion straight from the upstream (baseline): {one_call:.1f} s\n")
     head = (f"{'kind':<8}{'ok':>6}{'wall÷one':>10}{'TTFT p99−gw':>13}{'threads':>9}{'RSS+MiB':>9}{'files':>7}"
-            f"{'GET p99':>10}{'RSS after':>11}{'files after':>12}")
+            f"{'GET p99':>10}{'RSS after':>11}{'files after':>12}{'gw reached p50/p99':>20}{'cores srv/bench':>17}")
     if args.stores == "postgres":
         head += f"{'pg conns':>10}{'one db':>8}{'idle-in-tx':>11}{'>1 s':>6}"
     print(head)
-    for kind, ok, wall, first_token, failures, timings, sampler, idle, after in rows:
+    for kind, ok, wall, first_token, failures, timings, sampler, idle, after, reached, cores in rows:
         ttft = percentile(first_token, 99) - args.first_token if first_token else float("nan")
         get = percentile(timings, 99)
         line = (f"{kind:<8}{ok:>6}{wall / one_call:>9.2f}x{ttft:>12.2f}s{sampler.threads:>9}{(sampler.rss_kib - idle[1]) / 1024:>9.0f}"
-                f"{sampler.files:>7}{get * 1000:>8.0f}ms{(after[0] - idle[1]) / 1024:>+10.0f}M{after[1] - idle[2]:>+12}")
+                f"{sampler.files:>7}{get * 1000:>8.0f}ms{(after[0] - idle[1]) / 1024:>+10.0f}M{after[1] - idle[2]:>+12}"
+                f"{percentile(reached, 50):>9.2f}/{percentile(reached, 99):.2f}s{cores[0]:>11.2f}/{cores[1]:.2f}")
         if args.stores == "postgres":
             line += (f"{sampler.pg_connections:>10}{sampler.pg_per_database:>8}{sampler.pg_idle_in_transaction:>11}"
                      f"{sampler.pg_idle_in_transaction_1s:>6}")

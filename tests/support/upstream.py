@@ -135,6 +135,7 @@ class Upstream:
         self.default_delay = 0.0  # seconds an unscripted reply waits (a model's latency, for benchmarks)
         self.requests: list[dict] = []
         self.request_headers: list[dict] = []
+        self.arrivals: list[float] = []  # `time.perf_counter()` when each POST's body was read
         self.strict = False  # validate messages as llama-cpp-python does (see the module doc)
         # A model's context window in "tokens" (whitespace-separated words of the messages):
         # over it, a streamed request gets llama-cpp-python's 200, role chunk, broken stream;
@@ -167,6 +168,7 @@ class Upstream:
             self._script.clear()
             self.requests.clear()
             self.request_headers.clear()
+            self.arrivals.clear()
             self.strict = False
             self.context_window = None
             self.tokenizer = None
@@ -283,6 +285,7 @@ class Upstream:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 body["_path"] = self.path
+                upstream.arrivals.append(time.perf_counter())
                 upstream.requests.append(body)
                 upstream.request_headers.append({k.lower(): v for k, v in self.headers.items()})
                 path = self.path.rstrip("/")
