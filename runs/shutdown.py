@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from django.conf import settings
 
 from runs.lifecycle import Outcome, run_finish
+from sessions.bus import flush_before_exit
 from agents_site.vocabulary import RunStatus
 from tenancy import stores
 
@@ -91,6 +92,7 @@ def _give_up() -> None:
             logger.warning("run %s of %s ended: %s", current["run_id"], current["org"], WORKER_STOPPED)
     except Exception:
         logger.exception("could not end run %s on shutdown", current.get("run_id"))
+    flush_before_exit()  # `os._exit` runs no exit hook: the run's last frames go live first
     os._exit(0)
 
 

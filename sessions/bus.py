@@ -60,6 +60,18 @@ def get_bus() -> Bus:
         return _bus
 
 
+def flush_before_exit(timeout: float = 2.0) -> bool:
+    """Wait up to `timeout` seconds for the frames this process published to leave it; for a caller
+    about to leave with `os._exit`, which runs no exit hook (a normal exit flushes by itself).
+
+    Returns `Bus.flush`'s answer; False (never builds a bus) when this process has none.
+    """
+    bus = _bus
+    if bus is None or _bus_pid != os.getpid():
+        return False
+    return bus.flush(timeout)
+
+
 def reset_bus() -> None:
     """Close this process's bus; the next `get_bus()` builds a new one from settings."""
     global _bus, _bus_pid

@@ -14,8 +14,12 @@ subscriber, and a stuck subscriber only ever fills its own buffer.
 `publish` puts the frame on an in-process outbox that one sender task drains in order; it
 never waits for the layer. A frame the layer cannot take is logged and lost to the live feed
 only — the store stays the source of truth and the stream catches up from it. A process that
-exits flushes its outbox first (`flush`, at exit, ≤ `EXIT_FLUSH_SECONDS`): the last frames a
-writer published reach the streams live, not at their next store catch-up 5 s later.
+exits flushes its outbox first (`flush`, ≤ `EXIT_FLUSH_SECONDS`): the last frames a writer
+published reach the streams live, not at their next store catch-up 5 s later. Three exits are
+covered: the interpreter's own (a threading exit hook, run before `concurrent.futures` stops
+taking work — channels-redis resolves a host name through the loop's executor), a
+multiprocessing child's (`os._exit` after its finalizers: django-q2's workers) and a caller that
+leaves with `os._exit` itself (it calls `flush` first, as `runs.shutdown` does).
 """
 
 from __future__ import annotations
@@ -23,8 +27,10 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import concurrent.futures.thread  # noqa: F401  (its exit hook registered first, so ours runs before it)
 import contextlib
 import logging
+import multiprocessing.util
 import os
 import threading
 from dataclasses import dataclass, field
@@ -46,6 +52,24 @@ EXIT_FLUSH_SECONDS = 2.0  # how long an exiting process waits for its outbox to 
 def group_name(org: str) -> str:
     """Return the layer group of org `org`'s stream: `agents.sessions.<org>`."""
     return f"agents.sessions.{org}"
+
+
+def _register_exit_flush(flush) -> None:
+    """Run `flush()` when the interpreter exits, before `concurrent.futures` stops taking work.
+
+    `threading._register_atexit` (CPython ≥ 3.9, what `concurrent.futures` itself uses) runs its
+    hooks in reverse order before threads are joined; plain `atexit` runs after them, when an
+    executor refuses new work and channels-redis cannot resolve a host name any more. Falls back
+    to `atexit` where the hook is missing or the exit has begun.
+    """
+    register = getattr(threading, "_register_atexit", None)
+    try:
+        if register is not None:
+            register(flush)
+            return
+    except RuntimeError:  # the interpreter is shutting down already
+        pass
+    atexit.register(flush)
 
 
 class _LoopThread:
@@ -121,9 +145,13 @@ class ChannelLayerBus(Bus):
         self.group_refresh_seconds = group_refresh_seconds
         self._relays: dict[str, _Relay] = {}
         self._runner = _LoopThread("agents-session-bus")
+        self.sent = 0  # frames the layer took (`group_send` returned)
+        self.failed = 0  # frames the layer refused or that could not be sent (logged)
+        self._closed = False
         self._runner.submit(self._start()).result(timeout=10)
         self._pid = os.getpid()
-        atexit.register(self._flush_at_exit)
+        _register_exit_flush(self._flush_at_exit)
+        self._finalizer = multiprocessing.util.Finalize(None, self._flush_at_exit, exitpriority=100)
 
     async def _start(self) -> None:
         from channels.layers import InMemoryChannelLayer
@@ -150,26 +178,33 @@ class ChannelLayerBus(Bus):
             group, message = await self._outbox.get()
             try:
                 await self.layer.group_send(group, message)
+                self.sent += 1
             except Exception:
+                self.failed += 1
                 logger.warning("session bus: group_send to %s failed", group, exc_info=True)
             finally:
                 self._outbox.task_done()
 
     def flush(self, timeout: float = 2.0) -> bool:
-        """Wait up to `timeout` s until the outbox is empty and its last frame sent; see `Bus.flush`."""
-        if self._runner.on_loop() or not self._runner.loop.is_running():
+        """Wait up to `timeout` s until the outbox is empty and its last frame sent; see `Bus.flush`.
+
+        False also when a frame the wait covered could not be sent (the layer refused it).
+        """
+        if self._closed or self._runner.on_loop() or not self._runner.loop.is_running():
             return False
+        failed = self.failed
         future = self._runner.submit(self._outbox.join())
         try:
             future.result(timeout=timeout)
-            return True
         except Exception:  # timed out (the layer is slow or gone), or the loop stopped
             future.cancel()
             return False
+        return self.failed == failed
 
     def _flush_at_exit(self) -> None:
-        if os.getpid() == self._pid:  # a forked child's copy owns no loop thread
-            self.flush(EXIT_FLUSH_SECONDS)
+        if os.getpid() == self._pid and not self._closed:  # a forked child's copy owns no loop thread
+            if not self.flush(EXIT_FLUSH_SECONDS):
+                logger.warning("session bus: frames published before exit were not all sent live")
 
     # --- subscribing -------------------------------------------------------------------
 
@@ -292,7 +327,9 @@ class ChannelLayerBus(Bus):
 
     def close(self) -> None:
         """Cancel the relays and the sender, close the layer's connections, stop the loop."""
+        self._closed = True
         atexit.unregister(self._flush_at_exit)
+        self._finalizer.cancel()
         with contextlib.suppress(Exception):
             self._runner.submit(self._shutdown()).result(timeout=5)
         self._runner.stop()

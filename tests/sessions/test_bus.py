@@ -10,9 +10,10 @@ import uuid
 import pytest
 from django.db import connections
 
+from sessions import bus as bus_module
 from sessions import services
 from sessions.backends.base import BusError, SubscriberDropped
-from sessions.bus import get_bus
+from sessions.bus import flush_before_exit, get_bus, reset_bus
 from sessions.models import Event
 from tests.support.live import ROOT, server_env
 from tests.support.waiting import until
@@ -179,43 +180,69 @@ def test_a_subscriber_that_stops_reading_never_delays_the_others_and_is_dropped_
 
 
 PUBLISH_THEN_EXIT = """
-import sys, django
+import multiprocessing, sys, django
 django.setup()
 from sessions.bus import publish
-org, total = sys.argv[1], int(sys.argv[2])
-for n in range(total):
-    publish(org, {"kind": "event", "org": org, "n": n})
+org, total, how = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+
+def work():
+    for n in range(total):
+        publish(org, {"kind": "event", "org": org, "n": n})
+
+if how == "worker":  # a django-q2 worker: a forked child that leaves through os._exit after its finalizers
+    child = multiprocessing.get_context("fork").Process(target=work)
+    child.start()
+    child.join()
+    sys.exit(child.exitcode)
+work()
 """
 
 
-def test_a_process_that_exits_right_after_publishing_still_sends_every_frame(redis_layer):
+@pytest.mark.parametrize("host, how", [("127.0.0.1", "main"), ("localhost", "main"), ("127.0.0.1", "worker")],
+                         ids=["address", "host-name", "forked-worker"])
+def test_a_process_that_exits_right_after_publishing_still_sends_every_frame(redis_layer, host, how):
     # `publish` only queues a frame for the bus's sender thread; a process that exited right after
     # (a writer's last append) lost what was still queued: its streams saw those events only at
-    # their next store catch-up, 5 s later. The bus flushes its outbox at exit.
+    # their next store catch-up, 5 s later. The bus flushes its outbox at exit: before the
+    # executors stop (channels-redis resolves a host name through one; from a plain atexit hook
+    # every frame failed), and in a forked worker, whose exit runs no atexit hook.
     org, total = f"org-exit-{uuid.uuid4().hex[:8]}", 200  # under the 256-frame buffer: read after the child is gone
+    url = redis_layer.replace("127.0.0.1", host)
 
     async def scenario() -> list[int]:
         subscription = await get_bus().subscribe(org)
         child = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", PUBLISH_THEN_EXIT, org, str(total), cwd=ROOT, env=server_env({"REDIS_URL": redis_layer}),
+            sys.executable, "-c", PUBLISH_THEN_EXIT, org, str(total), how, cwd=ROOT, env=server_env({"REDIS_URL": url}),
             stderr=asyncio.subprocess.PIPE,
         )
         _, stderr = await child.communicate()
         assert child.returncode == 0, stderr.decode()
+        assert b"not all sent live" not in stderr, stderr.decode()
         got = []
         while len(got) < total and (frame := await subscription.get(5)) is not None:
             got.append(frame["n"])
         subscription.close()
         return got
 
+    assert "127.0.0.1" in redis_layer
     assert asyncio.run(scenario()) == list(range(total))
 
 
 def test_flush_waits_for_the_outbox_and_a_local_bus_has_nothing_to_wait_for(redis_layer, settings):
     bus = get_bus()
+    sent = bus.sent
     for n in range(50):
         bus.publish("org-flush", {"kind": "event", "org": "org-flush", "n": n})
     assert bus.flush(5) is True
-    assert bus._outbox.qsize() == 0
+    assert bus.sent - sent == 50 and bus.failed == 0  # every frame left, not only the queue emptied
+    assert flush_before_exit(5) is True
+    reset_bus()  # closes it
+    assert bus.flush(5) is False  # a closed bus sends nothing more
     settings.AGENTS_SESSION_BUS = "local"
     assert get_bus().flush(0) is True
+
+
+def test_flush_before_exit_builds_no_bus(settings):
+    reset_bus()
+    assert flush_before_exit(0) is False
+    assert bus_module._bus is None
