@@ -150,7 +150,11 @@
     return A.api("GET", api).then(function (res) {
       if (!res.ok || !res.body) { A.showError(errorBox, res, "Could not load this session: "); return false; }
       var s = res.body;
-      liveFrames.slice(Math.max(0, liveFrames.length - (liveCount - mark))).forEach(function (f) { s = Object.assign({}, s, f); });
+      // A frame older than the answer (frames of several processes can cross) is not re-applied;
+      // `updatedAt` is to the second, so on a tie the frame wins.
+      liveFrames.slice(Math.max(0, liveFrames.length - (liveCount - mark))).forEach(function (f) {
+        if (!f.updatedAt || !s.updatedAt || f.updatedAt >= s.updatedAt) s = Object.assign({}, s, f);
+      });
       showSession(s);
       var recent = res.body.recentEvents || [];
       recent.forEach(function (ev) { addEvent(ev, false); });

@@ -48,15 +48,25 @@
     A.api("GET", "/v1/agents/sessions" + q).then(function (res) {
       if (!res.ok || !res.body) { A.showError(errorBox, res, "Could not list sessions: "); return; }
       errorBox.hidden = true;
+      var listed = {};
+      (res.body.sessions || []).forEach(function (s) { listed[s.id] = s.updatedAt || ""; });
       render(res.body.sessions || []);
-      liveFrames.slice(Math.max(0, liveFrames.length - (liveCount - mark))).forEach(upsert);
+      // A frame older than the listed row (frames of several processes can cross) is not
+      // re-applied; `updatedAt` is to the second, so on a tie the frame wins.
+      liveFrames.slice(Math.max(0, liveFrames.length - (liveCount - mark))).forEach(function (f) {
+        if (!f.updatedAt || !listed[f.id] || f.updatedAt >= listed[f.id]) upsert(f);
+      });
     });
   }
 
   function upsert(s) {
     if (s.parentSessionId) return; // roots only, like the list
     var existing = body.querySelector('tr[data-session="' + CSS.escape(s.id) + '"]');
-    if (filter.value && s.status !== filter.value) { if (existing) existing.remove(); return; } // it left the filtered status
+    if (filter.value && s.status !== filter.value) { // it left the filtered status
+      if (existing) existing.remove();
+      table.hidden = !body.children.length; empty.hidden = !!body.children.length;
+      return;
+    }
     var fresh = row(s);
     if (existing) {
       // a session frame carries no lastEvent; keep the one shown

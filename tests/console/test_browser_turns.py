@@ -79,15 +79,19 @@ def test_a_read_that_answers_after_a_newer_live_frame_does_not_undo_it(page, mak
         if len(reads) != 2:
             route.continue_()
             return
-        stale = route.fetch()  # served now: status "running"
-        assert api.patch(f"/v1/agents/sessions/{session['id']}", json={"status": "done"}).status_code == 200
-        held.append((route, stale))
+        held.append((route, route.fetch()))  # served now: status "running"
 
     login(page, org)
     page.route(f"**/v1/agents/sessions/{session['id']}", hold_the_second_read)
     page.goto(f"/console/sessions/{session['id']}/")
-    page.wait_for_selector("#session-status .badge[data-status=done]")  # the live frame, while the read is held
+    page.wait_for_selector("#stream-state[data-state=open]")
+    for _ in range(500):  # the route's handler runs while Playwright is waited on: wait on it, polling
+        if held:
+            break
+        page.wait_for_timeout(20)
     [(route, stale)] = held
+    assert api.patch(f"/v1/agents/sessions/{session['id']}", json={"status": "done"}).status_code == 200
+    page.wait_for_selector("#session-status .badge[data-status=done]")  # the live frame, while the read is held
     body = stale.json()
     assert body["status"] == "running"
     body["recentEvents"] = [{"seq": 99, "sessionId": session["id"], "kind": "log", "payload": {"text": "answered"}}]
@@ -132,6 +136,7 @@ def test_the_sessions_list_keeps_a_live_frame_that_came_while_its_read_was_in_fl
     page.wait_for_selector(f"#sessions-table tr[data-session='{other['id']}']")
     assert api.patch(f"/v1/agents/sessions/{other['id']}", json={"status": "error"}).status_code == 200
     page.wait_for_selector(f"#sessions-table tr[data-session='{other['id']}']", state="detached")
+    assert page.is_hidden("#sessions-table") and page.is_visible("#sessions-empty")  # the last row left: the empty note
 
 
 def test_the_tool_picker_fills_the_tools_field_and_the_agent_is_saved_with_them(page, make_org, make_agent, login, shoot):
