@@ -11,6 +11,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from chat.models import Message
 from identity.models import AgentKeySet, ClientAnomaly, IdentityProfile, KeyBackup
@@ -44,8 +45,16 @@ def say(page, text: str):
 
 
 def assistant_said(page, start: str):
-    page.wait_for_function(
-        "start => Array.from(document.querySelectorAll('#chat-messages li.assistant .bubble')).some(b => b.textContent.startsWith(start))", arg=start)
+    """Wait for an assistant bubble starting with `start`; on a timeout, fail with what the page
+    shows instead (its error box, its state line, the last messages) — a refused round says why."""
+    try:
+        page.wait_for_function(
+            "start => Array.from(document.querySelectorAll('#chat-messages li.assistant .bubble')).some(b => b.textContent.startsWith(start))", arg=start)
+    except PlaywrightTimeoutError:
+        shown = page.evaluate("""() => ({error: document.getElementById('chat-error') && document.getElementById('chat-error').innerText,
+            state: document.getElementById('chat-state') && document.getElementById('chat-state').innerText,
+            messages: Array.from(document.querySelectorAll('#chat-messages li')).slice(-6).map(li => li.dataset.role + ': ' + li.innerText.slice(0, 200))})""")
+        raise AssertionError(f"the assistant never said {start!r}; the page shows {shown}") from None
 
 
 def test_the_whole_create_flow_from_the_console_chat(page, make_org, login, shoot):

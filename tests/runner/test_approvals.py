@@ -108,7 +108,11 @@ def test_approve_resumes_on_the_machine_executes_once_and_debits_once_and_the_cl
     assert resumed[2]["role"] == "assistant" and resumed[2]["content"] == "Counting first."
     assert resumed[2]["tool_calls"][0]["id"] == asked["toolCallId"]
     assert resumed[3] == {"role": "tool", "tool_call_id": asked["toolCallId"], "content": "exit 0\n1\n"}
-    assert sorted(d.run_id for d in debits(org)) == sorted([body["id"], other["id"]])  # one debit each
+    # One debit each. The debit follows the finish's commit (`run_finish`: once the row commits),
+    # and daphne serves the machine's report while this test reads: wait for it, then hold it.
+    billed = sorted([body["id"], other["id"]])
+    wait_until(lambda: sorted(d.run_id for d in debits(org)) == billed, what="the resumed run's debit")
+    assert sorted(d.run_id for d in debits(org)) == billed
     with org.context():
         assert list(Approval.objects.filter(run_id=body["id"]).values_list("state", flat=True)) == ["done"]
         assert RoutedRun.objects.get(pk=body["id"]).state == "reported"
