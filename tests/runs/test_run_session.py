@@ -266,6 +266,9 @@ class TestSteering:
         upstream.script(Reply(hold=slow, content="first answer"), Reply(content="second answer, bye"))
 
         def script(sid, steer):
+            # Once the run is inside its first model call: posted earlier (the session exists
+            # from run_start), the run's first between-steps check took it before asking at all.
+            assert wait_until(lambda: upstream.chat_requests), "the run never reached its first model call"
             steer.post(sid, "message", message="also say bye")
             slow.set()
 
