@@ -34,7 +34,9 @@ run: $(VENV)/.installed-run
 ## (npm ci against its lockfile, tsc, node --test, the vendored browser bundle checked), run the whole suite
 ## (two pytest-xdist workers; a test file stays on one worker), the API tests marked `both_stores`
 ## again on Django's stock handler and SQLite engine (the fast path off), then again on PostgreSQL + Redis (127.0.0.1:5432 and :6379; tests/conftest.py).
-## Each pass is bounded (`timeout`): a test that hangs fails the run instead of stalling CI.
+## Each pass is bounded (`timeout`): a test that hangs fails the run instead of stalling CI. The
+## PostgreSQL pass gets 40 min: its ~740 org databases leave a checkpoint 100,000-320,000 files to
+## fsync, and the pass's closing DROP DATABASE waits for it (15 min beside a CPU hog; 20 min was short).
 test: $(VENV)/.installed-dev
 	bash scripts/test-prereqs.sh
 	$(VENV)/bin/lint-imports
@@ -42,7 +44,7 @@ test: $(VENV)/.installed-dev
 	timeout --signal=INT --kill-after=30 2400 $(PY) -m pytest -n 2 --dist loadfile
 	AGENTS_FAST_HANDLER=0 AGENTS_POOLED_SQLITE=0 timeout --signal=INT --kill-after=30 900 $(PY) -m pytest -n 2 --dist loadfile -m both_stores
 	@if pg_isready -h 127.0.0.1 -p 5432 -q && redis-cli -h 127.0.0.1 ping >/dev/null 2>&1; then \
-	  AGENTS_TEST_STORES=postgres timeout --signal=INT --kill-after=30 1200 $(PY) -m pytest -n 2 --dist loadfile -m both_stores; \
+	  AGENTS_TEST_STORES=postgres timeout --signal=INT --kill-after=30 2400 $(PY) -m pytest -n 2 --dist loadfile -m both_stores; \
 	else echo "SKIPPED the PostgreSQL + Redis pass: no PostgreSQL on 127.0.0.1:5432 or no Redis on :6379"; fi
 
 ## make test-gateways: the agent, chat, tool and OpenAI-compatible paths against a real
