@@ -1,16 +1,17 @@
 """A long-lived process's heap, settled once when it starts serving (issue 26 item 2).
 
-CPython's oldest-generation collection walks every tracked object of the process. A daphne
-process holds a few hundred thousand of them after start-up (Django, Ninja, DRF, pydantic, the
-URLconf and every view module): each full collection paused the event loop 115–187 ms, and one
-in the writer process as long — the fan-out's p99 (100 streams, 200 events/s) was that pause
-(BENCHMARKS.md, "Fan-out": p99 175 ms with it, 72 ms without).
+CPython's oldest-generation collection walks every tracked object of the process. A process that
+imported the site (Django, Ninja, DRF, pydantic, the URLconf and every view module) tracks about
+225,000 of them, and each full collection walks them all: `bench/heap.py` measured 122 ms per
+full collection on this 2-core machine (load average 3), a pause of daphne's event loop.
 
 `settle()` imports every view module (the URLconf), collects once and moves every object that
 survived into the permanent generation (`gc.freeze()`), which no collection walks again. What
 the process allocates later is still collected as before; only start-up's objects are left
-alone, and they live for the whole process anyway. A process forked after the freeze (django-q2's
-workers) also keeps those pages shared with its parent: a collection no longer writes to them.
+alone, and they live for the whole process anyway (after the freeze the bench's full collection
+walks nothing of them: 0.0 ms). A process forked after the freeze (django-q2's workers) inherits
+the frozen set: its collections do not walk those objects either (their reference counts still
+change, so the pages are not kept shared).
 
 Called by the ASGI entry point (`agents_site.asgi`) and `manage.py qcluster` before its
 workers fork. `AGENTS_GC_FREEZE=0` turns it off.

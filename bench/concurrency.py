@@ -19,6 +19,10 @@ for the CPU) and how many had been idle in a transaction for over a second (a co
 while something else is awaited: a model's reply takes seconds). After the load: RSS and open
 files again. "Idle" is the process after a warm-up burst of 20 quick completions of the kind
 (its bounded pools filled), so "after" is what the load left beyond a server that has served.
+Also printed: when the upstream got the server's model call, seconds after the requests were
+fired (p50 / p99: how long the server's start burst took to reach the model), and the cores the
+server and this process used over the wall (this process runs the clients and the in-process
+upstream; the GET prober is apart).
 
     .venv/bin/python bench/concurrency.py [--n 500] [--stores sqlite|postgres] [--kinds sync,chat,openai]
                                           [--reply-seconds 30] [--first-token 5]
@@ -192,8 +196,9 @@ def probe_list(url: str, key: str) -> None:
     print(json.dumps([t if t != float("inf") else None for t in timings]))
 
 
-async def load(url: str, key: str, kind: str, n: int) -> tuple[float, list[float], list[str], list[float]]:
-    """Fire `n` requests of `kind` at once; return (wall seconds, first-token seconds, failures, list timings)."""
+async def load(url: str, key: str, kind: str, n: int) -> tuple[float, float, list[float], list[str], list[float]]:
+    """Fire `n` requests of `kind` at once; return (when they were fired, `time.perf_counter()`;
+    wall seconds; first-token seconds; failures; `GET /v1/agents` seconds, `inf` for a failure)."""
     import httpx
 
     limits = httpx.Limits(max_connections=n + 8, max_keepalive_connections=n + 8)
@@ -207,6 +212,8 @@ async def load(url: str, key: str, kind: str, n: int) -> tuple[float, list[float
         await asyncio.gather(*(one(client, kind, first_token, failures) for _ in range(n)))
         wall = time.perf_counter() - started
     out, _ = prober.communicate("")
+    if prober.returncode != 0:
+        raise RuntimeError(f"the GET prober failed (exit {prober.returncode}); its error is above")
     timings = [float("inf") if t is None else t for t in json.loads(out)]
     return started, wall, first_token, failures, timings
 
@@ -303,7 +310,7 @@ def main() -> None:
           f"load average at the end {os.getloadavg()[0]:.1f}; reply {args.reply_seconds:.0f} s, first token at {args.first_token:.0f} s; "
           f"one completion straight from the upstream (baseline): {one_call:.1f} s\n")
     head = (f"{'kind':<8}{'ok':>6}{'wall÷one':>10}{'TTFT p99−gw':>13}{'threads':>9}{'RSS+MiB':>9}{'files':>7}"
-            f"{'GET p99':>10}{'RSS after':>11}{'files after':>12}{'gw reached p50/p99':>20}{'cores srv/bench':>17}")
+            f"{'GET p99':>10}{'RSS after':>11}{'files after':>12}{'upstream got p50/p99':>22}{'cores srv/bench+up':>20}")
     if args.stores == "postgres":
         head += f"{'pg conns':>10}{'one db':>8}{'idle-in-tx':>11}{'>1 s':>6}"
     print(head)
@@ -312,7 +319,7 @@ def main() -> None:
         get = percentile(timings, 99)
         line = (f"{kind:<8}{ok:>6}{wall / one_call:>9.2f}x{ttft:>12.2f}s{sampler.threads:>9}{(sampler.rss_kib - idle[1]) / 1024:>9.0f}"
                 f"{sampler.files:>7}{get * 1000:>8.0f}ms{(after[0] - idle[1]) / 1024:>+10.0f}M{after[1] - idle[2]:>+12}"
-                f"{percentile(reached, 50):>9.2f}/{percentile(reached, 99):.2f}s{cores[0]:>11.2f}/{cores[1]:.2f}")
+                f"{percentile(reached, 50):>11.2f}/{percentile(reached, 99):.2f}s{cores[0]:>14.2f}/{cores[1]:.2f}")
         if args.stores == "postgres":
             line += (f"{sampler.pg_connections:>10}{sampler.pg_per_database:>8}{sampler.pg_idle_in_transaction:>11}"
                      f"{sampler.pg_idle_in_transaction_1s:>6}")
