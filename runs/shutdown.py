@@ -92,7 +92,7 @@ def _give_up() -> None:
             logger.warning("run %s of %s ended: %s", current["run_id"], current["org"], WORKER_STOPPED)
     except Exception:
         logger.exception("could not end run %s on shutdown", current.get("run_id"))
-    flush_before_exit()  # `os._exit` runs no exit hook: the run's last frames go live first
+    flush_before_exit(1.0)  # `os._exit` runs no exit hook: the last frames go live first (1 s: inside qcluster's 3 s kill margin)
     os._exit(0)
 
 

@@ -14,12 +14,12 @@ subscriber, and a stuck subscriber only ever fills its own buffer.
 `publish` puts the frame on an in-process outbox that one sender task drains in order; it
 never waits for the layer. A frame the layer cannot take is logged and lost to the live feed
 only — the store stays the source of truth and the stream catches up from it. A process that
-exits flushes its outbox first (`flush`, ≤ `EXIT_FLUSH_SECONDS`): the last frames a writer
-published reach the streams live, not at their next store catch-up 5 s later. Three exits are
-covered: the interpreter's own (a threading exit hook, run before `concurrent.futures` stops
-taking work — channels-redis resolves a host name through the loop's executor), a
-multiprocessing child's (`os._exit` after its finalizers: django-q2's workers) and a caller that
-leaves with `os._exit` itself (it calls `flush` first, as `runs.shutdown` does).
+exits flushes its outbox first (`flush`, once, ≤ `EXIT_FLUSH_SECONDS`): the last frames a writer
+published reach the streams live, not at their next store catch-up 5 s later. One threading exit
+hook per process does it, run before `concurrent.futures` stops taking work (channels-redis
+resolves a host name through the loop's executor) — at the interpreter's exit and at the end
+of a multiprocessing child (django-q2's workers, which then leave through `os._exit`); a caller
+that leaves with `os._exit` itself calls `flush` first, as `runs.shutdown` does.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ import concurrent.futures
 import concurrent.futures.thread  # noqa: F401  (its exit hook registered first, so ours runs before it)
 import contextlib
 import logging
-import multiprocessing.util
 import os
 import threading
+import weakref
 from dataclasses import dataclass, field
 
 from channels import DEFAULT_CHANNEL_LAYER
@@ -54,22 +54,42 @@ def group_name(org: str) -> str:
     return f"agents.sessions.{org}"
 
 
-def _register_exit_flush(flush) -> None:
-    """Run `flush()` when the interpreter exits, before `concurrent.futures` stops taking work.
+_live_buses: weakref.WeakSet = weakref.WeakSet()  # this process's open buses, flushed once at exit
+_exit_hook_lock = threading.Lock()
+_exit_hook_pid: int | None = None  # the process that registered the hook (a forked child registers its own)
 
-    `threading._register_atexit` (CPython ≥ 3.9, what `concurrent.futures` itself uses) runs its
-    hooks in reverse order before threads are joined; plain `atexit` runs after them, when an
-    executor refuses new work and channels-redis cannot resolve a host name any more. Falls back
-    to `atexit` where the hook is missing or the exit has begun.
+
+def _flush_live_buses() -> None:
+    """Flush every open bus of this process once (the exit hook)."""
+    for bus in list(_live_buses):
+        bus._flush_at_exit()
+
+
+def _register_exit_flush(bus: ChannelLayerBus) -> None:
+    """Flush `bus` when the interpreter exits, before `concurrent.futures` stops taking work.
+
+    One hook per process flushes every open bus (a `WeakSet`: a closed or collected bus is
+    gone from it). `threading._register_atexit` (CPython ≥ 3.9, what `concurrent.futures`
+    itself uses) runs its hooks in reverse order before threads are joined — on a normal exit
+    and at the end of a multiprocessing child (django-q2's workers), whose `os._exit` then runs
+    no `atexit` hook; plain `atexit` runs after the executors stop, when channels-redis cannot
+    resolve a host name any more. Falls back to `atexit` where the hook is missing or the exit
+    has begun.
     """
+    global _exit_hook_pid
+    _live_buses.add(bus)
+    with _exit_hook_lock:
+        if _exit_hook_pid == os.getpid():
+            return
+        _exit_hook_pid = os.getpid()
     register = getattr(threading, "_register_atexit", None)
     try:
         if register is not None:
-            register(flush)
+            register(_flush_live_buses)
             return
     except RuntimeError:  # the interpreter is shutting down already
         pass
-    atexit.register(flush)
+    atexit.register(_flush_live_buses)
 
 
 class _LoopThread:
@@ -148,10 +168,10 @@ class ChannelLayerBus(Bus):
         self.sent = 0  # frames the layer took (`group_send` returned)
         self.failed = 0  # frames the layer refused or that could not be sent (logged)
         self._closed = False
+        self._exit_flushed = False
         self._runner.submit(self._start()).result(timeout=10)
         self._pid = os.getpid()
-        _register_exit_flush(self._flush_at_exit)
-        self._finalizer = multiprocessing.util.Finalize(None, self._flush_at_exit, exitpriority=100)
+        _register_exit_flush(self)
 
     async def _start(self) -> None:
         from channels.layers import InMemoryChannelLayer
@@ -202,9 +222,11 @@ class ChannelLayerBus(Bus):
         return self.failed == failed
 
     def _flush_at_exit(self) -> None:
-        if os.getpid() == self._pid and not self._closed:  # a forked child's copy owns no loop thread
-            if not self.flush(EXIT_FLUSH_SECONDS):
-                logger.warning("session bus: frames published before exit were not all sent live")
+        if os.getpid() != self._pid or self._closed or self._exit_flushed:  # a forked child's copy owns no loop thread
+            return
+        self._exit_flushed = True  # once: an exit waits at most EXIT_FLUSH_SECONDS for a bus
+        if not self.flush(EXIT_FLUSH_SECONDS):
+            logger.warning("session bus: frames published before exit were not all sent live")
 
     # --- subscribing -------------------------------------------------------------------
 
@@ -328,8 +350,7 @@ class ChannelLayerBus(Bus):
     def close(self) -> None:
         """Cancel the relays and the sender, close the layer's connections, stop the loop."""
         self._closed = True
-        atexit.unregister(self._flush_at_exit)
-        self._finalizer.cancel()
+        _live_buses.discard(self)
         with contextlib.suppress(Exception):
             self._runner.submit(self._shutdown()).result(timeout=5)
         self._runner.stop()

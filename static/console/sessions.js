@@ -54,7 +54,7 @@
       // A frame older than the listed row (frames of several processes can cross) is not
       // re-applied; `updatedAt` is to the second, so on a tie the frame wins.
       liveFrames.slice(Math.max(0, liveFrames.length - (liveCount - mark))).forEach(function (f) {
-        if (!f.updatedAt || !listed[f.id] || f.updatedAt >= listed[f.id]) upsert(f);
+        if (!f.updatedAt || !listed[f.id] || f.updatedAt >= listed[f.id]) { upsert(f); if (f.updatedAt) listed[f.id] = f.updatedAt; }
       });
     });
   }
