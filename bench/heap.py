@@ -41,10 +41,11 @@ print(json.dumps({"tracked": len(gc.get_objects()), "frozen": gc.get_freeze_coun
 def measure(freeze: bool, collections: int) -> dict:
     """Run the child with `AGENTS_GC_FREEZE` on or off; return its figures (counts, ms)."""
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "AGENTS_ORG_DATABASE")}
-    env.update({"DJANGO_SETTINGS_MODULE": "agents_site.settings", "AGENTS_GC_FREEZE": "1" if freeze else "0",
-                "AGENTS_DATA_DIR": tempfile.mkdtemp(prefix="agents-bench-heap-")})
-    out = subprocess.run([sys.executable, "-c", CHILD, str(collections)], cwd=ROOT, env=env,
-                         capture_output=True, text=True, check=True).stdout
+    with tempfile.TemporaryDirectory(prefix="agents-bench-heap-") as data_dir:
+        env.update({"DJANGO_SETTINGS_MODULE": "agents_site.settings", "AGENTS_GC_FREEZE": "1" if freeze else "0",
+                    "AGENTS_DATA_DIR": data_dir})
+        out = subprocess.run([sys.executable, "-c", CHILD, str(collections)], cwd=ROOT, env=env,
+                             capture_output=True, text=True, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
