@@ -17,6 +17,10 @@ Excluded operations, each with its reason (each keeps its own tests):
 - `POST /v1/agents/coding`: starts real work — a clone, sandboxed commands, a push
   (tests/coding).
 
+One check is off for two operations (tests/agents_site/schemathesis.toml says why):
+`ensure_resource_availability` for `POST /v1/agents/sessions/{id}/approve` and `/deny`, whose
+documented 404 for an invented `toolCallId` the stateful phase would read as the session gone.
+
 `POST /v1/agents/chat` is fuzzed (a round runs against the loopback model), but its streaming
 variant is not: generated valid bodies drop `stream` (an event stream has no schema to check
 against; tests/chat/test_stream.py holds it), and `agent` (it must name a stored agent).
@@ -45,13 +49,16 @@ EXCLUDED = {
     "POST /v1/agents/coding": "starts a coding run: clone, sandboxed commands, push (tests/coding)",
 }
 SEED = "20261201"
+CONFIG = ROOT / "tests" / "agents_site" / "schemathesis.toml"
 EXAMPLES = "20"
 
 
 def _schemathesis(server: LiveServer, key: str, report_dir) -> subprocess.CompletedProcess:
     seed = os.environ.get("AGENTS_CONTRACT_SEED", SEED)
     args = [
-        sys.executable, "-m", "schemathesis.cli", "run", f"{server.url}/v1/agents/openapi.json",
+        # Per-operation settings, each with its reason, live in schemathesis.toml beside this file.
+        sys.executable, "-m", "schemathesis.cli", "--config-file", str(CONFIG),
+        "run", f"{server.url}/v1/agents/openapi.json",
         "--header", f"Authorization: Bearer {key}",
         "--checks", "all",
         # The one check left out: schemathesis demands 401 for a missing `Authorization`; this
@@ -116,3 +123,16 @@ def test_every_operation_refuses_a_call_without_a_credential_with_403(live):
             response = httpx.request(method, url, headers=headers, timeout=10)
             assert response.status_code == 403, (method, path, headers, response.text)
             assert response.json()["code"] == "forbidden"
+
+
+def test_the_config_turns_ensure_resource_availability_off_for_approve_and_deny_only(client):
+    """schemathesis.toml's filter matches the served paths: a rename would silently undo (or widen) it."""
+    import schemathesis
+    from schemathesis.config import SchemathesisConfig
+
+    schema = schemathesis.openapi.from_dict(client.get("/v1/agents/openapi.json").json())
+    schema.config = SchemathesisConfig.from_path(str(CONFIG)).projects.default
+    off = {op.label for op in (result.ok() for result in schema.get_all_operations())
+           if not schema.config.checks_config_for(operation=op, phase="stateful").ensure_resource_availability.enabled}
+
+    assert off == {"POST /v1/agents/sessions/{id}/approve", "POST /v1/agents/sessions/{id}/deny"}
