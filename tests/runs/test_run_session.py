@@ -16,8 +16,9 @@ from django.test import Client
 
 from runs.models import Run
 from agents_site.vocabulary import RunStatus
-from tests.agents.conftest import debits, fund, make_agent, run, stored_runs
+from tests.agents.conftest import debits, make_agent, run, stored_runs
 from tests.support.upstream import Reply
+from tests.support.waiting import wait_until
 
 
 def session(org, session_id: str) -> dict:
@@ -44,16 +45,6 @@ def executor_channel(org, session_id: str) -> str:
         return Session.objects.values_list("executor_channel", flat=True).get(pk=session_id)
 
 
-def wait_until(predicate, timeout: float = 30.0) -> bool:
-    """Poll `predicate()` until true (True) or `timeout` s pass (False): a condition, not a guessed wait."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
-
-
 @pytest.mark.django_db
 class TestRunSession:
     def test_a_run_opens_a_root_session_and_ends_it_done(self, funded, upstream):
@@ -69,7 +60,7 @@ class TestRunSession:
         assert kinds == [("message", "user"), ("message", "assistant"), ("log", None)]
         summary = events(funded, body["sessionId"])[-1]["payload"]
         assert summary["runId"] == body["id"] and summary["status"] == "ok" and summary["model"] == "test-model"
-        assert wait_until(lambda: executor_channel(funded, body["sessionId"]) == "")  # the inbox let go of the session
+        wait_until(lambda: executor_channel(funded, body["sessionId"]) == "", what="the inbox to let go of the session")
 
     def test_a_failed_run_ends_its_session_error(self, funded, upstream):
         make_agent(funded, "broken")
@@ -194,7 +185,7 @@ class TestSteering:
         def script(sid, steer):
             steer.post(sid, "pause")  # while the first completion is still in flight
             slow.set()
-            wait_until(lambda: session_status(funded, sid) == "paused")
+            wait_until(lambda: session_status(funded, sid) == "paused", what="the session to pause")
             seen["status"] = session_status(funded, sid)
             # Not synchronisation: a window in which the paused loop must NOT take its next step
             # (an absence has no condition to wait on; a loop that ignored the pause would call
@@ -248,7 +239,7 @@ class TestSteering:
         def script(sid, steer):
             steer.post(sid, "pause")
             slow.set()
-            wait_until(lambda: session_status(funded, sid) == "paused")
+            wait_until(lambda: session_status(funded, sid) == "paused", what="the session to pause")
             steer.post(sid, "stop")
 
         steer = Steer(funded, script)
@@ -268,7 +259,7 @@ class TestSteering:
         def script(sid, steer):
             # Once the run is inside its first model call: posted earlier (the session exists
             # from run_start), the run's first between-steps check took it before asking at all.
-            assert wait_until(lambda: upstream.chat_requests), "the run never reached its first model call"
+            wait_until(lambda: upstream.chat_requests, what="the run to reach its first model call")
             steer.post(sid, "message", message="also say bye")
             slow.set()
 
