@@ -275,7 +275,7 @@
     }).then(function () {
       running = null;
       busy(false);
-      input.focus();
+      A.refocus(input);  // not while the user types in a form the round drew
     });
   }
 

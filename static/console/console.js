@@ -61,6 +61,14 @@
     return out;
   }
 
+  /* Put the caret back in `field` once something the user waited on is done (a round, a send),
+     unless they went on typing somewhere else meanwhile (a form the round drew, another input):
+     the end of a slow answer must never move their keystrokes into another field. */
+  function refocus(field) {
+    var at = document.activeElement;
+    if (!at || at === document.body || at === field || (at.form && at.form === field.form)) field.focus();
+  }
+
   /* Fill `box` with the error in words and, for a refused secret (422 secret_in_transcript),
      the findings exactly as the API answered them: rule, severity, line, masked preview and
      fingerprint (the secret itself was never stored nor echoed). */
@@ -298,5 +306,5 @@
   });
 
   window.Agents = { vocab: vocab, api: api, errorText: errorText, el: el, badge: badge, fmtTime: fmtTime, timeEl: timeEl, localizeTimes: localizeTimes, plural: plural,
-    showError: showError, payloadText: payloadText, previewText: previewText, dataDetails: dataDetails, scrollTables: scrollTables, eventItem: eventItem, jsonBlock: jsonBlock, isTerminal: isTerminal, csrfToken: csrfToken };
+    showError: showError, payloadText: payloadText, previewText: previewText, dataDetails: dataDetails, scrollTables: scrollTables, eventItem: eventItem, jsonBlock: jsonBlock, isTerminal: isTerminal, csrfToken: csrfToken, refocus: refocus };
 })();

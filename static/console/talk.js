@@ -188,7 +188,7 @@
       input.value = "";
       say("Sent, sealed to " + agent.display_name + "'s key " + short(E.parse(out.view.envelope).header.rkid) + ".");
       showSent(out.view);
-    }, function (err) { fail(String(err.message || err)); }).then(function () { button.disabled = false; input.focus(); });
+    }, function (err) { fail(String(err.message || err)); }).then(function () { button.disabled = false; A.refocus(input); });
   });
 
   /* ---- start: keystore, keys, history, live ---- */

@@ -127,6 +127,40 @@ def test_the_whole_create_flow_from_the_console_chat(page, make_org, login, shoo
     page.wait_for_selector("#keystore[data-state=locked]")
 
 
+def test_the_end_of_a_round_leaves_the_caret_in_the_form_the_user_is_typing_in(page, make_org, login):
+    """A round that ends while the user types in a form (the one a round drew) must not move the
+    caret to the chat input: the rest of their typing went there (beside a CPU hog the creation
+    flow above failed so: the display name arrived empty). The second round's answer is held here
+    until the user is in the form, then let through."""
+    org = make_org("gf")
+    login(page, org)
+    open_system_chat(page)
+    say(page, "/create-agent")
+    form = "[data-artifact=agent_creation_form] form"
+    page.wait_for_selector(form)
+    page.wait_for_selector("#chat-send:not([disabled])")  # the first round is over
+    held = []
+
+    def hold_the_round(route):
+        held.append((route, route.fetch()))  # answered now, handed to the page later
+
+    page.route("**/v1/agents/chat", hold_the_round)
+    say(page, "/help")
+    for _ in range(1500):  # the route's handler runs while Playwright is waited on: wait on it, polling
+        if held:
+            break
+        page.wait_for_timeout(20)
+    [(route, answer)] = held
+    page.click(f"{form} input[name=display_name]")
+    page.keyboard.type("We")
+    route.fulfill(response=answer)
+    page.wait_for_selector("#chat-send:not([disabled])")  # the second round is over
+    page.keyboard.type("ather")
+
+    assert page.input_value(f"{form} input[name=display_name]") == "Weather"
+    assert page.input_value("#chat-input") == ""
+
+
 def test_the_delete_confirm_shows_the_cascade_and_reports_back(page, make_org, login):
     from tests.identity.conftest import create_agent
 
