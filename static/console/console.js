@@ -62,11 +62,18 @@
   }
 
   /* Put the caret back in `field` once something the user waited on is done (a round, a send),
-     unless they went on typing somewhere else meanwhile (a form the round drew, another input):
-     the end of a slow answer must never move their keystrokes into another field. */
+     unless they are typing in another text field meanwhile (a form the round drew, a password):
+     the end of a slow answer must never move their keystrokes elsewhere. A button, a link or
+     nothing in focus gives the caret back to `field`. */
+  var TEXT_INPUTS = ["text", "search", "email", "url", "tel", "password", "number"];
+  function typingIn(node) {
+    if (!node || node.disabled) return false;
+    return node.isContentEditable || node.tagName === "TEXTAREA" || (node.tagName === "INPUT" && TEXT_INPUTS.indexOf(node.type) >= 0);
+  }
   function refocus(field) {
     var at = document.activeElement;
-    if (!at || at === document.body || at === field || (at.form && at.form === field.form)) field.focus();
+    if (at !== field && typingIn(at)) return;
+    field.focus();
   }
 
   /* Fill `box` with the error in words and, for a refused secret (422 secret_in_transcript),

@@ -184,11 +184,14 @@
     fail("");
     var button = document.getElementById("talk-send");
     button.disabled = true;
+    input.value = "";  // free for the next message while this one is sealed and sent
     sealAndPost(text, false).then(function (out) {
-      input.value = "";
       say("Sent, sealed to " + agent.display_name + "'s key " + short(E.parse(out.view.envelope).header.rkid) + ".");
       showSent(out.view);
-    }, function (err) { fail(String(err.message || err)); }).then(function () { button.disabled = false; A.refocus(input); });
+    }, function (err) {
+      if (!input.value) input.value = text;  // not sent: it is the user's to fix and resend (unless they typed on)
+      fail(String(err.message || err));
+    }).then(function () { button.disabled = false; A.refocus(input); });
   });
 
   /* ---- start: keystore, keys, history, live ---- */

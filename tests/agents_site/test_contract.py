@@ -5,7 +5,10 @@ A real daphne process serves the API, its inference gateway the loopback upstrea
 against the loopback model. Fields whose validity depends on stored data or on rules no JSON
 Schema keyword states get valid values in generated valid requests from contract_hooks.py. schemathesis reads the
 served document and sends every operation generated requests — valid and invalid, then
-stateful sequences following the links it infers — with `--checks all`: a 5xx, an answer whose
+stateful sequences following the links it infers — with every check schemathesis has (all are
+on by default; `--checks all` is not given: a check named on the command line overrides the
+per-operation settings of schemathesis.toml, and it would also turn on `max_response_time`, a
+10 s timing limit, which has no place in a pass/fail test): a 5xx, an answer whose
 status, headers or body the document does not declare, a valid request refused or an invalid
 one accepted is a failure, and so is any failure of this test.
 
@@ -50,6 +53,10 @@ EXCLUDED = {
 }
 SEED = "20261201"
 CONFIG = ROOT / "tests" / "agents_site" / "schemathesis.toml"
+# The one check left out everywhere: schemathesis demands 401 for a missing `Authorization`; this
+# API's contract (spec 003) answers 403 for every call without a principal.
+# test_every_operation_refuses_a_call_without_a_credential_with_403 holds that instead.
+EXCLUDED_CHECKS = ("missing_required_header",)
 EXAMPLES = "20"
 
 
@@ -60,11 +67,7 @@ def _schemathesis(server: LiveServer, key: str, report_dir) -> subprocess.Comple
         sys.executable, "-m", "schemathesis.cli", "--config-file", str(CONFIG),
         "run", f"{server.url}/v1/agents/openapi.json",
         "--header", f"Authorization: Bearer {key}",
-        "--checks", "all",
-        # The one check left out: schemathesis demands 401 for a missing `Authorization`; this
-        # API's contract (spec 003) answers 403 for every call without a principal.
-        # test_every_operation_refuses_a_call_without_a_credential_with_403 holds that instead.
-        "--exclude-checks", "missing_required_header",
+        "--exclude-checks", ",".join(EXCLUDED_CHECKS),
         "--max-examples", os.environ.get("AGENTS_CONTRACT_EXAMPLES", EXAMPLES),
         "--workers", "1",
         "--request-timeout", "30",
@@ -125,14 +128,29 @@ def test_every_operation_refuses_a_call_without_a_credential_with_403(live):
             assert response.json()["code"] == "forbidden"
 
 
-def test_the_config_turns_ensure_resource_availability_off_for_approve_and_deny_only(client):
-    """schemathesis.toml's filter matches the served paths: a rename would silently undo (or widen) it."""
+def test_the_checks_are_all_but_the_excluded_and_the_config_turns_one_off_for_approve_and_deny_only(client):
+    """The checks as the command line above sets them, with schemathesis.toml: every built-in check
+    on every operation and phase but `missing_required_header` (and `max_response_time`, off
+    without a limit), and `ensure_resource_availability` off for approve/deny only — a served path
+    renamed, or a check named on the command line (which overrides the file), would undo it."""
     import schemathesis
     from schemathesis.config import SchemathesisConfig
+    from schemathesis.config._checks import _BUILTIN_CHECK_NAMES
 
-    schema = schemathesis.openapi.from_dict(client.get("/v1/agents/openapi.json").json())
-    schema.config = SchemathesisConfig.from_path(str(CONFIG)).projects.default
-    off = {op.label for op in (result.ok() for result in schema.get_all_operations())
-           if not schema.config.checks_config_for(operation=op, phase="stateful").ensure_resource_availability.enabled}
+    document = client.get("/v1/agents/openapi.json").json()
+    config = SchemathesisConfig.from_path(str(CONFIG))
+    config.projects.override.checks.update(included_check_names=None, excluded_check_names=list(EXCLUDED_CHECKS))
+    schema = schemathesis.openapi.from_dict(document)
+    schema.config = config.projects.get(document)
+    off = set()
+    for operation in (result.ok() for result in schema.get_all_operations()):
+        for phase in ("examples", "coverage", "fuzzing", "stateful"):
+            checks = schema.config.checks_config_for(operation=operation, phase=phase)
+            off |= {(operation.label, name) for name in _BUILTIN_CHECK_NAMES if not checks.get_by_name(name=name).enabled}
 
-    assert off == {"POST /v1/agents/sessions/{id}/approve", "POST /v1/agents/sessions/{id}/deny"}
+    everywhere = {name for _, name in off if sum(1 for _, n in off if n == name) == len({label for label, _ in off})}
+    assert everywhere == {"missing_required_header", "max_response_time"}
+    assert {(label, name) for label, name in off if name not in everywhere} == {
+        ("POST /v1/agents/sessions/{id}/approve", "ensure_resource_availability"),
+        ("POST /v1/agents/sessions/{id}/deny", "ensure_resource_availability"),
+    }

@@ -139,6 +139,7 @@ def test_the_end_of_a_round_leaves_the_caret_in_the_form_the_user_is_typing_in(p
     form = "[data-artifact=agent_creation_form] form"
     page.wait_for_selector(form)
     page.wait_for_selector("#chat-send:not([disabled])")  # the first round is over
+    assert page.evaluate("document.activeElement.id") == "chat-input"  # nobody typing elsewhere: the caret is back
     held = []
 
     def hold_the_round(route):
@@ -150,6 +151,7 @@ def test_the_end_of_a_round_leaves_the_caret_in_the_form_the_user_is_typing_in(p
         if held:
             break
         page.wait_for_timeout(20)
+    assert held, "the second round never reached the route"
     [(route, answer)] = held
     page.click(f"{form} input[name=display_name]")
     page.keyboard.type("We")

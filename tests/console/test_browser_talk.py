@@ -327,6 +327,22 @@ def test_the_readme_walk_from_create_agent_to_an_answer(page, make_org, login, c
         wait_reply(page, "echo: hello")
         assert "signed by Echo" in page.locator(f"#talk-messages {REPLY}").last.locator(".seal").inner_text()
         agent.wait_for("opened envelope")
+
+        # What the user types while a message is on its way is theirs: the send does not wipe it.
+        held = []
+        page.route("**/v1/identity/agents/*/messages", lambda route: held.append((route, route.fetch())) if route.request.method == "POST" else route.continue_())
+        send(page, "again")
+        for _ in range(1500):  # the route's handler runs while Playwright is waited on: wait on it, polling
+            if held:
+                break
+            page.wait_for_timeout(20)
+        assert held, "the send never reached the route"
+        assert page.input_value("#talk-input") == ""
+        page.fill("#talk-input", "next thought")
+        route, answer = held[0]
+        route.fulfill(response=answer)
+        wait_reply(page, "echo: again")
+        assert page.input_value("#talk-input") == "next thought"
     finally:
         agent.stop()
 

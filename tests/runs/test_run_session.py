@@ -185,7 +185,7 @@ class TestSteering:
         def script(sid, steer):
             steer.post(sid, "pause")  # while the first completion is still in flight
             slow.set()
-            wait_until(lambda: session_status(funded, sid) == "paused", what="the session to pause")
+            wait_until(lambda: session_status(funded, sid) == "paused", what="the session to pause", timeout=10)
             seen["status"] = session_status(funded, sid)
             # Not synchronisation: a window in which the paused loop must NOT take its next step
             # (an absence has no condition to wait on; a loop that ignored the pause would call
@@ -239,7 +239,7 @@ class TestSteering:
         def script(sid, steer):
             steer.post(sid, "pause")
             slow.set()
-            wait_until(lambda: session_status(funded, sid) == "paused", what="the session to pause")
+            wait_until(lambda: session_status(funded, sid) == "paused", what="the session to pause", timeout=10)
             steer.post(sid, "stop")
 
         steer = Steer(funded, script)
@@ -259,7 +259,7 @@ class TestSteering:
         def script(sid, steer):
             # Once the run is inside its first model call: posted earlier (the session exists
             # from run_start), the run's first between-steps check took it before asking at all.
-            wait_until(lambda: upstream.chat_requests, what="the run to reach its first model call")
+            wait_until(lambda: upstream.chat_requests, what="the run to reach its first model call", timeout=10)
             steer.post(sid, "message", message="also say bye")
             slow.set()
 
