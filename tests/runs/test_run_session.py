@@ -183,7 +183,11 @@ class TestSteering:
         seen = {}
 
         def script(sid, steer):
-            steer.post(sid, "pause")  # while the first completion is still in flight
+            # While the first completion is in flight: posted earlier, the run's first
+            # between-steps check took the pause before asking at all (0 calls while paused;
+            # failed so beside a CPU hog).
+            wait_until(lambda: upstream.chat_requests, what="the run to reach its first model call", timeout=10)
+            steer.post(sid, "pause")
             slow.set()
             wait_until(lambda: session_status(funded, sid) == "paused", what="the session to pause", timeout=10)
             seen["status"] = session_status(funded, sid)
