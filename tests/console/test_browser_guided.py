@@ -16,6 +16,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from chat.models import Message
 from identity.models import AgentKeySet, ClientAnomaly, IdentityProfile, KeyBackup
 from tests.chat.conftest import wait_until
+from tests.support.waiting import page_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -57,13 +58,19 @@ def assistant_said(page, start: str):
         raise AssertionError(f"the assistant never said {start!r}; the page shows {shown}") from None
 
 
-def test_the_whole_create_flow_from_the_console_chat(page, make_org, login, shoot):
-    org = make_org("gc")
+def creation_form(page, org, login) -> str:
+    """Sign `org`'s user in, ask the system agent for /create-agent; return the form's selector once drawn."""
     login(page, org)
     open_system_chat(page)
     say(page, "/create-agent")
     form = "[data-artifact=agent_creation_form] form"
     page.wait_for_selector(form)
+    return form
+
+
+def test_the_whole_create_flow_from_the_console_chat(page, make_org, login, shoot):
+    org = make_org("gc")
+    form = creation_form(page, org, login)
 
     # Step 2: the schema is checked here, reserved prefixes included; nothing is sent.
     page.fill(f"{form} input[name=display_name]", "W")
@@ -132,12 +139,7 @@ def test_the_end_of_a_round_leaves_the_caret_in_the_form_the_user_is_typing_in(p
     caret to the chat input: the rest of their typing went there (beside a CPU hog the creation
     flow above failed so: the display name arrived empty). The second round's answer is held here
     until the user is in the form, then let through."""
-    org = make_org("gf")
-    login(page, org)
-    open_system_chat(page)
-    say(page, "/create-agent")
-    form = "[data-artifact=agent_creation_form] form"
-    page.wait_for_selector(form)
+    form = creation_form(page, make_org("gf"), login)
     page.wait_for_selector("#chat-send:not([disabled])")  # the first round is over
     assert page.evaluate("document.activeElement.id") == "chat-input"  # nobody typing elsewhere: the caret is back
     held = []
@@ -147,11 +149,7 @@ def test_the_end_of_a_round_leaves_the_caret_in_the_form_the_user_is_typing_in(p
 
     page.route("**/v1/agents/chat", hold_the_round)
     say(page, "/help")
-    for _ in range(1500):  # the route's handler runs while Playwright is waited on: wait on it, polling
-        if held:
-            break
-        page.wait_for_timeout(20)
-    assert held, "the second round never reached the route"
+    page_until(page, lambda: held, what="the second round to reach the route")  # the page's route handlers run while it waits
     [(route, answer)] = held
     page.click(f"{form} input[name=display_name]")
     page.keyboard.type("We")

@@ -17,6 +17,7 @@ from tests.identity.conftest import bearer, create_agent, post
 from tests.sdk.example_agents import EchoAgent, build_typescript_sdk, new_credentials
 from tests.support.live import free_port
 from tests.support.files import file_bytes
+from tests.support.waiting import page_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -332,11 +333,7 @@ def test_the_readme_walk_from_create_agent_to_an_answer(page, make_org, login, c
         held = []
         page.route("**/v1/identity/agents/*/messages", lambda route: held.append((route, route.fetch())) if route.request.method == "POST" else route.continue_())
         send(page, "again")
-        for _ in range(1500):  # the route's handler runs while Playwright is waited on: wait on it, polling
-            if held:
-                break
-            page.wait_for_timeout(20)
-        assert held, "the send never reached the route"
+        page_until(page, lambda: held, what="the send to reach the route")  # the page's route handlers run while it waits
         assert page.input_value("#talk-input") == ""
         page.fill("#talk-input", "next thought")
         route, answer = held[0]

@@ -5,6 +5,7 @@ import httpx
 import pytest
 
 from agents.models import Agent
+from tests.support.waiting import page_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -87,10 +88,7 @@ def test_a_read_that_answers_after_a_newer_live_frame_does_not_undo_it(page, mak
     page.route(f"**/v1/agents/sessions/{session['id']}", hold_the_second_read)
     page.goto(f"/console/sessions/{session['id']}/")
     page.wait_for_selector("#stream-state[data-state=open]")
-    for _ in range(500):  # the route's handler runs while Playwright is waited on: wait on it, polling
-        if held:
-            break
-        page.wait_for_timeout(20)
+    page_until(page, lambda: held, what="the second session read to reach the route")  # the page's route handlers run while it waits
     [(route, stale)] = held
     assert api.patch(f"/v1/agents/sessions/{session['id']}", json={"status": "done"}).status_code == 200
     page.wait_for_selector("#session-status .badge[data-status=done]")  # the live frame, while the read is held
@@ -122,10 +120,7 @@ def test_the_sessions_list_keeps_a_live_frame_that_came_while_its_read_was_in_fl
     page.route("**/v1/agents/sessions", hold_the_list_read)
     page.goto("/console/sessions/")
     page.wait_for_function("document.getElementById('stream-state').textContent === '● live'")
-    for _ in range(500):  # the route's handler runs while Playwright is waited on: wait on it, polling
-        if held:
-            break
-        page.wait_for_timeout(20)
+    page_until(page, lambda: held, what="the list read to reach the route")  # the page's route handlers run while it waits
     assert len(held) == 1
     assert api.patch(f"/v1/agents/sessions/{session['id']}", json={"status": "done"}).status_code == 200
     page.wait_for_selector(f"#sessions-table tr[data-session='{session['id']}'][data-status=done]")  # the live frame

@@ -18,6 +18,10 @@ def wait_until(predicate, *, timeout: float = 30.0, interval: float = 0.01, what
 
     Raises AssertionError naming `what` after `timeout` seconds without one.
     """
+    return _poll(predicate, time.sleep, timeout=timeout, interval=interval, what=what)
+
+
+def _poll(predicate, pause, *, timeout: float, interval: float, what: str):
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
@@ -25,7 +29,7 @@ def wait_until(predicate, *, timeout: float = 30.0, interval: float = 0.01, what
             return value
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(interval)
+        pause(interval)
 
 
 async def until(predicate, *, timeout: float = 30.0, interval: float = 0.005, what: str = "condition"):
@@ -38,3 +42,10 @@ async def until(predicate, *, timeout: float = 30.0, interval: float = 0.005, wh
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
         await asyncio.sleep(interval)
+
+
+def page_until(page, predicate, *, timeout: float = 30.0, interval: float = 0.02, what: str = "condition"):
+    """`wait_until` for a test driving a Playwright page: pauses with `page.wait_for_timeout`,
+    during which Playwright runs the page's route handlers (a `time.sleep` would hold them back).
+    Returns the first truthy value; AssertionError naming `what` after `timeout` seconds."""
+    return _poll(predicate, lambda seconds: page.wait_for_timeout(seconds * 1000), timeout=timeout, interval=interval, what=what)
