@@ -3,10 +3,11 @@
 Composing a query with the ORM (filters, compiler, converters) costs more than the database
 takes to run it: ≈ 0.5–1.5 ms of Python per statement on a 2-core machine against ≈ 0.1 ms in
 SQLite (BENCHMARKS.md, issue 16). The hot statements — the API key lookup, an agent by id or
-name, a session's control log, a run's finish, the fees held, the balance read and the debit —
-are written once per database vendor as plain SQL, and their rows are turned into model
-instances exactly as the ORM would (`from_row`: the backend's converters, so dates are dates
-and booleans booleans on SQLite as on PostgreSQL). Everything else stays on the ORM.
+name, a session's control log, a run's finish (and where its `run.finished` goes), the fees
+held, the balance read and the debit — are written once per database vendor as plain SQL, and
+their rows are turned into model instances exactly as the ORM would (`from_row`: the backend's
+converters, so dates are dates and booleans booleans on SQLite as on PostgreSQL). Everything
+else stays on the ORM.
 
 Only identifiers from the models' own metadata are ever put into the SQL text; every value is
 a parameter. New rows go in with `insert` (what the ORM's insert sends, without composing it).

@@ -48,6 +48,7 @@ EVENT_RETRY = "model retry"
 
 _lock = threading.Lock()
 _installed = False
+_tracer: trace.Tracer | None = None  # the process's one tracer (the global provider is set once)
 
 
 def build_provider(*, endpoint: str = "", service_name: str = "agents") -> TracerProvider:
@@ -74,10 +75,17 @@ def _install() -> None:
 
 
 def tracer() -> trace.Tracer:
-    """Return the runs' tracer, installing the process's provider on first use."""
-    if not _installed:
-        _install()
-    return trace.get_tracer(TRACER_NAME)
+    """Return the runs' tracer, installing the process's provider on first use.
+
+    One tracer per process, made once: `get_tracer` builds a new one on every call (a scope
+    object and a lock), and every request's span asks for it.
+    """
+    global _tracer
+    if _tracer is None:
+        if not _installed:
+            _install()
+        _tracer = trace.get_tracer(TRACER_NAME)
+    return _tracer
 
 
 def trace_id_hex(span: trace.Span) -> str:

@@ -25,6 +25,7 @@ Org context required.
 from __future__ import annotations
 
 import logging
+import weakref
 
 from django.conf import settings
 
@@ -36,6 +37,11 @@ from webhooks import callbacks, engine, selectors, services
 from webhooks.models import Endpoint, RunCallback, TargetStatusSeen
 
 logger = logging.getLogger(__name__)
+
+# Whether an enabled endpoint heard `balance.low` when each run's finish read the org's endpoints
+# (`_run_finishing`), for its debit's balance check (`_run_finished`): one read of the endpoints
+# per run, not two. Weak: a finish that rolls back leaves nothing behind.
+_balance_low_heard: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def register_handlers() -> None:
@@ -69,15 +75,20 @@ def _run_started(run) -> None:
 def _run_finishing(run) -> None:
     """`run.finished` to the subscribed endpoints and the run's own callback, written inside the
     run's finish transaction (queued for delivery once it commits)."""
-    targets = selectors.run_finished_targets(run_id=run.id)
-    services.deliveries_create(endpoints_and_urls=targets, event_type=WebhookEventType.RUN_FINISHED, data=run_view(run))
+    targets, heard = selectors.run_finished_reach(run_id=run.id)
+    _balance_low_heard[run] = heard
+    if targets:
+        services.deliveries_create(endpoints_and_urls=targets, event_type=WebhookEventType.RUN_FINISHED, data=run_view(run))
 
 
 def _run_finished(run, org_slug: str) -> None:
-    """`balance.low` after a run's debit (the finish has committed)."""
-    if run.status == RunStatus.OK and run.fee_cents:
-        with stores.org_context(org_slug, create=False):
-            _balance_check(run, org_slug)
+    """`balance.low` after a run's debit (the finish has committed); reads nothing when the
+    finish's read of the endpoints found none that hears it."""
+    heard = _balance_low_heard.pop(run, None)  # None: this run's finish did not read the endpoints
+    if run.status != RunStatus.OK or not run.fee_cents or heard is False or _balance_low_threshold() <= 0:
+        return
+    with stores.org_context(org_slug, create=False):
+        _balance_check(run, org_slug)
 
 
 def _run_waiting(run, approvals: list[dict], org_slug: str) -> None:
@@ -86,8 +97,12 @@ def _run_waiting(run, approvals: list[dict], org_slug: str) -> None:
         emit(WebhookEventType.RUN_WAITING, {**run_view(run), "approvals": approvals})
 
 
+def _balance_low_threshold() -> int:
+    return int(getattr(settings, "AGENTS_WEBHOOK_BALANCE_LOW_CENTS", 0) or 0)
+
+
 def _balance_check(run, org_slug: str) -> None:
-    threshold = int(getattr(settings, "AGENTS_WEBHOOK_BALANCE_LOW_CENTS", 0) or 0)
+    threshold = _balance_low_threshold()
     if threshold <= 0 or not selectors.endpoints_for(WebhookEventType.BALANCE_LOW):
         return
     from billing.selectors import org_balance_cents

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from django.db.models import OuterRef, Subquery
-
 from agents_site.errors import NotFound
 from agents_site.vocabulary import WebhookDisabledReason, WebhookEventType
-from webhooks.models import Endpoint, EventDelivery, RunCallback
+from tenancy import stores
+from webhooks import queries
+from webhooks.models import Endpoint, EventDelivery
 
 DELIVERIES_LIMIT = 50
 
@@ -36,10 +36,20 @@ def run_finished_targets(*, run_id: str) -> list[tuple[Endpoint, str]]:
     callback (`RunCallback`: the URL its request named, signed with its endpoint's secret) when
     that endpoint is enabled. Every run's finish reads this (issue 32: one read, not two).
     """
-    callback = RunCallback.objects.filter(run_id=run_id, endpoint_id=OuterRef("pk")).values("url")[:1]
-    endpoints = list(Endpoint.objects.filter(enabled=True).annotate(callback_url=Subquery(callback)))
+    return run_finished_reach(run_id=run_id)[0]
+
+
+def run_finished_reach(*, run_id: str) -> tuple[list[tuple[Endpoint, str]], bool]:
+    """Return `(targets, balance_low_heard)` for run `run_id`'s finish, in ONE query.
+
+    `targets` as `run_finished_targets`; `balance_low_heard` is whether any enabled endpoint
+    subscribes to `balance.low` — the finish's debit then checks the balance, otherwise not (the
+    run's only read of the org's endpoints; issue 26 item 4: the run overhead).
+    """
+    endpoints = queries.enabled_endpoints_with_callback(run_id, stores.current_alias())
     subscribed = [(e, e.url) for e in endpoints if str(WebhookEventType.RUN_FINISHED) in (e.events or [])]
-    return subscribed + [(e, e.callback_url) for e in endpoints if e.callback_url]
+    heard = any(str(WebhookEventType.BALANCE_LOW) in (e.events or []) for e in endpoints)
+    return subscribed + [(e, e.callback_url) for e in endpoints if e.callback_url], heard
 
 
 def failing_endpoints() -> list[Endpoint]:
