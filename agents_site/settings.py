@@ -252,15 +252,20 @@ CSRF_COOKIE_SAMESITE = "Lax"
 DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
 
 REDIS_URL = os.environ.get("REDIS_URL", "").strip()
+
+
+def redis_channel_layer(url: str, *, socket_timeout: float = 15) -> dict:
+    """Return the channel layer on the Redis at `url` (the scale-out mode's; the tests' too).
+
+    redis-py's default 5 s socket timeout equals channels-redis's 5 s BZPOPMIN, so an idle
+    receive would fail as a read timeout (seconds); reads get room past it.
+    """
+    return {"BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [{"address": url, "socket_timeout": socket_timeout}], "capacity": 1000, "expiry": 60}}
+
+
 if REDIS_URL:
-    CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            # redis-py's default 5 s socket timeout equals channels-redis's 5 s BZPOPMIN, so an
-            # idle receive would fail as a read timeout; give reads room past it.
-            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 15}], "capacity": 1000, "expiry": 60},
-        }
-    }
+    CHANNEL_LAYERS = {"default": redis_channel_layer(REDIS_URL)}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1000}}}
 

@@ -167,6 +167,7 @@ class ChannelLayerBus(Bus):
         self._runner = _LoopThread("agents-session-bus")
         self.sent = 0  # frames the layer took (`group_send` returned)
         self.failed = 0  # frames the layer refused or that could not be sent (logged)
+        self.relay_failures = 0  # receives of an org's relay that failed and were retried (logged)
         self._closed = False
         self._exit_flushed = False
         self._runner.submit(self._start()).result(timeout=10)
@@ -276,31 +277,41 @@ class ChannelLayerBus(Bus):
                 relay.task.cancel()
 
     async def _relay(self, org: str, relay: _Relay) -> None:
+        """Relay org `org`'s group to this process's subscribers until released (cancelled).
+
+        One channel for the relay's whole life: a receive that fails (a Redis read timing out on
+        a loaded host) is retried on the same channel, still in the group, so the frames sent
+        meanwhile wait in it and are delivered — a new channel would leave them in the old one.
+        """
         group = group_name(org)
-        while True:
-            channel = None
-            refresher = None
-            try:
-                channel = await self.layer.new_channel(CHANNEL_PREFIX)
-                await self.layer.group_add(group, channel)
-                refresher = asyncio.create_task(self._refresh(group, channel))
-                relay.ready.set()
-                while True:
-                    message = await self.layer.receive(channel)
-                    frame = message.get("frame")
-                    if isinstance(frame, dict):
-                        self.fanout.deliver(org, frame)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                logger.warning("session bus: relay for %s failed; retrying", org, exc_info=True)
-                await asyncio.sleep(RETRY_SECONDS)
-            finally:
-                if refresher is not None:
-                    refresher.cancel()
-                if channel is not None:
-                    with contextlib.suppress(Exception):
-                        await self.layer.group_discard(group, channel)
+        channel = None
+        refresher = None
+        try:
+            while True:
+                try:
+                    if channel is None:
+                        channel = await self.layer.new_channel(CHANNEL_PREFIX)
+                    await self.layer.group_add(group, channel)  # again after a failure: a no-op, or a lapsed membership renewed
+                    if refresher is None:
+                        refresher = asyncio.create_task(self._refresh(group, channel))
+                    relay.ready.set()
+                    while True:
+                        message = await self.layer.receive(channel)
+                        frame = message.get("frame")
+                        if isinstance(frame, dict):
+                            self.fanout.deliver(org, frame)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    self.relay_failures += 1
+                    logger.warning("session bus: relay for %s failed; retrying", org, exc_info=True)
+                    await asyncio.sleep(RETRY_SECONDS)
+        finally:
+            if refresher is not None:
+                refresher.cancel()
+            if channel is not None:
+                with contextlib.suppress(Exception):
+                    await self.layer.group_discard(group, channel)
 
     async def _refresh(self, group: str, channel: str) -> None:
         # Group membership expires in the layer (channels-redis: a day); renew it.

@@ -9,6 +9,7 @@ import uuid
 import pytest
 import redis
 
+from agents_site.settings import redis_channel_layer
 from sessions.bus import reset_bus
 
 # A Redis database of its own, so these tests never meet another suite's keys.
@@ -70,9 +71,7 @@ def redis_url() -> str:
 @pytest.fixture
 def redis_layer(settings, redis_url):
     """Point this process's channel layer (and bus) at Redis."""
-    settings.CHANNEL_LAYERS = {
-        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [redis_url], "capacity": 1000, "expiry": 60}}
-    }
+    settings.CHANNEL_LAYERS = {"default": redis_channel_layer(redis_url)}  # the scale-out mode's layer
     settings.AGENTS_SESSION_BUS = "channels"
     reset_bus()
     return redis_url

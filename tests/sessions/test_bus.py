@@ -10,6 +10,7 @@ import uuid
 import pytest
 from django.db import connections
 
+from agents_site.settings import redis_channel_layer
 from sessions import bus as bus_module
 from sessions import services
 from sessions.backends.base import BusError, SubscriberDropped
@@ -32,7 +33,7 @@ async def _drain(subscription, *, idle: float = 0.2) -> list[dict]:
 @pytest.fixture(params=["channels", "local", "redis"])
 def any_bus(request, settings, redis_url):
     if request.param == "redis":
-        settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [redis_url]}}}
+        settings.CHANNEL_LAYERS = {"default": redis_channel_layer(redis_url)}
         settings.AGENTS_SESSION_BUS = "channels"
     else:
         settings.AGENTS_SESSION_BUS = request.param
@@ -226,6 +227,35 @@ def test_a_process_that_exits_right_after_publishing_still_sends_every_frame(red
 
     assert "127.0.0.1" in redis_layer
     assert asyncio.run(scenario()) == list(range(total))
+
+
+def test_a_relay_whose_receive_fails_still_delivers_the_frames_sent_while_it_waits(settings, redis_url):
+    # On a loaded host a relay's blocking Redis read can time out. The relay then retried on a
+    # NEW channel, and the frames sent meanwhile — queued in the old one — never arrived (a
+    # process's 200 last frames lost, beside a CPU hog). It now retries on the same channel.
+    # Here a 0.5 s socket timeout, under channels-redis's 5 s blocking pop, fails every idle read.
+    settings.CHANNEL_LAYERS = {"default": redis_channel_layer(redis_url, socket_timeout=0.5)}
+    settings.AGENTS_SESSION_BUS = "channels"
+    reset_bus()
+    org, total = f"org-retry-{uuid.uuid4().hex[:8]}", 20
+
+    async def scenario() -> tuple[list[int], int]:
+        bus = get_bus()
+        subscription = await bus.subscribe(org)
+        failures = bus.relay_failures
+        await until(lambda: bus.relay_failures > failures, what="the relay's read failing")  # it now waits 1 s to retry
+        for n in range(total):
+            await asyncio.to_thread(bus.publish, org, {"kind": "event", "org": org, "n": n})
+        got = []
+        while len(got) < total and (frame := await subscription.get(10)) is not None:
+            got.append(frame["n"])
+        subscription.close()
+        return got, bus.relay_failures - failures
+
+    got, failed = asyncio.run(scenario())
+    assert got == list(range(total))
+    assert failed >= 1
+    reset_bus()
 
 
 def test_flush_waits_for_the_outbox_and_a_local_bus_has_nothing_to_wait_for(redis_layer, settings):

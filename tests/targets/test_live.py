@@ -8,6 +8,7 @@ import contextlib
 import httpx
 import pytest
 
+from agents_site.settings import redis_channel_layer
 from targets.models import RoutedRun
 from tests.support.live import LiveServer
 from tests.targets.conftest import offer
@@ -74,7 +75,7 @@ def test_redis_carries_an_offer_made_in_another_process_to_a_claim_waiting_in_da
     import redis
 
     redis.Redis.from_url(REDIS_URL).flushdb()
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}}
+    settings.CHANNEL_LAYERS = {"default": redis_channel_layer(REDIS_URL)}
     with daphne(AGENTS_CLAIM_WAIT_SECONDS=60, REDIS_URL=REDIS_URL) as server:
         target_id, key = register(server, org_a.key)
         with concurrent.futures.ThreadPoolExecutor(1) as pool:

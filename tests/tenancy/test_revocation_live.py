@@ -18,6 +18,7 @@ import httpx
 import pytest
 import redis
 
+from agents_site.settings import redis_channel_layer
 from sessions import services as session_services
 from tenancy import revocation
 from tenancy.models import ApiKey
@@ -153,7 +154,7 @@ def _redis_pair(django_db_setup, django_db_blocker):
 
 @pytest.fixture
 def redis_pair(_redis_pair, transactional_db, settings):
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 15}]}}}
+    settings.CHANNEL_LAYERS = {"default": redis_channel_layer(REDIS_URL)}
     revocation.reset()
     assert revocation.start(wait_seconds=10)
     yield _redis_pair
