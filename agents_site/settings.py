@@ -254,14 +254,18 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
 REDIS_URL = os.environ.get("REDIS_URL", "").strip()
 
 
-def redis_channel_layer(url: str, *, socket_timeout: float = 15) -> dict:
-    """Return the channel layer on the Redis at `url` (the scale-out mode's; the tests' too).
+def redis_channel_layer(url: str, *, socket_timeout: float = 15, prefix: str = "") -> dict:
+    """Return the `CHANNEL_LAYERS` entry of a channel layer on the Redis at `url` (the scale-out
+    mode's; the tests build theirs with it too).
 
-    redis-py's default 5 s socket timeout equals channels-redis's 5 s BZPOPMIN, so an idle
-    receive would fail as a read timeout (seconds); reads get room past it.
+    `socket_timeout` (seconds) bounds each Redis read: redis-py's default, 5 s, equals
+    channels-redis's 5 s blocking pop, so an idle receive would time out; reads get room past
+    it. `prefix` (default channels-redis's "asgi") keeps one deployment's (or test run's) keys apart.
     """
-    return {"BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [{"address": url, "socket_timeout": socket_timeout}], "capacity": 1000, "expiry": 60}}
+    config = {"hosts": [{"address": url, "socket_timeout": socket_timeout}], "capacity": 1000, "expiry": 60}
+    if prefix:
+        config["prefix"] = prefix
+    return {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": config}
 
 
 if REDIS_URL:

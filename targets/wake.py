@@ -147,6 +147,7 @@ class Subscription:
         self.group = group_name(org=org, target_id=target_id)
         self.layer = get_channel_layer()
         self.channel: str | None = None
+        self.degraded = False  # a receive failed: later waits sleep (the channel still leaves the group on exit)
 
     async def __aenter__(self) -> Subscription:
         if self.layer is not None:
@@ -165,7 +166,7 @@ class Subscription:
         """Sleep until a wake-up arrives or `timeout` seconds pass; return True if woken."""
         if timeout <= 0:
             return False
-        if self.layer is None or self.channel is None:
+        if self.layer is None or self.channel is None or self.degraded:
             await asyncio.sleep(timeout)
             return False
         loop = asyncio.get_running_loop()
@@ -177,7 +178,7 @@ class Subscription:
             return False
         except Exception:
             logger.warning("wake-ups of %s failed; waiting without them", self.group, exc_info=True)
-            self.channel = None
+            self.degraded = True
             await asyncio.sleep(max(deadline - loop.time(), 0))
             return False
 

@@ -219,6 +219,7 @@ class _Broadcaster:
         self.thread = threading.Thread(target=self._run, name="agents-revocations", daemon=True)
         self.layer = None
         self.task: asyncio.Task | None = None
+        self.failures = 0  # receives that failed and were retried (logged)
         self.thread.start()
 
     def _run(self) -> None:
@@ -246,36 +247,43 @@ class _Broadcaster:
             self.loop.close()
 
     async def _listen(self) -> None:
+        """Join `GROUP` and apply what other processes broadcast, until cancelled.
+
+        One channel for the listener's life: a receive that fails (a Redis read timing out on a
+        loaded host) is retried on the same channel, still in the group, so a broadcast sent
+        meanwhile waits there and is applied — leaving the group, or a new channel, lost it.
+        """
         self.layer = channel_layers.make_backend(DEFAULT_CHANNEL_LAYER)
-        while True:
-            channel = None
-            try:
-                channel = await self.layer.new_channel("agents")
-                await self.layer.group_add(GROUP, channel)
-                self.joined.set()
-                refreshed = self.loop.time()
-                while True:
-                    try:
-                        message = await asyncio.wait_for(self.layer.receive(channel), GROUP_REFRESH_SECONDS)
-                    except asyncio.TimeoutError:
-                        message = None
-                    if self.loop.time() - refreshed >= GROUP_REFRESH_SECONDS:  # group membership expires in the layer
-                        await self.layer.group_add(GROUP, channel)
-                        refreshed = self.loop.time()
-                    if message and message.get("origin") != _ORIGIN:
-                        revoke_local(tuple(key) for key in message.get("keys") or [])
-            except asyncio.CancelledError:
-                if channel is not None:
-                    with contextlib.suppress(BaseException):
-                        await self.layer.group_discard(GROUP, channel)
-                raise
-            except Exception:
-                self.joined.clear()
-                logger.warning("revocation listener failed; retrying", exc_info=True)
-                if channel is not None:
-                    with contextlib.suppress(Exception):
-                        await self.layer.group_discard(GROUP, channel)
-                await asyncio.sleep(RETRY_SECONDS)
+        channel = None
+        try:
+            while True:
+                try:
+                    if channel is None:
+                        channel = await self.layer.new_channel("agents")
+                    await self.layer.group_add(GROUP, channel)  # again after a failure: a no-op, or a lapsed membership renewed
+                    self.joined.set()
+                    refreshed = self.loop.time()
+                    while True:
+                        try:
+                            message = await asyncio.wait_for(self.layer.receive(channel), GROUP_REFRESH_SECONDS)
+                        except asyncio.TimeoutError:
+                            message = None
+                        if self.loop.time() - refreshed >= GROUP_REFRESH_SECONDS:  # group membership expires in the layer
+                            await self.layer.group_add(GROUP, channel)
+                            refreshed = self.loop.time()
+                        if message and message.get("origin") != _ORIGIN:
+                            revoke_local(tuple(key) for key in message.get("keys") or [])
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    self.joined.clear()
+                    self.failures += 1
+                    logger.warning("revocation listener failed; retrying", exc_info=True)
+                    await asyncio.sleep(RETRY_SECONDS)
+        finally:
+            if channel is not None:
+                with contextlib.suppress(BaseException):
+                    await self.layer.group_discard(GROUP, channel)
 
     def publish(self, keys: list[Key]) -> None:
         message = {"type": MESSAGE_TYPE, "origin": _ORIGIN, "keys": [list(key) for key in keys]}

@@ -25,7 +25,6 @@ Org context required.
 from __future__ import annotations
 
 import logging
-import weakref
 
 from django.conf import settings
 
@@ -38,10 +37,10 @@ from webhooks.models import Endpoint, RunCallback, TargetStatusSeen
 
 logger = logging.getLogger(__name__)
 
-# Whether an enabled endpoint heard `balance.low` when each run's finish read the org's endpoints
-# (`_run_finishing`), for its debit's balance check (`_run_finished`): one read of the endpoints
-# per run, not two. Weak: a finish that rolls back leaves nothing behind.
-_balance_low_heard: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# Set on a finishing run by `_run_finishing`: whether an enabled endpoint hears `balance.low`,
+# for its debit's balance check (`_run_finished`), which then reads the endpoints only to
+# deliver. The attribute lives exactly as long as the run instance the finish handed on.
+BALANCE_LOW_HEARD = "_webhooks_balance_low_heard"
 
 
 def register_handlers() -> None:
@@ -76,7 +75,7 @@ def _run_finishing(run) -> None:
     """`run.finished` to the subscribed endpoints and the run's own callback, written inside the
     run's finish transaction (queued for delivery once it commits)."""
     targets, heard = selectors.run_finished_reach(run_id=run.id)
-    _balance_low_heard[run] = heard
+    setattr(run, BALANCE_LOW_HEARD, heard)
     if targets:
         services.deliveries_create(endpoints_and_urls=targets, event_type=WebhookEventType.RUN_FINISHED, data=run_view(run))
 
@@ -84,11 +83,11 @@ def _run_finishing(run) -> None:
 def _run_finished(run, org_slug: str) -> None:
     """`balance.low` after a run's debit (the finish has committed); reads nothing when the
     finish's read of the endpoints found none that hears it."""
-    heard = _balance_low_heard.pop(run, None)  # None: this run's finish did not read the endpoints
+    heard = getattr(run, BALANCE_LOW_HEARD, None)  # None: this run's finish did not read the endpoints
     if run.status != RunStatus.OK or not run.fee_cents or heard is False or _balance_low_threshold() <= 0:
         return
     with stores.org_context(org_slug, create=False):
-        _balance_check(run, org_slug)
+        _balance_check(run, org_slug, heard=heard)
 
 
 def _run_waiting(run, approvals: list[dict], org_slug: str) -> None:
@@ -101,9 +100,11 @@ def _balance_low_threshold() -> int:
     return int(getattr(settings, "AGENTS_WEBHOOK_BALANCE_LOW_CENTS", 0) or 0)
 
 
-def _balance_check(run, org_slug: str) -> None:
+def _balance_check(run, org_slug: str, *, heard: bool | None = None) -> None:
+    """Emit `balance.low` when run `run`'s debit took org `org_slug`'s balance below the threshold
+    (cents); `heard` None reads whether an endpoint hears it first."""
     threshold = _balance_low_threshold()
-    if threshold <= 0 or not selectors.endpoints_for(WebhookEventType.BALANCE_LOW):
+    if threshold <= 0 or not (heard or selectors.endpoints_for(WebhookEventType.BALANCE_LOW)):
         return
     from billing.selectors import org_balance_cents
 

@@ -20,14 +20,18 @@ def enabled_endpoints_with_callback(run_id: str, alias: str) -> list[Endpoint]:
     the URL run `run_id`'s request named with that endpoint (`RunCallback`), or None. ONE statement."""
     connection = transaction.get_connection(alias)
     quote = connection.ops.quote_name
+
+    def column(model, name: str) -> str:
+        return quote(model._meta.get_field(name).column)
+
     endpoint_pk = quote(Endpoint._meta.pk.column)
-    callback = (f"SELECT c.{quote('url')} FROM {sql.table_name(RunCallback, connection)} c "
-                f"WHERE c.{quote('run_id')} = %s AND c.{quote(RunCallback._meta.get_field('endpoint').column)} = e.{endpoint_pk} "
+    callback = (f"SELECT c.{column(RunCallback, 'url')} FROM {sql.table_name(RunCallback, connection)} c "
+                f"WHERE c.{column(RunCallback, 'run_id')} = %s AND c.{column(RunCallback, 'endpoint')} = e.{endpoint_pk} "
                 f"ORDER BY c.{quote(RunCallback._meta.pk.column)} LIMIT 1")
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT {sql.select_list(Endpoint, connection, table='e')}, ({callback}) "
-                       f"FROM {sql.table_name(Endpoint, connection)} e WHERE e.{quote('enabled')} = %s ORDER BY e.{endpoint_pk} DESC",
-                       [run_id, True])
+                       f"FROM {sql.table_name(Endpoint, connection)} e WHERE e.{column(Endpoint, 'enabled')} = %s "
+                       f"ORDER BY e.{endpoint_pk} DESC", [run_id, True])
         rows = cursor.fetchall()
     width = len(Endpoint._meta.concrete_fields)
     endpoints = []

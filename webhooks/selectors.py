@@ -29,22 +29,15 @@ def endpoints_for(event_type: str) -> list[Endpoint]:
     return [e for e in Endpoint.objects.filter(enabled=True) if str(event_type) in (e.events or [])]
 
 
-def run_finished_targets(*, run_id: str) -> list[tuple[Endpoint, str]]:
-    """Return where run `run_id`'s `run.finished` goes, as `(endpoint, url)` pairs, in ONE query.
-
-    First every enabled endpoint subscribed to `run.finished` (its own URL), then the run's own
-    callback (`RunCallback`: the URL its request named, signed with its endpoint's secret) when
-    that endpoint is enabled. Every run's finish reads this (issue 32: one read, not two).
-    """
-    return run_finished_reach(run_id=run_id)[0]
-
-
 def run_finished_reach(*, run_id: str) -> tuple[list[tuple[Endpoint, str]], bool]:
-    """Return `(targets, balance_low_heard)` for run `run_id`'s finish, in ONE query.
+    """Return `(targets, balance_low_heard)` for run `run_id`'s finish, from ONE query.
 
-    `targets` as `run_finished_targets`; `balance_low_heard` is whether any enabled endpoint
-    subscribes to `balance.low` — the finish's debit then checks the balance, otherwise not (the
-    run's only read of the org's endpoints; issue 26 item 4: the run overhead).
+    `targets`: where its `run.finished` goes, as `(endpoint, url)` pairs — first every enabled
+    endpoint subscribed to `run.finished` (its own URL), then the run's own callback
+    (`RunCallback`: the URL its request named, signed with its endpoint's secret) when that
+    endpoint is enabled. `balance_low_heard`: whether any enabled endpoint subscribes to
+    `balance.low`, so the debit's check reads the endpoints again only to deliver one (issue 32:
+    one read, not two; issue 26 item 4: a run's fixed cost).
     """
     endpoints = queries.enabled_endpoints_with_callback(run_id, stores.current_alias())
     subscribed = [(e, e.url) for e in endpoints if str(WebhookEventType.RUN_FINISHED) in (e.events or [])]

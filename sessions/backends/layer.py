@@ -282,6 +282,10 @@ class ChannelLayerBus(Bus):
         One channel for the relay's whole life: a receive that fails (a Redis read timing out on
         a loaded host) is retried on the same channel, still in the group, so the frames sent
         meanwhile wait in it and are delivered — a new channel would leave them in the old one.
+        What this cannot save: a frame Redis popped just as the read timed out (channels-redis
+        backs a frame up only once the reply is read; the connection is dropped with it) — with
+        reads given 15 s past the 5 s pop, a stall of ~10 s; the stream's store catch-up
+        (`AGENTS_SSE_CATCHUP_SECONDS`) then brings the event.
         """
         group = group_name(org)
         channel = None

@@ -233,8 +233,9 @@ def test_a_relay_whose_receive_fails_still_delivers_the_frames_sent_while_it_wai
     # On a loaded host a relay's blocking Redis read can time out. The relay then retried on a
     # NEW channel, and the frames sent meanwhile — queued in the old one — never arrived (a
     # process's 200 last frames lost, beside a CPU hog). It now retries on the same channel.
-    # Here a 0.5 s socket timeout, under channels-redis's 5 s blocking pop, fails every idle read.
-    settings.CHANNEL_LAYERS = {"default": redis_channel_layer(redis_url, socket_timeout=0.5)}
+    # Here a 2 s socket timeout, under channels-redis's 5 s blocking pop, fails every idle read
+    # (not shorter: a frame popped just as the read times out is lost with the connection).
+    settings.CHANNEL_LAYERS = {"default": redis_channel_layer(redis_url, socket_timeout=2)}
     settings.AGENTS_SESSION_BUS = "channels"
     reset_bus()
     org, total = f"org-retry-{uuid.uuid4().hex[:8]}", 20

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import uuid
+
 import pytest
 from django.contrib.auth import get_user_model
 
 from agents_site.errors import NotFound
+from agents_site.settings import redis_channel_layer
 from agents_site.vocabulary import PrincipalVia
 from tenancy import revocation
 from tenancy.models import ApiKey, Membership, Org
 from tenancy.principal import Principal
 from tenancy.services import api_key_create, api_key_revoke, membership_remove, membership_set, org_delete
+from tests.support.waiting import wait_until
 
 
 @pytest.fixture(autouse=True)
@@ -43,6 +49,32 @@ def test_a_revocation_fires_only_the_connections_it_names_and_each_once():
     assert revocation.revoke_local([revocation.org_deleted("acme")]) == 1
     assert fired == ["mine", "other key"]
     assert revocation.open_connections(revocation.org_deleted("beta")) == 1
+
+
+def test_a_listener_whose_receive_fails_still_applies_a_broadcast_sent_while_it_waits(settings):
+    # On a loaded host the listener's blocking Redis read can time out. It then left the group
+    # and joined again on a new channel a second later: a revocation broadcast in between was
+    # lost, and another process's streams of a revoked key stayed open. It now retries on the
+    # same channel, still in the group. Here a 2 s socket timeout, under channels-redis's 5 s
+    # blocking pop, fails every idle read.
+    from channels.layers import channel_layers
+
+    settings.CHANNEL_LAYERS = {"default": redis_channel_layer("redis://127.0.0.1:6379/3", socket_timeout=2,
+                                                              prefix=f"rv{uuid.uuid4().hex[:8]}")}
+    revocation.reset()
+    assert revocation.start(wait_seconds=10)
+    listener = revocation._broadcaster()
+    wait_until(lambda: listener.failures >= 1, timeout=20, what="the listener's read failing")  # it retries in 1 s
+    fired = threading.Event()
+    revocation.watch([revocation.key_revoked(41)], fired.set)
+
+    async def broadcast_from_another_process() -> None:
+        layer = channel_layers.make_backend("default")
+        await layer.group_send(revocation.GROUP, {"type": revocation.MESSAGE_TYPE, "origin": "elsewhere", "keys": [["key", 41]]})
+        await layer.close_pools()
+
+    asyncio.run(broadcast_from_another_process())
+    assert fired.wait(15), "the broadcast sent while the listener waited to retry was lost"
 
 
 def test_a_cancelled_watch_is_never_fired():

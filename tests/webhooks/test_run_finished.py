@@ -187,10 +187,10 @@ def test_a_runs_finish_reads_where_it_goes_in_one_query(org_a, subscribed, recei
     run_id = response.json()["id"]
     with org_a.context():
         with CaptureQueriesContext(connections[stores.current_alias()]) as captured:
-            targets = selectors.run_finished_targets(run_id=run_id)
+            targets = selectors.run_finished_reach(run_id=run_id)[0]
         assert len(captured.captured_queries) == 1
         assert [url for _, url in targets] == [receiver.url, receiver.url + "/own"]
-        assert selectors.run_finished_targets(run_id="run_other") == [(targets[0][0], receiver.url)]
+        assert selectors.run_finished_reach(run_id="run_other")[0] == [(targets[0][0], receiver.url)]
         Endpoint.objects.update(enabled=False)
-        assert selectors.run_finished_targets(run_id=run_id) == []
+        assert selectors.run_finished_reach(run_id=run_id)[0] == []
         assert Run.objects.filter(pk=run_id).exists()
