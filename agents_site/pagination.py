@@ -196,13 +196,16 @@ def keyset_page(queryset: QuerySet, *, order: tuple[str, ...], limit: int, curso
     shape) so a cursor of another list is refused; the cursor is signed and bound to the
     queryset's store and filters (`list_scope`), so only a cursor issued for this list of this
     org passes. Reads `limit + 1` rows in one query (plus
-    whatever the queryset's own annotations cost). Raises `InvalidRequest` (400) for a
-    malformed or foreign cursor.
+    whatever the queryset's own annotations cost). The scope (the filters' SQL, compiled
+    apart from the query) is worked out only for a page that reads or writes a cursor: the
+    first page of a list that fits in it compiles its SQL once. Raises `InvalidRequest` (400)
+    for a malformed or foreign cursor.
     """
     model = queryset.model
     columns = [name.lstrip("-") for name in order]
-    scope = list_scope(queryset)
+    base, scope = queryset, None
     if cursor is not None:
+        scope = list_scope(base)
         raw = decode_cursor(cursor, tag=tag, size=len(order), scope=scope)
         keys = [_typed(model, column, value) for column, value in zip(columns, raw, strict=True)]
         queryset = queryset.filter(_after(order, keys))
@@ -212,4 +215,4 @@ def keyset_page(queryset: QuerySet, *, order: tuple[str, ...], limit: int, curso
     rows = rows[:limit]
     last = rows[-1]
     keys = [getattr(last, model._meta.get_field(column).attname) for column in columns]
-    return Page(items=rows, next_cursor=encode_cursor(tag=tag, keys=keys, scope=scope))
+    return Page(items=rows, next_cursor=encode_cursor(tag=tag, keys=keys, scope=scope if scope is not None else list_scope(base)))
