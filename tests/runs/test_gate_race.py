@@ -11,7 +11,7 @@ from tests.agents.conftest import debits, fund, make_agent, stored_runs
 from tests.support.upstream import Reply
 from tests.support.waiting import wait_until
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_stores]
 
 
 def test_simultaneous_runs_cannot_share_the_last_fee(org_a, upstream):
