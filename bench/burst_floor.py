@@ -34,7 +34,6 @@ import os
 import shutil
 import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -87,17 +86,10 @@ def main() -> None:
         os.environ.pop(name, None)
     data_dir = tempfile.mkdtemp(prefix="agents-bench-floor-")
     os.environ.update({"AGENTS_DATA_DIR": data_dir, "DJANGO_SETTINGS_MODULE": "agents_site.settings"})
-    from bench.request_path import _setup
+    from bench.request_path import _setup, serve, stop
 
     key, sessions = _setup()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCH_REQUEST_PATH_SERVER": "1"}
-    backlog = os.environ.get("AGENTS_LISTEN_BACKLOG", "2048")  # the Procfile's
-    log = open(Path(data_dir) / "daphne.log", "wb")
-    daphne = subprocess.Popen([sys.executable, "-m", "daphne", "-e", f"tcp:port={port}:interface=127.0.0.1:backlog={backlog}",
-                               "bench.request_path:application"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    daphne, port = serve(data_dir)  # the Procfile's listen backlog
     kinds = [
         ("GET /bench/minimal (no Django: baseline)", "GET", ["/bench/minimal"], None, None, 200),
         ("GET /v1/agents, no key (Django, 403)", "GET", ["/v1/agents"], None, None, 403),
@@ -130,13 +122,7 @@ def main() -> None:
                 p99s.append(percentile(latencies, 99))
             rows.append((label, statistics.median(walls), statistics.median(p50s), statistics.median(p99s), statistics.median(cpus)))
     finally:
-        daphne.terminate()
-        try:
-            daphne.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            daphne.kill()
-            daphne.wait()
-        log.close()
+        stop(daphne)
         shutil.rmtree(data_dir, ignore_errors=True)
 
     load = os.getloadavg()[0]

@@ -32,6 +32,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench.request_path import stop as stop_daphne  # noqa: E402
+
 REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/11")
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -243,12 +246,7 @@ async def measure(args, api_key: str, machines: list[tuple[str, str]], data_dir:
                 task.cancel()
             await asyncio.gather(*pollers, return_exceptions=True)
     finally:
-        daphne.terminate()
-        try:
-            daphne.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            daphne.kill()
-            daphne.wait()
+        stop_daphne(daphne)
 
     n = args.claims
     how = ("Redis; offers by routed_offer in the benchmark process" if args.layer == "redis"

@@ -50,6 +50,36 @@ if os.environ.get("BENCH_REQUEST_PATH_SERVER"):  # imported by daphne: `bench.re
     application = _server_app()
 
 
+def serve(data_dir: str):
+    """Start one daphne serving `application` (the site and `/bench/minimal`) on a free loopback
+    port with the Procfile's listen backlog (`AGENTS_LISTEN_BACKLOG`, 2048), its output in
+    `data_dir`/daphne.log; return `(process, port)`. Stop it with `stop`."""
+    import socket
+    import subprocess
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCH_REQUEST_PATH_SERVER": "1"}
+    backlog = os.environ.get("AGENTS_LISTEN_BACKLOG", "2048")
+    with open(Path(data_dir) / "daphne.log", "wb") as log:  # the child keeps its own descriptor
+        process = subprocess.Popen([sys.executable, "-m", "daphne", "-e", f"tcp:port={port}:interface=127.0.0.1:backlog={backlog}",
+                                    "bench.request_path:application"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    return process, port
+
+
+def stop(process) -> None:
+    """Stop a daphne `serve` started: SIGTERM, then SIGKILL after 15 s."""
+    import subprocess
+
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def percentile(values: list[float], q: float) -> float:
     """Return the q-quantile (0..1) of `values` (nearest rank)."""
     ordered = sorted(values)
@@ -150,7 +180,6 @@ def _profile(key: str, sessions: list[str], n: int) -> None:
 def main() -> None:
     import argparse
     import statistics
-    import subprocess
     import tempfile
     import time
 
@@ -172,15 +201,7 @@ def main() -> None:
     os.environ.update({"AGENTS_DATA_DIR": data_dir, "DJANGO_SETTINGS_MODULE": "agents_site.settings"})
     key, sessions = _setup()
 
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCH_REQUEST_PATH_SERVER": "1"}
-    log = open(Path(data_dir) / "daphne.log", "wb")
-    daphne = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "bench.request_path:application"],
-                              cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    daphne, port = serve(data_dir)
     base = f"http://127.0.0.1:{port}"
     try:
         with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60) as client:
@@ -209,12 +230,7 @@ def main() -> None:
                 batch_lat.append(_timed(client, "POST", f"/v1/agents/sessions/{sessions[-1]}/events", json=body))
             batch_rate = args.batches * args.batch_size / (time.perf_counter() - start)
     finally:
-        daphne.terminate()
-        try:
-            daphne.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            daphne.kill()
-            daphne.wait()
+        stop(daphne)
 
     p50 = statistics.median
     print(f"request_path.py — one daphne process, SQLite stores, in-memory layer ({os.cpu_count()} CPUs)")
