@@ -138,9 +138,10 @@ def coding_start(*, principal, prompt: object, repo: object, project: object = N
     dispatch gate) → `replyConversationId` (a conversation of this org, else 404) → for a run
     here, the start branch on the remote (`git ls-remote`, ≤ 10 s; 400 `base_not_found` naming
     it when the remote answers without it) → the sandbox (503 `sandbox_unavailable`) and inference (503) for a run
-    here → in one org-store transaction: the org's coding runs in flight (429 at
-    `AGENTS_CODING_MAX_CONCURRENT`), the balance gate (402/503), the run, its session and
-    this record; the task is queued once that commits. `base` wins over `after`.
+    here → in one org-store transaction serialised per org (on PostgreSQL the gate's advisory
+    lock, taken before the count: no two starts count one free slot): the org's coding runs in
+    flight (429 at `AGENTS_CODING_MAX_CONCURRENT`), the balance gate (402/503), the run, its
+    session and this record; the task is queued once that commits. `base` wins over `after`.
     """
     from runs.lifecycle import InferenceUnavailable
     from agents.inference import inference_configured
@@ -197,7 +198,7 @@ def coding_start(*, principal, prompt: object, repo: object, project: object = N
     org = stores.current_org()
     from coding.engine import branch_for
 
-    with stores.org_atomic():
+    with stores.org_atomic(serialize=True):  # the count and the run's insert under the org's gate lock: no two starts count one free slot
         if coding_runs_in_flight() >= settings.AGENTS_CODING_MAX_CONCURRENT:
             raise CodingBusy(f"the org has {settings.AGENTS_CODING_MAX_CONCURRENT} coding runs in flight; wait for one to finish")
         with runs.coding_run_starting(

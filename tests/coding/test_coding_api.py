@@ -108,3 +108,33 @@ def test_stop_before_start_cancels_without_running(shop, upstream):
     assert upstream.chat_requests == []
     with shop.context():
         assert CodingRun.objects.get(pk=body["runId"]).pushed is False
+
+
+@pytest.mark.django_db(transaction=True)
+def test_simultaneous_starts_never_pass_the_limit(shop, upstream, settings):
+    # The limit is a count then an insert: on PostgreSQL (READ COMMITTED) two starts counted the
+    # same free slot unless the count is made under the org's serialisation.
+    import json
+    import threading
+
+    from django.db import connections
+    from django.test import Client
+
+    settings.AGENTS_CODING_MAX_CONCURRENT = 2
+    barrier = threading.Barrier(6)
+    statuses: list[int] = []
+
+    def go() -> None:
+        client = Client(HTTP_AUTHORIZATION=f"Bearer {shop.key}")
+        barrier.wait()
+        response = client.post("/v1/agents/coding", json.dumps({"repo": "acme/shop", "prompt": "add a test"}), content_type="application/json")
+        statuses.append(response.status_code)
+        connections.close_all()
+
+    threads = [threading.Thread(target=go) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(statuses) == [202, 202, 429, 429, 429, 429]
+    assert len(_runs(shop)) == 2
