@@ -43,11 +43,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def percentile(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(q / 100 * len(values)))]
-
-
 def _cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -88,8 +83,23 @@ def main() -> None:
     os.environ.update({"AGENTS_DATA_DIR": data_dir, "DJANGO_SETTINGS_MODULE": "agents_site.settings"})
     from bench.request_path import _setup, serve, stop
 
-    key, sessions = _setup()
-    daphne, port = serve(data_dir)  # the Procfile's listen backlog
+    daphne = None
+    load_before = os.getloadavg()[0]
+    try:
+        key, sessions = _setup()
+        daphne, port = serve(data_dir)  # the Procfile's listen backlog
+        rows = _measure(args, daphne, port, key, sessions)
+    finally:
+        if daphne is not None:
+            stop(daphne)
+        shutil.rmtree(data_dir, ignore_errors=True)
+    _print(args, rows, load_before)
+
+
+def _measure(args, daphne, port: int, key: str, sessions: list[str]) -> list[tuple]:
+    """Fire each kind's bursts at the running `daphne`; return (label, wall, p50, p99, CPU per request) medians."""
+    from bench.request_path import percentile
+
     kinds = [
         ("GET /bench/minimal (no Django: baseline)", "GET", ["/bench/minimal"], None, None, 200),
         ("GET /v1/agents, no key (Django, 403)", "GET", ["/v1/agents"], None, None, 403),
@@ -98,33 +108,31 @@ def main() -> None:
          {"kind": "log", "payload": {"text": "a turn of a run"}}, 201),
     ]
     rows = []
-    load_before = os.getloadavg()[0]
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise SystemExit(f"daphne did not listen; see {data_dir}/daphne.log") from None
-                time.sleep(0.1)
-        for label, method, paths, auth, body, expect in kinds:
-            asyncio.run(_burst(port, 50, method, paths, auth, body, expect))  # warm-up
-            walls, p50s, p99s, cpus = [], [], [], []
-            for _ in range(args.rounds):
-                cpu = _cpu_seconds(daphne.pid)
-                start = time.perf_counter()
-                latencies = asyncio.run(_burst(port, args.n, method, paths, auth, body, expect))
-                walls.append(time.perf_counter() - start)
-                cpus.append((_cpu_seconds(daphne.pid) - cpu) / args.n)
-                p50s.append(statistics.median(latencies))
-                p99s.append(percentile(latencies, 99))
-            rows.append((label, statistics.median(walls), statistics.median(p50s), statistics.median(p99s), statistics.median(cpus)))
-    finally:
-        stop(daphne)
-        shutil.rmtree(data_dir, ignore_errors=True)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise SystemExit("daphne did not listen; see its daphne.log") from None
+            time.sleep(0.1)
+    for label, method, paths, auth, body, expect in kinds:
+        asyncio.run(_burst(port, 50, method, paths, auth, body, expect))  # warm-up
+        walls, p50s, p99s, cpus = [], [], [], []
+        for _ in range(args.rounds):
+            cpu = _cpu_seconds(daphne.pid)
+            start = time.perf_counter()
+            latencies = asyncio.run(_burst(port, args.n, method, paths, auth, body, expect))
+            walls.append(time.perf_counter() - start)
+            cpus.append((_cpu_seconds(daphne.pid) - cpu) / args.n)
+            p50s.append(statistics.median(latencies))
+            p99s.append(percentile(latencies, 0.99))
+        rows.append((label, statistics.median(walls), statistics.median(p50s), statistics.median(p99s), statistics.median(cpus)))
+    return rows
 
+
+def _print(args, rows: list[tuple], load_before: float) -> None:
     load = os.getloadavg()[0]
     print(f"burst_floor.py — {args.n} requests at once on one daphne process, SQLite stores, {os.cpu_count()} CPUs, "
           f"load average {load_before:.1f} → {load:.1f}; median of {args.rounds} rounds")

@@ -16,7 +16,10 @@ tests/support/stored.py (a store's bytes or rows).
 Left out of the PostgreSQL pass on purpose: tests that race several request threads inside the
 test process itself (tests/chat/test_multitask.py) — on PostgreSQL every such thread holds a
 pooled connection for its whole request, so they measure the test process's pool, not the
-behaviour (the same races are held on SQLite, and over HTTP by the live tests).
+behaviour (the same races are held on SQLite, and over HTTP by the live tests). Kept in it: the
+races of a count-then-insert rule under the org's gate lock (tests/runs/test_gate_race.py,
+tests/coding/test_coding_api.py), six short requests each — only PostgreSQL's READ COMMITTED
+shows the rule's fault, and six requests fit the pools.
 """
 
 from __future__ import annotations

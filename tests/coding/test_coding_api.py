@@ -121,20 +121,26 @@ def test_simultaneous_starts_never_pass_the_limit(shop, upstream, settings):
     from django.test import Client
 
     settings.AGENTS_CODING_MAX_CONCURRENT = 2
-    barrier = threading.Barrier(6)
-    statuses: list[int] = []
+    barrier = threading.Barrier(6, timeout=30)
+    answers: list[tuple[int, str]] = []
 
     def go() -> None:
-        client = Client(HTTP_AUTHORIZATION=f"Bearer {shop.key}")
-        barrier.wait()
-        response = client.post("/v1/agents/coding", json.dumps({"repo": "acme/shop", "prompt": "add a test"}), content_type="application/json")
-        statuses.append(response.status_code)
-        connections.close_all()
+        try:
+            client = Client(HTTP_AUTHORIZATION=f"Bearer {shop.key}")
+            barrier.wait()
+            response = client.post("/v1/agents/coding", json.dumps({"repo": "acme/shop", "prompt": "add a test"}),
+                                   content_type="application/json")
+            answers.append((response.status_code, response.json().get("code", "")))
+        finally:
+            connections.close_all()
 
-    threads = [threading.Thread(target=go) for _ in range(6)]
+    threads = [threading.Thread(target=go, daemon=True) for _ in range(6)]
     for t in threads:
         t.start()
     for t in threads:
         t.join(60)
-    assert sorted(statuses) == [202, 202, 429, 429, 429, 429]
+    assert not any(t.is_alive() for t in threads)
+    assert sorted(answers) == [(202, "")] * 2 + [(429, "coding_busy")] * 4
     assert len(_runs(shop)) == 2
+    with shop.context():
+        assert CodingRun.objects.count() == 2
