@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: run test test-gateways coverage-runner bench screenshots clean
+.PHONY: run demo test test-durations test-gateways coverage-runner bench screenshots clean
 
 $(VENV)/.installed-run: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -18,17 +18,17 @@ $(VENV)/.installed-dev: requirements.txt requirements-dev.txt
 	$(PIP) install -q -r requirements-dev.txt
 	touch $@ $(VENV)/.installed-run
 
-## make run: install, migrate, create the demo org (prints its login and API key once), serve
-## on 127.0.0.1:8000 with daphne plus a django-q2 cluster (its minute schedules ensured first),
-## plus `manage.py replicate` (Litestream) when AGENTS_BACKUP_URL is set.
+## make run: install, check the port (PORT, 8000 when unset), migrate and collect static files (skipped
+## when unchanged), create the demo org (prints its login and API key once), ensure the minute schedules,
+## then serve with daphne plus a django-q2 cluster (plus `manage.py replicate`, Litestream, when
+## AGENTS_BACKUP_URL is set); the banner comes once /v1/agents/openapi.json answers (manage.py serve).
 run: $(VENV)/.installed-run
-	$(PY) manage.py migrate --noinput -v0
-	$(PY) manage.py migrate_orgs
-	$(PY) manage.py collectstatic --noinput -v0
-	$(PY) manage.py bootstrap_demo
-	$(PY) manage.py ensure_schedules
-	@echo "Serving on http://127.0.0.1:$${PORT:-8000}/  (API docs: /v1/agents/docs, admin: /admin/)"
-	$(VENV)/bin/honcho start -f Procfile web worker $$([ -n "$$AGENTS_BACKUP_URL" ] && echo backup)
+	@$(PY) manage.py serve
+
+## make demo: make run plus the demo gateway (demo_gateway: model `demo`, echoes, `/tool NAME {json}`
+## calls a tool) on AGENTS_DEMO_GATEWAY_PORT (PORT + 1), the server pointed at it. Not a model.
+demo: $(VENV)/.installed-run
+	@$(PY) manage.py serve --demo
 
 ## make test: install the dev requirements, hold the import contract, build and test sdk/typescript
 ## (npm ci against its lockfile, tsc, node --test, the vendored browser bundle checked), run the whole suite

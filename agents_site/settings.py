@@ -343,6 +343,8 @@ INFERENCE_CONNECT_TIMEOUT_SECONDS = max(_env_float("INFERENCE_CONNECT_TIMEOUT_SE
 INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS = max(_env_float("INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS", INFERENCE_TIMEOUT_SECONDS or 300.0), 0.1)
 INFERENCE_TOKEN_TIMEOUT_SECONDS = max(_env_float("INFERENCE_TOKEN_TIMEOUT_SECONDS", INFERENCE_TIMEOUT_SECONDS or 60.0), 0.1)
 AGENTS_DEFAULT_MODEL = os.environ.get("AGENTS_DEFAULT_MODEL", "gpt-4o-mini").strip()
+# `make demo` sets it: the gateway is the loopback demo gateway (echoes, not a model); the console says so.
+AGENTS_DEMO_GATEWAY = os.environ.get("AGENTS_DEMO_GATEWAY", "").strip().lower() in ("1", "true", "yes", "on")
 AGENTS_FAILOVER_MODEL = os.environ.get("AGENTS_FAILOVER_MODEL", "").strip()
 AGENTS_MODEL_CATALOG_TTL_SECONDS = _env_int("AGENTS_MODEL_CATALOG_TTL_SECONDS", 300)
 # The most tokens one completion may write (`max_tokens` sent with every completion; an agent's

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from django.conf import settings
+
 from tenancy.models import Membership
 
 
 def console_context(request) -> dict:
-    """Return `{principal, memberships, acting_org}` for the console's templates.
+    """Return `{principal, memberships, acting_org, demo_gateway}` for the console's templates.
 
     The scripts read the vocabulary from the one generated module `static/console/vocabulary.js`
     (`console/base.html` loads it first), so JS never holds its own copy. `memberships` lists only the
     signed-in user's own orgs (the org switcher offers nothing else); anonymous visitors get
-    an empty list.
+    an empty list. `demo_gateway` is true under `make demo` (the notice in the top bar).
     """
     user = getattr(request, "user", None)
     memberships = []
@@ -22,4 +24,5 @@ def console_context(request) -> dict:
         "principal": principal,
         "memberships": memberships,
         "acting_org": principal.org_slug if principal is not None else None,
+        "demo_gateway": settings.AGENTS_DEMO_GATEWAY,
     }
