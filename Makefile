@@ -30,22 +30,20 @@ run: $(VENV)/.installed-run
 demo: $(VENV)/.installed-run
 	@$(PY) manage.py serve --demo
 
-## make test: install the dev requirements, hold the import contract, build and test sdk/typescript
-## (npm ci against its lockfile, tsc, node --test, the vendored browser bundle checked), run the whole suite
-## (two pytest-xdist workers; a test file stays on one worker), the API tests marked `both_stores`
-## again on Django's stock handler and SQLite engine (the fast path off), then again on PostgreSQL + Redis (127.0.0.1:5432 and :6379; tests/conftest.py).
-## Each pass is bounded (`timeout`): a test that hangs fails the run instead of stalling CI. The
-## PostgreSQL pass gets 40 min: its ~740 org databases leave a checkpoint 100,000-320,000 files to
-## fsync, and the pass's closing DROP DATABASE waits for it (15 min beside a CPU hog; 20 min was short).
+## make test: install the dev requirements, then scripts/test-passes.sh: the import contract (lint-imports),
+## sdk/typescript (npm ci against its lockfile, tsc, node --test, the vendored browser bundle checked), and
+## three pytest passes on two pytest-xdist workers (a test file stays on one worker): `main` (the whole
+## suite), `stock` (the API tests marked `both_stores` again on Django's own handler and SQLite engine: the
+## fast path off) and `postgres` (those tests on PostgreSQL + Redis, 127.0.0.1:5432 and :6379). Every step
+## runs even when an earlier one failed, each is timed and bounded (`timeout`: a hang fails its pass) and
+## a summary table ends the output; the exit code is non-zero when any failed. TEST_PASSES="main" runs one.
 test: $(VENV)/.installed-dev
 	bash scripts/test-prereqs.sh
-	$(VENV)/bin/lint-imports
-	bash scripts/test-sdk-typescript.sh
-	timeout --signal=INT --kill-after=30 2400 $(PY) -m pytest -n 2 --dist loadfile
-	AGENTS_FAST_HANDLER=0 AGENTS_POOLED_SQLITE=0 timeout --signal=INT --kill-after=30 900 $(PY) -m pytest -n 2 --dist loadfile -m both_stores
-	@if pg_isready -h 127.0.0.1 -p 5432 -q && redis-cli -h 127.0.0.1 ping >/dev/null 2>&1; then \
-	  AGENTS_TEST_STORES=postgres timeout --signal=INT --kill-after=30 2400 $(PY) -m pytest -n 2 --dist loadfile -m both_stores; \
-	else echo "SKIPPED the PostgreSQL + Redis pass: no PostgreSQL on 127.0.0.1:5432 or no Redis on :6379"; fi
+	bash scripts/test-passes.sh
+
+## make test-durations: the 20 slowest tests of the last make test (its JUnit reports in data/test-reports/).
+test-durations:
+	@$(PYTHON) scripts/test_durations.py 20
 
 ## make test-gateways: the agent, chat, tool and OpenAI-compatible paths against a real
 ## llama-cpp-python server (gemma-3-270m Q4_K_M from the package registry, 2,048-token context),
