@@ -32,6 +32,7 @@ import contextlib
 import logging
 import os
 import threading
+import time
 import weakref
 from dataclasses import dataclass, field
 
@@ -46,7 +47,8 @@ CHANNEL_PREFIX = "agents"  # one prefix: channels-redis serves all of an instanc
 OUTBOX_LIMIT = 10_000  # frames waiting for the layer before publish starts dropping (logged)
 JOIN_TIMEOUT_SECONDS = 5.0
 RETRY_SECONDS = 1.0
-EXIT_FLUSH_SECONDS = 2.0  # how long an exiting process waits for its outbox to reach the layer
+EXIT_FLUSH_SECONDS = 2.0  # how long an exiting process waits for its outbox with no frame going out
+EXIT_FLUSH_MAX_SECONDS = 30.0  # the longest an exiting process waits while frames still go out
 
 
 def group_name(org: str) -> str:
@@ -225,8 +227,16 @@ class ChannelLayerBus(Bus):
     def _flush_at_exit(self) -> None:
         if os.getpid() != self._pid or self._closed or self._exit_flushed:  # a forked child's copy owns no loop thread
             return
-        self._exit_flushed = True  # once: an exit waits at most EXIT_FLUSH_SECONDS for a bus
-        if not self.flush(EXIT_FLUSH_SECONDS):
+        self._exit_flushed = True  # once per bus
+        # Wait while frames still go out (a loaded host sends 200 frames in more than 2 s: the
+        # wait used to end there and the rest were lost), but give up after EXIT_FLUSH_SECONDS
+        # in which none went out (the layer is gone) or EXIT_FLUSH_MAX_SECONDS in all.
+        failed, sent, deadline = self.failed, self.sent, time.monotonic() + EXIT_FLUSH_MAX_SECONDS
+        flushed = self.flush(EXIT_FLUSH_SECONDS)
+        while not flushed and self.sent != sent and time.monotonic() < deadline:
+            sent = self.sent
+            flushed = self.flush(EXIT_FLUSH_SECONDS)
+        if not flushed or self.failed != failed:
             logger.warning("session bus: frames published before exit were not all sent live")
 
     # --- subscribing -------------------------------------------------------------------

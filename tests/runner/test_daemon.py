@@ -417,6 +417,9 @@ def test_a_stop_kills_the_machines_running_command_and_after_the_stop_the_sessio
     runner = runner_factory(daphne_server.url, org_a.key, "--allow-shell", str(work), env=inference_env(upstream))
     runner.wait_for("claim key minted")
     [target] = targets_of(org_a)
+    # Routing needs the machine's first claim (`serving_at`): the key is minted before it, and
+    # beside a CPU hog the run was posted first (409 "target has not claimed work within 90 s").
+    wait_until(lambda: (key := _claim_key(org_a, target.id)) and key.serving_at, what="the first claim")
     started = org_a.client.post("/v1/agents/sh/run", {"input": "go", "targetId": target.id}, content_type="application/json")
     assert started.status_code == 202, started.content
     run_id, session_id = started.json()["id"], started.json()["sessionId"]
