@@ -121,7 +121,7 @@ def test_revoking_a_key_in_the_console_closes_its_stream_and_long_poll_on_the_em
         claim = pool.submit(_claim, embedded, org.key, target, claim_key)
         _wait_claim_waiting(org, target)
         before = _append(org, session_id, "before")
-        assert [f.id for f in doomed.collect(events=1)] == [before.position]
+        assert [f.id for f in doomed.collect(events=1, timeout=60)] == [before.position]
         console = _console_login(embedded, org.user)
         row = ApiKey.objects.get(org=org.org, name="")
         page = console.get("/console/keys/")
@@ -135,7 +135,7 @@ def test_revoking_a_key_in_the_console_closes_its_stream_and_long_poll_on_the_em
     assert answer.json() == {"status": 403, "code": "forbidden", "error": REVOKED}
     assert _ends_revoked(doomed) == []
     after = _append(org, session_id, "after")
-    frames = kept.collect(events=2)
+    frames = kept.collect(events=2, timeout=60)
     assert [f.id for f in frames] == [before.position, after.position]  # the other key's stream lives on
     kept.close()
     refused = httpx.get(embedded.url + "/v1/agents/sessions/stream", headers={"Authorization": f"Bearer {org.key}"}, timeout=10)
@@ -177,7 +177,7 @@ def test_a_key_revoked_in_another_process_closes_its_stream_and_long_poll_on_bot
     assert _ends_revoked(doomed) == []
     session_id = _session(org)
     after = _append(org, session_id, "after")
-    assert [f.id for f in kept.collect(events=2)][-1] == after.position  # the other key's stream lives on
+    assert [f.id for f in kept.collect(events=2, timeout=60)][-1] == after.position  # the other key's stream lives on
     kept.close()
 
 
@@ -193,6 +193,6 @@ def test_removing_a_member_or_deleting_the_org_closes_their_streams_on_both_daph
         assert _ends_revoked(stream) == []
     session_id = _session(org)
     live = _append(org, session_id, "still here")
-    assert [f.id for f in admin_stream.collect(events=2)][-1] == live.position
+    assert [f.id for f in admin_stream.collect(events=2, timeout=60)][-1] == live.position
     org_delete(org=org.org)
     _ends_revoked(admin_stream)
