@@ -105,6 +105,18 @@ class _LoopThread:
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
         self.loop.run_forever()
+        # Stopped: end what is still pending here, on its own loop, before `stop` closes it. A task
+        # left pending (the sender, when the bus's shutdown did not finish in time beside a CPU
+        # hog) was collected later and cancelled itself on the closed loop: "Event loop is closed"
+        # and "Task was destroyed but it is pending" at the end of the PostgreSQL pass.
+        pending = asyncio.all_tasks(self.loop)
+        for task in pending:
+            task.cancel()
+        if pending:
+            with contextlib.suppress(Exception):
+                self.loop.run_until_complete(asyncio.wait(pending, timeout=5))
+        with contextlib.suppress(Exception):
+            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
 
     def submit(self, coro) -> concurrent.futures.Future:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
@@ -118,7 +130,7 @@ class _LoopThread:
     def stop(self) -> None:
         if self.loop.is_running():
             self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(timeout=5)
+        self.thread.join(timeout=15)  # its pending tasks end first (at most 5 s)
         if not self.thread.is_alive():
             with contextlib.suppress(Exception):
                 self.loop.close()  # channels-redis closes its pools of this loop here
