@@ -2,7 +2,7 @@
 
 * Asking — `run_wait`: the executor's model turn called a tool the agent's `approval` rules
   name (`agents.approval_rules`). In one org-store transaction the run moves `running →
-  waiting` (it keeps holding its fee: `RunStatus.HOLDS_FEE`), every call of the turn gets an
+  waiting` (`runs.lifecycle.run_mark_waiting`; it keeps holding its fee: `RunStatus.HOLDS_FEE`), every call of the turn gets an
   `Approval` row (those needing approval `pending`, the others `waiting` with them) and each
   pending one an `approval` event in the session (tool-call id, tool, arguments masked like
   every turn, who may answer). The session reports `paused`, the executor lets go of its inbox
@@ -33,7 +33,7 @@ from django.utils import timezone
 from runs import hooks
 from runs.models import Approval, Run
 from runs.run_session import RunSession
-from runs.lifecycle import Outcome, run_finish, stop_reason
+from runs.lifecycle import Outcome, run_finish, run_mark_waiting, stop_reason
 from agents_site.errors import ApiError, Conflict, Forbidden, InvalidRequest, NotFound
 from agents_site.ids import mint_id
 from agents_site.vocabulary import (
@@ -153,11 +153,7 @@ def run_wait(*, run: Run, outcome: Outcome, session: RunSession, round_no: int, 
     now = timezone.now()
     rows: list[Approval] = []
     with stores.org_atomic():
-        changed = Run.objects.filter(pk=run.id, status=RunStatus.RUNNING).update(
-            status=RunStatus.WAITING, model=outcome.model or run.model, attempts=outcome.attempts,
-            prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens, tool_calls=outcome.tool_calls,
-        )
-        if not changed:
+        if not run_mark_waiting(run_id=run.id, outcome=outcome):  # `running → waiting`, with the usage so far
             return None
         for position, (call, tool, needs) in enumerate(calls):
             function = getattr(call, "function", None)
@@ -311,7 +307,7 @@ def run_rewait(*, run_id: str) -> bool:
     """
     if not Approval.objects.filter(run_id=run_id, state__in=TURN_OPEN - {ApprovalState.PENDING}).exists():
         return False
-    return bool(Run.objects.filter(pk=run_id, status=RunStatus.RUNNING).update(status=RunStatus.WAITING))
+    return run_mark_waiting(run_id=run_id)
 
 
 def approval_guard(*, session, command: str) -> None:

@@ -9,8 +9,11 @@ takes a callable or calls back into the app that started the run: a caller's wri
 commit with the run are the body of `with run_starting(request) as run:`, and those that must
 commit with the finish the body of `with run_finishing(...) as run:`. Between the two,
 `run_mark_running` moves a queued run to `running` when a worker takes it, and a run whose model
-calls a tool its agent's approval rules name is suspended `waiting` until a person answers
-(`runs.approvals`; issue 28) — still holding its fee, then resumed or finished here.
+calls a tool its agent's approval rules name is suspended `waiting` (`run_mark_waiting`) until a
+person answers (`runs.approvals`; issue 28) — still holding its fee — then resumed
+(`run_mark_resumed`) or finished here. These are a run's only status writes: each is one
+conditional UPDATE in `runs.queries`, and no other module writes a run's status
+(`tests/runs/test_status_writes.py`).
 
 `run_starting` (spec 003 POST /v1/agents/{ref}/run; DESIGN §4), in order: org context → the
 kind's policy → agent executable here (409 `agent_external`) → input ≤ 128 KiB (400) → no
@@ -63,6 +66,10 @@ Agent = object
 
 MAX_INPUT_BYTES = 128 * 1024
 SUMMARY_ERROR_BYTES = 2048
+
+_QUEUED = frozenset({RunStatus.QUEUED})
+_RUNNING = frozenset({RunStatus.RUNNING})
+_WAITING = frozenset({RunStatus.WAITING})
 
 
 class InferenceUnavailable(ServiceUnavailable):
@@ -389,9 +396,46 @@ def run_mark_running(*, run_id: str) -> Run:
         if run.fee_cents:
             balance_authorize(org_slug=stores.current_org(), actor=run.actor, fee_cents=run.fee_cents,
                               held_cents=fees_held() - run.fee_cents)
-        if not Run.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(status=RunStatus.RUNNING, started_at=timezone.now()):
+        if not queries.run_move(run_id, to=RunStatus.RUNNING, from_statuses=_QUEUED, alias=stores.current_alias(),
+                                changes={"started_at": timezone.now()}):
             raise RunNotQueued()
     return Run.objects.select_related("agent").get(pk=run_id)
+
+
+def run_mark_waiting(*, run_id: str, outcome: Outcome | None = None) -> bool:
+    """Suspend `running` run `run_id`: move it to `waiting`; return True when this call moved it.
+
+    One conditional UPDATE (`runs.queries.run_move`): a run no longer `running` (a stop finished
+    it, another caller suspended it) is left as it is and False is returned. A waiting run keeps
+    holding its fee (`RunStatus.HOLDS_FEE`). With `outcome`, the usage so far is recorded with the
+    move: its model ("" keeps the recorded one), attempts, tokens and tool calls. Runs inside the
+    caller's transaction when there is one (`runs.approvals.run_wait` writes the turn's approval
+    requests in the same one). Callers: the server's executor whose model called a tool needing
+    approval (`run_wait`), a routed run's machine asking (`targets.approvals`), recovery putting a
+    resumed run lost mid-turn back (`run_rewait`), a resumed claim whose answer never reached its
+    machine (`targets.approvals.resume_released`). Org context required.
+    """
+    changes: dict = {}
+    if outcome is not None:
+        changes = {"attempts": outcome.attempts, "prompt_tokens": outcome.prompt_tokens,
+                   "completion_tokens": outcome.completion_tokens, "tool_calls": outcome.tool_calls}
+        if outcome.model:
+            changes["model"] = outcome.model
+    with stores.org_atomic():
+        return queries.run_move(run_id, to=RunStatus.WAITING, from_statuses=_RUNNING, alias=stores.current_alias(), changes=changes)
+
+
+def run_mark_resumed(*, run_id: str) -> bool:
+    """Resume `waiting` run `run_id` (its approvals all answered): move it to `running`; return True when this call moved it.
+
+    One conditional UPDATE: of two resumers (two deliveries of the resume task, two claims of a
+    routed run's offer) one wins; a run no longer `waiting` (stopped, expired) is left as it is.
+    It holds its fee throughout. Runs inside the caller's transaction when there is one (the
+    resume task takes the run's lease in the same one; a routed claim its calls). Org context
+    required.
+    """
+    with stores.org_atomic():
+        return queries.run_move(run_id, to=RunStatus.RUNNING, from_statuses=_WAITING, alias=stores.current_alias())
 
 
 def run_finish(

@@ -37,7 +37,7 @@ from agents.models import Agent
 from runs.models import Approval, Run
 from runs.run_session import RunSession
 from runs.approvals import run_approvals, run_wait
-from runs.lifecycle import Outcome
+from runs.lifecycle import Outcome, run_mark_resumed, run_mark_waiting
 from agents_site.errors import InvalidRequest
 from agents_site.vocabulary import ApprovalState, RoutedRunState, RunKind, RunStatus, SessionStatus
 from targets import wake
@@ -163,7 +163,7 @@ def resume_claimed(offer: RoutedRun) -> bool:
     if run is None or run.status != RunStatus.WAITING:  # a fresh offer: the machine runs it as it is
         return True
     with stores.org_atomic():
-        if not Run.objects.filter(pk=run.id, status=RunStatus.WAITING).update(status=RunStatus.RUNNING):
+        if not run_mark_resumed(run_id=run.id):
             RoutedRun.objects.filter(pk=offer.run_id, state=RoutedRunState.CLAIMED).update(
                 state=RoutedRunState.WITHDRAWN, withdrawn_at=timezone.now(), result={"status": RunStatus.ERROR, "error": "the run had ended"})
             return False
@@ -201,11 +201,9 @@ def resume_released(*, run_id: str) -> None:
             return
         started.filter(needs_approval=True).update(state=ApprovalState.APPROVED)
         started.filter(needs_approval=False).update(state=ApprovalState.WAITING)
-        run = Run.objects.filter(pk=run_id, status=RunStatus.RUNNING).first()
-        if run is not None:
-            Run.objects.filter(pk=run_id, status=RunStatus.RUNNING).update(status=RunStatus.WAITING)
-            if run.session_id:
-                session_update(session_id=run.session_id, status=str(SessionStatus.PAUSED))
+        run = Run.objects.filter(pk=run_id, status=RunStatus.RUNNING).only("session_id").first()
+        if run is not None and run_mark_waiting(run_id=run_id) and run.session_id:
+            session_update(session_id=run.session_id, status=str(SessionStatus.PAUSED))
 
 
 def turn_settled(*, run_id: str) -> None:

@@ -4,7 +4,7 @@
 (`runs.approvals.approval_answer`) and again by the sweep if that task was lost. Nothing
 of the process that suspended the run is needed: the session's log is the checkpoint.
 
-1. One conditional UPDATE moves the run `waiting → running` (of two resume tasks one wins) and
+1. One conditional UPDATE (`runs.lifecycle.run_mark_resumed`) moves the run `waiting → running` (of two resume tasks one wins) and
    takes the run's worker lease (`runs.lease`), so recovery sees a live holder.
 2. The conversation is rebuilt from the session's events before the turn's first `approval`
    event (`rebuild`): the instructions and input, then each assistant reply, each tool call
@@ -34,7 +34,7 @@ from runs.lease import lease_kept, worker_identity
 from runs.models import Approval, Run
 from runs.run_session import RunSession
 from runs import approvals
-from runs.lifecycle import Outcome, run_finish
+from runs.lifecycle import Outcome, run_finish, run_mark_resumed
 from runs.models import RunTask
 from agents_site.vocabulary import ApprovalState, ChatRole, ControlCommand, EventKind, RunStatus, SessionStatus
 from sessions.selectors import stop_recorded
@@ -153,7 +153,7 @@ def run_resume(*, run_id: str) -> str:
         return run.status
     now = timezone.now()
     with stores.org_atomic():
-        if not Run.objects.filter(pk=run_id, status=RunStatus.WAITING).update(status=RunStatus.RUNNING):
+        if not run_mark_resumed(run_id=run_id):
             return Run.objects.filter(pk=run_id).values_list("status", flat=True).first() or ""
         task, _ = RunTask.objects.get_or_create(run_id=run_id, defaults={"created_at": now})
         RunTask.objects.filter(pk=task.pk).update(worker=worker_identity(), heartbeat_at=now)

@@ -63,3 +63,23 @@ def test_run_outcome_of_a_run_that_never_started_takes_zero_milliseconds(org_a):
         changes = {"status": RunStatus.ERROR, "error": "stopped", "finished_at": timezone.now(), "duration_ms": None, "model": ""}
         row = queries.run_outcome(run.id, changes, from_statuses=RunStatus.HOLDS_FEE, alias=stores.current_alias())
         assert (row.status, row.duration_ms) == (RunStatus.ERROR, 0)
+
+
+def test_run_move_moves_a_run_once_from_the_given_statuses(org_a):
+    with org_a.context():
+        run = _run(RunStatus.QUEUED)
+        now = timezone.now()
+        alias = stores.current_alias()
+        assert queries.run_move(run.id, to=RunStatus.RUNNING, from_statuses=frozenset({RunStatus.QUEUED}), alias=alias,
+                                changes={"started_at": now})
+        stored = Run.objects.get(pk=run.id)
+        assert (stored.status, stored.started_at) == (RunStatus.RUNNING, now)
+        # A second mover finds it no longer queued: nothing changes.
+        assert not queries.run_move(run.id, to=RunStatus.RUNNING, from_statuses=frozenset({RunStatus.QUEUED}), alias=alias,
+                                    changes={"started_at": now + timedelta(seconds=5)})
+        assert Run.objects.get(pk=run.id).started_at == now
+        assert queries.run_move(run.id, to=RunStatus.WAITING, from_statuses=frozenset({RunStatus.RUNNING}), alias=alias,
+                                changes={"attempts": 2, "prompt_tokens": 7, "model": "m2"})
+        stored = Run.objects.get(pk=run.id)
+        assert (stored.status, stored.attempts, stored.prompt_tokens, stored.model) == (RunStatus.WAITING, 2, 7, "m2")
+        assert not queries.run_move("run_missing", to=RunStatus.RUNNING, from_statuses=frozenset({RunStatus.WAITING}), alias=alias)
