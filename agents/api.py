@@ -8,6 +8,7 @@ from django.http import HttpResponse
 from ninja import Router, Status
 
 from agents import selectors, services
+from runs import selectors as run_selectors
 from agents.presenters import agent_detail_view, agent_view
 from agents.schemas import AgentCreateIn, AgentDetailOut, AgentIn, AgentListOut, AgentOut
 from agents.services import AgentInput
@@ -79,7 +80,7 @@ def create_agent(request, payload: AgentCreateIn):
 def get_agent(request, ref: str):
     """Return one agent, by id or name, with its instructions and its 20 newest finished runs."""
     agent = selectors.agent_get(ref=ref)
-    return agent_detail_view(agent, recent_runs=selectors.runs_recent(agent=agent, limit=20))
+    return agent_detail_view(agent, recent_runs=run_selectors.runs_recent(agent=agent, limit=20))
 
 
 # spec 003: PATCH /v1/agents/{ref}
@@ -92,7 +93,7 @@ def patch_agent(request, ref: str, payload: AgentIn):
         if payload.name.strip() != current.name:
             raise ApiError("name is immutable")
     agent = services.agent_update(ref=ref, data=_input(payload, allow_name=False))
-    return agent_view(agent, runs=selectors.run_count(agent=agent))
+    return agent_view(agent, runs=run_selectors.run_count(agent=agent))
 
 
 # spec 003: DELETE /v1/agents/{ref}

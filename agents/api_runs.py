@@ -13,6 +13,7 @@ from ninja import Path, Query, Router
 
 from runs.hooks import request_callback
 from agents import dashboards, selectors
+from runs import selectors as run_selectors
 from runs.background import run_submit
 from agents.execution import run_open
 from runs.drive import at_once
@@ -41,7 +42,7 @@ def _request_id(request) -> str:
 
 
 def _run_limit():
-    return limit_param(default=selectors.HISTORY_DEFAULT_LIMIT, maximum=selectors.HISTORY_MAX_LIMIT)
+    return limit_param(default=run_selectors.HISTORY_DEFAULT_LIMIT, maximum=run_selectors.HISTORY_MAX_LIMIT)
 
 
 # Route docstrings are the operation descriptions of the OpenAPI document: written for users.
@@ -62,7 +63,7 @@ def list_org_runs(
     """Return one page of the org's runs across agents, of every kind unless `kind` names one and
     of every agent unless `agent` names one, newest first; `nextCursor` reads the next page (with
     the same filters)."""
-    page = selectors.run_list_org(status=status, kind=kind, agent=selectors.run_filter_agent(agent=agent), limit=limit, cursor=cursor)
+    page = run_selectors.run_list_org(status=status, kind=kind, agent=selectors.run_filter_agent(agent=agent), limit=limit, cursor=cursor)
     return {"runs": [run_view(r) for r in page.items], "nextCursor": page.next_cursor}
 
 
@@ -86,7 +87,7 @@ register_converter(RunIdConverter, "runid")
 def get_run(request, run_id: str = Path(..., pattern=f"^{RunIdConverter.regex}$", description="A run id: `run_` and 32 hex digits.")):
     """Return one run of the caller's org, in flight (`queued`, `running`) or finished (`ok`,
     `error`). Another org's run is a 404 exactly like a missing one."""
-    return _with_approvals(selectors.run_get(run_id=run_id))
+    return _with_approvals(run_selectors.run_get(run_id=run_id))
 
 
 def _with_approvals(run) -> dict:
@@ -297,5 +298,5 @@ def _routed(request, agent, payload: RunIn, principal):
 def list_agent_runs(request, ref: str, limit: int = _run_limit(), cursor: str = cursor_param()):
     """Return one page of agent `ref`'s finished runs, newest first; `nextCursor` reads the next page."""
     agent = selectors.agent_get(ref=ref)
-    page = selectors.run_list(agent=agent, limit=limit, cursor=cursor)
+    page = run_selectors.run_list(agent=agent, limit=limit, cursor=cursor)
     return {"runs": [run_view(r) for r in page.items], "nextCursor": page.next_cursor}

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from agents.models import Agent
 from runs.models import Run
-from agents.selectors import runs_finished
+from runs.selectors import runs_finished
 from agents_site.errors import InvalidRequest
 from agents_site.vocabulary import ActivityKind, MetricsRange, RunStatus
 from agents_site.wire import rfc3339

@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from agents import selectors, services
+from runs import selectors as run_selectors
 from agents.inference import inference_configured, model_catalog, output_token_cap
 from agents.tools.registry import tool_choices
 from agents_site.errors import ApiError, InvalidRequest
@@ -80,8 +81,8 @@ def agent_detail(request, ref: str):
         "console/agents/detail.html",
         {
             "agent": agent,
-            "runs": selectors.runs_recent(agent=agent, limit=10),
-            "run_count": selectors.run_count(agent=agent),
+            "runs": run_selectors.runs_recent(agent=agent, limit=10),
+            "run_count": run_selectors.run_count(agent=agent),
             "run_form": RunForm(),
             "inference_configured": inference_configured(),
             "reply_tokens": output_token_cap(agent.max_tokens),  # what a reply may hold: the agent's value, capped
@@ -103,7 +104,7 @@ def agent_runs(request, ref: str):
         page = run_history_page(agent=agent, cursor=cursor)
     except InvalidRequest:
         return redirect("console:agent-runs", ref=agent.name)
-    context = {"agent": agent, "page": page, "paged": cursor is not None, "run_count": selectors.run_count(agent=agent), "nav": "agents"}
+    context = {"agent": agent, "page": page, "paged": cursor is not None, "run_count": run_selectors.run_count(agent=agent), "nav": "agents"}
     return render(request, "console/agents/runs.html", context)
 
 
@@ -150,5 +151,5 @@ def agent_delete(request, ref: str):
     return render(
         request,
         "console/agents/delete.html",
-        {"agent": agent, "run_count": selectors.run_count(agent=agent), "nav": "agents"},
+        {"agent": agent, "run_count": run_selectors.run_count(agent=agent), "nav": "agents"},
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.shortcuts import render
 
 from agents import selectors
+from runs import selectors as run_selectors
 from console.access import member_required
 from webhooks import selectors as webhook_selectors
 
@@ -25,5 +26,5 @@ def dashboard(request):
     return render(
         request,
         "console/dashboard.html",
-        {"agents": agents, "total_runs": selectors.runs_finished_count(), "failing_webhooks": failing, "nav": "dashboard"},
+        {"agents": agents, "total_runs": run_selectors.runs_finished_count(), "failing_webhooks": failing, "nav": "dashboard"},
     )

@@ -1,6 +1,6 @@
 """The org's runs page: every run of every agent and kind, newest first, filtered like the API.
 
-Reads through `agents.selectors.run_list_org` and `run_filter_agent`, the selectors behind
+Reads through `runs.selectors.run_list_org` and `agents.selectors.run_filter_agent`, the selectors behind
 `GET /v1/agents/runs`, so a page of this list and a page of the API never disagree.
 """
 
@@ -11,6 +11,7 @@ from urllib.parse import urlencode
 from django.shortcuts import redirect, render
 
 from agents import selectors
+from runs import selectors as run_selectors
 from agents_site.errors import InvalidRequest
 from agents_site.vocabulary import RunKind, RunStatus
 from console.access import member_required
@@ -59,7 +60,7 @@ def run_list(request):
 
 
 def _page(filters: dict, agent, cursor: str | None):
-    return selectors.run_list_org(status=filters["status"] or None, kind=filters["kind"] or None, agent=agent,
+    return run_selectors.run_list_org(status=filters["status"] or None, kind=filters["kind"] or None, agent=agent,
                                   limit=RUNS_PER_PAGE, cursor=cursor)
 
 
