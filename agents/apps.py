@@ -11,18 +11,23 @@ def _tool_schema(tool_name: str, *, agent_name: str, depth: int) -> dict | None:
 
 
 def _register_run_policies() -> None:
-    """Register the rules of the kinds of run this app owns (`runs.policies`).
+    """Register the kinds of run this app owns (`runs.policies`; docs/guides/run-kinds.md).
 
-    `run` (sync or background) and `tool` (an agent called as a tool) call this deployment's
-    gateway and answer refusals with the error; `scheduled` records a refused slot as a
-    finished `error` run "not started: …" (no caller is there to hear a 402).
+    All three run the agent loop here: they call this deployment's gateway, and a run waiting
+    for approval is resumed here (`run_resume`). `run` (sync or background) answers refusals with
+    the error and its background runs are executed by a worker (`execute_queued`); `tool` (an
+    agent called as a tool) is never queued; `scheduled` is always queued and records a refused
+    slot as a finished `error` run "not started: …" (no caller is there to hear a 402).
     """
+    from agents.execution.queued import execute_queued
+    from agents.execution.resume import run_resume
     from runs.policies import RunPolicy, register_run_policy
     from agents_site.vocabulary import RefusalAnswer, RunKind
 
-    register_run_policy(RunPolicy(kind=RunKind.RUN))
-    register_run_policy(RunPolicy(kind=RunKind.TOOL))
-    register_run_policy(RunPolicy(kind=RunKind.SCHEDULED, refusals=RefusalAnswer.RECORD))
+    register_run_policy(RunPolicy(kind=RunKind.RUN, execute_queued=execute_queued, resume=run_resume))
+    register_run_policy(RunPolicy(kind=RunKind.TOOL, resume=run_resume))
+    register_run_policy(RunPolicy(kind=RunKind.SCHEDULED, refusals=RefusalAnswer.RECORD, execute_queued=execute_queued,
+                                  resume=run_resume))
 
 
 class AgentsConfig(AppConfig):
@@ -33,15 +38,11 @@ class AgentsConfig(AppConfig):
 
     def ready(self) -> None:
         from agents.execution.completion import complete, complete_async
-        from agents.execution.queued import execute_queued
-        from agents.execution.resume import run_resume
         from agents.inference import inference_configured
         from runs import hooks
 
         _register_run_policies()
-        # What the run machinery (below this app) needs of the agents' own code.
-        hooks.register_run_executor(execute_queued)  # a background worker's run: the agent loop
-        hooks.register_run_resumer(run_resume)  # a run whose approvals are all answered
+        # What the run machinery (below this app) needs of the agents' own code, whatever the kind.
         hooks.register_inference_check(inference_configured)
         hooks.register_completion(complete, complete_async)  # what a run's `Ask` step waits on
         hooks.register_tool_schema(_tool_schema)  # an approver's edited arguments are checked against it

@@ -338,7 +338,7 @@ def round_resume_prompt(run: Run, agent) -> list[dict] | None:
     the model got them). A turn stored without one (before it was kept) gets the agent's
     instructions and the conversation's stored thread up to and including that turn. None when
     the round's conversation is gone (the agent's own prompt is used). Registered with
-    `runs.hooks.register_resume_handler`. Org context required.
+    the `chat` kind's `RunPolicy.resume_prompt` (`chat.apps`). Org context required.
     """
     from chat.models import Message
 

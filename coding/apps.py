@@ -1,4 +1,10 @@
 from django.apps import AppConfig
+from django.conf import settings
+
+
+def max_in_flight() -> int:
+    """Return how many coding runs an org may have in flight at once (`AGENTS_CODING_MAX_CONCURRENT`, read at each start)."""
+    return settings.AGENTS_CODING_MAX_CONCURRENT
 
 
 class CodingConfig(AppConfig):
@@ -14,8 +20,13 @@ class CodingConfig(AppConfig):
 
         register_report_handler(summarise=routed_coding_summarise, settled=routed_coding_settled)
 
-        from runs.policies import RunPolicy, register_run_policy
+        from coding.errors import CodingBusy
+        from runs.policies import InFlightLimit, RunPolicy, register_run_policy
         from agents_site.vocabulary import RunKind
 
-        # The coding service checks inference itself (a routed coding run needs none here).
-        register_run_policy(RunPolicy(kind=RunKind.CODING, needs_inference=False))
+        # A coding run here calls this deployment's gateway (one routed to a machine, `targetId`, does
+        # not: its request names the target); at most AGENTS_CODING_MAX_CONCURRENT per org in flight
+        # (429 coding_busy). Its queued runs go to coding's own task (`coding.services.coding_dispatch`),
+        # and it never waits for approval (an agent with approval rules is refused).
+        register_run_policy(RunPolicy(kind=RunKind.CODING, in_flight_limit=InFlightLimit(
+            maximum=max_in_flight, error=CodingBusy)))

@@ -3,8 +3,9 @@
 Coding runs start and finish through the platform's one run lifecycle
 (`runs.lifecycle`); these three calls only adapt its arguments to the coding engine's.
 
-- `coding_run_starting` → `run_starting` with a queued `coding` `RunRequest`: the balance gate
-  counting the fees held by the org's runs in flight, the `Run` row (`kind=coding`, the fee
+- `coding_run_starting` → `run_starting` with a queued `coding` `RunRequest`: the kind's gate (inference
+  here, the org's coding runs in flight), the balance gate counting the fees held by the org's runs in
+  flight, the `Run` row (`kind=coding`, the fee
   billing sets for the kind, `queued`) and its session (`running`, `taskRunId`), in one
   serialised org-store transaction; the caller writes its own rows in the `with` body (same
   transaction) and hands the run to the task queue once it commits.
@@ -41,18 +42,22 @@ def coding_run_starting(
     actor: str,
     request_id: str,
     session_fields: Mapping[str, str],
+    target_id: str = "",
 ) -> AbstractContextManager[Run]:
     """Gate and record a queued coding run with its session; return the context that yields it.
 
     `with coding_run_starting(...) as run:` — `run_starting` with a queued `coding`
     `RunRequest`: the body writes the caller's rows in the run's transaction (the coding
-    record; a routed run's offer). The fee is billing's for the `coding` kind (its policy).
-    `session_fields` go to `session_create` (`repo`, `project`, `target`). Raises the gate's
+    record; a routed run's offer). The `coding` kind's `RunPolicy` (`coding.apps`) gates it:
+    503 `inference_unavailable` for a run here without a gateway (`target_id` "": not routed to
+    a machine), 429 `coding_busy` at the org's in-flight limit, billing's fee for the kind.
+    `session_fields` go to `session_create` (`repo`, `project`, `target`). Raises those, the gate's
     errors (402 `insufficient_balance`, 503 `balance_unavailable`, 403 without an actor) and
     whatever the body raises; then nothing is written. Org context required.
     """
     return run_starting(RunRequest(kind=RunKind.CODING, agent=agent, agent_name=agent_name, input=input, actor=actor,
-                                   request_id=request_id, queued=True, session_fields=dict(session_fields)))
+                                   request_id=request_id, queued=True, session_fields=dict(session_fields),
+                                   target_id=target_id))
 
 
 def coding_run_begin(*, run_id: str) -> Run | None:

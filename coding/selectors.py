@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import re
 
-from runs.models import Run
-from agents_site.vocabulary import RunKind, RunStatus
 from coding.errors import RepoNotFound
 from coding.models import CodingRun, Repo
 
@@ -33,11 +31,6 @@ def repo_get_by_full_name(full_name: object) -> Repo:
         raise RepoNotFound()
     owner, name = full_name.strip().split("/")
     return repo_get(owner=owner, name=name)
-
-
-def coding_runs_in_flight() -> int:
-    """Return how many coding runs of the org are queued or running."""
-    return Run.objects.filter(kind=RunKind.CODING, status__in=RunStatus.IN_FLIGHT).count()
 
 
 def coding_run_by_session(*, session_id: str) -> CodingRun | None:

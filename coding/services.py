@@ -19,11 +19,11 @@ from runs.run_session import RunSession
 from agents_site.errors import Forbidden, InvalidRequest, NotFound
 from agents_site.vocabulary import CodingTool, RunStatus
 from coding import runs
-from coding.errors import BaseNotFound, CodingBusy, RepoExists
+from coding.errors import BaseNotFound, RepoExists
 from coding.git import remote_has_branch, valid_branch
 from coding.models import CodingRun, Repo
 from coding.remotes import check_credential_name, parse_clone_url
-from coding.selectors import NAME_RE, coding_run_by_session, coding_runs_in_flight, repo_get_by_full_name
+from coding.selectors import NAME_RE, coding_run_by_session, repo_get_by_full_name
 from tenancy import stores
 from webhooks import events as webhook_events
 
@@ -137,14 +137,13 @@ def coding_start(*, principal, prompt: object, repo: object, project: object = N
     `agentRef` (404; 400 for an agent with approval rules) → `timeoutSeconds` (400) → `targetId` (routed: the machine must pass the
     dispatch gate) → `replyConversationId` (a conversation of this org, else 404) → for a run
     here, the start branch on the remote (`git ls-remote`, ≤ 10 s; 400 `base_not_found` naming
-    it when the remote answers without it) → the sandbox (503 `sandbox_unavailable`) and inference (503) for a run
-    here → in one org-store transaction serialised per org (on PostgreSQL the gate's advisory
-    lock, taken before the count: no two starts count one free slot): the org's coding runs in
-    flight (429 at `AGENTS_CODING_MAX_CONCURRENT`), the balance gate (402/503), the run, its
-    session and this record; the task is queued once that commits. `base` wins over `after`.
+    it when the remote answers without it) → the sandbox (503 `sandbox_unavailable`) for a run here
+    → the run lifecycle's start under the `coding` kind's `RunPolicy` (`coding.apps`): inference
+    for a run here (503), then in one org-store transaction serialised per org (on PostgreSQL the
+    gate's advisory lock, taken before the count: no two starts count one free slot) the org's
+    coding runs in flight (429 at `AGENTS_CODING_MAX_CONCURRENT`), the balance gate (402/503), the
+    run, its session and this record; the task is queued once that commits. `base` wins over `after`.
     """
-    from runs.lifecycle import InferenceUnavailable
-    from agents.inference import inference_configured
     from agents.approval_rules import has_rules
     from agents.selectors import agent_get
     from coding.sandbox import require_sandbox
@@ -193,31 +192,26 @@ def coding_start(*, principal, prompt: object, repo: object, project: object = N
     start_ref = base or (earlier.branch if earlier else "") or the_repo.default_branch
     if not target and remote_has_branch(the_repo.clone_url, start_ref) is False:
         raise BaseNotFound(f"branch {start_ref!r} does not exist in {the_repo.full_name}", base=start_ref)
-    if not inference_configured() and not target:
-        raise InferenceUnavailable()
     org = stores.current_org()
     from coding.engine import branch_for
 
-    with stores.org_atomic(serialize=True):  # the count and the run's insert under the org's gate lock: no two starts count one free slot
-        if coding_runs_in_flight() >= settings.AGENTS_CODING_MAX_CONCURRENT:
-            raise CodingBusy(f"the org has {settings.AGENTS_CODING_MAX_CONCURRENT} coding runs in flight; wait for one to finish")
-        with runs.coding_run_starting(
-            agent=agent, agent_name=agent.name if agent else f"coding-{tool}", input=prompt, actor=principal.actor,
-            request_id=request_id, session_fields={"repo": the_repo.full_name, "project": project, "target": target},
-        ) as run:  # the coding record (and a routed run's offer) commit with the run, or nothing does
-            session_id = run.session_id
-            coding = CodingRun.objects.create(
-                run_id=run.id, session_id=session_id, repo_id=the_repo.id, repo=the_repo.full_name, project=project, base=base,
-                after=earlier.session_id if earlier else "", start_ref=start_ref, branch=branch_for(session_id), tool=tool,
-                target_id=target, timeout_seconds=timeout, created_at=run.created_at, reply_conversation_id=reply_to,
-            )
-            if target:  # a routed run is running from its offer on; the machine's report settles it
-                from coding.routing import routed_coding_offer
+    with runs.coding_run_starting(
+        agent=agent, agent_name=agent.name if agent else f"coding-{tool}", input=prompt, actor=principal.actor,
+        request_id=request_id, session_fields={"repo": the_repo.full_name, "project": project, "target": target}, target_id=target,
+    ) as run:  # the coding record (and a routed run's offer) commit with the run, or nothing does
+        session_id = run.session_id
+        coding = CodingRun.objects.create(
+            run_id=run.id, session_id=session_id, repo_id=the_repo.id, repo=the_repo.full_name, project=project, base=base,
+            after=earlier.session_id if earlier else "", start_ref=start_ref, branch=branch_for(session_id), tool=tool,
+            target_id=target, timeout_seconds=timeout, created_at=run.created_at, reply_conversation_id=reply_to,
+        )
+        if target:  # a routed run is running from its offer on; the machine's report settles it
+            from coding.routing import routed_coding_offer
 
-                routed_coding_offer(run=runs.coding_run_begin(run_id=run.id), coding=coding, repo=the_repo)
-            else:  # the queue hears of it once the run and its record are committed
-                run_id = run.id
-                transaction.on_commit(lambda: coding_dispatch(org=org, run_id=run_id), using=stores.current_alias())
+            routed_coding_offer(run=runs.coding_run_begin(run_id=run.id), coding=coding, repo=the_repo)
+        else:  # the queue hears of it once the run and its record are committed
+            run_id = run.id
+            transaction.on_commit(lambda: coding_dispatch(org=org, run_id=run_id), using=stores.current_alias())
     return run, coding
 
 

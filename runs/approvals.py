@@ -11,8 +11,9 @@
   transaction the row moves `pending → approved|denied` by a conditional UPDATE (of two
   simultaneous answers one wins, the other is 409) and a `control` event records the answer.
   When no call of the run is pending any more, the resume task is queued once that commits
-  (`runs.tasks.resume_run`, `agents.execution.resume`) — or, for a kind resumed elsewhere (a
-  routed run: `targets.approvals`), its dispatcher offers it again in the same transaction.
+  (`runs.tasks.resume_run` → `resume_answered` → the kind's `RunPolicy.resume`: the agent loop,
+  `agents.execution.resume`) — or, for a kind resumed elsewhere (a routed run:
+  `targets.approvals`), its policy's `resume_elsewhere` offers it again in the same transaction.
 * Stopping, expiring — a `stop` on a waiting run's session ends the run at once (`error`
   "stopped by …", unbilled); the sweep ends runs whose request is older than
   `AGENTS_APPROVAL_TIMEOUT_SECONDS` (`error` "approval timed out", unbilled) and re-queues the
@@ -34,6 +35,7 @@ from runs import hooks
 from runs.models import Approval, Run
 from runs.run_session import RunSession
 from runs.lifecycle import Outcome, run_finish, run_mark_waiting, stop_reason
+from runs.policies import run_policy
 from agents_site.errors import ApiError, Conflict, Forbidden, InvalidRequest, NotFound
 from agents_site.ids import mint_id
 from agents_site.vocabulary import (
@@ -200,7 +202,7 @@ def _checked_arguments(row: Approval, run: Run, arguments) -> str:
     if not isinstance(arguments, dict):
         raise InvalidArguments("arguments must be a JSON object")
     refuse_secrets(arguments)  # 422 secret_in_transcript, findings masked
-    schema = hooks.agent_code("tool_schema")(row.tool_name, agent_name=run.agent_name, depth=run.depth) or {"type": "object"}
+    schema = hooks.tool_schema(row.tool_name, agent_name=run.agent_name, depth=run.depth) or {"type": "object"}
     errors = sorted(Draft202012Validator(schema).iter_errors(arguments), key=lambda e: list(e.path))
     if errors:
         first = errors[0]
@@ -272,9 +274,9 @@ def approval_answer(*, session_id: str, tool_call_id, principal, approve: bool, 
                                payload_text=json.dumps(body, ensure_ascii=False, separators=(",", ":")))
         last = not Approval.objects.filter(run_id=run.id, state=ApprovalState.PENDING).exists()
         if last:
-            dispatch = hooks.resume_dispatcher(run.kind)
-            if dispatch is not None:  # resumed elsewhere (a routed run: offered to its machine again), with this answer
-                dispatch(run)
+            elsewhere = run_policy(run.kind).resume_elsewhere
+            if elsewhere is not None:  # resumed elsewhere (a routed run: offered to its machine again), with this answer
+                elsewhere(run)
             else:
                 transaction.on_commit(lambda: resume_dispatch(org=org, run_id=run.id), using=stores.current_alias())
     row.refresh_from_db()
@@ -294,6 +296,40 @@ def resume_dispatch(*, org: str, run_id: str) -> str | None:
     except Exception:
         logger.exception("could not queue the resume of run %s of %s", run_id, org)
         return None
+
+
+def resume_answered(*, run_id: str) -> str:
+    """Resume waiting run `run_id` once every call of its turn is answered, as its kind's policy says; return its status after.
+
+    The body of the resume task (`runs.tasks.resume_run`), queued by the last answer and again by
+    the sweep if that task was lost: safe to run twice. A run not waiting, or with a request still
+    pending, is left alone. A stop recorded while the run was suspending (no executor nor handler
+    took it) ends it stopped, unbilled. Otherwise its kind's `RunPolicy` resumes it:
+    `resume_elsewhere(run)` in one transaction (a routed run: offered to its machine again), or
+    `resume(run)` here (the agent loop carries on from the log). A kind with neither ends the run
+    `error` "the run could not be resumed: …" (unbilled). Org context required.
+    """
+    from sessions.selectors import stop_recorded
+
+    run = Run.objects.select_related("agent").filter(pk=run_id).first()
+    if run is None:
+        return ""
+    if run.status != RunStatus.WAITING or Approval.objects.filter(run_id=run_id, state=ApprovalState.PENDING).exists():
+        return run.status
+    stop = stop_recorded(session_id=run.session_id) if run.session_id else None
+    if stop is not None:
+        waiting_run_stop(run_id=run_id, actor=stop.get("actor", ""), message=stop.get("message"))
+        return Run.objects.filter(pk=run_id).values_list("status", flat=True).first() or ""
+    policy = run_policy(run.kind)
+    if policy.resume_elsewhere is not None:
+        with stores.org_atomic():
+            policy.resume_elsewhere(run)
+        return run.status
+    if policy.resume is None:
+        _end_waiting(run_id, Outcome.failed(f"the run could not be resumed: runs of kind {run.kind} do not resume here"),
+                     ApprovalState.CANCELLED)
+        return Run.objects.filter(pk=run_id).values_list("status", flat=True).first() or ""
+    return policy.resume(run)
 
 
 def run_rewait(*, run_id: str) -> bool:
@@ -380,12 +416,12 @@ def approvals_sweep(*, now: datetime | None = None) -> list[str]:
             continue
         last = max((a for a in rows.values_list("answered_at", flat=True) if a), default=None)
         if last is None or last < now - RESUME_GRACE:
-            dispatch = hooks.resume_dispatcher(kind)
-            if dispatch is None:
+            elsewhere = run_policy(kind).resume_elsewhere
+            if elsewhere is None:
                 resume_dispatch(org=org, run_id=run_id)
                 continue
             with stores.org_atomic():  # idempotent: a routed run already offered again stays as it is
                 waiting = Run.objects.filter(pk=run_id, status=RunStatus.WAITING).first()
                 if waiting is not None:
-                    dispatch(waiting)
+                    elsewhere(waiting)
     return ended

@@ -4,8 +4,8 @@ A background run (spec 003: `POST /v1/agents/{ref}/run` with `"background": true
 `Prefer: respond-async`) and a scheduled run are both accepted by the run lifecycle
 (`run_starting` with a queued `RunRequest`: checks, key, balance gate, the `queued` row and its task-backed
 session, and a `RunTask`, in one transaction), handed to the task queue once that transaction
-commits (`runs.dispatch`), and executed by a worker: lease, `run_mark_running`, the agent
-loop, `run_finish`. The rules:
+commits (`runs.dispatch`), and executed by a worker: lease, then its kind's
+`RunPolicy.execute_queued` (`run_mark_running`, the agent loop, `run_finish`). The rules:
 
 - Exactly once: a worker executes a run only after taking its lease (`runs.lease`) and moving
   it `queued → running` in one conditional UPDATE; a redelivered or duplicated task finds the
@@ -27,7 +27,6 @@ import logging
 
 from django.db import transaction
 
-from runs import hooks
 from runs.dispatch import run_dispatch
 from runs.lease import lease_kept, lease_take
 from runs.models import Run
@@ -35,6 +34,7 @@ from runs.recovery import recover_run
 from runs.lifecycle import Agent, Outcome, run_finish, run_starting, stop_reason
 from runs.request import RunRequest
 from runs.models import RunTask
+from runs.policies import run_policy
 from runs.shutdown import executing, worker_stopping
 from agents_site.vocabulary import ControlCommand, RunKind, RunStatus
 from tenancy import stores
@@ -99,8 +99,13 @@ def run_execute_queued(*, run_id: str) -> str:
         recover_run(run_id=run_id)
     elif run.status == RunStatus.QUEUED and lease_take(run_id=run_id):
         try:
+            execute = run_policy(run.kind).execute_queued  # the agent loop for `run` and `scheduled` (agents.execution.queued)
             with lease_kept(run_id), executing(org=stores.current_org(), run_id=run_id):
-                hooks.agent_code("executor")(run)  # the agent loop (agents.execution.queued)
+                if execute is None:
+                    run_finish(run_id=run_id, outcome=Outcome.failed(f"not started: runs of kind {run.kind} are not executed by a worker"),
+                               from_statuses=_QUEUED)
+                else:
+                    execute(run)
         except Exception as exc:  # the queue's timeout, a bug: never leave it running
             logger.exception("run %s failed in its worker", run_id)
             run_finish(run_id=run_id, outcome=Outcome.failed(f"the run was interrupted: {exc}"[:2000]))

@@ -58,15 +58,15 @@ class Ask:
 
     def run(self):
         """Block for the completion (the sync driver)."""
-        from runs.hooks import agent_code
+        from runs.hooks import completion
 
-        return agent_code("complete")(**self.kwargs)
+        return completion()[0](**self.kwargs)
 
     async def run_async(self):
         """Await the completion on the event loop (the async driver)."""
-        from runs.hooks import agent_code
+        from runs.hooks import completion
 
-        return await agent_code("complete_async")(**self.kwargs)
+        return await completion()[1](**self.kwargs)
 
 
 @dataclass

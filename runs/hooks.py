@@ -22,23 +22,16 @@ collects `ModelAdmin`s.
 * `register_run_waiting_handler(fn)`: `fn(run, approvals, org_slug)` is called once a run's move
   to `waiting` has committed (issue 28), with the wire views of its waiting turn's calls. What it
   raises is logged.
-* `register_resume_handler(kind, prompt=fn, finished=fn, dispatch=fn)`: for a run of `kind` resumed
-  after its approvals were answered (issue 28), `prompt(run, agent)` returns its opening messages (a
-  chat round: the conversation's thread), `finished(run)` is called once the resumed run has finished
-  (a chat round: its reply posted to the conversation). `dispatch(run)`, when given, resumes the run
-  elsewhere instead of the server's resume task (a routed run: offered to its machine again); it is
-  called inside the transaction of the last answer and must be idempotent. Org context.
 * `register_callback_resolver(fn)` / `with request_callback(url):`: a run request's own callback URL
   (`webhook` of POST …/{ref}/run): `fn(url)` checks it (raising a 400) and returns what the
   run-started handler needs; `with request_callback(url):` keeps that for the run the block starts first.
 
-Where the run machinery must reach the agents app's own code (issue 27 item 2), the agents app
-registers it here from its `ready()` (none registered: what needs it fails loudly):
+What differs by kind of run — who executes a queued run, who resumes a waiting one and how, its
+in-flight limit — is not registered here: it is the kind's `RunPolicy` (`runs.policies`).
+Where the run machinery must reach the agents app's code whatever the kind (issue 27 item 2), the
+agents app registers it here from its `ready()`, one typed function each (none registered: what
+needs it fails loudly); the first two go when inference becomes its own app below runs:
 
-* `register_run_executor(fn)`: `fn(run)` executes a queued run this worker took (lease held):
-  the agent loop (`runs.background.run_execute_queued`).
-* `register_run_resumer(fn)`: `fn(run_id=…) -> status` resumes a waiting run whose approvals
-  are all answered (`runs.tasks.resume_run`). Org context.
 * `register_inference_check(fn)`: `fn() -> bool`, whether a model gateway is configured
   (`runs.lifecycle.run_start` refuses a run needing one with 503 when it is not).
 * `register_completion(sync, async_)`: the gateway call a run's `Ask` step waits on
@@ -145,38 +138,6 @@ def run_waiting_handlers(run, approvals: list[dict], org_slug: str) -> None:
             logger.exception("run %s: a run-waiting handler failed", getattr(run, "id", "?"))
 
 
-_resume_handlers: dict[str, dict[str, Callable]] = {}
-
-
-def register_resume_handler(kind: str, *, prompt: Callable | None = None, finished: Callable | None = None,
-                            dispatch: Callable | None = None) -> None:
-    """Register how a resumed run of `kind` gets its opening messages, what follows its finish and
-    (`dispatch`) who resumes it when not the server's resume task."""
-    _resume_handlers[str(kind)] = {"prompt": prompt, "finished": finished, "dispatch": dispatch}
-
-
-def resume_dispatcher(kind: str) -> Callable | None:
-    """Return `dispatch(run)` registered for runs of `kind` (resumed elsewhere), or None (the resume task)."""
-    return (_resume_handlers.get(str(kind)) or {}).get("dispatch")
-
-
-def resume_prompt(run, agent) -> list[dict] | None:
-    """Return the opening messages of resumed `run` from its kind's handler, or None (the agent's own prompt)."""
-    prompt = (_resume_handlers.get(str(run.kind)) or {}).get("prompt")
-    return prompt(run, agent) if prompt is not None else None
-
-
-def resume_finished(run) -> None:
-    """Call the finished handler of resumed `run`'s kind, if any; log (never raise) what it raises."""
-    finished = (_resume_handlers.get(str(run.kind)) or {}).get("finished")
-    if finished is None:
-        return
-    try:
-        finished(run)
-    except Exception:
-        logger.exception("run %s: the resumed run's finished handler failed", getattr(run, "id", "?"))
-
-
 def register_callback_resolver(fn: Callable) -> None:
     """Use `fn(url) -> checked` to check a run request's callback URL (the last registration wins)."""
     _callback_resolver[:] = [fn]
@@ -202,48 +163,43 @@ def request_callback(url: str | None) -> Iterator[None]:
         requested_callback.reset(token)
 
 
-_agent_code: dict[str, Callable] = {}
-
-
-def register_run_executor(fn: Callable) -> None:
-    """Use `fn(run)` to execute a queued run a worker took (the last registration wins)."""
-    _agent_code["executor"] = fn
-
-
-def register_run_resumer(fn: Callable) -> None:
-    """Use `fn(run_id=…) -> str` to resume a waiting run whose approvals are answered (the last registration wins)."""
-    _agent_code["resumer"] = fn
+_inference_check: list[Callable[[], bool]] = []
+_completion: list[tuple[Callable, Callable]] = []
+_tool_schema: list[Callable] = []
 
 
 def register_inference_check(fn: Callable[[], bool]) -> None:
     """Use `fn() -> bool` to tell whether a model gateway is configured (the last registration wins)."""
-    _agent_code["inference"] = fn
-
-
-def register_completion(sync: Callable, async_: Callable) -> None:
-    """Use `sync(**kwargs)` / `await async_(**kwargs)` for the completions runs wait on (the last registration wins)."""
-    _agent_code["complete"], _agent_code["complete_async"] = sync, async_
-
-
-def register_tool_schema(fn: Callable) -> None:
-    """Use `fn(tool_name, *, agent_name, depth) -> dict | None` for a tool's argument schema (the last registration wins)."""
-    _agent_code["tool_schema"] = fn
-
-
-def agent_code(name: str) -> Callable:
-    """Return the registered agent-side function `name` (`executor`, `resumer`, `inference`,
-    `complete`, `complete_async`, `tool_schema`).
-
-    Raises `LookupError` when the agents app registered none (it is not installed).
-    """
-    try:
-        return _agent_code[name]
-    except KeyError:
-        raise LookupError(f"runs: no {name} registered (the agents app registers it in its ready())") from None
+    _inference_check[:] = [fn]
 
 
 def inference_configured() -> bool:
     """Return whether a model gateway is configured (the registered check; False when none is)."""
-    check = _agent_code.get("inference")
-    return bool(check and check())
+    return bool(_inference_check and _inference_check[0]())
 
+
+def register_completion(sync: Callable, async_: Callable) -> None:
+    """Use `sync(**kwargs)` / `await async_(**kwargs)` for the completions runs wait on (the last registration wins)."""
+    _completion[:] = [(sync, async_)]
+
+
+def completion() -> tuple[Callable, Callable]:
+    """Return the registered `(sync, async_)` completion; raise `LookupError` when none is (no agents app)."""
+    if not _completion:
+        raise LookupError("runs: no completion registered (the agents app registers it in its ready())")
+    return _completion[0]
+
+
+def register_tool_schema(fn: Callable) -> None:
+    """Use `fn(tool_name, *, agent_name, depth) -> dict | None` for a tool's argument schema (the last registration wins)."""
+    _tool_schema[:] = [fn]
+
+
+def tool_schema(tool_name: str, *, agent_name: str, depth: int) -> dict | None:
+    """Return the JSON schema of tool `tool_name`'s arguments as agent `agent_name` sees it (None: unknown tool).
+
+    Raises `LookupError` when no schema source is registered (no agents app).
+    """
+    if not _tool_schema:
+        raise LookupError("runs: no tool schema registered (the agents app registers it in its ready())")
+    return _tool_schema[0](tool_name, agent_name=agent_name, depth=depth)

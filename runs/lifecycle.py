@@ -19,7 +19,7 @@ conditional UPDATE in `runs.queries`, and no other module writes a run's status
 kind's policy → agent executable here (409 `agent_external`) → input ≤ 128 KiB (400) → no
 credential in the input (422 `secret_in_transcript`) → `Idempotency-Key` replay (409s) →
 inference configured (503, unless the policy or request says no model is called here) → then
-ONE serialised org-store transaction: the key bound, the balance gate (402
+ONE serialised org-store transaction: the key bound, the kind's in-flight limit, the balance gate (402
 `insufficient_balance` / 503 `balance_unavailable`: balance − the fees runs in flight hold ≥
 this run's fee), the run row (`queued` or `running`, its `kind` and the `fee_cents` it holds,
 inserted once with the id of its session, opened just before it), and the caller's own writes
@@ -52,6 +52,7 @@ from runs.models import Run
 from runs.policies import RunPolicy, run_policy
 from runs.request import RunRequest
 from runs.run_session import RunSession, clip, session_title
+from runs.selectors import runs_in_flight
 from agents_site.errors import ApiError, Conflict, InvalidRequest, ServiceUnavailable
 from agents_site.vocabulary import AgentHosting, ChatRole, ErrorCode, EventKind, FinishReason, RefusalAnswer, RunStatus, SessionStatus
 from billing.meter import balance_authorize, run_charge
@@ -150,11 +151,6 @@ def fees_held() -> int:
     return queries.fees_held(stores.current_alias())
 
 
-def runs_in_flight() -> int:
-    """Return how many of the current org's runs hold a fee now (queued or running)."""
-    return Run.objects.filter(status__in=RunStatus.HOLDS_FEE).count()
-
-
 def run_start(request: RunRequest) -> Run:
     """Accept the run `request` asks for: check, gate and record it with its session; return the run.
 
@@ -182,8 +178,9 @@ def run_starting(request: RunRequest) -> Iterator[Run]:
     → agent executable here (409 `agent_external`) → input ≤ 128 KiB (400) → no credential
     in the input (422 `secret_in_transcript`) → `Idempotency-Key` replay (409s; answered even
     for a run in flight when `policy.answers_in_flight`) → inference configured when
-    `policy.infers_here` (503) → one serialised transaction: the key bound, the balance gate
-    for the policy's fee (billing's; 402 / 503), the session opened, the run row inserted, the
+    `policy.infers_here` (503) → one serialised transaction: the key bound, the kind's
+    in-flight limit (`policy.in_flight_limit`: its error, e.g. 429 `coding_busy`), the balance
+    gate for the policy's fee (billing's; 402 / 503), the session opened, the run row inserted, the
     run-started handlers, then the body. A caller with a refusal of its own that must come
     after the key replay (a routed run's dispatch gate) asks `run_replay(request)` first.
 
@@ -193,8 +190,8 @@ def run_starting(request: RunRequest) -> Iterator[Run]:
     before the session committed).
     Raises, with nothing written: `NoOrgSelected`, `UnknownRunKind`, `AgentExternal` (409),
     `InvalidRequest` (400), `SecretInTranscript` (422), `IdempotencyMismatch` /
-    `IdempotencyInProgress` (409), `InferenceUnavailable` (503), `Forbidden` (403, no actor),
-    `InsufficientBalance` (402), `BalanceUnavailable` (503) — except that a kind whose policy
+    `IdempotencyInProgress` (409), `InferenceUnavailable` (503), the kind's in-flight limit
+    error (429 `coding_busy`), `Forbidden` (403, no actor), `InsufficientBalance` (402), `BalanceUnavailable` (503) — except that a kind whose policy
     answers refusals with `RefusalAnswer.RECORD` (scheduled runs) gets the 402/503 recorded as
     a finished `error` run "not started: …" (nothing held, nothing billed) and yielded instead —
     and whatever the body raises.
@@ -212,7 +209,7 @@ def run_starting(request: RunRequest) -> Iterator[Run]:
         if policy.infers_here(request) and not hooks.inference_configured():
             raise InferenceUnavailable()
         with stores.org_atomic(serialize=True):
-            accepted = _record(run, request=request, admitted=admitted, executor_here=executor_here)
+            accepted = _record(run, policy=policy, request=request, admitted=admitted, executor_here=executor_here)
             entered = True
             yield accepted
     except BaseException as exc:
@@ -293,15 +290,16 @@ def _new_row(*, run_id: str, request: RunRequest, name: str, text: str, status: 
     )
 
 
-def _record(run: Run, *, request: RunRequest, admitted: _Admitted, executor_here: bool) -> Run:
-    """Bind the key, gate, open the session and insert `run` in the caller's serialised transaction; return it
-    (or the earlier run a key bound meanwhile answers)."""
+def _record(run: Run, *, policy: RunPolicy, request: RunRequest, admitted: _Admitted, executor_here: bool) -> Run:
+    """Bind the key, gate (the kind's in-flight limit, the balance), open the session and insert `run` in
+    the caller's serialised transaction; return it (or the earlier run a key bound meanwhile answers)."""
     if admitted.key:
         earlier = reserve(key=admitted.key, digest=admitted.digest, run_id=run.id, in_flight=admitted.in_flight_ok)
         if earlier is not None:
             earlier.replayed = True
             earlier.started_here = False
             return earlier
+    _check_in_flight(policy)
     fee = run.fee_cents
     balance_authorize(org_slug=stores.current_org(), actor=request.actor, fee_cents=fee, held_cents=fees_held() if fee else 0)
     # The session first, so the run row is inserted once with its session id (one write, not two).
@@ -313,6 +311,21 @@ def _record(run: Run, *, request: RunRequest, admitted: _Admitted, executor_here
     run.started_here = True
     run.opened_here = executor_here and bool(run.session_id)
     return run
+
+
+def _check_in_flight(policy: RunPolicy) -> None:
+    """Raise the kind's `InFlightLimit.error` when the org already has its maximum of runs of the kind in flight.
+
+    Inside the start's serialised transaction (the org's gate lock: SQLite's IMMEDIATE write lock,
+    PostgreSQL's advisory lock), so the count and the insert are one step: no two starts count one
+    free slot.
+    """
+    limit = policy.in_flight_limit
+    if limit is None:
+        return
+    maximum = limit.maximum()
+    if runs_in_flight(kind=policy.kind) >= maximum:
+        raise limit.error(f"the org has {maximum} {policy.kind} runs in flight; wait for one to finish")
 
 
 def _record_refused(*, request: RunRequest, name: str, text: str, error: ApiError) -> Run:

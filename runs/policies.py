@@ -1,20 +1,35 @@
-"""What each kind of run owes and may do: one `RunPolicy` per `RunKind`, registered by its app.
+"""What each kind of run owes and may do: one `RunPolicy` per `RunKind`, registered once by its app.
 
-The app that owns a kind registers its policy in `AppConfig.ready` (agents: `run`, `tool`,
-`scheduled`; chat: `chat`; openai_api: `openai`; targets: `routed`; coding: `coding`), so the
-run lifecycle reads the rules of a kind without importing the app above it. A kind nobody
-registered fails loudly (`UnknownRunKind`) instead of running under a default.
+A kind of run is one object (issue 48 item 2): everything that differs by kind — whether it
+needs this deployment's inference gateway, how a replayed key and a refusal answer, how many may
+be in flight, who executes it when queued, who resumes it after its approvals and how — is a
+field of its `RunPolicy`. The app that owns the kind registers that policy in its
+`AppConfig.ready` (agents: `run`, `tool`, `scheduled`; chat: `chat`; openai_api: `openai`;
+targets: `routed`; coding: `coding`), so the run machinery reads the rules of a kind — and calls
+the kind's own code — without importing the app above it. A kind nobody registered fails loudly
+(`UnknownRunKind`) instead of running under a default. How to add a kind:
+`docs/guides/run-kinds.md`.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.core.exceptions import ImproperlyConfigured
+from django.db import models
 
+from runs.models import Run
 from runs.request import RunRequest
+from agents_site.errors import ApiError
 from agents_site.vocabulary import RefusalAnswer
 from billing.meter import fee_for_kind
+
+logger = logging.getLogger(__name__)
+
+#: An `agents.models.Agent` row (runs never imports the agents app: `.importlinter`).
+Agent = models.Model
 
 
 class UnknownRunKind(ImproperlyConfigured):
@@ -22,18 +37,56 @@ class UnknownRunKind(ImproperlyConfigured):
 
 
 @dataclass(frozen=True)
+class InFlightLimit:
+    """At most `maximum()` runs of one kind in flight (`queued` or `running`) per org.
+
+    `maximum` is called at each start (it reads a setting, e.g. `AGENTS_CODING_MAX_CONCURRENT`);
+    the start that would exceed it raises `error` (an `ApiError` class) with the message "the
+    org has N <kind> runs in flight; wait for one to finish" — counted under the org's gate lock,
+    so two simultaneous starts never both take the last slot (SQLite and PostgreSQL).
+    """
+
+    maximum: Callable[[], int]
+    error: type[ApiError]
+
+
+@dataclass(frozen=True)
 class RunPolicy:
-    """The rules of one kind of run (a value; registered with `register_run_policy`).
+    """The rules of one kind of run (a value; registered once with `register_run_policy`).
+
+    Starting (`runs.lifecycle.run_starting`):
 
     - `kind`: the `RunKind` it governs.
-    - `needs_inference`: a run of the kind calls the gateway configured here (503
-      `inference_unavailable` when none is); False when a machine or a worker's own check does.
+    - `needs_inference`: a run of the kind calls the gateway configured here, so it is refused
+      503 `inference_unavailable` when none is — unless its request calls no model
+      (`RunRequest.calls_model`) or executes on a registered machine (`RunRequest.target_id`).
+      False when a machine always infers (routed runs).
     - `replays_in_flight`: a replayed `Idempotency-Key` answers the earlier run even while it
       is in flight (202; routed runs); otherwise only a queued request's replay does, and a
       synchronous run still running is 409 `idempotency_in_progress`.
     - `refusals`: `RefusalAnswer.RAISE` (the caller gets the 402/503 and nothing is recorded)
       or `RefusalAnswer.RECORD` (a finished `error` run "not started: …" is recorded and
       returned: a scheduled slot is never silently lost).
+    - `in_flight_limit`: an `InFlightLimit` (coding runs: `AGENTS_CODING_MAX_CONCURRENT`, 429
+      `coding_busy`), checked inside the start's serialised transaction; None: no limit beyond
+      the balance.
+
+    Executing and resuming (each `None` when the kind never does it):
+
+    - `execute_queued(run)`: execute a queued run a worker took (its lease held; `queued` still:
+      the callee moves it `running` with `run_mark_running` and ends it with `run_finish`) —
+      `runs.background.run_execute_queued`, for runs accepted with `RunRequest.queued`.
+    - `resume(run) -> status`: carry on a `waiting` run whose approvals are all answered, here
+      (the resume task, `runs.approvals.resume_answered`: no stop is recorded; the callee moves it
+      `running` with `run_mark_resumed`). The agent loop's `agents.execution.resume.run_resume`.
+    - `resume_elsewhere(run)`: instead of `resume`, hand the answered run to whoever executes it
+      (a routed run: offered to its machine again), inside the transaction of the last answer;
+      it must be idempotent. The run stays `waiting` until that executor takes it.
+    - `resume_prompt(run, agent) -> messages | None`: the opening messages a resumed run is
+      rebuilt on (a chat round: the conversation as the round opened); None: the agent's own.
+    - `resumed(run)`: called once a run resumed here has finished (a chat round: its reply
+      posted to the conversation). What it raises is logged.
+
     The fee is billing's (`fee_cents`): no fee rule lives here.
     """
 
@@ -41,6 +94,17 @@ class RunPolicy:
     needs_inference: bool = True
     replays_in_flight: bool = False
     refusals: RefusalAnswer = RefusalAnswer.RAISE
+    in_flight_limit: InFlightLimit | None = None
+    execute_queued: Callable[[Run], None] | None = None
+    resume: Callable[[Run], str] | None = None
+    resume_elsewhere: Callable[[Run], object] | None = None
+    resume_prompt: Callable[[Run, Agent], list[dict] | None] | None = None
+    resumed: Callable[[Run], None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.resume is not None and self.resume_elsewhere is not None:
+            raise ImproperlyConfigured(f"run kind {self.kind!r}: a run resumes here (`resume`) or elsewhere "
+                                       "(`resume_elsewhere`), not both")
 
     def fee_cents(self, request: RunRequest) -> int:
         """Return the cents a run of `request` holds from its start and is debited when `ok` (`billing.meter.fee_for_kind`)."""
@@ -48,11 +112,24 @@ class RunPolicy:
 
     def infers_here(self, request: RunRequest) -> bool:
         """Return True when a run of `request` needs this deployment's inference gateway."""
-        return self.needs_inference and request.calls_model
+        return self.needs_inference and request.calls_model and not request.target_id
 
     def answers_in_flight(self, request: RunRequest) -> bool:
         """Return True when a replay of `request`'s key answers an earlier run still in flight (queued runs, routed runs)."""
         return request.queued or self.replays_in_flight
+
+    def opening_messages(self, run: Run, agent: Agent) -> list[dict] | None:
+        """Return the messages resumed `run` is rebuilt on (`resume_prompt`'s), or None for the agent's own prompt."""
+        return self.resume_prompt(run, agent) if self.resume_prompt is not None else None
+
+    def after_resume(self, run: Run) -> None:
+        """Call `resumed(run)` for a resumed run that finished, if the kind has one; log (never raise) what it raises."""
+        if self.resumed is None:
+            return
+        try:
+            self.resumed(run)
+        except Exception:
+            logger.exception("run %s: the resumed run's finished handler failed", getattr(run, "id", "?"))
 
 
 _policies: dict[str, RunPolicy] = {}

@@ -39,6 +39,9 @@ class RunRequest:
       `session_create` fields (`target`, `host`, `project`, `repo`…).
     - `executor_here`: the caller executes the run in this process at once (`RunLoop`): its
       session opens with this process's executor channel and the input as its first turn.
+    - `target_id`: the registered machine the run executes on ("" for this deployment): its
+      model is called there, so it needs no inference gateway here (a coding run with
+      `targetId`). Where the session records it is `session_fields["target"]`.
     """
 
     kind: str
@@ -58,6 +61,7 @@ class RunRequest:
     title: str | None = None
     session_fields: Mapping[str, str] = field(default_factory=dict)
     executor_here: bool = False
+    target_id: str = ""
 
     @property
     def name(self) -> str:

@@ -63,7 +63,7 @@ def resume_run(org: str, run_id: str) -> str:
     Queued by the last answer (and again by the sweep if lost). A run no longer waiting, or
     still waiting for an answer, is left alone: two deliveries resume it once.
     """
-    from runs.hooks import agent_code
+    from runs.approvals import resume_answered
 
     with stores.org_context(org, create=False):
-        return agent_code("resumer")(run_id=run_id)  # agents.execution.resume.run_resume
+        return resume_answered(run_id=run_id)  # its kind's RunPolicy.resume (agents.execution.resume.run_resume)

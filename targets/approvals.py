@@ -10,7 +10,7 @@ only who executes differs:
   goes back to claiming other work), and the run suspended exactly as on the server (`run_wait`:
   `running → waiting`, an `Approval` row per call, `approval` events, the session `paused`).
 * Answering — the same approve/deny routes. The last answer calls `routed_resume_offer` (this
-  app's resume dispatcher, `runs.hooks.register_resume_handler`) in its own transaction: the
+  kind's `RunPolicy.resume_elsewhere`, `targets.apps`) in its own transaction: the
   offer `waiting → offered`, the machine's claims woken. The run stays `waiting` until a claim wins.
 * Resuming — the claim that wins a resumed offer (`resume_claimed`, in the claim's transaction)
   moves the run `waiting → running` and takes each approved call (`approved|waiting → started`:

@@ -19,14 +19,15 @@ class TargetsConfig(AppConfig):
         register_routed_start(routed_run_start)
         register_command_handler(routed_stop_command)
         register_sweep("routedExpired", routed_expire)
-        from runs.hooks import register_resume_handler, register_run_finishing_handler
+        from runs.hooks import register_run_finishing_handler
         from agents_site.vocabulary import RunKind
         from targets.approvals import routed_resume_offer, routed_run_finishing
 
-        register_resume_handler(RunKind.ROUTED, dispatch=routed_resume_offer)  # answered → offered to the machine again
         register_run_finishing_handler(routed_run_finishing)  # a waiting routed run that ends: its offer withdrawn
 
         from runs.policies import RunPolicy, register_run_policy
 
-        # The machine infers (no gateway needed here); a replayed key answers the run in flight (202).
-        register_run_policy(RunPolicy(kind=RunKind.ROUTED, needs_inference=False, replays_in_flight=True))
+        # The machine infers (no gateway needed here); a replayed key answers the run in flight (202);
+        # answered approvals hand the run back to its machine (offered again), not to the server's resume task.
+        register_run_policy(RunPolicy(kind=RunKind.ROUTED, needs_inference=False, replays_in_flight=True,
+                                      resume_elsewhere=routed_resume_offer))

@@ -1,8 +1,10 @@
 """Resume a run whose approvals are answered: rebuild its conversation from the log, carry on (issue 28).
 
-`run_resume` is the body of the `runs.tasks.resume_run` task, queued by the last answer
-(`runs.approvals.approval_answer`) and again by the sweep if that task was lost. Nothing
-of the process that suspended the run is needed: the session's log is the checkpoint.
+`run_resume` is the `RunPolicy.resume` of the kinds the agent loop executes: the resume task
+(`runs.tasks.resume_run` → `runs.approvals.resume_answered`), queued by the last answer
+(`runs.approvals.approval_answer`) and again by the sweep if that task was lost, calls it once the
+run is found waiting with nothing pending and no stop recorded. Nothing of the process that
+suspended the run is needed: the session's log is the checkpoint.
 
 1. One conditional UPDATE (`runs.lifecycle.run_mark_resumed`) moves the run `waiting → running` (of two resume tasks one wins) and
    takes the run's worker lease (`runs.lease`), so recovery sees a live holder.
@@ -27,7 +29,6 @@ from types import SimpleNamespace
 
 from django.utils import timezone
 
-from runs import hooks
 from agents.execution.loop import ResumePoint, RunLoop, compose_prompt, _command_text
 from agents.execution.service import run_settle, run_span
 from runs.lease import lease_kept, worker_identity
@@ -36,8 +37,8 @@ from runs.run_session import RunSession
 from runs import approvals
 from runs.lifecycle import Outcome, run_finish, run_mark_resumed
 from runs.models import RunTask
+from runs.policies import run_policy
 from agents_site.vocabulary import ApprovalState, ChatRole, ControlCommand, EventKind, RunStatus, SessionStatus
-from sessions.selectors import stop_recorded
 from tenancy import stores
 
 logger = logging.getLogger(__name__)
@@ -52,7 +53,7 @@ def rebuild(run: Run, agent, *, before: int) -> list[dict]:
     """
     from sessions.selectors import log_before
 
-    messages = hooks.resume_prompt(run, agent) or compose_prompt(agent, run.input)
+    messages = run_policy(run.kind).opening_messages(run, agent) or compose_prompt(agent, run.input)
     group: dict | None = None  # the assistant message whose tool calls are being collected
     group_round = None
     for seq, kind, payload in log_before(session_id=run.session_id, before=before):
@@ -132,25 +133,15 @@ def settle(loop: RunLoop, row: Approval, by_wire: dict) -> str:
     return approvals.INTERRUPTED_RESULT
 
 
-def run_resume(*, run_id: str) -> str:
-    """Resume waiting run `run_id` once every call of its turn is answered; return its status after.
+def run_resume(run: Run) -> str:
+    """Resume waiting `run` here, every call of its turn answered; return its status after.
 
-    A run not waiting, or with a request still pending, is left alone. Org context required.
+    The `RunPolicy.resume` of the kinds the agent loop executes (`run`, `tool`, `scheduled`,
+    `chat`, `openai`), called by the resume task (`runs.approvals.resume_answered`) once it found
+    the run `waiting`, nothing pending and no stop recorded; `run` is read with its agent. A
+    run another resume took meanwhile is left alone. Org context required.
     """
-    run = Run.objects.select_related("agent").filter(pk=run_id).first()
-    if run is None:
-        return ""
-    if run.status != RunStatus.WAITING or Approval.objects.filter(run_id=run_id, state=ApprovalState.PENDING).exists():
-        return run.status
-    stop = stop_recorded(session_id=run.session_id) if run.session_id else None
-    if stop is not None:  # recorded while the run was suspending: no executor nor handler took it
-        approvals.waiting_run_stop(run_id=run_id, actor=stop.get("actor", ""), message=stop.get("message"))
-        return Run.objects.filter(pk=run_id).values_list("status", flat=True).first() or ""
-    dispatch = hooks.resume_dispatcher(run.kind)
-    if dispatch is not None:  # resumed elsewhere (a routed run: its machine claims it again)
-        with stores.org_atomic():
-            dispatch(run)
-        return run.status
+    run_id = run.id
     now = timezone.now()
     with stores.org_atomic():
         if not run_mark_resumed(run_id=run_id):
@@ -180,5 +171,5 @@ def run_resume(*, run_id: str) -> str:
         if finished is None:
             return Run.objects.filter(pk=run_id).values_list("status", flat=True).first() or ""
     if finished.status in RunStatus.FINISHED:
-        hooks.resume_finished(finished)
+        run_policy(finished.kind).after_resume(finished)
     return finished.status

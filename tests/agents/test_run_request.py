@@ -84,20 +84,54 @@ def test_a_kind_has_one_owner():
     register_run_policy(run_policy(RunKind.CHAT))  # the same policy again: a no-op
     with pytest.raises(ImproperlyConfigured, match="already has a policy"):
         register_run_policy(RunPolicy(kind=RunKind.CHAT, refusals=RefusalAnswer.RECORD))
-    assert run_policy(RunKind.CHAT) == RunPolicy(kind=RunKind.CHAT)
+    from agents.execution.resume import run_resume
+    from chat.rounds import round_resume_prompt, round_resumed
+
+    assert run_policy(RunKind.CHAT) == RunPolicy(kind=RunKind.CHAT, resume=run_resume, resume_prompt=round_resume_prompt,
+                                                 resumed=round_resumed)
     assert "nope" not in policies._policies
 
 
 def test_the_policies_say_what_each_kind_may_do():
     assert {kind: run_policy(kind).refusals for kind in RunKind.values} == {
         kind: RefusalAnswer.RECORD if kind == RunKind.SCHEDULED else RefusalAnswer.RAISE for kind in RunKind.values}
-    assert {kind for kind in RunKind.values if not run_policy(kind).needs_inference} == {RunKind.ROUTED, RunKind.CODING}
+    assert {kind for kind in RunKind.values if not run_policy(kind).needs_inference} == {RunKind.ROUTED}
     assert {kind for kind in RunKind.values if run_policy(kind).replays_in_flight} == {RunKind.ROUTED}
     queued = RunRequest(kind=RunKind.RUN, actor="a/u", queued=True)
     assert run_policy(RunKind.RUN).answers_in_flight(queued) and not run_policy(RunKind.RUN).answers_in_flight(
         dataclasses.replace(queued, queued=False))
     fixed = RunRequest(kind=RunKind.CHAT, actor="a/u", calls_model=False)
     assert not run_policy(RunKind.CHAT).infers_here(fixed)
+    # A coding run infers here unless it is routed to a machine.
+    coding = RunRequest(kind=RunKind.CODING, actor="a/u", queued=True)
+    assert run_policy(RunKind.CODING).infers_here(coding)
+    assert not run_policy(RunKind.CODING).infers_here(dataclasses.replace(coding, target_id="tgt_1"))
+
+
+def test_a_kinds_own_code_is_its_policys():
+    """Who executes a queued run, who resumes a waiting one and how, the in-flight limit: fields of the kind's policy."""
+    from agents.execution.queued import execute_queued
+    from agents.execution.resume import run_resume
+    from chat.rounds import round_resume_prompt, round_resumed
+    from coding.apps import max_in_flight
+    from coding.errors import CodingBusy
+    from runs.policies import InFlightLimit
+    from targets.approvals import routed_resume_offer
+
+    def having(field: str) -> dict:
+        return {kind: getattr(run_policy(kind), field) for kind in RunKind.values if getattr(run_policy(kind), field) is not None}
+
+    assert having("execute_queued") == {RunKind.RUN: execute_queued, RunKind.SCHEDULED: execute_queued}
+    assert having("resume") == {kind: run_resume for kind in (RunKind.RUN, RunKind.TOOL, RunKind.SCHEDULED, RunKind.CHAT)}
+    assert having("resume_elsewhere") == {RunKind.ROUTED: routed_resume_offer}
+    assert having("resume_prompt") == {RunKind.CHAT: round_resume_prompt}
+    assert having("resumed") == {RunKind.CHAT: round_resumed}
+    assert having("in_flight_limit") == {RunKind.CODING: InFlightLimit(maximum=max_in_flight, error=CodingBusy)}
+
+
+def test_a_kind_resumes_here_or_elsewhere_not_both():
+    with pytest.raises(ImproperlyConfigured, match="not both"):
+        RunPolicy(kind="x", resume=lambda run: "", resume_elsewhere=lambda run: None)
 
 
 def test_the_fee_of_every_kind_comes_from_billing(settings):

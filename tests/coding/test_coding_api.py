@@ -71,6 +71,16 @@ def test_more_runs_than_the_limit_in_flight_is_429(shop, upstream, settings):
     assert len(_runs(shop)) == 2
 
 
+def test_no_inference_here_is_503_and_nothing_is_stored(shop, settings):
+    # The coding kind's policy gates it inside run_starting like every kind (issue 48 item 2).
+    settings.INFERENCE_BASE_URL = ""
+    response = start(shop)
+    assert response.status_code == 503 and response.json()["code"] == "inference_unavailable"
+    assert _runs(shop) == []
+    with shop.context():
+        assert CodingRun.objects.count() == 0
+
+
 def test_no_sandbox_is_503_never_unconfined(shop, upstream, settings):
     settings.AGENTS_CODING_SANDBOX = "none"
     response = start(shop)

@@ -69,6 +69,14 @@ def test_routed_coding_run_needs_no_sandbox_here(shop, live_machine, settings):
     assert start(shop, targetId=live_machine[0]).status_code == 202
 
 
+def test_routed_coding_run_needs_no_inference_here(shop, live_machine, settings):
+    settings.INFERENCE_BASE_URL = ""  # the machine calls its model: its request names the target (RunRequest.target_id)
+    response = start(shop, targetId=live_machine[0])
+    assert response.status_code == 202, response.content
+    with shop.context():
+        assert Run.objects.get(pk=response.json()["runId"]).status == "running"
+
+
 @pytest.mark.parametrize("pushed", [True, False])
 def test_a_routed_coding_run_that_pushed_emits_coding_pushed_like_a_server_run(shop, live_machine, receiver, inline_delivery, pushed):
     endpoint = create_endpoint(shop, receiver.url, events=["coding.pushed"])
