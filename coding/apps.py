@@ -1,6 +1,9 @@
 from django.apps import AppConfig
 from django.conf import settings
 
+from agents_site.vocabulary import RunKind
+from coding.errors import CodingBusy
+
 
 def max_in_flight() -> int:
     """Return how many coding runs an org may have in flight at once (`AGENTS_CODING_MAX_CONCURRENT`, read at each start)."""
@@ -20,9 +23,7 @@ class CodingConfig(AppConfig):
 
         register_report_handler(summarise=routed_coding_summarise, settled=routed_coding_settled)
 
-        from coding.errors import CodingBusy
         from runs.policies import InFlightLimit, RunPolicy, register_run_policy
-        from agents_site.vocabulary import RunKind
 
         # A coding run here calls this deployment's gateway (one routed to a machine, `targetId`, does
         # not: its request names the target); at most AGENTS_CODING_MAX_CONCURRENT per org in flight

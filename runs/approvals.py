@@ -43,6 +43,7 @@ from agents_site.vocabulary import (
 )
 from agents_site.wire import rfc3339
 from sessions.scanner import redact_text
+from sessions.selectors import stop_recorded
 from tenancy import stores
 
 logger = logging.getLogger(__name__)
@@ -309,8 +310,6 @@ def resume_answered(*, run_id: str) -> str:
     `resume(run)` here (the agent loop carries on from the log). A kind with neither ends the run
     `error` "the run could not be resumed: …" (unbilled). Org context required.
     """
-    from sessions.selectors import stop_recorded
-
     run = Run.objects.select_related("agent").filter(pk=run_id).first()
     if run is None:
         return ""
