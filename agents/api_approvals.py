@@ -94,4 +94,4 @@ def deny(request, id: str, payload: DenyIn):
 @router.get("/approvals", response=ApprovalListOut, summary="The org's approval requests", exclude_none=True)
 def list_approvals(request, session: str | None = Query(None, max_length=128, description="Only the requests of this session.")):
     """Return the org's approval requests: pending first (oldest first), then the newest answered; at most 100."""
-    return {"approvals": [approvals.approval_view(row) for row in approvals.approvals_list(session_id=session)]}
+    return {"approvals": approvals.approval_views(approvals.approvals_list(session_id=session))}

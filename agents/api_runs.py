@@ -19,7 +19,7 @@ from agents.execution import run_open
 from runs.drive import at_once
 from agents.execution.service import run_execute_opened_steps, run_execute_steps
 from agents.presenters import run_view
-from runs.approvals import approval_view, run_approvals
+from runs.approvals import approval_view, run_approval_history, run_approvals
 from runs.routed import routed_start
 from runs.streaming import answer_later, run_headers, run_stream
 from agents.schemas import ActivityOut, BillingOut, MetricsOut, RunAcceptedOut, RunIn, RunListOut, RunOut
@@ -91,11 +91,16 @@ def get_run(request, run_id: str = Path(..., pattern=f"^{RunIdConverter.regex}$"
 
 
 def _with_approvals(run) -> dict:
-    """Return the run's view; a `waiting` run carries the calls of its waiting turn (`approvals`)."""
+    """Return the run's view; a `waiting` run carries the calls of its waiting turn (`approvals`), any
+    other run the approval requests it asked with their outcomes (none: no `approvals`)."""
     view = run_view(run)
     if run.status == RunStatus.WAITING:
         rows = getattr(run, "approvals", None)
-        view["approvals"] = [approval_view(row) for row in (rows if rows is not None else run_approvals(run_id=run.id))]
+        rows = rows if rows is not None else run_approvals(run_id=run.id)
+    else:
+        rows = run_approval_history(run_id=run.id)
+    if rows or run.status == RunStatus.WAITING:
+        view["approvals"] = [approval_view(row, started_by=run.actor) for row in rows]
     return view
 
 

@@ -25,8 +25,9 @@ def clean_approval(value, *, tools: list[str]) -> dict:
     In: `{"tools": [str, …]}` (None → `{}`). Each pattern is a non-empty string of at most
     200 characters naming a tool of `tools` exactly, or a prefix ending in one `*` that
     matches at least one of them; duplicates are dropped, order kept; at most 64. Raises
-    `InvalidRequest` naming the field, e.g. "approval.tools[1]: 'shell' is not one of this
-    agent's tools". Example: ({"tools": ["agent_*"]}, tools=["agent_a", "http_get"]) →
+    `InvalidRequest` naming every bad entry at once, joined by "; ", e.g.
+    "approval.tools[1]: 'shell' names none of this agent's tools; approval.tools[3]: '*' may
+    only end a prefix". Example: ({"tools": ["agent_*"]}, tools=["agent_a", "http_get"]) →
     `{"tools": ["agent_*"]}`.
     """
     if value is None:
@@ -39,15 +40,19 @@ def clean_approval(value, *, tools: list[str]) -> dict:
     if len(patterns) > MAX_PATTERNS:
         raise InvalidRequest(f"approval.tools has at most {MAX_PATTERNS} entries")
     cleaned: list[str] = []
+    problems: list[str] = []
     for index, pattern in enumerate(patterns):
         where = f"approval.tools[{index}]"
         if not isinstance(pattern, str) or not pattern.strip() or len(pattern) > MAX_PATTERN_CHARS:
-            raise InvalidRequest(f"{where} must be a tool name or a prefix ending in * (1 to {MAX_PATTERN_CHARS} characters)")
+            problems.append(f"{where} must be a tool name or a prefix ending in * (1 to {MAX_PATTERN_CHARS} characters)")
+            continue
         pattern = pattern.strip()
         if "*" in pattern[:-1]:
-            raise InvalidRequest(f"{where}: '*' may only end a prefix")
-        if not any(pattern_matches(pattern, name) for name in tools):
-            raise InvalidRequest(f"{where}: {pattern!r} names none of this agent's tools")
-        if pattern not in cleaned:
+            problems.append(f"{where}: '*' may only end a prefix")
+        elif not any(pattern_matches(pattern, name) for name in tools):
+            problems.append(f"{where}: {pattern!r} names none of this agent's tools")
+        elif pattern not in cleaned:
             cleaned.append(pattern)
+    if problems:
+        raise InvalidRequest("; ".join(problems))
     return {"tools": cleaned} if cleaned else {}

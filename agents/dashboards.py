@@ -14,7 +14,7 @@ from agents.models import Agent
 from runs.models import Run
 from runs.selectors import runs_finished
 from agents_site.errors import InvalidRequest
-from agents_site.vocabulary import ActivityKind, MetricsRange, RunStatus
+from agents_site.vocabulary import ActivityKind, FinishReason, MetricsRange, RunStatus
 from agents_site.wire import rfc3339
 
 ACTIVITY_RUNS = 200
@@ -33,8 +33,10 @@ def activity_feed() -> list[dict]:
     """Return the org's recent activity, newest first, at most 50 rows.
 
     Rows: each of the newest 200 finished runs as `invoked` ("Invoked <model>") or `failed`
-    (its error, trimmed, cut to 200 bytes, or "Run failed"); each agent as `created` and, when
-    it changed since, `updated`. Shape: `{id, kind, agent, message, at}` (`at` RFC 3339). Two queries.
+    (its error, trimmed, cut to 200 bytes, or "Run failed"; a run a user stopped is still
+    `failed`, as spec 003 counts it, with `finishReason: stopped` so a reader tells it from a
+    failure); each agent as `created` and, when it changed since, `updated`. Shape: `{id, kind,
+    agent, message, finishReason?, at}` (`at` RFC 3339). Two queries.
     """
     rows: list[dict] = []
     for run in runs_finished(limit=ACTIVITY_RUNS).items:
@@ -43,7 +45,10 @@ def activity_feed() -> list[dict]:
         else:
             error = (run.error or "").strip().encode()[:FAILED_MESSAGE_BYTES].decode(errors="ignore")
             kind, message = ActivityKind.FAILED, error or "Run failed"
-        rows.append({"id": run.id, "kind": str(kind), "agent": run.agent_name, "message": message, "at": rfc3339(run.finished_at)})
+        row = {"id": run.id, "kind": str(kind), "agent": run.agent_name, "message": message, "at": rfc3339(run.finished_at)}
+        if run.status != RunStatus.OK and run.finish_reason == FinishReason.STOPPED:
+            row["finishReason"] = str(FinishReason.STOPPED)
+        rows.append(row)
     for agent in Agent.objects.only("id", "name", "created_at", "updated_at"):
         rows.append({"id": f"{agent.id}:created", "kind": str(ActivityKind.CREATED), "agent": agent.name,
                      "message": "Agent created", "at": rfc3339(agent.created_at)})

@@ -12,7 +12,7 @@ from ninja import Schema
 from pydantic import BeforeValidator, ConfigDict, Field, StrictBool, StrictFloat, StrictInt
 
 from agents_site.schemas import BodySchema, choice, declare, id_field, minted_pattern, required_in_docs, text
-from agents_site.vocabulary import ActivityKind, AgentHosting, AgentStatus, ApprovalState, ExecutionMode, FinishReason, LedgerKind, MetricsRange, RunKind, RunStatus
+from agents_site.vocabulary import ActivityKind, AgentHosting, AgentStatus, ApprovalOutcome, ApprovalState, ExecutionMode, FinishReason, LedgerKind, MetricsRange, RunKind, RunStatus
 
 # The limits the services enforce (agents.services, agents.modes), declared for the docs.
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -126,6 +126,8 @@ class ApprovalOut(Schema):
     tool: str
     arguments: Any = Field(None, description="The call's arguments (credentials masked).")
     state: str = choice(ApprovalState, ...)
+    outcome: str | None = choice(ApprovalOutcome, None, description="How the request ended as a person reads it (approved, edited, "
+                                 "denied, timed out, stopped); absent while it is open and for a call that needed no approval.")
     needsApproval: bool
     runId: str
     sessionId: str
@@ -134,6 +136,7 @@ class ApprovalOut(Schema):
     edited: bool
     answeredBy: str | None = None
     message: str | None = None
+    startedBy: str | None = Field(None, description="Who started the run (the actor who may answer, besides the org's admins).")
     createdAt: str
     answeredAt: str | None = None
 
@@ -162,7 +165,8 @@ class RunOut(Schema):
     sessionId: str | None = None
     startedAt: str | None = None
     createdAt: str
-    approvals: list[ApprovalOut] | None = Field(None, description="A `waiting` run's tool calls of its waiting turn: those asked for approval and those waiting with them.")
+    approvals: list[ApprovalOut] | None = Field(None, description="A `waiting` run's tool calls of its waiting turn: those asked for approval and "
+                                                "those waiting with them; any other run's approval requests with how each was answered (absent when it asked none).")
 
 
 class AgentOut(Schema):
@@ -253,6 +257,8 @@ class ActivityItemOut(Schema):
     kind: str = choice(ActivityKind, ...)
     agent: str
     message: str | None = None
+    finishReason: str | None = choice(FinishReason, None, description="`stopped` on a `failed` row: a user stopped the run (not a "
+                                      "failure of the agent). Absent otherwise.")
     at: str
 
 

@@ -237,7 +237,19 @@ def agent_input_errors(*, data: AgentInput, agent_name: str = "") -> dict[str, s
         value = getattr(data, field)
         if _given(value):
             judge(field, lambda field=field, value=value: clean_generation(**{field: value}))
+    if _given(data.approval) and "tools" not in errors:
+        # Every bad entry at once, against the tools the agent will have (the form's, else its stored ones).
+        judge("approval", lambda: clean_approval(data.approval, tools=_tools_after(data, agent_name)))
     return errors
+
+
+def _tools_after(data: AgentInput, agent_name: str) -> list[str]:
+    """Return the tool names the agent will have once `data` is applied (for judging its approval rules)."""
+    if _given(data.tools):
+        return clean_tools(data.tools)
+    if not agent_name:
+        return []
+    return list(Agent.objects.filter(name=agent_name).values_list("tools", flat=True).first() or [])
 
 
 def agent_create(*, data: AgentInput) -> Agent:

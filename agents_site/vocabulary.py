@@ -192,6 +192,20 @@ ApprovalState.OPEN = frozenset({ApprovalState.PENDING})
 ApprovalState.DECIDED = frozenset({ApprovalState.APPROVED, ApprovalState.DENIED})
 
 
+class ApprovalOutcome(models.TextChoices):
+    """How one approval request ended, as a person reads it (an approval's `outcome`; issue 57).
+
+    The decision survives the call's later states (`started`, `done`): a request approved and
+    then executed still reads "approved", a denied one "denied".
+    """
+
+    APPROVED = "approved", "approved"  # approved as the model asked
+    EDITED = "edited", "approved with edited arguments"  # approved after the approver changed the arguments
+    DENIED = "denied", "denied"  # denied; the model got the reason
+    TIMED_OUT = "timed out", "timed out"  # nobody answered within AGENTS_APPROVAL_TIMEOUT_SECONDS
+    STOPPED = "stopped", "stopped"  # the run was stopped while the request waited (a user's stop: not a failure)
+
+
 class ReplyFrame(models.TextChoices):
     """The kind of one frame of a streamed reply (`stream: true` on POST …/{ref}/run and POST /v1/agents/chat)."""
 
@@ -203,6 +217,13 @@ class ReplyFrame(models.TextChoices):
     APPROVAL = "approval", "approval"  # last, when the run waits for approval: the run with its `approvals`
     CHAT = "chat", "chat"  # last, on POST /v1/agents/chat: the round's 200 body plus the run
     ERROR = "error", "error"  # last, when the round failed or the worker did: the error body
+
+
+class ShareSubject(models.TextChoices):
+    """What a share link shows (POST /v1/agents/chat/conversations/{id}/shares, /v1/agents/sessions/{id}/shares)."""
+
+    CONVERSATION = "conversation", "conversation"  # a chat conversation's turns
+    SESSION = "session", "session"  # a session's turns (no control or log events)
 
 
 class StreamFrameKind(models.TextChoices):
@@ -657,6 +678,10 @@ BADGE_COLOURS = {
     RunStatus.OK: "#15803d",
     RunStatus.ERROR: "#b91c1c",
     FinishReason.STOPPED: "#6b7280",  # a user's stop is not a failure: neutral grey
+    ApprovalOutcome.APPROVED: "#15803d",
+    ApprovalOutcome.EDITED: "#2563eb",
+    ApprovalOutcome.DENIED: "#b91c1c",
+    ApprovalOutcome.TIMED_OUT: "#b45309",
     SessionStatus.PAUSED: "#b45309",
     SessionStatus.DONE: "#15803d",
     TargetStatus.ONLINE: "#15803d",

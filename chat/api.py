@@ -129,7 +129,7 @@ def _waiting_body(start, run) -> dict:
 
     rows = getattr(run, "approvals", None)
     return {**rounds.chat_round_body(start, run), "status": run.status, "sessionId": run.session_id,
-            "approvals": [approval_view(row) for row in (rows if rows is not None else run_approvals(run_id=run.id))],
+            "approvals": [approval_view(row, started_by=run.actor) for row in (rows if rows is not None else run_approvals(run_id=run.id))],
             "run": run_view(run)}
 
 

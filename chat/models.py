@@ -57,6 +57,9 @@ class Message(models.Model):
     content = models.TextField(default="", blank=True)
     tool_calls = models.JSONField(null=True, blank=True)
     run_id = models.CharField(max_length=64, default="", blank=True, db_index=True)
+    # An assistant turn cut short: `stopped` (the user stopped the round; what was written before
+    # the stop is kept, marked, never passed off as a whole reply). "" for a whole turn.
+    finish_reason = models.CharField(max_length=32, default="", blank=True)
     # A round's user turn, when its agent has approval rules: the whole opening prompt the model
     # got (`[{role, content}]`: instructions, the request's system text, the thread, the request's
     # messages), so a round resumed after an approval (issue 28) starts from exactly it.

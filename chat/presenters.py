@@ -20,9 +20,11 @@ def conversation_view(conversation: Conversation) -> dict:
 
 
 def message_view(message: Message) -> dict:
-    """Return `{id, role, content, toolCalls?, runId?, createdAt}` (absent fields omitted)."""
+    """Return `{id, role, content, toolCalls?, runId?, finishReason?, createdAt}` (absent fields omitted);
+    `finishReason` `stopped` marks a reply the user stopped (its words up to the stop)."""
     return compact({"id": message.id, "role": message.role, "content": message.content, "toolCalls": message.tool_calls,
-                    "runId": message.run_id, "createdAt": rfc3339(message.created_at)}, keep=("content",))
+                    "runId": message.run_id, "finishReason": message.finish_reason, "createdAt": rfc3339(message.created_at)},
+                   keep=("content",))
 
 
 def conversation_detail_view(conversation: Conversation, messages: list[Message]) -> dict:

@@ -44,7 +44,7 @@ from runs.models import Run
 from runs.lifecycle import Outcome, run_finishing, run_starting
 from runs.request import RunRequest
 from agents_site.errors import InvalidRequest
-from agents_site.vocabulary import ChatRole, MultitaskStrategy, RunKind, RunStatus
+from agents_site.vocabulary import ChatRole, FinishReason, MultitaskStrategy, RunKind, RunStatus
 from chat import selectors, services
 from chat.errors import ConversationBusy
 from chat.presets import DEFAULT_PRESET, FixedReply, Preset, preset_get, preset_handler
@@ -221,18 +221,25 @@ def chat_round_start(
                       fixed=fixed, preset_id=driver_preset.id if driver_preset is not None else "", subject=subject)
 
 
-def _reply(status: str, output: str, actions: list, ops: list) -> dict | None:
-    """Return the assistant turn an `ok` round stores (`{role, content, tool_calls}`), None otherwise."""
-    if status != RunStatus.OK:
-        return None
+def _reply(status: str, output: str, actions: list, ops: list, finish_reason: str = "") -> dict | None:
+    """Return the assistant turn a round stores (`{role, content, tool_calls, finish_reason?}`), None for none.
+
+    An `ok` round stores its reply; a round the user stopped stores what was written before the
+    stop, marked `finish_reason: stopped` (a reload shows the words the user saw, never as a
+    whole reply); any other failed round stores nothing.
+    """
     calls = {"actions": list(actions), "ops": list(ops)} if actions or ops else None
-    return {"role": ChatRole.ASSISTANT, "content": output, "tool_calls": calls}
+    if status == RunStatus.OK:
+        return {"role": ChatRole.ASSISTANT, "content": output, "tool_calls": calls}
+    if finish_reason == FinishReason.STOPPED and (output or calls):
+        return {"role": ChatRole.ASSISTANT, "content": output or "", "tool_calls": calls, "finish_reason": str(FinishReason.STOPPED)}
+    return None
 
 
 def _release(start: RoundStart, row: Run, actions: list, ops: list) -> None:
     """Store the round's reply (an `ok` run's) and free its conversation."""
     services.conversation_release(conversation_id=start.conversation_id, run_id=start.run.id,
-                                  reply=_reply(row.status, row.output, actions, ops))
+                                  reply=_reply(row.status, row.output, actions, ops, row.finish_reason))
 
 
 def _execute_fixed(start: RoundStart, listener: RunListener | None) -> tuple[Run, bool]:
@@ -314,7 +321,8 @@ def chat_round_steps(start: RoundStart, *, listener: RunListener | None = None) 
         if not released:  # finished elsewhere, or failed before finishing: free the conversation anyway
             reply = None
             if run is not None:
-                reply = _reply(run.status, run.output, getattr(run, "actions", []) or [], getattr(run, "ops", []) or [])
+                reply = _reply(run.status, run.output, getattr(run, "actions", []) or [], getattr(run, "ops", []) or [],
+                               getattr(run, "finish_reason", "") or "")
             services.conversation_release(conversation_id=start.conversation_id, run_id=start.run.id, reply=reply)
     return run
 

@@ -13,7 +13,7 @@ from pydantic import ConfigDict, Field, StrictBool
 
 from agents_site.schemas import REF_PATTERN, BodySchema, ErrorOut, choice, declare, id_field, minted_pattern, required_in_docs, text
 from agents.schemas import ApprovalOut, RunOut
-from agents_site.vocabulary import ChatRole, MultitaskStrategy, RunStatus
+from agents_site.vocabulary import ChatRole, FinishReason, MultitaskStrategy, RunStatus
 from chat.presets import preset_ids
 from chat.validation import MAX_CONTENT_BYTES, MAX_MESSAGES, MAX_TITLE, MAX_TOOLS, TOO_MANY_MESSAGES, TOO_MANY_TOOLS, TOOL_NAME_PATTERN
 
@@ -153,6 +153,8 @@ class MessageOut(Schema):
     content: str
     toolCalls: ToolCallsOut | None = None
     runId: str | None = None
+    finishReason: str | None = choice(FinishReason, None, description="`stopped`: the user stopped this reply; `content` is what "
+                                      "was written before the stop. Absent for a whole turn.")
     createdAt: str
 
 

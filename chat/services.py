@@ -28,7 +28,7 @@ released = threading.Condition()
 
 
 def _append(conversation: Conversation, turns: list[dict], *, run_id: str = "") -> list[Message]:
-    """Append `turns` (`{role, content, tool_calls?, prompt?}`) after the conversation's last message; bump `updated_at`.
+    """Append `turns` (`{role, content, tool_calls?, prompt?, finish_reason?}`) after the conversation's last message; bump `updated_at`.
 
     Must run inside an org transaction. Positions come from one UPDATE of the `turns` counter,
     so concurrent appends never share one.
@@ -42,7 +42,8 @@ def _append(conversation: Conversation, turns: list[dict], *, run_id: str = "") 
     first = last - len(turns) + 1
     rows = [
         Message(conversation=conversation, position=first + i, role=turn["role"], content=turn["content"],
-                tool_calls=turn.get("tool_calls"), prompt=turn.get("prompt"), run_id=run_id, created_at=now)
+                tool_calls=turn.get("tool_calls"), prompt=turn.get("prompt"), finish_reason=turn.get("finish_reason", ""),
+                run_id=run_id, created_at=now)
         for i, turn in enumerate(turns)
     ]
     Message.objects.bulk_create(rows)

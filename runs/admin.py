@@ -10,7 +10,7 @@ from tenancy.admin_site import OrgModelAdmin
 class ApprovalAdmin(OrgModelAdmin):
     # Read-only: an answer goes through `runs.approvals` (who may answer, one execution).
     editable = False
-    list_display = ("tool_name", "state", "run_id", "session_id", "needs_approval", "answered_by", "created_at")
+    list_display = ("tool_name", "state", "decision", "run_id", "session_id", "needs_approval", "answered_by", "created_at")
     list_filter = ("state", "needs_approval")
     search_fields = ("run_id", "session_id", "tool_name", "tool_call_id")
     exclude = ("arguments",)  # unmasked (what the tool is given): shown masked by the API and the session log only

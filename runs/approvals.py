@@ -39,7 +39,7 @@ from runs.policies import run_policy
 from agents_site.errors import ApiError, Conflict, Forbidden, InvalidRequest, NotFound
 from agents_site.ids import mint_id
 from agents_site.vocabulary import (
-    ApiKeyScope, ApprovalState, ControlCommand, ErrorCode, EventKind, FinishReason, RunStatus, SessionStatus,
+    ApiKeyScope, ApprovalOutcome, ApprovalState, ControlCommand, ErrorCode, EventKind, FinishReason, RunStatus, SessionStatus,
 )
 from agents_site.wire import rfc3339
 from sessions.scanner import redact_text
@@ -104,19 +104,65 @@ def may_answer(run: Run) -> dict:
     return {"startedBy": run.actor, "orgAdmins": True}
 
 
-def approval_view(row: Approval) -> dict:
+def answer_rule(principal) -> dict:
+    """Return whose runs `principal` may answer the approval requests of: `{"all": bool, "actor": str}`.
+
+    `all` True: every run of the org (an org admin); else only the runs whose `actor` is
+    `actor` (the runs this user started). The one rule behind `answer_allowed` (the approve/deny
+    routes) and the console's inline Approve/Deny buttons (`console.context`), so a page never
+    offers an answer the API would refuse. Key scope and allowed agents are checked apart
+    (`_check_answerer`): the console's session login has neither.
+    """
+    return {"all": bool(principal.is_org_admin), "actor": principal.actor}
+
+
+def answer_allowed(rule: dict, *, started_by: str) -> bool:
+    """Return True when `rule` (`answer_rule`) lets its principal answer a run `started_by` started."""
+    return bool(rule.get("all")) or (bool(started_by) and rule.get("actor") == started_by)
+
+
+def approval_outcome(row: Approval) -> str | None:
+    """Return how request `row` ended as a person reads it (`ApprovalOutcome`), None while it is open.
+
+    The decision wins over the call's later states: approved (or `edited`, when the approver
+    changed the arguments) and denied stay so once the call ran. Unanswered: `timed out` (the
+    sweep expired it) or `stopped` (its run was stopped while it waited).
+    """
+    decision = row.decision or (row.state if row.state in ApprovalState.DECIDED else "")
+    if decision == ApprovalState.APPROVED:
+        return ApprovalOutcome.EDITED if row.edited else ApprovalOutcome.APPROVED
+    if decision == ApprovalState.DENIED:
+        return ApprovalOutcome.DENIED
+    if row.state == ApprovalState.EXPIRED:
+        return ApprovalOutcome.TIMED_OUT
+    if row.state == ApprovalState.CANCELLED:
+        return ApprovalOutcome.STOPPED
+    return None
+
+
+def approval_view(row: Approval, *, started_by: str | None = None) -> dict:
     """Return the wire view of one approval request (or call waiting with it).
 
-    `{toolCallId, tool, arguments (masked), state, needsApproval, runId, sessionId, round,
-    requestSeq?, edited, answeredBy?, message?, createdAt, answeredAt?}`.
+    `{toolCallId, tool, arguments (masked), state, outcome?, needsApproval, runId, sessionId,
+    round, requestSeq?, edited, answeredBy?, message?, startedBy?, createdAt, answeredAt?}`:
+    `outcome` (`approval_outcome`) once the request was answered or ended; `startedBy` the
+    actor of the run (who may answer besides the org's admins) when the caller knows it.
     """
     view = {
         "toolCallId": row.tool_call_id, "tool": row.tool_name, "arguments": masked_arguments(row.arguments),
-        "state": row.state, "needsApproval": row.needs_approval, "runId": row.run_id, "sessionId": row.session_id,
+        "state": row.state, "outcome": approval_outcome(row) if row.needs_approval else None,
+        "needsApproval": row.needs_approval, "runId": row.run_id, "sessionId": row.session_id,
         "round": row.round, "requestSeq": row.request_seq, "edited": row.edited, "answeredBy": row.answered_by or None,
-        "message": row.message or None, "createdAt": rfc3339(row.created_at), "answeredAt": rfc3339(row.answered_at),
+        "message": row.message or None, "startedBy": started_by or None, "createdAt": rfc3339(row.created_at),
+        "answeredAt": rfc3339(row.answered_at),
     }
     return {k: v for k, v in view.items() if v is not None}
+
+
+def approval_views(rows: list[Approval]) -> list[dict]:
+    """Return the wire views of `rows`, each with its run's `startedBy` (one query for the runs' actors)."""
+    actors = dict(Run.objects.filter(pk__in={row.run_id for row in rows}).values_list("id", "actor")) if rows else {}
+    return [approval_view(row, started_by=actors.get(row.run_id)) for row in rows]
 
 
 def run_approvals(*, run_id: str) -> list[Approval]:
@@ -124,10 +170,16 @@ def run_approvals(*, run_id: str) -> list[Approval]:
     return list(Approval.objects.filter(run_id=run_id, state__in=TURN_OPEN).order_by("created_at", "position"))
 
 
+def run_approval_history(*, run_id: str) -> list[Approval]:
+    """Return every approval request run `run_id` ever asked (any state), oldest first: a finished
+    run's detail keeps saying what was asked and how it was answered."""
+    return list(Approval.objects.filter(run_id=run_id, needs_approval=True).order_by("created_at", "position"))
+
+
 def pending_views(session_id: str) -> list[dict]:
     """Return the wire views of session `session_id`'s pending approval requests, oldest first."""
     rows = Approval.objects.filter(session_id=session_id, needs_approval=True, state=ApprovalState.PENDING).order_by("created_at", "position")
-    return [approval_view(row) for row in rows]
+    return approval_views(list(rows))
 
 
 def approvals_list(*, session_id: str | None = None, limit: int = 100) -> list[Approval]:
@@ -190,7 +242,7 @@ def _check_answerer(principal, run: Run) -> None:
         raise Forbidden("an API key of scope openai cannot answer approvals")
     if not principal.may_use_agent(agent_id=run.agent_id or "", agent_name=run.agent_name):
         raise Forbidden("this API key may not use this agent")
-    if not (principal.is_org_admin or principal.actor == run.actor):
+    if not answer_allowed(answer_rule(principal), started_by=run.actor):
         raise Forbidden("only the user who started the run or an org admin may answer its approvals")
 
 
@@ -263,7 +315,8 @@ def approval_answer(*, session_id: str, tool_call_id, principal, approve: bool, 
         # The session row is the lock of every answer of its run: the last answer sees all others.
         if Session.objects.select_for_update().filter(pk=session.id).values_list("status", flat=True).first() in SessionStatus.TERMINAL:
             raise ApprovalAnswered("the run has ended; its approval requests can no longer be answered")
-        changes = {"state": ApprovalState.APPROVED if approve else ApprovalState.DENIED, "answered_by": principal.actor[:300],
+        decided = ApprovalState.APPROVED if approve else ApprovalState.DENIED
+        changes = {"state": decided, "decision": decided, "answered_by": principal.actor[:300],
                    "answered_at": now, "message": (message or "") if not approve else ""}
         if edited is not None:
             changes.update(arguments=edited, edited=True)
@@ -281,7 +334,7 @@ def approval_answer(*, session_id: str, tool_call_id, principal, approve: bool, 
             else:
                 transaction.on_commit(lambda: resume_dispatch(org=org, run_id=run.id), using=stores.current_alias())
     row.refresh_from_db()
-    return {"command": str(command), "event": event_view(event), "forwarded": last, "approval": approval_view(row)}
+    return {"command": str(command), "event": event_view(event), "forwarded": last, "approval": approval_view(row, started_by=run.actor)}
 
 
 def resume_dispatch(*, org: str, run_id: str) -> str | None:

@@ -86,6 +86,9 @@ class Approval(models.Model):
     position = models.PositiveSmallIntegerField(default=0)
     round = models.PositiveSmallIntegerField(default=1)
     state = models.CharField(max_length=16, choices=ApprovalState.choices, default=ApprovalState.PENDING)
+    # The answer (`approved`/`denied`, "" until answered): `state` moves on (`started`, `done`),
+    # the decision stays, so a finished run still says how each request was answered.
+    decision = models.CharField(max_length=16, default="", blank=True)
     message = models.TextField(default="", blank=True)
     edited = models.BooleanField(default=False)
     answered_by = models.CharField(max_length=300, default="", blank=True)

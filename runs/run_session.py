@@ -269,7 +269,8 @@ class RunSession:
                 from tenancy import stores
 
                 with stores.org_atomic():  # a savepoint: a failure here never undoes the run's finish
-                    session_end(session_id=self.session_id, status=str(status))
+                    reason = summary.get("finishReason") if isinstance(summary, dict) else ""
+                    session_end(session_id=self.session_id, status=str(status), finish_reason=reason if isinstance(reason, str) else "")
             except Exception:
                 logger.warning("run session %s: end %s not recorded", self.session_id, status, exc_info=True)
         inbox, self._inbox = self._inbox, None

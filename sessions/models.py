@@ -23,6 +23,9 @@ class Session(models.Model):
     agent = models.CharField(max_length=128)
     actor = models.CharField(max_length=256, default="", blank=True)
     status = models.CharField(max_length=16, choices=SessionStatus.choices, default=SessionStatus.RUNNING)
+    # Why the run that ended this session ended (its `finishReason`: `stopped` for a user's stop,
+    # which ends the session `error` but is not a failure); "" when no run said.
+    finish_reason = models.CharField(max_length=32, default="", blank=True)
     parent_id = models.CharField(max_length=64, default="", blank=True)
     root_id = models.CharField(max_length=64)
     title = models.CharField(max_length=512, default="", blank=True)

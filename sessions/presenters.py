@@ -60,6 +60,7 @@ def session_view(session: Session, *, org: str, children: int = 0, last_event: E
             "agent": session.agent,
             "actor": session.actor,
             "status": session.status,
+            "finishReason": session.finish_reason,
             "parentSessionId": session.parent_id,
             "rootSessionId": session.root_id,
             "title": session.title,

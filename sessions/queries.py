@@ -31,10 +31,10 @@ def events_insert(events: list[Event], alias: str) -> None:
     sql.insert(events, transaction.get_connection(alias))
 
 
-def session_end(alias: str, *, session_id: str, status: str, now) -> tuple[Session, int] | None:
+def session_end(alias: str, *, session_id: str, status: str, now, finish_reason: str = "") -> tuple[Session, int] | None:
     """End session `session_id` with `status` unless it already ended: ONE `UPDATE … RETURNING`.
 
-    Sets the status, `ended_at` (kept if set), `updated_at` = `now` and clears the executor
+    Sets the status, `finish_reason`, `ended_at` (kept if set), `updated_at` = `now` and clears the executor
     channel. Returns the ended session and how many child sessions it has, or None when it was
     missing or had already ended (nothing written then).
     """
@@ -44,10 +44,10 @@ def session_end(alias: str, *, session_id: str, status: str, now) -> tuple[Sessi
     terminal, finished = sql.in_list(SessionStatus.TERMINAL)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {table} SET status = %s, ended_at = COALESCE(ended_at, %s), updated_at = %s, executor_channel = '' "
+            f"UPDATE {table} SET status = %s, finish_reason = %s, ended_at = COALESCE(ended_at, %s), updated_at = %s, executor_channel = '' "
             f"WHERE id = %s AND status NOT IN ({terminal}) "
             f"RETURNING {sql.select_list(Session, connection)}, (SELECT COUNT(*) FROM {table} AS c WHERE c.parent_id = {table}.id)",
-            [status, stamp, stamp, session_id, *finished],
+            [status, (finish_reason or "")[:32], stamp, stamp, session_id, *finished],
         )
         row = cursor.fetchone()
     if row is None:

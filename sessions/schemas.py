@@ -8,7 +8,7 @@ from ninja import Schema
 from pydantic import ConfigDict, Field, StrictBool
 
 from agents_site.schemas import BodySchema, ErrorOut, choice, id_field, minted_pattern, required_in_docs, text
-from agents_site.vocabulary import ControlCommand, EventKind, SecretSeverity, SessionStatus
+from agents_site.vocabulary import ControlCommand, EventKind, FinishReason, SecretSeverity, SessionStatus
 from sessions import fields
 
 __all__ = ["ErrorOut"]  # re-exported: the session routes declare it
@@ -140,6 +140,8 @@ class SessionOut(Schema):
     agent: str
     actor: str | None = None
     status: str = choice(SessionStatus, ...)
+    finishReason: str | None = choice(FinishReason, None, description="Why the run that ended this session ended: `stopped` is a "
+                                      "user's stop (the session ends `error`, not a failure). Absent while it runs, or when no run said.")
     parentSessionId: str | None = None
     rootSessionId: str
     title: str | None = None

@@ -201,10 +201,11 @@ def _published(org: str, session: Session) -> None:
         hooks.session_published_handlers(session)
 
 
-def session_end(*, session_id: str, status: str) -> bool:
+def session_end(*, session_id: str, status: str, finish_reason: str = "") -> bool:
     """End a run's session `done` or `error` in one statement; return False if it had already ended.
 
-    Status, `ended_at` (kept if set), `updated_at`, and the executor channel cleared (its
+    Status, the run's `finish_reason` (`stopped` for a user's stop), `ended_at` (kept if set),
+    `updated_at`, and the executor channel cleared (its
     executor is done with it), unless the session is already finished (a finished session keeps
     its status: nothing is written then). For the run lifecycle's finish, inside its
     transaction. Publishes a `session` frame after the commit. Raises `InvalidRequest` for a
@@ -213,7 +214,7 @@ def session_end(*, session_id: str, status: str) -> bool:
     if status not in SessionStatus.TERMINAL:
         raise InvalidRequest(f"a session ends {' or '.join(sorted(SessionStatus.TERMINAL))}, not {status}")
     org, alias = _org(), _alias()
-    ended = queries.session_end(alias, session_id=session_id, status=status, now=timezone.now())
+    ended = queries.session_end(alias, session_id=session_id, status=status, now=timezone.now(), finish_reason=finish_reason)
     if ended is None:
         return False
     session, children = ended

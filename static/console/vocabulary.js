@@ -37,13 +37,16 @@ window.AgentsVocabulary = Object.freeze({
   "agent_list_display"
  ],
  "badge": {
+  "approved": "#15803d",
   "cancelled": "#6b7280",
   "created": "#2563eb",
   "current": "#15803d",
   "dead": "#b91c1c",
+  "denied": "#b91c1c",
   "done": "#15803d",
   "draining": "#b45309",
   "dumped": "#15803d",
+  "edited": "#2563eb",
   "error": "#b91c1c",
   "failed": "#b91c1c",
   "grace": "#b45309",
@@ -66,6 +69,7 @@ window.AgentsVocabulary = Object.freeze({
   "running": "#2563eb",
   "stopped": "#6b7280",
   "succeeded": "#15803d",
+  "timed out": "#b45309",
   "unhealthy": "#b91c1c",
   "unknown": "#6b7280",
   "unreachable": "#b91c1c",
@@ -118,6 +122,13 @@ window.AgentsVocabulary = Object.freeze({
   "ApiKeyScope": {
    "ALL": "all",
    "OPENAI": "openai"
+  },
+  "ApprovalOutcome": {
+   "APPROVED": "approved",
+   "DENIED": "denied",
+   "EDITED": "edited",
+   "STOPPED": "stopped",
+   "TIMED_OUT": "timed out"
   },
   "ApprovalState": {
    "APPROVED": "approved",
@@ -398,6 +409,10 @@ window.AgentsVocabulary = Object.freeze({
    "ERROR": "error",
    "PAUSED": "paused",
    "RUNNING": "running"
+  },
+  "ShareSubject": {
+   "CONVERSATION": "conversation",
+   "SESSION": "session"
   },
   "SlotOutcome": {
    "BACKOFF": "backoff",

@@ -308,6 +308,13 @@ def test_the_form_sets_shows_and_refuses_approval_rules(org_a, admin_client, mak
     page = admin_client.get("/console/agents/careful/edit/").content.decode()
     assert 'name="approval"' in page and "calculator\ncurrent_*</textarea>" in page
     refused = admin_client.post("/console/agents/careful/edit/", {**base, "approval": "http_get"})
-    assert refused.status_code == 400 and refused.context["error"] == "approval.tools[0]: 'http_get' names none of this agent's tools"
+    assert refused.status_code == 400 and refused.context["field_errors"] == {"approval": "approval.tools[0]: 'http_get' names none of this agent's tools"}
+    # Every bad entry at once, under the field (issue 57: only the first one was reported).
+    several = admin_client.post("/console/agents/careful/edit/", {**base, "approval": "http_get, calculator, sh*ll, agent_*"})
+    assert several.status_code == 400
+    assert several.context["field_errors"]["approval"] == ("approval.tools[0]: 'http_get' names none of this agent's tools; "
+                                                           "approval.tools[2]: '*' may only end a prefix; "
+                                                           "approval.tools[3]: 'agent_*' names none of this agent's tools")
+    assert 'id="id_approval-error"' in several.content.decode()
     with org_a.context():
         assert Agent.objects.get(name="careful").approval == {"tools": ["calculator", "current_*"]}
