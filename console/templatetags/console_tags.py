@@ -68,6 +68,13 @@ def run_outcome(run) -> str:
 
 
 @register.filter
+def stopped_by_user(run) -> bool:
+    """Return True when `run` ended because a user stopped it (`finish_reason` `stopped`): its
+    `error` ("stopped by …") is said in plain grey, never as a failure's red text."""
+    return (getattr(run, "finish_reason", "") or "") == FinishReason.STOPPED
+
+
+@register.filter
 def indented_json(text) -> str:
     """Return JSON text `text` indented two spaces (non-ASCII kept as written), as the session page's
     turns show it; text that is not whole JSON (cut at its display limit, or plain words) unchanged."""

@@ -4,9 +4,12 @@
    with fetch (EventSource cannot POST): `start` (runId, sessionId: the stop button and the
    session link), `delta` (a piece of the reply), `tool` (a tool call run on the server: a
    card), `ops` (tool calls handed to the client: a card), then `chat` (the recorded round:
-   reply, actions, ops, conversationId, runId, run) or `error`. A refusal before the stream
+   reply, actions, ops, conversationId, runId, run), `error`, or `approval` (issue 57: the run
+   waits for a person to approve a tool call — a notice with the requests, Approve/Deny for whoever
+   may answer, and the reply added once the resumed run finishes). A refusal before the stream
    (400, 402, 404, 409, 422…) is an ordinary JSON error shown in words, with the findings of a
-   refused secret. Stop is POST /v1/agents/sessions/{sessionId}/stop. */
+   refused secret. Stop is POST /v1/agents/sessions/{sessionId}/stop. A reply the user stopped
+   is kept and shown marked "stopped". */
 (function () {
   "use strict";
   var A = window.Agents;
@@ -94,13 +97,93 @@
     scrollDown();
   }
 
+  /* Mark reply `li` as stopped by the user: grey words, never an error. */
+  function markStopped(li) {
+    li.classList.add("stopped");
+    li.dataset.finish = A.vocab.word.stopped;
+    li.appendChild(A.el("div", { class: "stop-note", text: "stopped" }));
+  }
+
   function showStored(message) {
     if (message.role === ROLE.TOOL) { bubble("tool", message.content); return; }
     var li = bubble(message.role, message.content);
     li.dataset.message = message.id || "";
+    if (message.finishReason === A.vocab.word.stopped) markStopped(li);
     var calls = message.toolCalls;
     if (calls && calls.actions) calls.actions.forEach(toolCard);
     if (calls && calls.ops) opsCard(calls.ops);
+  }
+
+  /* --- A round that waits for approval (issue 57) ------------------------------------------ */
+
+  var waiting = null; // {runId, sessionId, source, li} of the round waiting for a person
+
+  function stopWatching() {
+    if (waiting && waiting.source) waiting.source.close();
+    waiting = null;
+  }
+
+  /* Show the notice of run `run` (its view, with `approvals`) waiting in this conversation, with
+     Approve/Deny for a viewer the page's answer rule allows; follow its session until the run
+     ends, then show the conversation again with the reply the resumed run added. */
+  function showWaiting(run) {
+    stopWatching();
+    empty.hidden = true;
+    var asked = (run.approvals || []).filter(function (a) { return a.needsApproval; });
+    var box = A.el("div", { class: "approval-box", "data-session": run.sessionId || "" }, [A.el("ul", { class: "approval-list" })]);
+    var mine = A.mayAnswer(run.actor);
+    var li = A.el("li", { class: "waiting", "data-role": "approval", "data-run": run.id }, [
+      A.el("div", { class: "waiting-card", id: "chat-waiting" }, [
+        A.el("div", { class: "waiting-title", text: "Waiting for approval" }),
+        A.el("p", { class: "muted small", text: "The agent asks before calling " + asked.map(function (a) { return a.tool; }).join(", ") +
+          ". The run holds nothing while it waits; the reply appears here once it is answered." +
+          (mine ? "" : " Only " + (run.actor || "the user who started it") + " or an org admin may answer.") }),
+        box
+      ])
+    ]);
+    messages.appendChild(li);
+    scrollDown();
+    state.textContent = "Waiting for approval…";
+    if (window.AgentsApprovals) window.AgentsApprovals.mount(box, { session: run.sessionId, onChange: function () { check(); } });
+    waiting = { runId: run.id, sessionId: run.sessionId, source: null, li: li };
+    var mark = waiting;
+    function check() {
+      if (waiting !== mark) return;
+      A.api("GET", "/v1/agents/runs/" + encodeURIComponent(run.id)).then(function (res) {
+        if (waiting !== mark || !res.ok || !res.body) return;
+        if (res.body.status === A.vocab.word.waiting || A.vocab.runStatus.indexOf(res.body.status) < 0) return;
+        if (res.body.status !== A.vocab.enums.RunStatus.OK && res.body.status !== A.vocab.word.runError) {
+          state.textContent = "Approved: the run carries on…";
+          return;
+        }
+        stopWatching();
+        state.textContent = res.body.finishReason === A.vocab.word.stopped ? "Stopped." :
+          res.body.status === A.vocab.word.runError ? "The round ended: " + (res.body.error || "it failed") : "";
+        open(conversationId, false).then(function () { return loadConversations(false); });
+      });
+    }
+    if (window.EventSource && run.sessionId) {
+      // The run's turns arrive here whichever process resumes it (the store is read behind the bus).
+      var source = new EventSource("/v1/agents/sessions/stream?root=" + encodeURIComponent(run.sessionId));
+      waiting.source = source;
+      var timer = null;
+      var soon = function () { clearTimeout(timer); timer = setTimeout(check, 200); };
+      source.addEventListener(A.vocab.enums.StreamFrameKind.EVENT, soon);
+      source.addEventListener(A.vocab.enums.StreamFrameKind.SESSION, soon);
+      source.addEventListener(A.vocab.enums.StreamFrameKind.RESET, soon);
+    }
+    check();
+  }
+
+  /* The conversation's last round may wait for approval: its last turn is the user's, with a run. */
+  function resumeWaiting(stored) {
+    var last = stored[stored.length - 1];
+    if (!last || last.role !== ROLE.USER || !last.runId) return;
+    var id = conversationId;
+    A.api("GET", "/v1/agents/runs/" + encodeURIComponent(last.runId)).then(function (res) {
+      if (id !== conversationId || running || !res.ok || !res.body) return;
+      if (res.body.status === A.vocab.word.waiting) showWaiting(res.body);
+    });
   }
 
   function mark() {
@@ -128,6 +211,7 @@
   }
 
   function open(id, push) {
+    stopWatching();
     conversationId = id;
     messages.innerHTML = "";
     errorBox.hidden = true;
@@ -141,6 +225,7 @@
       if (!res.ok || !res.body) { A.showError(errorBox, res, "Could not open this conversation: "); conversationId = ""; return; }
       title.textContent = res.body.title || "";
       (res.body.messages || []).forEach(showStored);
+      resumeWaiting(res.body.messages || []);
     });
   }
 
@@ -197,6 +282,7 @@
 
   function round(text) {
     errorBox.hidden = true;
+    stopWatching();
     var body = { messages: [{ role: "user", content: text }], stream: true };
     var who = withSelect.value || "preset:assistant";
     if (who.indexOf("agent:") === 0) body.agent = who.slice(6); else body.preset = who.slice(7);
@@ -218,14 +304,21 @@
           mine.remove();
           if (!messages.children.length) empty.hidden = false;
           input.value = text; // nothing was stored: the message is the user's to fix and resend
+          state.textContent = "";  // no "Thinking…" left behind: the error says what happened, nothing was sent
           A.showError(errorBox, { ok: false, status: response.status, body: parsed, text: t });
         });
       }
+      var waited = null, errored = false;
       mine.classList.remove("pending");
       return readFrames(response, function (event, data) {
         if (event === FRAME.START) {
           running = data;
-          if (data.conversationId && !conversationId) conversationId = data.conversationId;
+          if (data.conversationId && data.conversationId !== conversationId) {
+            // A new conversation: its address and its place in the list now, not after a reload.
+            conversationId = data.conversationId;
+            history.replaceState({ conversation: conversationId }, "", chatBase + encodeURIComponent(conversationId) + "/");
+            loadConversations(false);
+          }
           if (data.sessionId) { sessionLink.href = page.dataset.sessionBase + encodeURIComponent(data.sessionId) + "/"; sessionLink.hidden = false; }
         } else if (event === FRAME.DELTA) {
           if (!reply) { reply = bubble("assistant", "", "streaming"); state.textContent = "Writing…"; }
@@ -238,18 +331,25 @@
           opsCard(data.ops);
         } else if (event === FRAME.CHAT) {
           final = data;
+        } else if (event === FRAME.APPROVAL) {
+          waited = data;
         } else if (event === FRAME.ERROR) {
           if (data.run && data.run.finishReason === A.vocab.word.stopped) final = data; // the user's own stop: no error banner
-          else A.showError(errorBox, { ok: false, status: data.status || 500, body: data, text: "" });
+          else { errored = true; A.showError(errorBox, { ok: false, status: data.status || 500, body: data, text: "" }); }
         }
       }).then(function () {
         if (reply) reply.classList.remove("streaming");
-        if (!final) { state.textContent = "The stream ended without a result."; return; }
+        if (waited) {
+          // The run waits for a person: the conversation is kept (address, list), the reply comes later.
+          if (waited.conversationId) conversationId = waited.conversationId;
+          history.replaceState({ conversation: conversationId }, "", chatBase + encodeURIComponent(conversationId) + "/");
+          showWaiting(Object.assign({}, waited.run || {}, { approvals: waited.approvals || [], sessionId: waited.sessionId || (waited.run || {}).sessionId }));
+          return loadConversations(false);
+        }
+        if (!final) { state.textContent = errored ? "" : "The stream ended without a result."; return; }
         var run = final.run || {};
         if (run.finishReason === A.vocab.word.stopped) {
-          var cut = reply || bubble("assistant", run.output || "", "");
-          cut.classList.add("stopped");
-          cut.appendChild(A.el("div", { class: "muted small", text: "stopped" }));
+          markStopped(reply || bubble("assistant", run.output || "", ""));
         } else if (run.status === A.vocab.word.runError) {
           var failed = reply || bubble("assistant", "", "");
           failed.classList.add("failed");
@@ -271,6 +371,7 @@
         return loadConversations(false);
       });
     }, function (err) {
+      state.textContent = "";
       A.showError(errorBox, { ok: false, status: 0, body: null, text: String(err) });
     }).then(function () {
       running = null;

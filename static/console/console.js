@@ -123,6 +123,24 @@
     return node;
   }
 
+  /* The word a status is shown as, read with its finish reason: a user's stop ends a run or a
+     session `error`/`failed`, but it is no failure — it reads "stopped" (grey) everywhere. */
+  function statusWord(status, finishReason) {
+    return finishReason === (vocab.word || {}).stopped ? vocab.word.stopped : status;
+  }
+
+  /* Whose approval requests this viewer may answer, as the server decided it for this page
+     (`runs.approvals.answer_rule`, in the page as JSON): every run's (org admin) or the runs
+     they started. Without it (a page that did not ask), no answer is offered. */
+  var answerRule = null;
+  function mayAnswer(startedBy) {
+    if (answerRule === null) {
+      var node = document.getElementById("agents-answer-rule");
+      try { answerRule = node ? JSON.parse(node.textContent) : {}; } catch (e) { answerRule = {}; }
+    }
+    return !!answerRule.all || (!!startedBy && answerRule.actor === startedBy);
+  }
+
   /* THE date/time format of the console: the viewer's local date and time, to the minute
      ("2 Dec 2026, 04:03" in en-GB, "Dec 2, 2026, 4:03 AM" in en-US: the browser's language).
      Every date on every page passes here: server-rendered <time data-local> elements
@@ -170,7 +188,17 @@
         return payload[TEXT_KEYS[i]];
       }
     }
-    return "";
+    return summaryText(payload);
+  }
+
+  /* The words of a run's summary turn (the `log` a run ends its session with: runId, status,
+     model, durationMs): "run ok · test-model · 1.2 s", "run stopped"; "" for any other payload. */
+  function summaryText(p) {
+    if (typeof p.runId !== "string" || typeof p.status !== "string") return "";
+    var parts = ["run " + statusWord(p.status, p.finishReason)];
+    if (typeof p.model === "string" && p.model) parts.push(p.model);
+    if (typeof p.durationMs === "number") parts.push(p.durationMs >= 1000 ? (p.durationMs / 1000).toFixed(1) + " s" : p.durationMs + " ms");
+    return parts.join(" · ");
   }
 
   /* The readable text of a stored payload's preview (the API's first 240 bytes of its JSON text,
@@ -181,6 +209,10 @@
     var trimmed = String(preview).trim();
     if (trimmed.charAt(0) !== "{" && trimmed.charAt(0) !== "[" && trimmed.charAt(0) !== '"') return trimmed;
     try { return payloadText(JSON.parse(trimmed)); } catch (e) { /* cut mid-way */ }
+    var cutSummary = /"runId"\s*:\s*"/.test(trimmed) && /"status"\s*:\s*"([a-z]+)"/.exec(trimmed);
+    if (cutSummary && !/"(text|message|output|summary)"\s*:\s*"[^"]/.test(trimmed) && !/"error"\s*:\s*"[^"]/.test(trimmed)) {
+      return summaryText({ runId: "", status: cutSummary[1], finishReason: (/"finishReason"\s*:\s*"([a-z_]+)"/.exec(trimmed) || [])[1] });
+    }
     var keys = ["command"].concat(TEXT_KEYS);
     for (var i = 0; i < keys.length; i++) {
       var m = new RegExp('"' + keys[i] + '"\\s*:\\s*"((?:[^"\\\\]|\\\\.)*)').exec(trimmed);
@@ -276,7 +308,16 @@
     });
   }
 
+  document.documentElement.classList.add("js");  // phones fold the navigation behind "Menu" only when this script runs
+
   document.addEventListener("DOMContentLoaded", function () {
+    var toggle = document.getElementById("menu-toggle"), nav = document.getElementById("console-nav");
+    if (toggle && nav) {
+      toggle.addEventListener("click", function () {
+        var open = nav.classList.toggle("open");
+        toggle.setAttribute("aria-expanded", String(open));
+      });
+    }
     scrollTables(document);
     localizeTimes(document);
     // Forms show every error at once (a list at the top, each under its field); an error goes away
@@ -312,6 +353,6 @@
     });
   });
 
-  window.Agents = { vocab: vocab, api: api, errorText: errorText, el: el, badge: badge, fmtTime: fmtTime, timeEl: timeEl, localizeTimes: localizeTimes, plural: plural,
+  window.Agents = { vocab: vocab, api: api, errorText: errorText, el: el, badge: badge, statusWord: statusWord, mayAnswer: mayAnswer, fmtTime: fmtTime, timeEl: timeEl, localizeTimes: localizeTimes, plural: plural,
     showError: showError, payloadText: payloadText, previewText: previewText, dataDetails: dataDetails, scrollTables: scrollTables, eventItem: eventItem, jsonBlock: jsonBlock, isTerminal: isTerminal, csrfToken: csrfToken, refocus: refocus };
 })();

@@ -108,7 +108,10 @@
       var rows = res.body.activity || [];
       if (!rows.length) { feed.appendChild(A.el("li", { class: "muted", text: "No activity yet — create an agent and run it." })); return; }
       rows.forEach(function (r) {
-        feed.appendChild(A.el("li", { "data-kind": r.kind }, [A.badge(r.kind), A.el("strong", { text: r.agent || "" }), A.el("span", { text: r.message || "" }), A.timeEl(r.at)]));
+        // A run a user stopped is a `failed` row with finishReason `stopped`: shown "stopped" (grey), not a red failure.
+        var stopped = A.statusWord(r.kind, r.finishReason) !== r.kind;
+        feed.appendChild(A.el("li", { "data-kind": r.kind, "data-finish": r.finishReason || "" }, [A.badge(A.statusWord(r.kind, r.finishReason)),
+          A.el("strong", { text: r.agent || "" }), A.el("span", { class: stopped ? "muted" : "", text: r.message || "" }), A.timeEl(r.at)]));
       });
     });
   }

@@ -29,6 +29,7 @@
   var stoppedRun = false;
   function showStatus() {
     if (!session) return;
+    if (session.finishReason === (A.vocab.word || {}).stopped) stoppedRun = true;
     var status = document.getElementById("session-status");
     status.innerHTML = "";
     status.appendChild(A.badge(stoppedRun && session.status === (A.vocab.word || {}).sessionError ? A.vocab.word.stopped : session.status));
@@ -110,6 +111,17 @@
 
   function scheduleTree() { clearTimeout(treeTimer); treeTimer = setTimeout(loadTree, 300); }
 
+  /* A turn of this session arrived while it is not finished: read the session again. The
+     process that wrote the turn may be one this page's stream gets no `session` frames from
+     (a worker resuming an approved run, without Redis); the store holds the truth, and a run's
+     end commits its summary turn and the session's status together (issue 57). */
+  var rereadTimer = null;
+  function scheduleReread() {
+    if (session && A.isTerminal(session.status)) return;
+    clearTimeout(rereadTimer);
+    rereadTimer = setTimeout(read, 300);
+  }
+
   function openStream() {
     if (!window.EventSource) return Promise.resolve();
     return new Promise(function (resolve) {
@@ -129,7 +141,12 @@
       source.addEventListener(A.vocab.enums.StreamFrameKind.RESET, function () { read(); scheduleTree(); });
       source.addEventListener(A.vocab.enums.StreamFrameKind.EVENT, function (e) {
         var ev = JSON.parse(e.data).event;
-        if (ev) { addEvent(ev, true); scheduleTree(); if (window.AgentsApprovals) window.AgentsApprovals.refresh(); }
+        if (ev) {
+          addEvent(ev, true);
+          scheduleTree();
+          if (ev.sessionId === id) scheduleReread();
+          if (window.AgentsApprovals) window.AgentsApprovals.refresh();
+        }
       });
       source.addEventListener(A.vocab.enums.StreamFrameKind.SESSION, function (e) {
         var s = JSON.parse(e.data).session;
@@ -182,8 +199,7 @@
           return;
         }
         controlResult.appendChild(A.el("span", { class: "control-ok", "data-command": res.body.command, "data-forwarded": String(res.body.forwarded),
-          text: res.body.command + " recorded as turn #" + ev.seq + " — forwarded: " + res.body.forwarded +
-            (res.body.forwarded ? " (handed to the task engine)" : " (the running agent picks it up between steps)") }));
+          text: "Sent (turn #" + ev.seq + "): the agent " + (res.body.forwarded ? "gets it now." : "reads it before its next step.") }));
         if (command === "message") input.value = "";
         return;
       }

@@ -20,13 +20,15 @@
   function row(s) {
     var title = s.title || s.agent || s.id;
     var last = s.lastEvent ? latest(s.lastEvent.kind, A.previewText(s.lastEvent.preview)) : "";
+    // A user's stop ends its session `error`: shown "stopped" (grey), never a red failure.
     return A.el("tr", { "data-session": s.id, "data-status": s.status }, [
-      A.el("td", {}, [A.el("a", { href: base + encodeURIComponent(s.id) + "/", text: title }), A.el("div", { class: "muted small", text: s.agent + " · " + s.id })]),
-      A.el("td", {}, [A.badge(s.status)]),
-      A.el("td", { class: "num", text: String(s.events || 0) }),
-      A.el("td", { class: "num", text: String(s.children || 0) }),
-      A.el("td", { class: "clip small", text: last.slice(0, 140) }),
-      A.el("td", {}, [A.timeEl(s.startedAt)])
+      A.el("td", { "data-label": "Session" }, [A.el("div", {}, [A.el("a", { href: base + encodeURIComponent(s.id) + "/", text: title }),
+        A.el("div", { class: "muted small", text: s.agent + " · " + s.id })])]),
+      A.el("td", { "data-label": "Status" }, [A.badge(A.statusWord(s.status, s.finishReason))]),
+      A.el("td", { class: "num", "data-label": "Turns", text: String(s.events || 0) }),
+      A.el("td", { class: "num", "data-label": "Subagents", text: String(s.children || 0) }),
+      A.el("td", { class: "clip small latest", "data-label": "Latest turn", text: last.slice(0, 140) }),
+      A.el("td", { "data-label": "Started" }, [A.timeEl(s.startedAt)])
     ]);
   }
 

@@ -316,7 +316,7 @@ def test_the_readme_walk_from_create_agent_to_an_answer(page, make_org, login, c
     agent.start()
     try:
         # 5. console → Conversations → Echo → Add Echo, choose a keystore password, send "hello"
-        page.click(".sidebar >> text=Conversations")
+        page.click(".sidebar >> text=Identity talk")
         page.click("#talk-agents tr:has-text('Echo') a.button")
         page.wait_for_selector("#talk[data-state=locked] #talk-unlock-form")
         page.click("#talk-add")
