@@ -70,6 +70,7 @@ def test_tool_actions_show_as_cards_and_a_secret_is_refused_with_nothing_stored(
     page.click("#chat-send")
     page.wait_for_selector("#chat-error:not([hidden]) table.findings")
     assert "secret_in_transcript" in page.inner_text("#chat-error")
+    assert page.inner_text("#chat-state") == ""  # a refused round leaves no "Thinking…" behind (issue 57 item 3)
     assert page.input_value("#chat-input") == f"my token is {secret}"  # nothing stored: the user's to fix
     assert secret not in page.inner_text("#chat-messages")
     with org.context():
@@ -87,6 +88,9 @@ def test_the_stop_button_stops_the_round_through_its_session(page, make_org, log
     page.fill("#chat-input", "Count slowly")
     page.click("#chat-send")
     page.wait_for_function("document.querySelector('#chat-messages li.assistant .bubble') && document.querySelector('#chat-messages li.assistant .bubble').textContent === 'one '")
+    # A new conversation is in the list (and the address) while its first round still streams (issue 57 item 3).
+    page.wait_for_selector("#chat-conversations a.current:text-is('Count slowly')")
+    assert "/console/chat/conv_" in page.url
     page.click("#chat-stop")
     page.wait_for_selector("#chat-state:has-text('Stopp')")  # 'Stopping…', or already 'Stopped.': a stop can land before the page looks
     with org.context():
@@ -101,6 +105,13 @@ def test_the_stop_button_stops_the_round_through_its_session(page, make_org, log
         run = Run.objects.get()
         assert (run.kind, run.status, run.finish_reason, run.output) == ("chat", "error", "stopped", "one ")
         assert "stopped by" in run.error and "stopped from the chat page" in run.error
+        assert [(m.role, m.content, m.finish_reason) for m in Message.objects.order_by("position")] == [
+            ("user", "Count slowly", ""), ("assistant", "one ", "stopped")]
+    # Reloaded, the words written before the stop are still there, marked stopped (issue 57 item 3).
+    page.reload()
+    page.wait_for_selector("#chat-messages li.assistant.stopped")
+    assert page.inner_text("#chat-messages li.assistant.stopped .bubble") == "one "
+    assert page.inner_text("#chat-messages li.assistant.stopped .stop-note") == "stopped"
 
 
 def test_a_reply_cut_by_the_token_limit_is_marked_in_the_chat(page, make_org, make_agent, login, upstream_server):
