@@ -14,11 +14,13 @@ Answered here without a model (`answer`; a recorded `chat` run all the same):
   `{"msg_subtype": "artifact_response", "artifact": {"subtype": "agent_created", "payload": {...}}}`):
   its payload may carry only the subtype's allowed fields (`guide.artifacts.ALLOWED_FIELDS`);
   a forbidden field (a token, a private key, a webhook secret) or any other is 400 and nothing
-  is stored. The answer: "✓ created {display_name} ({agent_id}). …".
+  is stored. The answer: "✓ created {display_name} ({custom_id}). …".
 
 Free text goes to the model, whose `open_form {form, agent?, values?}` calls are turned into
 the same artifacts (`expand_ops`). Agents are looked up among the calling user's own (another
-user's agent reads as unknown).
+user's agent reads as unknown), by display name, custom id or id (`identity_find_owned`; a
+name several of them share answers the list of those to choose from), and named to the user
+one way everywhere: "Echo (echo_bot)", display name and custom id, as the identity pages show.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ MAX_PAYLOAD_VALUE = 128  # characters of one artifact_response payload value
 HELP = ("I create and manage your identity agents: agents whose code runs on your own host, with an identity, a token "
         "and keys from this platform. (Platform agents, which this platform runs with a model, are on the Platform agents "
         "page.) Commands: /create-agent [name], /list-agents, /update-agent <agent>, /delete-agent <agent>, "
-        "/rotate-token <agent> — or just tell me what you need.")
+        "/rotate-token <agent> (an agent by its name or custom id) — or just tell me what you need.")
 
 
 def _identity_agents(count: int) -> str:
@@ -80,6 +82,12 @@ def _owned(ref: str, subject: str):
         return None
 
 
+def _shown(profile) -> str:
+    """Return how an identity agent is named to its user: "Echo (echo_bot)", its display name and
+    custom id — the id the console's identity pages show and a command accepts."""
+    return f"{profile.display_name} ({profile.agent.name})"
+
+
 def _list_op(subject: str) -> tuple[list, dict]:
     profiles = identity_selectors.identity_list(creator_id=subject)
     keys = identity_selectors.valid_keysets(agent_ids=[p.agent_id for p in profiles])
@@ -100,19 +108,26 @@ def artifact_for(form: str, *, subject: str, agent_ref: str = "", values: dict |
         return _list_sentence(len(profiles)), op
     command = {ArtifactSubtype.AGENT_UPDATE_FORM: SystemCommand.UPDATE_AGENT, ArtifactSubtype.AGENT_DELETION_CONFIRM: SystemCommand.DELETE_AGENT,
                ArtifactSubtype.AGENT_TOKEN_ROTATE_CONFIRM: SystemCommand.ROTATE_TOKEN}[form]
-    profile = _owned(agent_ref, subject) if agent_ref else None
+    # The agent by the name the user gave it, its custom id or its id (issue 57).
+    matches = identity_selectors.identity_find_owned(ref=agent_ref, creator_id=subject) if agent_ref else []
+    if len(matches) > 1:
+        keys = identity_selectors.valid_keysets(agent_ids=[p.agent_id for p in matches])
+        op = artifacts.as_op(artifacts.list_display(matches, keyed={a for a, sets in keys.items() if sets}))
+        return (f"{len(matches)} of your identity agents are named '{agent_ref}': choose one below, or say "
+                f"{command.value} <custom id>."), op
+    profile = matches[0] if matches else None
     if profile is None:
         _, op = _list_op(subject)
         said = f"No identity agent '{agent_ref}' among yours." if agent_ref else "Which identity agent?"
-        return f"{said} Say {command.value} <agent id or custom_id>.", op
+        return f"{said} Say {command.value} <name or custom id>.", op
     if form == ArtifactSubtype.AGENT_UPDATE_FORM:
-        return f"Change {profile.display_name} ({profile.agent_id}) below.", artifacts.as_op(artifacts.update_form(profile))
+        return f"Change {_shown(profile)} below.", artifacts.as_op(artifacts.update_form(profile))
     if form == ArtifactSubtype.AGENT_DELETION_CONFIRM:
         preview = identity_selectors.deletion_preview(agent_id=profile.agent_id)
-        return (f"Deleting {profile.display_name} ({profile.agent_id}) ends {_count(preview['affected_h2a_count'], 'relation')} with "
+        return (f"Deleting {_shown(profile)} ends {_count(preview['affected_h2a_count'], 'relation')} with "
                 f"{_count(preview['affected_users_count'], 'user')}; each is alerted. Confirm below."), \
             artifacts.as_op(artifacts.deletion_confirm(profile, preview=preview))
-    return (f"Rotate the token of {profile.display_name} ({profile.agent_id}): the old token and keys stay valid for the grace "
+    return (f"Rotate the token of {_shown(profile)}: the old token and keys stay valid for the grace "
             f"period, or are revoked now in an emergency."), artifacts.as_op(artifacts.rotate_confirm(profile))
 
 
@@ -133,7 +148,8 @@ def command_reply(text: str, *, subject: str) -> FixedReply:
     if form is None:
         return FixedReply(reply=HELP if word.lower() == SystemCommand.HELP else f"Unknown command {word[:40]}. {HELP}")
     values = {"display_name": argument} if form == ArtifactSubtype.AGENT_CREATION_FORM and argument else None
-    sentence, op = artifact_for(form, subject=subject, agent_ref=argument.split()[0] if argument else "", values=values)
+    # The whole argument names the agent: a display name may hold spaces ("/rotate-token Invoice Bot").
+    sentence, op = artifact_for(form, subject=subject, agent_ref=argument[:128], values=values)
     return FixedReply(reply=sentence, ops=[op] if op else [])
 
 
@@ -190,19 +206,18 @@ def response_reply(response: dict, *, subject: str) -> FixedReply:
     profile = _owned(agent_id, subject)
     if subtype == ArtifactSubtype.AGENT_DELETED:
         if profile is not None:
-            return FixedReply(reply=f"{profile.display_name} ({agent_id}) still exists: the delete did not go through.")
-        return FixedReply(reply=f"✓ deleted {payload.get('display_name', agent_id)} ({agent_id}). Its relations were ended "
+            return FixedReply(reply=f"{_shown(profile)} still exists: the delete did not go through.")
+        return FixedReply(reply=f"✓ deleted {payload.get('display_name', agent_id)}. Its relations were ended "
                                 "and every affected user was alerted.")
     if profile is None:
         return FixedReply(reply=f"I cannot find identity agent {agent_id} among yours.")
-    name = profile.display_name
     if subtype == ArtifactSubtype.AGENT_CREATED:
-        return FixedReply(reply=f"✓ created {name} ({agent_id}). Deploy the agent's code to your host: it connects with its "
+        return FixedReply(reply=f"✓ created {_shown(profile)}. Deploy the agent's code to your host: it connects with its "
                                 "token and the keys you saved.")
     if subtype == ArtifactSubtype.AGENT_UPDATED:
-        return FixedReply(reply=f"✓ updated {name} ({agent_id}).")
+        return FixedReply(reply=f"✓ updated {_shown(profile)}.")
     how = "revoked the old token and keys now" if payload.get("emergency") else "the old token and keys stay valid for the grace period"
-    return FixedReply(reply=f"✓ rotated the token of {name} ({agent_id}); {how}. Register the agent's public keys again with the new token.")
+    return FixedReply(reply=f"✓ rotated the token of {_shown(profile)}; {how}. Register the agent's public keys again with the new token.")
 
 
 class SystemAgent:

@@ -69,6 +69,26 @@ def identity_get_owned(*, ref: str, creator_id: str) -> IdentityProfile:
     return profile
 
 
+def identity_find_owned(*, ref: str, creator_id: str) -> list[IdentityProfile]:
+    """Return the identity agents of `creator_id` that `ref` names, for a person typing a name.
+
+    `ref` is an agent id or a custom id (each names at most one agent: that one), else a
+    display name, compared without case (`casefold`) and surrounding spaces — several agents
+    may share one, and all of them are returned, oldest first, so the caller can ask which.
+    [] when none matches (another user's agent never does). Two queries at most.
+    Example: two agents named "Echo" → both; "echo_bot" (a custom id) → that one.
+    """
+    ref = (ref or "").strip()
+    if not ref or len(ref) > MAX_REF:
+        return []
+    mine = IdentityProfile.objects.select_related("agent").filter(creator_id=creator_id, agent__hosting=AgentHosting.EXTERNAL)
+    exact = list(mine.filter(agent_id=ref)) or list(mine.filter(agent__name=ref))
+    if exact:
+        return exact[:1]
+    wanted = ref.casefold()
+    return [p for p in mine.order_by("created_at") if p.display_name.strip().casefold() == wanted]
+
+
 def identity_get_related(*, ref: str, user_id: str) -> IdentityProfile:
     """Return identity agent `ref` if `user_id` created it or has an active relation with it; 404 otherwise."""
     profile = identity_get(ref=ref)

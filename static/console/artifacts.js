@@ -286,15 +286,16 @@
     var rows = (artifact.agents || []).map(function (a) {
       function act(command) {
         var b = el("button", { type: "button", class: "small link", text: command.slice(1).split("-")[0] });
-        b.addEventListener("click", function () { ctx.send(command + " " + a.agent_id); });
+        // The custom id: the one id the identity pages show, and one a command resolves (issue 57).
+        b.addEventListener("click", function () { ctx.send(command + " " + (a.custom_id || a.agent_id)); });
         return b;
       }
       return el("tr", { "data-agent": a.agent_id }, [el("td", { text: a.display_name }), el("td", {}, [el("code", { class: "small", text: a.custom_id })]),
-        el("td", {}, [el("code", { class: "small", text: a.agent_id })]), el("td", { text: a.connection_mode }),
+        el("td", { text: a.connection_mode }),
         el("td", { text: a.keys_registered ? "✓" : "—" }), el("td", {}, [act("/update-agent"), act("/rotate-token"), act("/delete-agent")])]);
     });
     return card(artifact.subtype, artifact.title || "Your agents", rows.length ? [el("table", { class: "table small" }, [
-      el("thead", {}, [el("tr", {}, ["Name", "Custom id", "Agent id", "Connection", "Keys", ""].map(function (h) { return el("th", { text: h }); }))]),
+      el("thead", {}, [el("tr", {}, ["Name", "Custom id", "Connection", "Keys", ""].map(function (h) { return el("th", { text: h }); }))]),
       el("tbody", {}, rows)])] : [el("p", { class: "muted small", text: "No agents yet." })]);
   }
 
@@ -322,9 +323,12 @@
     try { parsed = JSON.parse(content); } catch (e) { return null; }
     if (!parsed || parsed.msg_subtype !== CA.RESPONSE || !parsed.artifact) return null;
     var payload = parsed.artifact.payload || {};
+    // Words first (the agent's name); the fields as sent behind "Show the data" (its internal id
+    // among them: the chat names agents by display name and custom id only, issue 57).
     return el("div", { class: "artifact-card response", "data-artifact": parsed.artifact.subtype || "" }, [
       el("div", { class: "artifact-title", text: "Reported: " + (parsed.artifact.subtype || "") }),
-      el("div", { class: "small" }, Object.keys(payload).map(function (k) { return el("code", { class: "small", text: k + "=" + String(payload[k]) + " " }); }))
+      payload.display_name ? el("div", { class: "small", text: String(payload.display_name) + (payload.emergency === true ? " (emergency)" : "") }) : null,
+      window.Agents.dataDetails(payload)
     ]);
   }
 

@@ -112,7 +112,7 @@ def test_the_whole_create_flow_from_the_console_chat(page, make_org, login, shoo
     page.wait_for_selector(".keystore-save[data-saved]", timeout=60000)  # the passphrase key derivation is slow on a loaded machine
 
     # Steps 8–9: the artifact_response carries only agent_id and display_name; the system agent answers.
-    assistant_said(page, f"✓ created Weather Bot ({secret['agent_id']})")
+    assistant_said(page, "✓ created Weather Bot (weather_bot)")  # the custom id, as the identity pages show it
     shoot(page, "guided-created")
     with org.context():
         messages = list(Message.objects.order_by("conversation_id", "position"))
@@ -172,7 +172,7 @@ def test_the_delete_confirm_shows_the_cascade_and_reports_back(page, make_org, l
     page.wait_for_selector("[data-artifact=agent_deletion_confirm] .cascade-preview")
     assert "ends 0 relations with 0 users" in page.inner_text("[data-artifact=agent_deletion_confirm]")
     page.click("[data-artifact=agent_deletion_confirm] button.danger")
-    assistant_said(page, f"✓ deleted Old Bot ({created['agent_id']})")
+    assistant_said(page, "✓ deleted Old Bot.")
     with org.context():
         assert not IdentityProfile.objects.exists()
 
@@ -370,24 +370,27 @@ def test_list_update_and_rotate_cards_act_with_the_users_credential(page, make_o
     open_system_chat(page)
     say(page, "/list-agents")
     page.wait_for_selector(f"[data-artifact=agent_list_display] tr[data-agent={created['agent_id']}]")
-    page.click(f"[data-artifact=agent_list_display] tr[data-agent={created['agent_id']}] >> text=update")  # sends /update-agent <id>
+    page.click(f"[data-artifact=agent_list_display] tr[data-agent={created['agent_id']}] >> text=update")  # sends /update-agent edit_bot
     form = "[data-artifact=agent_update_form] form"
     page.wait_for_selector(form)
     assert page.input_value(f"{form} input[name=display_name]") == "Edit Bot"
     page.fill(f"{form} input[name=display_name]", "Edited Bot")
     page.click(f"{form} button[type=submit]")
-    assistant_said(page, f"✓ updated Edited Bot ({created['agent_id']})")
+    assistant_said(page, "✓ updated Edited Bot (edit_bot)")
     with org.context():
         assert IdentityProfile.objects.get(agent_id=created["agent_id"]).display_name == "Edited Bot"
 
-    say(page, "/rotate-token edit_bot")
+    say(page, "/rotate-token Edited Bot")  # by the name it was given (issue 57 item 4)
     page.wait_for_selector("[data-artifact=agent_token_rotate_confirm] button.danger-outline")
     page.check("[data-artifact=agent_token_rotate_confirm] input[name=emergency]")
     page.click("[data-artifact=agent_token_rotate_confirm] button.danger-outline")
     page.wait_for_selector("[data-artifact=agent_token_rotate_confirm] [data-secrets=shown] code[data-secret=agent_token]")
     rotated = page.inner_text("[data-artifact=agent_token_rotate_confirm] code[data-secret=agent_token]")
     assert rotated.startswith("agt_") and rotated != created["agent_token"]
-    assistant_said(page, f"✓ rotated the token of Edited Bot ({created['agent_id']}); revoked the old token")
+    assistant_said(page, "✓ rotated the token of Edited Bot (edit_bot); revoked the old token")
+    # One id form in what the chat shows: the custom id, as the identity pages show it, never the internal id.
+    assert created["agent_id"] not in page.inner_text("#chat-messages")
+    assert "/update-agent edit_bot" in page.inner_text("#chat-messages")
     with org.context():
         assert AgentCredential.objects.filter(agent_id=created["agent_id"], revoked_at__isnull=False).count() == 1
         stored = json.dumps([[m.content, m.tool_calls] for m in Message.objects.all()])

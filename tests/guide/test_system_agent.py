@@ -141,6 +141,37 @@ def test_an_action_on_an_unknown_or_foreign_agent_answers_the_list_instead(org_a
         assert ("No identity agent 'their_bot' among yours." if "their" in text else "Which identity agent?") in body["reply"]
 
 
+def test_an_agent_is_named_by_its_display_name_custom_id_or_id(org_a, no_inference):
+    """Issue 57: after `/create-agent Echo`, `/rotate-token Echo` answered "No identity agent 'Echo' among yours"."""
+    created = create_agent(org_a.client, display_name="Echo", custom_id="echo_bot").json()
+    spaced = create_agent(org_a.client, display_name="Invoice Bot").json()
+    create_agent(second_user(org_a, "other"), display_name="Echo", custom_id="their_echo")  # another user's: never found
+
+    for ref in ("Echo", "echo", " ECHO ", "echo_bot", created["agent_id"]):
+        body = system(org_a, f"/rotate-token {ref}").json()
+        artifact = only_artifact(body)
+        assert artifact["subtype"] == "agent_token_rotate_confirm", (ref, body["reply"])
+        assert artifact["client_action"]["params"] == {":id": created["agent_id"]}
+        assert body["reply"].startswith("Rotate the token of Echo (echo_bot):")  # one id form: the custom id
+    body = system(org_a, "/update-agent Invoice Bot").json()  # a name with a space
+    assert only_artifact(body)["client_action"]["params"] == {":id": spaced["agent_id"]}
+    assert body["reply"] == f"Change Invoice Bot ({spaced['custom_id']}) below."
+
+
+def test_a_name_several_agents_share_answers_those_to_choose_from(org_a, no_inference):
+    first = create_agent(org_a.client, display_name="Echo", custom_id="echo_one").json()
+    second = create_agent(org_a.client, display_name="echo", custom_id="echo_two").json()
+    create_agent(org_a.client, display_name="Other", custom_id="other_bot")
+
+    body = system(org_a, "/delete-agent Echo").json()
+    listed = only_artifact(body)
+    assert listed["subtype"] == "agent_list_display"
+    assert sorted(a["agent_id"] for a in listed["agents"]) == sorted([first["agent_id"], second["agent_id"]])  # only the two
+    assert body["reply"] == "2 of your identity agents are named 'Echo': choose one below, or say /delete-agent <custom id>."
+    with org_a.context():
+        assert IdentityProfile.objects.count() == 3  # nothing deleted: a choice is asked
+
+
 def test_unknown_command_answers_the_help(org_a, no_inference):
     body = system(org_a, "/frobnicate").json()
     assert body["ops"] == [] and body["reply"].startswith("Unknown command /frobnicate.") and "/create-agent" in body["reply"]
@@ -156,7 +187,7 @@ def test_the_artifact_response_on_the_same_conversation_is_acknowledged_from_wha
     assert response.status_code == 200, response.content
     body = response.json()
     assert body["conversationId"] == opened["conversationId"] and body["ops"] == []
-    assert body["reply"].startswith(f"✓ created Weather ({created['agent_id']}).")
+    assert body["reply"].startswith("✓ created Weather (weather_bot).")  # the custom id, as the identity pages show it
     messages = stored(org_a)["messages"]
     assert [m.role for m in messages] == ["user", "assistant", "user", "assistant"]
     assert json.loads(messages[2].content)["artifact"]["payload"] == {"agent_id": created["agent_id"], "display_name": "Weather"}
@@ -202,8 +233,8 @@ def test_deleted_and_rotated_responses_are_checked_against_the_store(org_a, no_i
     gone = system(org_a, response_message("agent_deleted", {"agent_id": created["agent_id"], "display_name": "Gone"})).json()
 
     assert "still exists" in still["reply"]
-    assert rotated["reply"].startswith(f"✓ rotated the token of Gone ({created['agent_id']}); revoked the old token")
-    assert gone["reply"].startswith(f"✓ deleted Gone ({created['agent_id']}).")
+    assert rotated["reply"].startswith(f"✓ rotated the token of Gone ({created['custom_id']}); revoked the old token")
+    assert gone["reply"].startswith("✓ deleted Gone.")
 
 
 def test_free_text_goes_to_the_model_whose_open_form_becomes_the_same_artifact(org_a, upstream):
