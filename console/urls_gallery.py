@@ -8,6 +8,7 @@ app_name = "gallery"
 
 urlpatterns = [
     path("", gallery.build_list, name="builds"),
+    path("verify.py", gallery.verifier, name="verifier"),
     path("<str:org>/<str:project>/", gallery.build_detail, name="build"),
     path("<str:org>/<str:project>/<str:session_id>/", gallery.build_detail, name="build-session"),
 ]

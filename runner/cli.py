@@ -1,5 +1,6 @@
 """Command line of the runner: `python -m runner --server URL --api-key ak_… [options]`, and
-`python -m runner verify <build URL or session id> --repo <path or URL>` (`runner.verify`).
+`python -m runner verify <build URL or session id> --repo <path or URL>` (`toolkit.verify_build`, the
+one-file verifier every build page also offers for download).
 
 Flags fall back to the environment: `AGENTS_SERVER`, `AGENTS_API_KEY`, `RUNNER_LABEL`,
 `RUNNER_ALLOW_SHELL`, `AGENTS_TOOL_HTTP_ALLOW` (the hosts `http_get` may fetch, as on the server); inference uses the machine's `INFERENCE_BASE_URL` and `INFERENCE_API_KEY`
@@ -17,6 +18,7 @@ import sys
 from pathlib import Path
 
 from runner.daemon import EXIT_FATAL, Config, Daemon
+from toolkit.verify_build import main as verify_main
 
 KINDS = ("laptop", "cloud", "gpu", "cluster", "machine")
 
@@ -76,12 +78,10 @@ def parse(argv: list[str] | None = None) -> Config:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the daemon until it stops, or `verify …` (`runner.verify`); return the exit code."""
+    """Run the daemon until it stops, or `verify …` (`toolkit.verify_build`); return the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["verify"]:
-        from runner.verify import main as verify_main
-
-        return verify_main(args[1:])
+        return verify_main(args[1:], prog="python -m runner verify")
     config = parse(argv)
     try:
         return asyncio.run(Daemon(config).run())

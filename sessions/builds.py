@@ -156,22 +156,32 @@ def build_url(org: str, project: str, session_id: str) -> str:
     return f"/builds/{org}/{project}/{session_id}/"
 
 
+#: Where the one-file verifier (`toolkit/verify_build.py`, byte for byte) is served, and the name a recipe saves it as.
+VERIFIER_PATH = "/builds/verify.py"
+VERIFIER_FILE = "agents-verify.py"
+
+
 def verify_recipe(*, session_id: str, branch: str, repo: str, page: str, origin: str = "") -> str:
     """Return the shell recipe that re-derives a coding build's bindings in a fresh clone of its repo.
 
     It fetches the run's branch (a plain clone may not have it), lists each commit carrying the
-    session's trailer as `<sha> <session> <turn>` (oldest first), then runs `python -m runner
-    verify` on the page's absolute address (`origin` + `page`, e.g. `https://host/builds/…/`),
-    which compares them with the published log (exit 0 when they agree, 1 otherwise). Every
-    line runs as pasted; without an `origin` the address starts with `"$AGENTS_SERVER"`.
+    session's trailer as `<sha> <session> <turn>` (oldest first), downloads the verifier (one
+    Python file, standard library only: `VERIFIER_PATH`) and runs it on the page's absolute
+    address (`origin` + `page`, e.g. `https://host/builds/…/`); it compares the commits with the
+    published log (exit 0 when they agree, 1 on a mismatch, 2 when a side cannot be read).
+    Every line runs as pasted in a clone of any repository, the platform not installed;
+    without an `origin` the addresses start with `"$AGENTS_SERVER"`.
     """
-    address = shlex.quote(origin.rstrip("/") + page) if origin else f'"$AGENTS_SERVER"{shlex.quote(page)}'
+    base = origin.rstrip("/")
+    address = shlex.quote(base + page) if origin else f'"$AGENTS_SERVER"{shlex.quote(page)}'
+    download = shlex.quote(base + VERIFIER_PATH) if origin else f'"$AGENTS_SERVER"{VERIFIER_PATH}'
     fmt = "%H %(trailers:key=Agents-Session,valueonly,separator=%x20) %(trailers:key=Agents-Turn,valueonly,separator=%x20)"
     return "\n".join([
         f"# in a fresh clone of {repo or 'the repository'} (git clone <its URL> && cd <it>):",
         f"git fetch origin +refs/heads/{branch}:refs/remotes/origin/{branch}",
         f"git log --reverse --grep='^Agents-Session: {session_id}$' --format='{fmt}' origin/{branch}",
-        f"python -m runner verify {address} --repo .",
+        f"curl -fsS -o {VERIFIER_FILE} {download}",
+        f"python3 {VERIFIER_FILE} {address} --repo .",
     ])
 
 
@@ -214,7 +224,7 @@ def build_detail(*, org: str, project: str, session_id: str | None = None, origi
     published build of the project, newest first. `verify` is, for a coding build (one with a
     branch), the recipe that re-derives its bindings in a fresh clone (`verify_recipe`), else
     the `git log` of sessions.provenance; `origin` (`https://host`, the address the page was
-    asked at) makes its `python -m runner verify` line absolute. Raises `BuildNotFound` (404) for an empty or
+    asked at) makes its download and `verify` lines absolute. Raises `BuildNotFound` (404) for an empty or
     over-long address, an org with no store (never created here) and an unpublished or
     unknown project or session.
     """

@@ -9,12 +9,15 @@ no org store is ever created by a visit.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
 from agents_site.errors import ApiError
+from sessions.builds import VERIFIER_FILE
+from toolkit import verify_build
 
 GALLERY_LIMIT = 100
 
@@ -30,6 +33,19 @@ def build_list(request):
         build["url"] = reverse("gallery:build-session", kwargs={"org": build["org"], "project": build["project"],
                                                              "session_id": build["session"]}) if ok else ""  # each build its own page
     return render(request, "console/gallery/list.html", {"builds": builds})
+
+
+def verifier(request):
+    """Answer the one-file build verifier (`toolkit/verify_build.py`, byte for byte) as a download.
+
+    Python's standard library and `git` only: `python3 agents-verify.py <build URL> --repo .` in a
+    clone of any repository verifies a build's commits (exit 0, 1 on a mismatch, 2 when a side
+    cannot be read). No login; the build pages' recipe fetches it.
+    """
+    response = HttpResponse(Path(verify_build.__file__).read_bytes(), content_type="text/x-python; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{VERIFIER_FILE}"'
+    response["Cache-Control"] = "no-cache"
+    return response
 
 
 def build_detail(request, org: str, project: str, session_id: str | None = None):

@@ -91,7 +91,7 @@ def test_the_build_page_shows_every_turn_and_each_build_has_its_own_page(page, c
     head = git("--git-dir", str(remote), "rev-parse", first["branch"]).strip()
     assert page.inner_text("#build-head") == head
     verify = page.inner_text("#verify")
-    assert f"git fetch origin +refs/heads/{first['branch']}" in verify and "python -m runner verify" in verify
+    assert f"git fetch origin +refs/heads/{first['branch']}" in verify and "python3 agents-verify.py" in verify
     assert page.locator("#project-builds li").count() == 2
     assert _fits(page)
     shoot(page, "build-coding")

@@ -4,7 +4,8 @@ objects, no notes) and compared with the published log — faithful → 0; an ed
 rebased branch, a force-pushed remote → 1 with a line per mismatch.
 
 The published log is read through the real API views (Django's test client stands in for the
-network between the command and the server: `runner.verify._get` is routed to it)."""
+network between the command and the server: `toolkit.verify_build._get` is routed to it). The
+downloaded file run from a clone over real HTTP is tests/toolkit/test_verify_build.py."""
 
 from __future__ import annotations
 
@@ -14,12 +15,13 @@ import re
 import shlex
 import subprocess
 from contextlib import redirect_stdout
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
 from coding.sandbox import get_sandbox
-from runner import verify as verify_module
+from toolkit import verify_build as verify_module
 from runner.cli import main
 from tests.coding.conftest import coding_settings, execute, git, remote, shop, start  # noqa: F401  (fixtures)
 from tests.support.upstream import Reply
@@ -29,7 +31,7 @@ pytestmark = pytest.mark.skipif(not get_sandbox().available(), reason="bubblewra
 
 @pytest.fixture
 def build(shop, remote, upstream, monkeypatch):  # noqa: F811
-    """A published coding build with two commits; `runner.verify` reads the server through the test client."""
+    """A published coding build with two commits; the verifier reads the server through the test client."""
     upstream.script(
         Reply(content="Add a", tool_calls=[("write_file", {"path": "a.txt", "content": "a\n"})]),
         Reply(content="Add b", tool_calls=[("write_file", {"path": "b.txt", "content": "b\n"})]),
@@ -90,11 +92,16 @@ def test_the_page_recipe_runs_as_pasted_in_a_fresh_clone(build, remote, tmp_path
     for line in recipe.splitlines():
         if line.startswith("#"):
             continue
-        if line.startswith("python -m runner "):  # in-process: the test client stands in for the network
-            argv = shlex.split(line)[3:]
-            assert argv[:2] == ["verify", build["url"]]  # the page's own absolute address, no placeholder to fill in
+        if line.startswith("curl "):  # the download, through the test client: the verifier's own bytes
+            argv = shlex.split(line)
+            assert argv[-1] == "http://testserver/builds/verify.py" and argv[argv.index("-o") + 1] == "agents-verify.py"
+            assert Client().get("/builds/verify.py").content == Path(verify_module.__file__).read_bytes()
+            continue
+        if line.startswith("python3 agents-verify.py "):  # in-process: the test client stands in for the network
+            argv = shlex.split(line)[2:]
+            assert argv[:1] == [build["url"]]  # the page's own absolute address, no placeholder to fill in
             monkeypatch.chdir(clone)
-            verdict = _verify(*argv[1:])
+            verdict = _verify(*argv)
             continue
         assert line.startswith("git "), line
         output = subprocess.run(line, shell=True, cwd=clone, check=True, capture_output=True, text=True,

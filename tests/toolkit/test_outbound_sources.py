@@ -23,7 +23,7 @@ ALLOWED = {
     "runner/execute.py": {"openai"},  # the machine's own gateway, configured by its owner
     "runner/daemon.py": {"openai"},
     "runner/client.py": {"httpx"},  # the runner's server, configured by the machine's owner
-    "runner/verify.py": {"httpx"},  # `python -m runner verify`: the build address its user names, read on the user's own machine
+    "toolkit/verify_build.py": {"urllib.request"},  # the one-file build verifier: the build address its user names, read on the user's own machine
     "agents/tools/backends/mcp.py": {"mcp"},
     "toolkit/stopping.py": {"httpcore2", "socket"},  # a run's stop shuts down a connection's socket (issue 25); it opens none
     "tenancy/backups/litestream.py": {"httpx"},

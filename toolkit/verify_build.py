@@ -1,43 +1,109 @@
-"""`python -m runner verify <build URL or session id> --repo <path or URL>` (issue 30 item 1).
+"""Verify a published build from anywhere: one file, Python's standard library and `git` only.
 
-Re-derives a build's commit → (session, turn) bindings from git alone and compares them with
+    python3 agents-verify.py <build URL or session id> --repo <path or URL>
+
+This file is the whole verifier (issue 57 item 2). The platform serves it byte for byte at
+`/builds/verify.py` (each build page offers it), `python -m runner verify` runs it, and the
+server reads commit trailers with its `parse_links` (through `toolkit.provenance`): one
+implementation. It imports nothing of the platform, so it runs in a clone of any repository
+with no project on `sys.path`.
+
+It re-derives a build's commit → (session, turn) bindings from git alone and compares them with
 the log the server published:
 
 - the published side: a build URL (`https://host/builds/{org}/{project}/{sessionId}/`, or the
   API's `/v1/agents/builds/…`) is read from the public builds API (no credential); a bare
-  session id is read from `GET /v1/agents/sessions/{id}/events` with `--server` and
-  `--api-key` (or `AGENTS_SERVER` / `AGENTS_API_KEY`). Its commits are the `commit` turns
-  (`commit`, `forTurn`), its branch and head the run's closing facts.
+  session id is read from `GET /v1/agents/sessions/{id}/events` with `--server` and `--api-key`
+  (or `AGENTS_SERVER` / `AGENTS_API_KEY`). Its commits are the `commit` turns (`commit`,
+  `forTurn`), its branch and head the run's closing facts. No redirect is followed.
 - the git side: `--repo` is a clone (its `origin` is fetched for the run's branch first, as the
   page's recipe does), a bare repository, or a URL (fetched into a temporary repository). Every
-  commit of the branch whose `Agents-Session` trailer names the session is a binding
-  (`toolkit.provenance.parse_links`).
+  commit of the branch whose `Agents-Session` trailer names the session is a binding.
 
 Exit 0 when both agree (same commits, same turns, same order, branch at the published head);
-1 with one line per mismatch; 2 when either side cannot be read.
+1 with one line per mismatch; 2 for a usage error or when either side cannot be read (the
+network, an unknown build, a missing branch, no `git`).
+
+Trailers (DESIGN §7; reference §7.3): a commit an agent made during a session carries two lines
+in its message (or in a git note under `refs/notes/agents-provenance`):
+
+    Agents-Session: sess_0123…
+    Agents-Turn: 7
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import urllib.error
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
-import httpx
-
-from toolkit.provenance import parse_links
+NOTES_REF = "refs/notes/agents-provenance"
+VERIFY_COMMAND = f"git log --format='%x00%H%n%B%n%N' --notes={NOTES_REF}"
+SESSION_TRAILER = "Agents-Session"
+TURN_TRAILER = "Agents-Turn"
+MAX_SESSION_ID = 128
 
 EXIT_OK, EXIT_MISMATCH, EXIT_UNUSABLE = 0, 1, 2
 LOG_FORMAT = "--format=%x00%H%n%B"
+TIMEOUT_SECONDS = 30.0
+MAX_ANSWER_BYTES = 64 * 1024 * 1024  # a build's JSON is far smaller; a bigger answer is not a build
+
+_SHA = re.compile(r"^[0-9a-f]{7,64}$")
+_TURN = re.compile(r"[0-9]{1,18}")
+_TRAILER = re.compile(r"^\s*(Agents-Session|Agents-Turn)\s*:\s*(\S+)\s*$", re.IGNORECASE)
 _BUILD_PATH = re.compile(r"^/(?:v1/agents/)?builds/(?P<org>[^/]+)/(?P<project>[^/]+)(?:/(?P<session>[^/]+))?/?$")
 _GIT_ENV = {"GIT_TERMINAL_PROMPT": "0"}
+
+
+@dataclass(frozen=True)
+class Link:
+    """One binding: commit `commit` (hex sha) was made in turn `turn` of session `session`."""
+
+    commit: str
+    session: str
+    turn: int
+
+
+def parse_links(output: str) -> list[Link]:
+    """Return the bindings in the output of `VERIFY_COMMAND`, in log order.
+
+    The output is split on NUL; each record's first line is the commit sha (7–64 hex), the
+    rest its message and notes. A record binds only with both trailers: a session id of at
+    most 128 characters and a turn that is a positive integer. When a trailer appears more
+    than once, the last occurrence wins (a note written after the commit overrides it).
+    Example record: `"\\x00" + sha + "\\nfix\\n\\nAgents-Session: sess_1\\nAgents-Turn: 3\\n"` →
+    `Link(sha, "sess_1", 3)`.
+    """
+    links: list[Link] = []
+    for record in output.split("\x00"):
+        lines = record.strip("\n").split("\n")
+        sha = lines[0].strip().lower() if lines else ""
+        if not _SHA.fullmatch(sha):
+            continue
+        session = turn = None
+        for line in lines[1:]:
+            match = _TRAILER.match(line)
+            if match is None:
+                continue
+            key, value = match.group(1).lower(), match.group(2)
+            if key == SESSION_TRAILER.lower():
+                session = value
+            else:
+                turn = value
+        if not session or len(session) > MAX_SESSION_ID or turn is None or not _TURN.fullmatch(turn) or int(turn) <= 0:
+            continue
+        links.append(Link(commit=sha, session=session, turn=int(turn)))
+    return links
 
 
 class Unusable(Exception):
@@ -54,17 +120,37 @@ class Published:
     commits: list[tuple[str, int]] = field(default_factory=list)
 
 
-def _get(url: str, *, headers: dict | None = None, timeout: float) -> dict:
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Follow no redirect: the address the user named answers, or the read fails."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: D102  (urllib's hook)
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+
+
+def _get(url: str, *, headers: dict | None = None, timeout: float = TIMEOUT_SECONDS) -> dict:
+    """Return the JSON object `url` (http or https) answers with 200; raise `Unusable` otherwise."""
+    if urlsplit(url).scheme not in ("http", "https"):
+        raise Unusable(f"cannot read {url}: only http and https addresses are read")
+    request = urllib.request.Request(url, headers={"Accept": "application/json", **(headers or {})})
     try:
-        response = httpx.get(url, headers=headers or {}, timeout=timeout, follow_redirects=False)
-    except httpx.HTTPError as exc:
-        raise Unusable(f"cannot read {url}: {exc}") from exc
-    if response.status_code != 200:
-        raise Unusable(f"{url} answered {response.status_code}")
+        with _OPENER.open(request, timeout=timeout) as response:
+            status, body = response.status, response.read(MAX_ANSWER_BYTES + 1)
+    except urllib.error.HTTPError as exc:
+        raise Unusable(f"{url} answered {exc.code}") from None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise Unusable(f"cannot read {url}: {getattr(exc, 'reason', exc)}") from None
+    if status != 200:
+        raise Unusable(f"{url} answered {status}")
     try:
-        return response.json()
-    except ValueError as exc:
-        raise Unusable(f"{url} did not answer JSON") from exc
+        value = json.loads(body)
+    except ValueError:
+        raise Unusable(f"{url} did not answer JSON") from None
+    if not isinstance(value, dict):
+        raise Unusable(f"{url} did not answer a JSON object")
+    return value
 
 
 def _from_build(build: dict) -> Published:
@@ -90,7 +176,7 @@ def _from_events(events: list[dict], session_id: str) -> Published:
     return published
 
 
-def read_published(target: str, *, server: str = "", api_key: str = "", timeout: float = 30.0) -> Published:
+def read_published(target: str, *, server: str = "", api_key: str = "", timeout: float = TIMEOUT_SECONDS) -> Published:
     """Return the published log of `target` (a build URL, or a session id read with `server` and `api_key`).
 
     Raises `Unusable` when it cannot be read.
@@ -116,7 +202,10 @@ def read_published(target: str, *, server: str = "", api_key: str = "", timeout:
 
 
 def _git(*args: str, cwd: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    result = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env={**os.environ, **_GIT_ENV}, timeout=300)
+    try:
+        result = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env={**os.environ, **_GIT_ENV}, timeout=300)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise Unusable(f"git {args[0]} could not run: {exc}") from None
     if check and result.returncode != 0:
         raise Unusable(f"git {args[0]} failed: {result.stderr.strip().splitlines()[-1] if result.stderr.strip() else result.returncode}")
     return result
@@ -193,9 +282,9 @@ def verify(target: str, repo: str, *, server: str = "", api_key: str = "", out=N
     return EXIT_OK
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Parse `verify` arguments and run it; return the exit status."""
-    parser = argparse.ArgumentParser(prog="python -m runner verify",
+def main(argv: list[str] | None = None, *, prog: str | None = None) -> int:
+    """Parse `verify` arguments and run it; return the exit status (a usage error exits 2, argparse's way)."""
+    parser = argparse.ArgumentParser(prog=prog or os.path.basename(sys.argv[0] or "agents-verify.py"),
                                      description="Re-derive a build's commit bindings from git and compare them with the published log.")
     parser.add_argument("target", help="a build URL (…/builds/{org}/{project}/{sessionId}/) or a session id")
     parser.add_argument("--repo", required=True, help="a clone of the repository, a bare repository, or its URL")
@@ -203,3 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--api-key", default=os.environ.get("AGENTS_API_KEY", ""), help="an API key of the org (for a session id)")
     args = parser.parse_args(argv)
     return verify(args.target, args.repo, server=args.server, api_key=args.api_key)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
