@@ -185,6 +185,7 @@ def _mount() -> None:
     from agents.api import router as agents_router
     from agents.api_runs import router as runs_router
     from chat.api import router as chat_router
+    from chat.api_shares import router as shares_router
     from coding.api import coding_router, repos_router
     from sessions.api import builds_router, sessions_router
     from agents.api_approvals import router as approvals_router
@@ -192,6 +193,7 @@ def _mount() -> None:
     from webhooks.api import router as webhooks_router
 
     api.add_router("/agents", approvals_router)  # /agents/sessions/{id}/approve|deny, /agents/approvals
+    api.add_router("/agents", shares_router)  # /agents/sessions/{id}/shares, /agents/chat/…/shares, /chat/shared, /chat/shares/read
     api.add_router("/agents/sessions", sessions_router)
     api.add_router("/agents/builds", builds_router)
     api.add_router("/agents/targets", targets_router)

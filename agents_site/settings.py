@@ -415,6 +415,11 @@ AGENTS_CODING_FEE_CENTS = _env_int("AGENTS_CODING_FEE_CENTS", -1)
 # how long a round with `multitaskStrategy: enqueue` waits for the round in flight (seconds).
 AGENTS_CHAT_HISTORY_CHARS = _env_int("AGENTS_CHAT_HISTORY_CHARS", 32_000)
 AGENTS_CHAT_ENQUEUE_WAIT_SECONDS = _env_float("AGENTS_CHAT_ENQUEUE_WAIT_SECONDS", 120.0)
+# Share links of conversations and sessions (issue 57): default and longest life in days, and how
+# often one address may read shared pages (per process' cache, or Redis when REDIS_URL is set).
+AGENTS_SHARE_DEFAULT_DAYS = max(1, _env_int("AGENTS_SHARE_DEFAULT_DAYS", 30))
+AGENTS_SHARE_MAX_DAYS = max(1, _env_int("AGENTS_SHARE_MAX_DAYS", 365))
+AGENTS_SHARE_READ_RATE = os.environ.get("AGENTS_SHARE_READ_RATE", "60/min").strip() or "60/min"
 
 # Requests that mostly wait (the claim long-poll, the SSE stream) run their short sync steps on
 # this many shared worker threads instead of one thread each (agents_site/asgi.py).

@@ -1,5 +1,5 @@
 """URL map: the JSON API at /v1/agents/ (its OpenAI-compatible endpoint at /v1/agents/openai/v1/), the console at /console/, the public gallery at
-/builds/, the Django admin at /admin/; `/` goes to the console."""
+/builds/, share links' public pages at /shared/<token>/, the Django admin at /admin/; `/` goes to the console."""
 
 from django.contrib import admin
 from django.templatetags.static import static
@@ -7,6 +7,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 
 from agents_site.api import api
+from console.views.shared import shared
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -15,6 +16,7 @@ urlpatterns = [
     path("v1/", api.urls),
     path("console/", include("console.urls")),
     path("builds/", include("console.urls_gallery")),
+    path("shared/<str:token>/", shared, name="shared"),  # a share link's public page (no login)
     path("", RedirectView.as_view(url="/console/", permanent=False)),
     # Browsers ask for /favicon.ico whatever the page links: answer with the console's icon.
     path("favicon.ico", RedirectView.as_view(url=static("console/favicon.svg"), permanent=True)),

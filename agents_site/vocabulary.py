@@ -226,6 +226,14 @@ class ShareSubject(models.TextChoices):
     SESSION = "session", "session"  # a session's turns (no control or log events)
 
 
+class ShareState(models.TextChoices):
+    """Where a share link stands (its `state` in the lists; its reader only ever sees a page or a 404)."""
+
+    ACTIVE = "active", "active"  # anyone holding the link reads the turns
+    REVOKED = "revoked", "revoked"  # revoked: reading it is a 404 at once
+    EXPIRED = "expired", "expired"  # past its expiry: reading it is a 404
+
+
 class StreamFrameKind(models.TextChoices):
     """The kind of one frame of the live session stream (spec 003: GET …/sessions/stream)."""
 
@@ -682,6 +690,9 @@ BADGE_COLOURS = {
     ApprovalOutcome.EDITED: "#2563eb",
     ApprovalOutcome.DENIED: "#b91c1c",
     ApprovalOutcome.TIMED_OUT: "#b45309",
+    ShareState.ACTIVE: "#15803d",
+    ShareState.REVOKED: "#6b7280",
+    ShareState.EXPIRED: "#6b7280",
     SessionStatus.PAUSED: "#b45309",
     SessionStatus.DONE: "#15803d",
     TargetStatus.ONLINE: "#15803d",

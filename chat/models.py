@@ -6,7 +6,7 @@ Routed by tenancy.db_router to the current org's database (label `chat` is an or
 from django.db import models
 
 from agents_site.ids import mint_id
-from agents_site.vocabulary import ChatRole
+from agents_site.vocabulary import ChatRole, ShareSubject
 
 
 def new_conversation_id() -> str:
@@ -72,3 +72,31 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role}: {self.content[:60]}"
+
+
+class ShareLink(models.Model):
+    """A link anyone may read a conversation's or a session's turns with, until it expires or is revoked.
+
+    The URL carries a token (`shr_<org>_<secret>`, 192 random bits) that is a credential: only
+    its SHA-256 hex is stored (`token_hash`), so the store never holds what opens the page. The
+    org in the token only tells which store to look in; the hash decides. `subject` and
+    `subject_id` name what is shown (read live, so later turns show too); `created_by` is the
+    actor who shared it (shown to readers as its subject); `revoked_at` ends access at once.
+    """
+
+    id = models.CharField(primary_key=True, max_length=64)
+    token_hash = models.CharField(max_length=64, unique=True)
+    subject = models.CharField(max_length=16, choices=ShareSubject.choices)
+    subject_id = models.CharField(max_length=64)
+    created_by = models.CharField(max_length=300)
+    created_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by = models.CharField(max_length=300, default="", blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "id"]
+        indexes = [models.Index(fields=["subject", "subject_id", "created_at"], name="ix_share_subject")]
+
+    def __str__(self) -> str:
+        return f"{self.id} ({self.subject} {self.subject_id})"

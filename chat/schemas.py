@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from ninja import Schema
-from pydantic import ConfigDict, Field, StrictBool
+from pydantic import ConfigDict, Field, StrictBool, StrictInt
 
 from agents_site.schemas import REF_PATTERN, BodySchema, ErrorOut, choice, declare, id_field, minted_pattern, required_in_docs, text
 from agents.schemas import ApprovalOut, RunOut
-from agents_site.vocabulary import ChatRole, FinishReason, MultitaskStrategy, RunStatus
+from agents_site.vocabulary import ChatRole, FinishReason, MultitaskStrategy, RunStatus, ShareState, ShareSubject
 from chat.presets import preset_ids
 from chat.validation import MAX_CONTENT_BYTES, MAX_MESSAGES, MAX_TITLE, MAX_TOOLS, TOO_MANY_MESSAGES, TOO_MANY_TOOLS, TOOL_NAME_PATTERN
 
@@ -182,3 +182,59 @@ class RoundFailedOut(ErrorOut):
 
     runId: str
     conversationId: str
+
+
+class ShareIn(BodySchema):
+    """How long the link lives: `expiresInDays` (default 30, at most 365)."""
+
+    expiresInDays: StrictInt | None = Field(None, ge=1, le=365, description="Days until the link stops working: a whole number from 1 to "
+                                      "365 (a deployment may set a lower most, `AGENTS_SHARE_MAX_DAYS`); default 30.")
+
+
+class ShareOut(Schema):
+    """A share link, as its creator and the org's admins list it (never its token)."""
+
+    id: str
+    subject: str = choice(ShareSubject, ..., description="What it shows: a `conversation` or a `session`.")
+    subjectId: str
+    state: str = choice(ShareState, ..., description="`active`, `revoked` (readers get 404 at once) or `expired`.")
+    createdBy: str
+    createdAt: str
+    expiresAt: str
+    revokedAt: str | None = None
+
+
+class ShareCreatedOut(ShareOut):
+    """A new share link: `url` is what to hand out; `token` (in it) is shown this once and stored only as its hash."""
+
+    token: str = Field(..., description="`shr_…`: a credential; whoever holds it reads the turns until it expires or is revoked.")
+    url: str = Field(..., description="The public page: `/shared/<token>/` on this server.")
+
+
+class ShareListOut(Schema):
+    shares: list[ShareOut]
+
+
+class SharedTurnOut(Schema):
+    """One turn of a shared page: a conversation's (`role`) or a session's (`kind`), its words (credentials masked)."""
+
+    turn: int
+    role: str | None = choice(ChatRole, None, description="A conversation's turn: who wrote it.")
+    kind: str | None = Field(None, description="A session's turn: its event kind (never `control` or `log`); a message also has its `role`.")
+    text: str
+    tool: dict[str, Any] | None = Field(None, description="A tool call: `{name, arguments, result, error}` (masked, cut at 4000 characters).")
+    commit: str | None = None
+    subject: str | None = Field(None, description="A commit's subject line.")
+    finishReason: str | None = choice(FinishReason, None, description="`stopped`: a reply its user stopped.")
+    at: str
+
+
+class SharedOut(Schema):
+    """What a share link shows anyone holding it: the turns, who shared them and when."""
+
+    subject: str = choice(ShareSubject, ...)
+    title: str
+    sharedBy: str = Field(..., description="Who shared it (their user name).")
+    sharedAt: str
+    expiresAt: str
+    turns: list[SharedTurnOut]

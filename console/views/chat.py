@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from django.shortcuts import render
 
+from agents_site.vocabulary import ShareSubject
 from console.access import member_required
+from console.shares import share_context
 from guide import field_names
 
 
@@ -18,6 +20,7 @@ from guide import field_names
 def chat(request, conversation_id: str = ""):
     """Show the chat page, opened on `conversation_id` when given (the script reads it; an
     unknown or foreign id is answered 404 by the API and the page says so). The page carries the
-    look-alike table the client_action executor folds field names with (`guide.field_names`)."""
+    look-alike table the client_action executor folds field names with (`guide.field_names`), and
+    the share panel of the open conversation (`static/console/shares.js`)."""
     return render(request, "console/chat.html", {"conversation_id": conversation_id, "nav": "chat",
-                                                 "field_fold": field_names.fold_table()})
+                                                 "field_fold": field_names.fold_table(), **share_context(ShareSubject.CONVERSATION)})

@@ -15,7 +15,9 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from agents_site.errors import ApiError
+from agents_site.vocabulary import ShareSubject
 from console.access import member_required
+from console.shares import share_context
 from sessions import services
 from sessions.selectors import session_get
 
@@ -37,7 +39,8 @@ def session_detail(request, session_id: str):
     if not _SESSION_ID.fullmatch(session_id):
         raise Http404("session not found")
     session = session_get(session_id=session_id)  # SessionNotFound → the 404 page (member_required)
-    return render(request, "console/sessions/detail.html", {"session_id": session_id, "session": session, "nav": "sessions"})
+    return render(request, "console/sessions/detail.html", {"session_id": session_id, "session": session, "nav": "sessions",
+                                                           **share_context(ShareSubject.SESSION)})
 
 
 @member_required

@@ -34,6 +34,22 @@
   var running = null; // {sessionId, runId} of the round streaming now
   var nextCursor = null;
 
+  /* The share panel of the open conversation (static/console/shares.js): shown by "Share". */
+  var shareToggle = document.getElementById("chat-share-toggle"), sharePanel = document.getElementById("chat-share");
+  var sharing = window.AgentsShares ? window.AgentsShares.mount(sharePanel, function () {
+    return conversationId ? { kind: page.dataset.shareSubject, id: conversationId } : null;
+  }) : null;
+  function shareFollows() {
+    shareToggle.hidden = !conversationId;
+    if (!conversationId) { sharePanel.hidden = true; shareToggle.setAttribute("aria-expanded", "false"); }
+    if (sharing && !sharePanel.hidden) sharing.refresh();
+  }
+  shareToggle.addEventListener("click", function () {
+    sharePanel.hidden = !sharePanel.hidden;
+    shareToggle.setAttribute("aria-expanded", String(!sharePanel.hidden));
+    if (sharing && !sharePanel.hidden) sharing.refresh();
+  });
+
   function scrollDown() { messages.scrollTop = messages.scrollHeight; }
 
   function bubble(role, text, extra) {
@@ -220,6 +236,7 @@
     title.textContent = "";
     if (push) history.pushState({ conversation: id }, "", id ? chatBase + encodeURIComponent(id) + "/" : chatBase);
     mark();
+    shareFollows();
     if (!id) return Promise.resolve();
     return A.api("GET", "/v1/agents/chat/conversations/" + encodeURIComponent(id)).then(function (res) {
       if (!res.ok || !res.body) { A.showError(errorBox, res, "Could not open this conversation: "); conversationId = ""; return; }
@@ -318,6 +335,7 @@
             conversationId = data.conversationId;
             history.replaceState({ conversation: conversationId }, "", chatBase + encodeURIComponent(conversationId) + "/");
             loadConversations(false);
+            shareFollows();
           }
           if (data.sessionId) { sessionLink.href = page.dataset.sessionBase + encodeURIComponent(data.sessionId) + "/"; sessionLink.hidden = false; }
         } else if (event === FRAME.DELTA) {

@@ -37,6 +37,7 @@ window.AgentsVocabulary = Object.freeze({
   "agent_list_display"
  ],
  "badge": {
+  "active": "#15803d",
   "approved": "#15803d",
   "cancelled": "#6b7280",
   "created": "#2563eb",
@@ -48,6 +49,7 @@ window.AgentsVocabulary = Object.freeze({
   "dumped": "#15803d",
   "edited": "#2563eb",
   "error": "#b91c1c",
+  "expired": "#6b7280",
   "failed": "#b91c1c",
   "grace": "#b45309",
   "healthy": "#15803d",
@@ -409,6 +411,11 @@ window.AgentsVocabulary = Object.freeze({
    "ERROR": "error",
    "PAUSED": "paused",
    "RUNNING": "running"
+  },
+  "ShareState": {
+   "ACTIVE": "active",
+   "EXPIRED": "expired",
+   "REVOKED": "revoked"
   },
   "ShareSubject": {
    "CONVERSATION": "conversation",

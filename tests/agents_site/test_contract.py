@@ -98,7 +98,9 @@ def live(upstream):
     A run then executes against the loopback model (a quick canned answer); no worker runs, so
     a background run stays queued. Nothing leaves the machine.
     """
-    env = {"INFERENCE_BASE_URL": upstream.base_url, "AGENTS_DEFAULT_MODEL": "test-model", "CLOUD_AGENT_FEE_CENTS": "0"}
+    env = {"INFERENCE_BASE_URL": upstream.base_url, "AGENTS_DEFAULT_MODEL": "test-model", "CLOUD_AGENT_FEE_CENTS": "0",
+           # Generated requests read share links far faster than a person: the rate limit has its own test.
+           "AGENTS_SHARE_READ_RATE": "100000/min"}
     server = LiveServer(env).start(timeout=120)  # a loaded machine may take a while to import Django
     yield server
     server.stop()

@@ -67,6 +67,8 @@ UNSCANNED = {
     ("POST", "/v1/identity/agents/{ref}/messages"): "a sealed envelope the platform cannot read",
     ("POST", "/v1/identity/users/{user_id}/messages"): "a sealed envelope the platform cannot read",
     ("PUT", "/v1/identity/backup"): "the browser-encrypted key backup",
+    ("POST", "/v1/agents/sessions/{id}/shares"): "a number of days: no text of the caller",
+    ("POST", "/v1/agents/chat/conversations/{conversation_id}/shares"): "a number of days: no text of the caller",
 }
 
 
