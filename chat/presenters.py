@@ -28,5 +28,6 @@ def message_view(message: Message) -> dict:
 
 
 def conversation_detail_view(conversation: Conversation, messages: list[Message]) -> dict:
-    """Return `{conversationId, title, messages: [...]}`, the turns oldest first."""
-    return {"conversationId": conversation.id, "title": conversation.title, "messages": [message_view(m) for m in messages]}
+    """Return `{conversationId, title, createdBy?, messages: [...]}`, the turns oldest first."""
+    return compact({"conversationId": conversation.id, "title": conversation.title, "createdBy": conversation.created_by,
+                    "messages": [message_view(m) for m in messages]}, keep=("title", "messages"))

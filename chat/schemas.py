@@ -163,6 +163,7 @@ class ConversationDetailOut(Schema):
 
     conversationId: str
     title: str
+    createdBy: str | None = Field(None, description="Who started it (the actor who may share it, besides the org's admins).")
     messages: list[MessageOut]
 
 

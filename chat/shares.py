@@ -128,10 +128,18 @@ def share_subject(*, kind: str, subject_id: str) -> Subject:
     return Subject(kind, row.id, row.title or row.agent, row.actor)
 
 
+def share_rule(principal) -> dict:
+    """Return whose conversations and sessions `principal` may share: `{"all": bool, "actor": str}` —
+    every one of the org's (an org admin), else those `actor` started. The one rule behind
+    `share_permitted` and the console's Share controls (`console.context`: a page offers to share
+    only what the API would let it); issue 50's permission table takes this rule over."""
+    return {"all": bool(principal.is_org_admin), "actor": principal.actor}
+
+
 def share_permitted(principal, subject: Subject) -> bool:
-    """Return True when `principal` may share `subject`, list its links and revoke them: an org
-    admin, or the actor who started it (issue 50's permission table takes this rule over)."""
-    return bool(principal.is_org_admin) or (bool(subject.started_by) and principal.actor == subject.started_by)
+    """Return True when `principal` may share `subject`, list its links and revoke them (`share_rule`)."""
+    rule = share_rule(principal)
+    return rule["all"] or (bool(subject.started_by) and rule["actor"] == subject.started_by)
 
 
 def _check(principal, subject: Subject) -> None:

@@ -91,7 +91,7 @@
           [approve, reason, deny].forEach(function (n) { controls.appendChild(n); });
           row.appendChild(controls);
         } else {
-          row.appendChild(A.jsonBlock(item.arguments));
+          row.appendChild(A.dataDetails(item.arguments));  // the arguments are data: behind "Show the data"
           if (open) {
             row.appendChild(A.el("p", { class: "muted small waiting-for", text: "Waiting for " + (item.startedBy || "the user who started the run") +
               " or an org admin to answer." }));

@@ -36,8 +36,9 @@
 
   /* The share panel of the open conversation (static/console/shares.js): shown by "Share". */
   var shareToggle = document.getElementById("chat-share-toggle"), sharePanel = document.getElementById("chat-share");
+  var startedBy = ""; // who started the open conversation (its `createdBy`): who may share it, with the org's admins
   var sharing = window.AgentsShares ? window.AgentsShares.mount(sharePanel, function () {
-    return conversationId ? { kind: page.dataset.shareSubject, id: conversationId } : null;
+    return conversationId ? { kind: page.dataset.shareSubject, id: conversationId, startedBy: startedBy } : null;
   }) : null;
   function shareFollows() {
     shareToggle.hidden = !conversationId;
@@ -229,6 +230,7 @@
   function open(id, push) {
     stopWatching();
     conversationId = id;
+    startedBy = "";
     messages.innerHTML = "";
     errorBox.hidden = true;
     sessionLink.hidden = true;
@@ -241,6 +243,8 @@
     return A.api("GET", "/v1/agents/chat/conversations/" + encodeURIComponent(id)).then(function (res) {
       if (!res.ok || !res.body) { A.showError(errorBox, res, "Could not open this conversation: "); conversationId = ""; return; }
       title.textContent = res.body.title || "";
+      startedBy = res.body.createdBy || "";
+      if (sharing && !sharePanel.hidden) sharing.refresh();
       (res.body.messages || []).forEach(showStored);
       resumeWaiting(res.body.messages || []);
     });
@@ -333,6 +337,7 @@
           if (data.conversationId && data.conversationId !== conversationId) {
             // A new conversation: its address and its place in the list now, not after a reload.
             conversationId = data.conversationId;
+            startedBy = A.myActor(); // this round started it
             history.replaceState({ conversation: conversationId }, "", chatBase + encodeURIComponent(conversationId) + "/");
             loadConversations(false);
             shareFollows();

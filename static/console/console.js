@@ -132,14 +132,25 @@
   /* Whose approval requests this viewer may answer, as the server decided it for this page
      (`runs.approvals.answer_rule`, in the page as JSON): every run's (org admin) or the runs
      they started. Without it (a page that did not ask), no answer is offered. */
-  var answerRule = null;
-  function mayAnswer(startedBy) {
-    if (answerRule === null) {
-      var node = document.getElementById("agents-answer-rule");
-      try { answerRule = node ? JSON.parse(node.textContent) : {}; } catch (e) { answerRule = {}; }
+  var rules = {};
+  function rule(name) {
+    if (!rules[name]) {
+      var node = document.getElementById(name);
+      try { rules[name] = node ? JSON.parse(node.textContent) : {}; } catch (e) { rules[name] = {}; }
     }
-    return !!answerRule.all || (!!startedBy && answerRule.actor === startedBy);
+    return rules[name];
   }
+  function mayAnswer(startedBy) {
+    var r = rule("agents-answer-rule");
+    return !!r.all || (!!startedBy && r.actor === startedBy);
+  }
+  /* Whose conversations and sessions this viewer may share (`chat.shares.share_rule`, same shape). */
+  function mayShare(startedBy) {
+    var r = rule("agents-share-rule");
+    return !!r.all || (!!startedBy && r.actor === startedBy);
+  }
+  /* The viewer's own actor ("<org>/<user>"), as the page's rules name it. */
+  function myActor() { return rule("agents-share-rule").actor || ""; }
 
   /* THE date/time format of the console: the viewer's local date and time, to the minute
      ("2 Dec 2026, 04:03" in en-GB, "Dec 2, 2026, 4:03 AM" in en-US: the browser's language).
@@ -353,6 +364,6 @@
     });
   });
 
-  window.Agents = { vocab: vocab, api: api, errorText: errorText, el: el, badge: badge, statusWord: statusWord, mayAnswer: mayAnswer, fmtTime: fmtTime, timeEl: timeEl, localizeTimes: localizeTimes, plural: plural,
+  window.Agents = { vocab: vocab, api: api, errorText: errorText, el: el, badge: badge, statusWord: statusWord, mayAnswer: mayAnswer, mayShare: mayShare, myActor: myActor, fmtTime: fmtTime, timeEl: timeEl, localizeTimes: localizeTimes, plural: plural,
     showError: showError, payloadText: payloadText, previewText: previewText, dataDetails: dataDetails, scrollTables: scrollTables, eventItem: eventItem, jsonBlock: jsonBlock, isTerminal: isTerminal, csrfToken: csrfToken, refocus: refocus };
 })();

@@ -4,9 +4,11 @@
    may share (the user who started it and the org's admins); anyone else is told so in words.
 
    `AgentsShares.mount(box, subject)` draws into `box` (holding `.share-days`, `.share-make`,
-   `.share-new`, `.share-list`, `.share-note`); `subject()` returns `{kind, id}` (a ShareSubject
-   word and the id) or null; returns `{refresh}`. A `[data-shares]` box is mounted at load with
-   its `data-subject` and `data-subject-id`. */
+   `.share-new`, `.share-list`, `.share-note`); `subject()` returns `{kind, id, startedBy}` (a
+   ShareSubject word, the id, the actor who started it) or null; returns `{refresh}`. Whoever the
+   page's share rule (`Agents.mayShare`) leaves out is told who may share, and nothing is asked of
+   the API. A `[data-shares]` box is mounted at load with its `data-subject`, `data-subject-id`
+   and `data-started-by`. */
 (function () {
   "use strict";
   var A = window.Agents;
@@ -52,13 +54,14 @@
       var s = subject();
       if (!s || s.id !== shownFor) { fresh.innerHTML = ""; shownFor = s ? s.id : null; }
       if (!s || !s.id) { list.innerHTML = ""; controls.hidden = true; note.textContent = "Start the conversation first; then it can be shared."; return Promise.resolve(); }
+      if (!A.mayShare(s.startedBy)) {  // the server's rule, in the page: no request it would refuse
+        list.innerHTML = "";
+        controls.hidden = true;
+        note.textContent = "Only the user who started it or an org admin may share it.";
+        return Promise.resolve();
+      }
       return A.api("GET", base(s)).then(function (res) {
         list.innerHTML = "";
-        if (res.status === 403) {
-          controls.hidden = true;
-          note.textContent = "Only the user who started it or an org admin may share it.";
-          return;
-        }
         controls.hidden = false;
         note.textContent = "";
         if (!res.ok || !res.body) { list.appendChild(A.el("li", { class: "err", text: "Could not list the links: " + A.errorText(res) })); return; }
@@ -100,7 +103,7 @@
   }
 
   document.querySelectorAll("[data-shares]").forEach(function (box) {
-    mount(box, function () { return { kind: box.dataset.subject, id: box.dataset.subjectId }; });
+    mount(box, function () { return { kind: box.dataset.subject, id: box.dataset.subjectId, startedBy: box.dataset.startedBy || "" }; });
   });
   window.AgentsShares = { mount: mount };
 })();

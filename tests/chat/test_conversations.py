@@ -26,8 +26,8 @@ def test_recording_turns_answers_201_with_the_conversation_in_order(org_a, upstr
 
     assert response.status_code == 201
     body = response.json()
-    assert set(body) == {"conversationId", "title", "messages"}
-    assert body["title"] == "Line one line two"
+    assert set(body) == {"conversationId", "title", "createdBy", "messages"}
+    assert body["title"] == "Line one line two" and body["createdBy"] == f"{org_a.slug}/{org_a.user.username}"  # who may share it
     assert [(m["role"], m["content"]) for m in body["messages"]] == [(t["role"], t["content"]) for t in turns]
     for message in body["messages"]:
         assert set(message) == {"id", "role", "content", "createdAt"} and message["id"].startswith("msg_")

@@ -1,8 +1,10 @@
 """The crawl that keeps the console correct (issue 34 item 3): every console page and the public
 gallery, as an org admin and as a member (the pages whose permissions differ answer 403), with
 realistic rows (runs of every kind, a coding run with commits, identity agents with deliveries
-and inbox items, a webhook endpoint with deliveries, chats, long names, CJK and RTL text, and a
-marker key inside the stored JSON payloads), at 1280×800 and 390×844 in Chromium.
+and inbox items, a webhook endpoint with deliveries, chats — one waiting for approval, one the
+user stopped — long names, CJK and RTL text, and a marker key inside the stored JSON payloads),
+at 1280×800 and 390×844 in Chromium; a member's view of an admin's waiting run; a share link's
+public page.
 
 Each page fails on: an unexpected HTTP status, any resource answered 4xx/5xx, any JavaScript
 console error or uncaught exception, any horizontal overflow of the document (wide tables scroll
@@ -63,6 +65,12 @@ _AXE_RUN = """async () => {
 
 def _payload(text: str, **extra) -> dict:
     return {"text": text, MARKER: {"nested": [1, 2, 3]}, **extra}
+
+
+def post_json(client, path: str, body: dict) -> dict:
+    response = client.post(path, body, content_type="application/json")
+    assert response.status_code in (200, 201), response.content
+    return response.json()
 
 
 def _seed(org, member_user, settings) -> dict:
@@ -146,6 +154,25 @@ def _seed(org, member_user, settings) -> dict:
         Message.objects.create(conversation=conversation, position=0, role="user", content=CJK, created_at=now)
         Message.objects.create(conversation=conversation, position=1, role="assistant", content=RTL + " " + "y" * 120, created_at=now)
         ids["conversation"] = conversation.id
+        # Issue 57's states: a chat round waiting for approval (the admin's run), a chat the user stopped.
+        admin_actor = f"{org.slug}/{org.user.get_username()}"
+        asking = agent_create(data=AgentInput(name="careful", tools=["calculator"], approval={"tools": ["calculator"]}))
+        waiting_session = sessions.session_create(agent="careful", actor=admin_actor, title="What is 6*7? " + CJK)
+        sessions.session_append_event(session_id=waiting_session.id, kind="message", payload={"role": "user", "text": "What is 6*7?"}, actor=admin_actor)
+        sessions.session_update(session_id=waiting_session.id, status="paused")
+        waiting = Run.objects.create(id=mint_id("run"), agent=asking, agent_name="careful", kind="chat", status="waiting", model="m",
+                                     input="What is 6*7?", actor=admin_actor, session_id=waiting_session.id, created_at=now, started_at=now)
+        Approval.objects.create(id=mint_id("apr"), run_id=waiting.id, session_id=waiting_session.id, tool_call_id="call_w", tool_name="calculator",
+                                arguments=json.dumps({"expression": "6*7", MARKER: 1}), created_at=now)
+        asked = Conversation.objects.create(title="What is 6*7? " + RTL[:30], created_by=admin_actor, turns=1, created_at=now, updated_at=now)
+        Message.objects.create(conversation=asked, position=1, role="user", content="What is 6*7?", run_id=waiting.id, created_at=now)
+        stopped = Conversation.objects.create(title="Count slowly", created_by=admin_actor, turns=2, created_at=now, updated_at=now)
+        Message.objects.create(conversation=stopped, position=1, role="user", content="Count slowly " + CJK, created_at=now)
+        Message.objects.create(conversation=stopped, position=2, role="assistant", content="one two " + "z" * 90, finish_reason="stopped",
+                               created_at=now)
+        ids["waiting_conversation"], ids["waiting_session"], ids["stopped_conversation"] = asked.id, waiting_session.id, stopped.id
+    # A share link of the finished session (its public page).
+    ids["shared"] = post_json(org.client, f"/v1/agents/sessions/{done.id}/shares", {})["url"].split("testserver", 1)[1]
     # Identity agents (one webhook-connected, with deliveries; one in the member's inbox).
     mine = create_agent(org.client, display_name="Invoice Bot", custom_id="invoice_bot", connection_mode="webhook",
                         webhook_url="http://127.0.0.1:9/" + "h" * 60).json()
@@ -276,6 +303,9 @@ def test_every_console_page_is_correct_at_desktop_and_phone_widths(browser, cons
             ("/console/runs/?kind=coding", {}),
             ("/console/chat/", {}),
             (f"/console/chat/{ids['conversation']}/", {}),
+            (f"/console/chat/{ids['waiting_conversation']}/", {"ready": "#chat-waiting .approval[data-state=pending] [data-approve]"}),
+            (f"/console/chat/{ids['stopped_conversation']}/", {"ready": "#chat-messages li.assistant.stopped"}),
+            (f"/console/sessions/{ids['waiting_session']}/", {"ready": "#approvals-card .approval[data-state=pending] [data-approve]"}),
             ("/console/sessions/", {"ready": "#sessions-table:not([hidden]) tbody tr"}),
             (f"/console/sessions/{session}/", {"ready": "#events li[data-seq='5']"}),
             (f"/console/sessions/{ids['build']}/", {"ready": "#events li[data-seq='4']"}),
@@ -309,6 +339,7 @@ def test_every_console_page_is_correct_at_desktop_and_phone_widths(browser, cons
         anonymous.visit("/console/login/")
         anonymous.visit(f"/console/invite/{invite}/")
         anonymous.visit("/builds/")
+        anonymous.visit(ids["shared"], ready="#shared-turns li")
         problems += anonymous.problems
 
         # A member: the pages whose permissions differ.
@@ -322,6 +353,9 @@ def test_every_console_page_is_correct_at_desktop_and_phone_widths(browser, cons
             (f"/console/agents/{agent}/edit/", {"status": 403}),
             ("/console/sessions/", {"ready": "#sessions-table:not([hidden]) tbody tr, #sessions-empty:not([hidden])"}),
             (f"/console/sessions/{session}/", {"ready": "#events li[data-seq='5']"}),
+            # An admin's run waiting for approval: the request shows, without buttons (issue 57).
+            (f"/console/sessions/{ids['waiting_session']}/", {"ready": "#approvals-card .approval[data-state=pending] .waiting-for"}),
+            (f"/console/chat/{ids['waiting_conversation']}/", {"ready": "#chat-waiting .approval[data-state=pending] .waiting-for"}),
             ("/console/identity/", {}),
             ("/console/identity/inbox/", {}),
             ("/console/identity/anomalies/", {"status": 403}),
