@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from ninja import Schema
-from pydantic import ConfigDict, Field, StrictBool, StrictInt
+from pydantic import ConfigDict, Field, StrictBool
 
 from agents_site.schemas import REF_PATTERN, BodySchema, ErrorOut, choice, declare, id_field, minted_pattern, required_in_docs, text
-from agents.schemas import ApprovalOut, RunOut
+from agents.schemas import ApprovalOut, JsonInt, RunOut
 from agents_site.vocabulary import ChatRole, FinishReason, MultitaskStrategy, RunStatus, ShareState, ShareSubject
 from chat.presets import preset_ids
 from chat.validation import MAX_CONTENT_BYTES, MAX_MESSAGES, MAX_TITLE, MAX_TOOLS, TOO_MANY_MESSAGES, TOO_MANY_TOOLS, TOOL_NAME_PATTERN
@@ -185,11 +185,19 @@ class RoundFailedOut(ErrorOut):
     conversationId: str
 
 
+def _share_days_schema(schema: dict) -> None:
+    # Read when the document is built (not at import): the longest life is the deployment's setting.
+    from django.conf import settings
+
+    declare(on="integer", minimum=1, maximum=settings.AGENTS_SHARE_MAX_DAYS)(schema)
+
+
 class ShareIn(BodySchema):
     """How long the link lives: `expiresInDays` (default 30, at most 365)."""
 
-    expiresInDays: StrictInt | None = Field(None, ge=1, le=365, description="Days until the link stops working: a whole number from 1 to "
-                                      "365 (a deployment may set a lower most, `AGENTS_SHARE_MAX_DAYS`); default 30.")
+    expiresInDays: JsonInt | None = Field(None, json_schema_extra=_share_days_schema,
+                                          description="Days until the link stops working: a whole number from 1 to the deployment's "
+                                          "most, `AGENTS_SHARE_MAX_DAYS` (365 by default); default 30.")
 
 
 class ShareOut(Schema):

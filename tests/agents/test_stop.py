@@ -80,6 +80,12 @@ def test_a_stop_closes_the_streamed_completion_of_a_sync_run_and_keeps_the_parti
     assert_only_the_end_after_the_stop(funded, body["sessionId"], partial=body["output"])
     assert session_status(funded, body["sessionId"]) == "error"
     assert debits(funded) == []  # a stopped run stays unbilled
+    # Its session and its activity row say it was a user's stop, not a failure (issue 57 item 4).
+    assert funded.client.get(f"/v1/agents/sessions/{body['sessionId']}").json()["finishReason"] == "stopped"
+    [row] = [r for r in funded.client.get("/v1/agents/activity").json()["activity"] if r["id"] == body["id"]]
+    assert (row["kind"], row["finishReason"]) == ("failed", "stopped")
+    listed = {s["id"]: s for s in funded.client.get("/v1/agents/sessions").json()["sessions"]}
+    assert listed[body["sessionId"]]["finishReason"] == "stopped"
 
 
 def test_a_stop_before_the_first_piece_cancels_the_request_and_records_no_reply(funded, upstream, settings):

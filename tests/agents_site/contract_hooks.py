@@ -107,4 +107,17 @@ def map_case(context, case):
         _repo_body(case.body, create=True)
     elif path == "/v1/agents/repos/{owner}/{name}" and method == "PATCH":
         _repo_body(case.body, create=False)
+    elif path in ("/v1/agents/webhooks", "/v1/agents/webhooks/{webhook_id}") and method in ("POST", "PATCH"):
+        _webhook_body(case.body)
     return case
+
+
+def _webhook_body(body: dict) -> None:
+    """An endpoint must be a public address (the outbound door refuses loopback and private ones).
+
+    The stateful phase feeds an address another answer handed out — a share link's `url` on the
+    live server itself, at 127.0.0.1 — into `url`: such a value is replaced by a public one.
+    """
+    url = body.get("url")
+    if isinstance(url, str) and ("//127." in url or "//localhost" in url or "//[::1]" in url):
+        body["url"] = "https://hooks.example.com/in"

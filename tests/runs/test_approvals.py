@@ -11,7 +11,7 @@ import pytest
 from django.utils import timezone
 
 from runs.models import Approval, Run
-from agents_site.vocabulary import ApprovalState, EventKind, RunStatus, SessionStatus
+from agents_site.vocabulary import ApprovalOutcome, ApprovalState, EventKind, RunStatus, SessionStatus
 from sessions.models import Event, Session
 from tests.agents.conftest import debits, fund, make_agent, run
 from tests.support.task_queue import task_queue  # noqa: F401
@@ -123,6 +123,9 @@ def test_approve_executes_once_the_run_ends_ok_and_is_debited_once(asking, upstr
     assert _resume(task_queue) == 1
     done = org.client.get(f"/v1/agents/runs/{body['id']}").json()
     assert done["status"] == RunStatus.OK and done["output"] == "five"
+    # The finished run still lists what it asked and how it was answered (issue 57: it listed nothing).
+    [asked] = done["approvals"]
+    assert (asked["state"], asked["outcome"], asked["startedBy"]) == (ApprovalState.DONE, ApprovalOutcome.APPROVED, f"{org.slug}/{org.user.username}")
     [executed] = _events(org, body["sessionId"], EventKind.TOOL_CALL)
     assert executed["result"] == "5" and executed["toolCallId"] == body["approvals"][0]["toolCallId"]
     assert [m["content"] for m in _tool_messages(upstream.requests[-1])] == ["5"]
@@ -147,7 +150,8 @@ def test_edited_arguments_are_the_ones_used(asking, upstream, task_queue):
     assert answer.status_code == 200, answer.content
     _resume(task_queue)
     assert [m["content"] for m in _tool_messages(upstream.requests[-1])] == ["42"]
-    assert org.client.get(f"/v1/agents/runs/{body['id']}").json()["status"] == RunStatus.OK
+    done = org.client.get(f"/v1/agents/runs/{body['id']}").json()
+    assert done["status"] == RunStatus.OK and done["approvals"][0]["outcome"] == ApprovalOutcome.EDITED
 
 
 def test_edited_arguments_outside_the_tool_schema_are_422_and_nothing_changes(asking, upstream, task_queue):
@@ -175,6 +179,10 @@ def test_deny_hands_the_model_the_reason(asking, upstream, task_queue):
     assert "denied" in tool["content"] and "use the spreadsheet" in tool["content"]
     done = org.client.get(f"/v1/agents/runs/{body['id']}").json()
     assert done["status"] == RunStatus.OK and done["output"] == "ok, not adding"
+    # Denied and then handed to the model: `done`, and still read "denied" (issue 57: both read "done").
+    assert [(a["state"], a["outcome"]) for a in done["approvals"]] == [(ApprovalState.DONE, ApprovalOutcome.DENIED)]
+    listed = org.client.get(f"/v1/agents/approvals?session={body['sessionId']}").json()["approvals"]
+    assert [(a["outcome"], a["startedBy"]) for a in listed] == [(ApprovalOutcome.DENIED, f"{org.slug}/{org.user.username}")]
     [recorded] = _events(org, body["sessionId"], EventKind.TOOL_CALL)
     assert recorded["error"] is True and "use the spreadsheet" in recorded["result"]
 
@@ -193,6 +201,7 @@ def test_stop_while_waiting_ends_the_run_at_once_unbilled(asking, task_queue):
     done = org.client.get(f"/v1/agents/runs/{body['id']}").json()
     assert done["status"] == RunStatus.ERROR and "stopped by" in done["error"] and "not now" in done["error"]
     assert done["finishReason"] == "stopped"
+    assert [a["outcome"] for a in done["approvals"]] == [ApprovalOutcome.STOPPED]
     with org.context():
         assert Session.objects.get(pk=body["sessionId"]).status == SessionStatus.ERROR
         assert Approval.objects.get(run_id=body["id"]).state == ApprovalState.CANCELLED
@@ -213,6 +222,7 @@ def test_unanswered_request_expires_with_the_sweep_unbilled(asking, settings):
         assert approvals_sweep(now=timezone.now() + timedelta(seconds=61)) == [body["id"]]
     done = org.client.get(f"/v1/agents/runs/{body['id']}").json()
     assert done["status"] == RunStatus.ERROR and done["error"] == "approval timed out"
+    assert [a["outcome"] for a in done["approvals"]] == [ApprovalOutcome.TIMED_OUT]
     assert debits(org) == []
 
 
