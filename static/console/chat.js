@@ -145,6 +145,8 @@
      ends, then show the conversation again with the reply the resumed run added. */
   function showWaiting(run) {
     stopWatching();
+    var earlier = document.getElementById("chat-waiting"); // one notice: the round waiting now
+    if (earlier) earlier.closest("li").remove();
     empty.hidden = true;
     var asked = (run.approvals || []).filter(function (a) { return a.needsApproval; });
     var box = A.el("div", { class: "approval-box", "data-session": run.sessionId || "" }, [A.el("ul", { class: "approval-list" })]);

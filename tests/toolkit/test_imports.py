@@ -34,5 +34,14 @@ def test_the_package_imports_nothing_of_the_server(package, forbidden):
 def test_the_runner_keeps_only_its_own_parts():
     """The coding tools, the sandbox and the built-in tools live in toolkit, not in a copy."""
     names = sorted(p.name for p in (ROOT / "runner").glob("*.py"))
+    # `verify` is the one-file verifier toolkit/verify_build.py, which the runner's CLI runs (issue 57).
     assert names == ["__init__.py", "__main__.py", "cli.py", "client.py", "coding.py", "daemon.py", "execute.py", "gitinfo.py",
-                     "keyfile.py", "machine.py", "verify.py"]
+                     "keyfile.py", "machine.py"]
+
+
+def test_the_one_file_verifier_imports_only_the_standard_library():
+    """toolkit/verify_build.py is downloaded and run alone (issue 57): nothing of the project, no package."""
+    import sys
+
+    roots = imported_roots(ROOT / "toolkit" / "verify_build.py")
+    assert roots - set(sys.stdlib_module_names) == set(), roots
