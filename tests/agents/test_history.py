@@ -44,7 +44,7 @@ def test_agent_history_is_newest_first_with_a_bounded_limit(org_a, upstream, dja
         default = org_a.client.get("/v1/agents/hist/runs").json()["runs"]
     assert [r["id"] for r in default] == ids[::-1][:50]
     assert [r["id"] for r in org_a.client.get("/v1/agents/hist/runs?limit=3").json()["runs"]] == ids[::-1][:3]
-    # Departs on purpose from the reference's silent default (README, Design decisions): below 1
+    # Departs on purpose from the reference's silent default (docs/decisions/0054-cursor-pagination-clamped-limits.md): below 1
     # is a 400, above the maximum is clamped to it (201 used to answer 50 rows).
     assert org_a.client.get("/v1/agents/hist/runs?limit=0").status_code == 400
     assert len(org_a.client.get("/v1/agents/hist/runs?limit=201").json()["runs"]) == 60

@@ -1,0 +1,142 @@
+"""The decision records under docs/decisions/: read them, check their form, write their index.
+
+A record is `docs/decisions/NNNN-short-title.md`:
+
+    # NNNN. Title
+
+    Area: Runs             (optional: the index's heading; records without one are under "Other")
+
+    ## Context
+    …
+    ## Decision
+    …
+    ## Consequences
+    …
+    ## Status
+
+    Accepted.          (or "Superseded by [NNNN](NNNN-….md)." — a superseded record links its successor)
+
+`index_page()` renders docs/decisions/index.md (every record by area, with its status);
+`problems()` lists what is wrong with the records (the tests fail on any).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+FOLDER = ROOT / "docs" / "decisions"
+SECTIONS = ("Context", "Decision", "Consequences", "Status")
+#: The index's heading for records without an `Area:` line.
+OTHER = "Other"
+NAME = re.compile(r"^(\d{4})-[a-z0-9]+(?:-[a-z0-9]+)*\.md$")
+#: "# 0042. Title" (and "# 0042 — Title", which some records use).
+TITLE = re.compile(r"^# \d{4}(?:\.| —| -) (.+)$", re.M)
+LINK = re.compile(r"\[(\d{4})\]\((\d{4}-[a-z0-9-]+\.md)\)")
+
+
+@dataclass(frozen=True)
+class Record:
+    """One decision record as read from its file."""
+
+    number: str  # "0042"
+    path: Path
+    title: str
+    area: str
+    sections: dict[str, str]
+
+    @property
+    def status(self) -> str:
+        """Return the Status section's first sentence ("Accepted.", "Superseded by [0117](…).")."""
+        return self.sections.get("Status", "").strip().split("\n")[0]
+
+    @property
+    def superseded_by(self) -> str | None:
+        """Return the file name of the successor when the record is superseded, else None."""
+        match = re.match(r"Superseded by " + LINK.pattern, self.status)
+        return match.group(2) if match else None
+
+
+def read(path: Path) -> Record:
+    """Parse the record at `path` (its title line, `Area:` line and `##` sections)."""
+    text = path.read_text(encoding="utf-8")
+    title = TITLE.search(text)
+    area = re.search(r"^Area: (.+)$", text, re.M)
+    sections: dict[str, str] = {}
+    for match in re.finditer(r"^## (.+?)\n(.*?)(?=^## |\Z)", text, re.M | re.S):
+        sections[match.group(1).strip()] = match.group(2).strip()
+    return Record(number=path.name[:4], path=path, title=title.group(1).strip() if title else "",
+                  area=area.group(1).strip() if area else OTHER, sections=sections)
+
+
+def records(folder: Path = FOLDER) -> list[Record]:
+    """Return every record in `folder`, by number."""
+    return [read(path) for path in sorted(folder.glob("[0-9][0-9][0-9][0-9]-*.md"))]
+
+
+def problems(folder: Path = FOLDER) -> list[str]:
+    """Return one sentence per fault: a bad file name, a missing section or title, a number used
+    twice, a link to a record that does not exist, a superseded record without its successor."""
+    found: list[str] = []
+    all_records = records(folder)
+    names = {r.path.name for r in all_records}
+    numbers: dict[str, str] = {}
+    for record in all_records:
+        name = record.path.name
+        if not NAME.match(name):
+            found.append(f"{name}: the file name is not NNNN-short-title.md (lower case, hyphens)")
+        if record.number in numbers:
+            found.append(f"{name}: number {record.number} is also {numbers[record.number]}")
+        numbers[record.number] = name
+        if not record.title:
+            found.append(f"{name}: no '# {record.number}. Title' line")
+        elif not re.match(rf"# {record.number}(?:\.| —| -) ", record.path.read_text(encoding="utf-8")):
+            found.append(f"{name}: the title's number is not the file's")
+        if list(record.sections) != list(SECTIONS):
+            found.append(f"{name}: sections are {list(record.sections)}, not {list(SECTIONS)}")
+        for section in SECTIONS:
+            if not record.sections.get(section):
+                found.append(f"{name}: the {section} section is empty")
+        text = record.path.read_text(encoding="utf-8")
+        for match in LINK.finditer(text):
+            if match.group(2) not in names:
+                found.append(f"{name}: links {match.group(2)}, which does not exist")
+            elif match.group(1) != match.group(2)[:4]:
+                found.append(f"{name}: the link [{match.group(1)}] names {match.group(2)}")
+        if record.status.startswith("Superseded") and record.superseded_by is None:
+            found.append(f"{name}: superseded, but its Status does not link the successor (Superseded by [NNNN](NNNN-….md).)")
+    return found
+
+
+def index_page(folder: Path = FOLDER) -> str:
+    """Return docs/decisions/index.md: every record grouped by area (areas alphabetically)."""
+    all_records = records(folder)
+    by_area: dict[str, list[Record]] = {}
+    for record in all_records:
+        by_area.setdefault(record.area, []).append(record)
+    lines = [
+        "# Decision records",
+        "",
+        "<!-- Generated by scripts/docs/generate.py from the records in this folder; do not edit. -->",
+        "",
+        "Each record says what was decided where the specs were silent or were departed from, why, and what",
+        "follows: Context, Decision, Consequences, Status. A record is never rewritten to say something new:",
+        "a later decision gets its own record, and the old one's status links it (superseded or amended).",
+        "",
+        "A new record: the next free number of your range, `NNNN-short-title.md` in this folder, the four",
+        "sections (and an `Area:` line, for its heading here); then `python scripts/docs/generate.py decisions` to list it here.",
+        "",
+        f"{len(all_records)} records; {sum(1 for r in all_records if r.superseded_by)} superseded.",
+        "",
+    ]
+    for area in sorted(by_area, key=lambda a: (a == OTHER, a)):
+        lines += [f"## {area}", "", "| # | decision | status |", "|---|---|---|"]
+        for record in by_area[area]:
+            status = record.status.rstrip(".")
+            status = LINK.sub(lambda m: f"[{m.group(1)}]({m.group(2)})", status)
+            title = record.title.replace("|", "\\|")
+            lines.append(f"| {record.number} | [{title}]({record.path.name}) | {status.replace('|', chr(92) + '|')} |")
+        lines.append("")
+    return "\n".join(lines)

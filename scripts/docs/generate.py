@@ -1,0 +1,77 @@
+"""Write the documentation site's generated pages: `python scripts/docs/generate.py [--check] [PAGE …]`.
+
+PAGE is any of `decisions`, `reference`, `environment`, `one-run` (default: all). Each page is
+rendered from what the code serves or declares; `--check` writes nothing and exits 1 naming every
+committed page that differs from a fresh rendering (`make docs-check`; the tests under
+`tests/docs/` hold the same comparisons).
+
+    decisions    docs/decisions/index.md       the decision records, by area
+    reference    docs/reference/agents-api.md, docs/reference/identity-api.md
+                                               the served OpenAPI documents of /v1/agents and /v1/identity
+    environment  docs/operations/environment.md every environment variable, checked against the code
+    one-run      docs/architecture/one-run.md  the modules one traced run visits
+
+The pages that need the site (reference, environment, one-run) run it in this process on a
+throwaway data directory with the demo gateway in-process; nothing outside it is touched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from scripts.docs import decisions  # noqa: E402
+
+PAGES = ("decisions", "reference", "environment", "one-run")
+
+
+def rendered(page: str) -> dict[Path, str]:
+    """Return {path: text} of the files `page` consists of, freshly rendered."""
+    if page == "decisions":
+        return {decisions.FOLDER / "index.md": decisions.index_page()}
+    if page == "reference":
+        from scripts.docs import reference
+
+        return reference.pages()
+    if page == "environment":
+        from scripts.docs import environment
+
+        return {environment.PAGE: environment.page()}
+    if page == "one-run":
+        from scripts.docs import one_run
+
+        return {one_run.PAGE: one_run.page()}
+    raise SystemExit(f"unknown page {page!r} (one of {', '.join(PAGES)})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Render the pages named in `argv`; write them, or with `--check` compare them. Return the exit code."""
+    parser = argparse.ArgumentParser(prog="scripts/docs/generate.py", description=__doc__.split("\n")[0])
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when a committed page differs")
+    parser.add_argument("pages", nargs="*", choices=[*PAGES, []], default=[], metavar="PAGE")
+    args = parser.parse_args(argv)
+    stale = []
+    for page in args.pages or PAGES:
+        for path, text in rendered(page).items():
+            current = path.read_text(encoding="utf-8") if path.exists() else None
+            if current == text:
+                continue
+            if args.check:
+                stale.append(path.relative_to(ROOT))
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text, encoding="utf-8")
+                print(f"wrote {path.relative_to(ROOT)}")
+    if stale:
+        print("stale (run python scripts/docs/generate.py and commit):", *stale, sep="\n  ")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
