@@ -1,10 +1,10 @@
-# The two set-up commands of the README: `make run` and `make test`.
+# The two set-up commands (README, docs/getting-started.md): `make run` and `make test`; `make demo`, `make docs`.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: run demo test test-durations test-gateways coverage-runner bench screenshots clean
+.PHONY: run demo test test-durations test-gateways coverage-runner bench screenshots docs docs-check docs-pages clean
 
 $(VENV)/.installed-run: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -62,12 +62,25 @@ coverage-runner: $(VENV)/.installed-dev
 	$(VENV)/bin/coverage report --rcfile=scripts/coverage-runner.ini
 
 ## make screenshots: re-take docs/screenshots/*.png from the console's browser tests, and write every
-## page of the console crawl at 1280 and 390 px to docs/screenshots/crawl/ (ignored: only the README's are committed).
+## page of the console crawl at 1280 and 390 px to docs/screenshots/crawl/ (ignored: only the docs' own are committed).
 screenshots: $(VENV)/.installed-dev
 	bash scripts/test-prereqs.sh
 	AGENTS_SCREENSHOT_DIR=$(CURDIR)/docs/screenshots $(PY) -m pytest tests/console/test_browser.py tests/console/test_browser_live.py tests/console/test_browser_chat.py tests/console/test_browser_turns.py -q
 	rm -rf docs/screenshots/crawl
 	AGENTS_CRAWL_SCREENSHOTS=$(CURDIR)/docs/screenshots/crawl $(PY) -m pytest tests/console/test_crawl.py -q
+
+## make docs: build the documentation site (mkdocs.yml, MkDocs Material pinned in requirements-dev.txt) into
+## data/site with --strict, offline: no web fonts, no privacy or social plugin, nothing from a CDN.
+docs: $(VENV)/.installed-dev
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
+## make docs-check: exit 1 when a generated page (the API reference, the environment table, the walk of one
+## run, the decisions' index) differs from a fresh rendering. make docs-pages writes them again.
+docs-check: $(VENV)/.installed-dev
+	$(PY) scripts/docs/generate.py --check
+
+docs-pages: $(VENV)/.installed-dev
+	$(PY) scripts/docs/generate.py
 
 bench: $(VENV)/.installed-dev
 	$(PY) bench/provision.py

@@ -85,7 +85,7 @@ fields. A JSON `null` in a body is an omitted field.
 
 Not in this document: the OpenAI-compatible endpoint at `/v1/agents/openai/v1` (`GET /models`,
 `POST /chat/completions`; every agent as a model), whose contract is OpenAI's API and whose
-errors are OpenAI's error object — see the README, "OpenAI-compatible endpoint"."""
+errors are OpenAI's error object — see the guide, docs/guides/openai-compatible.md."""
 
 
 class AgentsAPI(NinjaAPI):

@@ -8,7 +8,7 @@ re-implements or wraps, a SHA-256 of Django's source at the pinned version: a Dj
 that changes one fails `tests/agents_site/test_django_private.py` by name, before it can break a
 request in production.
 
-The upgrade path (README, "Upgrading Django"): bump the pin in requirements.txt; run that test;
+The upgrade path (docs/operations/upgrades.md, "Upgrading Django"): bump the pin in requirements.txt; run that test;
 for every name it reports, read Django's change to that method and port it into our override
 (or drop the override); update the hash here; then run `make test` — which also runs the API
 tests on Django's stock handler and engine (`AGENTS_FAST_HANDLER=0 AGENTS_POOLED_SQLITE=0`) — and

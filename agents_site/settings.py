@@ -2,8 +2,9 @@
 
 Every integration has a default that works with no environment at all (SQLite files, the
 in-memory channel layer, django-q2's ORM broker) and switches on by its variable
-(`DATABASE_URL`, `AGENTS_ORG_DATABASE`, `REDIS_URL`, `OTEL_EXPORTER_OTLP_ENDPOINT`). The README's
-table lists every variable read here.
+(`DATABASE_URL`, `AGENTS_ORG_DATABASE`, `REDIS_URL`, `OTEL_EXPORTER_OTLP_ENDPOINT`).
+docs/operations/environment.md lists every variable read here (scripts/docs/environment.py holds
+the words; tests/docs/test_environment.py fails on a variable read here that the table lacks).
 """
 
 import os
@@ -52,7 +53,7 @@ ALLOWED_HOSTS = [h.strip() for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "127.
 AGENTS_DATA_DIR = Path(os.environ.get("AGENTS_DATA_DIR", str(BASE_DIR / "data"))).resolve()
 AGENTS_DATA_DIR.mkdir(parents=True, exist_ok=True)
 
-# Backups (tenancy/backups, README "Backups and restore"). SQLite mode: `manage.py replicate`
+# Backups (tenancy/backups, docs/guides/backups.md). SQLite mode: `manage.py replicate`
 # runs Litestream for the default database and every org file, shipping WAL to this replica
 # (a local directory, or any URL Litestream supports: s3://, gs://, abs://, sftp://, webdav://).
 # PostgreSQL org mode: `backup_org_pg` writes `pg_dump --format=custom` files under it (a local
@@ -192,7 +193,7 @@ DATABASES["default"]["CONN_MAX_AGE"] = 0  # pooled or not, a request hands its c
 # the default database's holds at most AGENTS_DB_POOL_MAX_SIZE, each org database's (PostgreSQL
 # org mode, tenancy/backends/postgres.py) at most AGENTS_ORG_DB_POOL_MAX_SIZE. A request waits up
 # to AGENTS_DB_POOL_TIMEOUT_SECONDS for a free connection; past that it is answered 503
-# `store_busy`. The README's scaling section says how to size them against max_connections.
+# `store_busy`. docs/guides/scaling-out.md says how to size them against max_connections.
 AGENTS_DB_POOL_MAX_SIZE = max(1, _env_int("AGENTS_DB_POOL_MAX_SIZE", 10))
 AGENTS_ORG_DB_POOL_MAX_SIZE = max(1, _env_int("AGENTS_ORG_DB_POOL_MAX_SIZE", 4))
 AGENTS_DB_POOL_TIMEOUT_SECONDS = max(0.1, _env_float("AGENTS_DB_POOL_TIMEOUT_SECONDS", 10.0))

@@ -3,8 +3,9 @@
 One copy serves both (issue 47). `python -m demo_gateway --port 8001` starts it in demo mode
 (`Upstream(demo=True)`): the only model is `demo`; a user message `/tool NAME {json}` answers
 `finish_reason: tool_calls` for that tool (when the request offers it), a tool result comes back
-as "The tool NAME answered: …", anything else is echoed as "You said: …"; it streams word by word
-and reports usage (words counted as tokens). It imports nothing of the project (import-linter).
+as "The tool NAME answered: …", `/slow TEXT` is echoed one word a second (a run long enough to
+steer), anything else is echoed as "You said: …"; it streams word by word and reports usage (words
+counted as tokens). It imports nothing of the project (import-linter).
 
 It speaks `GET /v1/models` and `POST /v1/chat/completions`. Tests script what it answers:
 
@@ -137,6 +138,10 @@ class Streamed:
 DEMO_MODEL = "demo"
 #: A user message that asks the demo gateway for a tool call: `/tool calculator {"expression":"6*7"}`.
 TOOL_COMMAND = re.compile(r"^/tool\s+(?P<name>[A-Za-z0-9_.:-]+)\s*(?P<args>.*)$", re.S)
+#: A user message `/slow TEXT` is echoed one word every this many seconds: a run long enough to
+#: watch, pause and stop (the docs' steering examples).
+SLOW_WORD_SECONDS = 1.0
+SLOW_COMMAND = re.compile(r"^/slow\b\s*(?P<text>.*)$", re.S)
 
 
 def _text(content) -> str:
@@ -159,6 +164,7 @@ def demo_reply(body: dict) -> Reply:
     - the last user message is `/tool NAME {json}` and the request offers NAME → a tool call of
       NAME with those arguments (`finish_reason: tool_calls`); NAME not offered, or arguments
       that are not a JSON object → a sentence saying so;
+    - the last user message is `/slow TEXT` → "You said: TEXT", one word every `SLOW_WORD_SECONDS`;
     - otherwise → "You said: TEXT".
 
     Usage counts whitespace-separated words as tokens; the content streams word by word.
@@ -187,6 +193,11 @@ def demo_reply(body: dict) -> Reply:
             listed = ", ".join(n for n in offered if n) or "none"
             return _demo_text(f"The tool {name} is not offered to this agent (offered: {listed}).", prompt_tokens)
         return Reply(content=None, tool_calls=[(name, arguments)], prompt_tokens=prompt_tokens, completion_tokens=_words(raw) + 1)
+    slow = SLOW_COMMAND.match(text)
+    if slow:
+        reply = _demo_text(f"You said: {slow.group('text').strip()}", prompt_tokens)
+        reply.chunk_delay = SLOW_WORD_SECONDS
+        return reply
     return _demo_text(f"You said: {text}" if text else "You said nothing.", prompt_tokens)
 
 

@@ -1,7 +1,6 @@
 """Errors of the OpenAI-compatible endpoint, rendered as OpenAI's error object.
 
-This path is the second deliberate exception to the one error shape (README "Design
-decisions"): a client written for OpenAI (its SDKs, LangChain, editors) reads
+This path is the second deliberate exception to the one error shape (docs/decisions/0049-the-openai-compatible-endpoint-answers-openais-error-object.md): a client written for OpenAI (its SDKs, LangChain, editors) reads
 `{"error": {"message", "type", "param", "code"}}`, so that is what every error here answers.
 `code` is this platform's `ErrorCode` word (`model_not_found`, `secret_in_transcript`,
 `insufficient_balance`, …), `type` OpenAI's class of error for the status

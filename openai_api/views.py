@@ -7,7 +7,7 @@
 
 Auth: an API key of the org (or a gateway JWT) as `Authorization: Bearer …`; anything else is
 401. Every error is OpenAI's error object (`openai_api.errors`). The contract is OpenAI's chat
-completions API; README "OpenAI-compatible endpoint" states what differs.
+completions API; docs/guides/openai-compatible.md states what differs.
 """
 
 from __future__ import annotations

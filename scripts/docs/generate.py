@@ -28,12 +28,37 @@ if str(ROOT) not in sys.path:
 from scripts.docs import decisions  # noqa: E402
 
 PAGES = ("decisions", "reference", "environment", "one-run")
+#: Variables that would point the throwaway site elsewhere (a developer's exports); cleared before it starts.
+FOREIGN = ("INFERENCE_BASE_URL", "INFERENCE_API_KEY", "AGENTS_FAILOVER_MODEL", "REDIS_URL", "DATABASE_URL", "AGENTS_ORG_DATABASE",
+           "AGENTS_GATEWAY_JWT_KEY", "CLOUD_AGENT_FEE_CENTS", "OTEL_EXPORTER_OTLP_ENDPOINT", "AGENTS_BACKUP_URL")
+
+
+def setup_site() -> None:
+    """Configure Django on a throwaway data directory with the embedded defaults and the demo gateway
+    (`demo_gateway`, in this process on a free loopback port) as its inference gateway; once per process."""
+    import os
+    import tempfile
+
+    import django
+    from django.conf import settings
+
+    from demo_gateway.server import DEMO_MODEL, Upstream
+
+    if settings.configured:
+        return
+    for name in FOREIGN:
+        os.environ.pop(name, None)
+    gateway = Upstream(demo=True).start()
+    os.environ.update(AGENTS_DATA_DIR=tempfile.mkdtemp(prefix="agents-docs-"), DJANGO_SETTINGS_MODULE="agents_site.settings",
+                      INFERENCE_BASE_URL=gateway.base_url, AGENTS_DEFAULT_MODEL=DEMO_MODEL, AGENTS_LOG_LEVEL="ERROR")
+    django.setup()
 
 
 def rendered(page: str) -> dict[Path, str]:
     """Return {path: text} of the files `page` consists of, freshly rendered."""
     if page == "decisions":
         return {decisions.FOLDER / "index.md": decisions.index_page()}
+    setup_site()
     if page == "reference":
         from scripts.docs import reference
 

@@ -193,7 +193,7 @@
           secretRow("X25519 private key (JWK)", "x25519_private_jwk", JSON.stringify(keys.x25519.privateJwk)),
           secretRow("Ed25519 private key (JWK)", "ed25519_private_jwk", JSON.stringify(keys.ed25519.privateJwk))];
         if (secret) rows.push(secretRow("webhook secret", "webhook_secret", secret));
-        // Everything an SDK needs in one file (README "Agent SDKs"): save it as agent.json, mode 0600.
+        // Everything an SDK needs in one file (docs/guides/identity-and-sdks.md, "The agent SDKs"): save it as agent.json, mode 0600.
         var agentJson = { base_url: location.origin, agent_id: created.agent_id, agent_token: created.agent_token,
           x25519_private_jwk: keys.x25519.privateJwk, ed25519_private_jwk: keys.ed25519.privateJwk };
         if (secret) agentJson.webhook_secret = secret;

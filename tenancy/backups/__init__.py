@@ -1,4 +1,4 @@
-"""Backups of org stores and the default database (issue 35; README "Backups and restore").
+"""Backups of org stores and the default database (issue 35; docs/guides/backups.md).
 
 SQLite mode: `manage.py replicate` supervises one Litestream process that ships the WAL of the
 default database and of every org file to `AGENTS_BACKUP_URL` (`replication`), and

@@ -2,7 +2,7 @@
 
 Litestream is for SQLite; on PostgreSQL the operator runs the server's own continuous backup
 (WAL archiving plus a periodic `pg_basebackup`: point-in-time recovery of the whole server,
-README "Backups and restore"). What that cannot do is bring back *one* org without rolling back
+docs/guides/backups.md). What that cannot do is bring back *one* org without rolling back
 the others, which is what this module scripts:
 
 * `backup(slug)` — `pg_dump --format=custom` of the org's database (one consistent snapshot,

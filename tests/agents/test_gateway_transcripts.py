@@ -48,12 +48,12 @@ def test_every_transcript_says_how_it_was_made(server):
         assert "NOT RECORDED" in data["provenance"]  # never passed off as a recording
 
 
-def test_the_readme_says_the_transcripts_are_written_not_recorded():
+def test_the_local_models_guide_says_the_transcripts_are_written_not_recorded():
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "guides" / "local-models.md").read_text()
     written = [s for s in ("llama-cpp-python", "litellm-proxy") if transcript(s)["provenance"].startswith("WRITTEN FROM")]
-    assert written == ["llama-cpp-python", "litellm-proxy"]  # a recorded one would change what the README must say
+    assert written == ["llama-cpp-python", "litellm-proxy"]  # a recorded one would change what the guide must say
     assert "are **written from the servers' source and documentation, not recorded**" in readme
     for recorded in ("llama-cpp-python-recorded", "litellm-proxy-recorded"):
         assert transcript(recorded)["provenance"].startswith("RECORDED")

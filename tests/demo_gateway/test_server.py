@@ -8,7 +8,7 @@ import sys
 import openai
 import pytest
 
-from demo_gateway.server import DEMO_MODEL, Upstream, demo_reply
+from demo_gateway.server import DEMO_MODEL, SLOW_WORD_SECONDS, Upstream, demo_reply
 from tests.support.live import ROOT, free_port
 
 CALCULATOR = {"type": "function", "function": {"name": "calculator", "parameters": {"type": "object"}}}
@@ -60,6 +60,13 @@ def test_a_tool_result_is_reported_by_the_tools_name():
                                                                                  "function": {"name": "calculator", "arguments": "{}"}}]},
                          {"role": "tool", "tool_call_id": "call_1", "content": "42"}]}
     assert demo_reply(body).content == "The tool calculator answered: 42"
+
+
+def test_the_slow_command_echoes_its_text_one_word_at_a_time():
+    reply = demo_reply({"messages": [{"role": "user", "content": "/slow one two three"}]})
+    assert reply.content == "You said: one two three"
+    assert reply.chunks == ["You ", "said: ", "one ", "two ", "three"]
+    assert reply.chunk_delay == SLOW_WORD_SECONDS > 0
 
 
 @pytest.mark.parametrize(("text", "tools", "expected"), [

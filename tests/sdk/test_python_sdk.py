@@ -90,8 +90,8 @@ def test_the_webhook_server_answers_400_unverified_and_204_for_a_refused_envelop
         server.server_close()
 
 
-def test_the_readme_walks_secrets_and_venv_are_ignored_by_git():
-    # README "From /create-agent to a running agent" writes agent.json (the agent's token and
+def test_the_guides_walks_secrets_and_venv_are_ignored_by_git():
+    # docs/guides/console.md "From /create-agent to a running agent" writes agent.json (the agent's token and
     # private keys) and the .agent venv at the repository's root: `git add -A` must not take them.
     import shutil
 
@@ -101,12 +101,13 @@ def test_the_readme_walks_secrets_and_venv_are_ignored_by_git():
     assert done.stdout.split() == ["agent.json", ".agent/bin/python"], done.stdout + done.stderr
 
 
-def test_the_readme_walk_is_under_ten_commands():
-    # Issue 33: the README walks a developer from /create-agent to a running agent in under ten
-    # commands (each `a && b` counts as two; console steps are comments).
-    readme = (ROOT / "README.md").read_text()
+def test_the_guides_walk_is_under_ten_commands():
+    # Issue 33: the console guide walks a developer from /create-agent to a running agent in under
+    # ten commands (each `a && b` counts as two; console steps are comments).
+    readme = (ROOT / "docs" / "guides" / "console.md").read_text()
     start = readme.index("**From `/create-agent` to a running agent**")
-    block = readme[readme.index("```sh\n", start) + 6:readme.index("```", readme.index("```sh\n", start) + 6)]
+    opening = readme.index("\n", readme.index("```sh", start)) + 1
+    block = readme[opening:readme.index("```", opening)]
     lines = [line.split("  #")[0].strip() for line in block.splitlines()]
     commands = [part for line in lines if line and not line.startswith("#") for part in line.split("&&")]
     assert 0 < len(commands) < 10, commands

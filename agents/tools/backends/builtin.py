@@ -31,7 +31,7 @@ def _invoker(name: str):
 
 
 #: Why `http_get` is not offered, in a user's words (the API's 400 and the console's picker say it;
-#: the setting's name is for operators, in the README).
+#: the setting's name is for operators, in docs/operations/environment.md).
 HTTP_GET_OFF = "this deployment does not let agents fetch web pages (its operator has allowed no web host)"
 
 

@@ -6,7 +6,7 @@ org-facing tables (orgs, API keys, the ledger), scans each value with `sessions.
 now, and prints one line per finding — org, table, column, row, rule, severity, masked preview,
 SHA-256 fingerprint — then a count per org, table and column. Never the value, and never a write:
 values stored before the scanner knew their format stay as they are; the report says what to
-rotate (see README, "Credentials already stored").
+rotate (see docs/guides/credentials.md, "Credentials already stored").
 
     manage.py scan_stored_credentials [--org SLUG ...] [--json]
 

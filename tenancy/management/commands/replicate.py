@@ -1,7 +1,7 @@
 """`manage.py replicate`: keep Litestream replicating the default database and every org file.
 
 Long-running (the Procfile's `backup` process); needs `AGENTS_BACKUP_URL`. See
-`tenancy.backups.replication` and the README's "Backups and restore".
+`tenancy.backups.replication` and docs/guides/backups.md.
 """
 
 from django.conf import settings
