@@ -10,7 +10,9 @@ A page's fenced blocks are read in order (`blocks(path)`). Which are examples, a
 - an example titled `illustrative: <why>` is not run (it needs a second machine, a replica
   service, a real model…); the test lists them and fails when they pass `MAX_ILLUSTRATIVE` of all;
 - the example titled `server` is the command the test itself runs to start the server
-  (`make demo`); its answer is compared with the server's banner.
+  (`make demo`); its answer is compared with the server's banner;
+- a block titled `excerpt: <path>` is a piece of the project's code, not an example: every one of
+  its lines must be found in that file, in order (`excerpt_problems`), so it cannot drift either.
 """
 
 from __future__ import annotations
@@ -41,8 +43,13 @@ class Block:
     answer: Block | None = field(default=None, repr=False)
 
     @property
+    def excerpt_of(self) -> str | None:
+        """Return the repository path a block titled `excerpt: <path>` quotes, else None."""
+        return self.title.removeprefix("excerpt:").strip() if self.title.startswith("excerpt:") else None
+
+    @property
     def is_example(self) -> bool:
-        return self.lang in SHELL | PYTHON and self.title != "answer"
+        return self.lang in SHELL | PYTHON and self.title != "answer" and self.excerpt_of is None
 
     @property
     def illustrative(self) -> bool:
@@ -96,6 +103,24 @@ def pages() -> list[Path]:
 def examples(path: Path | None = None) -> list[Block]:
     """Return the examples of one page, or of the whole site."""
     return [b for p in ([path] if path else pages()) for b in blocks(p) if b.is_example]
+
+
+def excerpt_problems(block: Block) -> list[str]:
+    """Return what is wrong with an excerpt: its file missing, or a line of it not found in the file
+    after the previous one (lines compared stripped; blank lines skipped)."""
+    path = ROOT / (block.excerpt_of or "")
+    if not block.excerpt_of or not path.is_file():
+        return [f"{block.where}: excerpt of {block.excerpt_of!r}, which is not a file of the project"]
+    source = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+    at = 0
+    for line in (line.strip() for line in block.code.splitlines()):
+        if not line:
+            continue
+        found = next((i for i in range(at, len(source)) if line == source[i]), None)
+        if found is None:
+            return [f"{block.where}: {line!r} is not in {block.excerpt_of} (after the excerpt's previous line)"]
+        at = found + 1
+    return []
 
 
 def _pattern(expected: str) -> re.Pattern:

@@ -160,6 +160,15 @@ def test_illustrative_examples_are_listed_and_at_most_a_tenth_of_all():
         assert not [b for b in examples.examples(examples.DOCS / page) if b.illustrative], f"{page}'s examples must all run"
 
 
+def test_every_excerpt_is_in_the_file_it_names(tmp_path):
+    excerpts = [b for p in examples.pages() for b in examples.blocks(p) if b.excerpt_of is not None]
+    assert [problem for b in excerpts for problem in examples.excerpt_problems(b)] == []
+    changed = examples.Block(page="x.md", line=1, lang="python", title="excerpt: chat/apps.py",
+                             code="register_run_policy(RunPolicy(kind=RunKind.CHAT, resume=run_elsewhere,\n")
+    assert examples.excerpt_problems(changed) == [
+        "x.md:1: 'register_run_policy(RunPolicy(kind=RunKind.CHAT, resume=run_elsewhere,' is not in chat/apps.py (after the excerpt's previous line)"]
+
+
 def test_an_answer_that_disagrees_fails_and_ellipses_match_anything():
     assert examples.matches('{"status": "ok", …}', '{"status":"ok","output":"You said: hi"}')
     assert examples.matches("You said: …", "You said: Say hi\n")
