@@ -82,6 +82,9 @@ class Channel:
     (the attempt has a `delivery` foreign key). `secret(delivery)` returns the `whsec_…` signing
     secret, or None (the attempt fails: "no webhook secret to sign with"). `after_attempt(delivery, ok, now)`
     (optional) runs after each attempt is recorded (an endpoint's failing streak).
+    `hold(delivery) -> bool` (optional) runs first in the transaction recording an attempt: it
+    holds what the delivery hangs on against a delete and returns False when that is gone (an
+    org endpoint deleted during the attempt), and then nothing is recorded (issue 51).
     """
 
     name: str
@@ -89,6 +92,7 @@ class Channel:
     attempt_model: type
     secret: Callable[[object], str | None]
     after_attempt: Callable[[object, bool, datetime], None] | None = None
+    hold: Callable[[object], bool] | None = None
 
 
 _channels: dict[str, Channel] = {}
@@ -267,6 +271,8 @@ def attempt(channel_name: str, delivery_id: str, *, force: bool = False):
     at = now()
     retry_in = None
     with stores.org_atomic():
+        if ch.hold is not None and not ch.hold(row):
+            return None  # deleted with its endpoint during the attempt: nothing left to record
         ch.attempt_model.objects.create(delivery=row, number=row.attempts, status_code=result.status_code, error=result.error,
                                         response_body=result.response_body, duration_ms=result.duration_ms, created_at=at)
         fields = {"last_status_code": result.status_code, "last_error": result.error, "updated_at": at}

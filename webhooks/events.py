@@ -32,7 +32,7 @@ from runs import hooks
 from agents.presenters import run_view
 from agents_site.vocabulary import RunStatus, WebhookEventType
 from tenancy import stores
-from webhooks import callbacks, engine, selectors, services
+from webhooks import callbacks, engine, queries, selectors, services
 from webhooks.models import Endpoint, RunCallback, TargetStatusSeen
 
 logger = logging.getLogger(__name__)
@@ -68,7 +68,10 @@ def _run_started(run) -> None:
     if checked is None:
         return
     hooks.requested_callback.set(None)  # an agent-as-tool sub-run of this request gets none
-    RunCallback.objects.create(run_id=run.id, endpoint_id=checked.endpoint_pk, url=checked.url, created_at=engine.now())
+    # Held against a delete like every row under an endpoint (webhooks.queries.endpoints_held):
+    # one deleted since the request was checked gets no callback, as it gets no delivery.
+    if queries.endpoints_held([checked.endpoint_pk], stores.current_alias()):
+        RunCallback.objects.create(run_id=run.id, endpoint_id=checked.endpoint_pk, url=checked.url, created_at=engine.now())
 
 
 def _run_finishing(run) -> None:

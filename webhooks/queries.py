@@ -40,3 +40,30 @@ def enabled_endpoints_with_callback(run_id: str, alias: str) -> list[Endpoint]:
         endpoint.callback_url = row[width]
         endpoints.append(endpoint)
     return endpoints
+
+
+def endpoints_held(pks: list[int], alias: str) -> set[int]:
+    """Hold endpoints `pks` of database `alias` against a delete until the current transaction
+    ends; return the pks of those that still exist. Call inside a transaction (`org_atomic`).
+
+    Whatever writes a row under an endpoint (a delivery, an attempt of one, a run's callback)
+    holds the endpoint first, and `services.endpoint_delete` holds it (`FOR UPDATE`) before it
+    collects the endpoint's rows, so the two are ordered on that one row (issue 51): a writer
+    that comes second waits for the delete and then finds the endpoint gone (it skips it), a
+    delete that comes second waits for the writer and then deletes what it wrote too. On
+    PostgreSQL the hold is `FOR KEY SHARE`, the weakest row lock: any number of finishes and
+    attempts share it, an update of the endpoint's other columns does not wait for it, only a
+    DELETE does. On SQLite it is a plain read: `BEGIN IMMEDIATE` already serialises writers.
+    Example: `endpoints_held([3, 7], "org_acme")` → `{3}` when endpoint 7 was deleted.
+    """
+    wanted = sorted({int(pk) for pk in pks})
+    if not wanted:
+        return set()
+    connection = transaction.get_connection(alias)
+    quote = connection.ops.quote_name
+    pk = quote(Endpoint._meta.pk.column)
+    lock = " FOR KEY SHARE" if connection.vendor == "postgresql" else ""
+    marks = ", ".join(["%s"] * len(wanted))
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {pk} FROM {sql.table_name(Endpoint, connection)} WHERE {pk} IN ({marks}) ORDER BY {pk}{lock}", wanted)
+        return {row[0] for row in cursor.fetchall()}

@@ -20,7 +20,7 @@ from agents_site.errors import Conflict, InvalidRequest
 from agents_site.ids import mint_id
 from agents_site.vocabulary import DeliveryStatus, WebhookChannel, WebhookDisabledReason, WebhookEventType
 from tenancy import stores
-from webhooks import engine, selectors
+from webhooks import engine, queries, selectors
 from webhooks.destinations import clean_url
 from webhooks.models import Endpoint, EventAttempt, EventDelivery
 from webhooks.secretbox import decrypt_secret, encrypt_secret
@@ -148,9 +148,19 @@ def endpoint_rotate(*, endpoint_id: str) -> tuple[Endpoint, str]:
 
 
 def endpoint_delete(*, endpoint_id: str) -> None:
-    """Delete an endpoint with its deliveries and callbacks (404 unknown)."""
+    """Delete an endpoint with its deliveries, their attempts and its callbacks (404 unknown).
+
+    The endpoint's row is locked (`FOR UPDATE` on PostgreSQL) before its rows are collected:
+    a run finishing meanwhile, an attempt being recorded or a run being started with a
+    callback under it holds the row too (`queries.endpoints_held`), so either it waits for this
+    delete and skips the endpoint, or this waits for it and deletes what it wrote as well —
+    neither side fails on the foreign key (issue 51; decision 1510).
+    """
     with stores.org_atomic():
-        selectors.endpoint_get(endpoint_id=endpoint_id).delete()
+        row = Endpoint.objects.select_for_update().filter(public_id=endpoint_id).first() if isinstance(endpoint_id, str) else None
+        if row is None:
+            selectors.endpoint_get(endpoint_id="")  # 404 like any unknown id
+        row.delete()
 
 
 def endpoint_secret(endpoint: Endpoint) -> str | None:
@@ -162,19 +172,25 @@ def deliveries_create(*, endpoints_and_urls: list[tuple[Endpoint, str]], event_t
                       enqueue: bool = True) -> list[EventDelivery]:
     """Create one pending delivery of event `event_type` (`data`) per `(endpoint, url)`; queue them after commit.
 
-    The payload is fixed now (the same bytes on every attempt). Returns the deliveries.
+    The payload is fixed now (the same bytes on every attempt). Returns the deliveries. An
+    endpoint deleted since it was read gets none (decision 1510): the endpoints are held against
+    a delete (`queries.endpoints_held`) before the rows go in, so a delivery never refers to an
+    endpoint whose delete has committed or will commit before it.
     """
     if not endpoints_and_urls:
         return []
     at = engine.now()
     event_id = event_id or mint_id("evt")
     body = engine.event_body(event_type, data, at=at)
-    rows = [
-        EventDelivery(public_id=engine.new_message_id(), endpoint=endpoint, event_id=event_id, event_type=str(event_type), url=url,
-                      payload=body, status=DeliveryStatus.PENDING, next_attempt_at=at, created_at=at, updated_at=at)
-        for endpoint, url in endpoints_and_urls
-    ]
     with stores.org_atomic():
+        alive = queries.endpoints_held([endpoint.pk for endpoint, _ in endpoints_and_urls], stores.current_alias())
+        rows = [
+            EventDelivery(public_id=engine.new_message_id(), endpoint=endpoint, event_id=event_id, event_type=str(event_type), url=url,
+                          payload=body, status=DeliveryStatus.PENDING, next_attempt_at=at, created_at=at, updated_at=at)
+            for endpoint, url in endpoints_and_urls if endpoint.pk in alive
+        ]
+        if not rows:
+            return []
         EventDelivery.objects.bulk_create(rows)
         if enqueue:
             engine.on_commit_enqueue(WebhookChannel.ORG, [r.public_id for r in rows])
@@ -188,8 +204,10 @@ def endpoint_test(*, endpoint_id: str) -> EventDelivery:
     """
     endpoint = selectors.endpoint_get(endpoint_id=endpoint_id)
     data = {"endpointId": endpoint.public_id, "message": "a test event from the Agents console"}
-    (row,) = deliveries_create(endpoints_and_urls=[(endpoint, endpoint.url)], event_type=WebhookEventType.TEST, data=data,
-                               enqueue=False)
+    rows = deliveries_create(endpoints_and_urls=[(endpoint, endpoint.url)], event_type=WebhookEventType.TEST, data=data, enqueue=False)
+    if not rows:
+        selectors.endpoint_get(endpoint_id="")  # deleted meanwhile: 404 like an unknown one
+    row = rows[0]
     engine.attempt(WebhookChannel.ORG, row.public_id, force=True)
     return selectors.delivery_get(delivery_id=row.public_id)
 
@@ -214,6 +232,12 @@ def _after_attempt(delivery: EventDelivery, ok: bool, at) -> None:
     )
 
 
+def _hold(delivery: EventDelivery) -> bool:
+    """Hold the delivery's endpoint against a delete while its attempt is recorded; False when
+    the endpoint (and so the delivery) was deleted meanwhile: the attempt is not recorded."""
+    return bool(queries.endpoints_held([delivery.endpoint_id], stores.current_alias()))
+
+
 def _secret(delivery: EventDelivery) -> str | None:
     endpoint = Endpoint.objects.filter(pk=delivery.endpoint_id).first()
     return endpoint_secret(endpoint) if endpoint is not None else None
@@ -222,4 +246,4 @@ def _secret(delivery: EventDelivery) -> str | None:
 def channel() -> engine.Channel:
     """Return the engine channel of org endpoint deliveries."""
     return engine.Channel(name=str(WebhookChannel.ORG), delivery_model=EventDelivery, attempt_model=EventAttempt,
-                          secret=_secret, after_attempt=_after_attempt)
+                          secret=_secret, after_attempt=_after_attempt, hold=_hold)
