@@ -198,6 +198,9 @@ AGENTS_DB_POOL_MAX_SIZE = max(1, _env_int("AGENTS_DB_POOL_MAX_SIZE", 10))
 AGENTS_ORG_DB_POOL_MAX_SIZE = max(1, _env_int("AGENTS_ORG_DB_POOL_MAX_SIZE", 4))
 AGENTS_DB_POOL_TIMEOUT_SECONDS = max(0.1, _env_float("AGENTS_DB_POOL_TIMEOUT_SECONDS", 10.0))
 if "postgresql" in DATABASES["default"]["ENGINE"]:
+    # Django's engine whose module makes a forked process (django-q2's workers) forget the
+    # pools and connections it inherited instead of sharing its parent's server sessions.
+    DATABASES["default"]["ENGINE"] = "agents_site.db_backends.postgresql"
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": min(2, AGENTS_DB_POOL_MAX_SIZE),
         "max_size": AGENTS_DB_POOL_MAX_SIZE,
