@@ -300,8 +300,16 @@ def _routed(request, agent, payload: RunIn, principal):
 
 
 @router.get("/{ref}/runs", response=RunListOut, summary="One agent's run history", exclude_none=True)
-def list_agent_runs(request, ref: str, limit: int = _run_limit(), cursor: str = cursor_param()):
-    """Return one page of agent `ref`'s finished runs, newest first; `nextCursor` reads the next page."""
+def list_agent_runs(
+    request,
+    ref: str,
+    status: word_param(RunStatus) = Query(None, description="Only runs in this status (default: finished runs, `ok` and `error`)."),
+    limit: int = _run_limit(),
+    cursor: str = cursor_param(),
+):
+    """Return one page of agent `ref`'s finished runs, newest first — or, with `status`, its runs in
+    that status (`queued`, `running`, `waiting` as `GET /v1/agents/runs?status=` lists them);
+    `nextCursor` reads the next page."""
     agent = selectors.agent_get(ref=ref)
-    page = run_selectors.run_list(agent=agent, limit=limit, cursor=cursor)
+    page = run_selectors.run_list_org(status=status, agent=agent, limit=limit, cursor=cursor)
     return {"runs": [run_view(r) for r in page.items], "nextCursor": page.next_cursor}

@@ -522,26 +522,70 @@ def run_finishing(
     }
     if span is not None:
         changes["trace_id"] = tracing.trace_id_hex(span)
-    with stores.org_atomic():
-        run = queries.run_outcome(run_id, changes, from_statuses=from_statuses, alias=alias)
-        if run is None:
-            _close_inbox_only(session)
-            yield None
-            return
-        if run.status == RunStatus.OK and run.session_id:
-            run = _honour_a_recorded_stop(run, alias=alias, now=now) or run
-        try:
-            with stores.org_atomic():
-                yield run
-        except Exception:
-            logger.exception("run %s: the writes committed with its finish failed", run_id)
-        # The session's summary and its end commit with the outcome: one transaction, not three
-        # (each session write is its own savepoint and never undoes the finish).
-        _close_session(run, session=session, extra=summary)
-        # Writes that must be durable exactly when the finish is (the run.finished deliveries).
-        hooks.run_finishing_handlers(run)
-        transaction.on_commit(lambda: _after_finish(run, org_slug=org_slug, span=span, span_attributes=span_attributes),
-                              using=alias, robust=True)
+    # A finish that is its own transaction and fails (its commit refused, its connection lost)
+    # is recorded `error` at once by `_finish_failed`; inside a caller's transaction it cannot
+    # be (that transaction is broken): the caller's failure propagates and the recovery sweep
+    # ends the run. `in_body`: what the caller's `with` body raises is never the finish's fault.
+    own_transaction = not transaction.get_connection(alias).in_atomic_block
+    in_body = False
+    try:
+        with stores.org_atomic():
+            run = queries.run_outcome(run_id, changes, from_statuses=from_statuses, alias=alias)
+            if run is None:
+                _close_inbox_only(session)
+                in_body = True
+                yield None
+                return
+            if run.status == RunStatus.OK and run.session_id:
+                run = _honour_a_recorded_stop(run, alias=alias, now=now) or run
+            try:
+                with stores.org_atomic():
+                    yield run
+            except Exception:
+                logger.exception("run %s: the writes committed with its finish failed", run_id)
+            # The session's summary and its end commit with the outcome: one transaction, not three
+            # (each session write is its own savepoint and never undoes the finish).
+            _close_session(run, session=session, extra=summary)
+            # Writes that must be durable exactly when the finish is (the run.finished deliveries).
+            hooks.run_finishing_handlers(run)
+            transaction.on_commit(lambda: _after_finish(run, org_slug=org_slug, span=span, span_attributes=span_attributes),
+                                  using=alias, robust=True)
+    except Exception as exc:
+        if own_transaction and not in_body:
+            _finish_failed(run_id=run_id, from_statuses=from_statuses, session=session, cause=exc, at=now)
+        raise
+
+
+#: The error of a run whose finish failed to commit (issue 51: recorded by the same request).
+FINISH_FAILED = "the run's outcome could not be recorded"
+
+
+def _finish_failed(*, run_id: str, from_statuses: frozenset[str], session: RunSession | None, cause: Exception, at) -> None:
+    """Record run `run_id` `error` after its finish's transaction failed, in a transaction of its own.
+
+    The outcome, the session's summary and end, the deliveries were all rolled back with the
+    failed commit, so the run would stay in flight — holding its fee, listed `running` — until
+    the recovery sweep's clock ran out. Here the run row is ended `error` (`FINISH_FAILED`,
+    the cause's class named; nothing billed) and its session closed `error`; no run-finishing
+    handler runs again (one of them may be what failed). Best effort: if this fails too (the
+    store is gone), it is logged and the recovery sweep ends the run. Org context required.
+    """
+    alias = stores.current_alias()
+    changes = {"status": RunStatus.ERROR, "error": f"{FINISH_FAILED} ({type(cause).__name__})", "finish_reason": FinishReason.ERROR,
+               "duration_ms": None, "finished_at": at}
+    try:
+        with stores.org_atomic():
+            run = queries.run_outcome(run_id, changes, from_statuses=from_statuses, alias=alias)
+            if run is not None:
+                _close_session(run, session=None)  # the session's row as stored: the failed writes are gone
+    except Exception:
+        logger.warning("run %s: its finish failed and recording it `error` failed too; the recovery sweep will end it", run_id,
+                       exc_info=True)
+        run = None
+    else:
+        if run is not None:
+            logger.error("run %s: its finish failed (%s: %s); recorded error", run_id, type(cause).__name__, cause)
+    _close_inbox_only(session)
 
 
 def _honour_a_recorded_stop(run: Run, *, alias: str, now) -> Run | None:

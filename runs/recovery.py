@@ -8,8 +8,10 @@ starts (`runs.apps`), across every org (`tenancy.stores.existing_org_slugs`). Po
   longer exists — is finished `error` "worker lost". It is never re-run (a run may have
   called tools with side effects) and never debited (only a successful run is billed; the
   ledger's unique debit per run forbids a second one anyway).
-- A `running` run with no task record (a synchronous run whose web process died) is finished
-  the same way once it is older than `SYNC_RUN_MAX` (2 h): until then it holds its fee.
+- A `running` run with no task record (a synchronous run: a request's, a chat round's) is
+  finished the same way when the process executing it is gone — the `host:pid` its session's
+  executor channel records is this host's and no longer exists (a web process killed; issue
+  51) — and otherwise once it is older than `SYNC_RUN_MAX` (2 h): until then it holds its fee.
 - A `queued` run whose task the queue never accepted (the process died between the commit
   and the enqueue), or whose lease holder died before starting it, is handed to the queue
   again after `AGENTS_RUN_LEASE_SECONDS`.
@@ -28,12 +30,14 @@ from django.db.models import Q
 from django.utils import timezone
 
 from runs.dispatch import run_dispatch
-from runs.lease import holder_gone
+from runs.lease import holder_gone, process_gone
 from runs.models import Run
 from runs.approvals import resume_dispatch, run_rewait
 from runs.lifecycle import Outcome, run_finish
 from runs.models import RunTask
 from agents_site.vocabulary import RunKind, RunStatus
+from sessions.control import executor_process
+from sessions.models import Session
 from tenancy import stores
 
 logger = logging.getLogger(__name__)
@@ -75,10 +79,12 @@ def recover_org(*, org: str, now: datetime, report: RecoveryReport | None = None
     """Apply the recovery policy to the current org's runs. Org context required."""
     report = report if report is not None else RecoveryReport()
     lease = timedelta(seconds=settings.AGENTS_RUN_LEASE_SECONDS)
-    for run in Run.objects.filter(status=RunStatus.RUNNING).exclude(kind=RunKind.ROUTED).select_related("task").only(
-        "id", "kind", "started_at", "created_at", "task__worker", "task__heartbeat_at"
-    ):
-        if not _is_lost(run, now):
+    running = list(Run.objects.filter(status=RunStatus.RUNNING).exclude(kind=RunKind.ROUTED).select_related("task").only(
+        "id", "kind", "session_id", "started_at", "created_at", "task__worker", "task__heartbeat_at"
+    ))
+    executors = _executors([run for run in running if _task_of(run) is None])
+    for run in running:
+        if not _is_lost(run, now, executors):
             continue
         if run_rewait(run_id=run.id):  # a resumed run lost mid-turn: its answered turn is resumed again (issue 28)
             if resume_dispatch(org=org, run_id=run.id):
@@ -109,7 +115,7 @@ def recover_run(*, run_id: str, now: datetime | None = None) -> bool:
     """
     now = now or timezone.now()
     run = Run.objects.filter(pk=run_id, status=RunStatus.RUNNING).exclude(kind=RunKind.ROUTED).select_related("task").first()
-    if run is None or not _is_lost(run, now):
+    if run is None or not _is_lost(run, now, _executors([run] if _task_of(run) is None else [])):
         return False
     return _fail(run_id, WORKER_LOST, _RUNNING)
 
@@ -119,12 +125,25 @@ def _fail(run_id: str, error: str, from_statuses: frozenset) -> bool:
     return run_finish(run_id=run_id, outcome=Outcome.failed(error), from_statuses=from_statuses) is not None
 
 
-def _is_lost(run: Run, now: datetime) -> bool:
-    """Return True when `run` (status `running`) has no live worker by the policy above."""
+def _is_lost(run: Run, now: datetime, executors: dict[str, str]) -> bool:
+    """Return True when `run` (status `running`) has no live worker by the policy above.
+
+    `executors`: session id → the `host:pid` executing it (`_executors`), for runs with no task.
+    """
     task = _task_of(run)
     if task is None:
-        return now - (run.started_at or run.created_at) > SYNC_RUN_MAX
+        return process_gone(executors.get(run.session_id, "")) or now - (run.started_at or run.created_at) > SYNC_RUN_MAX
     return holder_gone(task, now)
+
+
+def _executors(runs: list[Run]) -> dict[str, str]:
+    """Return `{session id: host:pid}` of the processes executing `runs` (their sessions' executor
+    channels, `sessions.control.executor_process`); a session with none recorded is left out. One query."""
+    ids = [run.session_id for run in runs if run.session_id]
+    if not ids:
+        return {}
+    channels = Session.objects.filter(pk__in=ids).exclude(executor_channel="").values_list("id", "executor_channel")
+    return {str(session_id): executor_process(channel) for session_id, channel in channels if executor_process(channel)}
 
 
 def _task_of(run: Run) -> RunTask | None:

@@ -154,21 +154,40 @@ def control_send(*, session_id: str, command: str, message: str | None = None, p
     return event, True
 
 
-#: Identifies this process in an executor channel recorded over a process-local bus.
+#: Identifies this process (`host:pid`) in the executor channel it records on a session.
 PROCESS_TAG = f"{socket.gethostname()}:{os.getpid()}"
 _LOCAL_MARK = "|"
+
+
+def _retag_after_fork() -> None:
+    global PROCESS_TAG
+    PROCESS_TAG = f"{socket.gethostname()}:{os.getpid()}"  # a forked worker is another process
+
+
+os.register_at_fork(after_in_child=_retag_after_fork)
 
 
 def _reachable(recorded: str) -> str | None:
     """Return the bus channel of a recorded executor channel, or None if out of this process's reach.
 
-    Over a process-local bus the executor records `"<host>:<pid>|<channel>"`; from any other
-    process that name cannot be delivered to.
+    The executor records `"<host>:<pid>|<channel>"` (bare `<channel>` before issue 51). Over a
+    process-local bus a name recorded by another process cannot be delivered to; over a shared
+    bus (Redis) it can, from anywhere.
     """
     if _LOCAL_MARK not in recorded:
         return recorded
     tag, _, name = recorded.partition(_LOCAL_MARK)
-    return name if tag == PROCESS_TAG else None
+    return name if tag == PROCESS_TAG or not getattr(get_bus(), "process_local", False) else None
+
+
+def executor_process(recorded: str) -> str:
+    """Return the `host:pid` of the process whose executor recorded channel `recorded` ("" when unknown).
+
+    What the recovery sweep asks whether a run's executor is still alive (`runs.lease.process_gone`).
+    Example: `"box:4242|specific.ab!cd"` → `"box:4242"`; `"specific.ab!cd"` → `""`.
+    """
+    tag, mark, _ = (recorded or "").partition(_LOCAL_MARK)
+    return tag if mark else ""
 
 
 def _refuse_finished(status: str, command: str) -> None:
@@ -236,7 +255,8 @@ class _Hub:
         self.bus = bus
         self.pid = os.getpid()
         self.mailbox = bus.mailbox_open()
-        self.recorded = f"{PROCESS_TAG}{_LOCAL_MARK}{self.mailbox.name}" if bus.process_local else self.mailbox.name
+        # Tagged with this process on every bus: the recovery sweep ends the runs of a process gone.
+        self.recorded = f"{PROCESS_TAG}{_LOCAL_MARK}{self.mailbox.name}"
         self._inboxes: dict[str, ExecutorInbox] = {}
         self._lock = threading.Lock()
         self._retired = threading.Event()
