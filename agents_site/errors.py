@@ -35,10 +35,16 @@ class ApiError(Exception):
 
 
 def error_response(error: ApiError):
-    """Return `error` as a `JsonResponse`: its body (`body()`), its status and its headers (e.g. `Retry-After`)."""
+    """Return `error` as a `JsonResponse`: its body (`body()`), its status and its headers (e.g. `Retry-After`).
+
+    The response carries the error as `agents_error`: an answer the code meant to give, which
+    the outermost middleware logs as such (one warning line, never a traceback; issue 51).
+    """
     from django.http import JsonResponse
 
-    return JsonResponse(error.body(), status=error.status, headers=error.headers())
+    response = JsonResponse(error.body(), status=error.status, headers=error.headers())
+    response.agents_error = error
+    return response
 
 
 class InvalidRequest(ApiError):

@@ -17,6 +17,7 @@ runs, so no route — including one that reads its body itself — can hand one 
 """
 
 import json
+import logging
 import sys
 
 from asgiref.sync import iscoroutinefunction
@@ -34,6 +35,8 @@ from openai_api.errors import error_object
 from tenancy.faults import store_fault
 from tenancy.principal import SCOPE_PATHS
 
+logger = logging.getLogger(__name__)
+
 API_PREFIX = "/v1/"
 # The second deliberate exception to the one error shape: OpenAI's error object on its endpoint.
 OPENAI_PREFIX = SCOPE_PATHS[ApiKeyScope.OPENAI]
@@ -43,7 +46,9 @@ def _render(request, error: ApiError) -> JsonResponse:
     """Render `error` in the shape of the request's path: OpenAI's error object under the
     OpenAI-compatible endpoint, `{"status", "code", "error"}` everywhere else under `/v1/`."""
     body = error_object(error) if request.path.startswith(OPENAI_PREFIX) else error.body()
-    return JsonResponse(body, status=error.status, headers=error.headers())
+    response = JsonResponse(body, status=error.status, headers=error.headers())
+    response.agents_error = error
+    return response
 
 _CODES = {
     400: ErrorCode.INVALID_REQUEST,
@@ -118,9 +123,22 @@ def _refused(request):
     return _render(request, refusal) if refusal is not None else None
 
 
+def _logged(request, response):
+    """Log an answer the code meant to give (`response.agents_error`, `error_response`) with status
+    ≥ 500 — a restore's 503, a busy store's, an unconfigured gateway's — as one warning line, and
+    mark it logged so Django's request logger does not log it again as an error (issue 51)."""
+    error = getattr(response, "agents_error", None)
+    if error is not None and response.status_code >= 500:
+        logger.warning("%s %s answered %s %s: %s", request.method, request.path, response.status_code, error.code, error.message)
+        response._has_been_logged = True  # django.utils.log.log_response's own mark
+    return response
+
+
 def _shaped(request, response):
     if response.status_code < 400 or not request.path.startswith(API_PREFIX):
         return response
+    if getattr(response, "agents_render_for_path", False):  # refused before the view (tenancy.middleware)
+        return _render(request, response.agents_error)
     if response.status_code >= 500:
         fault = store_fault(getattr(request, "agents_exception", None))
         if fault is not None:
@@ -151,12 +169,12 @@ def api_error_shape(get_response):
     if iscoroutinefunction(get_response):
 
         async def middleware(request):
-            return _refused(request) or _shaped(request, await get_response(request))
+            return _logged(request, _refused(request) or _shaped(request, await get_response(request)))
 
     else:
 
         def middleware(request):
-            return _refused(request) or _shaped(request, get_response(request))
+            return _logged(request, _refused(request) or _shaped(request, get_response(request)))
 
     return middleware
 

@@ -38,6 +38,7 @@ from typing import Any, TypeVar
 
 from django.conf import settings
 
+from agents_site.errors import ApiError
 from tenancy import stores
 
 logger = logging.getLogger(__name__)
@@ -238,8 +239,11 @@ def start_on_loop(loop: asyncio.AbstractEventLoop, make: Callable[[], Any]) -> F
 def _forget(future: Future) -> None:
     with _running_lock:
         _running.discard(future)
-    if not future.cancelled() and future.exception() is not None:
-        logger.error("work started on the event loop failed", exc_info=future.exception())
+    error = None if future.cancelled() else future.exception()
+    # An `ApiError` is an answer (a 503 `inference_unavailable`, a 402): the deferred response
+    # renders it and the request's log line says it; only a fault is logged here (issue 51).
+    if error is not None and not isinstance(error, ApiError):
+        logger.error("work started on the event loop failed", exc_info=error)
 
 
 def work_in_flight() -> int:

@@ -2,7 +2,7 @@
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 
-from agents_site.errors import ApiError
+from agents_site.errors import ApiError, error_response
 from tenancy import stores
 from tenancy.principal import resolve_principal, scope_refusal
 
@@ -47,17 +47,33 @@ class PrincipalMiddleware:
         if arm is not None and principal is not None:
             arm(principal)
         if principal is not None and principal.org_slug:
-            stores.open_store(principal.org_slug)
-            stores.check_available(principal.org_slug)  # 503 `restoring` while restore_org runs
+            try:
+                stores.open_store(principal.org_slug)
+                stores.check_available(principal.org_slug)  # 503 `restoring` while restore_org runs
+            except ApiError as exc:
+                # An answer, not a fault: rendered here, so it is never logged as an uncaught
+                # exception with a traceback (issue 51); the outermost middleware shapes it for
+                # its path (`agents_site.middleware`) and logs it in one line.
+                request.agents_refusal = exc
+                return None
             return principal.org_slug
         return None
+
+    @staticmethod
+    def _refused(request):
+        refusal = getattr(request, "agents_refusal", None)
+        if refusal is None:
+            return None
+        response = error_response(refusal)
+        response.agents_render_for_path = True
+        return response
 
     def __call__(self, request):
         if self.async_mode:
             return self.__acall__(request)
         slug = self._resolve(request)
         if slug is None:
-            return self.get_response(request)
+            return self._refused(request) or self.get_response(request)
         token = stores.set_current(slug)
         try:
             return self.get_response(request)
@@ -67,7 +83,7 @@ class PrincipalMiddleware:
     async def __acall__(self, request):
         slug = await sync_to_async(self._resolve)(request)
         if slug is None:
-            return await self.get_response(request)
+            return self._refused(request) or await self.get_response(request)
         token = stores.set_current(slug)
         try:
             return await self.get_response(request)

@@ -32,6 +32,7 @@ from tenancy.models import OrgRestore, ReplicaGeneration
 from tests.sessions.sse import open_stream
 from tests.support.live import ROOT, LiveServer, server_env
 from tests.support.files import file_bytes
+from tests.support.logs import problems
 
 SESSIONS = "/v1/agents/sessions"
 
@@ -258,6 +259,12 @@ def test_the_drill_delete_then_corrupt_one_org_and_restore_it_to_a_moment(
         _wait(lambda: str(path_b) not in replicator.control.databases(), "org B's replication stopped")
         _wait(lambda: ReplicaGeneration.objects.get(pk=b_generation.pk).end_reason == ReplicaGenerationEnd.REMOVED, "B's line ended")
         assert litestream.ltx_files(b_generation.replica_url)  # still there, still restorable
+
+        # The drill's log: the restore's 503 is one warning line; nothing is a traceback (issue 51).
+        server.stop()
+        log = server.log_path.read_text()
+        assert f"GET {SESSIONS} answered 503 store_unavailable" in log
+        assert problems(log) == []
     finally:
         server.stop()
 
