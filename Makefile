@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: run demo test test-durations test-gateways coverage-runner bench screenshots docs docs-check docs-pages clean
+.PHONY: run demo test test-durations test-gateways coverage-runner bench soak screenshots docs docs-check docs-pages clean
 
 $(VENV)/.installed-run: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -84,6 +84,17 @@ docs-pages: $(VENV)/.installed-dev
 
 bench: $(VENV)/.installed-dev
 	$(PY) bench/provision.py
+
+## make soak: the scale-out mode under chaos (bench/soak.py; docs/guides/scaling-out.md). Two daphnes and
+## two django-q2 clusters on PostgreSQL (127.0.0.1:5432) + Redis (:6379, database 11, flushed) serve
+## SOAK_CLIENTS clients doing random valid operations for SOAK_MINUTES while a random process is SIGKILLed
+## about every SOAK_KILL_EVERY seconds and restarted; the invariants are printed at the end (exit 1 when one
+## breaks). Not part of `make test`.
+SOAK_MINUTES ?= 10
+SOAK_CLIENTS ?= 6
+SOAK_KILL_EVERY ?= 45
+soak: $(VENV)/.installed-dev
+	$(PY) bench/soak.py --minutes $(SOAK_MINUTES) --clients $(SOAK_CLIENTS) --kill-every $(SOAK_KILL_EVERY)
 
 clean:
 	rm -rf $(VENV) data .pytest_cache

@@ -490,7 +490,9 @@ AGENTS_SANDBOX_OUTPUT_BYTES = _env_int("AGENTS_SANDBOX_OUTPUT_BYTES", 64 * 1024)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # AGENTS_LOG_FORMAT: a logging format for every line (`make soak` asks for the level and logger).
+    "formatters": {"line": {"format": os.environ.get("AGENTS_LOG_FORMAT", "%(message)s")}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "line"}},
     "root": {"handlers": ["console"], "level": os.environ.get("AGENTS_LOG_LEVEL", "WARNING")},
 }
 

@@ -188,8 +188,17 @@ class Concluded:
                 "span": self.span}
 
     def finished(self, row: Run | None) -> Run:
-        """Return `row` (None: the run was finished elsewhere meanwhile — recovery — so as recorded) with `actions`/`ops`."""
-        finished = row if row is not None else Run.objects.get(pk=self.run.id)
+        """Return `row` (None: the run was finished elsewhere meanwhile — recovery — so as recorded) with `actions`/`ops`.
+
+        A run deleted meanwhile with its agent (DELETE /v1/agents/{ref} deletes its runs) is
+        recorded nowhere any more: it is answered with this outcome, as the caller would have
+        seen it (issue 51: found by the soak; it raised `DoesNotExist` in the worker).
+        """
+        finished = row if row is not None else Run.objects.filter(pk=self.run.id).first()
+        if finished is None:
+            finished = self.run
+            finished.status = self.outcome.status
+            finished.output, finished.error, finished.model = self.outcome.output, self.outcome.error, self.outcome.model or self.run.model
         finished.replayed = False
         finished.actions = self.outcome.actions
         finished.ops = self.outcome.ops
