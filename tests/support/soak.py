@@ -181,6 +181,11 @@ class SlowDemo(Upstream):
         super().__init__(demo=True)
         self.latency = latency
 
+    def start(self, **kwargs) -> SlowDemo:
+        super().start(**kwargs)
+        self.server.handle_error = lambda request, client_address: None  # a caller killed mid-request (the soak's kills)
+        return self
+
     def _next(self, body: dict):
         reply = super()._next(body)
         reply.delay = random.uniform(*self.latency)
