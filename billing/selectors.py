@@ -1,6 +1,7 @@
 """Reads of the billing app."""
 
 from agents_site.pagination import Page, keyset_page, page_limit
+from agents_site.vocabulary import LedgerKind
 from billing.models import Account, LedgerEntry
 from billing import queries
 from tenancy.models import Org
@@ -19,6 +20,13 @@ def org_balance_cents(*, org_slug: str) -> int | None:
     no such org: one plain statement (`billing.queries`). Raises `DatabaseError` when the ledger
     cannot be read."""
     return queries.org_balance_cents(org_slug=org_slug)
+
+
+def runs_debited(*, org_slug: str, run_ids: list[str]) -> set[str]:
+    """Return those of `run_ids` that org `org_slug`'s ledger holds a run debit of. One query."""
+    if not run_ids:
+        return set()
+    return set(LedgerEntry.objects.filter(org__slug=org_slug, kind=LedgerKind.AGENT, run_id__in=list(run_ids)).values_list("run_id", flat=True))
 
 
 def ledger_recent(*, org, limit: int = 50) -> list[LedgerEntry]:

@@ -17,6 +17,10 @@ starts (`runs.apps`), across every org (`tenancy.stores.existing_org_slugs`). Po
   again after `AGENTS_RUN_LEASE_SECONDS`.
 - A `queued` run not started within `AGENTS_QUEUED_MAX_SECONDS` is finished `error`
   "never started" (a Redis broker loses the tasks a killed cluster had prefetched).
+- An `ok` run with a fee that finished `CHARGE_GRACE` to `CHARGE_LOOKBACK` ago and has no debit
+  in its org's ledger is debited now (issue 51, found by the soak): its process died between
+  the finish's commit and the debit that follows it (the ledger is another database). The debit
+  is idempotent per run, so a late live debit and this one never both move money.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
+from billing.meter import run_charge
+from billing.selectors import runs_debited
 from runs.dispatch import run_dispatch
 from runs.lease import holder_gone, process_gone
 from runs.models import Run
@@ -48,6 +54,12 @@ WORKER_LOST = "worker lost"
 NEVER_STARTED = "never started: the task queue did not deliver it in time"
 #: A synchronous run (no task record) still `running` after this was lost with its web process.
 SYNC_RUN_MAX = timedelta(hours=2)
+#: An ok run is debited by its finishing process right after the finish commits: one finished
+#: longer ago than this without a debit lost it with that process.
+CHARGE_GRACE = timedelta(seconds=30)
+#: How far back the sweep looks for such a run (each minute; a cluster down longer loses nothing
+#: it ran itself, only what another process failed to debit before then).
+CHARGE_LOOKBACK = timedelta(hours=1)
 
 _RUNNING = frozenset({RunStatus.RUNNING})
 _QUEUED = frozenset({RunStatus.QUEUED})
@@ -60,6 +72,7 @@ class RecoveryReport:
     lost: list[str] = field(default_factory=list)
     redispatched: list[str] = field(default_factory=list)
     never_started: list[str] = field(default_factory=list)
+    charged: list[str] = field(default_factory=list)  # ok runs whose lost debit the sweep made
 
 
 def runs_recover(*, now: datetime | None = None) -> RecoveryReport:
@@ -105,7 +118,26 @@ def recover_org(*, org: str, now: datetime, report: RecoveryReport | None = None
     for task in queued.filter(Q(enqueued_at__lt=too_old) | Q(enqueued_at__isnull=True, created_at__lt=too_old)).only("run_id"):
         if _fail(task.run_id, NEVER_STARTED, _QUEUED):
             report.never_started.append(task.run_id)
+    report.charged += _charge_lost_debits(org=org, now=now)
     return report
+
+
+def _charge_lost_debits(*, org: str, now: datetime) -> list[str]:
+    """Debit the current org's ok runs with a fee that finished `CHARGE_GRACE`..`CHARGE_LOOKBACK`
+    before `now` and have no debit; return their ids (see the module doc)."""
+    finished = list(Run.objects.filter(status=RunStatus.OK, fee_cents__gt=0, finished_at__gte=now - CHARGE_LOOKBACK,
+                                       finished_at__lt=now - CHARGE_GRACE).only("id", "fee_cents", "model", "actor", "request_id"))
+    if not finished:
+        return []
+    debited = runs_debited(org_slug=org, run_ids=[run.id for run in finished])
+    charged = []
+    for run in finished:
+        if run.id in debited or not run.actor:
+            continue
+        if run_charge(org_slug=org, run_id=run.id, cents=run.fee_cents, model=run.model, actor=run.actor, request_id=run.request_id):
+            logger.warning("run %s of %s: its debit was lost with its process; debited %s cents now", run.id, org, run.fee_cents)
+            charged.append(run.id)
+    return charged
 
 
 def recover_run(*, run_id: str, now: datetime | None = None) -> bool:

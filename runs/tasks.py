@@ -18,7 +18,7 @@ logger = logging.getLogger(__name__)
 def sweep() -> dict:
     """Recover lost runs and end expired sessions (schedule `agents: sweep`, every minute).
 
-    Returns `{"lost": n, "redispatched": n, "neverStarted": n, "reaped": n, …}` plus one count
+    Returns `{"lost": n, "redispatched": n, "neverStarted": n, "charged": n, "reaped": n, …}` plus one count
     per registered sweeper (`runs.sweeps`: `routedExpired` of targets, `approvalsExpired` of
     the runs waiting for approval past `AGENTS_APPROVAL_TIMEOUT_SECONDS`).
     """
@@ -32,6 +32,7 @@ def sweep() -> dict:
         "lost": len(recovered.lost),
         "redispatched": len(recovered.redispatched),
         "neverStarted": len(recovered.never_started),
+        "charged": len(recovered.charged),
         "reaped": len(reaped),
         **org_sweeps_run(),
     }

@@ -137,3 +137,29 @@ def test_a_running_run_is_listed_by_its_agents_runs_too(org_a, two_running):
     assert [thread.status for thread in threads] == [200, 200]
     assert sorted(_running_ids(org_a, "/v1/agents/helper/runs")) == sorted(ids)
     assert _running_ids(org_a, "/v1/agents/helper/runs?status=running") == []
+
+
+def test_the_sweep_debits_an_ok_run_whose_debit_was_lost_with_its_process(org_a, upstream):
+    from django.db.models import F, Sum
+
+    from billing.models import Account, LedgerEntry
+    from runs.recovery import CHARGE_GRACE
+
+    fund(org_a, 1000)
+    make_agent(org_a, "helper")
+    response = _client(org_a).post("/v1/agents/helper/run", json.dumps({"input": "hi"}), content_type="application/json")
+    assert response.status_code == 200, response.content
+    run_id = response.json()["id"]
+    [debit] = debits(org_a)
+    # As a process killed between the finish's commit and its debit leaves it (the soak found one).
+    debit.delete()
+    Account.objects.filter(org=org_a.org).update(balance_cents=F("balance_cents") - debit.amount_cents)
+    with org_a.context():
+        finished = Run.objects.get(pk=run_id).finished_at
+        assert recover_org(org=org_a.slug, now=finished + CHARGE_GRACE - timedelta(seconds=1)).charged == []  # its process may still debit it
+        assert recover_org(org=org_a.slug, now=finished + CHARGE_GRACE + timedelta(seconds=1)).charged == [run_id]
+        assert recover_org(org=org_a.slug, now=finished + CHARGE_GRACE + timedelta(seconds=2)).charged == []  # once
+    [again] = debits(org_a)
+    assert (again.run_id, again.amount_cents) == (run_id, debit.amount_cents)
+    balance = Account.objects.get(org=org_a.org).balance_cents
+    assert balance == 1000 + debit.amount_cents == LedgerEntry.objects.filter(org=org_a.org).aggregate(s=Sum("amount_cents"))["s"]
