@@ -270,6 +270,8 @@ VARIABLES: tuple[Var, ...] = (
         'the address `make run` serves on (`0.0.0.0` for every interface; the banner then shows 127.0.0.1)', setting=''),
     Var('AGENTS_LOG_LEVEL', '`WARNING`',
         'root log level', setting='LOGGING.root.level'),
+    Var('AGENTS_LOG_FORMAT', '`%(message)s`',
+        "the format of every log line (Python's `logging` format; `make soak` asks for the level and the logger)"),
     Var('AGENTS_IDENTITY_QUOTA', '`50`',
         'identity agents one user may create per org (`agent_limit_exceeded`, AGT_008)'),
     Var('AGENTS_IDENTITY_CREATE_RATE', '`20/min`',
