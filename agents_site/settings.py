@@ -99,6 +99,7 @@ INSTALLED_APPS = [
     "coding",
     "chat",
     "openai_api",
+    "a2a_server",
     "guide.apps.GuideConfig",
     "console",
 ]

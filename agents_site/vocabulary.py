@@ -70,6 +70,7 @@ class RunKind(models.TextChoices):
     CHAT = "chat", "chat round"  # one round of POST /v1/agents/chat
     OPENAI = "openai", "OpenAI-compatible call"  # POST /v1/agents/openai/v1/chat/completions
     CODING = "coding", "coding run"  # POST /v1/agents/coding
+    A2A = "a2a", "A2A task"  # SendMessage / SendStreamingMessage on POST /v1/agents/{ref}/a2a (A2A JSON-RPC)
 
 
 class RefusalAnswer(models.TextChoices):
@@ -623,6 +624,7 @@ class ErrorCode(StrEnum):
     RUN_FAILED = "run_failed"  # the run executed and failed; the body names its run (502: runId on /v1/agents, run_id in the OpenAI error object)
     INVALID_API_KEY = "invalid_api_key"  # OpenAI-compatible endpoint: no API key, or an unknown or revoked one (401)
     MODEL_NOT_FOUND = "model_not_found"  # OpenAI-compatible endpoint: no agent of that name or id the key may use
+    MANIFEST_INVALID = "manifest_invalid"  # a capability manifest's schema, extension or signature is wrong (400, `field` names it)
     INTERNAL = "internal_error"  # an unexpected fault; nothing half-written
 
 

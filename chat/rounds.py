@@ -158,13 +158,16 @@ def chat_round_start(
     multitask_strategy: str | None = None,
     request_id: str = "",
     subject: str = "",
+    kind: str = RunKind.CHAT,
 ) -> RoundStart:
     """Check one round and start its `chat` run; return the `RoundStart` (the run is `running`).
 
     In: the billing actor `"<org>/<subject>"`; the caller's messages (`[{role, content}]`);
     `preset` or `agent` (a name or id of the org's agents); `tools` (OpenAI function
     definitions, already shape-checked); `system`; `conversation_id`; `multitask_strategy`
-    (`reject` default, `enqueue`); `subject`, the calling user (a preset handler acts for them).
+    (`reject` default, `enqueue`); `subject`, the calling user (a preset handler acts for them);
+    `kind`, the run's kind (`chat`; the A2A face starts its tasks as rounds of kind `a2a`, whose
+    policy resumes them as chat's).
     Raises, with nothing stored or billed: `InvalidRequest`
     (400), `SecretInTranscript` (422), `NotFound` (404 agent), `AgentExternal` (409),
     `ConversationBusy` (409), `InferenceUnavailable` (503), `InsufficientBalance` (402),
@@ -191,7 +194,7 @@ def chat_round_start(
     user_text = last_user_message(cleaned)
     title = title_from(cleaned)
     # A round its preset's handler answers calls no model: no inference needed, and billing's fee is 0.
-    request = RunRequest(kind=RunKind.CHAT, agent=agent_row if fixed is None else None, agent_name=name,
+    request = RunRequest(kind=kind, agent=agent_row if fixed is None else None, agent_name=name,
                          model=FIXED_MODEL if fixed is not None else "", input=user_text or "", actor=actor,
                          request_id=request_id, calls_model=fixed is None, executor_here=fixed is None)
     deadline = time.monotonic() + max(settings.AGENTS_CHAT_ENQUEUE_WAIT_SECONDS, 0.0)

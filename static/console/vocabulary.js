@@ -230,6 +230,7 @@ window.AgentsVocabulary = Object.freeze({
    "INVALID_ARGUMENTS": "invalid_arguments",
    "INVALID_REQUEST": "invalid_request",
    "LONG_RUNNING_LIMIT": "long_running_limit",
+   "MANIFEST_INVALID": "manifest_invalid",
    "METHOD_NOT_ALLOWED": "method_not_allowed",
    "MODEL_NOT_FOUND": "model_not_found",
    "NOT_FOUND": "not_found",
@@ -385,6 +386,7 @@ window.AgentsVocabulary = Object.freeze({
    "WITHDRAWN": "withdrawn"
   },
   "RunKind": {
+   "A2A": "a2a",
    "CHAT": "chat",
    "CODING": "coding",
    "OPENAI": "openai",
@@ -548,7 +550,8 @@ window.AgentsVocabulary = Object.freeze({
   "tool",
   "chat",
   "openai",
-  "coding"
+  "coding",
+  "a2a"
  ],
  "runStatus": [
   "queued",
