@@ -4,10 +4,13 @@ continuing a conversation; each task a recorded, billed run of kind `a2a`."""
 
 from __future__ import annotations
 
+import threading
+
 import httpx
 import pytest
 from a2a.client import A2ACardResolver
 from a2a.types import a2a_pb2 as a2a
+from a2a.utils.errors import A2AError, TaskNotCancelableError
 
 from chat.models import Message as Turn
 from tests.a2a_server.conftest import FEE_CENTS, debits, endpoint, run, sdk_client, stored_runs, task_when, user_message
@@ -105,3 +108,31 @@ def test_get_task_resolves_the_run_and_return_immediately_answers_at_once(live, 
 
     assert started.status.state in (a2a.TaskState.TASK_STATE_WORKING, a2a.TaskState.TASK_STATE_COMPLETED)
     assert finished.id == started.id and finished.artifacts[0].parts[0].text == "done later"
+
+
+def test_cancel_task_stops_the_run_and_the_task_ends_canceled_unbilled(live, org, upstream):
+    hold = threading.Event()
+    upstream.script(Reply(content="too late", hold=hold))
+
+    async def go():
+        async with sdk_client(live, org.key) as client:
+            request = a2a.SendMessageRequest(message=user_message("slow"), configuration=a2a.SendMessageConfiguration(return_immediately=True))
+            [started] = [e async for e in client.send_message(request)]
+            canceled = await client.cancel_task(a2a.CancelTaskRequest(id=started.task.id))
+            again = None
+            try:
+                await client.cancel_task(a2a.CancelTaskRequest(id=started.task.id))
+            except A2AError as exc:
+                again = exc
+            return started.task, canceled, again
+
+    try:
+        started, canceled, again = run(go())
+    finally:
+        hold.set()
+
+    assert canceled.id == started.id and canceled.status.state == a2a.TaskState.TASK_STATE_CANCELED
+    assert isinstance(again, TaskNotCancelableError)
+    [stored] = stored_runs(org)
+    assert (stored.status, stored.finish_reason) == ("error", "stopped")
+    assert debits(org) == []
