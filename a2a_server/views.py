@@ -1,6 +1,7 @@
 """The A2A routes (plain Django views; `access` says who may call each, `urls` mounts them).
 
 * `GET  /v1/agents/{ref}/a2a/.well-known/agent-card.json` — the agent's card (`cards.agent_card`);
+  an identity agent's is the capability manifest it signed and registered (docs/manifests.md);
 * `POST /v1/agents/{ref}/a2a` — A2A JSON-RPC (v1.0 methods, and v0.3's through the SDK's
   adapter): `a2a-sdk`'s dispatcher with this face's `RunTaskHandler`; answers are JSON-RPC
   objects (HTTP 200), or `text/event-stream` for `SendStreamingMessage`;
@@ -32,9 +33,10 @@ from starlette.requests import Request as StarletteRequest
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 
 from agents_site.errors import ApiError, error_response
-from agents_site.vocabulary import ErrorCode
+from agents_site.vocabulary import AgentHosting, ErrorCode
 from a2a_server import access, cards, selectors, services
 from a2a_server.handler import RunTaskHandler
+from identity.selectors import manifest_get
 from tenancy import stores
 from tenancy.faults import store_fault
 
@@ -102,6 +104,10 @@ def card(request, ref: str):
     """The agent's A2A card for the org's members (404 unknown, another org's, or not the key's)."""
     principal = access.member(request)
     agent = access.agent_for(principal, ref)
+    if agent.hosting == AgentHosting.EXTERNAL:  # an identity agent's card is the manifest it signed (404 until it registers one)
+        response = JsonResponse(manifest_get(agent_id=agent.id).card, json_dumps_params={"ensure_ascii": False})
+        response["Cache-Control"] = "no-cache"
+        return response
     return _card_response(cards.agent_card(agent, base_url=base_url(request), org_slug=principal.org_slug))
 
 

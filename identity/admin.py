@@ -12,6 +12,7 @@ from identity.models import (
     ClientAnomaly,
     KeyBackup,
     AgentKeySet,
+    AgentManifest,
     Delivery,
     DeliveryAttempt,
     Envelope,
@@ -120,3 +121,12 @@ class KeyBackupAdmin(OrgModelAdmin):
     list_display = ("user_id", "size_bytes", "created_at", "updated_at")
     search_fields = ("user_id",)
     exclude = ("blob",)  # opaque ciphertext: nothing to read, nothing to edit
+
+
+@admin.register(AgentManifest)
+class AgentManifestAdmin(OrgModelAdmin):
+    """Capability manifests (read-only: an agent registers its own with its token)."""
+
+    list_display = ("agent_id", "signing_kid", "registered_at")
+    search_fields = ("agent_id", "signing_kid")
+    readonly_fields = [f.name for f in AgentManifest._meta.fields]

@@ -28,6 +28,7 @@ from identity.presenters import (
     identity_view,
     inbox_item_view,
     keyset_view,
+    manifest_view,
     public_identity_view,
     public_keys_view,
     relation_view,
@@ -193,6 +194,40 @@ class KeysRegisterView(AgentTokenView):
             webhook_secret=fields.get("webhook_secret"),
         )
         return Response(keyset_view(keyset))
+
+
+class ManifestView(IdentityView):
+    """`/v1/identity/agents/{ref}/manifest`: the agent's capability manifest (docs/manifests.md).
+
+    GET: any member of the org (user principal). POST: the agent itself, with its token.
+    """
+
+    def get_authenticators(self):
+        request = getattr(self, "request", None)  # the schema generator asks before a request is set
+        if getattr(request, "method", None) == "POST":
+            return [AgentTokenAuthentication()]
+        return super().get_authenticators()
+
+    @extend_schema(operation_id="identity_manifest_get", summary="The agent's signed capability manifest",
+                   responses={200: s.ManifestOut, **_errors(403, 404)})
+    def get(self, request, ref: str):
+        """Return identity agent `ref`'s registered manifest with the status of the key that signed it; 404 when none."""
+        profile = selectors.identity_get(ref=ref)
+        manifest = selectors.manifest_get(agent_id=profile.agent_id)
+        return Response(manifest_view(manifest, key_status=selectors.manifest_key_status(manifest)))
+
+    @extend_schema(operation_id="identity_manifest_register", summary="Register the agent's capability manifest (agent token)",
+                   request=s.ManifestIn, responses={201: s.ManifestOut, 200: s.ManifestOut, **_errors(400, 403, 413, 422)})
+    def post(self, request, ref: str):
+        """Register (or replace) the agent's signed manifest → 201 (200 when it replaced one).
+
+        400 `manifest_invalid` with `reason` and `field` (schema, extension version or params,
+        no or no verifying signature); 403 another agent's token; 413 too large; 422 a credential in it.
+        """
+        profile = AgentTokenView.own_agent(request, ref)
+        fields = self.parse(s.ManifestIn, request)
+        manifest, created = services.manifest_register(profile=profile, manifest=fields.get("manifest"))
+        return Response(manifest_view(manifest, key_status=selectors.manifest_key_status(manifest)), status=201 if created else 200)
 
 
 class RelationsView(IdentityView):

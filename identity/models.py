@@ -321,3 +321,20 @@ class KeyBackup(models.Model):
 
     def __str__(self) -> str:
         return f"backup of {self.user_id} ({self.size_bytes} bytes)"
+
+
+class AgentManifest(models.Model):
+    """An identity agent's capability manifest (docs/manifests.md, v1): an A2A agent card it signed
+    with one of its registered Ed25519 keys, registered with its agent token. One per agent; a
+    new registration replaces it. `signing_kid` is the key id whose signature verified."""
+
+    agent_id = models.CharField(max_length=64, unique=True)
+    card = models.JSONField()
+    signing_kid = models.CharField(max_length=16)
+    registered_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-registered_at"]
+
+    def __str__(self) -> str:
+        return f"manifest of {self.agent_id} (signed by {self.signing_kid})"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from agents_site.vocabulary import WebhookEventType
 from agents_site.wire import rfc3339
 from identity.keys import key_id, keyset_status
-from identity.models import AgentKeySet, Delivery, Envelope, IdentityProfile, InboxItem, Relation, UserKeySet
+from identity.models import AgentKeySet, AgentManifest, Delivery, Envelope, IdentityProfile, InboxItem, Relation, UserKeySet
 
 
 def public_keys_view(keyset: AgentKeySet | UserKeySet) -> dict:
@@ -145,3 +145,14 @@ def backup_view(backup, *, with_blob: bool) -> dict:
     if with_blob:
         view["encrypted_backup_blob_v2"] = backup.blob
     return view
+
+
+def manifest_view(manifest: AgentManifest, *, key_status: str) -> dict:
+    """Return a registered capability manifest: `{agent_id, manifest, signing_kid, signing_key_status, registered_at}`.
+
+    `manifest` is the signed card exactly as the agent registered it (verify it yourself with
+    the agent's keys: docs/manifests.md); `signing_key_status` the `KeyStatus` of the key that
+    signed it now (a `revoked` key's manifest is no longer to be trusted).
+    """
+    return {"agent_id": manifest.agent_id, "manifest": manifest.card, "signing_kid": manifest.signing_kid,
+            "signing_key_status": key_status, "registered_at": rfc3339(manifest.registered_at)}

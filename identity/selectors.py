@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import re
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from django.conf import settings
 from django.db.models import Prefetch
 
@@ -12,7 +14,7 @@ from agents_site.errors import InvalidRequest, NotFound
 from agents_site.pagination import keyset_page
 from agents_site.vocabulary import AgentHosting, EnvelopeDirection, InboxItemKind, KeyStatus, RelationStatus
 from identity.keys import key_id, keyset_status
-from identity.models import (AgentKeySet, ClientAnomaly, Delivery, DeliveryAttempt, Envelope, IdentityProfile, InboxItem, KeyBackup, Relation,
+from identity.models import (AgentKeySet, AgentManifest, ClientAnomaly, Delivery, DeliveryAttempt, Envelope, IdentityProfile, InboxItem, KeyBackup, Relation,
                              UserKeySet)
 from identity.tokens import credential_is_valid
 
@@ -260,3 +262,25 @@ def backup_get(*, user_id: str) -> KeyBackup:
 def anomaly_list(*, limit: int = PAGE_DEFAULT) -> list[ClientAnomaly]:
     """Return the org's newest client anomalies (at most `limit`), for its admins."""
     return list(ClientAnomaly.objects.order_by("-created_at", "-id")[:limit])
+
+
+def signing_keys(*, agent_id: str) -> dict:
+    """Return `{kid: Ed25519PublicKey}` of `agent_id`'s current and in-grace signing keys (what may sign its manifest)."""
+    return {key_id(k.signing_public_key): Ed25519PublicKey.from_public_bytes(base64.b64decode(k.signing_public_key))
+            for k in valid_keysets(agent_ids=[agent_id]).get(agent_id, [])}
+
+
+def manifest_get(*, agent_id: str) -> AgentManifest:
+    """Return `agent_id`'s registered capability manifest; 404 when it has none."""
+    manifest = AgentManifest.objects.filter(agent_id=agent_id).first()
+    if manifest is None:
+        raise NotFound("the agent has registered no capability manifest")
+    return manifest
+
+
+def manifest_key_status(manifest: AgentManifest) -> str:
+    """Return the `KeyStatus` of the key that signed `manifest` now (current, grace, expired, revoked; `expired` when no set has it)."""
+    for keyset in agent_key_history(agent_id=manifest.agent_id):
+        if key_id(keyset.signing_public_key) == manifest.signing_kid:
+            return keyset_status(keyset)
+    return KeyStatus.EXPIRED

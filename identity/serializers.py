@@ -178,6 +178,26 @@ class PublicKeysOut(serializers.Serializer):
     revoked_at = serializers.CharField(allow_null=True)
 
 
+class ManifestIn(_Strict):
+    """POST …/manifest (agent token): the signed capability manifest, an A2A agent card (docs/manifests.md)."""
+
+    # Checked by its own rules (identity.manifest_format): the card's text is scanned without its
+    # signatures (base64url JWS parts are not words), in identity.services.manifest_register.
+    unscanned = frozenset({"manifest"})
+
+    manifest = serializers.JSONField(help_text="the signed A2A agent card (proto3 JSON, with signatures)")
+
+
+class ManifestOut(serializers.Serializer):
+    """An identity agent's registered capability manifest and the status of the key that signed it."""
+
+    agent_id = serializers.CharField()
+    manifest = serializers.JSONField()
+    signing_kid = serializers.CharField()
+    signing_key_status = serializers.ChoiceField(choices=KeyStatus.values)
+    registered_at = serializers.CharField()
+
+
 class KeySetOut(PublicKeysOut):
     webhook_secret_set = serializers.BooleanField()
 

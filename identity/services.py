@@ -37,7 +37,8 @@ from identity.destinations import clean_url
 from identity.delivery import alert_delivery
 from identity.errors import AgentLimitExceeded, RotationLimit
 from identity.keys import validate_ed25519, validate_webhook_secret, validate_x25519
-from identity.models import (AgentCredential, AgentKeySet, ClientAnomaly, Delivery, IdentityLock, IdentityProfile, InboxItem, KeyBackup,
+from identity.manifest_format import ManifestInvalid, manifest_check
+from identity.models import (AgentCredential, AgentKeySet, AgentManifest, ClientAnomaly, Delivery, IdentityLock, IdentityProfile, InboxItem, KeyBackup,
                              Relation, TokenRotation, UserKeySet)
 from identity.secretbox import encrypt_secret
 from identity.tokens import credential_is_valid, mint_token
@@ -425,3 +426,27 @@ def backup_delete(*, user_id: str) -> None:
         deleted, _ = KeyBackup.objects.filter(user_id=user_id).delete()
     if not deleted:
         raise NotFound("no backup")
+
+
+def manifest_register(*, profile: IdentityProfile, manifest: object) -> tuple[AgentManifest, bool]:
+    """Register identity agent `profile`'s capability manifest (docs/manifests.md); return `(row, created)`.
+
+    The manifest must pass `identity.manifest_format.manifest_check` with the agent's current and
+    in-grace signing keys (400 `manifest_invalid` naming `field` and `reason`; 413 over the
+    size), list the agent's own `connection_mode` among its transports (400, `field` the
+    transports), and carry no credential (422 `secret_in_transcript`). It replaces the agent's
+    earlier manifest (`created` False then). Nothing is stored when any check refuses.
+    """
+    card, kid = manifest_check(manifest, signing_keys=selectors.signing_keys(agent_id=profile.agent_id))
+    extension = next(e for e in card.capabilities.extensions if e.uri.startswith("urn:agents:manifest:"))
+    transports = list(extension.params["transports"])
+    if profile.connection_mode not in transports:
+        index = list(card.capabilities.extensions).index(extension)
+        raise ManifestInvalid("bad_extension", f"capabilities.extensions[{index}].params.transports",
+                              f"the agent connects by {profile.connection_mode}; list it")
+    refuse_secrets({key: value for key, value in manifest.items() if key != "signatures"})
+    now = timezone.now()
+    with stores.org_atomic():
+        row, created = AgentManifest.objects.update_or_create(agent_id=profile.agent_id, defaults={
+            "card": manifest, "signing_kid": kid, "registered_at": now})
+    return row, created

@@ -15,6 +15,7 @@ urlpatterns = [
     path("agents/<str:ref>/deletion-preview", api.DeletionPreviewView.as_view()),
     path("agents/<str:ref>/token/regenerate", api.RegenerateView.as_view()),
     path("agents/<str:ref>/keys/register", api.KeysRegisterView.as_view()),
+    path("agents/<str:ref>/manifest", api.ManifestView.as_view()),
     path("agents/<str:ref>/relations", api.RelationsView.as_view()),
     path("agents/<str:ref>/user-context/<str:user_id>/agents", api.UserContextView.as_view()),
     path("agents/<str:ref>/messages", api.AgentMessagesView.as_view()),
