@@ -63,6 +63,8 @@ BASE = {
 UNSCANNED = {
     ("POST", "/v1/agents/targets/{target_id}/runs/{run_id}/report"): "a machine's report of model output: masked where stored",
     ("POST", "/v1/identity/agents/{ref}/keys/register"): "public keys and the webhook secret the agent registers on purpose",
+    ("POST", "/v1/identity/agents/{ref}/manifest"): "a signed A2A card: its signature is checked first, then its text (not the JWS parts) is scanned "
+        "by identity.services.manifest_register (tests/identity/test_manifests.py)",
     ("PUT", "/v1/identity/users/me/keys"): "public keys",
     ("POST", "/v1/identity/agents/{ref}/messages"): "a sealed envelope the platform cannot read",
     ("POST", "/v1/identity/users/{user_id}/messages"): "a sealed envelope the platform cannot read",
