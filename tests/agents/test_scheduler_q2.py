@@ -79,4 +79,4 @@ def test_the_tick_task_fires_due_agents_and_reports_counts(org_a, scheduled_agen
 
 def test_the_sweep_task_reports_what_it_recovered(db):
     assert tasks.sweep() == {"lost": 0, "redispatched": 0, "neverStarted": 0, "reaped": 0, "routedExpired": 0,
-                             "approvalsExpired": 0}
+                             "approvalsExpired": 0, "charged": 0}
