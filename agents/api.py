@@ -1,7 +1,7 @@
 """Agent definition routes (spec 003: /v1/agents, /v1/agents/{ref}). Thin: parse, call, shape.
 
 Statuses every route shares (400, 403, 404 on a path id, 413, 503) are declared for all routes by
-`agents_site.api`; each route declares the ones of its own.
+`server.api`; each route declares the ones of its own.
 """
 
 from django.http import HttpResponse

@@ -3,7 +3,7 @@ from django.contrib.admin import apps as admin_apps
 
 
 class AgentsSiteConfig(AppConfig):
-    """The composition root: its management commands (an override of django-q2's `qcluster`) and system checks."""
+    """The ground package as a Django app: its system checks and the `write_vocabulary_js` command."""
 
     default = True
     name = "agents_site"

@@ -2,7 +2,7 @@
 
 A sync view that starts a run (`POST …/run`, `POST /v1/agents/chat`, the OpenAI-compatible
 completion) checks, gates and records it in its request thread — every refusal an ordinary
-4xx — and then, when the request is served by this process's handler (`agents_site.asgi`),
+4xx — and then, when the request is served by this process's handler (`server.asgi`),
 returns a `DeferredResponse`: the run goes on as async work on the server's event loop, and the
 handler awaits it there and sends what it answers. The request's thread is handed back at
 once; the wait on the model holds no thread and no database connection.
@@ -35,7 +35,7 @@ _OWN_HEADERS = frozenset({"content-type", "content-length"})
 
 def serving_loop() -> asyncio.AbstractEventLoop | None:
     """Return the event loop serving the current request when a view may answer with a
-    `DeferredResponse` (the request came through `agents_site.asgi`), else None."""
+    `DeferredResponse` (the request came through `server.asgi`), else None."""
     return _serving.get()
 
 

@@ -1,7 +1,7 @@
 """Every private (undocumented) Django name the fast path touches, in one place (issue 27 item 3).
 
-The fast path — the ASGI handler (`agents_site/asgi.py`), the inline middleware
-(`agents_site/inline_middleware.py`) and the pooled SQLite engine (`agents_site/db_backends/sqlite3`)
+The fast path — the ASGI handler (`server/asgi.py`), the inline middleware
+(`server/inline_middleware.py`) and the pooled SQLite engine (`agents_site/db_backends/sqlite3`)
 — subclasses Django classes and overrides or calls methods Django does not document as API.
 Each is listed here with the part that relies on it and, for a method whose body the fast path
 re-implements or wraps, a SHA-256 of Django's source at the pinned version: a Django upgrade
@@ -40,24 +40,24 @@ class PrivateName:
 
 
 NAMES: tuple[PrivateName, ...] = (
-    # agents_site/asgi.py: Django 5.2's ASGIHandler.handle, ported with a one-crossing branch.
-    PrivateName("django.core.handlers.asgi:ASGIHandler.handle", "agents_site/asgi.py", "reimplements",
+    # server/asgi.py: Django 5.2's ASGIHandler.handle, ported with a one-crossing branch.
+    PrivateName("django.core.handlers.asgi:ASGIHandler.handle", "server/asgi.py", "reimplements",
                 "98faeb5bef800331e6a8002fbc96b30e4122a23438ae45a047190a531ea11323"),
-    PrivateName("django.core.handlers.asgi:ASGIHandler.read_body", "agents_site/asgi.py", "calls"),
-    PrivateName("django.core.handlers.asgi:ASGIHandler.create_request", "agents_site/asgi.py", "calls"),
-    PrivateName("django.core.handlers.asgi:ASGIHandler.send_response", "agents_site/asgi.py", "calls"),
-    PrivateName("django.core.handlers.asgi:ASGIHandler.listen_for_disconnect", "agents_site/asgi.py", "calls"),
-    PrivateName("django.core.handlers.asgi:ASGIHandler.chunk_size", "agents_site/asgi.py", "calls"),
-    PrivateName("django.core.handlers.asgi:get_script_prefix", "agents_site/asgi.py", "calls"),
-    PrivateName("django.core.handlers.base:BaseHandler.load_middleware", "agents_site/asgi.py", "calls"),
-    PrivateName("django.core.handlers.base:BaseHandler.resolve_request", "agents_site/asgi.py", "overrides",
+    PrivateName("django.core.handlers.asgi:ASGIHandler.read_body", "server/asgi.py", "calls"),
+    PrivateName("django.core.handlers.asgi:ASGIHandler.create_request", "server/asgi.py", "calls"),
+    PrivateName("django.core.handlers.asgi:ASGIHandler.send_response", "server/asgi.py", "calls"),
+    PrivateName("django.core.handlers.asgi:ASGIHandler.listen_for_disconnect", "server/asgi.py", "calls"),
+    PrivateName("django.core.handlers.asgi:ASGIHandler.chunk_size", "server/asgi.py", "calls"),
+    PrivateName("django.core.handlers.asgi:get_script_prefix", "server/asgi.py", "calls"),
+    PrivateName("django.core.handlers.base:BaseHandler.load_middleware", "server/asgi.py", "calls"),
+    PrivateName("django.core.handlers.base:BaseHandler.resolve_request", "server/asgi.py", "overrides",
                 "ff178c3d63eebcd3e38110341593518dcd67d84cff94bbc7dd5aa323637cba6d"),
-    PrivateName("django.core.handlers.asgi:ASGIHandler.run_get_response", "agents_site/asgi.py", "calls"),
-    # agents_site/inline_middleware.py: MiddlewareMixin.__acall__ re-implemented inline.
-    PrivateName("django.utils.deprecation:MiddlewareMixin.__acall__", "agents_site/inline_middleware.py", "reimplements",
+    PrivateName("django.core.handlers.asgi:ASGIHandler.run_get_response", "server/asgi.py", "calls"),
+    # server/inline_middleware.py: MiddlewareMixin.__acall__ re-implemented inline.
+    PrivateName("django.utils.deprecation:MiddlewareMixin.__acall__", "server/inline_middleware.py", "reimplements",
                 "adf8cbcaf9f11e45c4ac1953556ac422f2a6fe4193df5edbed186b2b66bea729"),
-    PrivateName("django.utils.deprecation:MiddlewareMixin.async_mode", "agents_site/inline_middleware.py", "calls"),
-    PrivateName("django.contrib.messages.storage.base:BaseStorage.added_new", "agents_site/inline_middleware.py", "calls"),
+    PrivateName("django.utils.deprecation:MiddlewareMixin.async_mode", "server/inline_middleware.py", "calls"),
+    PrivateName("django.contrib.messages.storage.base:BaseStorage.added_new", "server/inline_middleware.py", "calls"),
     # agents_site/db_backends/sqlite3/base.py: the pooled engine.
     PrivateName("django.db.backends.sqlite3.base:DatabaseWrapper._start_transaction_under_autocommit",
                 "agents_site/db_backends/sqlite3/base.py", "overrides", "7315cfc61c1dde12afa3e1dd77790b874b07c8261f505760fcd5f169d1aae763"),

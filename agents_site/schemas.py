@@ -280,7 +280,7 @@ def sse_frame(event: str, data: dict) -> dict:
 def stream_schema(title: str, description: str, frames: list[dict]) -> dict:
     """Return the schema of a `text/event-stream` answer: one of `frames` (each `sse_frame`).
 
-    `title` names it: `agents_site.openapi.complete` publishes it as its own component
+    `title` names it: `server.openapi.complete` publishes it as its own component
     (`#/components/schemas/<title>`), so a stream's frames are a schema of the document like any
     body, not prose.
     """

@@ -84,7 +84,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "ninja",
-    "agents_site",  # before django_q: its `qcluster` command overrides django-q2's
+    "server",  # the composition root; before django_q: its `qcluster` command overrides django-q2's
+    "agents_site",  # the ground: system checks, write_vocabulary_js
     "django_q",
     "tenancy",
     "billing",
@@ -107,14 +108,14 @@ INSTALLED_APPS = [
 # The fast path (issue 27 item 3), each part switchable off to run on Django's stock code (a CI
 # pass of `make test` runs the API tests that way; agents_site/django_private.py lists every
 # private Django name the parts touch):
-# AGENTS_FAST_HANDLER — the ASGI handler (agents_site/asgi.py) and the inline middleware;
+# AGENTS_FAST_HANDLER — the ASGI handler (server/asgi.py) and the inline middleware;
 # AGENTS_POOLED_SQLITE — the SQLite engine that keeps idle connections (agents_site/db_backends).
 AGENTS_FAST_HANDLER = _env_bool("AGENTS_FAST_HANDLER", True)
 AGENTS_POOLED_SQLITE = _env_bool("AGENTS_POOLED_SQLITE", True)
-# Freeze start-up's objects out of the garbage collector's full walks (agents_site.heap): daphne
+# Freeze start-up's objects out of the garbage collector's full walks (server.heap): daphne
 # and qcluster; a full collection otherwise walks ~225,000 start-up objects (122 ms, bench/heap.py).
 AGENTS_GC_FREEZE = _env_bool("AGENTS_GC_FREEZE", True)
-_MIDDLEWARE_HOME = "agents_site.inline_middleware" if AGENTS_FAST_HANDLER else None
+_MIDDLEWARE_HOME = "server.inline_middleware" if AGENTS_FAST_HANDLER else None
 _STOCK_MIDDLEWARE = {
     "SecurityMiddleware": "django.middleware.security", "SessionMiddleware": "django.contrib.sessions.middleware",
     "CommonMiddleware": "django.middleware.common", "CsrfViewMiddleware": "django.middleware.csrf",
@@ -128,13 +129,13 @@ def _stock(name: str) -> str:
     return f"{_MIDDLEWARE_HOME or _STOCK_MIDDLEWARE[name]}.{name}"
 
 
-# Django's stock middleware, run inline on the event loop under ASGI (agents_site/inline_middleware.py):
+# Django's stock middleware, run inline on the event loop under ASGI (server/inline_middleware.py):
 # a request hops to a thread for the principal lookup and a sync view only.
 MIDDLEWARE = [
-    "agents_site.middleware.api_error_shape",  # outermost: sees every error answered under /v1/
-    "agents_site.middleware.request_span",  # one server span per request, parent of a run's spans
+    "server.middleware.api_error_shape",  # outermost: sees every error answered under /v1/
+    "server.middleware.request_span",  # one server span per request, parent of a run's spans
     _stock("SecurityMiddleware"),
-    "agents_site.middleware.static_files",  # WhiteNoise, kept out of the way of async views
+    "server.middleware.static_files",  # WhiteNoise, kept out of the way of async views
     _stock("SessionMiddleware"),
     _stock("CommonMiddleware"),
     _stock("CsrfViewMiddleware"),
@@ -144,8 +145,8 @@ MIDDLEWARE = [
     "tenancy.middleware.PrincipalMiddleware",
 ]
 
-ROOT_URLCONF = "agents_site.urls"
-ASGI_APPLICATION = "agents_site.asgi.application"
+ROOT_URLCONF = "server.urls"
+ASGI_APPLICATION = "server.asgi.application"
 
 TEMPLATES = [
     {
@@ -427,10 +428,10 @@ AGENTS_SHARE_MAX_DAYS = max(1, _env_int("AGENTS_SHARE_MAX_DAYS", 365))
 AGENTS_SHARE_READ_RATE = os.environ.get("AGENTS_SHARE_READ_RATE", "60/min").strip() or "60/min"
 
 # Requests that mostly wait (the claim long-poll, the SSE stream) run their short sync steps on
-# this many shared worker threads instead of one thread each (agents_site/asgi.py).
+# this many shared worker threads instead of one thread each (server/asgi.py).
 AGENTS_SHARED_REQUEST_THREADS = max(1, _env_int("AGENTS_SHARED_REQUEST_THREADS", 4))
 # Every other request runs its sync steps on a thread of its own, reused: this many idle
-# request threads are kept per process for the next requests (agents_site/asgi.py).
+# request threads are kept per process for the next requests (server/asgi.py).
 AGENTS_IDLE_REQUEST_THREADS = max(0, _env_int("AGENTS_IDLE_REQUEST_THREADS", 16))
 # At most this many requests run their sync step at once (a burst of 500 waits on the loop for a
 # thread instead of starting 500); a run's wait on its model is not a sync step (issue 26).

@@ -49,7 +49,7 @@ def might_be_unstorable(json_text: str) -> bool:
 def json_object_body(raw: bytes) -> dict:
     """Return a request body (UTF-8 JSON text) as a dict; raise `InvalidRequest` (400) naming what is wrong.
 
-    The one reading of a JSON body for both APIs (Ninja's parser in `agents_site.api`, DRF's in
+    The one reading of a JSON body for both APIs (Ninja's parser in `server.api`, DRF's in
     `identity.parsers`): not UTF-8, not JSON (nesting past Python's stack included), not an
     object, or text PostgreSQL cannot hold (an unpaired surrogate, a NUL) → 400.
     """

@@ -135,7 +135,7 @@ async def measure(args, api_key: str, machines: list[tuple[str, str]], data_dir:
     port = 18000 + os.getpid() % 1000
     env = {**os.environ, "AGENTS_CLAIM_WAIT_SECONDS": "120", "PYTHONPATH": str(ROOT), "CLOUD_AGENT_FEE_CENTS": "0"}
     log = open(Path(data_dir) / "daphne.log", "wb")
-    daphne = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agents_site.asgi:application"],
+    daphne = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "server.asgi:application"],
                               cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     auth = {"Authorization": f"Bearer {api_key}"}

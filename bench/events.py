@@ -85,7 +85,7 @@ def start_daphne(data_dir: Path, extra_env: dict) -> tuple[subprocess.Popen, str
     port = free_port()
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "agents_site.settings", "AGENTS_DATA_DIR": str(data_dir), "PYTHONPATH": str(ROOT), **extra_env}
     log = open(data_dir / "daphne.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agents_site.asgi:application"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "server.asgi:application"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     for _ in range(300):
         try:
@@ -179,7 +179,7 @@ async def subscriber(host: str, port: int, key: str, stop: asyncio.Event, sample
 WRITER = """
 import json, sys, time, django
 django.setup()
-from agents_site.heap import settle
+from server.heap import settle
 settle()  # as daphne and qcluster do: the writer stands for a process of ours that appends
 from django.db import connections
 from tenancy import stores

@@ -1,7 +1,7 @@
 """Benchmark: what a full garbage collection costs a serving process, with and without the
-start-up heap frozen (`agents_site.heap.settle`, `AGENTS_GC_FREEZE`).
+start-up heap frozen (`server.heap.settle`, `AGENTS_GC_FREEZE`).
 
-For each setting a fresh interpreter imports the ASGI entry point (`agents_site.asgi`: Django set
+For each setting a fresh interpreter imports the ASGI entry point (`server.asgi`: Django set
 up and — when the freeze is on — `settle()`) and the URLconf with every view module (in both
 settings, so both heaps hold the same modules), then times `gc.collect()` (the oldest generation: what pauses daphne's event loop)
 `--collections` times. Printed per setting: the objects the collector tracks, how many are
@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 CHILD = """
 import gc, json, statistics, sys, time
-import agents_site.asgi  # noqa: F401  (settle() runs at its end when AGENTS_GC_FREEZE is on)
+import server.asgi  # noqa: F401  (settle() runs at its end when AGENTS_GC_FREEZE is on)
 from django.urls import get_resolver
 get_resolver().url_patterns  # every view module, in both settings (settle() imports them)
 samples = []
@@ -54,7 +54,7 @@ def main() -> None:
     parser.add_argument("--collections", type=int, default=20)
     args = parser.parse_args()
     off, on = measure(False, args.collections), measure(True, args.collections)
-    print(f"full collection of a process that imported agents_site.asgi, {args.collections} collections, "
+    print(f"full collection of a process that imported server.asgi, {args.collections} collections, "
           f"load average {os.getloadavg()[0]:.1f}")
     print(f"{'AGENTS_GC_FREEZE':<18}{'tracked':>10}{'frozen':>10}{'p50 ms':>10}{'max ms':>10}")
     for name, row in (("0 (baseline)", off), ("1", on)):

@@ -36,7 +36,7 @@ async def _minimal(scope, receive, send) -> None:
 
 
 def _server_app():
-    from agents_site.asgi import application as site
+    from server.asgi import application as site
 
     async def app(scope, receive, send):
         if scope["type"] == "http" and scope["path"] == "/bench/minimal":

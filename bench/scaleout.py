@@ -136,7 +136,7 @@ class Site:
         port = free_port()
         log = open(self.data_dir / f"daphne-{port}.log", "wb")
         proc = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agents_site.asgi:application"],
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "server.asgi:application"],
             cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
         )
         self.procs.append(proc)

@@ -3,7 +3,7 @@
 DRF's own `JSONParser` lets a body nested ~1,000 deep raise `RecursionError` (a 500) and hands
 a lone `\\ud800` escape to the serializers, whose error message echoed it back (a 500 again: the
 renderer cannot encode it). This parser refuses both before any serializer runs, exactly as the
-`/v1/agents` parser does (`agents_site.api.JsonObjectParser`), with one wording for both APIs.
+`/v1/agents` parser does (`server.api.JsonObjectParser`), with one wording for both APIs.
 """
 
 from __future__ import annotations

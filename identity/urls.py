@@ -1,5 +1,5 @@
-"""URL map of /v1/identity/ (spec 001). Mounted by agents_site.urls; the WebSocket route
-`/v1/identity/ws` is in agents_site.asgi."""
+"""URL map of /v1/identity/ (spec 001). Mounted by server.urls; the WebSocket route
+`/v1/identity/ws` is in server.asgi."""
 
 from django.urls import path
 

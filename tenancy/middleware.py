@@ -43,7 +43,7 @@ class PrincipalMiddleware:
             request.principal, request.principal_error = None, refusal
             return None
         principal = request.principal
-        arm = getattr(request, "agents_revocation", None)  # the server's revocation guard (agents_site.asgi)
+        arm = getattr(request, "agents_revocation", None)  # the server's revocation guard (server.asgi)
         if arm is not None and principal is not None:
             arm(principal)
         if principal is not None and principal.org_slug:
@@ -53,7 +53,7 @@ class PrincipalMiddleware:
             except ApiError as exc:
                 # An answer, not a fault: rendered here, so it is never logged as an uncaught
                 # exception with a traceback (issue 51); the outermost middleware shapes it for
-                # its path (`agents_site.middleware`) and logs it in one line.
+                # its path (`server.middleware`) and logs it in one line.
                 request.agents_refusal = exc
                 return None
             return principal.org_slug

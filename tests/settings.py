@@ -45,6 +45,6 @@ if TEST_STORES == "postgres":
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 AGENTS_WEBHOOK_THREADS = 0  # webhook attempts inline in their task (tests opt in to threads)
 AGENTS_WEBHOOK_FAST_RETRY_SECONDS = 0  # no in-process retry timers (tests drive the schedule)
-# The test process imports `agents_site.asgi` (the fast handler's tests): it must not freeze the
+# The test process imports `server.asgi` (the fast handler's tests): it must not freeze the
 # test runner's heap mid-run. Servers the tests start use `agents_site.settings` (on by default).
 AGENTS_GC_FREEZE = False

@@ -1,7 +1,7 @@
 """Org webhook endpoint routes (issue 32 item 1: /v1/agents/webhooks). Thin: check, call, shape.
 
 Org admins only (403 otherwise). Statuses every route shares (400, 403, 404 on a path id, 413,
-503) are declared for all routes by `agents_site.api`; each route declares the ones of its own.
+503) are declared for all routes by `server.api`; each route declares the ones of its own.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "operations" / "environment.md"
 #: Where the code that reads the environment lives (the SDKs document their own variables).
-PACKAGES = ("agents_site", "tenancy", "billing", "sessions", "runs", "agents", "targets", "webhooks", "identity",
+PACKAGES = ("server", "agents_site", "tenancy", "billing", "sessions", "runs", "agents", "targets", "webhooks", "identity",
             "coding", "chat", "openai_api", "guide", "console", "toolkit", "runner", "demo_gateway")
 #: Read, but not configuration of this platform: the standard variables a sandboxed command or
 #: the runner's key file passes on or follows, and names set by the code for its own children.
@@ -209,9 +209,9 @@ VARIABLES: tuple[Var, ...] = (
     Var('AGENTS_LISTEN_BACKLOG', '`2048`',
         "daphne's listen backlog (`make run`'s Procfile; Twisted's default is 50, which dropped 1,400–2,700 connection attempts when 500 clients connected at once, issue 26). The kernel caps it at `net.core.somaxconn` (4096 on current Linux)", setting=''),
     Var('AGENTS_FAST_HANDLER', '`1`',
-        "`0`: serve HTTP with Django's own ASGI handler and middleware instead of the fast path (`agents_site/asgi.py`, `inline_middleware.py`); same behaviour, more CPU per request"),
+        "`0`: serve HTTP with Django's own ASGI handler and middleware instead of the fast path (`server/asgi.py`, `inline_middleware.py`); same behaviour, more CPU per request"),
     Var('AGENTS_GC_FREEZE', '`1`',
-        "daphne and `qcluster` freeze their start-up objects out of the garbage collector's full walks once they have loaded (`gc.freeze()`, `agents_site/heap.py`): a full collection otherwise walks ~225,000 start-up objects (122 ms at load average 3.2 on this machine, `bench/heap.py`); `0`: off"),
+        "daphne and `qcluster` freeze their start-up objects out of the garbage collector's full walks once they have loaded (`gc.freeze()`, `server/heap.py`): a full collection otherwise walks ~225,000 start-up objects (122 ms at load average 3.2 on this machine, `bench/heap.py`); `0`: off"),
     Var('AGENTS_POOLED_SQLITE', '`1`',
         "`0`: open SQLite files with Django's own engine instead of the one that keeps idle connections (`agents_site/db_backends/sqlite3`)"),
     Var('AGENTS_SQLITE_IDLE_PER_FILE', '`8`',
@@ -340,9 +340,9 @@ def read_in_code(root: Path = ROOT) -> dict[str, set[str]]:
                 continue
             for match in READ.finditer(path.read_text(encoding="utf-8")):
                 found.setdefault(match.group(1), set()).add(str(path.relative_to(root)))
-    serve = (root / "agents_site" / "management" / "commands" / "serve.py").read_text(encoding="utf-8")
+    serve = (root / "server" / "management" / "commands" / "serve.py").read_text(encoding="utf-8")
     if "def port_from_env(env: dict, name: str = \"PORT\"" in serve:  # `port_from_env(env)` reads PORT by default
-        found.setdefault("PORT", set()).add("agents_site/management/commands/serve.py")
+        found.setdefault("PORT", set()).add("server/management/commands/serve.py")
     for line in (root / "Procfile").read_text(encoding="utf-8").splitlines():
         for name in PROCFILE_READ.findall(line):
             found.setdefault(name, set()).add("Procfile")
@@ -357,7 +357,7 @@ def _where(files: set[str]) -> str:
     for name in sorted(files):
         if name == "agents_site/settings.py":
             short.append("settings")
-        elif name == "agents_site/management/commands/serve.py":
+        elif name == "server/management/commands/serve.py":
             short.append("manage.py serve")
         elif name == "Procfile":
             short.append("Procfile")

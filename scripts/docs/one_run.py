@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "architecture" / "one-run.md"
 #: The project's own packages: a call into anything else (Django, the SDK, the standard library) is not listed.
-PACKAGES = ("agents_site", "tenancy", "billing", "sessions", "runs", "agents", "targets", "webhooks", "identity",
+PACKAGES = ("server", "agents_site", "tenancy", "billing", "sessions", "runs", "agents", "targets", "webhooks", "identity",
             "coding", "chat", "openai_api", "guide", "console", "toolkit")
 AGENT = {"name": "writer", "instructions": "Answer in one line."}
 INPUT = {"input": "Say hi"}

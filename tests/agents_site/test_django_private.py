@@ -51,7 +51,7 @@ def test_each_private_name_exists_and_its_source_is_unchanged(name):
 def test_every_private_method_our_subclasses_override_is_listed():
     """A new override of a Django `_name` in the fast path must be added to the list."""
     listed = {n.path.rsplit(".", 1)[1] for n in NAMES}
-    for part in ("agents_site/asgi.py", "agents_site/inline_middleware.py", "agents_site/db_backends/sqlite3/base.py"):
+    for part in ("server/asgi.py", "server/inline_middleware.py", "agents_site/db_backends/sqlite3/base.py"):
         source = (ROOT / part).read_text()
         for name in re.findall(r"^    (?:async )?def (_[a-z]\w*)\(", source, flags=re.M):
             if name.startswith("__"):

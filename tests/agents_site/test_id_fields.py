@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from agents_site.api import api
+from server.api import api
 
 pytestmark = [pytest.mark.django_db, pytest.mark.both_stores]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tests.support.live import ROOT
 
-APPS = ("agents_site", "tenancy", "billing", "sessions", "runs", "agents", "targets", "coding", "chat", "openai_api",
+APPS = ("server", "agents_site", "tenancy", "billing", "sessions", "runs", "agents", "targets", "coding", "chat", "openai_api",
         "console", "guide", "identity", "webhooks", "toolkit", "runner")
 INFRASTRUCTURE = ("agents_site/sql.py", "agents_site/db_backends/", "tenancy/backends/", "tenancy/backups/")
 SQL_CALL = re.compile(r"\b(?:cursor\(\)|\w*cursor|conn|connection|db)\.execute(?:many)?\(|\.raw\(|\bRawSQL\(|\.extra\(")

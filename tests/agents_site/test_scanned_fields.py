@@ -19,7 +19,7 @@ import subprocess
 import pytest
 from django.conf import settings
 
-from agents_site.api import api
+from server.api import api
 from tenancy import stores
 from tests.identity.conftest import create_agent
 from tests.support.credentials import credential_corpus

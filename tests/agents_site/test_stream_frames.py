@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 from jsonschema import Draft202012Validator
 
-from agents_site.api import api
+from server.api import api
 from tests.runs.test_run_stream import frames_of, post_run
 from tests.chat.conftest import chat, fund, user
 from tests.support.upstream import Reply

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from agents_site.api import api
+from server.api import api
 from tests.identity.conftest import bearer, create_agent
 
 pytestmark = [pytest.mark.django_db, pytest.mark.both_stores]

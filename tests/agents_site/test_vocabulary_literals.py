@@ -19,7 +19,7 @@ from pathlib import Path
 from agents_site.vocabulary import ChatRole, DeliveryStatus, WsFrameType
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVER = ("agents", "agents_site", "billing", "chat", "coding", "console", "guide", "identity", "openai_api", "runs", "sessions", "targets",
+SERVER = ("agents", "agents_site", "server", "billing", "chat", "coding", "console", "guide", "identity", "openai_api", "runs", "sessions", "targets",
           "tenancy", "webhooks")
 ROLES = frozenset(ChatRole.values)
 

@@ -23,8 +23,8 @@ def test_a_new_read_of_the_environment_is_found(tmp_path):
     """The scan sees every way the code reads a variable, so the first test can fail."""
     for package in environment.PACKAGES:
         (tmp_path / package).mkdir()
-    (tmp_path / "agents_site" / "management" / "commands").mkdir(parents=True)
-    (tmp_path / "agents_site" / "management" / "commands" / "serve.py").write_text("")
+    (tmp_path / "server" / "management" / "commands").mkdir(parents=True)
+    (tmp_path / "server" / "management" / "commands" / "serve.py").write_text("")
     (tmp_path / "agents_site" / "settings.py").write_text(
         'A = _env_int("AGENTS_NEW_INT", 3)\nB = os.environ.get("AGENTS_NEW_GET", "")\nC = os.environ["AGENTS_NEW_ITEM"]\n')
     (tmp_path / "runner" / "cli.py").write_text('label = env.get("RUNNER_NEW", "")\n')

@@ -48,7 +48,7 @@ def test_undecodable_body_is_400(org_a):
 def _connect(token: str):
     from channels.testing import WebsocketCommunicator
 
-    from agents_site.asgi import application
+    from server.asgi import application
 
     return WebsocketCommunicator(application, "/v1/identity/ws", headers=[(b"authorization", f"Bearer {token}".encode())])
 

@@ -9,7 +9,7 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 
 from agents.models import Agent
-from agents_site.asgi import application
+from server.asgi import application
 from agents_site.vocabulary import RelationStatus
 from identity.models import AgentCredential, AgentKeySet, Envelope, InboxItem, Relation
 from tests.identity.conftest import AgentKeys, bearer, create_agent, pair, post

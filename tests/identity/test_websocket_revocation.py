@@ -6,7 +6,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from agents_site.asgi import application
+from server.asgi import application
 from tenancy.services import org_delete
 from tests.identity.conftest import create_agent
 

@@ -217,7 +217,7 @@ def test_a_stuck_client_is_dropped_while_writes_continue_and_can_resume_and_neve
     settings.AGENTS_SSE_PING_SECONDS = 60
     settings.AGENTS_SSE_CATCHUP_SECONDS = 60
     settings.AGENTS_SSE_BUFFER_FRAMES = 256
-    from agents_site.asgi import django_asgi_app
+    from server.asgi import django_asgi_app
 
     org = make_org("stuck")
     with org.context():

@@ -1,6 +1,6 @@
 """Real daphne processes for streaming and end-to-end tests.
 
-`LiveServer(env).start()` runs `daphne agents_site.asgi:application` on a free loopback port
+`LiveServer(env).start()` runs `daphne server.asgi:application` on a free loopback port
 with the test run's data directory and the pytest default database file, so rows the test
 commits (use `transactional_db`) are what the server sees.
 """
@@ -108,7 +108,7 @@ class LiveServer:
             # The Procfile's endpoint: the listen backlog of `make run` (AGENTS_LISTEN_BACKLOG).
             [sys.executable, "-m", "daphne", "-e",
              f"tcp:port={self.port}:interface=127.0.0.1:backlog={self.env.get('AGENTS_LISTEN_BACKLOG', '2048')}",
-             "agents_site.asgi:application"],
+             "server.asgi:application"],
             cwd=ROOT,
             env=self.env,
             stdout=log,

@@ -55,7 +55,7 @@ class Process:
     def start(self) -> Process:
         """Start the process (returns at once; `ready()` waits for a daphne to answer)."""
         if self.kind == "daphne":
-            args = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "agents_site.asgi:application"]
+            args = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "server.asgi:application"]
         else:
             args = [sys.executable, "manage.py", "qcluster"]
         with open(self.log_path, "ab") as log:

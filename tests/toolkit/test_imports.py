@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVER = {"agents", "runs", "agents_site", "tenancy", "billing", "sessions", "targets", "coding", "chat", "openai_api", "console",
+SERVER = {"agents", "runs", "agents_site", "server", "tenancy", "billing", "sessions", "targets", "coding", "chat", "openai_api", "console",
           "identity", "guide", "django", "ninja", "rest_framework", "channels", "django_q"}
 
 

@@ -28,7 +28,7 @@ ALLOWED = {
     "toolkit/stopping.py": {"httpcore2", "socket"},  # a run's stop shuts down a connection's socket (issue 25); it opens none
     "tenancy/backups/litestream.py": {"httpx"},
     # `make run`'s supervisor: binds PORT once to check it is free, then polls the daphne it started on loopback
-    "agents_site/management/commands/serve.py": {"socket", "urllib.request"},  # the local Litestream daemon's Unix control socket (operator configuration), no address
+    "server/management/commands/serve.py": {"socket", "urllib.request"},  # the local Litestream daemon's Unix control socket (operator configuration), no address
   # the SDK gets its HTTP client from toolkit.outbound (asserted below)
 }
 

@@ -1,6 +1,6 @@
 """Give every error answered under `/v1/` the one error shape, whoever produced it; trace every request.
 
-The API's own errors are shaped by `agents_site.api`; a few are answered before or around it:
+The API's own errors are shaped by `server.api`; a few are answered before or around it:
 Django's resolver answers an unknown path with an HTML 404, Ninja answers a method a route does
 not serve with a text 405, and a fault in a middleware becomes Django's HTML 500. This
 middleware, outermost, rewrites any such non-JSON error under `/v1/` as
@@ -66,7 +66,7 @@ def _remember_exception(sender, request=None, **kwargs):
         request.agents_exception = sys.exc_info()[1]
 
 
-got_request_exception.connect(_remember_exception, dispatch_uid="agents_site.middleware.remember_exception")
+got_request_exception.connect(_remember_exception, dispatch_uid="server.middleware.remember_exception")
 
 
 def _nul_refusal(request) -> InvalidRequest | None:

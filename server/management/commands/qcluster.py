@@ -15,7 +15,7 @@ from django.conf import settings
 from django_q.cluster import Cluster
 from django_q.management.commands.qcluster import Command as QClusterCommand
 
-from agents_site.heap import settle as settle_heap
+from server.heap import settle as settle_heap
 from runs.shutdown import STOP_SIGNAL, signal_workers
 
 
@@ -50,7 +50,7 @@ class Command(QClusterCommand):
         # The sentinel, pusher and monitor inherit "ignore" for the workers' stop signal; only
         # workers answer it (`runs.shutdown.install_worker_handler`, on django-q2's post_spawn).
         signal.signal(STOP_SIGNAL, signal.SIG_IGN)
-        settle_heap()  # before the workers fork: they inherit a frozen start-up heap (agents_site.heap)
+        settle_heap()  # before the workers fork: they inherit a frozen start-up heap (server.heap)
         cluster.start()
         if options.get("run_once", False):
             cluster.stop()

@@ -6,7 +6,7 @@ from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from agents_site.api import api
+from server.api import api
 from console.views.shared import shared
 
 urlpatterns = [

@@ -15,7 +15,7 @@ import pytest
 from django.core.management.base import CommandError
 from honcho.environ import expand_processes, parse_procfile
 
-from agents_site.management.commands.serve import DEFAULT_PORT, honcho_command, port_from_env
+from server.management.commands.serve import DEFAULT_PORT, honcho_command, port_from_env
 from tests.support.live import ROOT, free_port
 
 

@@ -8,7 +8,7 @@ from django.http import Http404
 from django.test import RequestFactory
 
 from agents.models import Agent
-from agents_site.api import api
+from server.api import api
 
 pytestmark = pytest.mark.both_stores
 

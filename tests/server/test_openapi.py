@@ -129,7 +129,7 @@ def test_schema_names_are_unique_so_no_shape_is_published_under_another(document
     while stack:
         cls = stack.pop()
         stack.extend(cls.__subclasses__())
-        if cls.__module__.split(".")[0] in {"agents", "agents_site", "sessions", "targets", "billing"}:
+        if cls.__module__.split(".")[0] in {"agents", "agents_site", "server", "sessions", "targets", "billing"}:
             classes.setdefault(cls.__name__, set()).add(f"{cls.__module__}.{cls.__qualname__}")
     published = set(document["components"]["schemas"])
     clashes = {name: where for name, where in classes.items() if name in published and len(where) > 1}
@@ -170,7 +170,7 @@ def test_a_recorded_run_links_to_the_route_that_reads_it_again(document):
 def test_every_generated_document_is_the_same_and_names_only_components_it_holds():
     """The completion of the document must not change the routes' own dicts: a second
     generation in the same process once lost the stream components its `$ref`s named."""
-    from agents_site.api import api
+    from server.api import api
 
     first, second = api.get_openapi_schema(), api.get_openapi_schema()
     assert first == second

@@ -92,8 +92,8 @@ class AgentsAPI(NinjaAPI):
     """The NinjaAPI whose OpenAPI document also declares what every route shares (`openapi`)."""
 
     def get_openapi_schema(self, *, path_prefix=None, path_params=None):
-        """Return Ninja's document completed by `agents_site.openapi.complete`."""
-        from agents_site.openapi import complete
+        """Return Ninja's document completed by `server.openapi.complete`."""
+        from server.openapi import complete
 
         return complete(super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params))
 

@@ -1,6 +1,6 @@
 """Close an open HTTP request when the credential that authorised it is revoked (`tenancy.revocation`).
 
-The ASGI handler (`agents_site.asgi`) gives every request a `RequestGuard` before the
+The ASGI handler (`server.asgi`) gives every request a `RequestGuard` before the
 middleware runs; `tenancy.middleware.PrincipalMiddleware` arms it with the principal it
 resolved (`request.agents_revocation(principal)`). When one of the principal's keys is revoked —
 its API key, its membership, its org — in this process or another, the guard cancels the

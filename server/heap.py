@@ -13,7 +13,7 @@ walks nothing of them: 0.0 ms). A process forked after the freeze (django-q2's w
 the frozen set: its collections do not walk those objects either (their reference counts still
 change, so the pages are not kept shared).
 
-Called by the ASGI entry point (`agents_site.asgi`) and `manage.py qcluster` before its
+Called by the ASGI entry point (`server.asgi`) and `manage.py qcluster` before its
 workers fork. `AGENTS_GC_FREEZE=0` turns it off.
 """
 

@@ -1,7 +1,7 @@
 """A streamed run and a streamed chat round close when their key is revoked; their runs go on
 (issue 25 item 3: "every … streamed run/chat/OpenAI response … authenticated by it is closed").
 
-`agents_site.revocation_guard` on a real daphne (the embedded default: the key is revoked over
+`server.revocation_guard` on a real daphne (the embedded default: the key is revoked over
 the console, in that process). The upstream holds the reply after its first pieces, so the
 revocation lands mid-stream; the OpenAI-compatible stream has its own test
 (tests/openai_api/test_revocation.py).

@@ -36,7 +36,7 @@ answer. Django's ASGI handler instead runs the chain in async mode, where each s
 its own hop and every middleware a coroutine layer: a sync API request cost ≈ 2.5× the CPU of
 the same request through Django's sync handler (BENCHMARKS.md, issue 16). An async view (the
 claim long-poll, the SSE streams) keeps the async chain, whose stock middlewares run inline on
-the loop (`agents_site.inline_middleware`).
+the loop (`server.inline_middleware`).
 """
 
 import asyncio
@@ -62,8 +62,8 @@ django.setup(set_prefix=False)
 from django.conf import settings  # noqa: E402
 
 from agents_site.deferred import DeferredResponse, serve_on  # noqa: E402
-from agents_site.heap import settle as settle_heap  # noqa: E402
-from agents_site.revocation_guard import RequestGuard  # noqa: E402
+from server.heap import settle as settle_heap  # noqa: E402
+from server.revocation_guard import RequestGuard  # noqa: E402
 from tenancy import revocation  # noqa: E402
 
 # Routes whose requests mostly wait (POST …/claim, GET …/sessions/stream); they share threads.
@@ -248,7 +248,7 @@ class AgentsASGIHandler(ASGIHandler):
             return
         serve_on(asyncio.get_running_loop())  # a view that starts a run may answer later, on this loop
         match = self._sync_view_match(request)
-        # Armed by the principal middleware (agents_site.revocation_guard): an async view may wait,
+        # Armed by the principal middleware (server.revocation_guard): an async view may wait,
         # so it registers at once; a sync view's answer registers only if it streams.
         guard = RequestGuard(asyncio.get_running_loop(), request.path, eager=match is None)
         request.agents_revocation = guard
@@ -328,4 +328,4 @@ websocket_routes = [path("v1/identity/ws", IdentityAgentConsumer.as_asgi())]
 
 application = ProtocolTypeRouter({"http": django_asgi_app, "websocket": URLRouter(websocket_routes)})
 
-settle_heap()  # start-up's objects leave the collector's walk (AGENTS_GC_FREEZE; agents_site.heap)
+settle_heap()  # start-up's objects leave the collector's walk (AGENTS_GC_FREEZE; server.heap)

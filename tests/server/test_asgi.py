@@ -1,10 +1,10 @@
-"""Request threads reused across requests (agents_site/asgi.py `ExecutorPool`)."""
+"""Request threads reused across requests (server/asgi.py `ExecutorPool`)."""
 
 from __future__ import annotations
 
 import threading
 
-from agents_site.asgi import ExecutorPool
+from server.asgi import ExecutorPool
 
 
 def _thread_of(executor) -> int:
@@ -72,7 +72,7 @@ def test_a_read_never_queues_behind_writes_waiting_for_a_thread(settings):
     lane, while a POST waits for a write thread and answers when one is handed back."""
     import asyncio
 
-    from agents_site.asgi import AgentsASGIHandler
+    from server.asgi import AgentsASGIHandler
 
     settings.AGENTS_REQUEST_THREADS = 1
     settings.AGENTS_READ_REQUEST_THREADS = 1

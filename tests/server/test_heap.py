@@ -1,4 +1,4 @@
-"""agents_site.heap: a serving process freezes its start-up objects out of the collector's walks."""
+"""server.heap: a serving process freezes its start-up objects out of the collector's walks."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from agents_site import heap
+from server import heap
 from tests.support.live import ROOT, server_env
 
 
@@ -34,7 +34,7 @@ def test_settle_does_nothing_when_turned_off(settings, unfrozen):
 
 @pytest.mark.parametrize(("flag", "frozen"), [("1", True), ("0", False)])
 def test_the_asgi_entry_point_settles_the_heap_it_serves_from(flag, frozen):
-    probe = "import gc, agents_site.asgi; print(gc.get_freeze_count())"
+    probe = "import gc, server.asgi; print(gc.get_freeze_count())"
     out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=server_env({"AGENTS_GC_FREEZE": flag}),
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

@@ -82,8 +82,8 @@ def hops(monkeypatch):
 
 def test_a_sync_view_request_crosses_into_a_thread_once(make_org, transactional_db, hops):
     """request_started, the middleware chain, the principal, the view and closing the answer:
-    one thread hop for the whole request (agents_site/asgi.py)."""
-    from agents_site.asgi import django_asgi_app
+    one thread hop for the whole request (server/asgi.py)."""
+    from server.asgi import django_asgi_app
 
     org = make_org("hops")
     status, body = _asgi(django_asgi_app, "/v1/agents", org.key)
@@ -92,7 +92,7 @@ def test_a_sync_view_request_crosses_into_a_thread_once(make_org, transactional_
 
 
 def test_a_sync_write_crosses_once_and_is_stored(make_org, transactional_db, hops):
-    from agents_site.asgi import django_asgi_app
+    from server.asgi import django_asgi_app
     from sessions.models import Event
     from sessions.services import session_create
 
@@ -114,7 +114,7 @@ def test_request_signals_fire_once_in_the_thread_that_served_the_request(make_or
 
     from django.core import signals
 
-    from agents_site.asgi import django_asgi_app
+    from server.asgi import django_asgi_app
 
     org = make_org("signals")
     fired: list[tuple[str, int]] = []
@@ -138,7 +138,7 @@ def test_request_signals_fire_once_in_the_thread_that_served_the_request(make_or
 
 
 def test_an_unknown_path_is_answered_by_the_sync_chain_in_the_error_shape(make_org, transactional_db, hops):
-    from agents_site.asgi import django_asgi_app
+    from server.asgi import django_asgi_app
 
     org = make_org("nopath")
     status, body = _asgi(django_asgi_app, "/v1/agents/x/y/z", org.key)
@@ -149,7 +149,7 @@ def test_an_unknown_path_is_answered_by_the_sync_chain_in_the_error_shape(make_o
 def test_an_async_view_keeps_the_async_chain(make_org, transactional_db, hops):
     """The claim long-poll is an async view: it is not served by the one-crossing sync path,
     and its principal lookup is the async chain's own hop."""
-    from agents_site.asgi import django_asgi_app
+    from server.asgi import django_asgi_app
 
     org = make_org("asyncview")
     status, body = _asgi(django_asgi_app, "/v1/agents/targets/tgt_missing/claim", org.key, method="POST")
