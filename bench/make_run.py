@@ -9,7 +9,7 @@ launch to that banner line on its standard output:
 - `first`: a fresh `AGENTS_DATA_DIR` (what a new clone's first `make run` does once installed);
 - `again`: the same data directory, stopped and started again (the stamp skips migrate and
   collectstatic: the figure the issue's goal, ≤ 30 s quiet, is about);
-- `bare daphne` (the baseline, measured in the same run): `daphne agents_site.asgi:application` on
+- `bare daphne` (the baseline, measured in the same run): `daphne server.asgi:application` on
   that prepared data directory to the first 200 of `/v1/agents/openapi.json`: the floor a start
   cannot go under (Django's import and the URLconf), with no preparation and no cluster.
 
@@ -76,7 +76,7 @@ def time_bare_daphne(data_dir: Path) -> float:
     env = {**os.environ, "AGENTS_DATA_DIR": str(data_dir)}
     started = time.perf_counter()
     process = subprocess.Popen([str(Path(PY).parent / "daphne"), "-e", f"tcp:port={port}:interface=127.0.0.1",
-                                "agents_site.asgi:application"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                                "server.asgi:application"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         while process.poll() is None:
