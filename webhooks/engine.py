@@ -21,14 +21,21 @@ masked (`sessions.scanner.redact_text`), and makes a client span `webhook.delive
 `AGENTS_WEBHOOK_GIVE_UP_SECONDS` (24 h) or more after the delivery was created (or redelivered)
 fails; then it is `dead` (kept, redeliverable).
 `AGENTS_WEBHOOK_MAX_ATTEMPTS` > 0 caps the attempts too.
+**Recovery**: a 2xx from an origin makes that origin's waiting retries (same org, every channel)
+due now and hands them on (`recover_origin`), so a receiver back from an outage gets its backlog
+without waiting out each delivery's back-off; the schedule is the most a retry waits, not the least.
 
 **Durable, never in a run's way**: the delivery row is written first; its attempt is a django-q2
 task (`webhooks.tasks.deliver`) that claims the attempt (a conditional update, so two workers
 never make the same one) and makes the HTTP request on a small thread pool of the worker
 process (`AGENTS_WEBHOOK_THREADS`), so a stalled receiver holds a webhook thread, never a run's
-worker. A retry due within `AGENTS_WEBHOOK_FAST_RETRY_SECONDS` is queued again by an in-process
-timer at its due time (the first retries never wait for the minute tick); later ones, and any
-lost with a process, are queued by the minute tick (`due_tick`), since the row says when it is due.
+worker. **One queue per receiver origin** in each process (`dispatch`): at most
+`MAX_IN_FLIGHT_PER_ORIGIN` attempts to one origin at once, the next queued one started the moment
+one ends, so a backlog drains at the receiver's pace and a stalled receiver holds two threads,
+never another origin's turn. A retry due within `AGENTS_WEBHOOK_FAST_RETRY_SECONDS` goes back to
+its origin's queue at its due time by the process's timer thread (`enqueue_later`); later ones,
+and whatever a lost process held, are queued by the minute tick (`due_tick`), since the row says
+when it is due — the tick is the catch-up, not the pace.
 
 Org context required by every function taking a delivery.
 """
@@ -37,9 +44,12 @@ from __future__ import annotations
 
 import json
 import logging
+import heapq
+import itertools
 import random
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -48,6 +58,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import close_old_connections, transaction
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 from opentelemetry.trace import SpanKind
 from standardwebhooks import Webhook
@@ -292,7 +303,46 @@ def attempt(channel_name: str, delivery_id: str, *, force: bool = False):
             ch.after_attempt(row, result.ok, at)
     if retry_in is not None and row.status == DeliveryStatus.RETRYING:
         enqueue_later(stores.current_org(), channel_name, row.public_id, retry_in)
+    if result.ok and row.status == DeliveryStatus.SUCCEEDED:
+        _hand_on_recovered(recover_origin(row.url))
     return row
+
+
+def recover_origin(url: str) -> dict[str, list[str]]:
+    """After a 2xx from the origin of `url`: make its waiting retries due now; return their ids by channel.
+
+    Every delivery of this org (every channel) to the same origin (scheme, host, port) that is
+    `retrying` with its next attempt still ahead and its last attempt recorded (not one being
+    attempted right now, whose lease looks the same) gets `next_attempt_at` = now, at most
+    `RECOVER_BATCH` per channel per 2xx (the next 2xx takes the next batch). A receiver back from
+    an outage so gets what waited without each delivery's back-off; its attempts still go at most
+    `MAX_IN_FLIGHT_PER_ORIGIN` at once per process. Nothing else changes (attempt counts, the 24 h).
+    """
+    origin = _origin(url)
+    if not origin.strip(":/"):
+        return {}
+    at = now()
+    same_origin = Q(url__iexact=origin) | Q(url__istartswith=origin + "/") | Q(url__istartswith=origin + "?")
+    recovered: dict[str, list[str]] = {}
+    for ch in channels():
+        model = ch.delivery_model
+        recorded = Exists(ch.attempt_model.objects.filter(delivery=OuterRef("pk"), number=OuterRef("attempts")))
+        waiting = model.objects.filter(same_origin, status=DeliveryStatus.RETRYING, next_attempt_at__gt=at).filter(recorded)
+        ids = list(waiting.order_by("next_attempt_at", "id").values_list("public_id", flat=True)[:RECOVER_BATCH])
+        if ids and waiting.filter(public_id__in=ids).update(next_attempt_at=at, updated_at=at):
+            recovered[ch.name] = ids
+    return recovered
+
+
+def _hand_on_recovered(recovered: dict[str, list[str]]) -> None:
+    """Attempt what `recover_origin` made due: in this process's origin queue when on a webhook
+    thread, else (a console test, the inline mode) through the task queue."""
+    org = stores.current_org()
+    for channel_name, ids in recovered.items():
+        if getattr(_on_webhook_thread, "active", False):
+            dispatch(org, channel_name, ids)
+        else:
+            enqueue(org, channel_name, ids)
 
 
 def deliveries_due(channel_name: str, *, limit: int = 200) -> list[str]:
@@ -321,10 +371,26 @@ def reopen(channel_name: str, delivery) -> object:
     return ch.delivery_model.objects.get(pk=delivery.pk)
 
 
-# --- queueing ---------------------------------------------------------------------------------
+# --- queueing: one queue per receiver origin in each process ----------------------------------
 
+#: Attempts one process makes at once to one origin (scheme, host, port): a stalled receiver can
+#: hold this many webhook threads, never all of them. What is over waits in the origin's queue of
+#: this process and starts the moment one of its attempts ends.
+MAX_IN_FLIGHT_PER_ORIGIN = 2
+#: Retrying deliveries made due at once by one 2xx, per channel and pass (`recover_origin`).
+RECOVER_BATCH = 500
+
+_lock = threading.Condition()  # guards the pool, the queues, the counts and the timers below
 _pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
+_queues: dict[str, deque] = {}  # origin → deque of (org, channel, delivery id), due order
+_queued: set[tuple[str, str, str]] = set()  # in some origin's queue of this process
+_running: set[tuple[str, str, str]] = set()  # being attempted on a webhook thread of this process
+_again: set[tuple[str, str, str]] = set()  # handed on again while running: queued once it ends
+_in_flight: dict[str, int] = {}  # origin → attempts running
+_timers: list[tuple[datetime, int, str, str, str]] = []  # heap of (due, seq, org, channel, id)
+_timer_thread: threading.Thread | None = None
+_timer_seq = itertools.count()
+_on_webhook_thread = threading.local()
 
 
 def on_commit_enqueue(channel_name: str, delivery_ids: list[str]) -> None:
@@ -349,20 +415,69 @@ def enqueue(org: str, channel_name: str, delivery_ids: list[str]) -> None:
         logger.warning("could not queue webhook deliveries %s", delivery_ids, exc_info=True)
 
 
+def _threads() -> int:
+    return int(_setting("AGENTS_WEBHOOK_THREADS", 4))
+
+
 def enqueue_later(org: str, channel_name: str, delivery_id: str, delay: float) -> None:
-    """Queue delivery `delivery_id` again after `delay` seconds by an in-process timer, when the
-    delay is within `AGENTS_WEBHOOK_FAST_RETRY_SECONDS`; later retries are left to the minute tick."""
+    """Hand delivery `delivery_id` on again `delay` seconds from now (the engine's clock) when the
+    delay is within `AGENTS_WEBHOOK_FAST_RETRY_SECONDS`; later retries are left to the minute tick.
+
+    One timer thread per process holds every such retry (a heap, not a thread each). At its due
+    time the delivery goes to its origin's queue in this process (`dispatch`) when the process has
+    webhook threads, else to the task queue (`enqueue`). Lost with the process, the row still says
+    when it is due: the minute tick queues it.
+    """
     if delay > _setting("AGENTS_WEBHOOK_FAST_RETRY_SECONDS", 60):
         return
-    timer = threading.Timer(max(0.0, delay), enqueue, args=(org, channel_name, [delivery_id]))
-    timer.daemon = True
-    timer.start()
+    global _timer_thread
+    due = now() + timedelta(seconds=max(0.0, delay))
+    with _lock:
+        heapq.heappush(_timers, (due, next(_timer_seq), org, channel_name, delivery_id))
+        if _timer_thread is None or not _timer_thread.is_alive():
+            _timer_thread = threading.Thread(target=_timer_loop, name="webhooks-timers", daemon=True)
+            _timer_thread.start()
+        _lock.notify_all()
 
 
-#: Attempts one process makes at once to one origin (scheme, host, port): a stalled receiver can
-#: hold this many webhook threads, never all of them; what is over waits, due, for the tick.
-MAX_IN_FLIGHT_PER_ORIGIN = 2
-_in_flight: dict[str, int] = {}
+def _take_due_timers() -> list[tuple[str, str, str]]:
+    """Pop every timer due by the engine's clock (`_lock` held); return their (org, channel, id)."""
+    at, fired = now(), []
+    while _timers and _timers[0][0] <= at:
+        _, _, org, channel_name, delivery_id = heapq.heappop(_timers)
+        fired.append((org, channel_name, delivery_id))
+    return fired
+
+
+def _fire(fired: list[tuple[str, str, str]]) -> None:
+    for org, channel_name, delivery_id in fired:
+        try:
+            if _threads() > 0:
+                dispatch(org, channel_name, [delivery_id])
+            else:
+                enqueue(org, channel_name, [delivery_id])
+        except Exception:
+            logger.warning("could not hand on webhook retry %s of org %s", delivery_id, org, exc_info=True)
+
+
+def _timer_loop() -> None:
+    while True:
+        with _lock:
+            fired = _take_due_timers()
+            while not fired:
+                wait = (_timers[0][0] - now()).total_seconds() if _timers else None
+                _lock.wait(timeout=None if wait is None else min(max(wait, 0.001), 1.0))  # re-reads the clock each second
+                fired = _take_due_timers()
+        _fire(fired)
+
+
+def fire_due_timers() -> int:
+    """Hand on every retry timer due by the engine's clock now, in this thread; return how many
+    (tests moving the clock; the timer thread does the same on its own)."""
+    with _lock:
+        fired = _take_due_timers()
+    _fire(fired)
+    return len(fired)
 
 
 def _origin(url: str) -> str:
@@ -370,46 +485,115 @@ def _origin(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}".lower()
 
 
-def _in_thread(org: str, channel_name: str, delivery_id: str, origin: str) -> None:
+def _pump(origin: str) -> None:
+    """Start the next queued attempts to `origin` while it has fewer than the cap in flight (`_lock` held)."""
+    queue = _queues.get(origin)
+    while _pool is not None and queue and _in_flight.get(origin, 0) < MAX_IN_FLIGHT_PER_ORIGIN:
+        key = queue.popleft()
+        _queued.discard(key)
+        _running.add(key)
+        _in_flight[origin] = _in_flight.get(origin, 0) + 1
+        _pool.submit(_in_thread, key, origin)
+    if queue is not None and not queue:
+        del _queues[origin]
+
+
+def _in_thread(key: tuple[str, str, str], origin: str) -> None:
+    org, channel_name, delivery_id = key
     close_old_connections()
+    _on_webhook_thread.active = True
     try:
         with stores.org_context(org, create=False):
             attempt(channel_name, delivery_id)
     except Exception:
         logger.exception("webhook delivery %s of org %s failed", delivery_id, org)
     finally:
-        with _pool_lock:
-            _in_flight[origin] = max(0, _in_flight.get(origin, 1) - 1)
+        _on_webhook_thread.active = False
         close_old_connections()
+        with _lock:
+            _running.discard(key)
+            _in_flight[origin] = _in_flight.get(origin, 1) - 1
+            if _in_flight[origin] <= 0:
+                del _in_flight[origin]
+            if key in _again:  # handed on again while it ran (its fast retry, the tick): queued now
+                _again.discard(key)
+                _queued.add(key)
+                _queues.setdefault(origin, deque()).append(key)
+            _pump(origin)
+            _lock.notify_all()
 
 
 def dispatch(org: str, channel_name: str, delivery_ids: list[str]) -> int:
     """Attempt `delivery_ids`: on the process's webhook threads (`AGENTS_WEBHOOK_THREADS` > 0), or
-    inline (0: tests, and the django-q2 sync mode). Returns how many were handed on.
+    inline (0: tests, and the django-q2 sync mode). Returns how many were taken (inline: all).
 
-    On threads, at most `MAX_IN_FLIGHT_PER_ORIGIN` attempts to one origin run at once in this
-    process; a delivery over that stays due and the minute tick queues it again, so a stalled
-    receiver cannot take every thread from the others.
+    On threads, each open delivery joins the queue of its receiver's origin (scheme, host, port)
+    in this process, in the order given (the tick and the recovery give due order): at most
+    `MAX_IN_FLIGHT_PER_ORIGIN` attempts to one origin run at once, and when one ends the next
+    queued one starts at once — a stalled receiver holds two threads, never the others' turn.
+    A delivery already queued here is not queued twice; one running here is queued again once
+    it ends (its attempt is claimed, so a delivery that is not due then is skipped).
     """
     global _pool
-    threads = int(_setting("AGENTS_WEBHOOK_THREADS", 4))
+    threads = _threads()
     if threads <= 0:
         with stores.org_context(org, create=False):
             for delivery_id in delivery_ids:
                 attempt(channel_name, delivery_id)
         return len(delivery_ids)
     with stores.org_context(org, create=False):
-        urls = dict(channel(channel_name).delivery_model.objects.filter(public_id__in=list(delivery_ids)).values_list("public_id", "url"))
-    handed = 0
-    with _pool_lock:
+        urls = dict(channel(channel_name).delivery_model.objects.filter(public_id__in=list(delivery_ids), status__in=DeliveryStatus.OPEN)
+                    .values_list("public_id", "url"))
+    taken = 0
+    with _lock:
         if _pool is None:
             _pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="webhooks")
-    for delivery_id in delivery_ids:
-        origin = _origin(urls.get(delivery_id, ""))
-        with _pool_lock:
-            if _in_flight.get(origin, 0) >= MAX_IN_FLIGHT_PER_ORIGIN:
-                continue  # stays due: the tick queues it again
-            _in_flight[origin] = _in_flight.get(origin, 0) + 1
-        _pool.submit(_in_thread, org, channel_name, delivery_id, origin)
-        handed += 1
-    return handed
+        origins = set()
+        for delivery_id in delivery_ids:
+            key = (org, channel_name, delivery_id)
+            if delivery_id not in urls or key in _queued:
+                continue
+            origin = _origin(urls[delivery_id])
+            if key in _running:
+                _again.add(key)
+            else:
+                _queued.add(key)
+                _queues.setdefault(origin, deque()).append(key)
+                origins.add(origin)
+            taken += 1
+        for origin in origins:
+            _pump(origin)
+    return taken
+
+
+def idle(timeout: float | None = None) -> bool:
+    """Wait until this process has no webhook attempt queued or running (at most `timeout` s);
+    return whether it is idle. Retry timers not yet due do not count. For tests and benches."""
+    with _lock:
+        return _lock.wait_for(lambda: not _queued and not _running and not _again, timeout=timeout)
+
+
+def queued_count() -> dict[str, int]:
+    """Return `{origin: attempts queued or running}` of this process (the bench and tests read it)."""
+    with _lock:
+        out = {origin: len(queue) for origin, queue in _queues.items()}
+        for origin, n in _in_flight.items():
+            out[origin] = out.get(origin, 0) + n
+        return out
+
+
+def reset() -> None:
+    """Drop this process's queues and timers and wait for the running attempts to end (tests)."""
+    global _pool
+    with _lock:
+        _queues.clear()
+        _queued.clear()
+        _again.clear()
+        _timers.clear()
+        pool, _pool = _pool, None
+    if pool is not None:
+        pool.shutdown(wait=True)
+    with _lock:
+        _running.clear()
+        _in_flight.clear()
+        _lock.notify_all()

@@ -34,7 +34,8 @@ class Receiver:
 
     Each POST is verified with the `standardwebhooks` library against `secret` and recorded in
     `received` (with its path). `mode`: "ok" (204), "down" (503, recorded in `refused`),
-    "slow" (answers after `slow_seconds`), "body" (500 with `answer` as its body).
+    "slow" (answers after `slow_seconds`), "body" (500 with `answer` as its body), "hold" (answers
+    204 once `release` is set). `max_active` is the most requests it held open at once.
     """
 
     def __init__(self) -> None:
@@ -44,6 +45,10 @@ class Receiver:
         self.answer = b""
         self.received: list[Got] = []
         self.refused = 0
+        self.release = threading.Event()
+        self.active = 0
+        self.max_active = 0
+        self._count_lock = threading.Lock()
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -51,6 +56,16 @@ class Receiver:
                 pass
 
             def do_POST(self):
+                with receiver._count_lock:
+                    receiver.active += 1
+                    receiver.max_active = max(receiver.max_active, receiver.active)
+                try:
+                    self._answer()
+                finally:
+                    with receiver._count_lock:
+                        receiver.active -= 1
+
+            def _answer(self):
                 body = self.rfile.read(int(self.headers.get("content-length") or 0))
                 if receiver.mode == "down":
                     receiver.refused += 1
@@ -71,6 +86,8 @@ class Receiver:
                 receiver.received.append(Got(self.path, headers, body, verified, error))
                 if receiver.mode == "slow":
                     time.sleep(receiver.slow_seconds)  # a receiver slow on purpose (the behaviour under test), not a wait
+                if receiver.mode == "hold":
+                    receiver.release.wait(60)
                 self.send_response(204)
                 self.end_headers()
 
@@ -86,6 +103,7 @@ class Receiver:
         return self
 
     def stop(self) -> None:
+        self.release.set()
         self.server.shutdown()
         self.server.server_close()
 
@@ -97,6 +115,22 @@ def receiver(settings):
     server = Receiver().start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def second_receiver(receiver):
+    """Another loopback receiver (another origin: its own port)."""
+    server = Receiver().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(autouse=True)
+def _engine_reset():
+    """Each test starts and ends with no queued attempt and no retry timer in this process."""
+    engine.reset()
+    yield
+    engine.reset()
 
 
 def post(client, path: str, body: dict | None = None):

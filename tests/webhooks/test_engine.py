@@ -127,8 +127,9 @@ def test_a_websocket_identity_agent_gets_no_webhook_alert(org_a, receiver):
     assert receiver.received == []
 
 
-def test_on_threads_a_stalled_origin_holds_at_most_two_threads(org_a, subscribed, receiver, settings, monkeypatch):
-    """Three deliveries to one origin handed to the webhook threads at once: two are attempted, the third stays due."""
+def test_on_threads_a_slow_origin_holds_at_most_two_threads_and_its_queue_drains(org_a, subscribed, receiver, settings, monkeypatch):
+    """Three deliveries to one origin handed to the webhook threads at once: two are attempted, the
+    third waits in the origin's queue of this process and starts when one ends (issue 52), not at the tick."""
     settings.AGENTS_WEBHOOK_THREADS = 4
     from webhooks import services
 
@@ -137,10 +138,9 @@ def test_on_threads_a_stalled_origin_holds_at_most_two_threads(org_a, subscribed
         endpoint = Endpoint.objects.get()
         rows = services.deliveries_create(endpoints_and_urls=[(endpoint, endpoint.url)] * 3, event_type="webhook.test", data={})
     receiver.mode = "slow"
-    receiver.slow_seconds = 1.0
-    assert engine.dispatch(org_a.slug, "org", [r.public_id for r in rows]) == 2
-    engine._pool.shutdown(wait=True)
-    engine._pool = None
-    assert engine._in_flight.get(f"http://127.0.0.1:{receiver.server.server_address[1]}") == 0
+    receiver.slow_seconds = 0.2
+    assert engine.dispatch(org_a.slug, "org", [r.public_id for r in rows]) == 3
+    assert engine.idle(timeout=60)
+    assert engine.queued_count() == {} and receiver.max_active <= 2
     statuses = sorted(r.status for r in _deliveries(org_a))
-    assert statuses == ["pending", "succeeded", "succeeded"] and len(receiver.received) == 2
+    assert statuses == ["succeeded"] * 3 and len(receiver.received) == 3
