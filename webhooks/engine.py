@@ -21,9 +21,10 @@ masked (`sessions.scanner.redact_text`), and makes a client span `webhook.delive
 `AGENTS_WEBHOOK_GIVE_UP_SECONDS` (24 h) or more after the delivery was created (or redelivered)
 fails; then it is `dead` (kept, redeliverable).
 `AGENTS_WEBHOOK_MAX_ATTEMPTS` > 0 caps the attempts too.
-**Recovery**: a 2xx from an origin makes that origin's waiting retries (same org, every channel)
-due now and hands them on (`recover_origin`), so a receiver back from an outage gets its backlog
-without waiting out each delivery's back-off; the schedule is the most a retry waits, not the least.
+**Recovery**: a 2xx from an origin after failures makes that origin's waiting retries (same org,
+every channel) due now and hands them on (`recover_origin`: on a retry's 2xx, or any 2xx in a
+process that saw the origin fail), so a receiver back from an outage gets its backlog without
+waiting out each delivery's back-off; the schedule is the most a retry waits, not the least.
 
 **Durable, never in a run's way**: the delivery row is written first; its attempt is a django-q2
 task (`webhooks.tasks.deliver`) that claims the attempt (a conditional update, so two workers
@@ -303,13 +304,26 @@ def attempt(channel_name: str, delivery_id: str, *, force: bool = False):
             ch.after_attempt(row, result.ok, at)
     if retry_in is not None and row.status == DeliveryStatus.RETRYING:
         enqueue_later(stores.current_org(), channel_name, row.public_id, retry_in)
-    if result.ok and row.status == DeliveryStatus.SUCCEEDED:
-        _hand_on_recovered(recover_origin(row.url))
+    origin = _origin(row.url)
+    if not result.ok:
+        with _lock:
+            _failed_origins.add(origin)
+    elif row.status == DeliveryStatus.SUCCEEDED and (row.attempts > 1 or origin in _failed_origins):
+        recovered = recover_origin(row.url)
+        if sum(len(ids) for ids in recovered.values()) < RECOVER_BATCH:
+            with _lock:
+                _failed_origins.discard(origin)  # nothing more waits: healthy traffic makes no query
+        _hand_on_recovered(recovered)
     return row
 
 
 def recover_origin(url: str) -> dict[str, list[str]]:
     """After a 2xx from the origin of `url`: make its waiting retries due now; return their ids by channel.
+
+    `attempt` calls it after a 2xx that ends a retry (attempt 2 or later), or after any 2xx from
+    an origin this process saw fail since its last recovery there — so a healthy receiver's
+    traffic costs no query, and after an outage the first 2xx of a retry (in any process), or of
+    any delivery in a process that saw the failures, sends what waited.
 
     Every delivery of this org (every channel) to the same origin (scheme, host, port) that is
     `retrying` with its next attempt still ahead and its last attempt recorded (not one being
@@ -391,6 +405,7 @@ _timers: list[tuple[datetime, int, str, str, str]] = []  # heap of (due, seq, or
 _timer_thread: threading.Thread | None = None
 _timer_seq = itertools.count()
 _on_webhook_thread = threading.local()
+_failed_origins: set[str] = set()  # origins an attempt of this process failed to since their last recovery
 
 
 def on_commit_enqueue(channel_name: str, delivery_ids: list[str]) -> None:
@@ -590,6 +605,7 @@ def reset() -> None:
         _queued.clear()
         _again.clear()
         _timers.clear()
+        _failed_origins.clear()
         pool, _pool = _pool, None
     if pool is not None:
         pool.shutdown(wait=True)

@@ -197,3 +197,20 @@ def test_recovery_leaves_an_attempt_in_flight_alone(org_a, receiver, inline, clo
         assert EventDelivery.objects.get(public_id=first).next_attempt_at == lease
         assert EventDelivery.objects.get(public_id=second).next_attempt_at == clock.now
         assert EventAttempt.objects.filter(delivery__public_id=first).count() == claimed.attempts - 1
+
+
+def test_a_healthy_origins_2xx_costs_no_recovery_query(org_a, receiver, inline, monkeypatch):
+    endpoint = _endpoint(org_a, receiver)
+    calls = []
+    real = engine.recover_origin
+    monkeypatch.setattr(engine, "recover_origin", lambda url: calls.append(url) or real(url))
+    engine.dispatch(org_a.slug, "org", _deliveries(org_a, endpoint, 3))
+    assert calls == [] and len(receiver.received) == 3  # never failed here, first attempts: nothing can wait
+    receiver.mode = "down"
+    engine.dispatch(org_a.slug, "org", _deliveries(org_a, endpoint, 1))
+    receiver.mode = "ok"
+    engine.dispatch(org_a.slug, "org", _deliveries(org_a, endpoint, 2))
+    assert len(calls) == 2  # the failure seen, recovery made due (and sent) the waiting one; then nothing waits
+    assert {row.status for row in _rows(org_a).values()} == {DeliveryStatus.SUCCEEDED}
+    engine.dispatch(org_a.slug, "org", _deliveries(org_a, endpoint, 2))
+    assert len(calls) == 2
