@@ -485,6 +485,7 @@ class WebhookDisabledReason(models.TextChoices):
 
     NONE = "", "enabled or disabled by hand"
     FAILING = "failing", "failing for 24 hours"  # every attempt failed for AGENTS_WEBHOOK_DISABLE_AFTER_SECONDS
+    GONE = "gone", "the receiver answered 410 Gone"  # at once, its open deliveries dead (issue 52)
 
 
 class MsgSubtype(models.TextChoices):

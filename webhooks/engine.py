@@ -83,6 +83,7 @@ JITTER = 0.1  # ± this fraction of each wait
 MAX_ERROR_CHARS = 500
 MAX_ANSWER_BYTES = MAX_RESPONSE_CHARS  # read no more of an answer than is kept
 SPAN_DELIVER = "webhook.deliver"
+GONE_STATUS = 410  # the receiver says the URL is gone for good: the delivery is dead at once, never retried
 USER_AGENT = "agents-webhooks/1"
 
 
@@ -272,7 +273,8 @@ def attempt(channel_name: str, delivery_id: str, *, force: bool = False):
 
     Returns the delivery after the attempt, or None when there was nothing to attempt (unknown,
     finished, not due, or taken by another worker). Records the attempt and the new status:
-    `succeeded`, `retrying` (with `next_attempt_at` from the schedule) or `dead` (24 h passed).
+    `succeeded`, `retrying` (with `next_attempt_at` from the schedule) or `dead` (24 h passed, or
+    the receiver answered 410 Gone).
     A retry due soon is queued again at its due time (`AGENTS_WEBHOOK_FAST_RETRY_SECONDS`).
     """
     ch = channel(channel_name)
@@ -292,7 +294,7 @@ def attempt(channel_name: str, delivery_id: str, *, force: bool = False):
             fields.update(status=DeliveryStatus.SUCCEEDED, delivered_at=at, next_attempt_at=None)
         else:
             delay = retry_delay(row.attempts)
-            if _gives_up(row, at):
+            if result.status_code == GONE_STATUS or _gives_up(row, at):
                 fields.update(status=DeliveryStatus.DEAD, next_attempt_at=None)
             else:
                 retry_in = delay

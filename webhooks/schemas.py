@@ -41,7 +41,8 @@ class WebhookOut(Schema):
     description: str
     enabled: bool
     disabledReason: str | None = choice([w for w in WebhookDisabledReason.values if w], description=(
-        "`failing`: every attempt failed for 24 hours, so the endpoint was disabled; absent otherwise."))
+        "`failing`: every attempt failed for 24 hours, so the endpoint was disabled; `gone`: its receiver answered "
+        "410 Gone, so it was disabled at once; absent otherwise."))
     failingSince: str | None = Field(None, description="When the current streak of failed attempts began (RFC 3339).")
     createdAt: str
     updatedAt: str

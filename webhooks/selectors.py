@@ -46,8 +46,9 @@ def run_finished_reach(*, run_id: str) -> tuple[list[tuple[Endpoint, str]], bool
 
 
 def failing_endpoints() -> list[Endpoint]:
-    """Return the endpoints disabled because they failed for 24 h (the dashboard's alert)."""
-    return list(Endpoint.objects.filter(enabled=False, disabled_reason=WebhookDisabledReason.FAILING).order_by("-updated_at"))
+    """Return the endpoints disabled by their failures (24 h failing, or a 410 Gone; the dashboard's alert)."""
+    reasons = [WebhookDisabledReason.FAILING, WebhookDisabledReason.GONE]
+    return list(Endpoint.objects.filter(enabled=False, disabled_reason__in=reasons).order_by("-updated_at"))
 
 
 def deliveries_of(*, endpoint: Endpoint, limit: int = DELIVERIES_LIMIT) -> list[EventDelivery]:

@@ -219,11 +219,23 @@ def delivery_redeliver(*, delivery_id: str) -> EventDelivery:
     return selectors.delivery_get(delivery_id=delivery_id)
 
 
+GONE_ERROR = "not attempted: the endpoint was disabled when its receiver answered 410 Gone"
+
+
 def _after_attempt(delivery: EventDelivery, ok: bool, at) -> None:
-    """Keep the endpoint's failing streak; disable it once it has failed for the disable window."""
+    """Keep the endpoint's failing streak; disable it once it has failed for the disable window.
+
+    A 410 Gone disables it at once (`disabled_reason` `gone`) and ends its other open deliveries
+    `dead` (the receiver said the URL is gone; enabling the endpoint again starts over).
+    """
     endpoint_pk = delivery.endpoint_id
     if ok:
         Endpoint.objects.filter(pk=endpoint_pk, failing_since__isnull=False).update(failing_since=None)
+        return
+    if delivery.last_status_code == engine.GONE_STATUS:
+        Endpoint.objects.filter(pk=endpoint_pk).update(enabled=False, disabled_reason=WebhookDisabledReason.GONE, updated_at=at)
+        EventDelivery.objects.filter(endpoint_id=endpoint_pk, status__in=DeliveryStatus.OPEN).exclude(pk=delivery.pk).update(
+            status=DeliveryStatus.DEAD, next_attempt_at=None, last_error=GONE_ERROR, updated_at=at)
         return
     Endpoint.objects.filter(pk=endpoint_pk, failing_since__isnull=True).update(failing_since=at)
     window = timedelta(seconds=float(getattr(settings, "AGENTS_WEBHOOK_DISABLE_AFTER_SECONDS", 86400)))

@@ -49,7 +49,12 @@ def test_the_dashboard_alerts_an_admin_to_an_endpoint_disabled_for_failing(org_a
     with org_a.context():
         Endpoint.objects.update(enabled=False, disabled_reason="failing")
     html = client.get("/console/").content.decode()
-    assert "webhook-failing" in html and "http://127.0.0.1:9/h" in html
+    assert "webhook-failing" in html and "http://127.0.0.1:9/h" in html and "failed every delivery for 24 hours" in html
+    with org_a.context():
+        Endpoint.objects.update(disabled_reason="gone")  # its receiver answered 410 (issue 52)
+    html = client.get("/console/").content.decode()
+    assert "webhook-failing" in html and "answered 410 Gone and was disabled" in html
+    assert "disabled: 410 Gone" in client.get("/console/webhooks/").content.decode()
 
 
 def test_the_endpoint_form_shows_every_refused_field_at_once(org_a, allow_loopback):

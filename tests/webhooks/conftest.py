@@ -34,7 +34,7 @@ class Receiver:
 
     Each POST is verified with the `standardwebhooks` library against `secret` and recorded in
     `received` (with its path). `mode`: "ok" (204), "down" (503, recorded in `refused`),
-    "slow" (answers after `slow_seconds`), "body" (500 with `answer` as its body), "hold" (answers
+    "slow" (answers after `slow_seconds`), "body" (500 with `answer` as its body), "gone" (410), "hold" (answers
     204 once `release` is set). `max_active` is the most requests it held open at once.
     """
 
@@ -70,6 +70,10 @@ class Receiver:
                 if receiver.mode == "down":
                     receiver.refused += 1
                     self.send_response(503)
+                    self.end_headers()
+                    return
+                if receiver.mode == "gone":
+                    self.send_response(410)
                     self.end_headers()
                     return
                 if receiver.mode == "body":

@@ -144,3 +144,21 @@ def test_on_threads_a_slow_origin_holds_at_most_two_threads_and_its_queue_drains
     assert engine.queued_count() == {} and receiver.max_active <= 2
     statuses = sorted(r.status for r in _deliveries(org_a))
     assert statuses == ["succeeded"] * 3 and len(receiver.received) == 3
+
+
+def test_a_receiver_answering_410_gone_disables_its_endpoint_and_ends_its_deliveries(org_a, subscribed, receiver, clock):
+    receiver.mode = "down"
+    post(org_a.client, "/v1/agents/helper/run", {"input": "first"})  # 503: retrying
+    [waiting] = _deliveries(org_a)
+    assert waiting.status == DeliveryStatus.RETRYING
+    receiver.mode = "gone"
+    post(org_a.client, "/v1/agents/helper/run", {"input": "second"})
+    rows = {r.public_id: r for r in _deliveries(org_a)}
+    gone = next(r for r in rows.values() if r.public_id != waiting.public_id)
+    assert (gone.status, gone.attempts, gone.last_status_code) == (DeliveryStatus.DEAD, 1, 410)  # never retried
+    assert rows[waiting.public_id].status == DeliveryStatus.DEAD and "410" in rows[waiting.public_id].last_error
+    view = org_a.client.get(f"/v1/agents/webhooks/{subscribed['id']}").json()
+    assert view["enabled"] is False and view["disabledReason"] == "gone"
+    clock.advance(3600 * 2)
+    due_tick()
+    assert receiver.refused == 1 and len(_deliveries(org_a)) == 2  # nothing attempted again, no new delivery
