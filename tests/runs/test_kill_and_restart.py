@@ -61,8 +61,8 @@ def test_a_killed_daphne_and_cluster_keep_every_promise(org_a, upstream, store_k
     env = server_env({
         "INFERENCE_BASE_URL": upstream.base_url, "INFERENCE_API_KEY": "test-key", "AGENTS_DEFAULT_MODEL": "test-model",
         "REDIS_URL": REDIS_URL, "AGENTS_RUN_LEASE_SECONDS": "4", "AGENTS_Q_WORKERS": "2", "AGENTS_WEBHOOK_ALLOW_HOSTS": "127.0.0.1",
-        # Attempts inline in their task: this test is about kills, not the per-origin dispatch (issue 52).
-        "AGENTS_WEBHOOK_THREADS": "0", "AGENTS_LOG_LEVEL": "WARNING", "AGENTS_LOG_FORMAT": LOG_FORMAT,
+        # The default webhook threads and their per-origin queues (issue 52; inline attempts until then).
+        "AGENTS_WEBHOOK_THREADS": "4", "AGENTS_LOG_LEVEL": "WARNING", "AGENTS_LOG_FORMAT": LOG_FORMAT,
     })
     daphne = Process("daphne", env, tmp_path / "daphne.log", port=free_port())
     cluster = Process("qcluster", env, tmp_path / "qcluster.log")
