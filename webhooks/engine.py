@@ -403,7 +403,7 @@ _queued: set[tuple[str, str, str]] = set()  # in some origin's queue of this pro
 _running: set[tuple[str, str, str]] = set()  # being attempted on a webhook thread of this process
 _again: set[tuple[str, str, str]] = set()  # handed on again while running: queued once it ends
 _in_flight: dict[str, int] = {}  # origin → attempts running
-_timers: list[tuple[datetime, int, str, str, str]] = []  # heap of (due, seq, org, channel, id)
+_timers: list[tuple[datetime, int, str, str, str, bool]] = []  # heap of (due, seq, org, channel, id, local)
 _timer_thread: threading.Thread | None = None
 _timer_seq = itertools.count()
 _on_webhook_thread = threading.local()
@@ -441,35 +441,37 @@ def enqueue_later(org: str, channel_name: str, delivery_id: str, delay: float) -
     delay is within `AGENTS_WEBHOOK_FAST_RETRY_SECONDS`; later retries are left to the minute tick.
 
     One timer thread per process holds every such retry (a heap, not a thread each). At its due
-    time the delivery goes to its origin's queue in this process (`dispatch`) when the process has
-    webhook threads, else to the task queue (`enqueue`). Lost with the process, the row still says
-    when it is due: the minute tick queues it.
+    time the delivery goes to its origin's queue in this process (`dispatch`) when the attempt was
+    made on one of its webhook threads, else (an attempt made inline: the console's test, the
+    inline mode) to the task queue (`enqueue`), so a web process never makes webhook attempts on
+    its own threads. Lost with the process, the row still says when it is due: the minute tick
+    queues it.
     """
     if delay > _setting("AGENTS_WEBHOOK_FAST_RETRY_SECONDS", 60):
         return
     global _timer_thread
     due = now() + timedelta(seconds=max(0.0, delay))
     with _lock:
-        heapq.heappush(_timers, (due, next(_timer_seq), org, channel_name, delivery_id))
+        local = bool(getattr(_on_webhook_thread, "active", False)) and _threads() > 0
+        heapq.heappush(_timers, (due, next(_timer_seq), org, channel_name, delivery_id, local))
         if _timer_thread is None or not _timer_thread.is_alive():
             _timer_thread = threading.Thread(target=_timer_loop, name="webhooks-timers", daemon=True)
             _timer_thread.start()
         _lock.notify_all()
 
 
-def _take_due_timers() -> list[tuple[str, str, str]]:
-    """Pop every timer due by the engine's clock (`_lock` held); return their (org, channel, id)."""
+def _take_due_timers() -> list[tuple[str, str, str, bool]]:
+    """Pop every timer due by the engine's clock (`_lock` held); return their (org, channel, id, local)."""
     at, fired = now(), []
     while _timers and _timers[0][0] <= at:
-        _, _, org, channel_name, delivery_id = heapq.heappop(_timers)
-        fired.append((org, channel_name, delivery_id))
+        fired.append(heapq.heappop(_timers)[2:])
     return fired
 
 
-def _fire(fired: list[tuple[str, str, str]]) -> None:
-    for org, channel_name, delivery_id in fired:
+def _fire(fired: list[tuple[str, str, str, bool]]) -> None:
+    for org, channel_name, delivery_id, local in fired:
         try:
-            if _threads() > 0:
+            if local and _threads() > 0:
                 dispatch(org, channel_name, [delivery_id])
             else:
                 enqueue(org, channel_name, [delivery_id])
@@ -486,6 +488,7 @@ def _timer_loop() -> None:
                 _lock.wait(timeout=None if wait is None else min(max(wait, 0.001), 1.0))  # re-reads the clock each second
                 fired = _take_due_timers()
         _fire(fired)
+        close_old_connections()
 
 
 def fire_due_timers() -> int:

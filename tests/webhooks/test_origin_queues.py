@@ -130,6 +130,21 @@ def test_a_fast_retry_fires_at_its_due_time_on_the_process_timer(org_a, receiver
     assert threads == []  # not through the task queue nor the tick
 
 
+def test_a_retry_of_an_attempt_made_outside_the_webhook_threads_goes_to_the_task_queue(org_a, receiver, threads, settings, clock):
+    """The console's "send a test event" attempts in the web request: its retry is a task for a worker, not an attempt in the web process."""
+    settings.AGENTS_WEBHOOK_FAST_RETRY_SECONDS = 60
+    endpoint = _endpoint(org_a, receiver)
+    [delivery_id] = _deliveries(org_a, endpoint, 1)
+    receiver.mode = "down"
+    with org_a.context():
+        engine.attempt("org", delivery_id, force=True)
+    clock.advance(10)
+    engine.fire_due_timers()
+    wait_until(lambda: threads, what="the retry handed to the task queue")
+    assert threads == [(org_a.slug, "org", [delivery_id])] and receiver.refused == 1
+    assert engine.queued_count() == {}
+
+
 def test_the_tick_catches_up_what_a_lost_process_held(org_a, receiver, threads, settings):
     endpoint = _endpoint(org_a, receiver)
     ids = _deliveries(org_a, endpoint, 5)  # written, their task lost with its process
