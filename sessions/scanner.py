@@ -57,7 +57,6 @@ REDACTION = "[redacted:{rule}:{fingerprint}]"
 REDACTION_PREFIX = "[redacted:"
 _PLACEHOLDER = re.compile(r"\[redacted:[^\]\n]*\]")
 _ENGINE_PREFIXES = ("betterleaks.", "kingfisher.", "veles.secrets/", "custom.")
-_TRAILING = tuple((mark + blank, " " + blank) for mark in ".,;!?)]" for blank in " \n\t\r")
 _PLATFORM_FIRST, _ENGINE_SECOND = 0, 1
 
 
@@ -112,17 +111,32 @@ class _Engine:
                     self._scanner = kingfisher_sdk.Scanner(kingfisher_sdk.Rules())
         return self._scanner
 
-    def hits(self, text: str) -> list[Hit]:
-        """Return the maintained rules' hits in `text`, spans in characters of `text`."""
-        data = _engine_text(text).encode()
-        ascii_only = len(data) == len(text)
+    def hits(self, text: str, words: str | None = None) -> list[Hit]:
+        """Return the maintained rules' hits in `text`, spans in characters of `text`.
+
+        `words` is `word_ends(text)` when the caller has it. The engine reads that copy, then the
+        tokens a mark closes that a rule reading the copy cannot see end (`_candidates`)."""
+        words = word_ends(text) if words is None else words
+        hits = self._found(text, words, 0)
+        pieces = _candidates(text, words)
+        if pieces:  # one more engine call over the candidates, one per line; spans mapped back
+            joined, starts, at = [], [], 0
+            for start, end in pieces:
+                joined.append(words[start:end])
+                starts.append((at, start))
+                at += end - start + 1
+            for hit in self._found(None, "\n".join(joined), 0):
+                base, origin = next((b, o) for b, o in reversed(starts) if b <= hit.start)
+                start, end = origin + hit.start - base, origin + hit.end - base
+                hits.append(Hit(hit.rule, hit.severity, start, end, text[start:end]))
+        return hits
+
+    def _found(self, text: str | None, words: str, offset: int) -> list[Hit]:
         hits = []
-        for found in self.scanner().scan(data):
+        for found in self.scanner().scan(words.encode()):
             location = found.location
-            start, end = location["start_offset"], location["end_offset"]
-            if not ascii_only:  # byte offsets → character offsets
-                start, end = len(data[:start].decode(errors="ignore")), len(data[:end].decode(errors="ignore"))
-            value = text[start:end]
+            start, end = location["start_offset"] + offset, location["end_offset"] + offset  # ASCII: bytes are characters
+            value = (words if text is None else text)[start:end]
             if not value.strip():
                 continue
             hits.append(Hit(rule_name(found.rule_id), _severity(found.rule_id, found.confidence), start, end, value))
@@ -135,16 +149,48 @@ class _Engine:
 
 _ENGINE = _Engine()
 
+# Marks that close a word when a blank, a line end or the text's end follows them (one `-`, never a
+# PEM header's `-----`); `:` and `=` are not among them (`password: …` must keep its colon), the tokens
+# they close are read on their own (`_candidates`). Marks that never stand inside a credential are
+# blanks wherever they are, and so is every non-ASCII character (no credential format uses one).
+_CLOSING = re.compile(r"(?:[.,;!?*/%#~)\]]|(?<!-)-(?!-))+(?=\s|\Z)")
+_OPENING = re.compile(r"(?:(?<=\s)|\A)[*~.(\[]+(?=\S)")
+_ALWAYS_BLANK = str.maketrans({mark: " " for mark in "|<>{}"})
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+# A token a `:`/`=` closes (a JSON key flattened to `key: value`, `use KEY: here`), and a URL's
+# user-info (`https://user:KEY@host`): read alone, so a rule that wants its own word end sees one.
+_CANDIDATE = re.compile(r"(?<!\S)(\S{16,}?)[:=]+(?=\s|\Z)|://([^\s/:@]{16,})(?::|@)|://[^\s/:@]*:([^\s/@]{16,})@")
+_HYPHEN_ENDED = re.compile(r"(?<![^\s\"'`(\[])[A-Za-z0-9][^\s\"'`]{14,}[A-Za-z0-9_]-(?=[.,;!?*/%#~)\]]*(?:\s|\Z))")
+_MAX_CANDIDATES_PER_KIB = 16
 
-def _engine_text(text: str) -> str:
-    """Return `text` with each `.`, `,`, `;`, `!`, `?`, `)` or `]` that stands before a blank or at
-    the end made a blank (see module doc): `"the key is X."` → `"the key is X "`. Same length."""
-    for pair in _TRAILING:
-        if pair[0] in text:
-            text = text.replace(*pair)
-    if text and text[-1] in ".,;!?)]":
-        text = text[:-1] + " "
-    return text
+
+def word_ends(text: str) -> str:
+    """Return the copy of `text` the rules read: ASCII, as long as `text`, marks closing a word made blanks.
+
+    `"the key is X**."` → `"the key is X   "`; `"密钥是X。"` → `"   X "`. Spans in the copy are
+    spans in `text` (characters; and bytes of the copy, which is ASCII)."""
+    if not text.isascii():
+        text = _NON_ASCII.sub(" ", text)
+    text = text.translate(_ALWAYS_BLANK)
+    text = _CLOSING.sub(lambda m: " " * len(m.group()), text)
+    return _OPENING.sub(lambda m: " " * len(m.group()), text)
+
+
+def _candidates(text: str, words: str) -> list[tuple[int, int]]:
+    """Return the spans of tokens read alone (`_CANDIDATE`, `_HYPHEN_ENDED`), at most 16 per KiB of text (bounded work)."""
+    if ":" not in words and "=" not in words and "-" not in text:
+        return []
+    limit = max(_MAX_CANDIDATES_PER_KIB, _MAX_CANDIDATES_PER_KIB * len(words) // 1024)
+    spans = []
+    for match in _HYPHEN_ENDED.finditer(text):  # `dckr_pat_…-` then a blank: the `-` may be the credential's own
+        if match.group().isascii():
+            spans.append(match.span())
+    for match in _CANDIDATE.finditer(words):
+        group = next(g for g in (1, 2, 3) if match.group(g) is not None)
+        spans.append(match.span(group))
+        if len(spans) >= limit:
+            break
+    return spans
 
 
 def rule_name(engine_rule_id: str) -> str:
@@ -178,10 +224,45 @@ def warm_up() -> None:
 # --- combining ---------------------------------------------------------------------------------
 
 
+# A run of percent-encoded text (`postgresql%3A%2F%2Fapp%3Ap%40ss%40db…`): decoded and read again.
+_PERCENT_RUN = re.compile(r"[^\s%\"'<>&?=]*(?:%[0-9A-Fa-f]{2}[^\s%\"'<>&?=]*){3,}")
+_MAX_DECODED_PER_KIB = 4
+
+
+def _direct_hits(text: str) -> list[Hit]:
+    words = word_ends(text)
+    return platform_hits(text, words) + _ENGINE.hits(text, words)
+
+
+def _decoded_hits(text: str) -> list[Hit]:
+    """Return a hit over each percent-encoded run of `text` whose decoded form holds a credential.
+
+    The engine decodes base64 itself; percent-encoding (a URL with user-info passed as a query
+    value) is decoded here, at most 4 runs per KiB of text (bounded work). The hit spans the whole
+    encoded run and takes the rule of what its decoded form holds."""
+    if "%" not in text:
+        return []
+    from urllib.parse import unquote
+
+    limit = max(_MAX_DECODED_PER_KIB, _MAX_DECODED_PER_KIB * len(text) // 1024)
+    hits = []
+    for count, match in enumerate(_PERCENT_RUN.finditer(text)):
+        if count >= limit:
+            break
+        decoded = unquote(match.group())
+        inner = _direct_hits(decoded) if decoded != match.group() else []
+        if inner:
+            worst = min(inner, key=lambda hit: SecretSeverity.RANK[hit.severity])
+            hits.append(Hit(worst.rule, worst.severity, match.start(), match.end(), match.group()))
+    return hits
+
+
 def _kept_hits(text: str) -> list[Hit]:
     """Return the hits in `text`, overlapping ones reduced to the widest (then the platform's rule, which
     keeps the reference's id and severity, then the most severe)."""
-    ranked = [(hit, _PLATFORM_FIRST) for hit in platform_hits(text)] + [(hit, _ENGINE_SECOND) for hit in _ENGINE.hits(text)]
+    words = word_ends(text)
+    ranked = [(hit, _PLATFORM_FIRST) for hit in platform_hits(text, words)]
+    ranked += [(hit, _ENGINE_SECOND) for hit in _ENGINE.hits(text, words) + _decoded_hits(text)]
     if REDACTION_PREFIX in text:  # a placeholder of an earlier masking is no credential, nor is any part of it
         placeholders = [m.span() for m in _PLACEHOLDER.finditer(text)]
         ranked = [(hit, source) for hit, source in ranked if not any(a < hit.end and hit.start < b for a, b in placeholders)]

@@ -168,8 +168,26 @@ GAP_RULES: tuple[Rule, ...] = (
     Rule("teams-webhook", HIGH, _rx(r"https://[a-z0-9\-]+\.webhook\.office\.com/webhook(?:b2)?/[0-9a-f\-]{36}@[0-9a-f\-]{36}/"
                                      r"IncomingWebhook/[0-9a-f]{32}/[0-9a-f\-]{36}"), literals=("webhook.office.com",)),
     Rule("planetscale-token", HIGH, _rx(_word("pscale_") + r"(?:tkn|pw|oauth)_[A-Za-z0-9_\-.=]{32,64}"), literals=("pscale_",)),
-    Rule("basic-auth-credentials", HIGH, _rx(r"(?i)\bbasic ([A-Za-z0-9+/]{12,}={0,2})(?![A-Za-z0-9+/=])"), 1, keywords=("basic ",),
+    Rule("basic-auth-credentials", HIGH, _rx(r"(?i)\bbasic ([A-Za-z0-9+/]{12,}={0,2})(?![A-Za-z0-9+/])"), 1, keywords=("basic ",),
          check=_basic_credentials),
+    # issue 49: the nine formats neither set knew, and the two masked only in part
+    Rule("mailgun-private-key", HIGH, _rx(_word("key-") + r"[0-9a-f]{32}\b"), literals=("key-",)),
+    Rule("doppler-token", HIGH, _rx(r"(?<![A-Za-z0-9_.])dp\.(?:st|pt|ct|sa|scim|audit)\.(?:[a-z0-9_\-]{1,35}\.)?[A-Za-z0-9]{40,44}\b"),
+         literals=("dp.",)),
+    Rule("contentful-pat", HIGH, _rx(_word("CFPAT-") + r"[A-Za-z0-9_\-]{43,}"), literals=("CFPAT-",)),
+    Rule("notion-integration-secret", HIGH, _rx(_word("secret_") + r"[A-Za-z0-9]{43}\b"), literals=("secret_",)),
+    Rule("pinecone-api-key", HIGH, _rx(_word("pcsk_") + r"[A-Za-z0-9]{4,8}_[A-Za-z0-9]{50,80}\b"), literals=("pcsk_",)),
+    Rule("tailscale-key", HIGH, _rx(_word("tskey-") + r"(?:auth|api|client|scim|webhook)-[A-Za-z0-9]{6,24}-[A-Za-z0-9]{20,64}\b"),
+         literals=("tskey-",)),
+    Rule("mapbox-secret-token", HIGH, _rx(r"(?<![A-Za-z0-9_.])sk\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{20,}"), literals=("sk.eyJ",)),
+    Rule("resend-api-key", HIGH, _rx(_word("re_") + r"[A-Za-z0-9]{8}_[A-Za-z0-9]{24}\b"), literals=("re_",)),
+    Rule("fcm-server-key", HIGH, _rx(r"\bAAAA[A-Za-z0-9_\-]{7}:APA91b[A-Za-z0-9_\-]{100,}"), literals=(":APA91b",)),
+    Rule("azure-sas-signature", HIGH, _rx(r"[?&;]sig=([A-Za-z0-9%+/=]{30,})"), 1, literals=("sig=",)),
+    Rule("docker-hub-pat", HIGH, _rx(_word("dckr_pat_") + r"[A-Za-z0-9_\-]{26,}"), literals=("dckr_pat_",)),  # 27; a last `-` may read as a word end
+    Rule("django-secret-key", HIGH, _rx(_word("django-insecure-") + r"[A-Za-z0-9!@#$%^&*(\-_=+)]{30,}"), literals=("django-insecure-",)),
+    Rule("env-secret", MEDIUM, _rx(  # SECRET_KEY = '…', a quoted value: every character up to its closing quote
+        r"(?<=[A-Z0-9])_(?:API_?KEY|AUTH_?TOKEN|ACCESS_?TOKEN|SECRET(?:_KEY)?|TOKEN|PASSWORD|PASSWD|KEY)[\"']?[ \t]*[:=][ \t]*(['\"])"
+        r"([^'\"\s]{16,200})\1"), 2, literals=("_KEY", "_TOKEN", "_SECRET", "_PASSW", "_APIKEY"), check=lambda v: env_value_is_secret(v)),
     Rule("env-secret", MEDIUM, _rx(  # DD_API_KEY=…, TWILIO_AUTH_TOKEN="…": an upper-case name ending in what it holds
         r"(?<=[A-Z0-9])_(?:API_?KEY|AUTH_?TOKEN|ACCESS_?TOKEN|SECRET(?:_KEY)?|TOKEN|PASSWORD|PASSWD|KEY)[\"']?[ \t]*[:=][ \t]*[\"']?"
         r"([A-Za-z0-9/+_\-.~]{16,}={0,2})(?![A-Za-z0-9/+_\-.~=])"), 1,
@@ -206,9 +224,13 @@ def _keyword_matches(rule: Rule, text: str, lowered: str):
             yield match
 
 
-def platform_hits(text: str) -> list[Hit]:
-    """Return the hits of every rule of this module in `text` (reference, platform, gap rules)."""
+def platform_hits(text: str, words: str | None = None) -> list[Hit]:
+    """Return the hits of every rule of this module in `text` (reference, platform, gap rules).
+
+    `words`: the copy of `text` the rules read (`sessions.scanner.word_ends`: as long, ASCII, marks
+    that close a word made blanks); `text` itself when not given. Values are taken from `text`."""
     hits: list[Hit] = []
+    source, text = text, (text if words is None else words)
     lowered = None
     for rule in RULES:
         if rule.keywords:
@@ -221,7 +243,7 @@ def platform_hits(text: str) -> list[Hit]:
             matches = rule.regex.finditer(text)
         for match in matches:
             start, end = match.span(rule.group)
-            value = text[start:end]
+            value = source[start:end]
             if not value or (rule.check is not None and not rule.check(value)):
                 continue
             hits.append(Hit(rule.name, rule.severity, start, end, value))

@@ -333,6 +333,33 @@ def _formats(g: _Gen) -> list[tuple[str, str, str]]:
     add("password-assignment", f'db:\n  host: db.internal\n  password: "{password}"', password)
     netrc = "ghp_" + g.s(36)
     add("netrc", f"machine github.com login shopbot password {netrc}", netrc)
+
+    # -- issue 49: the nine formats the scanner did not know, and the partial masks ------------------
+    # (appended last, so the values of every format above stay those of the same seed)
+    mailgun_bare = "key-" + g.hex(32)
+    add("mailgun-private-key", f"mg = Mailgun(domain='mg.shop.example', api_key='{mailgun_bare}')", mailgun_bare)
+    doppler_st = "dp.st.prd." + g.s(40)
+    add("doppler-service-token", f"doppler secrets download --token {doppler_st} --no-file", doppler_st)
+    contentful = "CFPAT-" + g.s(43, URLSAFE)
+    add("contentful-pat", f"contentful login --management-token {contentful}", contentful)
+    notion_legacy = "secret_" + g.s(43)
+    add("notion-integration-secret", f"const notion = new Client({{ auth: '{notion_legacy}' }})", notion_legacy)
+    pinecone = "pcsk_" + g.s(5, LOWER_ALNUM) + "_" + g.s(63, ALNUM)
+    add("pinecone", f"pc = Pinecone(api_key=\"{pinecone}\")", pinecone)
+    tailscale = "tskey-auth-k" + g.s(10, ALNUM) + "CNTRL-" + g.s(33, ALNUM)
+    add("tailscale-auth-key", f"tailscale up --authkey {tailscale}", tailscale)
+    mapbox_claims = base64.urlsafe_b64encode(json.dumps({"u": "shop", "a": "cl" + g.s(23, LOWER_ALNUM)}, separators=(",", ":")).encode())
+    mapbox = "sk." + mapbox_claims.decode().rstrip("=") + "." + g.s(22, URLSAFE)
+    add("mapbox-secret-token", f"MAPBOX_DOWNLOADS_TOKEN: {mapbox}", mapbox)
+    resend = "re_" + g.s(8) + "_" + g.s(24)
+    add("resend", f"const resend = new Resend('{resend}');", resend)
+    fcm = "AAAA" + g.s(7, URLSAFE) + ":APA91b" + g.s(134, URLSAFE)
+    add("fcm-server-key", f"Authorization: key={fcm}", fcm)
+    sig = base64.b64encode(g.bytes(32)).decode().replace("+", "%2B").replace("/", "%2F").replace("=", "%3D")
+    add("azure-sas-url", f"https://shopassets.blob.core.windows.net/exports/orders.csv?sv=2022-11-02&ss=b&srt=o&sp=r"
+                         f"&se=2026-12-31T00:00:00Z&st=2026-01-01T00:00:00Z&spr=https&sig={sig}", sig)
+    django_key = "django-insecure-" + g.s(50, string.ascii_lowercase + string.digits + "!@#$%^&*(-_=+)")
+    add("django-secret-key", f"SECRET_KEY = '{django_key}'", django_key)
     return out
 
 
@@ -341,7 +368,7 @@ def _variants(base: list[tuple[str, str, str]], g: _Gen) -> list[tuple[str, str,
     out = []
     for name, text, value in base:
         if "\n" in value or len(text.splitlines()) > 1 or name.startswith(("database-url", "basic-auth", "slack-webhook", "discord-webhook",
-                                                                            "teams-webhook", "google-api-key", "gcp-")):
+                                                                            "teams-webhook", "google-api-key", "gcp-", "azure-sas")):
             continue
         key = name.split("-")[0].upper() + "_KEY"
         out.append((f"{name}/json", json.dumps({"env": {key: value}, "region": "eu-west-1"}), value))
@@ -394,6 +421,102 @@ def raw_values(text: str) -> list[str]:
 def as_json(value) -> str:
     """Return `value` as compact JSON (how it sits in a stored payload)."""
     return json.dumps(value, separators=(",", ":"))
+
+
+# --- issue 49: every format in every position a reply, a payload or a page puts it ----------------
+
+#: Marks a credential is written before or after in chat, Markdown and CJK text (issue 49's list, and
+#: the word ends the scanner always knew).
+PUNCTUATION = (".", ",", ";", "!", "?", ")", "]", ":", "-", "**", ">", "/", "|", "}", "=", "%", "#", "~", "\u00a0", "\u200b",
+               "…", "—", "。", "、", "'", '"', "`")
+#: The marks no credential holds: a credential ends at one even with no blank after it.
+WORD_MARKS = frozenset({"|", ">", "}", "'", '"', "`", "\u00a0", "\u200b", "…", "—", "。", "、"})
+#: Formats whose value is a credential only beside its name or scheme: they are probed as their whole line.
+IN_CONTEXT = KEYWORD_ONLY | {"aws-secret-access-key", "aws-session-credentials", "twilio-auth-token", "password-assignment",
+                             "basic-auth-header", "azure-sas-url"}
+
+
+def _unit(name: str, text: str, value: str) -> str | None:
+    """The piece a probe places: the value, or for a value that needs its name the line holding it."""
+    if "\n" in value or name.startswith(("private-key", "gcp-service-account")):
+        return None  # a multi-line block is probed by the corpus as it is
+    if name in IN_CONTEXT or name.startswith("database-url"):
+        return next(line.strip() for line in text.splitlines() if value in line)
+    return value
+
+
+def probe_positions(unit: str) -> list[tuple[str, str]]:
+    """Return `(position, text)` for `unit` in every position issue 49 lists (see `probe_corpus`)."""
+    out = [("bare", unit)]
+    for mark in PUNCTUATION:
+        out += [(f"after {mark!r}", f"use {unit}{mark} here"), (f"after {mark!r} at the end", f"the key is {unit}{mark}"),
+                (f"before {mark!r}", f"use {mark}{unit} here")]
+        if mark in WORD_MARKS:  # a mark no credential holds also ends one with no blank after it (`密钥X。请`)
+            out.append((f"between {mark!r}", f"key{mark}{unit}{mark}next"))
+    out += [("bold", f"Your key is **{unit}**"), ("italic", f"your key is *{unit}*."), ("code", f"set `{unit}` first"),
+            ("strike", f"~~{unit}~~ (rotated)"), ("fenced", f"```\n{unit}\n```"), ("quote", f"> {unit}"), ("list", f"- {unit}\n- next"),
+            ("link", f"[the key]({unit})"), ("cjk", f"你的密钥是{unit}，请妥善保管。"), ("cjk colon", f"密钥：{unit}。"),
+            ("japanese", f"キーは{unit}です")]
+    if '"' not in unit:  # a whole `name = "value"` line is no one's object key
+        out += [("json key", json.dumps({unit: "prod"})), ("json key, utf-8", json.dumps({unit: "本番"}, ensure_ascii=False)),
+                ("json nested key", json.dumps({"env": {unit: 1}}))]
+    if not any(c.isspace() for c in unit):
+        out += [("url user-info", f"git clone https://deploy:{unit}@git.example.com/shop.git"),
+                ("url user-info, token as user", f"https://{unit}:x-oauth-basic@github.com/shop/api.git")]
+    return out
+
+
+@lru_cache(maxsize=2)
+def _probes(seed: int) -> tuple[tuple[str, str, str], ...]:
+    out = []
+    for name, text, value in _corpus(seed):
+        if "/" in name:
+            continue
+        unit = _unit(name, text, value)
+        if unit is not None:
+            out.extend((f"{name} {position}", probe, value) for position, probe in probe_positions(unit))
+    return tuple(out)
+
+
+def probe_corpus(seed: int = SEED) -> list[tuple[str, str, str]]:
+    """Return `(name, text, value)`: every single-line format of the corpus × every position of issue 49.
+
+    Positions: bare; after and before each mark of `PUNCTUATION` (mid-sentence, at the end, and
+    between marks with no blank); Markdown emphasis, code and links; CJK and Japanese text; a JSON
+    object key; a URL's user-info. Deterministic for one seed (`probe_corpus()` is the recall test's).
+    """
+    return list(_probes(seed))
+
+
+def encoded_probes(seed: int = SEED) -> list[tuple[str, str, str]]:
+    """Return `(name, text, value)`: credentials the way they are commonly encoded (issue 49).
+
+    A URL with user-info base64'd and percent-encoded, an `Authorization: Basic` header, a
+    credential as a percent-encoded query value, a base64 blob decoding to a URL with user-info.
+    `value` is the encoded form (what must not survive).
+    """
+    from urllib.parse import quote
+
+    g = _Gen(seed + 49)
+    token = _checksummed(g, "ghp_")
+    url = f"https://x-access-token:{token}@github.com/shop/api.git"
+    b64 = base64.b64encode(url.encode()).decode()
+    pct = quote(url, safe="")
+    password = g.password(22)
+    db = f"postgresql://app:{password}@db.internal:5432/shop"
+    basic = base64.b64encode(f"deploy:{g.password(22)}".encode()).decode()
+    key = "sk-proj-" + g.s(74, URLSAFE) + "T3BlbkFJ" + g.s(74, URLSAFE)
+    return [
+        ("url base64", f"REMOTE={b64}", b64),
+        ("url base64, prose", f"the remote is {b64}. clone it", b64),
+        ("url percent-encoded", f"https://ci.example.com/hook?remote={pct}&ref=main", token),
+        ("url percent-encoded, alone", f"remote: {pct}", token),
+        ("database url base64", f"DB_B64={base64.b64encode(db.encode()).decode()}", base64.b64encode(db.encode()).decode()),
+        ("database url percent-encoded", f"?dsn={quote(db, safe='')}", quote(password, safe="")),
+        ("basic header", f"Authorization: Basic {basic}", basic),
+        ("query value", f"https://api.example.com/v1/models?api_key={quote(key, safe='')}&x=1", key),
+        ("query value, token", f"GET /repos/shop/api?access_token={token} HTTP/1.1", token),
+    ]
 
 
 def platform_rules() -> dict[str, str]:
