@@ -41,6 +41,7 @@ from agents_site.ids import mint_id
 from agents_site.vocabulary import (
     ApiKeyScope, ApprovalOutcome, ApprovalState, ControlCommand, ErrorCode, EventKind, FinishReason, RunStatus, SessionStatus,
 )
+from agents_site.secretbox import encrypt_secret, decrypt_secret
 from agents_site.wire import rfc3339
 from sessions.scanner import redact_text
 from sessions.selectors import stop_recorded
@@ -90,9 +91,35 @@ def _masked(text: str) -> str:
     return redact_text(text)[0] if text else text
 
 
+# Issue 49 item 2: a ruled call's arguments are the one raw value that must survive until the call runs.
+# They are stored sealed (Fernet under the deployment key, as webhook secrets are), opened only to
+# execute the call, and replaced by their masked form once the call is decided and settled.
+SEALED = "sealed:v1:"
+
+
+def seal_arguments(raw: str) -> str:
+    """Return `raw` (a call's JSON arguments) as stored: `sealed:v1:<Fernet token>` (`""` stays `""`)."""
+    return SEALED + encrypt_secret(raw) if raw else raw
+
+
+def open_arguments(stored: str) -> str:
+    """Return the raw arguments of a stored value (`seal_arguments`'s, or a row stored plainly before
+    issue 49); `""` when no deployment key opens it. Only to execute the approved call."""
+    if stored and stored.startswith(SEALED):
+        return decrypt_secret(stored[len(SEALED):]) or ""
+    return stored or ""
+
+
+def settled_arguments(stored: str) -> str:
+    """Return what a decided call's arguments become once its call is settled: their masked form."""
+    return _masked(open_arguments(stored))
+
+
 def masked_arguments(raw: str):
-    """Return a call's arguments for display: decoded JSON with credentials masked (text if not JSON)."""
-    text = _masked(raw or "")
+    """Return a call's arguments for display: decoded JSON with credentials masked (text if not JSON).
+
+    `raw` as stored (sealed or masked) or plain."""
+    text = _masked(open_arguments(raw or ""))
     try:
         return json.loads(text) if text else {}
     except ValueError:
@@ -216,7 +243,7 @@ def run_wait(*, run: Run, outcome: Outcome, session: RunSession, round_no: int, 
             rows.append(Approval(
                 id=mint_id("apr"), run_id=run.id, session_id=run.session_id, tool_call_id=(getattr(call, "id", "") or f"call_{position}")[:128],
                 tool_name=(tool.name if tool is not None else wire)[:200], wire_name=wire[:200],
-                arguments=getattr(function, "arguments", "") or "", needs_approval=bool(needs), position=position, round=round_no,
+                arguments=seal_arguments(getattr(function, "arguments", "") or ""), needs_approval=bool(needs), position=position, round=round_no,
                 state=ApprovalState.PENDING if needs else ApprovalState.WAITING, created_at=now,
             ))
         Approval.objects.bulk_create(rows)
@@ -319,7 +346,9 @@ def approval_answer(*, session_id: str, tool_call_id, principal, approve: bool, 
         changes = {"state": decided, "decision": decided, "answered_by": principal.actor[:300],
                    "answered_at": now, "message": (message or "") if not approve else ""}
         if edited is not None:
-            changes.update(arguments=edited, edited=True)
+            changes.update(arguments=seal_arguments(edited), edited=True)
+        if not approve:  # a denied call never runs: its arguments are settled now
+            changes["arguments"] = settled_arguments(row.arguments)
         if not Approval.objects.filter(pk=row.pk, state=ApprovalState.PENDING).update(**changes):
             raise ApprovalAnswered()
         if not Run.objects.filter(pk=run.id, status=RunStatus.WAITING).exists():

@@ -13,7 +13,9 @@ class AgentSessionsConfig(AppConfig):
         from agents_site.schemas import register_text_scanner
         from sessions.restore_hooks import clock_head, clock_void_through
         from sessions.services import refuse_secrets_in_fields
+        from sessions.storage_guard import install as install_storage_guard
         from tenancy.backups.restore import register_event_clock
 
         register_event_clock(head=clock_head, void_through=clock_void_through)
         register_text_scanner(refuse_secrets_in_fields)
+        install_storage_guard()  # every text and JSON column of every app's models (issue 49)

@@ -36,10 +36,12 @@ of that text where the secret starts.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import re
 import threading
 from dataclasses import dataclass
+from functools import lru_cache
 
 from agents_site.vocabulary import SecretSeverity
 from sessions.secret_rules import RULES, Hit, platform_hits, shannon_entropy
@@ -48,7 +50,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "Finding", "Hit", "REDACTION", "REDACTION_PREFIX", "apply_spans", "fingerprint", "mask", "platform_hits", "raw_hits",
-    "redact_text", "redaction_spans", "rejection_message", "rule_names", "scan_payload", "scan_text", "shannon_entropy",
+    "redact_json", "redact_text", "redaction_spans", "rejection_message", "rule_names", "scan_payload", "scan_text", "shannon_entropy",
 ]
 
 CRITICAL, HIGH, MEDIUM = SecretSeverity.CRITICAL, SecretSeverity.HIGH, SecretSeverity.MEDIUM
@@ -257,9 +259,24 @@ def _decoded_hits(text: str) -> list[Hit]:
     return hits
 
 
+_CACHED_LENGTH = 16 * 1024  # characters: a text scanned twice (by its writer, then the storage guard) is read once
+
+
 def _kept_hits(text: str) -> list[Hit]:
     """Return the hits in `text`, overlapping ones reduced to the widest (then the platform's rule, which
-    keeps the reference's id and severity, then the most severe)."""
+    keeps the reference's id and severity, then the most severe). Texts up to 16 KiB are remembered (the
+    last 512): the storage guard reads again what a writer has just masked."""
+    if len(text) <= _CACHED_LENGTH:
+        return list(_cached_hits(text))
+    return _scan_hits(text)
+
+
+@lru_cache(maxsize=512)
+def _cached_hits(text: str) -> tuple[Hit, ...]:
+    return tuple(_scan_hits(text))
+
+
+def _scan_hits(text: str) -> list[Hit]:
     words = word_ends(text)
     ranked = [(hit, _PLATFORM_FIRST) for hit in platform_hits(text, words)]
     ranked += [(hit, _ENGINE_SECOND) for hit in _ENGINE.hits(text, words) + _decoded_hits(text)]
@@ -384,6 +401,27 @@ def scan_payload(payload) -> list[Finding]:
     if payload is None:
         return []
     return scan_text("\n".join(_flatten(payload)))
+
+
+def redact_json(value) -> tuple[object, list[Finding]]:
+    """Return a JSON-able `value` with every credential masked in its strings, object keys too, and the findings.
+
+    Read as `scan_payload` reads it (flattened `key: value` lines, so a keyword sees its value);
+    each value found is replaced wherever it occurs. The result is the same JSON shape.
+    Example: `{"sk-ant-api03-…": "prod"}` → `{"[redacted:anthropic-api-key:…]": "prod"}`.
+    """
+    if value is None or isinstance(value, (bool, int, float)):
+        return value, []
+    text = "\n".join(_flatten(value))
+    hits = _kept_hits(text)
+    if not hits:
+        return value, []
+    document = json.dumps(value, ensure_ascii=False)
+    for hit in sorted(hits, key=lambda h: len(h.value), reverse=True):
+        placeholder = REDACTION.format(rule=hit.rule, fingerprint=fingerprint(hit.value)[:12])
+        for piece in dict.fromkeys(part for part in hit.value.split("\n") if len(part.strip()) >= 4):  # a PEM block line by line
+            document = document.replace(json.dumps(piece, ensure_ascii=False)[1:-1], placeholder)
+    return json.loads(document), _findings(text, hits)
 
 
 def rejection_message(findings: list[Finding]) -> str:

@@ -36,7 +36,7 @@ from django.utils import timezone
 from agents.models import Agent
 from runs.models import Approval, Run
 from runs.run_session import RunSession
-from runs.approvals import run_approvals, run_wait
+from runs.approvals import run_approvals, run_wait, settled_arguments
 from runs.lifecycle import Outcome, run_mark_resumed, run_mark_waiting
 from agents_site.errors import InvalidRequest
 from agents_site.vocabulary import ApprovalState, RoutedRunState, RunKind, RunStatus, SessionStatus
@@ -156,7 +156,7 @@ def resume_claimed(offer: RoutedRun) -> bool:
     and the move (finished meanwhile) has its offer withdrawn: False.
     """
     from agents.execution.resume import denied_result, resumed_messages
-    from runs.approvals import INTERRUPTED_RESULT
+    from runs.approvals import INTERRUPTED_RESULT, open_arguments
     from sessions.services import session_update
 
     run = Run.objects.filter(pk=offer.run_id).first()
@@ -173,7 +173,7 @@ def resume_claimed(offer: RoutedRun) -> bool:
             call = {"toolCallId": row.tool_call_id, "name": row.wire_name or row.tool_name}
             if row.state in (ApprovalState.APPROVED, ApprovalState.WAITING) and Approval.objects.filter(
                     pk=row.pk, state=row.state).update(state=ApprovalState.STARTED):
-                call.update(execute=True, arguments=row.arguments)
+                call.update(execute=True, arguments=open_arguments(row.arguments))  # opened to run it (issue 49)
             elif row.state == ApprovalState.DENIED:
                 call.update(execute=False, result=denied_result(row))
             else:  # started by a claim whose machine was lost: never executed twice
@@ -207,8 +207,10 @@ def resume_released(*, run_id: str) -> None:
 
 
 def turn_settled(*, run_id: str) -> None:
-    """Mark the calls of a resumed turn the machine handled (executed or handed the denial) `done`."""
-    Approval.objects.filter(run_id=run_id, state__in=(ApprovalState.STARTED, ApprovalState.DENIED)).update(state=ApprovalState.DONE)
+    """Mark the calls of a resumed turn the machine handled (executed or handed the denial) `done`, their
+    arguments settled to the masked form (issue 49)."""
+    for row in Approval.objects.filter(run_id=run_id, state__in=(ApprovalState.STARTED, ApprovalState.DENIED)).only("pk", "state", "arguments"):
+        Approval.objects.filter(pk=row.pk, state=row.state).update(state=ApprovalState.DONE, arguments=settled_arguments(row.arguments))
 
 
 def routed_run_finishing(run) -> None:

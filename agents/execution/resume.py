@@ -98,7 +98,7 @@ def resumed_messages(run: Run, agent, rows: list[Approval]) -> tuple[list[dict],
         last = {"role": ChatRole.ASSISTANT, "content": ""}
         messages.append(last)
     last["tool_calls"] = [{"id": row.tool_call_id, "type": "function",
-                           "function": {"name": row.wire_name or row.tool_name, "arguments": approvals._masked(row.arguments)}} for row in rows]
+                           "function": {"name": row.wire_name or row.tool_name, "arguments": approvals.settled_arguments(row.arguments)}} for row in rows]
     return messages, first_seq
 
 
@@ -109,7 +109,9 @@ def denied_result(row: Approval) -> str:
 
 
 def _call(row: Approval):
-    return SimpleNamespace(id=row.tool_call_id, function=SimpleNamespace(name=row.wire_name or row.tool_name, arguments=row.arguments))
+    # The one place sealed arguments are opened: to execute the approved call (issue 49).
+    return SimpleNamespace(id=row.tool_call_id, function=SimpleNamespace(name=row.wire_name or row.tool_name,
+                                                                         arguments=approvals.open_arguments(row.arguments)))
 
 
 def settle(loop: RunLoop, row: Approval, by_wire: dict) -> str:
@@ -118,17 +120,20 @@ def settle(loop: RunLoop, row: Approval, by_wire: dict) -> str:
     if row.state == ApprovalState.DENIED:
         result = denied_result(row)
         loop.record_call(call, row.round, name=row.tool_name, result=result, failed=True)
-        Approval.objects.filter(pk=row.pk, state=ApprovalState.DENIED).update(state=ApprovalState.DONE)
+        Approval.objects.filter(pk=row.pk, state=ApprovalState.DENIED).update(state=ApprovalState.DONE,
+                                                                               arguments=approvals.settled_arguments(row.arguments))
         return result
     if row.state in (ApprovalState.APPROVED, ApprovalState.WAITING):
         with stores.org_atomic():  # the transaction that lets the tool start; it commits before the call
             took = Approval.objects.filter(pk=row.pk, state=row.state).update(state=ApprovalState.STARTED)
         if took:
             result = loop.run_call(call, by_wire, row.round)
-            Approval.objects.filter(pk=row.pk, state=ApprovalState.STARTED).update(state=ApprovalState.DONE)
+            Approval.objects.filter(pk=row.pk, state=ApprovalState.STARTED).update(state=ApprovalState.DONE,
+                                                                                   arguments=approvals.settled_arguments(row.arguments))
             return result
     # Started by an earlier resume whose worker was lost (or taken meanwhile): never executed twice.
-    Approval.objects.filter(pk=row.pk, state=ApprovalState.STARTED).update(state=ApprovalState.INTERRUPTED)
+    Approval.objects.filter(pk=row.pk, state=ApprovalState.STARTED).update(state=ApprovalState.INTERRUPTED,
+                                                                           arguments=approvals.settled_arguments(row.arguments))
     loop.record_call(call, row.round, name=row.tool_name, result=approvals.INTERRUPTED_RESULT, failed=True)
     return approvals.INTERRUPTED_RESULT
 

@@ -576,3 +576,47 @@ def test_a_run_that_waits_twice_is_rebuilt_with_every_earlier_tool_result_whole(
     _resume(task_queue)
     assert [m["content"] for m in _tool_messages(upstream.requests[-1])] == [first_denial, "7"]
     assert org.client.get(f"/v1/agents/runs/{body['id']}").json()["status"] == RunStatus.OK
+
+
+def _org_store_bytes(org) -> bytes:
+    from django.db import connections
+
+    from tenancy import stores
+    from tests.support.stored import stored_bytes
+
+    with org.context():
+        return stored_bytes(connections[stores.current_alias()])
+
+
+@pytest.mark.parametrize("answer", ["approve", "deny"])
+def test_a_ruled_calls_arguments_are_sealed_until_decided_and_then_masked_never_stored_raw(org_a, upstream, task_queue, answer):
+    # Issue 49 item 2: masked in the 202, the lists and the events; sealed in the store while pending
+    # (opened only to execute); the masked form once the call is settled; never the raw value, WAL included.
+    from runs.approvals import SEALED, open_arguments
+    from tests.support.credentials import credential_corpus
+
+    token = next(value for name, _, value in credential_corpus() if name == "github-classic-pat")
+    fund(org_a)
+    _agent(org_a, "sealer")
+    upstream.script(Reply(tool_calls=[("calculator", {"expression": f"len('{token}')"})]))
+    response = run(org_a, "sealer", "count")
+    assert response.status_code == 202 and token not in response.content.decode()
+    body = response.json()
+    with org_a.context():
+        stored = Approval.objects.get(run_id=body["id"]).arguments
+    assert stored.startswith(SEALED) and token not in stored and token in open_arguments(stored)
+    assert token.encode() not in _org_store_bytes(org_a)
+    listed = org_a.client.get(f"/v1/agents/approvals?session={body['sessionId']}")
+    assert token not in listed.content.decode() and "[redacted:github-token:" in listed.content.decode()
+
+    upstream.script(Reply(content="done"))
+    decided = org_a.client.post(f"/v1/agents/sessions/{body['sessionId']}/{answer}",
+                                {"toolCallId": body["approvals"][0]["toolCallId"], **({"message": "no"} if answer == "deny" else {})},
+                                content_type="application/json")
+    assert decided.status_code == 200, decided.content
+    assert _resume(task_queue) == 1
+    with org_a.context():
+        settled = Approval.objects.get(run_id=body["id"])
+    assert settled.state == ApprovalState.DONE and not settled.arguments.startswith(SEALED)
+    assert "[redacted:github-token:" in settled.arguments and token not in settled.arguments
+    assert token.encode() not in _org_store_bytes(org_a)

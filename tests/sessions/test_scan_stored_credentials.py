@@ -14,6 +14,7 @@ from django.core.management import call_command
 from agents.models import Agent
 from sessions.models import Event, Session
 from sessions.scanner import mask
+from sessions.storage_guard import suspended
 from tests.sessions.conftest import append, new_session
 from tests.support.credentials import credential_corpus
 
@@ -34,7 +35,7 @@ def _stored_before_the_scanner_knew(org) -> dict:
     assert org.client.post("/v1/agents", {"name": "old"}, content_type="application/json").status_code == 201
     session = new_session(org, title="ordinary")
     append(org, session["id"], payload={"text": "ordinary"})
-    with org.context():
+    with org.context(), suspended():  # planted raw on purpose: the storage guard would mask them today
         Agent.objects.filter(name="old").update(instructions=f"call the API with {project_key} when asked")
         Session.objects.filter(pk=session["id"]).update(title=f"deploy {api_key}")
         Event.objects.filter(session_id=session["id"]).update(payload=json.dumps({"text": f"the key is {anthropic}"}))
@@ -90,7 +91,8 @@ def test_without_orgs_every_store_and_the_shared_tables_are_scanned(org_a):
     from tenancy.models import ApiKey
 
     _stored_before_the_scanner_knew(org_a)
-    ApiKey.objects.filter(org=org_a.org).update(name=f"ci {CORPUS['github-classic-pat']}")
+    with suspended():
+        ApiKey.objects.filter(org=org_a.org).update(name=f"ci {CORPUS['github-classic-pat']}")
 
     report = json.loads(_scan("--json"))
 
