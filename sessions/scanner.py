@@ -155,14 +155,20 @@ _ENGINE = _Engine()
 # PEM header's `-----`); `:` and `=` are not among them (`password: …` must keep its colon), the tokens
 # they close are read on their own (`_candidates`). Marks that never stand inside a credential are
 # blanks wherever they are, and so is every non-ASCII character (no credential format uses one).
-_CLOSING = re.compile(r"(?:[.,;!?*/%#~)\]]|(?<!-)-(?!-))+(?=\s|\Z)")
-_OPENING = re.compile(r"(?:(?<=\s)|\A)[*~.(\[]+(?=\S)")
+_CLOSING = re.compile(r"[.,;!?*/%#~)\]\-]+(?=\s|\Z)")  # a run holding `--` is kept (a PEM line's `-----`)
+_OPENING = re.compile(r"[*~.(\[]+(?=\S)")  # blanks only where a blank or the text's start stands before
 _ALWAYS_BLANK = str.maketrans({mark: " " for mark in "|<>{}"})
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 # A token a `:`/`=` closes (a JSON key flattened to `key: value`, `use KEY: here`), and a URL's
 # user-info (`https://user:KEY@host`): read alone, so a rule that wants its own word end sees one.
-_CANDIDATE = re.compile(r"(?<!\S)(\S{16,}?)[:=]+(?=\s|\Z)|://([^\s/:@]{16,})(?::|@)|://[^\s/:@]*:([^\s/@]{16,})@")
-_HYPHEN_ENDED = re.compile(r"(?<![^\s\"'`(\[])[A-Za-z0-9][^\s\"'`]{14,}[A-Za-z0-9_]-(?=[.,;!?*/%#~)\]]*(?:\s|\Z))")
+# Every pattern starts with a literal or a character class, so `re` skips to its candidates in C
+# (a pattern starting with a look-behind is tried at every position: 4 MiB took seconds).
+_CLOSED_BY = re.compile(r"[:=]+(?=\s|\Z)")
+_USER_INFO = re.compile(r"([^\s/:@]*)(?::([^\s/@]*))?@")
+_HYPHEN_END = re.compile(r"-(?=[.,;!?*/%#~)\]]*(?:\s|\Z))")
+_TOKEN_STOPS = frozenset(" \t\n\r\f\v\"'`([")
+_LONGEST_TOKEN = 1024  # characters looked back for a token's start
+_MIN_TOKEN = 16
 _MAX_CANDIDATES_PER_KIB = 16
 
 
@@ -174,24 +180,49 @@ def word_ends(text: str) -> str:
     if not text.isascii():
         text = _NON_ASCII.sub(" ", text)
     text = text.translate(_ALWAYS_BLANK)
-    text = _CLOSING.sub(lambda m: " " * len(m.group()), text)
-    return _OPENING.sub(lambda m: " " * len(m.group()), text)
+    text = _CLOSING.sub(lambda m: m.group() if "--" in m.group() else " " * len(m.group()), text)
+    source = text
+    return _OPENING.sub(lambda m: " " * len(m.group()) if m.start() == 0 or source[m.start() - 1].isspace() else m.group(), source)
+
+
+def _token_start(text: str, end: int) -> int:
+    """Return where the token ending at `end` starts (after a blank, a quote or an opening bracket)."""
+    start, floor = end, max(0, end - _LONGEST_TOKEN)
+    while start > floor and text[start - 1] not in _TOKEN_STOPS:
+        start -= 1
+    return start
 
 
 def _candidates(text: str, words: str) -> list[tuple[int, int]]:
-    """Return the spans of tokens read alone (`_CANDIDATE`, `_HYPHEN_ENDED`), at most 16 per KiB of text (bounded work)."""
-    if ":" not in words and "=" not in words and "-" not in text:
-        return []
+    """Return the spans of tokens read alone, at most 16 per KiB of text (bounded work): a token a `:`/`=`
+    closes, a URL's user and password, a token ending in a `-` that may be the credential's own
+    (`dckr_pat_…-` then a blank)."""
     limit = max(_MAX_CANDIDATES_PER_KIB, _MAX_CANDIDATES_PER_KIB * len(words) // 1024)
-    spans = []
-    for match in _HYPHEN_ENDED.finditer(text):  # `dckr_pat_…-` then a blank: the `-` may be the credential's own
-        if match.group().isascii():
-            spans.append(match.span())
-    for match in _CANDIDATE.finditer(words):
-        group = next(g for g in (1, 2, 3) if match.group(g) is not None)
-        spans.append(match.span(group))
-        if len(spans) >= limit:
-            break
+    spans: list[tuple[int, int]] = []
+    if "-" in text:
+        for match in _HYPHEN_END.finditer(text):
+            end = match.end()
+            if match.start() and (text[match.start() - 1].isalnum() or text[match.start() - 1] == "_"):
+                start = _token_start(text, match.start())
+                if end - start >= _MIN_TOKEN and text[start:end].isascii():
+                    spans.append((start, end))
+                    if len(spans) >= limit:
+                        return spans
+    if ":" in words or "=" in words:
+        for match in _CLOSED_BY.finditer(words):
+            start = _token_start(words, match.start())
+            if match.start() - start >= _MIN_TOKEN:
+                spans.append((start, match.start()))
+                if len(spans) >= limit:
+                    return spans
+    at = words.find("://")
+    while at >= 0 and len(spans) < limit:
+        info = _USER_INFO.match(words, at + 3)
+        if info is not None:
+            for group in (1, 2):
+                if info.group(group) and len(info.group(group)) >= _MIN_TOKEN:
+                    spans.append(info.span(group))
+        at = words.find("://", at + 3)
     return spans
 
 
@@ -226,8 +257,9 @@ def warm_up() -> None:
 # --- combining ---------------------------------------------------------------------------------
 
 
-# A run of percent-encoded text (`postgresql%3A%2F%2Fapp%3Ap%40ss%40db…`): decoded and read again.
-_PERCENT_RUN = re.compile(r"[^\s%\"'<>&?=]*(?:%[0-9A-Fa-f]{2}[^\s%\"'<>&?=]*){3,}")
+# Percent-encoded text (`postgresql%3A%2F%2Fapp%3Ap%40ss%40db…`) is decoded and read again, token by token.
+_PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
+_PERCENT_STOPS = re.compile(r"[\s\"'<>&?=]")
 _MAX_DECODED_PER_KIB = 4
 
 
@@ -236,26 +268,44 @@ def _direct_hits(text: str) -> list[Hit]:
     return platform_hits(text, words) + _ENGINE.hits(text, words)
 
 
+def _percent_runs(text: str, limit: int):
+    """Yield `(start, end)` of each token of `text` holding 3+ percent escapes, at most `limit`."""
+    reached = count = 0
+    for match in _PERCENT.finditer(text):
+        if match.start() < reached:
+            continue
+        start = match.start()
+        while start > 0 and not _PERCENT_STOPS.match(text, start - 1) and match.start() - start < _LONGEST_TOKEN:
+            start -= 1
+        stop = _PERCENT_STOPS.search(text, match.end())
+        end = stop.start() if stop is not None else len(text)
+        reached = end
+        if text.count("%", start, end) >= 3:
+            yield start, end
+            count += 1
+            if count >= limit:
+                return
+
+
 def _decoded_hits(text: str) -> list[Hit]:
-    """Return a hit over each percent-encoded run of `text` whose decoded form holds a credential.
+    """Return a hit over each percent-encoded token of `text` whose decoded form holds a credential.
 
     The engine decodes base64 itself; percent-encoding (a URL with user-info passed as a query
-    value) is decoded here, at most 4 runs per KiB of text (bounded work). The hit spans the whole
-    encoded run and takes the rule of what its decoded form holds."""
-    if "%" not in text:
+    value) is decoded here, at most 4 tokens per KiB of text (bounded work). The hit spans the whole
+    encoded token and takes the rule of what its decoded form holds."""
+    if text.count("%") < 3:
         return []
     from urllib.parse import unquote
 
     limit = max(_MAX_DECODED_PER_KIB, _MAX_DECODED_PER_KIB * len(text) // 1024)
     hits = []
-    for count, match in enumerate(_PERCENT_RUN.finditer(text)):
-        if count >= limit:
-            break
-        decoded = unquote(match.group())
-        inner = _direct_hits(decoded) if decoded != match.group() else []
+    for start, end in _percent_runs(text, limit):
+        encoded = text[start:end]
+        decoded = unquote(encoded)
+        inner = _direct_hits(decoded) if decoded != encoded else []
         if inner:
             worst = min(inner, key=lambda hit: SecretSeverity.RANK[hit.severity])
-            hits.append(Hit(worst.rule, worst.severity, match.start(), match.end(), match.group()))
+            hits.append(Hit(worst.rule, worst.severity, start, end, encoded))
     return hits
 
 

@@ -144,6 +144,28 @@ def _postgres_pass_cleanup():
         client.delete(key)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _suite_end_credential_scan(_postgres_pass_cleanup):
+    """After the pass, scan every store it created for raw credentials; fail the pass on a finding (issue 49).
+
+    Torn down before `_postgres_pass_cleanup` drops the PostgreSQL databases. See tests/support/store_scan.py;
+    `AGENTS_TEST_STORE_SCAN=0` skips it."""
+    import os
+
+    yield
+    if os.environ.get("AGENTS_TEST_STORE_SCAN", "1") == "0":
+        return
+    from django.db import connections
+
+    from tests.support.store_scan import report, scan_pass_stores
+
+    connections.close_all()
+    findings, figures = scan_pass_stores()
+    print(f"\nsuite-end store scan: {figures['bytes']} bytes, {figures['seconds']} s, {len(findings)} finding(s)")
+    if findings:
+        pytest.fail(report(findings, figures), pytrace=False)
+
+
 @dataclass
 class OrgHandle:
     """A test org: its row, an admin user, an API key for that user, and a client using it."""

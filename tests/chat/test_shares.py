@@ -16,8 +16,8 @@ from django.utils import timezone
 
 from chat.models import Conversation, Message, ShareLink
 from sessions import services as sessions
-from sessions.storage_guard import suspended
 from tests.support.credentials import credential_corpus
+from tests.support.store_scan import planted
 
 pytestmark = [pytest.mark.django_db, pytest.mark.both_stores]
 
@@ -94,7 +94,7 @@ def test_a_shared_conversation_is_read_anonymously_with_its_turns_sharer_and_dat
 def test_a_credential_in_a_stored_turn_is_masked_on_the_shared_page(org_a):
     conversation = _conversation(org_a, ("user", "hello"))
     secret = next(value for name, _text, value in credential_corpus() if name == "github-classic-pat")
-    with org_a.context(), suspended():  # a turn that reached the store before any scan (a model's reply written long ago)
+    with org_a.context(), planted(org_a):  # a turn that reached the store before any scan (a model's reply written long ago)
         Message.objects.create(conversation_id=conversation, position=99, role="assistant", content=f"the key is {secret}",
                                created_at=timezone.now())
     token = _share(org_a, f"/v1/agents/chat/conversations/{conversation}/shares").json()["token"]

@@ -15,6 +15,7 @@ from agents.models import Agent
 from sessions.models import Event, Session
 from sessions.scanner import mask
 from sessions.storage_guard import suspended
+from tests.support.store_scan import planted
 from tests.sessions.conftest import append, new_session
 from tests.support.credentials import credential_corpus
 
@@ -35,7 +36,7 @@ def _stored_before_the_scanner_knew(org) -> dict:
     assert org.client.post("/v1/agents", {"name": "old"}, content_type="application/json").status_code == 201
     session = new_session(org, title="ordinary")
     append(org, session["id"], payload={"text": "ordinary"})
-    with org.context(), suspended():  # planted raw on purpose: the storage guard would mask them today
+    with org.context(), planted(org):  # raw on purpose (the storage guard would mask them today): left out of the suite-end scan
         Agent.objects.filter(name="old").update(instructions=f"call the API with {project_key} when asked")
         Session.objects.filter(pk=session["id"]).update(title=f"deploy {api_key}")
         Event.objects.filter(session_id=session["id"]).update(payload=json.dumps({"text": f"the key is {anthropic}"}))
