@@ -23,7 +23,13 @@ Figures:
 * ratio — each figure against `today` measured in the same run;
 * streamed — the 4 KiB reply fed to `StreamMasker` 5 characters at a time (the adopted scanner).
 
+Issue 49 (`--guard`): recall on the probe corpus (every format × every position: punctuation, Markdown,
+CJK, a JSON key, URL user-info) and on encoded credentials; scanning µs/KiB at 4 KiB and 4 MiB (fresh
+texts, so the scanner's memo of recent texts does not answer); the storage guard's cost per write of an
+event payload and of a finished run's row (what every store write now pays).
+
     .venv/bin/python bench/scanner.py [--baseline-rev 07fecd1] [--repeat 3] [--misses]
+    .venv/bin/python bench/scanner.py --guard
 """
 
 from __future__ import annotations
@@ -201,11 +207,51 @@ def measure(engine: Engine, *, repeat: int) -> dict:
     }
 
 
+def guard_figures(repeat: int) -> None:
+    """Print issue 49's figures (see the module doc)."""
+    import json
+
+    from sessions import storage_guard
+    from sessions.scanner import redact_text
+    from tests.support.credentials import encoded_probes, probe_corpus
+
+    probes = probe_corpus()
+    missed = [name for name, text, value in probes if leaked(redact_text(text)[0], value)]
+    encoded = encoded_probes()
+    enc_missed = [name for name, text, value in encoded if leaked(redact_text(text)[0], value)]
+    print(f"probe corpus: {len(probes) - len(missed)}/{len(probes)} = {1 - len(missed) / len(probes):.4f} "
+          f"({len({n.split(' ')[0] for n, _, _ in probes})} formats); encoded: {len(encoded) - len(enc_missed)}/{len(encoded)}; "
+          f"missed: {', '.join(missed) or 'none'}")
+    prose = "\n".join(clean_lines())
+    for size in (4 * 1024, 4 * 1024 * 1024):
+        text = (prose * (size // len(prose) + 1))[:size]
+        times = []
+        for i in range(repeat):
+            fresh = f"{i} " + text[len(str(i)) + 1 :]
+            start = time.perf_counter()
+            redact_text(fresh)
+            times.append(time.perf_counter() - start)
+        print(f"scanning {size // 1024} KiB: {min(times) * 1e6 / (size / 1024):.1f} µs/KiB (best of {repeat})")
+    payload = json.dumps({"role": "assistant", "text": prose[:480]})
+    row = {"input": prose[1000:1200], "output": prose[2000:3000], "id": "run_0123456789abcdef0123456789abcdef",
+           "session_id": "sess_0123456789abcdef0123456789abcdef", "agent_name": "writer", "status": "ok", "model": "demo"}
+    for name, values in (("an event payload (0.5 KiB JSON)", [payload]), ("a run row (1.2 KiB over 7 text columns)", list(row.values()))):
+        times = []
+        for i in range(max(200, repeat * 100)):
+            fresh = [f"{v} {i}" for v in values]
+            start = time.perf_counter()
+            for value in fresh:
+                storage_guard.guard_value(value)
+            times.append(time.perf_counter() - start)
+        print(f"storage guard, {name}: {statistics.median(times) * 1e6:.0f} µs a write (median, fresh values)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline-rev", default=BASELINE_REV)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--misses", action="store_true", help="list what each scanner missed and flagged")
+    parser.add_argument("--guard", action="store_true", help="issue 49's figures only: probe recall, µs/KiB, the storage guard")
     args = parser.parse_args()
 
     import django
@@ -215,6 +261,11 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agents_site.settings")
     django.setup()
     from sessions import scanner as adopted
+
+    adopted.warm_up()
+    if args.guard:
+        guard_figures(max(3, args.repeat))
+        return
 
     engines: list[Engine] = [ModuleEngine(f"today ({args.baseline_rev}: detect-secrets + reference rules)", _baseline(args.baseline_rev)),
                              DetectSecrets(), Betterleaks(), Kingfisher()]
