@@ -152,10 +152,10 @@ class _Engine:
 _ENGINE = _Engine()
 
 # Marks that close a word when a blank, a line end or the text's end follows them (one `-`, never a
-# PEM header's `-----`); `:` and `=` are not among them (`password: …` must keep its colon), the tokens
-# they close are read on their own (`_candidates`). Marks that never stand inside a credential are
+# PEM header's `-----`); `:`, `=` and `/` are not among them (`password: …` must keep its colon, a
+# base64 secret may end in `/` or `=`), the tokens they close are read on their own (`_candidates`). Marks that never stand inside a credential are
 # blanks wherever they are, and so is every non-ASCII character (no credential format uses one).
-_CLOSING = re.compile(r"[.,;!?*/%#~)\]\-]+(?=\s|\Z)")  # a run holding `--` is kept (a PEM line's `-----`)
+_CLOSING = re.compile(r"[.,;!?*%#~)\]\-]+(?=\s|\Z)")  # a run holding `--` is kept (a PEM line's `-----`)
 _OPENING = re.compile(r"[*~.(\[]+(?=\S)")  # blanks only where a blank or the text's start stands before
 _ALWAYS_BLANK = str.maketrans({mark: " " for mark in "|<>{}"})
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
@@ -163,7 +163,7 @@ _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 # user-info (`https://user:KEY@host`): read alone, so a rule that wants its own word end sees one.
 # Every pattern starts with a literal or a character class, so `re` skips to its candidates in C
 # (a pattern starting with a look-behind is tried at every position: 4 MiB took seconds).
-_CLOSED_BY = re.compile(r"[:=]+(?=\s|\Z)")
+_CLOSED_BY = re.compile(r"[:=/]+(?=\s|\Z)")  # `/` too: base64 ends in one (an AWS secret key), so it is no blank
 _USER_INFO = re.compile(r"([^\s/:@]*)(?::([^\s/@]*))?@")
 _HYPHEN_END = re.compile(r"-(?=[.,;!?*/%#~)\]]*(?:\s|\Z))")
 _TOKEN_STOPS = frozenset(" \t\n\r\f\v\"'`([")
@@ -208,7 +208,7 @@ def _candidates(text: str, words: str) -> list[tuple[int, int]]:
                     spans.append((start, end))
                     if len(spans) >= limit:
                         return spans
-    if ":" in words or "=" in words:
+    if ":" in words or "=" in words or "/" in words:
         for match in _CLOSED_BY.finditer(words):
             start = _token_start(words, match.start())
             if match.start() - start >= _MIN_TOKEN:
