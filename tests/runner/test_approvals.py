@@ -86,6 +86,8 @@ def test_approve_resumes_on_the_machine_executes_once_and_debits_once_and_the_cl
     assert session["status"] == "paused" and [p["tool"] for p in session["pendingApprovals"]] == ["shell"]
     [asked] = _events(org, body["sessionId"], "approval")
     assert asked["arguments"] == {"command": "echo once >> count.txt && wc -l < count.txt"}
+    with org.context():  # the machine's reported call is stored sealed until it is settled (issue 49)
+        assert Approval.objects.get(run_id=body["id"]).arguments.startswith("sealed:v1:")
     # the claim is not held: the same runner serves another routed run while this one waits
     plain = org.client.post("/v1/agents", {"name": "plain", "model": "test-model"}, content_type="application/json")
     assert plain.status_code == 201, plain.content
@@ -115,6 +117,7 @@ def test_approve_resumes_on_the_machine_executes_once_and_debits_once_and_the_cl
     assert sorted(d.run_id for d in debits(org)) == billed
     with org.context():
         assert list(Approval.objects.filter(run_id=body["id"]).values_list("state", flat=True)) == ["done"]
+        assert json.loads(Approval.objects.get(run_id=body["id"]).arguments) == {"command": "echo once >> count.txt && wc -l < count.txt"}
         assert RoutedRun.objects.get(pk=body["id"]).state == "reported"
     assert org.client.get(f"/v1/agents/sessions/{body['sessionId']}").json()["status"] == "done"
     assert runner.terminate() == 0
