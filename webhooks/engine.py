@@ -300,8 +300,11 @@ def attempt(channel_name: str, delivery_id: str, *, force: bool = False):
                 retry_in = delay
                 fields.update(status=DeliveryStatus.RETRYING, next_attempt_at=at + timedelta(seconds=delay))
         # Only while still open: a cascade delete may have cancelled it meanwhile.
-        ch.delivery_model.objects.filter(pk=row.pk, status__in=DeliveryStatus.OPEN).update(**fields)
-        row = ch.delivery_model.objects.get(pk=row.pk)
+        if ch.delivery_model.objects.filter(pk=row.pk, status__in=DeliveryStatus.OPEN).update(**fields):
+            for name, value in fields.items():  # the row as written: no read back
+                setattr(row, name, value)
+        else:
+            row = ch.delivery_model.objects.get(pk=row.pk)
         if ch.after_attempt is not None:
             ch.after_attempt(row, result.ok, at)
     if retry_in is not None and row.status == DeliveryStatus.RETRYING:
