@@ -18,14 +18,14 @@ from runs.background import run_submit
 from agents.execution import run_open
 from runs.drive import at_once
 from agents.execution.service import run_execute_opened_steps, run_execute_steps
-from agents.presenters import run_view
+from agents.presenters import overflowed, run_view
 from runs.approvals import approval_view, run_approval_history, run_approvals
 from runs.routed import routed_start
 from runs.streaming import answer_later, run_headers, run_stream
 from agents.schemas import ActivityOut, BillingOut, MetricsOut, RunAcceptedOut, RunIn, RunListOut, RunOut
 from agents_site.errors import InvalidRequest
 from agents_site.schemas import ErrorOut, sse_frame, stream_schema, word_param
-from agents_site.vocabulary import MetricsRange, ReplyFrame, RunKind, RunStatus
+from agents_site.vocabulary import ErrorCode, MetricsRange, ReplyFrame, RunKind, RunStatus
 from agents_site.wire import compact
 from agents_site.pagination import cursor_param, limit_param
 from billing.selectors import LEDGER_DEFAULT_LIMIT, LEDGER_MAX_LIMIT, billing_summary
@@ -159,7 +159,10 @@ _STREAM_DOC = (
     "the recorded run, exactly the body the call without `stream` answers (a failed run: the run with its `error`); "
     "or, when the model called a tool needing approval, a last `event: approval` whose data is the `waiting` run with its `approvals`."
 )
-_RUN_RESPONSES = {status: {"links": {"GetRun": _RUN_LINK}} for status in (200, 502)}
+_RUN_RESPONSES = {status: {"links": {"GetRun": _RUN_LINK}} for status in (200, 400, 502)}
+_RUN_RESPONSES[400]["description"] = (
+    "Invalid request: a parameter or the body failed validation (`invalid_request`, `ErrorOut`); or the run failed because "
+    "the prompt is over the model's context window: the failed run (`RunOut`) with `code` `context_length_exceeded`.")
 
 
 _TEXT = {"type": "string"}
@@ -179,14 +182,16 @@ _RUN_RESPONSES[200]["content"] = {"text/event-stream": {"schema": _STREAM_FRAME}
 
 @router.post(
     "/{ref}/run",
-    response={200: RunOut, 202: RunOut | RunAcceptedOut, 502: RunOut, 402: ErrorOut, 409: ErrorOut, 503: ErrorOut},
+    response={200: RunOut, 202: RunOut | RunAcceptedOut, 400: RunOut | ErrorOut, 502: RunOut, 402: ErrorOut, 409: ErrorOut,
+              503: ErrorOut},
     summary="Run an agent",
     exclude_none=True,
     openapi_extra={"responses": _RUN_RESPONSES},
 )
 def run_agent(request, ref: str, payload: RunIn):
     """Run agent `ref` on `input` and answer the recorded run: 200, or 502 whose body is the
-    failed run (its `error` says why).
+    failed run (its `error` says why); 400 with the failed run and `code` `context_length_exceeded`
+    when the prompt is over the model's context window (the gateway said so; asked once, never re-sent).
 
     Checked in this order: credential (403) → agent in the caller's org (404) → input at most
     128 KiB (400) → `Idempotency-Key` replay (409 when the key was used with another body) →
@@ -255,6 +260,8 @@ def _answer(run) -> JsonResponse:
     """The answer of a synchronous run: 200 `ok`, 502 failed, 202 waiting for approval; a replay says so."""
     if run.status == RunStatus.WAITING:  # the model asked for a tool needing approval (issue 28)
         response = _waiting_response(run)
+    elif overflowed(run):  # the caller's input is over the model's window (issue 53)
+        response = JsonResponse({**run_view(run), "code": str(ErrorCode.CONTEXT_LENGTH_EXCEEDED)}, status=400)
     else:
         response = JsonResponse(run_view(run), status=200 if run.status == RunStatus.OK else 502)
     if getattr(run, "replayed", False):
@@ -282,6 +289,8 @@ def _streamed(request, agent, payload: RunIn, principal):
         done = yield from run_execute_opened_steps(run=run, agent=agent, listener=listener)
         if done.status == RunStatus.WAITING:  # the stream ends with the request to answer (issue 28)
             return ReplyFrame.APPROVAL, _with_approvals(done)
+        if overflowed(done):  # the code the call without `stream` answers with its 400 (issue 53)
+            return ReplyFrame.RUN, {**run_view(done), "code": str(ErrorCode.CONTEXT_LENGTH_EXCEEDED)}
         return ReplyFrame.RUN, run_view(done)
 
     return run_headers(run_stream(org=principal.org_slug, work=work, start=opening), run)

@@ -507,12 +507,13 @@ def count_tokens(model: str, texts: list[str]) -> tuple[list[int], str]:
 class UpstreamError(Exception):
     """A chat completion failed; `reason` is one sentence for the run's `error` field."""
 
-    def __init__(self, reason: str, *, status: int | None = None, partial: str = "", code: str = "") -> None:
+    def __init__(self, reason: str, *, status: int | None = None, partial: str = "", code: str = "", param: str = "") -> None:
         super().__init__(reason)
         self.reason = reason
         self.status = status
         self.partial = partial  # the reply's text received before the failure (raw; "" when none)
         self.code = code  # the gateway's own error code when it named one (`context_length_exceeded`…), else ""
+        self.param = param  # the request field the gateway named as wrong (`response_format.type`), else ""
 
 
 class UpstreamBusy(UpstreamError):
@@ -552,7 +553,8 @@ def _error_fields(body) -> tuple[str, str, str]:
     """Return the (message, type, code) a gateway's error body carries ("" where absent).
 
     Shapes read: OpenAI `{"error": {"message", "type", "code"}}`, llama.cpp's server (the same,
-    `code` an integer), FastAPI `{"detail": "…" | [{"loc", "msg"}…]}`, a bare `{"message"}`.
+    `code` an integer), vLLM's `{"object": "error", "message", "type", "param", "code"}`,
+    FastAPI `{"detail": "…" | [{"loc", "msg"}…]}`, a bare `{"message"}`.
     """
     if not isinstance(body, dict):
         return (str(body) if body else "", "", "")
@@ -575,21 +577,39 @@ def _error_fields(body) -> tuple[str, str, str]:
 _UNION_TAG = re.compile(r"[A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*")  # a class name (fields are snake_case)
 
 
-def _validation_sentence(message: str) -> str:
-    """Return a validation dump as one sentence: the first error's field and message, and how many more."""
+def _validation_where(message: str) -> tuple[str, str, int]:
+    """Return `(field, msg, more)` of a validation dump: the first error's field path (dotted, "" when
+    none), its message, and how many more errors follow; `("", "", 0)` when nothing is readable."""
     found = _PYDANTIC_ERROR.findall(message)
     if not found:
-        return _one_line(message)
+        return "", "", 0
     tuple_loc, list_loc, quoted, double = found[0]
     loc, msg = tuple_loc or list_loc, quoted or double
     # pydantic names the union member it tried in the location (`typed_dict`, or the class, e.g.
     # llama-cpp-python 0.3.36's `ChatCompletionRequestSystemMessage`): not a field the caller sent.
     parts = [p.strip(" '\"") for p in loc.split(",") if p.strip(" '\"") and p.strip(" '\"") not in ("body", "typed_dict")
              and not _UNION_TAG.fullmatch(p.strip(" '\""))]
-    where = ".".join(parts)
-    more = len(found) - 1
+    return ".".join(parts), msg, len(found) - 1
+
+
+def _validation_sentence(message: str) -> str:
+    """Return a validation dump as one sentence: the first error's field and message, and how many more."""
+    where, msg, more = _validation_where(message)
+    if not msg:
+        return _one_line(message)
     tail = f" (and {more} more validation error{'s' if more != 1 else ''})" if more else ""
     return f"{where}: {msg}{tail}" if where else f"{msg}{tail}"
+
+
+def _named_param(body, message: str) -> str:
+    """Return the request field a gateway's refusal names: its error object's `param` (OpenAI,
+    vLLM, LiteLLM), else the first validation error's location (pydantic / FastAPI: llama-cpp-python,
+    vLLM), else ""."""
+    inner = body.get("error", body) if isinstance(body, dict) else None
+    param = inner.get("param") if isinstance(inner, dict) else None
+    if isinstance(param, str) and param.strip():
+        return param.strip()[:200]
+    return _validation_where(message)[0][:200]
 
 
 def _one_line(message: str, limit: int = 240) -> str:
@@ -640,8 +660,24 @@ def classify_status(status: int, body, fallback: str = "", *, partial: str = "")
     sentence = _validation_sentence(message) if validation else _one_line(message)
     if status == 429 or (status >= 500 and kind != "invalid_request_error" and not validation):
         return UpstreamBusy(f"upstream answered {status}: {sentence}"[:500], status=status, partial=partial, code=code)
+    param = _named_param(body, message)
+    if param and not sentence.startswith(f"{param}:"):
+        sentence = f"{param}: {sentence}"  # the field first, as a validation sentence has it (`refused_param` reads it)
     return UpstreamRefused(f"upstream answered {status}: {sentence}"[:500], status=status, partial=partial,
-                           code=code)
+                           code=code, param=param)
+
+
+_REFUSED_PARAM = re.compile(r"^upstream answered (\d{3}): ([A-Za-z_][A-Za-z0-9_]*(?:[.\[][A-Za-z0-9_\]]*)*): ")
+
+
+def refused_param(error: str) -> tuple[int, str] | None:
+    """Return `(status, field)` when a run's `error` is a gateway's refusal naming a request field
+    (the sentence `classify_status` writes: "upstream answered 500: response_format.type: …"),
+    else None. Example: "upstream answered 400: tool_choice: …" → `(400, "tool_choice")`."""
+    match = _REFUSED_PARAM.match(error or "")
+    if not match or not (400 <= int(match.group(1)) < 600) or int(match.group(1)) == 429:
+        return None
+    return int(match.group(1)), match.group(2)
 
 
 def output_token_cap(max_tokens: int | None) -> int:

@@ -5,8 +5,14 @@ from __future__ import annotations
 from agents.modes import next_fire_utc
 from agents.models import Agent
 from runs.models import Run
-from agents_site.vocabulary import ExecutionMode
+from agents_site.vocabulary import ErrorCode, ExecutionMode, RunStatus
 from agents_site.wire import compact, rfc3339
+
+
+def overflowed(run: Run) -> bool:
+    """Return True when a failed run's `error` is a context overflow: it starts with
+    `context_length_exceeded` (`agents.inference.overflow_reason` writes it; issue 53: a 400 on every surface)."""
+    return run.status == RunStatus.ERROR and (run.error or "").startswith(str(ErrorCode.CONTEXT_LENGTH_EXCEEDED))
 
 
 def run_view(run: Run) -> dict:

@@ -154,6 +154,8 @@ class RunOut(Schema):
     input: str
     output: str | None = None
     error: str | None = None
+    code: str | None = Field(None, description="`context_length_exceeded` when the run failed because the prompt is over the model's "
+                             "context window (answered 400, and in a stream's `run` frame); absent otherwise.")
     durationMs: int
     attempts: int | None = None
     promptTokens: int | None = None

@@ -594,7 +594,8 @@ class ErrorCode(StrEnum):
     LONG_RUNNING_LIMIT = "long_running_limit"  # the org's cap on scheduled agents is reached
     SESSION_FINISHED = "session_finished"  # the session is done/error and cannot change
     SECRET_IN_TRANSCRIPT = "secret_in_transcript"  # a credential was found; nothing stored
-    CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded"  # the prompt is over the model's context window (the gateway said so)
+    CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded"  # the prompt is over the model's context window (the gateway said so; 400)
+    GATEWAY_REFUSED = "gateway_refused"  # the gateway refused a field the caller sent (OpenAI-compatible endpoint: 400, `param` names it)
     FORWARD_FAILED = "forward_failed"  # a control command was recorded but not forwarded
     INFERENCE_UNAVAILABLE = "inference_unavailable"  # no inference gateway configured
     INSUFFICIENT_BALANCE = "insufficient_balance"  # the org cannot pay the run fee

@@ -13,13 +13,13 @@ from ninja import Router
 from ninja.responses import Status
 
 from runs.hooks import request_callback
-from agents.presenters import run_view
+from agents.presenters import overflowed, run_view
 from runs.streaming import answer_later, run_headers, run_stream
 from agents_site.pagination import cursor_param, limit_param
 from agents_site.schemas import ErrorOut, sse_frame, stream_schema
 from agents_site.vocabulary import ReplyFrame, RunStatus
 from chat import rounds, selectors, services
-from chat.errors import RoundFailed
+from chat.errors import RoundFailed, RoundOverflowed
 from chat.presenters import conversation_detail_view, conversation_view, preset_view
 from chat.presets import preset_list
 from chat.schemas import (ChatIn, ChatOut, ChatWaitingOut, ConversationDetailOut, ConversationIn, ConversationListOut, PresetListOut,
@@ -47,6 +47,9 @@ _CHAT_STREAM = stream_schema("ChatStreamFrame", (
     sse_frame(ReplyFrame.APPROVAL, {"$ref": "#/components/schemas/ChatWaitingOut"}),
 ])
 _STREAM = {
+    400: {"description": "Invalid request: a parameter or the body failed validation (`invalid_request`, `ErrorOut`); or the "
+                         "round's run failed because the prompt is over the model's context window (`context_length_exceeded`, "
+                         "with `runId` and `conversationId`)."},
     200: {
         "description": "The round's answer; with `stream: true`, `text/event-stream` (see `ChatStreamFrame`).",
         "content": {"text/event-stream": {"schema": _CHAT_STREAM}},
@@ -59,13 +62,15 @@ def _request_id(request) -> str:
     return given[:128] if given else "req_" + secrets.token_hex(12)
 
 
-def _failed(start, run) -> RoundFailed:
+def _failed(start, run) -> RoundFailed | RoundOverflowed:
+    if overflowed(run):  # issue 53: a context overflow is the caller's 400 on every surface
+        return RoundOverflowed(run.error, runId=run.id, conversationId=start.conversation_id)
     return RoundFailed(run.error or "the run failed", runId=run.id, conversationId=start.conversation_id)
 
 
 @router.post(
     "",
-    response={200: ChatOut, 202: ChatWaitingOut, 402: ErrorOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut, 502: RoundFailedOut, 503: ErrorOut},
+    response={200: ChatOut, 202: ChatWaitingOut, 400: RoundFailedOut | ErrorOut, 402: ErrorOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut, 502: RoundFailedOut, 503: ErrorOut},
     summary="One tool-calling round of a conversation",
     openapi_extra={"responses": _STREAM},
 )
@@ -84,7 +89,8 @@ def chat(request, payload: ChatIn):
     422 a credential in any message (nothing stored); 404 unknown agent; 409
     `agent_external`, or `conversation_busy` while a round of the conversation is in flight
     (`multitaskStrategy: enqueue` waits for it instead); 402/503 balance; 503 no inference;
-    502 `run_failed` when the run failed (`runId`, `conversationId`; your message stays stored).
+    502 `run_failed` when the run failed (`runId`, `conversationId`; your message stays stored);
+    400 `context_length_exceeded` (same extras) when it failed because the prompt is over the model's window.
     `webhook`: the round's own `run.finished` callback, a URL under one of the org's webhook
     endpoints (else 400).
     """

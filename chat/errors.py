@@ -30,3 +30,13 @@ class RoundFailed(ApiError):
     status = 502
     code = ErrorCode.RUN_FAILED
     default_message = "the run failed"
+
+
+class RoundOverflowed(ApiError):
+    """400 `context_length_exceeded`: the round's run failed because the prompt is over the model's
+    context window (the gateway said so; asked once, never re-sent). Extras as `RoundFailed`
+    (`runId`, `conversationId`): the next round of the conversation is trimmed to the window learned."""
+
+    status = 400
+    code = ErrorCode.CONTEXT_LENGTH_EXCEEDED
+    default_message = "the prompt is over the model's context window"

@@ -12,9 +12,11 @@ Services still raise the typed `ApiError`s; only the rendering differs.
 from __future__ import annotations
 
 import json
+import re
 
 from django.http import HttpResponse
 
+from agents.inference import refused_param
 from agents_site.errors import ApiError, InvalidRequest, NotFound
 from agents_site.vocabulary import ErrorCode, OpenAIErrorType
 
@@ -80,12 +82,66 @@ class ContextLengthExceeded(ApiError):
         self.param = "messages"
 
 
-def run_failure(run) -> ApiError:
-    """Return the error a failed run of this endpoint answers: `ContextLengthExceeded` (400) when
-    its error is a context overflow (it starts with `context_length_exceeded`), else `RunFailed` (502)."""
-    if (run.error or "").startswith(str(ErrorCode.CONTEXT_LENGTH_EXCEEDED)):
-        return ContextLengthExceeded(run.error, run_id=run.id, session_id=run.session_id or "")
-    return RunFailed(run.error, run_id=run.id, session_id=run.session_id or "")
+class GatewayRefused(ApiError):
+    """400 `gateway_refused`: the gateway refused a field the caller sent and this endpoint passed on
+    unchanged (`response_format` a llama-cpp-python server cannot honour, a `tool_choice` a
+    LiteLLM route refuses…); `param` names the caller's field. The run is recorded `error`
+    (`run_id`); it was asked once, not retried, and no failover model was tried."""
+
+    status = 400
+    code = ErrorCode.GATEWAY_REFUSED
+
+    def __init__(self, message: str, *, param: str, run_id: str, session_id: str = "") -> None:
+        super().__init__(message, run_id=run_id, session_id=session_id)
+        self.param = param
+
+
+def run_failure(run, *, sent: dict[str, str] | None = None) -> ApiError:
+    """Return the error a failed run of this endpoint answers.
+
+    In: the failed run; `sent`, the request fields the caller set that reached the gateway unchanged,
+    as `{name at the gateway: name the caller used}` (`CompletionRequest.gateway_fields`).
+    Out: `ContextLengthExceeded` (400) when its error is a context overflow (it starts with
+    `context_length_exceeded`); `GatewayRefused` (400, `param` the caller's field) when the gateway
+    refused one of the `sent` fields (`agents.inference.refused_param` reads the error); else
+    `RunFailed` (502).
+    """
+    error = run.error or ""
+    if error.startswith(str(ErrorCode.CONTEXT_LENGTH_EXCEEDED)):
+        return ContextLengthExceeded(error, run_id=run.id, session_id=run.session_id or "")
+    param = _refused_field(error, sent or {})
+    if param:
+        return GatewayRefused(f"the model's gateway refused '{param}': {error}", param=param, run_id=run.id,
+                              session_id=run.session_id or "")
+    return RunFailed(error, run_id=run.id, session_id=run.session_id or "")
+
+
+_REFUSAL_4XX = re.compile(r"^upstream answered 4(?!29)\d\d: ")
+
+
+def _refused_field(error: str, sent: dict[str, str]) -> str:
+    """Return the caller's field a gateway's refusal (`error`, the run's) names, or "".
+
+    The field the refusal names (`refused_param`: an error object's `param`, a validation
+    error's location) when its first part is one of `sent`; else, for a 4xx (not 429), the first
+    of `sent` its message mentions: quoted (`'stop'`), or a compound name as a word (`top_p`,
+    vLLM's "tool choice")."""
+    if not sent:
+        return ""
+    refused = refused_param(error)
+    if refused is not None:
+        field = refused[1]
+        top = re.split(r"[.\[]", field, maxsplit=1)[0]
+        if top in sent:
+            return sent[top] + field[len(top):]
+    if _REFUSAL_4XX.match(error):
+        for name, caller_name in sent.items():
+            quoted = rf"""['"`]{re.escape(name)}['"`]"""
+            # A bare word only for a compound name: `user` or `stop` in a sentence is no field.
+            bare = rf"(?<![A-Za-z0-9_]){re.escape(name).replace('_', '[_ ]')}(?![A-Za-z0-9_])" if "_" in name else None
+            if re.search(quoted, error) or (bare and re.search(bare, error, re.IGNORECASE)):
+                return caller_name
+    return ""
 
 
 def error_type(status: int) -> OpenAIErrorType:

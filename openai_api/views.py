@@ -136,8 +136,9 @@ def model(request, model: str):
 def chat_completions(request):
     """`POST …/chat/completions`: run the agent named as `model` on the caller's messages.
 
-    200 `chat.completion` (or the event stream); 400 bad input, or `context_length_exceeded`
-    (the run failed: the prompt is over the model's window; with `run_id`); 401 no key; 402 balance; 404
+    200 `chat.completion` (or the event stream); 400 bad input, `context_length_exceeded`
+    (the run failed: the prompt is over the model's window; with `run_id`) or `gateway_refused`
+    (the gateway refused a field the caller sent; `param` names it, with `run_id`); 401 no key; 402 balance; 404
     `model_not_found`; 409 `agent_external`; 422 `secret_in_transcript`; 502 `run_failed`
     (with `run_id`); 503 no gateway. Headers `X-Agents-Run-Id` / `X-Agents-Session-Id` name
     the run and the session to watch.
@@ -148,7 +149,7 @@ def chat_completions(request):
     started = services.completion_start(principal=principal, request=completion, request_id=_request_id(request))
     headers = {"X-Agents-Run-Id": started.run.id, "X-Agents-Session-Id": started.run.session_id or ""}
     if completion.stream:
-        response = _stream(started, include_usage=completion.include_usage, org=principal.org_slug)
+        response = _stream(started, include_usage=completion.include_usage, org=principal.org_slug, sent=completion.gateway_fields())
         for name, value in headers.items():
             response[name] = value
         return response
@@ -156,7 +157,7 @@ def chat_completions(request):
     def answer():  # run steps: the wait on the model is on the event loop when the handler serves this request
         run = yield from services.completion_steps(started)
         if run.status != RunStatus.OK:
-            raise run_failure(run)
+            raise run_failure(run, sent=completion.gateway_fields())
         return JsonResponse(wire.completion_body(run, model=started.model), headers=headers)
 
     return answer_later(org=principal.org_slug, work=answer, on_error=_error_answer)
@@ -173,7 +174,7 @@ def _error_answer(exc: Exception):
     return error_response(InternalError())
 
 
-def _stream(started: services.StartedCompletion, *, include_usage: bool, org: str):
+def _stream(started: services.StartedCompletion, *, include_usage: bool, org: str, sent: dict[str, str]):
     """Answer the started completion as OpenAI chunks: the role chunk, a content chunk per
     delta, the caller's tool calls, the final chunk with its finish reason, the usage chunk
     (with `include_usage`), `[DONE]`. A run that fails after the stream began sends an error
@@ -195,7 +196,7 @@ def _stream(started: services.StartedCompletion, *, include_usage: bool, org: st
         if event == ReplyFrame.RUN:
             finished = data
             if finished.status != RunStatus.OK:
-                failed = run_failure(finished)
+                failed = run_failure(finished, sent=sent)
                 return render_frame(None, error_object(failed)) + render_frame(None, "[DONE]")
             out = chunk(delta={}, finish=wire.finish_reason(finished))
             usage = wire.usage_body(finished)

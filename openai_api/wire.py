@@ -44,6 +44,21 @@ class CompletionRequest:
     temperature: float | None = None
     top_p: float | None = None
     passthrough: dict = field(default_factory=dict)  # PASSTHROUGH fields sent, checked, for the gateway unchanged
+    max_tokens_name: str = "max_tokens"  # what the caller called the output cap (`max_completion_tokens` or `max_tokens`)
+
+    def gateway_fields(self) -> dict[str, str]:
+        """Return the fields the caller set that reach the gateway unchanged, `{name at the gateway:
+        name the caller used}`: the PASSTHROUGH fields sent, and `max_tokens` (as the caller named
+        it), `temperature`, `top_p` when set. A gateway refusing one of them is the caller's 400
+        (`openai_api.errors.run_failure`); `messages` and `tools` are composed with the agent's own
+        (its instructions, its tools, trimming) and are not among them."""
+        fields = {name: name for name in self.passthrough}
+        if self.max_tokens is not None:
+            fields["max_tokens"] = self.max_tokens_name
+        for name in ("temperature", "top_p"):
+            if getattr(self, name) is not None:
+                fields[name] = name
+        return fields
 
     def texts(self, *roles: str) -> list[str]:
         """Return the text of every message of `roles` (text parts joined by newlines), in order."""
@@ -261,9 +276,9 @@ def completion_request(body) -> CompletionRequest:
     include_usage = _bool(options or {}, "include_usage", "stream_options.include_usage")
     n = _number(body, "n", 1, 1, integer=True)
     del n  # one choice only
-    max_tokens = _number(body, "max_completion_tokens", 1, 1_000_000, integer=True)
+    max_tokens, max_tokens_name = _number(body, "max_completion_tokens", 1, 1_000_000, integer=True), "max_completion_tokens"
     if max_tokens is None:
-        max_tokens = _number(body, "max_tokens", 1, 1_000_000, integer=True)
+        max_tokens, max_tokens_name = _number(body, "max_tokens", 1, 1_000_000, integer=True), "max_tokens"
     return CompletionRequest(
         model=model.strip(),
         messages=_messages(body),
@@ -274,6 +289,7 @@ def completion_request(body) -> CompletionRequest:
         temperature=_number(body, "temperature", 0, 2),
         top_p=_number(body, "top_p", 0, 1),
         passthrough=_passthrough(body),
+        max_tokens_name=max_tokens_name,
     )
 
 

@@ -40,7 +40,7 @@ def _agent(org, name: str, model: str, **fields) -> None:
     make_agent(org, name, model=model, **fields)
 
 
-@pytest.mark.parametrize("server", ["llama-cpp-python", "litellm-proxy", "llama-cpp-python-recorded", "litellm-proxy-recorded"])
+@pytest.mark.parametrize("server", ["llama-cpp-python", "litellm-proxy", "llama-cpp-python-recorded", "litellm-proxy-recorded", "vllm"])
 def test_every_transcript_says_how_it_was_made(server):
     data = transcript(server)
     assert data["server"] and data["provenance"].startswith(("RECORDED", "WRITTEN FROM"))

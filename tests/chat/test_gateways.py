@@ -19,9 +19,9 @@ def test_an_overflowing_round_is_named_and_the_next_round_of_the_conversation_is
 
     first = chat(funded, {"messages": user(long), "agent": "brief"})
 
-    assert first.status_code == 502
+    assert first.status_code == 400  # the caller's prompt is over the window: its 400, never re-sent (issue 53)
     body = first.json()
-    assert body["code"] == "run_failed" and body["error"].startswith("context_length_exceeded: the prompt (")
+    assert body["code"] == "context_length_exceeded" and body["error"].startswith("context_length_exceeded: the prompt (")
     assert "context window of 60 tokens" in body["error"]
     [run] = stored(funded)["runs"]
     assert (run.status, run.attempts) == ("error", 1)
