@@ -701,6 +701,14 @@ def gateway_timeout(seconds_left: float | None) -> httpx2.Timeout:
     return httpx2.Timeout(connect=connect, read=read, write=max(connect, min(30.0, left)), pool=connect)
 
 
+def whole_timeout(seconds_left: float) -> httpx2.Timeout:
+    """Return the HTTP timeouts of one completion asked not streamed: connect as `gateway_timeout`,
+    the read the whole of `seconds_left` (the gateway answers once, when the reply is written)."""
+    left = max(seconds_left, 0.001)
+    connect = min(settings.INFERENCE_CONNECT_TIMEOUT_SECONDS, left)
+    return httpx2.Timeout(connect=connect, read=left, write=max(connect, min(30.0, left)), pool=connect)
+
+
 DEADLINE_PASSED = "the run's deadline passed"
 
 
@@ -898,11 +906,57 @@ def _prompt_bytes(messages: list[dict], tools: list[dict] | None) -> int:
     return len(json.dumps(messages, ensure_ascii=False).encode()) + (len(json.dumps(tools).encode()) if tools else 0)
 
 
+def _plain_request(kwargs: dict) -> dict:
+    """Return a streamed request's arguments asked not streamed (no `stream`, no `stream_options`)."""
+    return {k: v for k, v in kwargs.items() if k not in ("stream", "stream_options")}
+
+
 def _probe_request(kwargs: dict) -> dict:
     """Return the one-token probe of a streamed request: the same request, not streamed, `max_tokens` 1."""
-    plain = {k: v for k, v in kwargs.items() if k not in ("stream", "stream_options")}
+    plain = _plain_request(kwargs)
     plain["max_tokens"] = 1
     return plain
+
+
+def _whole(completion, on_delta: Callable[[str], None] | None) -> ChatCompletion:
+    """Return a completion answered not streamed as the `ChatCompletion` a stream assembles to (choice 0,
+    the finish reason read as `_Assembly` reads it, usage only when the gateway gave it); `on_delta`
+    hears its content in one piece. Raises `UpstreamBusy` for an answer with no choices,
+    `UpstreamRefused` for one of the wrong shape."""
+    reply = _Assembly()
+    reply.id, reply.model = getattr(completion, "id", "") or "", getattr(completion, "model", "") or ""
+    reply.created = getattr(completion, "created", 0) or 0
+    reply.usage = getattr(completion, "usage", None)
+    try:
+        for choice in getattr(completion, "choices", None) or []:
+            if getattr(choice, "index", 0):
+                continue
+            reply.choices = True
+            reply.finish = choice.finish_reason
+            message = choice.message
+            if message is None:
+                continue
+            if message.content is not None:
+                reply.saw_content = True
+                reply.content.append(message.content)
+            for index, call in enumerate(message.tool_calls or []):
+                function = getattr(call, "function", None)
+                reply.calls[index] = {"id": call.id or "", "name": getattr(function, "name", "") or "",
+                                      "arguments": [getattr(function, "arguments", "") or ""]}
+    except (AttributeError, TypeError) as exc:
+        raise UpstreamRefused(f"upstream answer unreadable: {exc}"[:500]) from exc
+    answer = _answer(reply)
+    if reply.text and on_delta is not None:
+        on_delta(reply.text)
+    return answer
+
+
+def _plain_failure(exc: Exception, *, model: str, deadline_words: str) -> Exception:
+    """Return the `UpstreamError` a completion asked not streamed raises for `exc` (as `_failure`;
+    its timeout is the caller's deadline)."""
+    if isinstance(exc, (openai.APITimeoutError, httpx.TimeoutException)):
+        return UpstreamBusy(f"upstream timed out: {deadline_words}")
+    return _failure(exc, model=model, clock=_Clock(started=0.0, deadline=0.0), reply=_Assembly())
 
 
 def _probe_refusal(exc: openai.APIStatusError, model: str) -> UpstreamRefused | None:
@@ -1044,6 +1098,7 @@ def chat_completion(
     top_p: float | None = None,
     run_id: str = "",
     passthrough: dict | None = None,
+    stream: bool = True,
 ) -> ChatCompletion:
     """Stream one chat completion from the gateway; return it assembled as a `ChatCompletion` (1 choice).
 
@@ -1057,7 +1112,10 @@ def chat_completion(
     `top_p` (sent only when set); `run_id`, sent as the `X-Agents-Run-Id` header (and as
     `metadata.agents_run_id` with `AGENTS_GATEWAY_RUN_METADATA`); `passthrough`, OpenAI request
     fields sent unchanged (`response_format`, `tool_choice`, `stop`, `seed`, `user`…: an
-    OpenAI-compatible caller's own).
+    OpenAI-compatible caller's own). `stream=False` asks the gateway not streamed (issue 53: a caller
+    that waits for the whole answer; llama-cpp-python reports `usage` only there): one request whose
+    read may take all of `timeout`, `on_delta` called once with the whole content, the same failures
+    (no probe: a gateway answers a prompt over its window not streamed with its 400).
     Out: the SDK's `ChatCompletion`: `choices[0].message` with `content` (the pieces joined) and
     `tool_calls` (fragments joined by index), `usage` when the gateway reports it.
     Raises `UpstreamBusy` for 429, a 5xx that is not a refusal, connection errors, timeouts
@@ -1075,9 +1133,18 @@ def chat_completion(
         raise UpstreamRefused("inference is not configured on this deployment")
     stores.release_connections()  # the wait on the model holds no database connection
     total, deadline_words = completion_limit(timeout)
-    client = client.with_options(timeout=gateway_timeout(total))
     kwargs = _request(model=model, messages=messages, tools=tools, max_tokens=max_tokens, temperature=temperature, top_p=top_p,
                       run_id=run_id, passthrough=passthrough)
+    if not stream:
+        try:
+            answered = client.with_options(timeout=whole_timeout(total)).chat.completions.create(**_plain_request(kwargs))
+        except Exception as exc:
+            failure = _plain_failure(exc, model=model, deadline_words=deadline_words)
+            if failure is exc:
+                raise
+            raise failure from exc
+        return _whole(answered, on_delta)
+    client = client.with_options(timeout=gateway_timeout(total))
     reply = _Assembly()
     started = time.monotonic()
     watchdog = _Watchdog(started=started, deadline=started + total, deadline_words=deadline_words)
@@ -1119,6 +1186,7 @@ async def chat_completion_async(
     top_p: float | None = None,
     run_id: str = "",
     passthrough: dict | None = None,
+    stream: bool = True,
 ) -> ChatCompletion:
     """Stream one chat completion from the gateway on the running event loop; return it assembled.
 
@@ -1137,6 +1205,15 @@ async def chat_completion_async(
     total, deadline_words = completion_limit(timeout)
     kwargs = _request(model=model, messages=messages, tools=tools, max_tokens=max_tokens, temperature=temperature, top_p=top_p,
                       run_id=run_id, passthrough=passthrough)
+    if not stream:
+        try:
+            answered = await client.chat.completions.create(**_plain_request(kwargs), timeout=whole_timeout(total))
+        except Exception as exc:
+            failure = _plain_failure(exc, model=model, deadline_words=deadline_words)
+            if failure is exc:
+                raise
+            raise failure from exc
+        return _whole(answered, on_delta)
     reply = _Assembly()
     started = time.monotonic()
     clock = _Clock(started=started, deadline=started + total, deadline_words=deadline_words)

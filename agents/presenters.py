@@ -44,6 +44,7 @@ def run_view(run: Run) -> dict:
             "sessionId": run.session_id,
             "startedAt": rfc3339(run.started_at),
             "createdAt": rfc3339(run.finished_at or run.created_at),
+            "metadata": dict(run.metadata) if run.metadata else None,  # the caller's labels (chat completions' `metadata`)
         },
         # Token counts are null, never 0 or absent, when the gateway reported none (issue 31).
         keep=("id", "kind", "agent", "status", "model", "input", "durationMs", "createdAt", "promptTokens", "completionTokens"),

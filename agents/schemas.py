@@ -167,6 +167,8 @@ class RunOut(Schema):
     sessionId: str | None = None
     startedAt: str | None = None
     createdAt: str
+    metadata: dict[str, str] | None = Field(None, description="The caller's labels sent with an OpenAI-compatible call "
+                                            "(`metadata`: at most 16 string pairs); absent when none.")
     approvals: list[ApprovalOut] | None = Field(None, description="A `waiting` run's tool calls of its waiting turn: those asked for approval and "
                                                 "those waiting with them; any other run's approval requests with how each was answered (absent when it asked none).")
 

@@ -95,9 +95,10 @@ def completion_start(*, principal: Principal, request: CompletionRequest, reques
     # as its system text does) and the fields passed to the gateway unchanged (`stop`, `user`,
     # a `response_format` schema, `tool_choice`). Nothing carrying a credential is sent to a
     # model through us; the findings name the field.
-    scan_caller_text({"messages": request.messages, "tools": request.tools, **request.passthrough})
+    scan_caller_text({"messages": request.messages, "tools": request.tools, **request.passthrough,
+                      **({"metadata": request.metadata} if request.metadata else {})})
     run = run_start(RunRequest(kind=RunKind.OPENAI, agent=agent, input=request.input_text(), actor=principal.actor,
-                               request_id=request_id, executor_here=True))
+                               request_id=request_id, executor_here=True, metadata=request.metadata))
     return StartedCompletion(run=run, agent=completion_agent(agent, request), prompt=completion_prompt(agent, request),
                              client_tools=request.tools, model=agent.name)
 

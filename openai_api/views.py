@@ -20,6 +20,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from agents.execution import WholeAnswer
 from runs.streaming import QueueListener, answer_later, render_frame, run_stream
 from agents_site.errors import ApiError, PayloadTooLarge
 from agents_site.schemas import scan_caller_text
@@ -155,7 +156,7 @@ def chat_completions(request):
         return response
 
     def answer():  # run steps: the wait on the model is on the event loop when the handler serves this request
-        run = yield from services.completion_steps(started)
+        run = yield from services.completion_steps(started, listener=WholeAnswer())  # the gateway asked not streamed: its usage
         if run.status != RunStatus.OK:
             raise run_failure(run, sent=completion.gateway_fields())
         return JsonResponse(wire.completion_body(run, model=started.model), headers=headers)

@@ -45,6 +45,7 @@ class CompletionRequest:
     top_p: float | None = None
     passthrough: dict = field(default_factory=dict)  # PASSTHROUGH fields sent, checked, for the gateway unchanged
     max_tokens_name: str = "max_tokens"  # what the caller called the output cap (`max_completion_tokens` or `max_tokens`)
+    metadata: dict = field(default_factory=dict)  # the caller's `metadata`, recorded on the run
 
     def gateway_fields(self) -> dict[str, str]:
         """Return the fields the caller set that reach the gateway unchanged, `{name at the gateway:
@@ -93,6 +94,8 @@ def _number(body: dict, name: str, low: float, high: float, *, integer: bool = F
     value = body.get(name)
     if value is None:
         return None
+    if integer and isinstance(value, float) and value.is_integer():
+        value = int(value)  # JSON Schema's integer is a number with no fraction: `24.0` is 24 (OpenAI's document)
     kind = int if integer else (int, float)
     if isinstance(value, bool) or not isinstance(value, kind) or not (low <= value <= high):
         what = "an integer" if integer else "a number"
@@ -197,9 +200,20 @@ def _tools(body: dict) -> list[dict]:
     return cleaned
 
 
-#: Fields of the request this endpoint reads itself (`stream_options` is its own: never forwarded).
+#: Fields of the request this endpoint reads itself (`stream_options` is its own: never forwarded;
+#: `metadata` is recorded on the run).
 HANDLED = frozenset({"model", "messages", "tools", "stream", "stream_options", "max_tokens", "max_completion_tokens",
-                     "temperature", "top_p", "n"})
+                     "temperature", "top_p", "n", "metadata"})
+#: Accepted, checked and not sent on (OpenAI's own services: a gateway has none of them, a strict one
+#: refuses the field): `store` (every call is recorded as a run anyway), `service_tier`,
+#: `prompt_cache_key`, `safety_identifier`. docs/guides/openai-compatible.md lists them.
+ACCEPTED = {"store": "boolean", "service_tier": ("auto", "default", "flex", "scale", "priority"),
+            "prompt_cache_key": "string", "safety_identifier": "string"}
+MAX_METADATA_PAIRS = 16
+MAX_METADATA_KEY = 64
+MAX_METADATA_VALUE = 512
+MAX_SAFETY_IDENTIFIER = 64
+MAX_PROMPT_CACHE_KEY = 1024
 #: Fields passed to the gateway unchanged (after a check of their shape), on every completion of the call.
 PASSTHROUGH = ("response_format", "tool_choice", "parallel_tool_calls", "stop", "seed", "presence_penalty",
                "frequency_penalty", "user")
@@ -241,13 +255,42 @@ def _passthrough(body: dict) -> dict:
 
 
 def _unhandled(body: dict) -> None:
-    """Refuse (400, naming it) a field this endpoint neither reads nor passes on: none is dropped in silence."""
+    """Refuse (400, naming it) a field this endpoint neither reads, passes on nor accepts: none is dropped in silence."""
     for name, message in REFUSED.items():
         if body.get(name) not in (None, False, 0):
             raise InvalidParam(message, param=name)
     for name in body:
-        if name not in HANDLED and name not in PASSTHROUGH and name not in REFUSED:
+        if name not in HANDLED and name not in PASSTHROUGH and name not in REFUSED and name not in ACCEPTED:
             raise InvalidParam(f"'{name}' is not supported by this endpoint", param=name)
+
+
+def _accepted(body: dict) -> None:
+    """Check the ACCEPTED fields' shapes as OpenAI's document states them (null is absent); 400 naming a bad one."""
+    if body.get("store") is not None:
+        _bool(body, "store")
+    tier = body.get("service_tier")
+    if tier is not None and tier not in ACCEPTED["service_tier"]:
+        raise InvalidParam(f"'service_tier' must be one of: {', '.join(ACCEPTED['service_tier'])}", param="service_tier")
+    for name, limit in (("prompt_cache_key", MAX_PROMPT_CACHE_KEY), ("safety_identifier", MAX_SAFETY_IDENTIFIER)):
+        value = body.get(name)
+        if value is not None and (not isinstance(value, str) or len(value) > limit):
+            raise InvalidParam(f"'{name}' must be a string of at most {limit} characters", param=name)
+
+
+def _metadata(body: dict) -> dict[str, str]:
+    """Return the request's `metadata` (OpenAI's `Metadata`: at most 16 pairs, string keys of at most
+    64 characters, string values of at most 512); {} when absent or null; 400 naming a bad one."""
+    metadata = body.get("metadata")
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict) or len(metadata) > MAX_METADATA_PAIRS:
+        raise InvalidParam(f"'metadata' must be an object of at most {MAX_METADATA_PAIRS} string pairs", param="metadata")
+    for key, value in metadata.items():
+        if len(key) > MAX_METADATA_KEY:
+            raise InvalidParam(f"metadata keys are at most {MAX_METADATA_KEY} characters", param=f"metadata.{key[:64]}")
+        if not isinstance(value, str) or len(value) > MAX_METADATA_VALUE:
+            raise InvalidParam(f"metadata values are strings of at most {MAX_METADATA_VALUE} characters", param=f"metadata.{key}")
+    return dict(metadata)
 
 
 def completion_request(body) -> CompletionRequest:
@@ -258,12 +301,15 @@ def completion_request(body) -> CompletionRequest:
     and `stream_options.include_usage` (booleans), `max_tokens` / `max_completion_tokens`
     (1..1 000 000), `temperature` (0..2), `top_p` (0..1), `n` (1 only); PASSTHROUGH fields
     (`response_format`, `tool_choice`, `parallel_tool_calls`, `stop`, `seed`, the penalties,
-    `user`) checked and kept for the gateway; `logprobs` / `top_logprobs` refused; any other
-    field refused, naming it (issue 29 item 7).
+    `user`) checked and kept for the gateway; `metadata` (≤ 16 string pairs, recorded on the run),
+    `store`, `service_tier`, `prompt_cache_key`, `safety_identifier` checked and not sent on
+    (ACCEPTED); `logprobs` / `top_logprobs` refused; any other field refused, naming it (issue 29
+    item 7, issue 53).
     """
     if not isinstance(body, dict):
         raise InvalidParam("the request body must be a JSON object", param=None)
     _unhandled(body)
+    _accepted(body)
     model = body.get("model")
     if not isinstance(model, str) or not model.strip():
         raise InvalidParam("'model' is required: the name or id of one of your agents", param="model")
@@ -290,6 +336,7 @@ def completion_request(body) -> CompletionRequest:
         top_p=_number(body, "top_p", 0, 1),
         passthrough=_passthrough(body),
         max_tokens_name=max_tokens_name,
+        metadata=_metadata(body),
     )
 
 
@@ -350,17 +397,17 @@ def finish_reason(run) -> str:
 def completion_body(run, *, model: str) -> dict:
     """Return a finished `ok` run as a `chat.completion` (id = the run id; `model` = the agent's name)."""
     ops = getattr(run, "ops", None) or []
-    message: dict = {"role": ChatRole.ASSISTANT, "content": run.output if (run.output or not ops) else None}
+    # `refusal` is required (nullable) by OpenAI's document: a model's refusal is ordinary content here.
+    message: dict = {"role": ChatRole.ASSISTANT, "content": run.output if (run.output or not ops) else None, "refusal": None}
     if ops:
         message["tool_calls"] = tool_calls(ops)
-    return {
+    return {  # `system_fingerprint` is left out: optional and deprecated in the document, and there is none
         "id": run.id,
         "object": "chat.completion",
         "created": int(run.created_at.timestamp()),
         "model": model,
         "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason(run)}],
         **({"usage": usage} if (usage := usage_body(run)) is not None else {}),
-        "system_fingerprint": None,
         "session_id": run.session_id,
     }
 
@@ -369,7 +416,7 @@ def chunk_body(*, run_id: str, created: int, model: str, delta: dict | None = No
                usage: dict | None = None) -> dict:
     """Return one `chat.completion.chunk`: a delta (and finish reason) of choice 0, or, with
     `usage`, the usage chunk whose `choices` is empty."""
-    body = {"id": run_id, "object": "chat.completion.chunk", "created": created, "model": model, "system_fingerprint": None}
+    body = {"id": run_id, "object": "chat.completion.chunk", "created": created, "model": model}
     if usage is not None:
         body["choices"] = []
         body["usage"] = usage

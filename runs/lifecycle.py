@@ -286,7 +286,7 @@ def _new_row(*, run_id: str, request: RunRequest, name: str, text: str, status: 
         id=run_id, kind=request.kind, agent=agent, agent_name=name[:64], status=status, fee_cents=fee,
         model=(agent.model if agent is not None else request.model) or settings.AGENTS_DEFAULT_MODEL,
         input=text, actor=request.actor[:300], request_id=request.request_id[:128], parent_run_id=request.parent_run_id,
-        depth=request.depth, created_at=now, started_at=None if status == RunStatus.QUEUED else now,
+        depth=request.depth, metadata=dict(request.metadata), created_at=now, started_at=None if status == RunStatus.QUEUED else now,
     )
 
 

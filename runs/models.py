@@ -41,6 +41,8 @@ class Run(models.Model):
     request_id = models.CharField(max_length=128, default="", blank=True)
     parent_run_id = models.CharField(max_length=64, default="", blank=True)
     depth = models.PositiveSmallIntegerField(default=0)
+    # The caller's own labels (an OpenAI-compatible call's `metadata`: ≤ 16 string pairs), kept as sent.
+    metadata = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True, db_index=True)

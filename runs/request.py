@@ -39,6 +39,8 @@ class RunRequest:
       `session_create` fields (`target`, `host`, `project`, `repo`…).
     - `executor_here`: the caller executes the run in this process at once (`RunLoop`): its
       session opens with this process's executor channel and the input as its first turn.
+    - `metadata`: the caller's own string labels recorded on the run as sent (an OpenAI-compatible
+      call's `metadata`, checked there: ≤ 16 pairs, keys ≤ 64 and values ≤ 512 characters).
     - `target_id`: the registered machine the run executes on ("" for this deployment): its
       model is called there, so it needs no inference gateway here (a coding run with
       `targetId`). Where the session records it is `session_fields["target"]`.
@@ -62,6 +64,7 @@ class RunRequest:
     session_fields: Mapping[str, str] = field(default_factory=dict)
     executor_here: bool = False
     target_id: str = ""
+    metadata: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def name(self) -> str:

@@ -103,7 +103,7 @@ class _Policy:
         self.models = models
         self.sink = sink
         self.stop = stop
-        self.options = {k: v for k, v in (generation or {}).items() if k in ("max_tokens", "temperature", "top_p", "run_id", "passthrough")}
+        self.options = {k: v for k, v in (generation or {}).items() if k in ("max_tokens", "temperature", "top_p", "run_id", "passthrough", "stream")}
         self.attempts = 0
         self.model = models[0] if models else ""
         self.retries: list[str] = []
@@ -186,7 +186,8 @@ def complete(
     `on_retry(model, attempt, reason)` called before each retry or failover (span events, logs),
     `sink` hearing each attempt's reply as it streams (see `ReplySink`), and `generation`
     (`max_tokens`, `temperature`, `top_p`; None values are the gateway's defaults; `run_id`, sent
-    to the gateway as a header; `passthrough`, OpenAI fields sent unchanged: `chat_completion`). `stop`, the
+    to the gateway as a header; `passthrough`, OpenAI fields sent unchanged; `stream`, False to ask
+    the gateway not streamed: `chat_completion`). `stop`, the
     run's stop signal: once set, the streamed request in flight is cancelled (its socket shut
     down, the stream closed before its end), nothing is retried and no failover starts:
     `CompletionStopped` is raised (issue 25).

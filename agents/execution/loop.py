@@ -11,7 +11,9 @@ yields its operations and `RunLoop._perform` carries them out here, inside the r
 model call an `Ask`, a tool a `Blocking`, a pause a `Wait`), with this side's effects — masking,
 streaming, tracing, usage, the session's events.
 
-Every completion streams (`agents.inference`): each piece of the reply is masked as it arrives
+Every completion streams (`agents.inference`) unless the caller waits for the whole answer
+(`WholeAnswer`: a request without `stream`; the gateway is then asked not streamed, issue 53),
+and each piece of the reply is masked as it arrives
 (`sessions.masking.StreamMasker` holds back only what could be a credential) and goes to the
 listener and, as ephemeral `delta` frames, to the session's watchers. Retries and failover
 happen only until the first piece has gone out; a gateway failure after that ends the run
@@ -73,7 +75,13 @@ class RunListener:
     here, with the action (`{name, args, result}` or `{name, args, error}`); `ops(ops)` once
     when the round hands client-executed tool calls back (`[{name, args}]`). The default
     methods do nothing; a listener must not raise (what it raises is logged and ignored).
+
+    `streamed`: True (the default, and a run with no listener: a worker's, whose session is
+    watched live) asks the gateway streamed; `WholeAnswer` says the caller waits for the whole
+    answer (a request without `stream`), and the gateway is asked not streamed (issue 53).
     """
+
+    streamed = True
 
     def delta(self, text: str) -> None:
         """Hear one piece of the reply."""
@@ -83,6 +91,15 @@ class RunListener:
 
     def ops(self, ops: list[dict]) -> None:
         """Hear the client-executed tool calls the round hands back."""
+
+
+class WholeAnswer(RunListener):
+    """The listener of a caller that waits for the whole answer (a request without `stream`): it
+    hears nothing, and each completion of the run is asked of the gateway not streamed — one
+    request, the usage a gateway reports only there (llama-cpp-python), and the session's watchers
+    see each reply in one piece."""
+
+    streamed = False
 
 
 def reply_finish(completion) -> str:
@@ -236,7 +253,8 @@ class RunLoop:
 
     def _generation(self) -> dict:
         return {"max_tokens": self.agent.max_tokens, "temperature": self.agent.temperature, "top_p": self.agent.top_p,
-                "run_id": self.run.id, "passthrough": getattr(self.agent, "gateway_options", None)}
+                "run_id": self.run.id, "passthrough": getattr(self.agent, "gateway_options", None),
+                "stream": getattr(self.listener, "streamed", True)}
 
     def _hear(self, method: str, value) -> None:
         try:

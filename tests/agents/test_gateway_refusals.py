@@ -4,7 +4,8 @@ field refusals written from the servers' source and documented error bodies, eac
 
 * a context overflow is a 400 `context_length_exceeded` on every surface — `/run`, chat, chat
   completions, with tools or not — and the prompt is never re-sent (no retry, no failover; a
-  streamed call's one-token probe is the only other request). A streamed chat completion has
+  streamed call's one-token probe is the only other request; a chat completion not streamed is
+  asked not streamed and needs none). A streamed chat completion has
   already answered 200: its error chunk carries the same code (docs/guides/openai-compatible.md);
 * a gateway refusing a field the caller sent to chat completions is the caller's 400
   `gateway_refused` naming it (`param`), asked once, no failover; a refusal of what the platform
@@ -96,9 +97,20 @@ SURFACES = ["run", "run+tools", "chat round", "chat round+tools", "chat completi
             "chat completions stream", "chat completions stream+tools"]
 
 
+def _play_overflow(replay, server: str, surface: str) -> None:
+    """Queue the recorded overflow: the streamed request's empty answer and its probe's 400; a chat
+    completion not streamed is asked not streamed (issue 53 item 3), and the server's answer to the
+    prompt not streamed is the probe's recorded 400 (recorded with `max_tokens` 1: its message says
+    "1 in the completion")."""
+    if surface.startswith("chat completions") and "stream" not in surface:
+        replay.play(server, "context_overflow_probe")
+    else:
+        replay.play(server, "context_overflow_stream", "context_overflow_probe")
+
+
 @pytest.mark.parametrize("surface", SURFACES)
 def test_recorded_llama_cpp_python_an_overflow_is_a_400_context_length_exceeded_everywhere_never_resent(funded, replay, surface):
-    replay.play("llama-cpp-python-recorded", "context_overflow_stream", "context_overflow_probe")
+    _play_overflow(replay, "llama-cpp-python-recorded", surface)
 
     named = _overflow_named(_call(funded, "llama-cpp-python-recorded", surface), surface)
 
@@ -111,7 +123,7 @@ def test_recorded_llama_cpp_python_an_overflow_is_a_400_context_length_exceeded_
 
 @pytest.mark.parametrize("surface", ["run+tools", "chat round", "chat completions", "chat completions stream+tools"])
 def test_recorded_litellm_an_overflow_is_a_400_context_length_exceeded_everywhere_never_resent(funded, replay, surface):
-    replay.play("litellm-proxy-recorded", "context_overflow_stream", "context_overflow_probe")
+    _play_overflow(replay, "litellm-proxy-recorded", surface)
 
     named = _overflow_named(_call(funded, "litellm-proxy-recorded", surface), surface)
 

@@ -105,6 +105,23 @@ def test_llama_cpp_python_a_context_overflow_in_a_broken_stream_is_named(funded,
     assert inference.context_window("gemma-3-270m") == 2048  # learned: the next round is trimmed to it
 
 
+def test_llama_cpp_python_a_call_not_streamed_is_asked_not_streamed_and_has_its_usage(org_a, replay):
+    from tests.openai_api.test_gateways import PATH
+
+    replay.play("llama-cpp-python", "plain_answer")  # the server reports usage only when not streamed
+    credit_add(org=org_a.org, cents=1000, actor="test")
+    make_agent(org_a, "gem", model="gemma-3-270m")
+
+    body = org_a.client.post(PATH, {"model": "gem", "messages": [{"role": "user", "content": "hi"}]},
+                             content_type="application/json").json()
+
+    assert body["choices"][0]["message"]["content"] == "Hi there!"
+    assert body["usage"] == {"prompt_tokens": 10, "completion_tokens": 4, "total_tokens": 14}
+    assert "stream" not in replay.chat_requests[0] and "stream_options" not in replay.chat_requests[0]
+    [stored] = stored_runs(org_a)
+    assert (stored.prompt_tokens, stored.completion_tokens) == (10, 4)
+
+
 def test_llama_cpp_python_the_openai_path_streams_without_inventing_usage(org_a, replay):
     from tests.openai_api.test_gateways import PATH, _chunks
 
@@ -238,7 +255,7 @@ def test_litellm_a_bad_request_is_not_retried(funded, replay):
 def test_litellm_truncation_passes_through_the_openai_path(org_a, replay):
     from tests.openai_api.test_gateways import PATH
 
-    replay.play("litellm-proxy", "truncated_stream")
+    replay.play("litellm-proxy", "truncated_answer")  # not streamed: asked of the gateway not streamed (issue 53)
     credit_add(org=org_a.org, cents=1000, actor="test")
     make_agent(org_a, "lite", model="local-gemma")
 
