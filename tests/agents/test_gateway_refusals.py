@@ -195,3 +195,31 @@ def test_classify_status_names_the_refused_field(body, param):
     failure = inference.classify_status(400, body)
     assert isinstance(failure, inference.UpstreamRefused) and failure.param == param
     assert (inference.refused_param(failure.reason) or (0, ""))[1] == param
+
+
+# -- a completion asked not streamed (issue 53 item 3) fails as a streamed one does ----------------
+
+
+def test_a_completion_not_streamed_fails_as_a_streamed_one_does(upstream, settings):
+    from agents.execution.completion import CompletionFailed, complete
+    from tests.support.upstream import Reply
+
+    settings.AGENTS_RETRY_BASE_SECONDS, settings.AGENTS_RETRY_MAX_SECONDS = 0.001, 0.002
+    settings.AGENTS_FAILOVER_MODEL = ""
+    ask = {"models": ["test-model"], "messages": [{"role": "user", "content": "hi"}], "generation": {"stream": False}}
+
+    upstream.script(Reply(empty=True), Reply(content="at last", prompt_tokens=4, completion_tokens=2))
+    answered = complete(**ask)  # no choices: busy, retried
+    assert (answered.attempts, answered.completion.choices[0].message.content) == (2, "at last")
+    assert answered.completion.usage.prompt_tokens == 4 and "stream" not in upstream.chat_requests[-1]
+
+    upstream.script(Reply(status=400, error_body={"error": {"message": "no", "type": "invalid_request_error", "param": "stop"}}))
+    with pytest.raises(CompletionFailed) as refused:
+        complete(**ask)
+    assert refused.value.attempts == 1 and refused.value.reason == "upstream answered 400: stop: no"
+
+    settings.AGENTS_MODEL_ATTEMPTS = 1
+    upstream.script(Reply(content="late", delay=2))
+    with pytest.raises(CompletionFailed) as late:
+        complete(**ask, timeout=lambda: 0.3)
+    assert late.value.reason.startswith("upstream timed out: the run's deadline passed")
