@@ -16,6 +16,7 @@ is that list as the validator applies it.
 from __future__ import annotations
 
 import json
+import warnings
 from functools import cache
 import jsonschema
 import pytest
@@ -30,6 +31,15 @@ from tests.support import openai_document
 from tests.support.upstream import Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+# schemathesis imports most of itself lazily, on first use: done here, at collection, not while the
+# test's server threads run (CPython 3.11.7 can fail an `ast.parse` that races another thread's:
+# "AST constructor recursion depth mismatch", gh-106905).
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # `example()` outside a test is fine here: a warm-up, not a test input
+    schemathesis.openapi.from_dict({"openapi": "3.1.0", "info": {"title": "warm-up", "version": "1"}, "paths": {"/x": {"post": {
+        "requestBody": {"required": True, "content": {"application/json": {"schema": {"type": "object"}}}},
+        "responses": {"200": {"description": "OK"}}}}}})["/x"]["POST"].as_strategy().example()
 
 BASE = "/v1/agents/openai/v1"
 PATH = f"{BASE}/chat/completions"
