@@ -3,7 +3,8 @@
 from django.contrib import admin
 
 from agents.models import Agent, McpServer
-from agents.scheduling.models import ScheduledAgent, ScheduleSlot
+from agents.models import ScheduledAgent
+from agents.scheduling.models import ScheduleSlot
 from agents.scheduling.selectors import next_fire_of, recent_slots, schedule_state_of, scheduled_agents
 from tenancy.admin_site import OrgModelAdmin
 from agents_site.wire import rfc3339

@@ -107,5 +107,16 @@ class McpServer(models.Model):
             raise ValidationError({"url": "an http MCP server needs an http(s) URL"})
 
 
-# Scheduler and background-task records live in agents/scheduling/models.py (same app).
-from agents.scheduling.models import ScheduledAgent, ScheduleSlot, ScheduleState  # noqa: E402,F401
+# Scheduler and background-task records live in agents/scheduling/models.py (same app); it imports
+# nothing of this module (string foreign keys), so the two are no import cycle.
+from agents.scheduling.models import ScheduleSlot, ScheduleState  # noqa: E402,F401
+
+
+class ScheduledAgent(Agent):
+    """A long-running agent seen as a schedule (the admin's schedules view; no table)."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "schedule"
+        verbose_name_plural = "schedules"
+

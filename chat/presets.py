@@ -17,7 +17,7 @@ Built in:
   subtypes) into artifacts and answers slash commands and artifact responses without a model.
   Add a function to `SYSTEM_FUNCTIONS` to give the preset another client action.
 
-`register_preset(Preset(...))` adds one (e.g. from an `AppConfig.ready()`); ids are unique.
+The presets are a fixed set, `_PRESETS` at the end of this module: add one there (ids are unique).
 
 `register_preset_handler(preset_id, handler)` lets a higher app (which chat must not import)
 drive a preset's rounds: `handler.answer(...)` may answer a round itself — a `FixedReply`, no
@@ -116,16 +116,6 @@ def preset_handler(preset_id: str) -> PresetHandler | None:
     """Return the handler registered for preset `preset_id`, or None."""
     return _HANDLERS.get(preset_id)
 
-_PRESETS: dict[str, Preset] = {}
-
-
-def register_preset(preset: Preset) -> None:
-    """Add `preset` to the registry; raise `ValueError` when its id is taken."""
-    if preset.id in _PRESETS:
-        raise ValueError(f"preset {preset.id!r} is already registered")
-    _PRESETS[preset.id] = preset
-
-
 def preset_get(preset_id: str) -> Preset | None:
     """Return the preset of id `preset_id`, or None."""
     return _PRESETS.get(preset_id)
@@ -141,15 +131,15 @@ def preset_ids() -> list[str]:
     return sorted(_PRESETS)
 
 
-register_preset(Preset(
+_ASSISTANT = Preset(
     id="assistant",
     title="Assistant",
     system_prompt="You are a helpful assistant. Answer clearly and briefly. Use a tool when it gives a better answer "
                   "than guessing (the time, arithmetic), and say so when you do not know.",
     server_executed=True,
     server_tools=BUILTIN_NAMES,
-))
-register_preset(Preset(
+)
+_SYSTEM = Preset(
     id="system",
     title="System agent",
     system_prompt="You are the platform's system agent: you help the user create and manage their identity agents "
@@ -162,4 +152,7 @@ register_preset(Preset(
                   "/update-agent <agent>, /delete-agent <agent>, /rotate-token <agent>.",
     server_executed=False,
     functions=SYSTEM_FUNCTIONS,
-))
+)
+
+#: Every preset by id: a fixed set, written here (issue 48 item 4: no registry where a literal does).
+_PRESETS: dict[str, Preset] = {preset.id: preset for preset in (_ASSISTANT, _SYSTEM)}

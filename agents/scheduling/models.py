@@ -11,7 +11,6 @@ The durable task carrying one queued run (`RunTask`) is the runs app's (`runs.mo
 
 from django.db import models
 
-from agents.models import Agent  # imported at the end of agents.models, after Agent exists
 from agents_site.vocabulary import RunStatus, SlotOutcome
 
 
@@ -50,12 +49,3 @@ class ScheduleState(models.Model):
 
     def __str__(self) -> str:
         return f"schedule state of {self.agent_id}"
-
-
-class ScheduledAgent(Agent):
-    """A long-running agent seen as a schedule (the admin's schedules view; no table)."""
-
-    class Meta:
-        proxy = True
-        verbose_name = "schedule"
-        verbose_name_plural = "schedules"

@@ -25,10 +25,40 @@ import os
 import signal
 import threading
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from toolkit.sandbox.backends.base import Result
+
+@dataclass
+class Result:
+    """What a command did: its exit code (None when killed), merged stdout+stderr, and why it stopped.
+
+    `timed_out` — killed at the wall-clock limit; `truncated` — the output limit was reached
+    and the command was stopped; `cancelled` — its caller stopped it (the run was stopped).
+    """
+
+    exit_code: int | None
+    output: str
+    timed_out: bool = False
+    truncated: bool = False
+    cancelled: bool = False
+
+    def for_model(self) -> str:
+        """Return the result as the model reads it: output, then one line saying how it ended."""
+        tail = []
+        if self.truncated:
+            tail.append("[output limit reached: the command was stopped]")
+        if self.timed_out:
+            tail.append("[time limit reached: the command was killed]")
+        elif self.cancelled:
+            tail.append("[the run was stopped: the command was killed]")
+        elif self.exit_code is not None:
+            tail.append(f"[exit code {self.exit_code}]")
+        else:
+            tail.append("[the command was killed]")
+        return (self.output.rstrip("\n") + "\n" if self.output else "") + "\n".join(tail)
+
 
 DRAIN_SECONDS = 5.0  # how long output still buffered in the pipe is read after the group is killed
 

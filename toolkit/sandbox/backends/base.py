@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from toolkit.sandbox.process import Result, run_blocking, run_process  # Result lives with the process that makes it
+
 
 @dataclass
 class Limits:
@@ -28,35 +30,6 @@ class Limits:
     output_bytes: int = 64 * 1024
     file_mb: int = 200
 
-
-@dataclass
-class Result:
-    """What a command did: its exit code (None when killed), merged stdout+stderr, and why it stopped.
-
-    `timed_out` — killed at the wall-clock limit; `truncated` — the output limit was reached
-    and the command was stopped; `cancelled` — its caller stopped it (the run was stopped).
-    """
-
-    exit_code: int | None
-    output: str
-    timed_out: bool = False
-    truncated: bool = False
-    cancelled: bool = False
-
-    def for_model(self) -> str:
-        """Return the result as the model reads it: output, then one line saying how it ended."""
-        tail = []
-        if self.truncated:
-            tail.append("[output limit reached: the command was stopped]")
-        if self.timed_out:
-            tail.append("[time limit reached: the command was killed]")
-        elif self.cancelled:
-            tail.append("[the run was stopped: the command was killed]")
-        elif self.exit_code is not None:
-            tail.append(f"[exit code {self.exit_code}]")
-        else:
-            tail.append("[the command was killed]")
-        return (self.output.rstrip("\n") + "\n" if self.output else "") + "\n".join(tail)
 
 
 @dataclass(frozen=True)
@@ -92,8 +65,6 @@ class SandboxBackend:
         unavailable (callers check `available()` first) and `CommandCancelled` when the
         awaiting task is cancelled (the process tree is gone by then).
         """
-        from toolkit.sandbox.process import run_process
-
         if not self.available():
             raise RuntimeError(self.unavailable_reason())
         started = self.invocation(command, workdir=Path(workdir).resolve(), limits=limits)
@@ -102,8 +73,6 @@ class SandboxBackend:
 
     def run(self, command: str, *, workdir: Path, limits: Limits) -> Result:
         """Blocking form of `arun` for synchronous callers (same result, same errors but cancellation)."""
-        from toolkit.sandbox.process import run_blocking
-
         return run_blocking(lambda: self.arun(command, workdir=workdir, limits=limits))
 
 
