@@ -15,6 +15,7 @@ from croniter.croniter import CroniterBadDateError, CroniterError
 
 from agents_site.errors import InvalidRequest
 from agents_site.vocabulary import ExecutionMode
+from agents.scheduling.slots import next_slot
 
 
 MAX_SCHEDULE_CHARS = 200  # the column's width
@@ -86,8 +87,6 @@ def next_fire_utc(schedule: str, tz_name: str, after: datetime | None = None) ->
     `next_fire_utc("0 0 * * *", "America/Los_Angeles", 2026-01-10T12:00Z)` →
     `2026-01-11T08:00Z`. Returns None for an empty schedule.
     """
-    from agents.scheduling.slots import next_slot
-
     if not schedule:
         return None
     return next_slot(schedule, tz_name, after or datetime.now(dt_timezone.utc))

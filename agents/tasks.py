@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 
 from runs.tasks import execute_run, recover_runs, resume_run, sweep  # noqa: F401  (queued under these names)
+from agents.scheduling.ticker import scheduler_tick as tick
 
 logger = logging.getLogger(__name__)
 
@@ -24,8 +25,6 @@ def scheduler_tick() -> dict:
     Returns counts per outcome, e.g. `{"fired": 2, "busy": 1, "failedOrgs": 0}` (stored by
     django-q2 as the task's result).
     """
-    from agents.scheduling.ticker import scheduler_tick as tick
-
     report = tick()
     counts: dict = {}
     for decision in report.decisions:

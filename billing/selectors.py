@@ -5,6 +5,8 @@ from agents_site.vocabulary import LedgerKind
 from billing.models import Account, LedgerEntry
 from billing import queries
 from tenancy.models import Org
+from billing.meter import BalanceUnavailable, run_fee_cents
+from billing.presenters import ledger_entry_view
 
 LEDGER_DEFAULT_LIMIT = 50
 LEDGER_MAX_LIMIT = 200
@@ -57,8 +59,6 @@ def billing_summary(*, org_slug: str, limit: int | None = None, cursor: str | No
     """
     from django.db import DatabaseError
 
-    from billing.meter import BalanceUnavailable, run_fee_cents
-    from billing.presenters import ledger_entry_view
     
     try:
         org = Org.objects.filter(slug=org_slug).first()

@@ -26,6 +26,7 @@ from chat.schemas import (ChatIn, ChatOut, ChatWaitingOut, ConversationDetailOut
                           RoundFailedOut)
 from chat.validation import clean_messages, clean_title, refuse_credentials, title_from
 from tenancy.principal import require_org
+from runs.approvals import approval_view, run_approvals
 
 router = Router(tags=["chat"])
 
@@ -131,8 +132,6 @@ def _waiting_body(start, run) -> dict:
     """The body of a round whose run waits for approval: the round's body (no reply yet), the
     run, and its `approvals` to answer on the run's session; the reply is added to the
     conversation when the resumed run finishes."""
-    from runs.approvals import approval_view, run_approvals
-
     rows = getattr(run, "approvals", None)
     return {**rounds.chat_round_body(start, run), "status": run.status, "sessionId": run.session_id,
             "approvals": [approval_view(row, started_by=run.actor) for row in (rows if rows is not None else run_approvals(run_id=run.id))],

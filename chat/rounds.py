@@ -49,6 +49,7 @@ from chat import selectors, services
 from chat.errors import ConversationBusy
 from chat.presets import DEFAULT_PRESET, FixedReply, Preset, preset_get, preset_handler
 from chat.validation import check_system, check_tools, clean_messages, last_user_message, refuse_credentials, title_from
+from chat.models import Message
 
 logger = logging.getLogger(__name__)
 
@@ -351,8 +352,6 @@ def round_resume_prompt(run: Run, agent) -> list[dict] | None:
     the round's conversation is gone (the agent's own prompt is used). Registered with
     the `chat` kind's `RunPolicy.resume_prompt` (`chat.apps`). Org context required.
     """
-    from chat.models import Message
-
     turn = Message.objects.filter(run_id=run.id, role=ChatRole.USER).select_related("conversation").order_by("position").first()
     if turn is None:
         return None
@@ -365,8 +364,6 @@ def round_resume_prompt(run: Run, agent) -> list[dict] | None:
 
 def round_resumed(run: Run) -> None:
     """Post a resumed chat round's reply to its conversation once it finished `ok` (issue 28)."""
-    from chat.models import Message
-
     if run.status != RunStatus.OK:
         return
     turn = Message.objects.filter(run_id=run.id, role=ChatRole.USER).order_by("position").first()

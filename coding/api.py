@@ -19,6 +19,7 @@ from coding import selectors, services
 from coding.presenters import coding_run_view, repo_view
 from coding.schemas import CodingIn, CodingRunOut, CodingStartedOut, RepoCreateIn, RepoDeletedOut, RepoIn, RepoListOut, RepoOut
 from tenancy.principal import require_org
+from agents_site.errors import NotFound
 
 repos_router = Router(tags=["coding"])
 coding_router = Router(tags=["coding"])
@@ -113,8 +114,6 @@ def start_coding(request, payload: CodingIn):
 @coding_router.get("/{run_id}", response={200: CodingRunOut, 404: ErrorOut}, summary="Read one coding run")
 def get_coding_run(request, run_id: str):
     """Return a coding run of the caller's org: branch, commits, push, status (404 otherwise)."""
-    from agents_site.errors import NotFound
-
     coding = selectors.coding_run_get(run_id=run_id)
     if coding is None:
         raise NotFound("coding run not found")

@@ -54,6 +54,10 @@ from toolkit.events import coding_call_payload, commit_payload, stopped_command
 from toolkit.sandbox import CommandCancelled, SandboxBackend
 from toolkit.stopping import StopSignal, run_stoppable
 from toolkit.toolloop import Answered, AskModel, CheckStop, Reply, Said, Steer, run_through
+from sessions.scanner import scan_text
+from sessions.errors import SecretInTranscript
+from sessions.services import session_append_event
+from agents_site.errors import ApiError
 
 logger = logging.getLogger(__name__)
 
@@ -123,8 +127,6 @@ def branch_for(session_id: str) -> str:
 
 def _diff_findings(diff: str) -> list:
     """Return the scanner's findings over the added lines of a staged diff (file names kept)."""
-    from sessions.scanner import scan_text
-
     added = []
     for line in diff.splitlines():
         if line.startswith("+++ "):
@@ -171,8 +173,6 @@ class CodingLoop(RunLoop):
         """
         if not self.session.session_id:
             return None
-        from sessions.errors import SecretInTranscript
-        from sessions.services import session_append_event
 
         try:
             return session_append_event(session_id=self.session.session_id, kind=str(kind), payload=payload, actor=self.session.actor).seq
@@ -381,8 +381,6 @@ class CodingLoop(RunLoop):
 
     def execute(self) -> CodingOutcome:
         """Run clone → turns → push; return the outcome (`ok` with output, or `error` saying why)."""
-        from agents_site.errors import ApiError
-
         try:
             self._loop()
             self._push()

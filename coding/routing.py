@@ -17,6 +17,12 @@ from __future__ import annotations
 from runs.models import Run
 from agents_site.vocabulary import RunStatus
 from coding.models import CodingRun, Repo
+from agents_site.errors import InvalidRequest
+from targets.selectors import target_dispatchable
+from toolkit.commits import Bounds
+from targets import mailbox
+from sessions.models import Event
+from sessions.presenters import payload_value
 
 CODING_OFFER = "coding"
 
@@ -27,9 +33,6 @@ def check_target(target_id: object) -> str:
     Raises `TargetNotFound` (404) or `TargetUnavailable` (409: offline, draining, keyless,
     not claiming) — the dispatch gate every routed run passes; never a fallback to this server.
     """
-    from agents_site.errors import InvalidRequest
-    from targets.selectors import target_dispatchable
-
     if not isinstance(target_id, str) or not target_id.strip():
         raise InvalidRequest("targetId must be a machine id")
     return target_dispatchable(target_id=target_id.strip()).id
@@ -48,7 +51,6 @@ def coding_bounds():
     """Return the operator's commit bounds (`AGENTS_CODING_MAX_FILE_MB`, `…_PUSH_MB`, `…_REPO_MB`) as `toolkit.commits.Bounds`."""
     from django.conf import settings
 
-    from toolkit.commits import Bounds
 
     return Bounds.from_mb(file_mb=settings.AGENTS_CODING_MAX_FILE_MB, push_mb=settings.AGENTS_CODING_MAX_PUSH_MB,
                           tree_mb=settings.AGENTS_CODING_MAX_REPO_MB)
@@ -56,8 +58,6 @@ def coding_bounds():
 
 def routed_coding_offer(*, run: Run, coding: CodingRun, repo: Repo) -> None:
     """Offer coding run `run` to its machine inside the caller's transaction (the run is `running`)."""
-    from targets import mailbox
-
     mailbox.routed_offer(target_id=coding.target_id, run_id=run.id, session_id=coding.session_id,
                          payload=routed_coding_payload(coding=coding, repo=repo, prompt=run.input))
 
@@ -70,9 +70,6 @@ def routed_coding_summarise(*, run_id: str, result: dict) -> dict | None:
     commitSha, diffstat, commits, text, summary}` for the final `log` event, the shape the server's engine writes.
     Called by `targets.settle` inside the report's org transaction.
     """
-    from sessions.models import Event
-    from sessions.presenters import payload_value
-
     coding = CodingRun.objects.filter(pk=run_id).first()
     if coding is None:
         return None

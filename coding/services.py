@@ -26,6 +26,10 @@ from coding.remotes import check_credential_name, parse_clone_url
 from coding.selectors import NAME_RE, coding_run_by_session, repo_get_by_full_name
 from tenancy import stores
 from webhooks import events as webhook_events
+from runs.hooks import conversation_exists, conversation_post
+from agents.approval_rules import has_rules
+from agents.selectors import agent_get
+from coding.sandbox import get_sandbox, require_sandbox
 
 logger = logging.getLogger(__name__)
 
@@ -115,8 +119,6 @@ def _clean_timeout(value: object) -> int:
 
 def _clean_reply_conversation(value: object) -> str:
     """Return conversation id `value` ("" for none) when it names a conversation of this org; else `NotFound` (404)."""
-    from runs.hooks import conversation_exists
-
     if value in (None, ""):
         return ""
     if not isinstance(value, str) or len(value) > 64 or not conversation_exists(value):
@@ -144,10 +146,6 @@ def coding_start(*, principal, prompt: object, repo: object, project: object = N
     coding runs in flight (429 at `AGENTS_CODING_MAX_CONCURRENT`), the balance gate (402/503), the
     run, its session and this record; the task is queued once that commits. `base` wins over `after`.
     """
-    from agents.approval_rules import has_rules
-    from agents.selectors import agent_get
-    from coding.sandbox import require_sandbox
-
     for name in unsupported:
         raise InvalidRequest(f"{name} is not supported here: this platform does not narrate runs into Slack or a desktop; "
                              "use replyConversationId to have the result posted into a conversation")
@@ -232,7 +230,6 @@ def coding_execute(*, run_id: str) -> str:
     A run no longer queued (cancelled, taken by another worker) is left alone. Org context required.
     """
     from coding.engine import CodingLoop
-    from coding.sandbox import get_sandbox
 
     run = runs.coding_run_begin(run_id=run_id)
     if run is None:
@@ -311,8 +308,6 @@ def coding_reply_post(*, coding: CodingRun, run: Run) -> bool:
 
     Nothing to do without one; a conversation deleted meanwhile is skipped (logged). Never raises.
     """
-    from runs.hooks import conversation_post
-
     if not coding.reply_conversation_id:
         return False
     try:

@@ -17,7 +17,7 @@ import secrets
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from agents_site.errors import InvalidRequest, NotFound
+from agents_site.errors import Conflict, InvalidRequest, NotFound
 from agents_site.vocabulary import ConnectionMode, DeliveryStatus, EnvelopeDirection, EnvelopeParty, InboxItemKind, WebhookChannel, WebhookEventType
 from identity import live, selectors
 from identity.delivery import envelope_data
@@ -146,8 +146,6 @@ def delivery_replay(*, delivery: Delivery, profile: IdentityProfile) -> Delivery
 
     Only a finished delivery (succeeded, dead, cancelled) of a webhook agent; 409 otherwise.
     """
-    from agents_site.errors import Conflict
-
     if delivery.status in DeliveryStatus.OPEN:
         raise Conflict("the delivery is still being attempted")
     if profile.connection_mode != ConnectionMode.WEBHOOK or not profile.webhook_url:

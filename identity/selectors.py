@@ -12,7 +12,7 @@ from django.db.models import Prefetch
 from agents.models import Agent
 from agents_site.errors import InvalidRequest, NotFound
 from agents_site.pagination import keyset_page
-from agents_site.vocabulary import AgentHosting, EnvelopeDirection, InboxItemKind, KeyStatus, RelationStatus
+from agents_site.vocabulary import (AgentHosting, DeliveryStatus, EnvelopeDirection, InboxItemKind, KeyStatus, RelationStatus)
 from identity.keys import key_id, keyset_status
 from identity.models import (AgentKeySet, AgentManifest, ClientAnomaly, Delivery, DeliveryAttempt, Envelope, IdentityProfile, InboxItem, KeyBackup, Relation,
                              UserKeySet)
@@ -227,8 +227,6 @@ def inbox_head(*, user_id: str) -> int:
 
 def delivery_page(*, agent_id: str, status: str | None = None, cursor: object = None, limit: object = None) -> tuple[list[Delivery], str | None]:
     """Return one page of `agent_id`'s webhook deliveries (newest first) with their attempts."""
-    from agents_site.vocabulary import DeliveryStatus
-
     qs = Delivery.objects.filter(agent_id=agent_id).select_related("envelope")
     if status:
         if status not in DeliveryStatus.values:

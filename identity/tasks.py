@@ -12,6 +12,11 @@ from __future__ import annotations
 import logging
 
 from tenancy import stores
+from identity.delivery import delivery_attempt
+from agents_site.vocabulary import WebhookChannel
+from webhooks.tasks import due_tick
+from identity.health import health_probe_all
+from identity.messaging import envelopes_purge
 
 logger = logging.getLogger(__name__)
 
@@ -21,8 +26,6 @@ def deliver(org: str, delivery_id: str) -> str:
 
     Kept for tasks queued before the shared engine (`webhooks.tasks.deliver` queues new ones).
     """
-    from identity.delivery import delivery_attempt
-
     with stores.org_context(org, create=False):
         row = delivery_attempt(delivery_id=delivery_id)
         return row.status if row is not None else "skipped"
@@ -45,21 +48,14 @@ def deliveries_tick() -> dict:
 
     The engine's own tick (`webhooks.tasks.due_tick`, scheduled every minute) covers every channel.
     """
-    from agents_site.vocabulary import WebhookChannel
-    from webhooks.tasks import due_tick
-
     return due_tick([str(WebhookChannel.IDENTITY)])
 
 
 def health_probes() -> dict:
     """Probe the health_check_url of every identity agent of every org; return counts."""
-    from identity.health import health_probe_all
-
     return _each_org(lambda slug: health_probe_all())
 
 
 def retention() -> dict:
     """Delete envelopes and delivery logs older than AGENTS_ENVELOPE_RETENTION_DAYS in every org."""
-    from identity.messaging import envelopes_purge
-
     return _each_org(lambda slug: envelopes_purge())

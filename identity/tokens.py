@@ -17,6 +17,7 @@ from django.utils import timezone
 from agents_site.errors import Forbidden
 from identity.passwords import check_password, hash_password
 from tenancy import stores
+from identity.models import AgentCredential, IdentityProfile
 
 TOKEN_PREFIX = "agt_"
 _TOKEN_RE = re.compile(r"^agt_([a-z0-9][a-z0-9-]{0,62})_([0-9a-f]{16})_([0-9a-f]{48})$")
@@ -52,8 +53,6 @@ def authenticate_token(token: str) -> AgentCaller:
     Unknown, malformed, revoked, past its grace period, or of a deleted agent: all 403 with a
     sentence saying which. Opens the org store only if it exists (never creates one).
     """
-    from identity.models import AgentCredential, IdentityProfile
-
     match = _TOKEN_RE.fullmatch(token or "")
     if match is None:
         raise Forbidden("the agent token is malformed")
@@ -79,8 +78,6 @@ def authenticate_token(token: str) -> AgentCaller:
 
 def credential_still_valid(*, org_slug: str, credential_id: int) -> bool:
     """Return True while credential `credential_id` of org `org_slug` is valid (WebSocket re-checks)."""
-    from identity.models import AgentCredential
-
     with stores.org_context(org_slug, create=False):
         credential = AgentCredential.objects.filter(pk=credential_id).first()
         return credential is not None and credential_is_valid(credential)

@@ -44,8 +44,13 @@ from agents_site.vocabulary import (
 from agents_site.secretbox import encrypt_secret, decrypt_secret
 from agents_site.wire import rfc3339
 from sessions.scanner import redact_text
-from sessions.selectors import stop_recorded
+from sessions.selectors import last_control_actor, session_get, stop_recorded
 from tenancy import stores
+from sessions.services import append_checked, append_checked_turns, refuse_secrets
+from sessions import services as session_services  # check_turn read at call time: tests inject store faults there
+from sessions import fields
+from sessions.models import Session
+from sessions.presenters import event_view
 
 logger = logging.getLogger(__name__)
 
@@ -229,8 +234,6 @@ def run_wait(*, run: Run, outcome: Outcome, session: RunSession, round_no: int, 
     the executor's inbox is let go. Returns None (nothing written) when the run was no longer
     `running` (a stop finished it meanwhile). Org context required.
     """
-    from sessions.services import append_checked_turns, check_turn
-
     session.set_status(SessionStatus.PAUSED)  # the turns held so far are written first
     now = timezone.now()
     rows: list[Approval] = []
@@ -249,7 +252,7 @@ def run_wait(*, run: Run, outcome: Outcome, session: RunSession, round_no: int, 
         Approval.objects.bulk_create(rows)
         if run.session_id:
             asked = [row for row in rows if row.needs_approval]
-            turns = [check_turn(kind=EventKind.APPROVAL, actor=run.actor[:256], payload={
+            turns = [session_services.check_turn(kind=EventKind.APPROVAL, actor=run.actor[:256], payload={
                 "request": True, "toolCallId": row.tool_call_id, "tool": row.tool_name, "arguments": masked_arguments(row.arguments),
                 "round": round_no, "runId": run.id, "mayAnswer": may_answer(run),
                 "waitsWith": [other.tool_call_id for other in rows if other is not row],
@@ -277,7 +280,6 @@ def _checked_arguments(row: Approval, run: Run, arguments) -> str:
     """Return edited `arguments` as JSON text once they fit the tool's schema (422) and carry no credential (422)."""
     from jsonschema import Draft202012Validator
 
-    from sessions.services import refuse_secrets
 
     if not isinstance(arguments, dict):
         raise InvalidArguments("arguments must be a JSON object")
@@ -305,12 +307,6 @@ def approval_answer(*, session_id: str, tool_call_id, principal, approve: bool, 
     `forwarded` is True when this answer was the run's last one and its resume was queued.
     Org context required.
     """
-    from sessions import fields
-    from sessions.models import Session
-    from sessions.presenters import event_view
-    from sessions.selectors import session_get
-    from sessions.services import append_checked, refuse_secrets
-
     session = session_get(session_id=session_id)
     if not isinstance(tool_call_id, str) or not tool_call_id.strip():
         raise InvalidRequest("toolCallId is required")
@@ -444,8 +440,6 @@ def waiting_command(*, session, command: str, message: str | None = None) -> boo
     requests become `cancelled`. Other commands are left recorded (a `pause` or `message`
     applies when the run resumes). Org context required.
     """
-    from sessions.selectors import last_control_actor
-
     if command != ControlCommand.STOP:
         return False
     run = Run.objects.filter(session_id=session.id, status=RunStatus.WAITING).only("id").first()

@@ -29,15 +29,15 @@ from django.db import transaction
 
 from runs.dispatch import run_dispatch
 from runs.lease import lease_kept, lease_take
-from runs.models import Run
+from runs.models import Run, RunTask
 from runs.recovery import recover_run
 from runs.lifecycle import Agent, Outcome, run_finish, run_starting, stop_reason
 from runs.request import RunRequest
-from runs.models import RunTask
 from runs.policies import run_policy
 from runs.shutdown import executing, worker_stopping
 from agents_site.vocabulary import ControlCommand, RunKind, RunStatus
 from tenancy import stores
+from sessions.selectors import executor_channel
 
 logger = logging.getLogger(__name__)
 
@@ -143,7 +143,5 @@ def task_command(*, session, command: str, message: str | None = None) -> bool:
     if status == RunStatus.QUEUED:
         return True
     if status == RunStatus.RUNNING:
-        from sessions.selectors import executor_channel
-
         return not executor_channel(session_id=session.id)
     return False

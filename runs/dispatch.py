@@ -7,9 +7,9 @@ import logging
 from django.db.models import F
 from django.utils import timezone
 
-from runs.models import Run
-from runs.models import RunTask
+from runs.models import Run, RunTask
 from tenancy import stores
+from sessions.services import session_set_task_refs
 
 logger = logging.getLogger(__name__)
 
@@ -36,8 +36,6 @@ def run_dispatch(*, org: str, run_id: str) -> str | None:
         session_id = Run.objects.filter(pk=run_id).values_list("session_id", flat=True).first()
         if session_id:
             try:
-                from sessions.services import session_set_task_refs
-
                 session_set_task_refs(session_id=session_id, task_workflow_id=task_id, task_run_id=run_id)
             except Exception:
                 logger.warning("run %s: session %s not marked task-backed", run_id, session_id, exc_info=True)

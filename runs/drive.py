@@ -40,6 +40,7 @@ from django.conf import settings
 
 from agents_site.errors import ApiError
 from tenancy import stores
+from runs.hooks import completion
 
 logger = logging.getLogger(__name__)
 
@@ -59,14 +60,10 @@ class Ask:
 
     def run(self):
         """Block for the completion (the sync driver)."""
-        from runs.hooks import completion
-
         return completion()[0](**self.kwargs)
 
     async def run_async(self):
         """Await the completion on the event loop (the async driver)."""
-        from runs.hooks import completion
-
         return await completion()[1](**self.kwargs)
 
 

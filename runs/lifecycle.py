@@ -57,8 +57,10 @@ from agents_site.errors import ApiError, Conflict, InvalidRequest, ServiceUnavai
 from agents_site.vocabulary import AgentHosting, ChatRole, ErrorCode, EventKind, FinishReason, RefusalAnswer, RunStatus, SessionStatus
 from billing.meter import balance_authorize, run_charge
 from sessions.selectors import stop_recorded
-from sessions.services import refuse_secrets
+from sessions.services import append_checked_turns, refuse_secrets, session_create
 from tenancy import stores
+from sessions.control import ExecutorInbox, executor_channel_for_new_session
+from sessions import services as session_services  # check_turn read at call time: tests inject store faults there
 
 logger = logging.getLogger(__name__)
 
@@ -348,9 +350,6 @@ def _session_open(run: Run, *, title: str | None, parent_session_id: str, fields
     with this process's executor channel and the input as its first turn (see `run_start`).
     Best-effort: a session that cannot be opened (a savepoint is rolled back) never stops the run.
     """
-    from sessions.control import ExecutorInbox, executor_channel_for_new_session
-    from sessions.services import append_checked_turns, check_turn, session_create
-
     inbox = None
     try:
         with stores.org_atomic():
@@ -367,7 +366,7 @@ def _session_open(run: Run, *, title: str | None, parent_session_id: str, fields
                 inbox = ExecutorInbox.attach(session_id=session.id)
             if executor_here and run.input.strip():
                 try:  # its own savepoint (append_checked_turns): a refused turn leaves the session open
-                    turn = check_turn(kind=EventKind.MESSAGE, payload=user_turn(run), actor=run.actor[:256])
+                    turn = session_services.check_turn(kind=EventKind.MESSAGE, payload=user_turn(run), actor=run.actor[:256])
                     append_checked_turns(session_id=session.id, turns=[turn])
                 except Exception:
                     logger.warning("run %s: its input was not recorded on its session", run.id, exc_info=True)

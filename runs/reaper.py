@@ -24,6 +24,11 @@ from django.utils import timezone
 from agents_site.errors import ApiError
 from agents_site.vocabulary import ControlCommand, RunStatus, SessionStatus
 from tenancy import stores
+from sessions.models import Session
+from runs.models import Run
+from sessions.control import control_send
+from sessions.errors import SessionFinished
+from sessions.services import session_update
 
 logger = logging.getLogger(__name__)
 
@@ -76,11 +81,8 @@ def sessions_reap(*, now: datetime | None = None) -> list[Reaped]:
 
 def reap_org(*, org: str, now: datetime) -> list[Reaped]:
     """End the current org's expired sessions (oldest first). Org context required."""
-    from sessions.models import Session
-
     max_life = settings.AGENTS_SESSION_MAX_SECONDS
     idle = settings.AGENTS_SESSION_IDLE_SECONDS
-    from runs.models import Run
 
     # A session whose run waits for approval has one clock, AGENTS_APPROVAL_TIMEOUT_SECONDS (issue 28).
     waiting = Run.objects.filter(status=RunStatus.WAITING).exclude(session_id="").values("session_id")
@@ -106,10 +108,6 @@ def session_end(*, session_id: str, reason: str) -> bool:
     to its executor is still recorded (the event stays), and the session is ended anyway.
     Org context required.
     """
-    from sessions.control import control_send
-    from sessions.errors import SessionFinished
-    from sessions.services import session_update
-
     try:
         control_send(session_id=session_id, command=ControlCommand.STOP, message=reason, actor=PLATFORM_ACTOR)
     except SessionFinished:

@@ -19,6 +19,11 @@ import time
 
 from agents_site.vocabulary import EventKind, SessionStatus
 from toolkit.events import clip  # noqa: F401  (the one clip, shared with the runner; callers import it from here)
+from sessions.control import ExecutorInbox
+from sessions.selectors import control_commands, control_events_after, session_get
+from sessions.services import append_checked_turns, session_end, session_stream_delta, session_update
+from sessions import services as session_services  # check_turn read at call time: tests inject store faults there
+from tenancy import stores
 
 logger = logging.getLogger(__name__)
 
@@ -72,8 +77,6 @@ class RunSession:
         session.session_id = session_id
         session._root = root or None
         try:
-            from sessions.control import ExecutorInbox
-
             if opened_here:
                 session._inbox = inbox if inbox is not None else ExecutorInbox.attach(session_id=session_id)
             else:
@@ -83,8 +86,6 @@ class RunSession:
         if opened_here:
             return session
         try:
-            from sessions.selectors import control_events_after
-
             events, _ = control_events_after(session_id=session_id, after=after)
             if session._inbox is not None and after:
                 session._inbox.advance([after])
@@ -129,13 +130,12 @@ class RunSession:
         turns, self._held_turns = [*self._held_turns, *extra], []
         if not turns or not self.session_id:
             return
-        from sessions.services import append_checked_turns, check_turn
 
         checked = []
         for kind, payload in turns:
             try:
                 json.dumps(payload)
-                checked.append(check_turn(kind=str(kind), payload=payload, actor=self.actor))
+                checked.append(session_services.check_turn(kind=str(kind), payload=payload, actor=self.actor))
             except Exception:
                 logger.warning("run session %s: %s event not recorded", self.session_id, kind, exc_info=True)
         try:
@@ -150,8 +150,6 @@ class RunSession:
         if not self.session_id or self._root is not None:
             return
         try:
-            from sessions.selectors import session_get
-
             self._root = session_get(session_id=self.session_id).root_id or self.session_id
         except Exception:
             logger.warning("run session %s: flow unreadable", self.session_id, exc_info=True)
@@ -165,9 +163,6 @@ class RunSession:
         if not self.session_id or not text:
             return
         try:
-            from sessions.selectors import session_get
-            from sessions.services import session_stream_delta
-
             if self._root is None:
                 self._root = session_get(session_id=self.session_id).root_id or self.session_id
             session_stream_delta(session_id=self.session_id, root_id=self._root, run_id=run_id, text=text)
@@ -180,8 +175,6 @@ class RunSession:
             return
         self._write_held()
         try:
-            from sessions.services import session_update
-
             session_update(session_id=self.session_id, status=str(status))
         except Exception:
             logger.warning("run session %s: status %s not recorded", self.session_id, status, exc_info=True)
@@ -237,8 +230,6 @@ class RunSession:
         if not self.session_id or not seq:
             return ""
         try:
-            from sessions.selectors import control_commands
-
             events, _ = control_commands(session_id=self.session_id, after=int(seq) - 1)
             return next((e.actor for e in events if e.seq == int(seq)), "")
         except Exception:
@@ -265,9 +256,6 @@ class RunSession:
         if self.session_id:
             self._write_held(*([(EventKind.LOG, summary)] if summary is not None else []))
             try:
-                from sessions.services import session_end
-                from tenancy import stores
-
                 with stores.org_atomic():  # a savepoint: a failure here never undoes the run's finish
                     reason = summary.get("finishReason") if isinstance(summary, dict) else ""
                     session_end(session_id=self.session_id, status=str(status), finish_reason=reason if isinstance(reason, str) else "")

@@ -11,6 +11,11 @@ from __future__ import annotations
 import logging
 
 from tenancy import stores
+from runs.reaper import sessions_reap
+from runs.recovery import runs_recover
+from runs.sweeps import org_sweeps_run
+from runs.background import run_execute_queued
+from runs.approvals import resume_answered
 
 logger = logging.getLogger(__name__)
 
@@ -22,10 +27,6 @@ def sweep() -> dict:
     per registered sweeper (`runs.sweeps`: `routedExpired` of targets, `approvalsExpired` of
     the runs waiting for approval past `AGENTS_APPROVAL_TIMEOUT_SECONDS`).
     """
-    from runs.reaper import sessions_reap
-    from runs.recovery import runs_recover
-    from runs.sweeps import org_sweeps_run
-
     recovered = runs_recover()
     reaped = sessions_reap()
     return {
@@ -40,8 +41,6 @@ def sweep() -> dict:
 
 def recover_runs() -> dict:
     """Finish the runs of dead workers now (enqueued when a worker process starts)."""
-    from runs.recovery import runs_recover
-
     recovered = runs_recover()
     return {"lost": len(recovered.lost), "redispatched": len(recovered.redispatched)}
 
@@ -52,8 +51,6 @@ def execute_run(org: str, run_id: str) -> str:
     A run that is no longer queued (cancelled, finished, or taken by another worker) is left
     alone; if it is `running` with a dead worker it is finished "worker lost" on the spot.
     """
-    from runs.background import run_execute_queued
-
     with stores.org_context(org, create=False):
         return run_execute_queued(run_id=run_id)
 
@@ -64,7 +61,5 @@ def resume_run(org: str, run_id: str) -> str:
     Queued by the last answer (and again by the sweep if lost). A run no longer waiting, or
     still waiting for an answer, is left alone: two deliveries resume it once.
     """
-    from runs.approvals import resume_answered
-
     with stores.org_context(org, create=False):
         return resume_answered(run_id=run_id)  # its kind's RunPolicy.resume (agents.execution.resume.run_resume)

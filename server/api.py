@@ -22,6 +22,16 @@ from agents_site.wire import json_object_body, unstorable_text
 from tenancy import stores
 from tenancy.faults import store_fault
 from tenancy.principal import require_org
+from agents.api import router as agents_router
+from agents.api_runs import router as runs_router
+from chat.api import router as chat_router
+from chat.api_shares import router as shares_router
+from coding.api import coding_router, repos_router
+from sessions.api import builds_router, sessions_router
+from agents.api_approvals import router as approvals_router
+from targets.api import router as targets_router
+from webhooks.api import router as webhooks_router
+from server.openapi import complete
 
 logger = logging.getLogger(__name__)
 
@@ -93,8 +103,6 @@ class AgentsAPI(NinjaAPI):
 
     def get_openapi_schema(self, *, path_prefix=None, path_params=None):
         """Return Ninja's document completed by `server.openapi.complete`."""
-        from server.openapi import complete
-
         return complete(super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params))
 
 
@@ -182,15 +190,6 @@ def _unexpected(request, exc):
 
 def _mount() -> None:
     # Fixed words before `/{ref}`: the agent router is added last so `/{ref}` never shadows them.
-    from agents.api import router as agents_router
-    from agents.api_runs import router as runs_router
-    from chat.api import router as chat_router
-    from chat.api_shares import router as shares_router
-    from coding.api import coding_router, repos_router
-    from sessions.api import builds_router, sessions_router
-    from agents.api_approvals import router as approvals_router
-    from targets.api import router as targets_router
-    from webhooks.api import router as webhooks_router
 
     api.add_router("/agents", approvals_router)  # /agents/sessions/{id}/approve|deny, /agents/approvals
     api.add_router("/agents", shares_router)  # /agents/sessions/{id}/shares, /agents/chat/…/shares, /chat/shared, /chat/shares/read

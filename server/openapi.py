@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 
 from agents_site.schemas import ErrorOut
+from agents.names import reserved_names
 
 SCHEME = "bearerAuth"
 _AUTH_CLASS = "OrgPrincipalAuth"
@@ -94,8 +95,6 @@ def _rename_scheme(document: dict) -> None:
 
 
 def _refuse_reserved_names(document: dict) -> None:
-    from agents.names import reserved_names
-
     schema = document.get("components", {}).get("schemas", {}).get("AgentCreateIn")
     if schema is None:
         return

@@ -22,6 +22,8 @@ import asyncio
 import json
 
 from tenancy import revocation
+from agents_site.errors import Forbidden
+from openai_api.errors import InvalidApiKey, error_object
 
 REVOKED_MESSAGE = "the credential of this request was revoked while it was open"
 OPENAI_PREFIX = "/v1/agents/openai/"
@@ -112,11 +114,8 @@ class RequestGuard:
 
     def _refusal(self) -> tuple[int, bytes]:
         if self.path.startswith(OPENAI_PREFIX):
-            from openai_api.errors import InvalidApiKey, error_object
-
             error = InvalidApiKey(REVOKED_MESSAGE)
             return error.status, json.dumps(error_object(error)).encode()
-        from agents_site.errors import Forbidden
 
         error = Forbidden(REVOKED_MESSAGE)
         return error.status, json.dumps(error.body()).encode()

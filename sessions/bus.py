@@ -25,6 +25,8 @@ from django.core.signals import setting_changed
 
 from agents_site.vocabulary import StreamFrameKind
 from sessions.backends.base import Bus
+from sessions.backends.local import LocalBus
+from sessions.backends.layer import ChannelLayerBus
 
 logger = logging.getLogger(__name__)
 _lock = threading.Lock()
@@ -37,12 +39,8 @@ def _build() -> Bus:
     kind = getattr(settings, "AGENTS_SESSION_BUS", "channels")
     capacity = int(getattr(settings, "AGENTS_SSE_BUFFER_FRAMES", 256))
     if kind == "local":
-        from sessions.backends.local import LocalBus
-
         return LocalBus(capacity=capacity)
     if kind == "channels":
-        from sessions.backends.layer import ChannelLayerBus
-
         return ChannelLayerBus(capacity=capacity)
     raise ValueError(f"AGENTS_SESSION_BUS must be 'channels' or 'local', not {kind!r}")
 

@@ -36,7 +36,7 @@ from django.utils import timezone
 from agents.models import Agent
 from runs.models import Approval, Run
 from runs.run_session import RunSession
-from runs.approvals import run_approvals, run_wait, settled_arguments
+from runs.approvals import INTERRUPTED_RESULT, open_arguments, run_approvals, run_wait, settled_arguments
 from runs.lifecycle import Outcome, run_mark_resumed, run_mark_waiting
 from agents_site.errors import InvalidRequest
 from agents_site.vocabulary import ApprovalState, RoutedRunState, RunKind, RunStatus, SessionStatus
@@ -44,6 +44,8 @@ from targets import wake
 from targets.models import RoutedRun
 from tenancy import stores
 from toolkit.approval import needs_approval
+from agents.execution.resume import denied_result, resumed_messages
+from sessions.services import session_update
 
 MAX_CALLS = 64
 MAX_CALL_ID = 128
@@ -155,10 +157,6 @@ def resume_claimed(offer: RoutedRun) -> bool:
     holds what the claim answers (see the module). A run that stopped waiting between the read
     and the move (finished meanwhile) has its offer withdrawn: False.
     """
-    from agents.execution.resume import denied_result, resumed_messages
-    from runs.approvals import INTERRUPTED_RESULT, open_arguments
-    from sessions.services import session_update
-
     run = Run.objects.filter(pk=offer.run_id).first()
     if run is None or run.status != RunStatus.WAITING:  # a fresh offer: the machine runs it as it is
         return True
@@ -193,8 +191,6 @@ def resume_claimed(offer: RoutedRun) -> bool:
 def resume_released(*, run_id: str) -> None:
     """Undo a resumed claim whose answer never reached the machine: the run `waiting` again, its
     calls as answered (`started → approved`, or `waiting` for a call that needed no approval)."""
-    from sessions.services import session_update
-
     with stores.org_atomic():
         started = Approval.objects.filter(run_id=run_id, state=ApprovalState.STARTED)
         if not started.exists():

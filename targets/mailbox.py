@@ -28,6 +28,8 @@ from targets.sanitize import clean_report
 from targets.selectors import target_get
 from targets.settle import routed_run_settle
 from tenancy import stores
+from sessions.errors import SessionNotFound
+from sessions.selectors import control_commands
 
 #: The error of a routed run whose machine claimed it and never reported in time.
 NOT_REPORTED = "the machine did not report the run in time"
@@ -73,8 +75,6 @@ def _stopped_before_claim(run_id: str) -> bool:
     offer = RoutedRun.objects.filter(pk=run_id, state=RoutedRunState.OFFERED).first()
     if offer is None or not offer.session_id:
         return False
-    from sessions.errors import SessionNotFound
-    from sessions.selectors import control_commands
 
     try:
         commands, _ = control_commands(session_id=offer.session_id, after=0)

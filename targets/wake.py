@@ -24,6 +24,7 @@ from channels.layers import get_channel_layer
 from django.db import router, transaction
 
 from tenancy import stores
+from targets.models import RoutedRun
 
 logger = logging.getLogger(__name__)
 
@@ -130,8 +131,6 @@ def notify(*, org: str, target_id: str) -> None:
 
 def notify_on_commit(*, target_id: str) -> None:
     """Wake the current org's claims waiting on `target_id` once the current transaction commits."""
-    from targets.models import RoutedRun
-
     org = stores.current_org()
     transaction.on_commit(lambda: notify(org=org, target_id=target_id), using=router.db_for_write(RoutedRun))
 

@@ -13,6 +13,7 @@ from tenancy.admin_site import OrgRowsReadOnly, is_org_admin
 from tenancy.models import ApiKey, Invitation, Membership, Org, OrgPlacement, OrgRestore, ReplicaGeneration
 from tenancy.services import (api_key_revoke, invitation_create, invitation_revoke, member_remove, membership_change_refusal,
                               membership_role_set, org_delete)
+from tenancy.backups.status import org_status
 
 
 class SuperuserOnly(admin.ModelAdmin):
@@ -261,8 +262,6 @@ class ReplicaGenerationAdmin(_OwnOrgReadOnly):
             return None
         cache = self.__dict__.setdefault("_statuses", {})
         if obj.pk not in cache:
-            from tenancy.backups.status import org_status
-
             cache[obj.pk] = org_status(obj.slug)
         return cache[obj.pk]
 

@@ -31,12 +31,11 @@ from pathlib import Path
 from django.db import connections, transaction
 
 from tenancy import registry
-from tenancy.backends import get_backend
-from tenancy.backends import postgres as _postgres
-from tenancy.backends import sqlite as _sqlite
+from tenancy.backends import get_backend, postgres as _postgres, sqlite as _sqlite
 from tenancy.backends.base import ORG_APP_LABELS, migrate
 from tenancy.backups import fence
 from tenancy.slugs import SLUG_RE, InvalidOrg, validate_slug
+from tenancy.models import Org
 
 __all__ = [
     "ORG_APP_LABELS", "SLUG_RE", "InvalidOrg", "NoOrgSelected", "StoreMissing", "validate_slug", "is_org_alias",
@@ -253,8 +252,6 @@ def release_connections() -> int:
 
 def existing_org_slugs() -> list[str]:
     """Return the slugs of every org that has a store, sorted (for cross-org sweeps)."""
-    from tenancy.models import Org
-
     slugs = [s for s in Org.objects.order_by("slug").values_list("slug", flat=True) if SLUG_RE.fullmatch(s)]
     return get_backend().existing(slugs)
 

@@ -36,6 +36,8 @@ from agents.scheduling import slots as slot_math
 from agents.scheduling.models import ScheduleSlot, ScheduleState
 from agents_site.vocabulary import ExecutionMode, RunStatus, SlotOutcome
 from tenancy import stores
+from agents.inference import inference_configured
+from agents.scheduling.fire import fire as default_fire
 
 logger = logging.getLogger(__name__)
 
@@ -87,8 +89,6 @@ def scheduler_tick(*, now: datetime | None = None, fire=None, catchup_seconds: i
     `agents.scheduling.fire.fire`. An org whose store fails is logged and skipped. Without
     inference configured (`INFERENCE_BASE_URL`) nothing is decided.
     """
-    from agents.inference import inference_configured
-
     now = now or timezone.now()
     report = TickReport()
     if not inference_configured():
@@ -109,8 +109,6 @@ def tick_org(*, org: str, now: datetime, report: TickReport | None = None, fire=
     """Decide the due slots of the current org's long-running agents. Org context required."""
     report = report if report is not None else TickReport()
     if fire is None:
-        from agents.scheduling.fire import fire as default_fire
-
         fire = default_fire
     catchup = settings.AGENTS_CATCHUP_SECONDS if catchup_seconds is None else catchup_seconds
     agents = Agent.objects.filter(execution_mode=ExecutionMode.LONG_RUNNING).exclude(schedule="").order_by("name")

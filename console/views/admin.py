@@ -12,8 +12,10 @@ from billing import selectors as billing_selectors
 from console.access import org_admin_required
 from agents_site.vocabulary import ApiKeyScope
 from console.forms import ApiKeyForm
-from tenancy.models import ApiKey, Org
+from tenancy.models import ApiKey, Org, OrgRestore
 from tenancy.services import api_key_create, api_key_revoke
+from tenancy.backups.litestream import hide_passwords, redacted
+from tenancy.backups.status import org_status
 
 LEDGER_ROWS = 100
 RESTORE_ROWS = 20
@@ -84,9 +86,6 @@ def backups(request):
     snapshot, newest shipped change, replica) and its newest restores (issue 35)."""
     from django.conf import settings
 
-    from tenancy.backups.litestream import hide_passwords, redacted
-    from tenancy.backups.status import org_status
-    from tenancy.models import OrgRestore
 
     slug = request.principal.org_slug
     status = org_status(slug)

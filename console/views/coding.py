@@ -14,6 +14,12 @@ from runs.models import Run
 from agents_site.vocabulary import RunStatus
 from coding.models import CodingRun
 from console.access import member_required
+from targets.models import Target
+from console.views.gallery import nest_commits
+from sessions.builds import event_turns
+from sessions.models import Event
+from targets import selectors
+from targets.presenters import target_view
 
 LIST_LIMIT = 100
 TURN_LIMIT = 1000
@@ -26,8 +32,6 @@ def coding_run_list(request):
     statuses = dict(Run.objects.filter(pk__in=[c.run_id for c in codings]).values_list("id", "status"))
     labels = {}
     if any(c.target_id for c in codings):
-        from targets.models import Target
-
         labels = dict(Target.objects.filter(pk__in={c.target_id for c in codings if c.target_id}).values_list("id", "label"))
     rows = [{"coding": c, "status": statuses.get(c.run_id, ""), "machine": labels.get(c.target_id, c.target_id)} for c in codings]
     return render(request, "console/coding/list.html", {"rows": rows, "nav": "coding"})
@@ -37,7 +41,6 @@ def _machine_label(target_id: str) -> str:
     """Return the label of machine `target_id` ("" for none; the id itself when it is gone)."""
     if not target_id:
         return ""
-    from targets.models import Target
 
     return Target.objects.filter(pk=target_id).values_list("label", flat=True).first() or target_id
 
@@ -45,10 +48,6 @@ def _machine_label(target_id: str) -> str:
 def coding_run_facts(coding: CodingRun) -> dict:
     """Return what the coding page shows, server and routed runs alike: the run, the session's turns
     (tool calls, commits nested under their turn), the commits made so far, the closing facts."""
-    from console.views.gallery import nest_commits
-    from sessions.builds import event_turns
-    from sessions.models import Event
-
     run = Run.objects.filter(pk=coding.run_id).first()
     events = list(Event.objects.filter(session_id=coding.session_id).order_by("seq")[:TURN_LIMIT]) if coding.session_id else []
     turns, _, final = event_turns(events)
@@ -82,9 +81,6 @@ def coding_run_detail(request, run_id: str):
 @member_required
 def machine_list(request):
     """Show the org's registered machines: effective status, last heartbeat, load, sandbox, sessions."""
-    from targets import selectors
-    from targets.presenters import target_view
-
     targets = selectors.target_list(limit=selectors.TARGETS_MAX_LIMIT).items
     load = selectors.session_load(targets)
     machines = [target_view(t, load=load[t.id]) for t in targets]

@@ -16,17 +16,15 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from agents_site.errors import ApiError
-from sessions.builds import VERIFIER_FILE
+from sessions.builds import build_detail as read_build, builds_index, VERIFIER_FILE
 from toolkit import verify_build
+from sessions.fields import PROJECT_PATTERN
 
 GALLERY_LIMIT = 100
 
 
 def build_list(request):
     """Show every org's published builds, most recently updated first (at most 100)."""
-    from sessions.builds import builds_index
-    from sessions.fields import PROJECT_PATTERN
-
     builds = builds_index(limit=GALLERY_LIMIT)
     for build in builds:  # a project stored before the slug rule may hold anything: no link, never a 500
         ok = re.fullmatch(PROJECT_PATTERN, build.get("project") or "")
@@ -52,8 +50,6 @@ def build_detail(request, org: str, project: str, session_id: str | None = None)
     """Show one published build (the project's latest, or `session_id`): its summary, every turn with
     its tool call and the commits it made (subject, sha, diffstat, diff), the branch and head, the
     project's other builds and the `verify` recipe."""
-    from sessions.builds import build_detail as read_build
-
     try:
         build = read_build(org=org, project=project, session_id=session_id, origin=request.build_absolute_uri("/"))
     except ApiError as exc:

@@ -29,6 +29,8 @@ from django.db import connections
 
 from tenancy import registry
 from tenancy.backends.base import OrgStoreBackend, default_settings_copy, migrate, migrate_if_behind
+from tenancy.backends.sqlite import code_version
+from tenancy.models import OrgPlacement
 
 #: Seconds an idle pooled connection to an org database is kept (psycopg-pool's `max_idle`).
 ORG_POOL_MAX_IDLE_SECONDS = 60.0
@@ -64,8 +66,6 @@ def database_name(slug: str) -> str:
 
 def template_name() -> str:
     """Return the name of this code version's template database: `{prefix}template_{version}`."""
-    from tenancy.backends.sqlite import code_version
-
     return (database_prefix() + "template_" + code_version())[:MAX_NAME_BYTES]
 
 
@@ -141,8 +141,6 @@ _placements: dict[str, str] = {}
 def _recorded(slug: str) -> str | None:
     key = _placements.get(slug)
     if key is None:
-        from tenancy.models import OrgPlacement
-
         key = OrgPlacement.objects.using("default").filter(slug=slug).values_list("server", flat=True).first()
         if key is not None:
             _placements[slug] = key
@@ -167,7 +165,6 @@ def _place(slug: str, known: dict[str, dict]) -> str:
     """Return org `slug`'s server key, recording a new placement if it has none (caller holds no lock)."""
     from django.db import IntegrityError, transaction
 
-    from tenancy.models import OrgPlacement
 
     key = _recorded(slug)
     if key is not None:
@@ -313,8 +310,6 @@ class PostgresBackend(OrgStoreBackend):
 
     def existing(self, slugs: list[str]) -> list[str]:
         """Return those of `slugs` with a database: one query per server, not one connection per org."""
-        from tenancy.models import OrgPlacement
-
         if not getattr(settings, "AGENTS_ORG_DATABASE_SERVERS", None):
             with server_connection() as conn:
                 names = {row[0] for row in conn.execute("SELECT datname FROM pg_database")}

@@ -31,6 +31,8 @@ from django.conf import settings
 
 from agents_site.errors import StoreUnavailable
 from agents_site.vocabulary import RestoreStatus, StoreCondition
+from tenancy.backends.sqlite import store_path
+from tenancy.models import OrgRestore
 
 FLAG_NAME = "restoring"
 LOCK_NAME = "fence.lock"
@@ -55,8 +57,6 @@ os.register_at_fork(after_in_child=_forget_after_fork)
 
 def org_dir(slug: str) -> Path:
     """Return the directory of (validated) org `slug`'s SQLite file."""
-    from tenancy.backends.sqlite import store_path
-
     return store_path(slug).parent
 
 
@@ -84,7 +84,6 @@ def _pg_restoring(slug: str) -> bool:
         return seen[1]  # on the event loop no query may run: the request's thread read it just before
     if _in_event_loop():
         return False
-    from tenancy.models import OrgRestore
 
     restoring = OrgRestore.objects.using("default").filter(slug=slug, status=RestoreStatus.RUNNING).exists()
     _pg_flags[slug] = (now, restoring)

@@ -28,6 +28,9 @@ from django.utils import timezone
 
 from agents_site.vocabulary import BackupState, RestoreStatus
 from tenancy.backups import fence, litestream
+from tenancy.backends import get_backend
+from tenancy.backends.postgres import server_connection
+from tenancy.backends.base import migrate_if_behind
 
 DUMP_SUFFIX = ".dump"
 _STAMP = "%Y%m%dT%H%M%S%fZ"
@@ -48,8 +51,6 @@ def dump_dir(slug: str) -> Path:
 
 
 def _server(slug: str) -> tuple[dict, str]:
-    from tenancy.backends import get_backend
-
     backend = get_backend()
     return backend.server_for(slug), backend.settings_for(slug)["NAME"]
 
@@ -95,8 +96,6 @@ def backup(slug: str) -> Path:
 
 
 def _active_elsewhere(server: dict, name: str) -> int:
-    from tenancy.backends.postgres import server_connection
-
     with server_connection(server) as conn:
         row = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid() "
                            "AND state NOT IN ('idle') AND backend_type = 'client backend'", (name,)).fetchone()
@@ -106,7 +105,6 @@ def _active_elsewhere(server: dict, name: str) -> int:
 def restore(slug: str, moment: dt.datetime | None, record, *, wait: float, say):
     """Restore org `slug`'s database from its newest dump at or before `moment`; return `record` done."""
     from tenancy import registry, stores
-    from tenancy.backends.base import migrate_if_behind
     from tenancy.backups.restore import _clock, _previous_floor, floor_above
 
     available = dumps(slug)

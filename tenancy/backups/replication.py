@@ -37,6 +37,7 @@ from django.utils import timezone
 from agents_site.vocabulary import ReplicaGenerationEnd
 from tenancy.backends.sqlite import store_path
 from tenancy.backups import fence, litestream
+from tenancy.models import Org, ReplicaGeneration
 
 logger = logging.getLogger(__name__)
 
@@ -53,8 +54,6 @@ def default_database_path() -> str | None:
 
 def current_generation(slug: str, *, create: bool = True):
     """Return org `slug`'s current `ReplicaGeneration`, starting its first one if it has none."""
-    from tenancy.models import ReplicaGeneration
-
     found = ReplicaGeneration.objects.using("default").filter(slug=slug, ended_at__isnull=True).first()
     if found is not None or not create:
         return found
@@ -88,8 +87,6 @@ class Supervisor:
     # -- the desired state -----------------------------------------------------------------
     def desired(self) -> dict[str, str]:
         """Return `{database path: replica URL}` of every store that should be replicated now."""
-        from tenancy.models import Org
-
         base = litestream.base_url()
         wanted: dict[str, str] = {}
         default_path = default_database_path()
@@ -175,8 +172,6 @@ class Supervisor:
         self.prune()
 
     def _org_removed(self, path: str, slug: str) -> bool:
-        from tenancy.models import Org
-
         if path == default_database_path():
             return False
         if fence.restoring(slug) and Org.objects.using("default").filter(slug=slug).exists():
@@ -185,15 +180,11 @@ class Supervisor:
 
     @staticmethod
     def _end_removed(slug: str) -> None:
-        from tenancy.models import ReplicaGeneration
-
         ReplicaGeneration.objects.using("default").filter(slug=slug, ended_at__isnull=True).update(
             ended_at=timezone.now(), end_reason=ReplicaGenerationEnd.REMOVED)
 
     def end_orphaned_generations(self) -> None:
         """End the current generation of every org whose row is gone (removed while we were down)."""
-        from tenancy.models import Org, ReplicaGeneration
-
         live = set(Org.objects.using("default").values_list("slug", flat=True))
         for slug in (ReplicaGeneration.objects.using("default").filter(ended_at__isnull=True)
                      .exclude(slug__in=live).values_list("slug", flat=True)):
@@ -201,8 +192,6 @@ class Supervisor:
 
     def prune(self) -> int:
         """Delete replicas of generations ended more than the retention ago; return how many."""
-        from tenancy.models import ReplicaGeneration
-
         cutoff = timezone.now() - dt.timedelta(days=int(settings.AGENTS_BACKUP_RETENTION_DAYS))
         done = 0
         for generation in ReplicaGeneration.objects.using("default").filter(ended_at__lt=cutoff, pruned_at__isnull=True):

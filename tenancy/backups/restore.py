@@ -46,6 +46,7 @@ from tenancy.backends.base import migrate_if_behind
 from tenancy.backends.sqlite import sqlite_settings, store_path
 from tenancy.backups import fence, litestream
 from tenancy.slugs import InvalidOrg, validate_slug
+from tenancy.models import Org, OrgRestore, ReplicaGeneration
 
 logger = logging.getLogger(__name__)
 
@@ -100,8 +101,6 @@ def parse_moment(text: str | None) -> dt.datetime | None:
 
 
 def _check_org(slug: str) -> None:
-    from tenancy.models import Org
-
     try:
         validate_slug(slug)
     except InvalidOrg as exc:
@@ -122,8 +121,6 @@ def floor_above(*positions: int | None) -> int:
 
 
 def _previous_floor(slug: str) -> int | None:
-    from tenancy.models import OrgRestore
-
     return (OrgRestore.objects.using("default").filter(slug=slug, status=RestoreStatus.DONE)
             .order_by("-position_floor").values_list("position_floor", flat=True).first())
 
@@ -138,8 +135,6 @@ def generation_for(slug: str, moment: dt.datetime | None):
     The newest generation started at or before the moment. Raises `RestoreError` when the org
     has no replica, or none that old.
     """
-    from tenancy.models import ReplicaGeneration
-
     generations = ReplicaGeneration.objects.using("default").filter(slug=slug, pruned_at__isnull=True)
     if moment is None:
         found = generations.filter(ended_at__isnull=True).first() or generations.order_by("-started_at").first()
@@ -215,8 +210,6 @@ def _remove_sidecars(path: Path) -> None:
 
 
 def _new_generation(slug: str, *, end_current: ReplicaGenerationEnd | None):
-    from tenancy.models import ReplicaGeneration
-
     now = timezone.now()
     name = "g" + now.strftime("%Y%m%dT%H%M%S%fZ")
     with transaction.atomic(using="default"):
@@ -323,8 +316,6 @@ def restore_org(slug: str, moment: dt.datetime | None = None, *, wait: float = D
     in the future or before the first snapshot, an unreachable replica, work still in flight);
     the live store is then untouched and the failure recorded.
     """
-    from tenancy.models import OrgRestore
-
     _check_org(slug)
     _check_moment(moment)
     if fence.restoring(slug):

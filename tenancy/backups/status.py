@@ -18,6 +18,7 @@ from django.utils import timezone
 from agents_site.vocabulary import BackupState
 from tenancy.backends.sqlite import store_path
 from tenancy.backups import fence, litestream
+from tenancy.models import Org
 
 
 @dataclass
@@ -94,7 +95,5 @@ def org_status(slug: str, *, daemon: tuple[dict, dict] | None = None) -> OrgBack
 
 def all_statuses() -> list[OrgBackupStatus]:
     """Return the backup status of every org, by slug (one daemon query for them all)."""
-    from tenancy.models import Org
-
     daemon = _daemon_view() if getattr(settings, "AGENTS_ORG_DATABASE", "sqlite") == "sqlite" else ({}, {})
     return [org_status(slug, daemon=daemon) for slug in Org.objects.using("default").order_by("slug").values_list("slug", flat=True)]
