@@ -13,7 +13,7 @@ from ninja import Router
 from ninja.responses import Status
 
 from runs.hooks import request_callback
-from runs.models import Run
+from runs import selectors as run_selectors
 from agents_site.schemas import ErrorOut
 from coding import selectors, services
 from coding.presenters import coding_run_view, repo_view
@@ -117,4 +117,4 @@ def get_coding_run(request, run_id: str):
     coding = selectors.coding_run_get(run_id=run_id)
     if coding is None:
         raise NotFound("coding run not found")
-    return coding_run_view(coding, Run.objects.filter(pk=run_id).first())
+    return coding_run_view(coding, run_selectors.run_find(run_id=run_id))

@@ -43,3 +43,8 @@ def coding_run_by_session(*, session_id: str) -> CodingRun | None:
 def coding_run_get(*, run_id: str) -> CodingRun | None:
     """Return the coding run record of run `run_id`, or None."""
     return CodingRun.objects.filter(pk=run_id).first()
+
+
+def coding_runs_recent(*, limit: int) -> list[CodingRun]:
+    """Return the org's newest `limit` coding runs, newest first."""
+    return list(CodingRun.objects.order_by("-created_at")[:limit])

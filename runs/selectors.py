@@ -142,3 +142,13 @@ def run_list_org(*, status: str | None = None, kind: str | None = None, agent: A
         cursor=cursor,
         tag=f"runs.{status}.{kind}" if kind else f"runs.{status}",
     )
+
+
+def run_find(*, run_id: str) -> Run | None:
+    """Return the org's run `run_id` in any status, or None (no 404: the caller decides)."""
+    return Run.objects.filter(pk=run_id).first()
+
+
+def run_statuses(*, run_ids: list[str]) -> dict[str, str]:
+    """Return `{run id: status}` for those of `run_ids` the org has (one query)."""
+    return dict(Run.objects.filter(pk__in=run_ids).values_list("id", "status"))

@@ -306,3 +306,10 @@ def log_before(*, session_id: str, before: int) -> list[tuple[int, str, object]]
 def last_control_actor(*, session_id: str) -> str:
     """Return who recorded the session's newest `control` event ("" when none)."""
     return Event.objects.filter(session_id=session_id, kind=EventKind.CONTROL).order_by("-seq").values_list("actor", flat=True).first() or ""
+
+
+def session_log(*, session_id: str, limit: int) -> list[Event]:
+    """Return the first `limit` events of session `session_id` in order (none for an empty id)."""
+    if not session_id:
+        return []
+    return list(Event.objects.filter(session_id=session_id).order_by("seq")[:limit])

@@ -139,3 +139,10 @@ def routed_run_get(*, run_id: str) -> RoutedRun | None:
 def routed_pending(*, target_id: str) -> list[RoutedRun]:
     """Return the offers waiting for target `target_id`, oldest first (FIFO)."""
     return list(RoutedRun.objects.filter(target_id=target_id, state=RoutedRunState.OFFERED).order_by("offered_at", "run_id"))
+
+
+def target_labels(*, target_ids: set[str]) -> dict[str, str]:
+    """Return `{target id: label}` for those of `target_ids` the org has (one query; none for an empty set)."""
+    if not target_ids:
+        return {}
+    return dict(Target.objects.filter(pk__in=target_ids).values_list("id", "label"))

@@ -8,7 +8,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from agents_site.vocabulary import MemberRole
-from tenancy.models import Invitation, Membership, Org
+from tenancy.models import ApiKey, Invitation, Membership, Org, OrgRestore
 
 
 @dataclass(frozen=True)
@@ -57,3 +57,24 @@ def invitation_list(*, org: Org, limit: int = 50) -> list[tuple[Invitation, str]
     now = timezone.now()
     rows = Invitation.objects.filter(org=org).select_related("created_by", "accepted_by").order_by("-created_at", "-id")[:limit]
     return [(row, row.state(now)) for row in rows]
+
+
+def org_get(*, slug: str) -> Org:
+    """Return org `slug` (default database); raise `Org.DoesNotExist` when there is none (the caller's
+    principal names an org that exists, so a missing one is a server error, not a 404)."""
+    return Org.objects.get(slug=slug)
+
+
+def api_key_list(*, org: Org) -> list[ApiKey]:
+    """Return every API key of `org`, newest first, each with its user (one query)."""
+    return list(ApiKey.objects.filter(org=org).select_related("user").order_by("-created_at", "-id"))
+
+
+def membership_for(*, user_id: int, slug: str) -> Membership | None:
+    """Return user `user_id`'s membership of org `slug` with its org, or None when they are not a member."""
+    return Membership.objects.filter(user_id=user_id, org__slug=slug).select_related("org").first()
+
+
+def org_restores(*, slug: str, limit: int) -> list:
+    """Return the newest `limit` restores of org `slug` (default database), newest first."""
+    return list(OrgRestore.objects.using("default").filter(slug=slug).order_by("-started_at", "-id")[:limit])

@@ -12,7 +12,8 @@ from billing import selectors as billing_selectors
 from console.access import org_admin_required
 from agents_site.vocabulary import ApiKeyScope
 from console.forms import ApiKeyForm
-from tenancy.models import ApiKey, Org, OrgRestore
+from tenancy import selectors as tenancy_selectors
+from tenancy.models import Org
 from tenancy.services import api_key_create, api_key_revoke
 from tenancy.backups.litestream import hide_passwords, redacted
 from tenancy.backups.status import org_status
@@ -22,7 +23,7 @@ RESTORE_ROWS = 20
 
 
 def _acting_org(request) -> Org:
-    return Org.objects.get(slug=request.principal.org_slug)
+    return tenancy_selectors.org_get(slug=request.principal.org_slug)
 
 
 @org_admin_required
@@ -48,7 +49,7 @@ def api_keys(request):
             form.add_error(None, exc.message)
         else:
             form = ApiKeyForm(agent_names=agent_names)
-    keys = ApiKey.objects.filter(org=org).select_related("user").order_by("-created_at", "-id")
+    keys = tenancy_selectors.api_key_list(org=org)
     response = render(request, "console/keys.html", {"keys": keys, "form": form, "new_key": new_key, "nav": "keys"})
     if new_key:
         response["Cache-Control"] = "no-store"
@@ -93,7 +94,7 @@ def backups(request):
     # sentence or a restore's error (rows stored before errors were cleaned included).
     status.replica_url = redacted(status.replica_url)
     status.detail = hide_passwords(status.detail)
-    restores = list(OrgRestore.objects.using("default").filter(slug=slug).order_by("-started_at", "-id")[:RESTORE_ROWS])
+    restores = tenancy_selectors.org_restores(slug=slug, limit=RESTORE_ROWS)
     for restore in restores:
         restore.error = hide_passwords(restore.error)
     return render(

@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from tenancy.models import Membership
+from tenancy.selectors import membership_for
 from tenancy.principal import SESSION_ORG_KEY
 
 
@@ -37,7 +37,7 @@ def org_switch(request):
     if not request.user.is_authenticated:
         return HttpResponseRedirect(reverse("console:login"))
     slug = (request.POST.get("org") or "").strip()
-    membership = Membership.objects.filter(user_id=request.user.pk, org__slug=slug).select_related("org").first()
+    membership = membership_for(user_id=request.user.pk, slug=slug)
     if membership is None:
         return HttpResponseBadRequest("You are not a member of that org.")
     request.session[SESSION_ORG_KEY] = membership.org.slug

@@ -10,14 +10,14 @@ from __future__ import annotations
 from django.http import Http404
 from django.shortcuts import render
 
-from runs.models import Run
+from runs import selectors as run_selectors
 from agents_site.vocabulary import RunStatus
+from coding import selectors as coding_selectors
 from coding.models import CodingRun
 from console.access import member_required
-from targets.models import Target
 from console.views.gallery import nest_commits
 from sessions.builds import event_turns
-from sessions.models import Event
+from sessions import selectors as session_selectors
 from targets import selectors
 from targets.presenters import target_view
 
@@ -28,11 +28,9 @@ TURN_LIMIT = 1000
 @member_required
 def coding_run_list(request):
     """Show the org's newest coding runs (at most 100) with their run status."""
-    codings = list(CodingRun.objects.order_by("-created_at")[:LIST_LIMIT])
-    statuses = dict(Run.objects.filter(pk__in=[c.run_id for c in codings]).values_list("id", "status"))
-    labels = {}
-    if any(c.target_id for c in codings):
-        labels = dict(Target.objects.filter(pk__in={c.target_id for c in codings if c.target_id}).values_list("id", "label"))
+    codings = coding_selectors.coding_runs_recent(limit=LIST_LIMIT)
+    statuses = run_selectors.run_statuses(run_ids=[c.run_id for c in codings])
+    labels = selectors.target_labels(target_ids={c.target_id for c in codings if c.target_id})
     rows = [{"coding": c, "status": statuses.get(c.run_id, ""), "machine": labels.get(c.target_id, c.target_id)} for c in codings]
     return render(request, "console/coding/list.html", {"rows": rows, "nav": "coding"})
 
@@ -42,14 +40,14 @@ def _machine_label(target_id: str) -> str:
     if not target_id:
         return ""
 
-    return Target.objects.filter(pk=target_id).values_list("label", flat=True).first() or target_id
+    return selectors.target_labels(target_ids={target_id}).get(target_id) or target_id
 
 
 def coding_run_facts(coding: CodingRun) -> dict:
     """Return what the coding page shows, server and routed runs alike: the run, the session's turns
     (tool calls, commits nested under their turn), the commits made so far, the closing facts."""
-    run = Run.objects.filter(pk=coding.run_id).first()
-    events = list(Event.objects.filter(session_id=coding.session_id).order_by("seq")[:TURN_LIMIT]) if coding.session_id else []
+    run = run_selectors.run_find(run_id=coding.run_id)
+    events = session_selectors.session_log(session_id=coding.session_id, limit=TURN_LIMIT)
     turns, _, final = event_turns(events)
     commits = [{"sha": t["commit"], "subject": t.get("subject", ""), "turn": t.get("forTurn"), "diffstat": t.get("diffstat", ""),
                 "patch": t.get("patch", "")} for t in turns if t["kind"] == "commit" and t.get("commit")]
@@ -69,7 +67,7 @@ def coding_run_detail(request, run_id: str):
     """Show one coding run: prompt, machine (by label), every turn with its tool call and commits
     (subject, sha, diffstat, diff), summary, branch and head. `?part=live` answers only the part
     that changes, which the page re-reads every second while the run works."""
-    coding = CodingRun.objects.filter(pk=run_id[:64]).first()
+    coding = coding_selectors.coding_run_get(run_id=run_id[:64])
     if coding is None:
         raise Http404("coding run not found")
     context = {**coding_run_facts(coding), "nav": "coding"}

@@ -22,7 +22,7 @@ from tenancy.principal import SESSION_ORG_KEY
 
 
 def _acting_org(request) -> Org:
-    return Org.objects.get(slug=request.principal.org_slug)
+    return selectors.org_get(slug=request.principal.org_slug)
 
 
 def _role_is_admin(value: str | None) -> bool:
