@@ -9,14 +9,7 @@ class A2aServerConfig(AppConfig):
     verbose_name = "A2A agent cards and JSON-RPC"
 
     def ready(self) -> None:
-        """Register the rules of the `a2a` runs this app starts (`runs.policies`): an A2A task is a
-        conversation round (`chat.rounds`) of kind `a2a`, so a task that waited for an approval
-        resumes here exactly as a chat round does — rebuilt on the prompt it opened with, its reply
-        posted to its conversation (the task's `contextId`) once it finished."""
-        from agents.execution.resume import run_resume
-        from agents_site.vocabulary import RunKind
-        from chat.rounds import round_resume_prompt, round_resumed
-        from runs.policies import RunPolicy, register_run_policy
+        """Register the `a2a` run kind (`a2a_server/wiring.py`)."""
+        from a2a_server import wiring  # ready(): the wiring's modules import models, loaded after apps.py
 
-        register_run_policy(RunPolicy(kind=RunKind.A2A, resume=run_resume, resume_prompt=round_resume_prompt,
-                                      resumed=round_resumed))
+        wiring.wire()

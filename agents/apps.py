@@ -1,35 +1,6 @@
 from django.apps import AppConfig
 
 
-def _tool_schema(tool_name: str, *, agent_name: str, depth: int) -> dict | None:
-    """Return the JSON schema of tool `tool_name`'s arguments as agent `agent_name` sees it, or None."""
-    from agents.tools.registry import resolve_tools
-
-    resolution = resolve_tools([tool_name], agent_name=agent_name, depth=depth)
-    tool = next((t for t in resolution.tools if t.name == tool_name), None)
-    return (tool.definition().get("function") or {}).get("parameters") if tool is not None else None
-
-
-def _register_run_policies() -> None:
-    """Register the kinds of run this app owns (`runs.policies`; docs/guides/run-kinds.md).
-
-    All three run the agent loop here: they call this deployment's gateway, and a run waiting
-    for approval is resumed here (`run_resume`). `run` (sync or background) answers refusals with
-    the error and its background runs are executed by a worker (`execute_queued`); `tool` (an
-    agent called as a tool) is never queued; `scheduled` is always queued and records a refused
-    slot as a finished `error` run "not started: …" (no caller is there to hear a 402).
-    """
-    from agents.execution.queued import execute_queued
-    from agents.execution.resume import run_resume
-    from runs.policies import RunPolicy, register_run_policy
-    from agents_site.vocabulary import RefusalAnswer, RunKind
-
-    register_run_policy(RunPolicy(kind=RunKind.RUN, execute_queued=execute_queued, resume=run_resume))
-    register_run_policy(RunPolicy(kind=RunKind.TOOL, resume=run_resume))
-    register_run_policy(RunPolicy(kind=RunKind.SCHEDULED, refusals=RefusalAnswer.RECORD, execute_queued=execute_queued,
-                                  resume=run_resume))
-
-
 class AgentsConfig(AppConfig):
     """Agent definitions (each org's own store); their runs are the `runs` app's."""
 
@@ -37,12 +8,7 @@ class AgentsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from agents.execution.completion import complete, complete_async
-        from agents.inference import inference_configured
-        from runs import hooks
+        """Register this app's run kinds and code with the lower apps (`agents/wiring.py`)."""
+        from agents import wiring  # ready(): the wiring's modules import models, loaded after apps.py
 
-        _register_run_policies()
-        # What the run machinery (below this app) needs of the agents' own code, whatever the kind.
-        hooks.register_inference_check(inference_configured)
-        hooks.register_completion(complete, complete_async)  # what a run's `Ask` step waits on
-        hooks.register_tool_schema(_tool_schema)  # an approver's edited arguments are checked against it
+        wiring.wire()

@@ -20,6 +20,7 @@ from agents.names import reserved_names
 from agents.selectors import agent_get
 from agents_site.errors import Conflict, InvalidRequest
 from agents_site.vocabulary import AgentHosting, ErrorCode, ExecutionMode
+from agents.tools.registry import validate_tool_names
 from tenancy import stores
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -97,11 +98,7 @@ def clean_tools(tools: list[str] | None) -> list[str]:
 
 
 def _validate_tools(tools: list[str], *, agent_name: str) -> list[str]:
-    # The tool registry (agents.tools) refuses unknown names once it is installed.
-    try:
-        from agents.tools.registry import validate_tool_names
-    except ImportError:
-        return tools
+    # The tool registry (agents.tools) refuses unknown names.
     validate_tool_names(tools, agent_name=agent_name)
     return tools
 

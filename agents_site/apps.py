@@ -10,7 +10,7 @@ class AgentsSiteConfig(AppConfig):
 
     def ready(self) -> None:
         """Register the platform's system checks (agents_site/checks.py)."""
-        from agents_site import checks  # noqa: F401
+        from agents_site import checks  # noqa: F401  (system checks register themselves when imported, once apps are ready)
 
 
 class AgentsAdminConfig(admin_apps.AdminConfig):

@@ -18,12 +18,12 @@ class CodingConfig(AppConfig):
 
     def ready(self) -> None:
         """Record routed coding runs' reports like server runs (`targets.settle`); register the `coding` run policy."""
-        from coding.routing import routed_coding_settled, routed_coding_summarise
-        from targets.settle import register_report_handler
+        from coding.routing import routed_coding_settled, routed_coding_summarise  # ready(): imports models, which load after apps.py
+        from targets.settle import register_report_handler  # ready(): imports models, which load after apps.py
 
         register_report_handler(summarise=routed_coding_summarise, settled=routed_coding_settled)
 
-        from runs.policies import InFlightLimit, RunPolicy, register_run_policy
+        from runs.policies import InFlightLimit, RunPolicy, register_run_policy  # ready(): imports models, which load after apps.py
 
         # A coding run here calls this deployment's gateway (one routed to a machine, `targetId`, does
         # not: its request names the target); at most AGENTS_CODING_MAX_CONCURRENT per org in flight

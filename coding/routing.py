@@ -95,7 +95,7 @@ def routed_coding_summarise(*, run_id: str, result: dict) -> dict | None:
 def routed_coding_settled(*, run: Run) -> None:
     """After a routed coding run is settled: post its summary to its `replyConversationId` (if any) and,
     when the machine pushed, emit `coding.pushed` as a server run does (`coding_pushed_announce`)."""
-    from coding.services import coding_pushed_announce, coding_reply_post
+    from coding.services import coding_pushed_announce, coding_reply_post  # an edge of a known import cycle (tests/test_wiring.py KNOWN_CYCLES)
 
     coding = CodingRun.objects.filter(pk=run.id).first()
     if coding is not None:

@@ -181,7 +181,7 @@ def coding_start(*, principal, prompt: object, repo: object, project: object = N
     timeout = _clean_timeout(timeout_seconds)
     target = ""
     if target_id not in (None, ""):
-        from coding.routing import check_target
+        from coding.routing import check_target  # an edge of a known import cycle (tests/test_wiring.py KNOWN_CYCLES)
 
         target = check_target(target_id)
     else:
@@ -191,7 +191,7 @@ def coding_start(*, principal, prompt: object, repo: object, project: object = N
     if not target and remote_has_branch(the_repo.clone_url, start_ref) is False:
         raise BaseNotFound(f"branch {start_ref!r} does not exist in {the_repo.full_name}", base=start_ref)
     org = stores.current_org()
-    from coding.engine import branch_for
+    from coding.engine import branch_for  # an edge of a known import cycle (tests/test_wiring.py KNOWN_CYCLES)
 
     with runs.coding_run_starting(
         agent=agent, agent_name=agent.name if agent else f"coding-{tool}", input=prompt, actor=principal.actor,
@@ -204,7 +204,7 @@ def coding_start(*, principal, prompt: object, repo: object, project: object = N
             target_id=target, timeout_seconds=timeout, created_at=run.created_at, reply_conversation_id=reply_to,
         )
         if target:  # a routed run is running from its offer on; the machine's report settles it
-            from coding.routing import routed_coding_offer
+            from coding.routing import routed_coding_offer  # an edge of a known import cycle (tests/test_wiring.py KNOWN_CYCLES)
 
             routed_coding_offer(run=runs.coding_run_begin(run_id=run.id), coding=coding, repo=the_repo)
         else:  # the queue hears of it once the run and its record are committed
@@ -229,7 +229,7 @@ def coding_execute(*, run_id: str) -> str:
 
     A run no longer queued (cancelled, taken by another worker) is left alone. Org context required.
     """
-    from coding.engine import CodingLoop
+    from coding.engine import CodingLoop  # an edge of a known import cycle (tests/test_wiring.py KNOWN_CYCLES)
 
     run = runs.coding_run_begin(run_id=run_id)
     if run is None:

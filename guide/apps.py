@@ -12,7 +12,7 @@ class GuideConfig(AppConfig):
     label = "guide"
 
     def ready(self) -> None:
-        from chat.presets import register_preset_handler
-        from guide.system_agent import SYSTEM_PRESET, SystemAgent
+        from chat.presets import register_preset_handler  # ready(): imports models, which load after apps.py
+        from guide.system_agent import SYSTEM_PRESET, SystemAgent  # ready(): imports models, which load after apps.py
 
         register_preset_handler(SYSTEM_PRESET, SystemAgent())

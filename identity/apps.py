@@ -14,11 +14,11 @@ class IdentityConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from agents.hooks import register_agent_delete_handler, register_schedule
+        from agents.hooks import register_agent_delete_handler, register_schedule  # ready(): imports models, which load after apps.py
         from identity import openapi  # noqa: F401  (registers the OpenAPI auth schemes)
-        from identity.delivery import channel
-        from identity.services import identity_cascade_delete
-        from webhooks.engine import register_channel
+        from identity.delivery import channel  # ready(): imports models, which load after apps.py
+        from identity.services import identity_cascade_delete  # ready(): imports models, which load after apps.py
+        from webhooks.engine import register_channel  # ready(): imports models, which load after apps.py
 
         register_channel(channel())
 

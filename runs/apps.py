@@ -1,35 +1,4 @@
-import logging
-
 from django.apps import AppConfig
-
-logger = logging.getLogger(__name__)
-
-
-def _on_worker_spawn(sender, proc_name=None, **kwargs) -> None:
-    """Prepare a django-q2 worker process that just started (in that process).
-
-    It answers the cluster's stop signal gracefully (`runs.shutdown`), and a recovery sweep
-    is queued: a cluster restarted after a crash then finishes the runs its dead workers left
-    `running` within seconds, instead of waiting for the next minute's sweep.
-    """
-    from runs.shutdown import install_worker_handler
-
-    install_worker_handler()
-    _recover_on_spawn(sender, proc_name=proc_name)
-
-
-def _recover_on_spawn(sender, proc_name=None, **kwargs) -> None:
-    """Queue a recovery sweep when a django-q2 worker process starts.
-
-    A cluster restarted after a crash then finishes the runs its dead workers left `running`
-    within seconds, instead of waiting for the next minute's sweep.
-    """
-    from django_q.tasks import async_task
-
-    try:
-        async_task("runs.tasks.recover_runs", task_name=f"recover-on-spawn-{proc_name or ''}", group="agents.recover")
-    except Exception:
-        logger.warning("could not queue the start-up recovery sweep", exc_info=True)
 
 
 class RunsConfig(AppConfig):
@@ -40,17 +9,7 @@ class RunsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from django_q.signals import post_spawn
+        """Connect the worker-start hook and fill the sessions app's registries (`runs/wiring.py`)."""
+        from runs import wiring  # ready(): the wiring's modules import models, loaded after apps.py
 
-        from runs.approvals import approval_guard, approvals_sweep, pending_views, waiting_command
-        from runs.background import task_command
-        from runs.sweeps import register_sweep
-        from sessions.control import register_command_guard, register_command_handler
-        from sessions.hooks import register_pending_approvals
-
-        post_spawn.connect(_on_worker_spawn, dispatch_uid="agents.recover_on_spawn")
-        register_command_handler(task_command)
-        register_command_handler(waiting_command)  # a stop ends a run waiting for approval at once
-        register_command_guard(approval_guard)  # resume while an approval is pending → 409
-        register_sweep("approvalsExpired", approvals_sweep)
-        register_pending_approvals(pending_views)  # GET …/sessions/{id} shows what its run waits on
+        wiring.wire()

@@ -1,7 +1,7 @@
 """Nothing is left running: finish runs whose worker died, re-hand runs the queue never got.
 
 Run by the django-q2 schedule `agents: sweep` every minute and once when a worker process
-starts (`runs.apps`), across every org (`tenancy.stores.existing_org_slugs`). Policy:
+starts (`runs.wiring`), across every org (`tenancy.stores.existing_org_slugs`). Policy:
 
 - A `running` run whose worker is gone — its heartbeat is older than
   `AGENTS_RUN_LEASE_SECONDS`, or its recorded `host:pid` is this host and that process no

@@ -1,7 +1,7 @@
 """The agents' side of a background run: what a worker does with the queued run it took.
 
 The run machinery (`runs.background`) takes the run's lease and calls its kind's
-`RunPolicy.execute_queued`; this is it for `run` and `scheduled` (`agents.apps`): executing means the agent loop.
+`RunPolicy.execute_queued`; this is it for `run` and `scheduled` (`agents.wiring`): executing means the agent loop.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ _QUEUED = frozenset({RunStatus.QUEUED})
 def execute_queued(run: Run) -> None:
     """Execute queued `run` this worker took (its lease held): the agent loop, from `queued` to its end.
 
-    The `RunPolicy.execute_queued` of the `run` and `scheduled` kinds (`agents.apps`), called by
+    The `RunPolicy.execute_queued` of the `run` and `scheduled` kinds (`agents.wiring`), called by
     `runs.background.run_execute_queued`. A run that can no longer start (its agent gone or
     external, no inference, the balance no longer covering it) ends `error` "not started: …"
     (never billed). Org context required.

@@ -22,9 +22,9 @@ def get_backend() -> OrgStoreBackend:
     backend = _instances.get(kind)
     if backend is None:
         if kind == "sqlite":
-            from tenancy.backends.sqlite import SQLiteBackend as cls
+            from tenancy.backends.sqlite import SQLiteBackend as cls  # only the configured kind is loaded
         elif kind == "postgres":
-            from tenancy.backends.postgres import PostgresBackend as cls
+            from tenancy.backends.postgres import PostgresBackend as cls  # only the configured kind is loaded
         else:
             raise RuntimeError(f"AGENTS_ORG_DATABASE must be sqlite or postgres, not {kind!r}")
         backend = _instances.setdefault(kind, cls())

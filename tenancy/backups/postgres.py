@@ -37,7 +37,7 @@ _STAMP = "%Y%m%dT%H%M%S%fZ"
 
 
 def _restore_error(message: str):
-    from tenancy.backups.restore import RestoreError
+    from tenancy.backups.restore import RestoreError  # an edge of a known import cycle (tests/test_wiring.py KNOWN_CYCLES)
 
     return RestoreError(message)
 
@@ -104,8 +104,8 @@ def _active_elsewhere(server: dict, name: str) -> int:
 
 def restore(slug: str, moment: dt.datetime | None, record, *, wait: float, say):
     """Restore org `slug`'s database from its newest dump at or before `moment`; return `record` done."""
-    from tenancy import registry, stores
-    from tenancy.backups.restore import _clock, _previous_floor, floor_above
+    from tenancy import registry, stores  # an edge of a known import cycle (tests/test_wiring.py KNOWN_CYCLES)
+    from tenancy.backups.restore import _clock, _previous_floor, floor_above  # an edge of a known import cycle (tests/test_wiring.py KNOWN_CYCLES)
 
     available = dumps(slug)
     if not available:
@@ -153,7 +153,7 @@ def restore(slug: str, moment: dt.datetime | None, record, *, wait: float, say):
 
 def status(slug: str):
     """Return org `slug`'s backup status in PostgreSQL mode: its newest dump."""
-    from tenancy.backups.status import OrgBackupStatus
+    from tenancy.backups.status import OrgBackupStatus  # an edge of a known import cycle (tests/test_wiring.py KNOWN_CYCLES)
 
     try:
         available = dumps(slug)

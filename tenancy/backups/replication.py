@@ -57,7 +57,7 @@ def current_generation(slug: str, *, create: bool = True):
     found = ReplicaGeneration.objects.using("default").filter(slug=slug, ended_at__isnull=True).first()
     if found is not None or not create:
         return found
-    from tenancy.backups.restore import _new_generation
+    from tenancy.backups.restore import _new_generation  # an edge of a known import cycle (tests/test_wiring.py KNOWN_CYCLES)
 
     return _new_generation(slug, end_current=None)
 

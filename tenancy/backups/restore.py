@@ -288,7 +288,7 @@ def _restore_sqlite(slug: str, moment: dt.datetime | None, record, *, wait: floa
             finally:
                 os.close(fd)
             with contextlib.suppress(Exception):
-                from tenancy import stores
+                from tenancy import stores  # an edge of a known import cycle (tests/test_wiring.py KNOWN_CYCLES)
 
                 stores.close_store(slug)  # this process's alias, if any, is registered afresh
             lap("file swapped")
@@ -323,7 +323,7 @@ def restore_org(slug: str, moment: dt.datetime | None = None, *, wait: float = D
     record = OrgRestore.objects.using("default").create(slug=slug, moment=moment, status=RestoreStatus.RUNNING)
     try:
         if get_backend().kind == "postgres":
-            from tenancy.backups import postgres
+            from tenancy.backups import postgres  # an edge of a known import cycle (tests/test_wiring.py KNOWN_CYCLES)
 
             return postgres.restore(slug, moment, record, wait=wait, say=say)
         if not getattr(settings, "AGENTS_BACKUP_URL", ""):

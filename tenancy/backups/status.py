@@ -53,12 +53,12 @@ def _replica_max_txid(files: list[litestream.LtxFile]) -> int:
 def org_status(slug: str, *, daemon: tuple[dict, dict] | None = None) -> OrgBackupStatus:
     """Return org `slug`'s backup status (reads the replica and asks the running daemon)."""
     if getattr(settings, "AGENTS_ORG_DATABASE", "sqlite") == "postgres":
-        from tenancy.backups import postgres
+        from tenancy.backups import postgres  # an edge of a known import cycle (tests/test_wiring.py KNOWN_CYCLES)
 
         return postgres.status(slug)
     if not getattr(settings, "AGENTS_BACKUP_URL", ""):
         return OrgBackupStatus(slug, BackupState.OFF, detail="AGENTS_BACKUP_URL is not set")
-    from tenancy.backups.replication import current_generation
+    from tenancy.backups.replication import current_generation  # an edge of a known import cycle (tests/test_wiring.py KNOWN_CYCLES)
 
     if fence.restoring(slug):
         return OrgBackupStatus(slug, BackupState.RESTORING, detail="restore_org is replacing its store")

@@ -8,6 +8,8 @@ run recomputed; an unchanged one is left alone (its next run is kept).
 from django.core.management.base import BaseCommand
 from django.db import DEFAULT_DB_ALIAS, transaction
 
+from agents.hooks import extra_schedules
+
 #: name → (function, cron). Both tick every minute; their work is idempotent. Higher apps add
 #: theirs with `agents.hooks.register_schedule` (identity: webhook retries, health probes).
 SCHEDULES = {
@@ -22,8 +24,6 @@ def ensure_schedules() -> dict[str, str]:
 
     result: dict[str, str] = {}
     with transaction.atomic(using=DEFAULT_DB_ALIAS):  # django-q2's schedules live in default
-        from agents.hooks import extra_schedules
-
         for name, (func, cron) in {**SCHEDULES, **extra_schedules()}.items():
             rows = list(Schedule.objects.select_for_update().filter(name=name).order_by("id"))
             for extra in rows[1:]:  # a duplicate from an older, non-idempotent setup

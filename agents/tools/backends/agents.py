@@ -23,7 +23,7 @@ PARAMETERS = {
 
 def _invoker(agent_name: str):
     def invoke(arguments: dict, context: ToolContext) -> str:
-        from agents.execution import run_execute
+        from agents.execution import run_execute  # an edge of a known import cycle (tests/test_wiring.py KNOWN_CYCLES)
 
         agent = Agent.objects.filter(name=agent_name).first()
         if agent is None:

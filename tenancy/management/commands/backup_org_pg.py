@@ -3,6 +3,7 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from tenancy.backups import postgres
 from tenancy.backups.restore import RestoreError, _check_org
 
 
@@ -13,8 +14,6 @@ class Command(BaseCommand):
         parser.add_argument("slug")
 
     def handle(self, *args, slug, **options):
-        from tenancy.backups import postgres
-
         if settings.AGENTS_ORG_DATABASE != "postgres":
             raise CommandError("backup_org_pg is for AGENTS_ORG_DATABASE=postgres; SQLite org files are replicated by `replicate`")
         if not settings.AGENTS_BACKUP_URL:
