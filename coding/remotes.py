@@ -78,30 +78,31 @@ def repo_policy() -> outbound.Policy:
     return outbound.Policy(allow_hosts=tuple(settings.AGENTS_REPO_ALLOW_HOSTS or ()))
 
 
-def _check_host(host: str, *, port: int, resolve: bool) -> str:
+def _check_host(host: str, *, port: int, resolve: bool, strict_dns: bool = True) -> str:
     """Raise `InvalidRequest` when `host` is inward (unless allowed); return the checked address when `resolve`.
 
-    `resolve` looks a name up once and checks every answer; the first one is returned ("" when
-    not resolving).
+    The rule is `toolkit.outbound`'s, as for webhooks: the written host is judged first
+    (`outbound.check_host`: `localhost.`, `2130706433`, `0xa9fea9fe`, `[2002:7f00:1::1]` are
+    refused), then `resolve` looks a name up once and checks every answer; the first one is
+    returned ("" when not resolving, or when the name does not resolve and not `strict_dns`).
     """
-    bare = host.strip("[]").lower()
-    if not bare or not _HOST.fullmatch(host):
+    if not host.strip("[]") or not _HOST.fullmatch(host):
         raise InvalidRequest("cloneUrl: the host is not a valid host name")
     policy = repo_policy()
-    refused = InvalidRequest(f"cloneUrl: host {bare} is private, loopback or link-local; the operator must list it in AGENTS_REPO_ALLOW_HOSTS")
-    if not policy.admits(bare):
-        if bare == "localhost" or bare.endswith(".localhost"):
-            raise refused
-        if outbound.refused_reason(bare) not in ("", "not an IP address"):
-            raise refused
+    try:
+        bare = outbound.check_host(host, policy=policy)
+    except outbound.Refused as exc:
+        raise InvalidRequest(f"cloneUrl: {exc}; the operator must list the host in AGENTS_REPO_ALLOW_HOSTS") from exc
     if not resolve:
         return ""
     try:
         return policy.address(bare, port)
     except outbound.Unresolved as exc:
+        if not strict_dns:
+            return ""
         raise InvalidRequest(f"cloneUrl: host {bare} does not resolve") from exc
     except outbound.Refused as exc:
-        raise refused from exc
+        raise InvalidRequest(f"cloneUrl: {exc}; the operator must list the host in AGENTS_REPO_ALLOW_HOSTS") from exc
 
 
 def _file_roots() -> list[Path]:
@@ -118,8 +119,11 @@ def _check_file(path: str) -> str:
     raise InvalidRequest("cloneUrl: file URLs must point under a directory the operator allows (AGENTS_REPO_FILE_ROOTS)")
 
 
-def parse_clone_url(url: object, *, resolve: bool = False) -> Remote:
+def parse_clone_url(url: object, *, resolve: bool = False, strict_dns: bool = True) -> Remote:
     """Return the checked `Remote` for `url`; raise `InvalidRequest` (400) naming what is wrong.
+
+    `resolve`: also look the host up once and check every answer (`strict_dns`: a name that does
+    not resolve is refused; at create it is accepted, as for a webhook URL).
 
     Example: `"https://github.com/acme/shop.git"` → `Remote(url, "https", "github.com")`;
     `"file:///etc"` with no allowed root → 400; `"https://u:p@host/x"` → 400.
@@ -133,7 +137,7 @@ def parse_clone_url(url: object, *, resolve: bool = False) -> Remote:
         raise InvalidRequest("cloneUrl: whitespace, control characters, backslashes and a leading '-' are not allowed")
     scp = _SCP_LIKE.match(url) if "://" not in url else None
     if scp:
-        address = _check_host(scp.group("host"), port=22, resolve=resolve)
+        address = _check_host(scp.group("host"), port=22, resolve=resolve, strict_dns=strict_dns)
         return Remote(url=url, scheme=RepoScheme.SSH, host=scp.group("host").lower(), port=22, address=address)
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
@@ -154,8 +158,18 @@ def parse_clone_url(url: object, *, resolve: bool = False) -> Remote:
         raise InvalidRequest("cloneUrl: the port is not valid") from exc
     if not parts.path or parts.path == "/":
         raise InvalidRequest("cloneUrl: the URL names no repository path")
-    address = _check_host(f"[{host}]" if ":" in host else host, port=port, resolve=resolve)
+    address = _check_host(f"[{host}]" if ":" in host else host, port=port, resolve=resolve, strict_dns=strict_dns)
     return Remote(url=url, scheme=scheme, host=host.lower(), port=port, address=address)
+
+
+def check_at_create(url: object) -> Remote:
+    """Check `url` when a repository is registered or changed: the written host and, resolving once,
+    every address its name has now (a name that does not resolve yet is accepted, as for webhooks).
+
+    Raises `InvalidRequest` (400) naming the reason. The `Remote` is checked again, resolving
+    strictly, before every clone, fetch and push (`check_reachable`).
+    """
+    return parse_clone_url(url, resolve=True, strict_dns=False)
 
 
 def check_reachable(url: str) -> Remote:

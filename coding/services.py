@@ -22,7 +22,7 @@ from coding import runs
 from coding.errors import BaseNotFound, RepoExists
 from coding.git import remote_has_branch, valid_branch
 from coding.models import CodingRun, Repo
-from coding.remotes import check_credential_name, parse_clone_url
+from coding.remotes import check_at_create, check_credential_name
 from coding.selectors import NAME_RE, coding_run_by_session, repo_get_by_full_name
 from tenancy import stores
 from webhooks import events as webhook_events
@@ -67,7 +67,7 @@ def repo_create(*, principal, owner: object, name: object, clone_url: object, de
     """
     _require_admin(principal)
     owner, name = _clean_name(owner, "owner"), _clean_name(name, "name")
-    url = parse_clone_url(clone_url).url
+    url = check_at_create(clone_url).url
     branch = _clean_branch(default_branch, "defaultBranch") if default_branch not in (None, "") else "main"
     credential = check_credential_name(credential, org=principal.org_slug)
     now = timezone.now()
@@ -85,7 +85,7 @@ def repo_update(*, principal, repo: Repo, clone_url=UNSET, default_branch=UNSET,
     """Change a repository's clone URL, default branch or credential name; return it (admins only)."""
     _require_admin(principal)
     if clone_url is not UNSET:
-        repo.clone_url = parse_clone_url(clone_url).url
+        repo.clone_url = check_at_create(clone_url).url
     if default_branch is not UNSET:
         repo.default_branch = _clean_branch(default_branch, "defaultBranch")
     if credential is not UNSET:

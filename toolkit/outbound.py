@@ -44,13 +44,15 @@ itself). An entry admits exactly the host it names, whatever that host resolves 
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 import ssl
 import threading
 import time
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
+from urllib.parse import unquote_to_bytes, urlsplit
 
 import anyio
 import httpcore2
@@ -100,8 +102,47 @@ def system_resolver(host: str, port: int) -> list[str]:
     return addresses
 
 
+# Characters IDNA (UTS #46) maps to a label separator: a host written with them is the dotted host.
+_UNICODE_DOTS = str.maketrans({"\u3002": ".", "\uff0e": ".", "\uff61": "."})
+
+
 def _bare(host: str) -> str:
-    return (host or "").strip().strip("[]").lower().rstrip(".")
+    """Return `host` as compared and looked up: trimmed, unbracketed, NFKC, lower case, Unicode dots as
+    `.`, no trailing dot (`"LOCALHOST."` → `"localhost"`, `"127\u30020\u30020\u30021"` → `"127.0.0.1"`)."""
+    text = unicodedata.normalize("NFKC", (host or "").strip().strip("[]")).translate(_UNICODE_DOTS)
+    return text.lower().rstrip(".")
+
+
+_LEGACY_IPV4 = re.compile(r"^(0x[0-9a-f]*|[0-9]+)(\.(0x[0-9a-f]*|[0-9]+)){0,3}$")
+
+
+def _legacy_ipv4(text: str) -> ipaddress.IPv4Address | None:
+    """Return the IPv4 address C's `inet_aton` (and so curl, git and browsers) reads in `text`, else None.
+
+    The forms a dotted quad is not: one number (`2130706433`), hex (`0x7f000001`, `0xa9.0xfe.…`),
+    octal parts (`0177.0.0.1`), fewer parts (`127.1`, `10.1.2`). The last part fills the bytes left.
+    """
+    if not _LEGACY_IPV4.match(text):
+        return None
+    values = []
+    for part in text.split("."):
+        try:
+            if part.startswith("0x"):
+                values.append(int(part[2:] or "0", 16))
+            elif len(part) > 1 and part.startswith("0"):
+                values.append(int(part, 8))
+            else:
+                values.append(int(part, 10))
+        except ValueError:
+            return None
+    *head, last = values
+    if any(v > 255 for v in head) or last >= 256 ** (4 - len(head)):
+        return None
+    number = 0
+    for v in head:
+        number = number * 256 + v
+    number = number * 256 ** (4 - len(head)) + last
+    return ipaddress.IPv4Address(number)
 
 
 def host_matches(entries: Iterable[str], host: str) -> bool:
@@ -127,24 +168,43 @@ def host_matches(entries: Iterable[str], host: str) -> bool:
 
 
 def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """Return the IP address `text` denotes (dotted quad, IPv6, or an `inet_aton` form), else None."""
+    bare = _bare(text).split("%")[0]
     try:
-        return ipaddress.ip_address(_bare(text).split("%")[0])
+        return ipaddress.ip_address(bare)
     except ValueError:
-        return None
+        return _legacy_ipv4(bare)
 
 
-def refused_reason(address: str) -> str:
-    """Return why the platform does not connect to IP `address` ("" when it is a public address).
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")  # RFC 6052 well-known prefix: the last 32 bits are the IPv4
+_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")  # deprecated `::a.b.c.d` (:: and ::1 excepted)
+_IPV4_TRANSLATED = ipaddress.ip_network("::ffff:0:0:0/96")  # SIIT `::ffff:0:a.b.c.d`
 
-    Example: `"127.0.0.1"` → `"loopback"`, `"100.64.1.1"` → `"carrier-grade NAT"`,
-    `"169.254.169.254"` → `"cloud metadata"`, `"8.8.8.8"` → `""`. IPv4-mapped IPv6 addresses
-    are judged as the IPv4 address they carry.
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> tuple[ipaddress.IPv4Address, str] | None:
+    """Return `(IPv4 address, form)` an IPv6 address carries and delivers to, or None.
+
+    Forms: IPv4-mapped (`::ffff:a.b.c.d`), IPv4-translated (`::ffff:0:a.b.c.d`), IPv4-compatible
+    (`::a.b.c.d`), 6to4 (`2002:AABB:CCDD::/48`), NAT64 (`64:ff9b::/96`) and Teredo (`2001::/32`,
+    the client address, de-obfuscated). Example: `2002:7f00:1::1` → `(127.0.0.1, "6to4")`.
     """
-    ip = _ip(address)
-    if ip is None:
-        return "not an IP address"
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped, "IPv4-mapped"
+    low32 = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    if ip in _IPV4_TRANSLATED:
+        return low32, "IPv4-translated"
+    if ip in _IPV4_COMPATIBLE and int(ip) > 1:
+        return low32, "IPv4-compatible"
+    if ip.sixtofour is not None:
+        return ip.sixtofour, "6to4"
+    if ip in _NAT64:
+        return low32, "NAT64"
+    if ip.teredo is not None:
+        return ip.teredo[1], "Teredo"
+    return None
+
+
+def _ipv4_reason(ip: ipaddress.IPv4Address) -> str:
     if ip in _METADATA:
         return "cloud metadata"
     if ip.is_loopback:
@@ -153,7 +213,7 @@ def refused_reason(address: str) -> str:
         return "unspecified"
     if ip.is_link_local:
         return "link-local"
-    if isinstance(ip, ipaddress.IPv4Address) and ip in _CGNAT:
+    if ip in _CGNAT:
         return "carrier-grade NAT"
     if ip.is_multicast:
         return "multicast"
@@ -162,6 +222,119 @@ def refused_reason(address: str) -> str:
     if ip.is_reserved or not ip.is_global:
         return "reserved"
     return ""
+
+
+def refused_reason(address: str) -> str:
+    """Return why the platform does not connect to IP `address` ("" when it is a public address).
+
+    Example: `"127.0.0.1"` → `"loopback"`, `"100.64.1.1"` → `"carrier-grade NAT"`,
+    `"169.254.169.254"` → `"cloud metadata"`, `"8.8.8.8"` → `""`. An IPv6 address carrying an
+    IPv4 address (`embedded_ipv4`) is refused when that IPv4 address is, with the form named:
+    `"2002:7f00:1::1"` → `"loopback (6to4)"`; it is then judged as itself as well
+    (`"64:ff9b::808:808"` → `"reserved"`). `inet_aton` forms count as the address they denote
+    (`"2130706433"` → `"loopback"`).
+    """
+    ip = _ip(address)
+    if ip is None:
+        return "not an IP address"
+    if isinstance(ip, ipaddress.IPv4Address):
+        return _ipv4_reason(ip)
+    embedded = embedded_ipv4(ip)
+    if embedded is not None:
+        carried, form = embedded
+        reason = _ipv4_reason(carried)
+        if reason:
+            return reason if form == "IPv4-mapped" else f"{reason} ({form})"
+    if ip in _METADATA:
+        return "cloud metadata"
+    if ip.is_loopback:
+        return "loopback"
+    if ip.is_unspecified:
+        return "unspecified"
+    if ip.is_link_local:
+        return "link-local"
+    if ip.is_multicast:
+        return "multicast"
+    if ip.is_private:
+        return "private"
+    if ip.is_reserved or not ip.is_global:
+        return "reserved"
+    return ""
+
+
+def check_host(host: str, *, policy: "Policy | None" = None) -> str:
+    """Return `host` normalised (`_bare`) when its written form may be reached; else raise `Refused`.
+
+    Does not resolve. Refused: an empty host, `localhost` and `*.localhost` (any case, trailing
+    dot, Unicode dots), and a literal address (any form `_ip` reads) that `refused_reason` refuses
+    — unless `policy` admits the host. Example: `"0xa9fea9fe"` → `Refused("0xa9fea9fe is a cloud
+    metadata address")`; `"Example.COM."` → `"example.com"`.
+    """
+    name = _bare(host)
+    if not name:
+        raise Refused("the URL names no host")
+    if policy is not None and policy.admits(name):
+        return name
+    if name == "localhost" or name.endswith(".localhost"):
+        raise Refused(f"{name} is a loopback name")
+    if _ip(name) is not None and (reason := refused_reason(name)):
+        raise Refused(f"{name} is a {reason} address")
+    return name
+
+
+# --- paths under a prefix ----------------------------------------------------------------------
+
+MAX_DECODE_ROUNDS = 3
+
+
+def normalised_path(raw: str) -> str:
+    """Return URL path `raw` as a server may finally read it, or raise `Refused` naming what is wrong.
+
+    Percent-decoding is repeated to a fixed point (at most `MAX_DECODE_ROUNDS` rounds: `%252e`
+    → `%2e` → `.`); the bytes must be valid, shortest-form UTF-8 (`%C0%AE`, an overlong `.`, is
+    refused); the text is NFKC-normalised (full-width `．` and `／` become `.` and `/`); each
+    segment's `;` parameters are dropped (`..;x` is `..`). Refused after that: a `.` or `..`
+    segment, an empty segment inside the path (`/a//b`, a `//host` authority), a backslash, a
+    control character, an encoded `/` or a backslash. Example: `"/hooks/%2e%2e;/evil"` → refused ("a dot
+    segment"); `"/hooks/run-7/"` → `"/hooks/run-7/"`.
+    """
+    text = raw or "/"
+    lowered = text.lower()
+    if "%2f" in lowered or "%5c" in lowered or "\\" in text:
+        raise Refused("an encoded slash or a backslash in the path")
+    for _ in range(MAX_DECODE_ROUNDS + 1):
+        try:
+            decoded = unquote_to_bytes(text).decode("utf-8")
+        except UnicodeDecodeError:
+            raise Refused("the path is not valid UTF-8 (an overlong or broken percent-encoding)") from None
+        if decoded == text:
+            break
+        text = decoded
+        if "\\" in text or "%2f" in text.lower() or "%5c" in text.lower():
+            raise Refused("an encoded slash or a backslash in the path")
+    else:
+        raise Refused("the path is percent-encoded too many times")
+    text = unicodedata.normalize("NFKC", text).translate(_UNICODE_DOTS)
+    if "\\" in text or any(unicodedata.category(c) == "Cc" for c in text):
+        raise Refused("a backslash or a control character in the path")
+    if not text.startswith("/"):
+        text = "/" + text
+    segments = [segment.split(";", 1)[0] for segment in text.split("/")]
+    if any(segment in (".", "..") for segment in segments):
+        raise Refused("a dot segment in the path")
+    if any(segment == "" for segment in segments[1:-1]):
+        raise Refused("an empty segment in the path (//)")
+    return "/".join(segments)
+
+
+def path_under(path: str, prefix: str) -> bool:
+    """Return True when normalised `path` is `prefix` or below it at a segment boundary.
+
+    Both are `normalised_path` results. Example: prefix `/hooks` admits `/hooks` and `/hooks/run-7`,
+    never `/hooks-evil`; prefix `/` admits every path.
+    """
+    base = prefix.rstrip("/")
+    return not base or path == base or path.startswith(base + "/")
 
 
 @dataclass(frozen=True)
@@ -203,11 +376,7 @@ class Policy:
         admitted = self.admits(host)
         if self.https_only and scheme != "https" and not admitted:
             raise Refused("the URL must use https")
-        if not admitted:
-            if host == "localhost" or host.endswith(".localhost"):
-                raise Refused(f"{host} is a loopback name")
-            if _ip(host) is not None and (reason := refused_reason(host)):
-                raise Refused(f"{host} is a {reason} address")
+        host = check_host(host, policy=self)
         return scheme, host, port or (443 if scheme == "https" else 80)
 
     def address(self, host: str, port: int) -> str:
@@ -216,20 +385,17 @@ class Policy:
         An admitted host may resolve anywhere. Raises `Refused` when the name does not resolve
         or any answer is not a public address.
         """
-        name = _bare(host)
+        name = check_host(host, policy=self)
         if _ip(name) is not None:
             addresses = [str(_ip(name))]
         else:
-            if name == "localhost" or name.endswith(".localhost"):
-                if not self.admits(name):
-                    raise Refused(f"{name} is a loopback name")
             addresses = list((self.resolver or system_resolver)(name, port))
         if not addresses:
             raise Unresolved(f"the host {name} does not resolve")
         if not self.admits(name):
             for address in addresses:
                 reason = refused_reason(address)
-                if reason and address == name:
+                if reason and _ip(address) == _ip(name):
                     raise Refused(f"{name} is a {reason} address")
                 if reason:
                     raise Refused(f"{name} resolves to {address}, a {reason} address")

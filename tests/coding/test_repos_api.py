@@ -82,6 +82,14 @@ def test_file_url_escaping_the_root_through_dotdot_is_400(org_a, remote, tmp_pat
     "-uhttps://github.com/x",
     "https://user:pass@github.com/acme/shop.git",
     "git://github.com/acme/shop.git",
+    # issue 50: the written forms the outbound rule reads as inward addresses
+    "https://2130706433/acme/shop.git",
+    "https://0xa9fea9fe/latest",
+    "https://localhost./acme/shop.git",
+    "https://0177.0.0.1/acme/shop.git",
+    "https://[2002:7f00:1::1]/acme/shop.git",
+    "https://[64:ff9b::a9fe:a9fe]/latest",
+    "git@2130706433:acme/shop.git",
 ])
 def test_refused_clone_urls(org_a, url):
     response = org_a.client.post("/v1/agents/repos", {"repo": "acme/x", "cloneUrl": url}, content_type="application/json")
@@ -90,6 +98,17 @@ def test_refused_clone_urls(org_a, url):
     else:
         assert response.status_code == 400, url
         assert response.json()["code"] == "invalid_request"
+    assert _stored(org_a) == []
+
+
+def test_a_clone_url_whose_name_resolves_inward_is_refused_at_create(org_a, monkeypatch):
+    from toolkit import outbound
+
+    monkeypatch.setattr(outbound, "system_resolver", lambda host, port: ["2002:a9fe:a9fe::1"])
+    response = org_a.client.post("/v1/agents/repos", {"repo": "acme/x", "cloneUrl": "https://inward.example/acme/x.git"},
+                                 content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["error"].startswith("cloneUrl: inward.example resolves to 2002:a9fe:a9fe::1, a cloud metadata (6to4) address")
     assert _stored(org_a) == []
 
 

@@ -143,6 +143,11 @@ def test_a_runs_own_callback_gets_run_finished_signed_with_its_endpoints_secret(
     "http://127.0.0.1:{port}/hook/%2E%2E%2Fadmin",
     "http://127.0.0.1:{port}/hook%2f..%2fadmin",
     "http://127.0.0.1:{port}/hook\\..\\admin",
+    "http://127.0.0.1:{port}/hook/..;/..;/admin",  # issue 50: `;` path parameters
+    "http://127.0.0.1:{port}/hook/%252e%252e/admin",  # double-encoded
+    "http://127.0.0.1:{port}/hook/%C0%AE%C0%AE/admin",  # overlong UTF-8
+    "http://127.0.0.1:{port}/hook/\uff0e\uff0e/admin",  # full-width dots
+    "http://127.0.0.1:{port}/hook//evil.com",  # an empty segment, `//host`
     "https://127.0.0.1:{port}/hook",  # another scheme
     "http://127.0.0.1:1/hook",  # another port
     "http://localhost:{port}/hook",  # another host
