@@ -16,6 +16,7 @@ from ninja import Field, Query, Router, Schema
 
 from runs import approvals
 from agents.schemas import ApprovalOut
+from agents_site import permissions
 from agents_site.schemas import BodySchema, ErrorOut, choice, required_in_docs
 from agents_site.vocabulary import ControlCommand
 from sessions.schemas import EventOut, SecretErrorOut
@@ -93,5 +94,7 @@ def deny(request, id: str, payload: DenyIn):
 
 @router.get("/approvals", response=ApprovalListOut, summary="The org's approval requests", exclude_none=True)
 def list_approvals(request, session: str | None = Query(None, max_length=128, description="Only the requests of this session.")):
-    """Return the org's approval requests: pending first (oldest first), then the newest answered; at most 100."""
-    return {"approvals": approvals.approval_views(approvals.approvals_list(session_id=session))}
+    """Return the org's approval requests: pending first (oldest first), then the newest answered; at most 100.
+    A member sees those of the runs they started; an admin every run's."""
+    rows = approvals.approvals_list(session_id=session, actor=permissions.own_actor(request.auth))
+    return {"approvals": approvals.approval_views(rows)}

@@ -23,6 +23,7 @@ from runs.approvals import approval_view, run_approval_history, run_approvals
 from runs.routed import routed_start
 from runs.streaming import answer_later, run_headers, run_stream
 from agents.schemas import ActivityOut, BillingOut, MetricsOut, RunAcceptedOut, RunIn, RunListOut, RunOut
+from agents_site import permissions
 from agents_site.errors import InvalidRequest
 from agents_site.schemas import ErrorOut, sse_frame, stream_schema, word_param
 from agents_site.vocabulary import ErrorCode, MetricsRange, ReplyFrame, RunKind, RunStatus
@@ -125,9 +126,9 @@ def _wants_async(request, payload: RunIn) -> bool:
 
 @router.get("/activity", response=ActivityOut, summary="Recent activity of the org", exclude_none=True)
 def activity(request):
-    """Return the org's activity feed, newest first, at most 50 rows: runs invoked or failed,
-    agents created or updated."""
-    return {"activity": dashboards.activity_feed()}
+    """Return the org's activity feed, newest first, at most 50 rows: runs invoked or failed (a
+    member's own runs only; an admin's every run), agents created or updated."""
+    return {"activity": dashboards.activity_feed(actor=permissions.own_actor(request.auth))}
 
 
 @router.get("/metrics", response=MetricsOut, summary="Invocations over time")
@@ -135,8 +136,9 @@ def metrics(
     request,
     range: word_param(MetricsRange) = Query(None, description="The window: 24 hourly buckets, or 7 or 30 daily buckets (default `30d`)."),
 ):
-    """Return one series of finished-run counts per agent that ran in the window."""
-    return dashboards.invocation_metrics(window=range)
+    """Return one series of finished-run counts per agent that ran in the window (a member counts
+    their own runs; an admin every run of the org)."""
+    return dashboards.invocation_metrics(window=range, actor=permissions.own_actor(request.auth))
 
 
 @router.get("/billing", response={200: BillingOut, 503: ErrorOut}, summary="Balance and ledger", exclude_none=True)
@@ -146,7 +148,8 @@ def billing(
     cursor: str = cursor_param(),
 ):
     """Return the caller org's balance, the run fee and one page of its ledger, newest first, in
-    cents; `nextCursor` reads the next page. 503 `balance_unavailable` when the ledger cannot answer."""
+    cents; `nextCursor` reads the next page (org admins only: 403 for a member). 503
+    `balance_unavailable` when the ledger cannot answer."""
     principal = require_org(request.auth)
     return billing_summary(org_slug=principal.org_slug, limit=limit, cursor=cursor)
 

@@ -29,8 +29,9 @@ _RANGES = {
 }
 
 
-def activity_feed() -> list[dict]:
-    """Return the org's recent activity, newest first, at most 50 rows.
+def activity_feed(*, actor: str | None = None) -> list[dict]:
+    """Return the org's recent activity, newest first, at most 50 rows (`actor`: only the runs that
+    actor started — a member's own, `agents_site.permissions.own_actor`; agents' rows stay).
 
     Rows: each of the newest 200 finished runs as `invoked` ("Invoked <model>") or `failed`
     (its error, trimmed, cut to 200 bytes, or "Run failed"; a run a user stopped is still
@@ -39,7 +40,7 @@ def activity_feed() -> list[dict]:
     agent, message, finishReason?, at}` (`at` RFC 3339). Two queries.
     """
     rows: list[dict] = []
-    for run in runs_finished(limit=ACTIVITY_RUNS).items:
+    for run in runs_finished(limit=ACTIVITY_RUNS, actor=actor).items:
         if run.status == RunStatus.OK:
             kind, message = ActivityKind.INVOKED, f"Invoked {run.model}"
         else:
@@ -75,9 +76,9 @@ def metrics_range(value: str | None) -> MetricsRange:
     return MetricsRange(value)
 
 
-def invocation_metrics(*, window: str | None = None, now: datetime | None = None) -> dict:
+def invocation_metrics(*, window: str | None = None, now: datetime | None = None, actor: str | None = None) -> dict:
     """Return the invocations histogram of `window` (`24h`, `7d`, `30d`): `{range, series: [{key,
-    points: [{t, v}]}], resource}`.
+    points: [{t, v}]}], resource}`; `actor` counts only the runs that actor started (a member's own).
 
     The window is `buckets × step` back from now (24 × 1 h, 7 × 1 d or 30 × 1 d), not aligned to
     the clock. One series per agent name that finished a run in the window, sorted by name,
@@ -91,6 +92,8 @@ def invocation_metrics(*, window: str | None = None, now: datetime | None = None
     start = now - buckets * step
     counts: dict[str, list[int]] = {}
     finished = Run.objects.filter(status__in=RunStatus.FINISHED, finished_at__gte=start).order_by("-finished_at")
+    if actor is not None:
+        finished = finished.filter(actor=actor)
     for name, finished_at in finished.values_list("agent_name", "finished_at")[:METRICS_MAX_RUNS]:
         index = min(max(int((finished_at - start) / step), 0), buckets - 1)
         counts.setdefault(name, [0] * buckets)[index] += 1

@@ -143,6 +143,7 @@ MIDDLEWARE = [
     _stock("MessageMiddleware"),
     _stock("XFrameOptionsMiddleware"),
     "tenancy.middleware.PrincipalMiddleware",
+    "server.middleware.PermissionBoundary",  # the permission table's refusals, before any view
 ]
 
 ROOT_URLCONF = "server.urls"

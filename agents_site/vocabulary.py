@@ -554,6 +554,28 @@ class PrincipalVia(models.TextChoices):
     SESSION = "session", "session login"
 
 
+class Role(StrEnum):
+    """Who calls a route, as the permission table (`agents_site.permissions`) tells principals apart."""
+
+    ANONYMOUS = "anonymous"  # no credential at all
+    MEMBER = "member"  # a plain member of the org (console login, API key of scope all, gateway JWT)
+    ADMIN = "admin"  # an admin of the org
+    OTHER_ORG = "other org"  # a member or admin of another org (its objects are not this org's)
+    SCOPED_KEY = "scoped key"  # an API key of a limited scope (`ApiKeyScope.OPENAI`)
+    AGENT_TOKEN = "agent token"  # an identity agent's `agt_…` token
+    MACHINE_KEY = "machine key"  # a target's claim key (`X-Target-Key`) and nothing else
+
+
+class Access(StrEnum):
+    """What the permission table answers a role on a route."""
+
+    ALLOW = "allow"  # served
+    OWN = "own"  # served for what the principal started or owns; anything else is refused as the row says
+    FORBIDDEN = "403"  # refused: 403 `forbidden` (it may know the route exists, not use it)
+    NOT_FOUND = "404"  # refused: 404 `not_found`, exactly like an unknown id
+    LOGIN = "login"  # a page: redirected to the sign-in page
+
+
 class ApiKeyScope(models.TextChoices):
     """Which API paths an API key may call (`tenancy.ApiKey.scope`)."""
 

@@ -84,6 +84,9 @@ class IdentityView(APIView):
         return request.auth.subject
 
 
+OWN_AGENT_ONLY = "an agent token acts only for its own agent"
+
+
 class AgentTokenView(IdentityView):
     """Base of the agent-token routes."""
 
@@ -91,13 +94,17 @@ class AgentTokenView(IdentityView):
 
     @staticmethod
     def own_agent(request, ref: str):
-        """Return the calling agent's profile if `ref` names it; 403 for any other agent."""
+        """Return the calling agent's profile if `ref` names it; else one 403 (`OWN_AGENT_ONLY`).
+
+        Another agent of the org, another org's agent and an id nobody has get the same status
+        and sentence, so the answer never confirms that an id exists (issue 50 item 2).
+        """
         try:
             profile = selectors.identity_get(ref=ref)
         except NotFound:
             profile = None
         if profile is None or profile.agent_id != request.auth.agent_id:
-            raise Forbidden("the agent token belongs to another agent")
+            raise Forbidden(OWN_AGENT_ONLY)
         return profile
 
 

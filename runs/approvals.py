@@ -31,6 +31,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from agents_site import permissions
 from runs import hooks
 from runs.models import Approval, Run
 from runs.run_session import RunSession
@@ -140,17 +141,18 @@ def answer_rule(principal) -> dict:
     """Return whose runs `principal` may answer the approval requests of: `{"all": bool, "actor": str}`.
 
     `all` True: every run of the org (an org admin); else only the runs whose `actor` is
-    `actor` (the runs this user started). The one rule behind `answer_allowed` (the approve/deny
-    routes) and the console's inline Approve/Deny buttons (`console.context`), so a page never
-    offers an answer the API would refuse. Key scope and allowed agents are checked apart
-    (`_check_answerer`): the console's session login has neither.
+    `actor` (the runs this user started). The permission table's rule for runs
+    (`agents_site.permissions.owner_rule`): behind `answer_allowed` (the approve/deny routes),
+    the stop route and the console's inline Stop/Approve/Deny buttons (`console.context`), so a
+    page never offers an action the API would refuse. Key scope and allowed agents are checked
+    apart (`_check_answerer`): the console's session login has neither.
     """
-    return {"all": bool(principal.is_org_admin), "actor": principal.actor}
+    return permissions.owner_rule(principal)
 
 
 def answer_allowed(rule: dict, *, started_by: str) -> bool:
     """Return True when `rule` (`answer_rule`) lets its principal answer a run `started_by` started."""
-    return bool(rule.get("all")) or (bool(started_by) and rule.get("actor") == started_by)
+    return permissions.owns(rule, started_by=started_by)
 
 
 def approval_outcome(row: Approval) -> str | None:
@@ -214,10 +216,13 @@ def pending_views(session_id: str) -> list[dict]:
     return approval_views(list(rows))
 
 
-def approvals_list(*, session_id: str | None = None, limit: int = 100) -> list[Approval]:
+def approvals_list(*, session_id: str | None = None, limit: int = 100, actor: str | None = None) -> list[Approval]:
     """Return the org's approval requests (of one session when `session_id` is given), pending first
-    (oldest first), then the newest answered; at most `limit`. Two queries."""
+    (oldest first), then the newest answered; at most `limit`. `actor` narrows to the runs that
+    actor started (a member's own: `agents_site.permissions.own_actor`). Two queries."""
     asked = Approval.objects.filter(needs_approval=True)
+    if actor is not None:
+        asked = asked.filter(run_id__in=Run.objects.filter(actor=actor).values("id"))
     if session_id:
         asked = asked.filter(session_id=session_id)
     pending = list(asked.filter(state=ApprovalState.PENDING).order_by("created_at", "position")[:limit])

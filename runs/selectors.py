@@ -79,12 +79,12 @@ def _run_kind(kind: str | None) -> str:
 
 
 def runs_finished(*, agent: Agent | None = None, status: str | None = None, kind: str | None = None, limit: int | None = None,
-                  cursor: str | None = None) -> Page[Run]:
+                  cursor: str | None = None, actor: str | None = None) -> Page[Run]:
     """Return one page of finished runs of every kind, newest first (`finished_at` desc, id desc) — THE
     list of finished runs every route, console page and dashboard reads.
 
     `agent` narrows to one agent; `status` (`ok`|`error`, or None for both) to one outcome;
-    `kind` (a `RunKind`, 400 otherwise) to one kind.
+    `kind` (a `RunKind`, 400 otherwise) to one kind; `actor` to the runs that actor started.
     `limit`: None → 50, above 200 → 200, below 1 → `InvalidRequest` (400);
     `cursor`: a `nextCursor` of this list with the same filters (400 otherwise). One query.
     """
@@ -97,6 +97,8 @@ def runs_finished(*, agent: Agent | None = None, status: str | None = None, kind
         queryset = queryset.filter(agent=agent)
     if kind:
         queryset = queryset.filter(kind=kind)
+    if actor is not None:
+        queryset = queryset.filter(actor=actor)
     return keyset_page(
         queryset,
         order=FINISHED_ORDER,

@@ -20,16 +20,18 @@ import json
 import logging
 import sys
 
-from asgiref.sync import iscoroutinefunction
-from django.core.exceptions import RequestDataTooBig
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.core.signals import got_request_exception
-from django.http import JsonResponse
+from django.http import Http404, JsonResponse
 from django.utils.decorators import sync_and_async_middleware
 from opentelemetry.trace import SpanKind
 
 from runs.tracing import error_status, tracer
-from agents_site.errors import ApiError, InvalidRequest, UnsupportedMediaType
-from agents_site.vocabulary import ApiKeyScope, ErrorCode
+from agents_site import permissions
+from agents_site.errors import ApiError, Forbidden, InvalidRequest, NotFound, UnsupportedMediaType
+from agents_site.vocabulary import Access, ApiKeyScope, ErrorCode, PrincipalVia, Role
 from agents_site.wire import NUL, NUL_ESCAPE, unstorable_text
 from openai_api.errors import error_object
 from tenancy.faults import store_fault
@@ -269,3 +271,94 @@ def request_span(get_response):
                 return response
 
     return middleware
+
+
+# --- the permission boundary (issue 50 item 1) ----------------------------------------------------
+
+
+def request_role(request, row) -> Role | None:
+    """Return the `Role` the boundary judges `request` as, or None when the route's own check judges it.
+
+    A principal of an org: `scoped key` (a key limited to some paths), `admin` or `member` (a
+    console page counts only a session login). No credential at all: `anonymous`. Anything else —
+    an agent token, a machine key alone, a refused credential, a user with no org — is left to the
+    route, whose check answers as the row says.
+    """
+    principal = getattr(request, "principal", None)
+    page = not row.path.startswith(API_PREFIX)
+    if principal is not None and principal.org_slug:
+        if page and principal.via != PrincipalVia.SESSION:
+            return Role.ANONYMOUS
+        if principal.scope != ApiKeyScope.ALL:
+            return Role.SCOPED_KEY
+        return Role.ADMIN if principal.is_org_admin else Role.MEMBER
+    if principal is not None or getattr(request, "principal_error", None) is not None:
+        return None
+    if request.META.get("HTTP_AUTHORIZATION") or request.META.get("HTTP_X_TARGET_KEY"):
+        return None
+    return Role.ANONYMOUS
+
+
+def _boundary_refusal(request, row, role: Role, access: Access):
+    """Return the answer of a refusal the table states (`access`) for `role` on `row`."""
+    if not row.path.startswith(API_PREFIX):
+        if access == Access.LOGIN or role == Role.ANONYMOUS:
+            return redirect_to_login(request.get_full_path())
+        if access == Access.NOT_FOUND:
+            raise Http404("not found")
+        raise PermissionDenied("This page is for the admins of this org.")
+    if access == Access.NOT_FOUND:
+        error: ApiError = NotFound()
+    elif role == Role.ANONYMOUS:
+        error = Forbidden(permissions.NO_PRINCIPAL)
+    else:
+        error = Forbidden(row.why)
+    response = _render(request, error)
+    response.agents_render_for_path = True
+    return response
+
+
+class PermissionBoundary:
+    """Middleware: answer every refusal the permission table states before the view runs.
+
+    After `tenancy.middleware.PrincipalMiddleware` (the principal is known) and URL resolution
+    (`process_view`): the route's row (`agents_site.permissions.row_for`) and the caller's role
+    (`request_role`) give an `Access`; `403`, `404` and `login` are answered here, so nothing
+    behind the route runs and nothing is stored. A method the route does not serve goes on to the
+    route's own 405. A route with no row at all is refused (403): the table is the only way in.
+    """
+
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        if iscoroutinefunction(get_response):
+            markcoroutinefunction(self)
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_view(self, request, view_func, view_args, view_kwargs):
+        """Return the refusal the table states for this request, or None to let the view run."""
+        match = getattr(request, "resolver_match", None)
+        if match is None or match.route is None:
+            return None
+        path = permissions.route_path(match.route)
+        if path == permissions.DJANGO_ADMIN_PATH:
+            return None  # the Django admin's own `has_permission` and sign-in page (its row says so)
+        row = permissions.row_for(request.method, path)
+        if row is None:
+            if permissions.routes_of(path):
+                return None  # a method the route does not serve: its own 405
+            logger.error("route %s has no row in the permission table", path)
+            response = _render(request, Forbidden("this route is not in the permission table"))
+            response.agents_render_for_path = True
+            return response
+        role = request_role(request, row)
+        if role is None:
+            return None
+        access = row.access[role]
+        if access in (Access.ALLOW, Access.OWN):
+            return None
+        return _boundary_refusal(request, row, role, access)

@@ -14,6 +14,7 @@ from django.db import close_old_connections
 from django.http import JsonResponse
 from ninja import Query, Router, Status
 
+from agents_site import permissions
 from agents_site.errors import InvalidRequest
 from agents_site.pagination import cursor_param, limit_param
 from agents_site.schemas import BodySchema, refuse_unknown_fields, scan_caller_text, word_param
@@ -293,7 +294,7 @@ def _steer(request, id: str, command: str):
         raise InvalidRequest("push must be true or false")
     event, forwarded = control.control_send(
         session_id=id, command=command, message=body.get("message"), payload=body.get("payload"), actor=request.auth.actor,
-        push=bool(push),
+        push=bool(push), owner_rule=permissions.owner_rule(request.auth),
     )
     return {"command": command, "event": event_view(event), "forwarded": forwarded}
 

@@ -34,7 +34,8 @@ import time
 from django.conf import settings
 from django.db import connections
 
-from agents_site.errors import InvalidRequest
+from agents_site import permissions
+from agents_site.errors import Forbidden, InvalidRequest
 from agents_site.vocabulary import ControlCommand, EventKind, SessionStatus
 from sessions import fields, services
 from sessions.backends.base import BusError
@@ -47,6 +48,7 @@ from tenancy import stores
 
 logger = logging.getLogger(__name__)
 
+STOP_REFUSED = "only the user who started the run or an org admin may stop it"
 COMMAND_MESSAGE = "command must be " + "|".join(sorted(ControlCommand.STEERING, key=list(ControlCommand.values).index))
 
 
@@ -83,13 +85,16 @@ def _forward_timeout() -> float:
 
 
 def control_send(*, session_id: str, command: str, message: str | None = None, payload=None, actor: str,
-                 push: bool = False) -> tuple[Event, bool]:
+                 push: bool = False, owner_rule: dict | None = None) -> tuple[Event, bool]:
     """Record steering `command` on a session and forward it to its live executor, if any.
 
     Returns `(event, forwarded)`: the stored `control` event (payload
     `{"command", "message"?, "payload"?, "push"?}`) and whether a live executor acknowledged it;
     `push` (a `stop` only) is recorded as `"push": true`: a stopped coding run pushes its commits.
-    Order (reference §2.3): 404 `SessionNotFound` (unknown or another org's) → 400 unknown
+    `owner_rule` (`agents_site.permissions.owner_rule` of the caller): a `stop` of a session someone
+    else started is 403 for a member (the permission table's `own`); None checks nothing (the
+    platform's own stops). Order (reference §2.3): 404 `SessionNotFound` (unknown or another
+    org's) → 403 a member's stop of another's run → 400 unknown
     command → 409 `SessionFinished` ("session is done; cannot pause a finished session") →
     400 "message too long" (16 KiB) → 400 "payload too large" (64 KiB) / invalid JSON →
     422 `SecretInTranscript` (the payload and the message are scanned)
@@ -102,6 +107,8 @@ def control_send(*, session_id: str, command: str, message: str | None = None, p
     live executor's channel and `forwarded` says whether the bus took it. Org context required.
     """
     session = session_get(session_id=session_id)
+    if command == ControlCommand.STOP and owner_rule is not None and not permissions.owns(owner_rule, started_by=session.actor):
+        raise Forbidden(STOP_REFUSED)  # after the 404: another org's session and an unknown one answer alike
     if command not in ControlCommand.STEERING:  # approve/deny have their own service (runs.approvals)
         raise InvalidRequest(COMMAND_MESSAGE)
     _refuse_finished(session.status, command)

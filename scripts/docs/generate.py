@@ -1,6 +1,6 @@
 """Write the documentation site's generated pages: `python scripts/docs/generate.py [--check] [PAGE …]`.
 
-PAGE is any of `decisions`, `reference`, `environment`, `one-run` (default: all). Each page is
+PAGE is any of `decisions`, `reference`, `environment`, `one-run`, `permissions` (default: all). Each page is
 rendered from what the code serves or declares; `--check` writes nothing and exits 1 naming every
 committed page that differs from a fresh rendering (`make docs-check`; the tests under
 `tests/docs/` hold the same comparisons).
@@ -10,6 +10,7 @@ committed page that differs from a fresh rendering (`make docs-check`; the tests
                                                the served OpenAPI documents of /v1/agents and /v1/identity
     environment  docs/operations/environment.md every environment variable, checked against the code
     one-run      docs/architecture/one-run.md  the modules one traced run visits
+    permissions  docs/reference/permissions.md the permission table (agents_site/permissions.py)
 
 The pages that need the site (reference, environment, one-run) run it in this process on a
 throwaway data directory with the demo gateway in-process; nothing outside it is touched.
@@ -27,7 +28,7 @@ if str(ROOT) not in sys.path:
 
 from scripts.docs import decisions  # noqa: E402
 
-PAGES = ("decisions", "reference", "environment", "one-run")
+PAGES = ("decisions", "reference", "environment", "one-run", "permissions")
 #: Variables that would point the throwaway site elsewhere (a developer's exports); cleared before it starts.
 FOREIGN = ("INFERENCE_BASE_URL", "INFERENCE_API_KEY", "AGENTS_FAILOVER_MODEL", "REDIS_URL", "DATABASE_URL", "AGENTS_ORG_DATABASE",
            "AGENTS_GATEWAY_JWT_KEY", "CLOUD_AGENT_FEE_CENTS", "OTEL_EXPORTER_OTLP_ENDPOINT", "AGENTS_BACKUP_URL")
@@ -58,6 +59,10 @@ def rendered(page: str) -> dict[Path, str]:
     """Return {path: text} of the files `page` consists of, freshly rendered."""
     if page == "decisions":
         return {decisions.FOLDER / "index.md": decisions.index_page()}
+    if page == "permissions":
+        from scripts.docs import permission_table
+
+        return {permission_table.PAGE: permission_table.page()}
     setup_site()
     if page == "reference":
         from scripts.docs import reference

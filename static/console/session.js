@@ -29,6 +29,9 @@
   var stoppedRun = false;
   function showStatus() {
     if (!session) return;
+    /* The permission table: a member stops only runs they started (runs.approvals.answer_rule). */
+    var stopButton = document.querySelector('button[data-command="stop"]');
+    if (stopButton) stopButton.hidden = !A.mayAnswer(session.actor);
     if (session.finishReason === (A.vocab.word || {}).stopped) stoppedRun = true;
     var status = document.getElementById("session-status");
     status.innerHTML = "";

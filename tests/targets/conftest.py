@@ -52,6 +52,18 @@ def patch(client: Client, path: str, body: dict):
     return client.patch("/v1/agents/targets" + path, body, content_type="application/json")
 
 
+def owned_by(handle: OrgHandle, member: Member, body: dict) -> dict:
+    """Register a machine as `handle`'s admin (only admins register, issue 50) and hand it to
+    `member` (its `owner`, as a machine a member registered before then): the machine's view."""
+    from targets.models import Target
+
+    r = post(handle.client, "", body)
+    assert r.status_code == 201, r.content
+    with handle.context():
+        Target.objects.filter(pk=r.json()["id"]).update(owner=member.username)
+    return r.json()
+
+
 @pytest.fixture
 def machine(org_a):
     """A machine registered by org_a's admin, with a claim key: `(target_id, claim_key)`."""

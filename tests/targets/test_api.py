@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from targets.models import ClaimKey, Target
 from tests.support.stored import stored_bytes
-from tests.targets.conftest import patch, post
+from tests.targets.conftest import owned_by, patch, post
 
 pytestmark = pytest.mark.both_stores
 
@@ -58,7 +58,7 @@ def test_reregistering_the_same_host_relinks_the_same_row_with_200(org_a):
 
 def test_another_members_machine_on_the_same_host_is_never_adopted(org_a, add_member):
     mine = post(org_a.client, "", {"label": "mine", "host": "shared.local"}).json()
-    other = add_member(org_a)
+    other = add_member(org_a, admin=True)  # only admins register machines (issue 50)
     theirs = post(other.client, "", {"label": "theirs", "host": "shared.local"})
     assert theirs.status_code == 201
     assert theirs.json()["id"] != mine["id"]
@@ -67,11 +67,11 @@ def test_another_members_machine_on_the_same_host_is_never_adopted(org_a, add_me
     assert _row(org_a, theirs.json()["id"]).owner == other.username
 
 
-def test_an_unowned_row_is_adopted_by_the_member_who_reregisters_its_host(org_a, add_member):
+def test_an_unowned_row_is_adopted_by_the_admin_who_reregisters_its_host(org_a, add_member):
     seed = post(org_a.client, "", {"label": "legacy", "host": "old.local"}).json()
     with org_a.context():
         Target.objects.filter(pk=seed["id"]).update(owner="")
-    member = add_member(org_a)
+    member = add_member(org_a, admin=True)  # only admins register machines (issue 50)
     r = post(member.client, "", {"label": "adopted", "host": "old.local"})
     assert r.status_code == 200 and r.json()["id"] == seed["id"]
     assert _row(org_a, seed["id"]).owner == member.username
@@ -194,7 +194,7 @@ def test_a_machine_that_never_heartbeated_keeps_its_stored_status(org_a):
 
 def test_owner_patches_in_place_and_omitted_fields_keep_their_value(org_a, add_member):
     owner = add_member(org_a)
-    target = post(owner.client, "", {"label": "box", "kind": "laptop", "capacity": "2"}).json()
+    target = owned_by(org_a, owner, {"label": "box", "kind": "laptop", "capacity": "2"})
     r = patch(owner.client, f"/{target['id']}", {"label": "renamed", "capacity": ""})
     assert r.status_code == 200
     body = r.json()
@@ -219,7 +219,7 @@ def test_a_metrics_patch_is_a_heartbeat_stamped_by_the_server_clock(org_a):
 def test_non_owners_get_the_same_404_as_an_unknown_id_and_nothing_changes(org_a, add_member):
     owner = add_member(org_a)
     stranger = add_member(org_a)
-    target = post(owner.client, "", {"label": "box"}).json()
+    target = owned_by(org_a, owner, {"label": "box"})
     r = patch(stranger.client, f"/{target['id']}", {"label": "stolen"})
     unknown = patch(stranger.client, "/tgt_" + "0" * 32, {"label": "stolen"})
     assert r.status_code == 404 and r.json() == NOT_FOUND == unknown.json()
@@ -233,7 +233,7 @@ def test_non_owners_get_the_same_404_as_an_unknown_id_and_nothing_changes(org_a,
 
 def test_an_org_admin_may_edit_delete_and_key_any_machine(org_a, add_member):
     owner = add_member(org_a)
-    target = post(owner.client, "", {"label": "box"}).json()
+    target = owned_by(org_a, owner, {"label": "box"})
     assert patch(org_a.client, f"/{target['id']}", {"status": "draining"}).json()["status"] == "draining"
     assert post(org_a.client, f"/{target['id']}/key").status_code == 200
     r = org_a.client.delete(f"/v1/agents/targets/{target['id']}")
@@ -275,7 +275,7 @@ def test_patching_a_host_onto_another_of_my_machines_conflicts(org_a):
 
 def test_owner_deletes_a_machine_with_its_claim_key(org_a, add_member):
     owner = add_member(org_a)
-    target = post(owner.client, "", {"label": "box"}).json()
+    target = owned_by(org_a, owner, {"label": "box"})
     assert post(owner.client, f"/{target['id']}/key").status_code == 200
     r = owner.client.delete(f"/v1/agents/targets/{target['id']}")
     assert r.status_code == 200 and r.json() == {"deleted": True, "id": target["id"]}
@@ -290,7 +290,7 @@ def test_owner_deletes_a_machine_with_its_claim_key(org_a, add_member):
 
 def test_a_claim_key_is_shown_once_and_stored_only_as_its_sha256(org_a, add_member):
     owner = add_member(org_a)
-    target = post(owner.client, "", {"label": "box"}).json()
+    target = owned_by(org_a, owner, {"label": "box"})
     r = post(owner.client, f"/{target['id']}/key")
     assert r.status_code == 200
     body = r.json()

@@ -11,7 +11,7 @@ from agents_site.errors import NotFound
 from targets import mailbox, selectors
 from targets.errors import TargetUnavailable
 from targets.models import ClaimKey, RoutedRun, Target
-from tests.targets.conftest import offer, patch, post
+from tests.targets.conftest import offer, owned_by, patch, post
 
 pytestmark = pytest.mark.both_stores
 
@@ -71,7 +71,7 @@ def test_the_right_key_for_another_machine_is_rejected(org_a, machine):
 def test_the_right_key_presented_by_a_non_owner_is_rejected(org_a, add_member):
     owner = add_member(org_a)
     stranger = add_member(org_a)
-    target_id = post(owner.client, "", {"label": "box"}).json()["id"]
+    target_id = owned_by(org_a, owner, {"label": "box"})["id"]
     key = post(owner.client, f"/{target_id}/key").json()["claimKey"]
     offer(org_a, target_id)
     r = claim(stranger.client, target_id, key)
@@ -116,7 +116,7 @@ def test_right_key_and_no_work_answers_204_after_the_wait_and_stamps_liveness(or
 
 def test_an_org_admin_who_does_not_own_the_machine_may_claim_with_its_key(org_a, add_member):
     owner = add_member(org_a)
-    target_id = post(owner.client, "", {"label": "box"}).json()["id"]
+    target_id = owned_by(org_a, owner, {"label": "box"})["id"]
     key = post(owner.client, f"/{target_id}/key").json()["claimKey"]
     offer(org_a, target_id)
     r = claim(org_a.client, target_id, key)  # org_a's client is an org admin
