@@ -95,6 +95,8 @@ def deny(request, id: str, payload: DenyIn):
 @router.get("/approvals", response=ApprovalListOut, summary="The org's approval requests", exclude_none=True)
 def list_approvals(request, session: str | None = Query(None, max_length=128, description="Only the requests of this session.")):
     """Return the org's approval requests: pending first (oldest first), then the newest answered; at most 100.
-    A member sees those of the runs they started; an admin every run's."""
-    rows = approvals.approvals_list(session_id=session, actor=permissions.own_actor(request.auth))
+    The org-wide list shows a member the requests of the runs they started (an admin every run's);
+    with `session`, the requests of that session (which any member may read, events included)."""
+    actor = permissions.own_actor(request.auth) if not session else None
+    rows = approvals.approvals_list(session_id=session, actor=actor)
     return {"approvals": approvals.approval_views(rows)}

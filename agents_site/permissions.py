@@ -75,8 +75,9 @@ MEMBER = {Role.ANONYMOUS: FORBIDDEN, Role.MEMBER: ALLOW, Role.ADMIN: ALLOW, Role
 MEMBER_OWN = _profile(MEMBER, member=OWN)
 #: Org admins only; a member may know the route exists (403).
 ADMIN = _profile(MEMBER, member=FORBIDDEN)
-#: The OpenAI-compatible endpoint: also a key of scope `openai`.
-OPENAI = _profile(MEMBER, scoped_key=ALLOW)
+#: The OpenAI-compatible endpoint: also a key of scope `openai`; no usable key is OpenAI's 401.
+OPENAI = _profile(MEMBER, scoped_key=ALLOW, anonymous=Access.UNAUTHENTICATED, agent_token=Access.UNAUTHENTICATED,
+                  machine_key=Access.UNAUTHENTICATED)
 #: The identity agent's own token, for its own agent only (another agent, unknown or another org's: one 403).
 AGENT_TOKEN = {Role.ANONYMOUS: FORBIDDEN, Role.MEMBER: FORBIDDEN, Role.ADMIN: FORBIDDEN, Role.OTHER_ORG: FORBIDDEN,
                Role.SCOPED_KEY: FORBIDDEN, Role.AGENT_TOKEN: OWN, Role.MACHINE_KEY: FORBIDDEN}

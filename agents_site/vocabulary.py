@@ -571,6 +571,7 @@ class Access(StrEnum):
 
     ALLOW = "allow"  # served
     OWN = "own"  # served for what the principal started or owns; anything else is refused as the row says
+    UNAUTHENTICATED = "401"  # refused: 401, OpenAI's authentication error (the OpenAI-compatible endpoint only)
     FORBIDDEN = "403"  # refused: 403 `forbidden` (it may know the route exists, not use it)
     NOT_FOUND = "404"  # refused: 404 `not_found`, exactly like an unknown id
     LOGIN = "login"  # a page: redirected to the sign-in page

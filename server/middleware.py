@@ -33,7 +33,7 @@ from agents_site import permissions
 from agents_site.errors import ApiError, Forbidden, InvalidRequest, NotFound, UnsupportedMediaType
 from agents_site.vocabulary import Access, ApiKeyScope, ErrorCode, PrincipalVia, Role
 from agents_site.wire import NUL, NUL_ESCAPE, unstorable_text
-from openai_api.errors import error_object
+from openai_api.errors import InvalidApiKey, error_object
 from tenancy.faults import store_fault
 from tenancy.principal import SCOPE_PATHS
 
@@ -309,6 +309,8 @@ def _boundary_refusal(request, row, role: Role, access: Access):
         raise PermissionDenied("This page is for the admins of this org.")
     if access == Access.NOT_FOUND:
         error: ApiError = NotFound()
+    elif access == Access.UNAUTHENTICATED:
+        error = InvalidApiKey()
     elif role == Role.ANONYMOUS:
         error = Forbidden(permissions.NO_PRINCIPAL)
     else:

@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "reference" / "permissions.md"
 
-_WORDS = {"allow": "yes", "own": "own", "403": "403", "404": "404", "login": "sign-in"}
+_WORDS = {"allow": "yes", "own": "own", "401": "401", "403": "403", "404": "404", "login": "sign-in"}
 
 INTRO = """# The permission table
 
@@ -30,6 +30,7 @@ rendered from it. [Members, keys and permissions](../guides/permissions.md) expl
 |---|---|
 | yes | served |
 | own | served for what the caller started or owns (a member's own runs, the machine they own, the identity agent they created; an agent token's own agent); anything else is refused as the note says — the rule named in the last column decides |
+| 401 | refused with 401 `invalid_api_key` as OpenAI's error object (the OpenAI-compatible endpoint) |
 | 403 | refused with 403 `forbidden` (the caller may know the route, not use it) |
 | 404 | refused with 404, exactly like an id that does not exist |
 | sign-in | a page: redirected to the sign-in page |

@@ -96,6 +96,14 @@ window.AgentsVocabulary = Object.freeze({
   "succeeded"
  ],
  "enums": {
+  "Access": {
+   "ALLOW": "allow",
+   "FORBIDDEN": "403",
+   "LOGIN": "login",
+   "NOT_FOUND": "404",
+   "OWN": "own",
+   "UNAUTHENTICATED": "401"
+  },
   "ActivityKind": {
    "CREATED": "created",
    "FAILED": "failed",
@@ -378,6 +386,15 @@ window.AgentsVocabulary = Object.freeze({
    "FAILED": "failed",
    "RUNNING": "running"
   },
+  "Role": {
+   "ADMIN": "admin",
+   "AGENT_TOKEN": "agent token",
+   "ANONYMOUS": "anonymous",
+   "MACHINE_KEY": "machine key",
+   "MEMBER": "member",
+   "OTHER_ORG": "other org",
+   "SCOPED_KEY": "scoped key"
+  },
   "RoutedRunState": {
    "CLAIMED": "claimed",
    "OFFERED": "offered",
@@ -482,6 +499,7 @@ window.AgentsVocabulary = Object.freeze({
   },
   "WebhookDisabledReason": {
    "FAILING": "failing",
+   "GONE": "gone",
    "NONE": ""
   },
   "WebhookEventType": {

@@ -145,3 +145,15 @@ def test_key_register_refuses_a_foreign_and_an_unknown_agent_id_alike(org_a, org
     assert {a.status_code for a in answers} == {403}
     assert len({a.content for a in answers}) == 1, [a.content for a in answers]
     assert answers[0].json() == {"status": 403, "code": "forbidden", "error": "an agent token acts only for its own agent"}
+
+
+def test_one_sessions_approvals_are_listed_to_any_member(org_a, member_a):
+    """A member reads any session of the org; its approvals come with it (the console shows who may answer)."""
+    from runs.models import Approval
+
+    _, member, _ = member_a
+    theirs = _run(org_a, _admin_actor(org_a))
+    with org_a.context():
+        Approval.objects.create(id=mint_id("apr"), run_id=theirs.id, session_id="ses_theirs", tool_call_id="call-1",
+                                tool_name="echo", created_at=timezone.now())
+    assert [a["runId"] for a in member.get("/v1/agents/approvals?session=ses_theirs").json()["approvals"]] == [theirs.id]

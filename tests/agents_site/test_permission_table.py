@@ -174,9 +174,10 @@ def _request(client: Client, method: str, url: str):
 
 def _assert_refusal(response, row, role: Role, access: Access, path: str):
     if path.startswith("/v1/"):
-        status = {Access.FORBIDDEN: 403, Access.NOT_FOUND: 404}[access]
+        status = {Access.UNAUTHENTICATED: 401, Access.FORBIDDEN: 403, Access.NOT_FOUND: 404}[access]
         assert response.status_code == status, (role, path, response.status_code, response.content[:200])
-        if path.startswith("/v1/agents/openai/v1/"):
+        if path.startswith("/v1/agents/openai/v1/"):  # OpenAI's error object
+            assert response.json()["error"]["code"] == ("invalid_api_key" if status == 401 else response.json()["error"]["code"])
             return
         body = response.json()
         if access == Access.FORBIDDEN:
