@@ -101,6 +101,7 @@ INSTALLED_APPS = [
     "chat",
     "openai_api",
     "a2a_server",
+    "mcp_server",
     "guide.apps.GuideConfig",
     "console",
 ]

@@ -71,6 +71,7 @@ class RunKind(models.TextChoices):
     OPENAI = "openai", "OpenAI-compatible call"  # POST /v1/agents/openai/v1/chat/completions
     CODING = "coding", "coding run"  # POST /v1/agents/coding
     A2A = "a2a", "A2A task"  # SendMessage / SendStreamingMessage on POST /v1/agents/{ref}/a2a (A2A JSON-RPC)
+    MCP = "mcp", "MCP tool call"  # tools/call of an agent's tool on /v1/agents/mcp (the MCP server)
 
 
 class RefusalAnswer(models.TextChoices):
@@ -582,6 +583,7 @@ class ApiKeyScope(models.TextChoices):
 
     ALL = "all", "every API path"  # the whole API, as its user
     OPENAI = "openai", "OpenAI-compatible endpoint only"  # only /v1/agents/openai/…; 403 elsewhere
+    MCP = "mcp", "MCP server only"  # only /v1/agents/mcp; 403 elsewhere
 
 
 class OpenAIErrorType(StrEnum):

@@ -1,4 +1,4 @@
-"""URL map: the JSON API at /v1/agents/ (its OpenAI-compatible endpoint at /v1/agents/openai/v1/, A2A at /v1/agents/{ref}/a2a), the console at /console/, the public gallery at
+"""URL map: the JSON API at /v1/agents/ (its OpenAI-compatible endpoint at /v1/agents/openai/v1/, A2A at /v1/agents/{ref}/a2a, MCP at /v1/agents/mcp), the console at /console/, the public gallery at
 /builds/, share links' public pages at /shared/<token>/, the Django admin at /admin/; `/` goes to the console."""
 
 from django.contrib import admin
@@ -14,6 +14,7 @@ urlpatterns = [
     path("v1/identity/", include("identity.urls")),
     path("v1/agents/openai/v1/", include("openai_api.urls")),  # before the Ninja API: its /{ref} routes
     path("v1/agents/", include("a2a_server.urls")),  # A2A cards and JSON-RPC, before the Ninja API too
+    path("v1/agents/", include("mcp_server.urls")),  # the MCP server (streamable HTTP), before the Ninja API too
     path("v1/", api.urls),
     path("console/", include("console.urls")),
     path("builds/", include("console.urls_gallery")),

@@ -34,7 +34,7 @@ SESSION_ORG_KEY = "agents_org"
 SESSION_MEMBERSHIP_KEY = "agents_membership"
 LAST_USED_RESOLUTION = timedelta(seconds=60)
 # The paths a limited API key may call (`ApiKeyScope`); a key of scope `all` may call every path.
-SCOPE_PATHS = {ApiKeyScope.OPENAI: "/v1/agents/openai/v1/"}
+SCOPE_PATHS = {ApiKeyScope.OPENAI: "/v1/agents/openai/v1/", ApiKeyScope.MCP: "/v1/agents/mcp"}
 
 
 @dataclass(frozen=True)
@@ -182,12 +182,15 @@ def scope_refusal(principal: Principal | None, path: str) -> Forbidden | None:
     """Return the 403 for a limited API key calling `path` outside its scope, else None.
 
     Example: a key of scope `openai` on `/v1/agents` → `Forbidden` naming the path it may call;
-    the same key on `/v1/agents/openai/v1/models` → None.
+    the same key on `/v1/agents/openai/v1/models` → None; a key of scope `mcp` on
+    `/v1/agents/mcp` → None, on `/v1/agents/mcpbot/run` → `Forbidden`.
     """
     if principal is None or principal.scope == ApiKeyScope.ALL:
         return None
     allowed = SCOPE_PATHS.get(principal.scope)
-    if allowed and path.startswith(allowed):
+    # A path ending in "/" allows what is under it; another allows itself (and with a "/"), so
+    # `/v1/agents/mcp` never lets an `mcp` key reach an agent named `mcpbot`.
+    if allowed and (path.startswith(allowed) if allowed.endswith("/") else path in (allowed, allowed + "/")):
         return None
     return Forbidden(f"this API key is limited to {allowed or 'no path'}; use a key of scope 'all' for {path}")
 

@@ -50,6 +50,8 @@ def membership_set(*, org: Org, username: str, password: str | None = None, is_a
 
 MAX_ALLOWED_AGENTS = 100
 MAX_AGENT_REF_LENGTH = 128
+# The scopes whose keys may also be limited to some agents (the agent is named by the request there).
+LIMITED_SCOPES = (ApiKeyScope.OPENAI, ApiKeyScope.MCP)
 
 
 def api_key_limits(*, scope: str | None, allowed_agents) -> tuple[str, list[str]]:
@@ -58,8 +60,8 @@ def api_key_limits(*, scope: str | None, allowed_agents) -> tuple[str, list[str]
     In: `scope` an `ApiKeyScope` value (None or "" = `all`); `allowed_agents` agent names or
     ids (a list, or a string split on commas and newlines; blanks dropped, duplicates kept
     once, order kept; at most 100 of at most 128 characters). A non-empty list needs scope
-    `openai` (it limits the key on the OpenAI-compatible endpoint; a key of scope `all` can
-    reach every agent through the rest of the API anyway). Raises `InvalidRequest` (400) with
+    `openai` or `mcp` (it limits the key on the OpenAI-compatible endpoint or the MCP server; a
+    key of scope `all` can reach every agent through the rest of the API anyway). Raises `InvalidRequest` (400) with
     the reason. Example: `("openai", "writer, bot, writer")` → `("openai", ["writer", "bot"])`.
     """
     scope = str(scope or ApiKeyScope.ALL).strip()
@@ -80,8 +82,8 @@ def api_key_limits(*, scope: str | None, allowed_agents) -> tuple[str, list[str]
             names.append(entry)
     if len(names) > MAX_ALLOWED_AGENTS:
         raise InvalidRequest(f"at most {MAX_ALLOWED_AGENTS} allowed agents per key")
-    if names and scope != ApiKeyScope.OPENAI:
-        raise InvalidRequest("allowed agents limit a key of scope 'openai' only; choose that scope or name no agent")
+    if names and scope not in LIMITED_SCOPES:
+        raise InvalidRequest("allowed agents limit a key of scope 'openai' or 'mcp' only; choose one of them or name no agent")
     return str(scope), names
 
 
@@ -90,8 +92,8 @@ def api_key_create(*, org: Org, user, name: str = "", scope: str = ApiKeyScope.A
     """Mint an API key for `user` in `org`; return `(row, key)`. The key is never stored.
 
     Key: `ak_` + 48 hex characters (24 random bytes). `scope` and `allowed_agents` limit what
-    it may call (`api_key_limits`: `all`, or `openai` = only `/v1/agents/openai/…`, optionally
-    only the named agents there). Raises `NotFound` if `user` is not a member of `org`,
+    it may call (`api_key_limits`: `all`, `openai` = only `/v1/agents/openai/…`, or `mcp` = only
+    `/v1/agents/mcp`, optionally only the named agents there). Raises `NotFound` if `user` is not a member of `org`,
     `InvalidRequest` (400) for limits `api_key_limits` refuses.
     """
     scope, names = api_key_limits(scope=scope, allowed_agents=allowed_agents)

@@ -131,6 +131,7 @@ window.AgentsVocabulary = Object.freeze({
   },
   "ApiKeyScope": {
    "ALL": "all",
+   "MCP": "mcp",
    "OPENAI": "openai"
   },
   "ApprovalOutcome": {
@@ -406,6 +407,7 @@ window.AgentsVocabulary = Object.freeze({
    "A2A": "a2a",
    "CHAT": "chat",
    "CODING": "coding",
+   "MCP": "mcp",
    "OPENAI": "openai",
    "ROUTED": "routed",
    "RUN": "run",
@@ -569,7 +571,8 @@ window.AgentsVocabulary = Object.freeze({
   "chat",
   "openai",
   "coding",
-  "a2a"
+  "a2a",
+  "mcp"
  ],
  "runStatus": [
   "queued",

@@ -122,10 +122,13 @@ def test_a_kinds_own_code_is_its_policys():
         return {kind: getattr(run_policy(kind), field) for kind in RunKind.values if getattr(run_policy(kind), field) is not None}
 
     assert having("execute_queued") == {RunKind.RUN: execute_queued, RunKind.SCHEDULED: execute_queued}
-    assert having("resume") == {kind: run_resume for kind in (RunKind.RUN, RunKind.TOOL, RunKind.SCHEDULED, RunKind.CHAT, RunKind.A2A)}
+    assert having("resume") == {kind: run_resume for kind in (RunKind.RUN, RunKind.TOOL, RunKind.SCHEDULED, RunKind.CHAT, RunKind.A2A,
+                                                                                RunKind.MCP)}
     assert having("resume_elsewhere") == {RunKind.ROUTED: routed_resume_offer}
-    assert having("resume_prompt") == {RunKind.CHAT: round_resume_prompt, RunKind.A2A: round_resume_prompt}  # an A2A task is a round
-    assert having("resumed") == {RunKind.CHAT: round_resumed, RunKind.A2A: round_resumed}
+    # an A2A task and an MCP tool call are rounds
+    assert having("resume_prompt") == {RunKind.CHAT: round_resume_prompt, RunKind.A2A: round_resume_prompt,
+                                       RunKind.MCP: round_resume_prompt}
+    assert having("resumed") == {RunKind.CHAT: round_resumed, RunKind.A2A: round_resumed, RunKind.MCP: round_resumed}
     assert having("in_flight_limit") == {RunKind.CODING: InFlightLimit(maximum=max_in_flight, error=CodingBusy)}
 
 
@@ -141,7 +144,7 @@ def test_the_fee_of_every_kind_comes_from_billing(settings):
     settings.AGENTS_CODING_FEE_CENTS = 30
     fees = {kind: run_policy(kind).fee_cents(RunRequest(kind=kind, actor="a/u")) for kind in RunKind.values}
     assert fees == {RunKind.RUN: 100, RunKind.SCHEDULED: 100, RunKind.ROUTED: 100, RunKind.TOOL: 100,
-                    RunKind.CHAT: 5, RunKind.OPENAI: 7, RunKind.CODING: 30, RunKind.A2A: 100}
+                    RunKind.CHAT: 5, RunKind.OPENAI: 7, RunKind.CODING: 30, RunKind.A2A: 100, RunKind.MCP: 100}
     assert fees == {kind: fee_for_kind(kind) for kind in RunKind.values}
     # A round a preset's handler answers calls no model: billing's fee for it is 0.
     assert run_policy(RunKind.CHAT).fee_cents(RunRequest(kind=RunKind.CHAT, actor="a/u", calls_model=False)) == 0

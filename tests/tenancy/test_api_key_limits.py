@@ -29,8 +29,8 @@ def test_limits_are_stored_cleaned(org_a):
 @pytest.mark.parametrize(
     "scope,agents,message",
     [
-        ("everything", [], "scope must be one of: all, openai"),
-        ("all", ["writer"], "allowed agents limit a key of scope 'openai' only; choose that scope or name no agent"),
+        ("everything", [], "scope must be one of: all, openai, mcp"),
+        ("all", ["writer"], "allowed agents limit a key of scope 'openai' or 'mcp' only; choose one of them or name no agent"),
         ("openai", [7], "allowed agents must be agent names or ids (text)"),
         ("openai", ["x" * 129], "an allowed agent is at most 128 characters"),
         ("openai", [f"a{i}" for i in range(101)], "at most 100 allowed agents per key"),

@@ -1,0 +1,79 @@
+"""Fixtures of the MCP server's tests: one real daphne for the package, the `mcp` SDK's own client
+pointed at it with a bearer key, a funded org with an agent, and what was stored or billed."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from billing.models import LedgerEntry
+from billing.services import credit_add
+from runs.models import Run
+from tests.support.live import LiveServer
+
+FEE_CENTS = 100
+
+
+@pytest.fixture(scope="package")
+def live(django_db_setup, django_db_blocker, upstream_server):
+    """One daphne for every test here: inference is the loopback upstream; a run costs 100 cents."""
+    server = LiveServer({
+        "INFERENCE_BASE_URL": upstream_server.base_url,
+        "INFERENCE_API_KEY": "test-key",
+        "AGENTS_DEFAULT_MODEL": "test-model",
+        "CLOUD_AGENT_FEE_CENTS": str(FEE_CENTS),
+        "AGENTS_RETRY_BASE_SECONDS": "0.001",
+        "AGENTS_RETRY_MAX_SECONDS": "0.004",
+        "AGENTS_SSE_PING_SECONDS": "5",
+    }).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def org(make_org, upstream):
+    """A funded org (1000 cents) with agent `writer` (instructions "Be brief.", a description)."""
+    handle = make_org("mcp")
+    credit_add(org=handle.org, cents=1000, actor="test")
+    make_agent(handle, "writer", instructions="Be brief.", description="Writes short answers")
+    return handle
+
+
+def make_agent(org, name: str, **fields) -> dict:
+    """Create an agent through POST /v1/agents; return its view."""
+    response = org.client.post("/v1/agents", {"name": name, **fields}, content_type="application/json")
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+def endpoint(live) -> str:
+    return f"{live.url}/v1/agents/mcp"
+
+
+def run(coro):
+    """Run one coroutine to its end (the SDK's client is async; the tests are not)."""
+    return asyncio.run(coro)
+
+
+@contextlib.asynccontextmanager
+async def mcp_client(live, key: str, *, mode: str = "auto"):
+    """Yield the SDK's `Client` connected to the server over streamable HTTP with `key` as its
+    bearer credential (`mode`: "auto" negotiates, "legacy" forces the initialize handshake)."""
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
+        async with Client(streamable_http_client(endpoint(live), http_client=http), read_timeout_seconds=60,
+                          mode=mode) as client:
+            yield client
+
+
+def stored_runs(org) -> list[Run]:
+    with org.context():
+        return list(Run.objects.order_by("created_at"))
+
+
+def debits(org) -> list[LedgerEntry]:
+    return list(LedgerEntry.objects.filter(org=org.org, amount_cents__lt=0).order_by("id"))
