@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 
 import httpx2
 import pytest
+from django.db import connections
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -77,3 +79,17 @@ def stored_runs(org) -> list[Run]:
 
 def debits(org) -> list[LedgerEntry]:
     return list(LedgerEntry.objects.filter(org=org.org, amount_cents__lt=0).order_by("id"))
+
+
+async def until(condition, *, timeout: float = 30.0) -> None:
+    """Wait (on the loop) until `condition()` is true; AssertionError after `timeout` seconds."""
+    def check() -> bool:  # the store is read in a thread of its own (not on the loop), its connections closed after
+        try:
+            return bool(condition())
+        finally:
+            connections.close_all()
+
+    deadline = time.monotonic() + timeout
+    while not await asyncio.to_thread(check):
+        assert time.monotonic() < deadline, "the condition never held"
+        await asyncio.sleep(0.02)
