@@ -72,9 +72,30 @@ def _errors(error: str | None, field_errors: dict[str, str]) -> dict:
     return {"error": error, "field_errors": ordered, "error_count": len(field_errors) + (1 if error else 0)}
 
 
+def reach(request, agent) -> list[dict]:
+    """Return how a client reaches `agent`, each a copyable address: `[{key, label, url, note}]`.
+
+    A platform agent: its run route, the OpenAI-compatible base URL (`model` = its name), the MCP
+    server (its tool = its name) and its A2A card; an identity agent (its brain runs elsewhere):
+    its A2A card only (the manifest it signed; 404 until it registers one).
+    """
+    root = request.build_absolute_uri("/").rstrip("/")
+    card = {"key": "a2a", "label": "A2A card", "url": f"{root}/v1/agents/{agent.name}/a2a/.well-known/agent-card.json",
+            "note": "A2A JSON-RPC at the same address without /.well-known/…" if agent.hosting != AgentHosting.EXTERNAL
+            else "the capability manifest the agent signed"}
+    if agent.hosting == AgentHosting.EXTERNAL:
+        return [card]
+    return [
+        {"key": "api", "label": "API", "url": f"{root}/v1/agents/{agent.name}/run", "note": 'POST {"input": "…"} with an API key'},
+        {"key": "openai", "label": "OpenAI base URL", "url": f"{root}/v1/agents/openai/v1", "note": f'model "{agent.name}"'},
+        {"key": "mcp", "label": "MCP server", "url": f"{root}/v1/agents/mcp", "note": f'streamable HTTP; tool "{agent.name}"'},
+        card,
+    ]
+
+
 @member_required
 def agent_detail(request, ref: str):
-    """Show one agent, its run form and its newest runs (spec 003: GET /v1/agents/{ref})."""
+    """Show one agent, how to reach it, its run form and its newest runs (spec 003: GET /v1/agents/{ref})."""
     agent = selectors.agent_get(ref=ref)
     return render(
         request,
@@ -86,6 +107,7 @@ def agent_detail(request, ref: str):
             "run_form": RunForm(),
             "inference_configured": inference_configured(),
             "reply_tokens": output_token_cap(agent.max_tokens),  # what a reply may hold: the agent's value, capped
+            "reach": reach(request, agent),
             "nav": "agents",
         },
     )
