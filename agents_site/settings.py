@@ -390,6 +390,8 @@ AGENTS_TOOL_HTTP_ALLOW = _env_list("AGENTS_TOOL_HTTP_ALLOW")
 # with the host (single-tenant, self-hosted deployments).
 AGENTS_MCP_STDIO = _env_bool("AGENTS_MCP_STDIO", False)
 AGENTS_MCP_LIST_TTL_SECONDS = _env_int("AGENTS_MCP_LIST_TTL_SECONDS", 60)
+# The MCP server (/v1/agents/mcp): a legacy session idle this long (no request in flight) is ended.
+AGENTS_MCP_SESSION_IDLE_SECONDS = _env_int("AGENTS_MCP_SESSION_IDLE_SECONDS", 1800)
 # Private, loopback, link-local, CGNAT and metadata hosts an HTTP MCP server URL may name anyway
 # (an in-house server); every other such address is refused when the server is reached.
 AGENTS_MCP_ALLOW_HOSTS = _env_list("AGENTS_MCP_ALLOW_HOSTS")

@@ -112,8 +112,9 @@ class AgentForm(forms.Form):
 
 class ApiKeyForm(forms.Form):
     """Name a new API key and its limits (the key is minted, and its limits checked, by
-    `tenancy.services.api_key_create`): `scope` (`all`, or `openai` = only the OpenAI-compatible
-    endpoint) and the agents an `openai` key may call there (none ticked = every agent)."""
+    `tenancy.services.api_key_create`): `scope` (`all`, `openai` = only the OpenAI-compatible
+    endpoint, `mcp` = only the MCP server) and the agents an `openai` or `mcp` key may call there
+    (none ticked = every agent)."""
 
     name = forms.CharField(required=False, max_length=100)
     scope = forms.ChoiceField(required=False, choices=ApiKeyScope.choices, initial=ApiKeyScope.ALL)

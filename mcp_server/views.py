@@ -45,7 +45,7 @@ _starting: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _idle_seconds() -> float:
-    return max(float(getattr(settings, "AGENTS_MCP_SESSION_IDLE_SECONDS", 1800)), 1.0)
+    return max(float(settings.AGENTS_MCP_SESSION_IDLE_SECONDS), 1.0)
 
 
 async def _run_manager(manager: StreamableHTTPSessionManager, started: asyncio.Future) -> None:

@@ -166,6 +166,8 @@ VARIABLES: tuple[Var, ...] = (
         'hosts an HTTP MCP server URL may name although they are (or resolve to) private, loopback, link-local, CGNAT or metadata addresses (comma-separated); any other such address is refused when the server is reached'),
     Var('AGENTS_MCP_LIST_TTL_SECONDS', '`60`',
         "how long an MCP server's tool list is cached"),
+    Var('AGENTS_MCP_SESSION_IDLE_SECONDS', '`1800`',
+        'the MCP server at `/v1/agents/mcp`: a session (the `Mcp-Session-Id` of a client of a protocol version before 2026-07-28) with no request in flight for this long is ended; the client opens a new one'),
     Var('AGENTS_PAUSE_TIMEOUT_SECONDS', '`AGENTS_RUN_DEADLINE_SECONDS` (540)',
         'a paused run not resumed within this ends as an error ("paused for longer than N s"); the run\'s deadline counts paused time, so a pause also ends at the deadline ("the run ran out of time while paused") and a longer value never applies (check `agents.W002`)'),
     Var('AGENTS_APPROVAL_TIMEOUT_SECONDS', '`86400`',
