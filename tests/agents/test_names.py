@@ -8,10 +8,10 @@ from agents.names import ANNOUNCED, path_words, reserved_names
 
 def _first_segments(client) -> set[str]:
     """The literal first segments after /v1/agents/ of the served OpenAPI paths (and the docs, the
-    OpenAI-compatible endpoint and the A2A public directory: plain Django views outside the document)."""
+    OpenAI-compatible endpoint, the A2A public directory and the MCP server: plain Django views outside the document)."""
     paths = client.get("/v1/agents/openapi.json").json()["paths"]
     words = {p.removeprefix("/v1/agents/").split("/")[0] for p in paths if p.startswith("/v1/agents/")}
-    return {w for w in words if not w.startswith("{")} | {"docs", "openapi.json", "openai", "a2a"}
+    return {w for w in words if not w.startswith("{")} | {"docs", "openapi.json", "openai", "a2a", "mcp"}
 
 
 def test_reserved_words_are_read_from_the_routes_served(client):

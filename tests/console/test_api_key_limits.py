@@ -35,7 +35,7 @@ def test_agents_on_a_key_of_scope_all_are_refused_with_the_services_words(org_a,
     response = admin_client.post("/console/keys/", {"name": "x", "scope": "all", "allowed_agents": ["writer"]})
     assert response.status_code == 200
     html = response.content.decode()
-    assert 'id="key-form-error"' in html and "allowed agents limit a key of scope &#x27;openai&#x27; only" in html
+    assert 'id="key-form-error"' in html and "allowed agents limit a key of scope &#x27;openai&#x27; or &#x27;mcp&#x27; only" in html
     assert 'id="new-key"' not in html and ApiKey.objects.count() == before
 
 
