@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0003_run_kind_a2a'),
+        ('runs', '0004_run_metadata'),
     ]
 
     operations = [
