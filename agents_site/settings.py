@@ -102,6 +102,7 @@ INSTALLED_APPS = [
     "openai_api",
     "a2a_server",
     "mcp_server",
+    "responses_api",
     "guide.apps.GuideConfig",
     "console",
 ]

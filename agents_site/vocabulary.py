@@ -72,6 +72,7 @@ class RunKind(models.TextChoices):
     CODING = "coding", "coding run"  # POST /v1/agents/coding
     A2A = "a2a", "A2A task"  # SendMessage / SendStreamingMessage on POST /v1/agents/{ref}/a2a (A2A JSON-RPC)
     MCP = "mcp", "MCP tool call"  # tools/call of an agent's tool on /v1/agents/mcp (the MCP server)
+    RESPONSES = "responses", "OpenAI response"  # POST /v1/agents/openai/v1/responses (the Responses API)
 
 
 class RefusalAnswer(models.TextChoices):
@@ -595,6 +596,21 @@ class OpenAIErrorType(StrEnum):
     INSUFFICIENT_QUOTA = "insufficient_quota"  # 402: the org's balance cannot pay for the call
     RATE_LIMIT = "rate_limit_error"  # 429: too many requests
     API = "api_error"  # 5xx: the run failed, or a dependency did not answer
+
+
+class ResponseStatus(StrEnum):
+    """The `status` of an OpenAI Responses API `response` (derived from its run's status and finish reason)."""
+
+    QUEUED = "queued"  # a background response accepted, its run not yet taken by a worker
+    IN_PROGRESS = "in_progress"  # its run is executing
+    COMPLETED = "completed"  # its run ended ok
+    FAILED = "failed"  # its run ended error (not by a stop)
+    CANCELLED = "cancelled"  # its run was stopped (POST …/responses/{id}/cancel, or the session's stop)
+    INCOMPLETE = "incomplete"  # its run ended ok but the reply was cut (max_output_tokens, content filter)
+
+
+ResponseStatus.TERMINAL = frozenset({ResponseStatus.COMPLETED, ResponseStatus.FAILED, ResponseStatus.CANCELLED,
+                                     ResponseStatus.INCOMPLETE})
 
 
 class OpenAIFinishReason(StrEnum):

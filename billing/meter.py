@@ -56,6 +56,7 @@ def run_fee_cents() -> int:
 _KIND_FEE_SETTINGS = {
     RunKind.CHAT: "AGENTS_CHAT_FEE_CENTS",
     RunKind.OPENAI: "AGENTS_OPENAI_FEE_CENTS",
+    RunKind.RESPONSES: "AGENTS_OPENAI_FEE_CENTS",  # the same endpoint family: a response costs what a chat completion does
     RunKind.CODING: "AGENTS_CODING_FEE_CENTS",
 }
 

@@ -13,6 +13,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("v1/identity/", include("identity.urls")),
     path("v1/agents/openai/v1/", include("openai_api.urls")),  # before the Ninja API: its /{ref} routes
+    path("v1/agents/openai/v1/", include("responses_api.urls")),  # the Responses API beside it (issue 56)
     path("v1/agents/", include("a2a_server.urls")),  # A2A cards and JSON-RPC, before the Ninja API too
     path("v1/agents/", include("mcp_server.urls")),  # the MCP server (streamable HTTP), before the Ninja API too
     path("v1/", api.urls),

@@ -96,14 +96,6 @@ window.AgentsVocabulary = Object.freeze({
   "succeeded"
  ],
  "enums": {
-  "Access": {
-   "ALLOW": "allow",
-   "FORBIDDEN": "403",
-   "LOGIN": "login",
-   "NOT_FOUND": "404",
-   "OWN": "own",
-   "UNAUTHENTICATED": "401"
-  },
   "ActivityKind": {
    "CREATED": "created",
    "FAILED": "failed",
@@ -131,7 +123,6 @@ window.AgentsVocabulary = Object.freeze({
   },
   "ApiKeyScope": {
    "ALL": "all",
-   "MCP": "mcp",
    "OPENAI": "openai"
   },
   "ApprovalOutcome": {
@@ -382,19 +373,18 @@ window.AgentsVocabulary = Object.freeze({
    "HTTPS": "https",
    "SSH": "ssh"
   },
+  "ResponseStatus": {
+   "CANCELLED": "cancelled",
+   "COMPLETED": "completed",
+   "FAILED": "failed",
+   "INCOMPLETE": "incomplete",
+   "IN_PROGRESS": "in_progress",
+   "QUEUED": "queued"
+  },
   "RestoreStatus": {
    "DONE": "done",
    "FAILED": "failed",
    "RUNNING": "running"
-  },
-  "Role": {
-   "ADMIN": "admin",
-   "AGENT_TOKEN": "agent token",
-   "ANONYMOUS": "anonymous",
-   "MACHINE_KEY": "machine key",
-   "MEMBER": "member",
-   "OTHER_ORG": "other org",
-   "SCOPED_KEY": "scoped key"
   },
   "RoutedRunState": {
    "CLAIMED": "claimed",
@@ -407,8 +397,8 @@ window.AgentsVocabulary = Object.freeze({
    "A2A": "a2a",
    "CHAT": "chat",
    "CODING": "coding",
-   "MCP": "mcp",
    "OPENAI": "openai",
+   "RESPONSES": "responses",
    "ROUTED": "routed",
    "RUN": "run",
    "SCHEDULED": "scheduled",
@@ -501,7 +491,6 @@ window.AgentsVocabulary = Object.freeze({
   },
   "WebhookDisabledReason": {
    "FAILING": "failing",
-   "GONE": "gone",
    "NONE": ""
   },
   "WebhookEventType": {
@@ -572,7 +561,7 @@ window.AgentsVocabulary = Object.freeze({
   "openai",
   "coding",
   "a2a",
-  "mcp"
+  "responses"
  ],
  "runStatus": [
   "queued",

@@ -8,7 +8,7 @@ from abc import ABC, abstractmethod
 from django.db import connections
 
 #: App labels whose models live in an org's store, never in `default`.
-ORG_APP_LABELS = frozenset({"agents", "runs", "agent_sessions", "targets", "identity", "coding", "chat", "webhooks", "a2a_server"})
+ORG_APP_LABELS = frozenset({"agents", "runs", "agent_sessions", "targets", "identity", "coding", "chat", "webhooks", "a2a_server", "responses_api"})
 
 
 def migrate(alias: str) -> None:

@@ -115,13 +115,15 @@ def test_a_kinds_own_code_is_its_policys():
     from chat.rounds import round_resume_prompt, round_resumed
     from coding.apps import max_in_flight
     from coding.errors import CodingBusy
+    from responses_api.services import response_execute_queued
     from runs.policies import InFlightLimit
     from targets.approvals import routed_resume_offer
 
     def having(field: str) -> dict:
         return {kind: getattr(run_policy(kind), field) for kind in RunKind.values if getattr(run_policy(kind), field) is not None}
 
-    assert having("execute_queued") == {RunKind.RUN: execute_queued, RunKind.SCHEDULED: execute_queued}
+    assert having("execute_queued") == {RunKind.RUN: execute_queued, RunKind.SCHEDULED: execute_queued,
+                                        RunKind.RESPONSES: response_execute_queued}  # a background response
     assert having("resume") == {kind: run_resume for kind in (RunKind.RUN, RunKind.TOOL, RunKind.SCHEDULED, RunKind.CHAT, RunKind.A2A,
                                                                                 RunKind.MCP)}
     assert having("resume_elsewhere") == {RunKind.ROUTED: routed_resume_offer}
@@ -144,7 +146,8 @@ def test_the_fee_of_every_kind_comes_from_billing(settings):
     settings.AGENTS_CODING_FEE_CENTS = 30
     fees = {kind: run_policy(kind).fee_cents(RunRequest(kind=kind, actor="a/u")) for kind in RunKind.values}
     assert fees == {RunKind.RUN: 100, RunKind.SCHEDULED: 100, RunKind.ROUTED: 100, RunKind.TOOL: 100,
-                    RunKind.CHAT: 5, RunKind.OPENAI: 7, RunKind.CODING: 30, RunKind.A2A: 100, RunKind.MCP: 100}
+                    RunKind.CHAT: 5, RunKind.OPENAI: 7, RunKind.CODING: 30, RunKind.A2A: 100, RunKind.MCP: 100,
+                    RunKind.RESPONSES: 7}
     assert fees == {kind: fee_for_kind(kind) for kind in RunKind.values}
     # A round a preset's handler answers calls no model: billing's fee for it is 0.
     assert run_policy(RunKind.CHAT).fee_cents(RunRequest(kind=RunKind.CHAT, actor="a/u", calls_model=False)) == 0
