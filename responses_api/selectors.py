@@ -25,8 +25,15 @@ def response_get(*, response_id: str, param: str = "response_id") -> StoredRespo
 
 
 def response_run(*, record: StoredResponse) -> Run | None:
-    """Return the run of `record` (None when it was deleted with its agent)."""
-    return Run.objects.filter(pk=record.id).first()
+    """Return the run of `record` (None when it was deleted with its agent).
+
+    A run found finished has its output items re-read into `record`: they commit with the
+    finish, so a row read before it may still hold `[]` (two reads, no snapshot between them).
+    """
+    run = Run.objects.filter(pk=record.id).first()
+    if run is not None and run.status in RunStatus.FINISHED and not record._state.adding:
+        record.output_items = StoredResponse.objects.filter(pk=record.id).values_list("output_items", flat=True).first() or []
+    return run
 
 
 def response_status(run: Run) -> str:
