@@ -466,12 +466,18 @@ class WebhookEventType(models.TextChoices):
     TARGET_OFFLINE = "target.offline", "target status changed"  # a machine's computed status changed (sweep)
     BALANCE_LOW = "balance.low", "balance low"  # the org's balance fell below AGENTS_WEBHOOK_BALANCE_LOW_CENTS
     TEST = "webhook.test", "test"  # a test send from the console or POST …/webhooks/{id}/test
+    RESPONSE_COMPLETED = "response.completed", "response completed"  # a Responses API response completed; data is the response
+    RESPONSE_FAILED = "response.failed", "response failed"  # a response failed (its run ended error, not by a stop)
+    RESPONSE_CANCELLED = "response.cancelled", "response cancelled"  # a response was cancelled (its run was stopped)
+    RESPONSE_INCOMPLETE = "response.incomplete", "response incomplete"  # a response's reply was cut (max_output_tokens)
 
 
 #: The events an org webhook endpoint may subscribe to (`events` of POST /v1/agents/webhooks).
 WebhookEventType.SUBSCRIBABLE = frozenset({
     WebhookEventType.RUN_FINISHED, WebhookEventType.RUN_WAITING, WebhookEventType.CODING_PUSHED,
     WebhookEventType.SESSION_PUBLISHED, WebhookEventType.TARGET_OFFLINE, WebhookEventType.BALANCE_LOW,
+    WebhookEventType.RESPONSE_COMPLETED, WebhookEventType.RESPONSE_FAILED, WebhookEventType.RESPONSE_CANCELLED,
+    WebhookEventType.RESPONSE_INCOMPLETE,
 })
 
 

@@ -29,7 +29,7 @@ from agents.inference import inference_configured
 from agents.models import Agent
 from agents_site.errors import ApiError
 from agents_site.schemas import scan_caller_text
-from agents_site.vocabulary import AgentHosting, ChatRole, ControlCommand, ResponseStatus, RunKind, RunStatus
+from agents_site.vocabulary import AgentHosting, ChatRole, ControlCommand, ResponseStatus, RunKind, RunStatus, WebhookEventType
 from chat.services import conversation_exists, conversation_open_for_round, conversation_record_turns, conversation_release
 from openai_api.errors import ApprovalUnsupported
 from openai_api.selectors import model_get
@@ -45,6 +45,7 @@ from runs.request import RunRequest
 from sessions.control import control_send
 from tenancy import stores
 from tenancy.principal import Principal
+from webhooks.events import emit as webhook_emit
 
 logger = logging.getLogger(__name__)
 
@@ -271,6 +272,7 @@ def _conclude(started: StartedResponse, writer: EventWriter, row: Run, output: s
             reply = {"role": ChatRole.ASSISTANT, "content": row.output,
                      "tool_calls": {"actions": [], "ops": list(ops)} if ops else None}
         conversation_release(conversation_id=record.conversation_id, run_id=row.id, reply=reply)
+    _announce(record, row, items)
     if durable:
         _close_stream(writer, record, row, items)
 
@@ -282,7 +284,25 @@ def _conclude_elsewhere(started: StartedResponse, writer: EventWriter, run: Run)
     started.record.output_items = items
     if not started.record._state.adding:
         StoredResponse.objects.filter(pk=run.id).update(output_items=items)
+    _announce(started.record, run, items)
     _close_stream(writer, started.record, run, items)
+
+
+#: The webhook event announcing a response that ended in each status (subscribable apart from `run.finished`).
+WEBHOOK_EVENTS = {ResponseStatus.COMPLETED: WebhookEventType.RESPONSE_COMPLETED, ResponseStatus.FAILED: WebhookEventType.RESPONSE_FAILED,
+                  ResponseStatus.CANCELLED: WebhookEventType.RESPONSE_CANCELLED,
+                  ResponseStatus.INCOMPLETE: WebhookEventType.RESPONSE_INCOMPLETE}
+
+
+def _announce(record: StoredResponse, run: Run, items: list[dict]) -> None:
+    """Deliver `response.<status>` (data: the `response` object) to the org's endpoints subscribed to it.
+
+    Called in the finish's transaction where there is one (the deliveries commit with the finish);
+    `run.finished` goes out as for every run, from the lifecycle."""
+    status = selectors.response_status(run)
+    event = WEBHOOK_EVENTS.get(status)
+    if event is not None:
+        webhook_emit(event, record_body(record, run, status=status, output=items))
 
 
 def _close_stream(writer: EventWriter, record: StoredResponse, run: Run, items: list[dict]) -> None:
@@ -383,6 +403,7 @@ def _close_unstarted(record: StoredResponse | None, run_id: str) -> None:
     if last in CLOSING_EVENTS:
         return
     writer = EventWriter(emit=_keep(run_id), start=head + 1)
+    _announce(record, run, [])
     try:
         _close_stream(writer, record, run, [])
     except IntegrityError:  # closed by a concurrent caller
