@@ -16,9 +16,17 @@ MAX_CHAIN = 100
 CANCELLED_BEFORE_START = "cancelled before start"
 
 
-def response_get(*, response_id: str, param: str = "response_id") -> StoredResponse:
-    """Return the org's stored response `response_id`; raise `ResponseNotFound` (404 naming `param`)."""
+def response_get(*, response_id: str, principal=None, param: str = "response_id") -> StoredResponse:
+    """Return the org's stored response `response_id`; raise `ResponseNotFound` (404 naming `param`).
+
+    With `principal`, a response of an agent its key may not use is the same 404 (a key limited to
+    some agents reads, continues, cancels and deletes only their responses).
+    """
     record = StoredResponse.objects.filter(pk=response_id).first() if response_id else None
+    if record is not None and principal is not None and principal.allowed_agents:
+        agent_id = Run.objects.filter(pk=record.id).values_list("agent_id", flat=True).first() or ""
+        if not principal.may_use_agent(agent_id=agent_id, agent_name=record.model):
+            record = None
     if record is None:
         raise ResponseNotFound(response_id, param=param)
     return record

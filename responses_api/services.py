@@ -156,7 +156,8 @@ def response_start(*, principal: Principal, request: ResponseRequest, request_id
     conversation_id = ""
     history: list[dict] = []
     if request.previous_response_id:
-        previous = selectors.response_get(response_id=request.previous_response_id, param="previous_response_id")
+        previous = selectors.response_get(response_id=request.previous_response_id, principal=principal,
+                                          param="previous_response_id")
         conversation_id = previous.conversation_id
         history = selectors.chain_items(record=previous)
     elif request.conversation:

@@ -166,7 +166,7 @@ def response(request, response_id: str):
     `starting_after`) and `DELETE …/responses/{id}`; 404 for an unknown or another org's id."""
     principal = principal_of(request)
     if request.method == "DELETE":
-        record = selectors.response_get(response_id=response_id)
+        record = selectors.response_get(response_id=response_id, principal=principal)
         services.response_delete(record=record)
         return JsonResponse({"id": record.id, "object": "response.deleted", "deleted": True})
     stream = _flag(request.GET.get("stream"), "stream")
@@ -178,7 +178,7 @@ def response(request, response_id: str):
         raise InvalidParam("'include' is not supported: no hosted tool, reasoning or log-probability output is served here",
                            param="include")
     refuse_credentials_in_query(request)
-    record = selectors.response_get(response_id=response_id)
+    record = selectors.response_get(response_id=response_id, principal=principal)
     run = selectors.response_run(record=record)
     if run is None:
         raise selectors.ResponseNotFound(response_id)
@@ -221,7 +221,7 @@ def response_cancel(request, response_id: str):
     `background: true`; a finished one is answered as it is."""
     principal = principal_of(request)
     refuse_credentials_in_query(request)
-    record = selectors.response_get(response_id=response_id)
+    record = selectors.response_get(response_id=response_id, principal=principal)
     if not record.background:
         raise InvalidParam("only a background response can be cancelled", param="response_id")
     services.response_cancel(record=record, actor=principal.actor)
@@ -240,7 +240,7 @@ def response_cancel(request, response_id: str):
 def response_input_items(request, response_id: str):
     """`GET …/responses/{id}/input_items`: the response's input items, `order` desc (default) or
     asc, `limit` 1–100 (20), `after` an item id; OpenAI's `list` (`data`, `first_id`, `last_id`, `has_more`)."""
-    principal_of(request)
+    principal = principal_of(request)
     for name in request.GET:
         if name not in ("limit", "order", "after", "include"):
             raise InvalidParam(f"the query parameter '{name}' is not supported", param=name)
@@ -251,6 +251,6 @@ def response_input_items(request, response_id: str):
     order = request.GET.get("order", "desc")
     if order not in ("asc", "desc"):
         raise InvalidParam("'order' must be asc or desc", param="order")
-    record = selectors.response_get(response_id=response_id)
+    record = selectors.response_get(response_id=response_id, principal=principal)
     page = wire.input_items_page(record.input_items, limit=int(limit_text), order=order, after=request.GET.get("after"))
     return JsonResponse(page)

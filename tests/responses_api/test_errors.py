@@ -123,3 +123,24 @@ def test_input_items_paging_is_checked(org, upstream):
     assert org.client.get(f"{URL}/{rid}/input_items", {"limit": "0"}).json()["error"]["param"] == "limit"
     assert org.client.get(f"{URL}/{rid}/input_items", {"order": "up"}).json()["error"]["param"] == "order"
     assert org.client.get(f"{URL}/{rid}/input_items", {"after": "msg_nope"}).json()["error"]["param"] == "after"
+
+
+def test_a_key_limited_to_some_agents_reaches_only_their_responses(org, upstream):
+    from django.test import Client as HttpClient
+
+    from tenancy.services import api_key_create
+
+    make_agent(org, "private")
+    upstream.script(Reply(content="secret plans"))
+    private = create(org, {"model": "private", "input": "plan"}).json()["id"]
+    _, key = api_key_create(org=org.org, user=org.user, name="tool", scope="openai", allowed_agents=["writer"])
+    limited = HttpClient(HTTP_AUTHORIZATION=f"Bearer {key}")
+
+    answers = [limited.get(f"{URL}/{private}"), limited.get(f"{URL}/{private}/input_items"),
+               limited.delete(f"{URL}/{private}"),
+               limited.post(URL, {"model": "writer", "input": "continue", "previous_response_id": private},
+                            content_type="application/json")]
+
+    assert [a.status_code for a in answers] == [404] * 4
+    assert answers[-1].json()["error"]["param"] == "previous_response_id"
+    assert org.client.get(f"{URL}/{private}").status_code == 200
