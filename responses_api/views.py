@@ -23,11 +23,14 @@ import time
 from django.conf import settings
 from django.http import JsonResponse
 
+from agents_site.errors import ApiError
 from agents_site.vocabulary import ReplyFrame, RunStatus
 from openai_api.errors import InvalidParam, error_object, error_response
 from openai_api.views import InternalError, _request_id, openai_view, principal_of, refuse_credentials_in_query
 from openai_api.wire import parse_body
 from responses_api import selectors, services, wire
+from responses_api.errors import ResponseNotFound
+from responses_api.models import StoredResponse
 from runs.streaming import QueueListener, answer_later, render_frame, run_stream, stream_response
 from sessions.stream import read_store
 from tenancy.faults import store_fault
@@ -82,8 +85,7 @@ def responses(request):
 
 
 def _error_answer(exc: Exception):
-    from agents_site.errors import ApiError
-
+    """Render what a deferred response raised as OpenAI's error object (as `openai_view` does)."""
     if isinstance(exc, ApiError):
         return error_response(exc)
     fault = store_fault(exc)
@@ -144,7 +146,7 @@ async def _kept_frames(*, org: str, response_id: str, after: int):
 def _read_events(*, response_id: str, after: int) -> tuple[list[dict], str]:
     """Return the kept events after `after` and the response's state: `running`, `finished` or `gone`."""
     events = selectors.events_after(response_id=response_id, after=after)
-    record = selectors.StoredResponse.objects.filter(pk=response_id).first()
+    record = StoredResponse.objects.filter(pk=response_id).first()
     if record is None:
         return events, "gone"
     run = selectors.response_run(record=record)
@@ -155,7 +157,7 @@ def _read_events(*, response_id: str, after: int) -> tuple[list[dict], str]:
 
 def _close_if_open(*, response_id: str) -> None:
     """Keep the closing event of a finished response whose stream was never closed (a stop before start)."""
-    record = selectors.StoredResponse.objects.filter(pk=response_id).first()
+    record = StoredResponse.objects.filter(pk=response_id).first()
     if record is not None:
         services._close_unstarted(record, response_id)
 
@@ -181,7 +183,7 @@ def response(request, response_id: str):
     record = selectors.response_get(response_id=response_id, principal=principal)
     run = selectors.response_run(record=record)
     if run is None:
-        raise selectors.ResponseNotFound(response_id)
+        raise ResponseNotFound(response_id)
     if not stream:
         if starting_after is not None:
             raise InvalidParam("'starting_after' resumes a stream: give it with stream=true", param="starting_after")
@@ -231,7 +233,7 @@ def response_cancel(request, response_id: str):
         time.sleep(0.05)  # the executor ends the run between two steps; a stop is never lost, only this answer waits
         run = selectors.response_run(record=record)
     if run is None:
-        raise selectors.ResponseNotFound(response_id)
+        raise ResponseNotFound(response_id)
     record.refresh_from_db()
     return JsonResponse(services.record_body(record, run))
 
