@@ -78,6 +78,8 @@ ADMIN = _profile(MEMBER, member=FORBIDDEN)
 #: The OpenAI-compatible endpoint: also a key of scope `openai`; no usable key is OpenAI's 401.
 OPENAI = _profile(MEMBER, scoped_key=ALLOW, anonymous=Access.UNAUTHENTICATED, agent_token=Access.UNAUTHENTICATED,
                   machine_key=Access.UNAUTHENTICATED)
+#: The MCP server: also a key of scope `mcp` (limited to its agents' tools).
+MCP = _profile(MEMBER, scoped_key=ALLOW)
 #: The identity agent's own token, for its own agent only (another agent, unknown or another org's: one 403).
 AGENT_TOKEN = {Role.ANONYMOUS: FORBIDDEN, Role.MEMBER: FORBIDDEN, Role.ADMIN: FORBIDDEN, Role.OTHER_ORG: FORBIDDEN,
                Role.SCOPED_KEY: FORBIDDEN, Role.AGENT_TOKEN: OWN, Role.MACHINE_KEY: FORBIDDEN}
@@ -198,6 +200,16 @@ TABLE: list[Row] = [
         (GET, f"{API}/openai/v1/models", OPENAI),
         (GET, f"{API}/openai/v1/models/{{model}}", OPENAI),
         (POST, f"{API}/openai/v1/chat/completions", OPENAI),
+        (POST, f"{API}/openai/v1/responses", OPENAI, {"note": "a key limited to some agents reaches only their responses"}),
+        (GET, f"{API}/openai/v1/responses/{{response_id}}", OPENAI),
+        (DELETE, f"{API}/openai/v1/responses/{{response_id}}", OPENAI),
+        (POST, f"{API}/openai/v1/responses/{{response_id}}/cancel", OPENAI),
+        (GET, f"{API}/openai/v1/responses/{{response_id}}/input_items", OPENAI),
+    ),
+    *_rows(
+        "MCP server /v1/agents/mcp",
+        (READ_WRITE + DELETE, f"{API}/mcp", MCP,
+         {"note": "a bearer credential of the org (API key of scope all or mcp, or a gateway JWT), not a console login"}),
     ),
     *_rows(
         "A2A",

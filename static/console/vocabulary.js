@@ -96,6 +96,14 @@ window.AgentsVocabulary = Object.freeze({
   "succeeded"
  ],
  "enums": {
+  "Access": {
+   "ALLOW": "allow",
+   "FORBIDDEN": "403",
+   "LOGIN": "login",
+   "NOT_FOUND": "404",
+   "OWN": "own",
+   "UNAUTHENTICATED": "401"
+  },
   "ActivityKind": {
    "CREATED": "created",
    "FAILED": "failed",
@@ -123,6 +131,7 @@ window.AgentsVocabulary = Object.freeze({
   },
   "ApiKeyScope": {
    "ALL": "all",
+   "MCP": "mcp",
    "OPENAI": "openai"
   },
   "ApprovalOutcome": {
@@ -221,6 +230,7 @@ window.AgentsVocabulary = Object.freeze({
    "ENVELOPE_REPLAYED": "envelope_replayed",
    "FORBIDDEN": "forbidden",
    "FORWARD_FAILED": "forward_failed",
+   "GATEWAY_REFUSED": "gateway_refused",
    "IDEMPOTENCY_IN_PROGRESS": "idempotency_in_progress",
    "IDEMPOTENCY_MISMATCH": "idempotency_mismatch",
    "INFERENCE_UNAVAILABLE": "inference_unavailable",
@@ -386,6 +396,15 @@ window.AgentsVocabulary = Object.freeze({
    "FAILED": "failed",
    "RUNNING": "running"
   },
+  "Role": {
+   "ADMIN": "admin",
+   "AGENT_TOKEN": "agent token",
+   "ANONYMOUS": "anonymous",
+   "MACHINE_KEY": "machine key",
+   "MEMBER": "member",
+   "OTHER_ORG": "other org",
+   "SCOPED_KEY": "scoped key"
+  },
   "RoutedRunState": {
    "CLAIMED": "claimed",
    "OFFERED": "offered",
@@ -397,6 +416,7 @@ window.AgentsVocabulary = Object.freeze({
    "A2A": "a2a",
    "CHAT": "chat",
    "CODING": "coding",
+   "MCP": "mcp",
    "OPENAI": "openai",
    "RESPONSES": "responses",
    "ROUTED": "routed",
@@ -491,6 +511,7 @@ window.AgentsVocabulary = Object.freeze({
   },
   "WebhookDisabledReason": {
    "FAILING": "failing",
+   "GONE": "gone",
    "NONE": ""
   },
   "WebhookEventType": {
@@ -565,6 +586,7 @@ window.AgentsVocabulary = Object.freeze({
   "openai",
   "coding",
   "a2a",
+  "mcp",
   "responses"
  ],
  "runStatus": [
