@@ -15,8 +15,8 @@ class ResponsesApiConfig(AppConfig):
         response is a queued run a worker executes (`services.response_execute_queued`). An agent
         with approval rules is refused at the start (a response cannot wait for a person), so the
         kind never resumes."""
-        from agents_site.vocabulary import RunKind
-        from responses_api.services import response_execute_queued
-        from runs.policies import RunPolicy, register_run_policy
+        from agents_site.vocabulary import RunKind  # ready(): imports models, which load after apps.py
+        from responses_api.services import response_execute_queued  # ready(): imports models, which load after apps.py
+        from runs.policies import RunPolicy, register_run_policy  # ready(): imports models, which load after apps.py
 
         register_run_policy(RunPolicy(kind=RunKind.RESPONSES, execute_queued=response_execute_queued))

@@ -422,7 +422,7 @@ def response_cancel(*, record: StoredResponse, actor: str) -> None:
     run = selectors.response_run(record=record)
     if run is None or run.status in RunStatus.FINISHED or not run.session_id:
         return
-    from sessions.errors import SessionFinished
+    from sessions.errors import SessionFinished  # only on a stop: keeps the sessions errors off the common path
 
     try:
         control_send(session_id=run.session_id, command=ControlCommand.STOP, actor=actor)

@@ -1,6 +1,6 @@
 /* The run form of an agent page: POST /v1/agents/{id}/run with the session cookie, show the
    run's live session while it runs (from the org's SSE stream), then its output or error.
-   A 502 body is the failed run itself (spec 003), shown as the run's error, not a crash. */
+   A 502 body is the failed run itself (spec 003), and so is a 400 context_length_exceeded (decision 1530), shown as the run's error, not a crash. */
 (function () {
   "use strict";
   var A = window.Agents;
@@ -129,7 +129,7 @@
     listen().then(function () {
       return A.api("POST", panel.dataset.runUrl, { input: input });
     }).then(function (res) {
-      if ((res.status === 200 || res.status === 502) && res.body && res.body.id) {
+      if ((res.status === 200 || res.status === 502 || res.status === 400) && res.body && res.body.id) {
         showRun(res.body);
         state.textContent = res.status === 200 ? "Finished." : res.body.finishReason === A.vocab.word.stopped ? "Stopped." :
           "The run failed; it was recorded with its error.";

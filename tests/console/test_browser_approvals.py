@@ -6,6 +6,7 @@ Approvals page lists it with its answer."""
 import httpx
 import pytest
 
+from runs.approvals import open_arguments
 from runs.models import Approval, Run
 from agents_site.vocabulary import ApprovalOutcome, ApprovalState, RunStatus
 from tests.support.upstream import Reply
@@ -33,7 +34,9 @@ def test_a_request_is_edited_and_approved_on_the_session_page_and_listed_on_the_
     page.wait_for_selector("#approvals-card [data-answer=approved]")
     with org.context():
         row = Approval.objects.get(run_id=run_id)
-        assert row.state == ApprovalState.APPROVED and row.edited and row.arguments == '{"expression": "6*7"}'
+        # approved, not yet executed: the edited arguments wait sealed (issue 49), never raw
+        assert row.state == ApprovalState.APPROVED and row.edited and row.arguments.startswith("sealed:v1:")
+        assert open_arguments(row.arguments) == '{"expression": "6*7"}'
 
     from runs.tasks import resume_run  # the worker's part, inline
 

@@ -70,7 +70,10 @@ def test_every_operation_declares_the_answers_the_api_gives_around_it(document):
             assert answer["description"] and answer["description"] != "Unknown Status Code", (method, path, status)
             if int(status) >= 400 and status != "502":
                 schema = answer["content"]["application/json"]["schema"]
-                assert schema["$ref"].rsplit("/", 1)[1] in ("ErrorOut", "SecretErrorOut"), (method, path, status)
+                refs = [s["$ref"].rsplit("/", 1)[1] for s in schema.get("anyOf", [schema])]
+                if status == "400" and set(refs) in ({"RunOut", "ErrorOut"}, {"RoundFailedOut", "ErrorOut"}):
+                    continue  # a context overflow is the failed run's (round's) body with its code (decision 1530)
+                assert refs in (["ErrorOut"], ["SecretErrorOut"]), (method, path, status)
 
 
 def test_the_answers_schemathesis_found_undeclared_are_declared(document):

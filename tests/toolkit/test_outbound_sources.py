@@ -27,6 +27,9 @@ ALLOWED = {
     "agents/tools/backends/mcp.py": {"mcp"},
     "toolkit/stopping.py": {"httpcore2", "socket"},  # a run's stop shuts down a connection's socket (issue 25); it opens none
     "tenancy/backups/litestream.py": {"httpx"},
+    # the MCP server (issue 54): the SDK's server side answers requests made to us; it opens no connection
+    "mcp_server/server.py": {"mcp"},
+    "mcp_server/views.py": {"mcp"},
     # `make run`'s supervisor: binds PORT once to check it is free, then polls the daphne it started on loopback
     "server/management/commands/serve.py": {"socket", "urllib.request"},  # the local Litestream daemon's Unix control socket (operator configuration), no address
   # the SDK gets its HTTP client from toolkit.outbound (asserted below)
