@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: run demo test test-durations test-gateways coverage-runner bench soak screenshots docs docs-check docs-pages clean
+.PHONY: run demo test test-docs test-durations test-gateways coverage-runner bench soak screenshots docs docs-check docs-pages clean
 
 $(VENV)/.installed-run: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -40,6 +40,12 @@ demo: $(VENV)/.installed-run
 test: $(VENV)/.installed-dev
 	bash scripts/test-prereqs.sh
 	bash scripts/test-passes.sh
+
+## make test-docs: every page's examples (tests/docs/test_examples.py with AGENTS_DOCS_EXAMPLES=all) against one
+## `make demo` server. `make test` runs the pages the docs issue names (getting started and six guides); the other
+## pages' examples are this target's, for the suite's budget (docs/decisions/1470). CI (.ci/run) runs both.
+test-docs: $(VENV)/.installed-dev
+	AGENTS_DOCS_EXAMPLES=all $(PY) -m pytest -p no:xdist tests/docs/test_examples.py
 
 ## make test-durations: the 20 slowest tests of the last make test (its JUnit reports in data/test-reports/).
 test-durations:

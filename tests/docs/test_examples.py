@@ -35,9 +35,13 @@ from tests.support.live import ROOT, free_port
 #: The pages the issue names: every example there must run (none illustrative).
 MUST_RUN = ("getting-started.md", "guides/runs-and-sessions.md", "guides/chat.md", "guides/openai-compatible.md",
             "guides/approvals.md", "guides/webhooks.md", "guides/identity-and-sdks.md")
-#: Getting started first: the guides assume its state (the agent `writer`); then every other page, by path.
-PAGES = sorted((p for p in examples.pages() if any(not b.illustrative and not b.is_server for b in examples.examples(p))),
-               key=lambda p: (p.name != "getting-started.md", str(p)))
+#: Every page `make test-docs` runs (AGENTS_DOCS_EXAMPLES=all): getting started first, the guides assume its
+#: state (the agent `writer`); then every other page, by path. `make test` runs the MUST_RUN pages only: the
+#: suite's budget (issue 47 item 3) gives every other page's examples their own target, which CI runs too.
+ALL_PAGES = sorted((p for p in examples.pages() if any(not b.illustrative and not b.is_server for b in examples.examples(p))),
+                   key=lambda p: (p.name != "getting-started.md", str(p)))
+PAGES = ALL_PAGES if os.environ.get("AGENTS_DOCS_EXAMPLES", "").strip().lower() == "all" else [
+    p for p in ALL_PAGES if str(p.relative_to(examples.DOCS)) in MUST_RUN]
 STATUS = "docs-example-curl-status"
 
 
