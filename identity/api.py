@@ -218,10 +218,11 @@ class ManifestView(IdentityView):
     @extend_schema(operation_id="identity_manifest_get", summary="The agent's signed capability manifest",
                    responses={200: s.ManifestOut, **_errors(403, 404)})
     def get(self, request, ref: str):
-        """Return identity agent `ref`'s registered manifest with the status of the key that signed it; 404 when none."""
+        """Return identity agent `ref`'s registered manifest, the status of the key that signed it and whether it verifies now; 404 when none."""
         profile = selectors.identity_get(ref=ref)
         manifest = selectors.manifest_get(agent_id=profile.agent_id)
-        return Response(manifest_view(manifest, key_status=selectors.manifest_key_status(manifest)))
+        return Response(manifest_view(manifest, key_status=selectors.manifest_key_status(manifest),
+                                      verification=selectors.manifest_verification(manifest)))
 
     @extend_schema(operation_id="identity_manifest_register", summary="Register the agent's capability manifest (agent token)",
                    request=s.ManifestIn, responses={201: s.ManifestOut, 200: s.ManifestOut, **_errors(400, 403, 413, 422)})
@@ -234,7 +235,8 @@ class ManifestView(IdentityView):
         profile = AgentTokenView.own_agent(request, ref)
         fields = self.parse(s.ManifestIn, request)
         manifest, created = services.manifest_register(profile=profile, manifest=fields.get("manifest"))
-        return Response(manifest_view(manifest, key_status=selectors.manifest_key_status(manifest)), status=201 if created else 200)
+        return Response(manifest_view(manifest, key_status=selectors.manifest_key_status(manifest),
+                                      verification=selectors.manifest_verification(manifest)), status=201 if created else 200)
 
 
 class RelationsView(IdentityView):

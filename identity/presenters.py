@@ -5,6 +5,7 @@ from __future__ import annotations
 from agents_site.vocabulary import WebhookEventType
 from agents_site.wire import rfc3339
 from identity.keys import key_id, keyset_status
+from identity.manifest_format import EXTENSION_PREFIX as MANIFEST_EXTENSION_PREFIX
 from identity.models import AgentKeySet, AgentManifest, Delivery, Envelope, IdentityProfile, InboxItem, Relation, UserKeySet
 
 
@@ -147,12 +148,37 @@ def backup_view(backup, *, with_blob: bool) -> dict:
     return view
 
 
-def manifest_view(manifest: AgentManifest, *, key_status: str) -> dict:
-    """Return a registered capability manifest: `{agent_id, manifest, signing_kid, signing_key_status, registered_at}`.
+def manifest_view(manifest: AgentManifest, *, key_status: str, verification: dict) -> dict:
+    """Return a registered capability manifest: `{agent_id, manifest, signing_kid, signing_key_status, verification, registered_at}`.
 
     `manifest` is the signed card exactly as the agent registered it (verify it yourself with
     the agent's keys: docs/manifests.md); `signing_key_status` the `KeyStatus` of the key that
-    signed it now (a `revoked` key's manifest is no longer to be trusted).
+    signed it now (a `revoked` key's manifest is no longer to be trusted); `verification` the
+    platform's check of it now (`identity.selectors.manifest_verification`):
+    `{"verifies": bool, "kid": str | None, "reason": str | None, "field": str | None}`.
     """
     return {"agent_id": manifest.agent_id, "manifest": manifest.card, "signing_kid": manifest.signing_kid,
-            "signing_key_status": key_status, "registered_at": rfc3339(manifest.registered_at)}
+            "signing_key_status": key_status, "verification": verification, "registered_at": rfc3339(manifest.registered_at)}
+
+
+def manifest_summary(card: dict) -> dict:
+    """Return what a person reads of a stored manifest `card` (an A2A card in proto3 JSON, docs/manifests.md).
+
+    `{"name", "description", "version", "skills": [{"id", "name", "description", "tags"}],
+    "interfaces": [{"url", "binding", "version"}], "extension": <uri> | None,
+    "envelope_version": str | None, "transports": [str]}` — read defensively: a card is stored as
+    registered, and a missing field reads empty rather than failing the page.
+    """
+    card = card if isinstance(card, dict) else {}
+    extensions = (card.get("capabilities") or {}).get("extensions") or []
+    ours = next((e for e in extensions if isinstance(e, dict) and str(e.get("uri", "")).startswith(MANIFEST_EXTENSION_PREFIX)), {})
+    params = ours.get("params") if isinstance(ours.get("params"), dict) else {}
+    transports = params.get("transports") if isinstance(params.get("transports"), list) else []
+    return {
+        "name": card.get("name", ""), "description": card.get("description", ""), "version": card.get("version", ""),
+        "skills": [{"id": s.get("id", ""), "name": s.get("name", ""), "description": s.get("description", ""),
+                    "tags": [str(t) for t in s.get("tags") or []]} for s in card.get("skills") or [] if isinstance(s, dict)],
+        "interfaces": [{"url": i.get("url", ""), "binding": i.get("protocolBinding", ""), "version": i.get("protocolVersion", "")}
+                       for i in card.get("supportedInterfaces") or [] if isinstance(i, dict)],
+        "extension": ours.get("uri"), "envelope_version": params.get("envelopeVersion"), "transports": [str(t) for t in transports],
+    }

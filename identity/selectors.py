@@ -10,10 +10,11 @@ from django.conf import settings
 from django.db.models import Prefetch
 
 from agents.models import Agent
-from agents_site.errors import InvalidRequest, NotFound
+from agents_site.errors import InvalidRequest, NotFound, PayloadTooLarge
 from agents_site.pagination import keyset_page
 from agents_site.vocabulary import (AgentHosting, DeliveryStatus, EnvelopeDirection, InboxItemKind, KeyStatus, RelationStatus)
 from identity.keys import key_id, keyset_status
+from identity.manifest_format import ManifestInvalid, manifest_check
 from identity.models import (AgentKeySet, AgentManifest, ClientAnomaly, Delivery, DeliveryAttempt, Envelope, IdentityProfile, InboxItem, KeyBackup, Relation,
                              UserKeySet)
 from identity.tokens import credential_is_valid
@@ -274,6 +275,24 @@ def manifest_get(*, agent_id: str) -> AgentManifest:
     if manifest is None:
         raise NotFound("the agent has registered no capability manifest")
     return manifest
+
+
+def manifest_verification(manifest: AgentManifest) -> dict:
+    """Check `manifest`'s stored card now, as its registration did: `manifest_format.manifest_check`
+    with the agent's current and in-grace signing keys (`signing_keys`).
+
+    Return `{"verifies": True, "kid": <key id that verified>, "reason": None, "field": None}`, or
+    `{"verifies": False, "kid": None, "reason": <a key of manifest_format.REASONS>, "field": <JSON path>}`
+    — `bad_signature` once no key that signed it is current or in grace (an emergency rotation, a
+    re-registration of keys, a grace period over) or once the stored card was changed. One query.
+    """
+    try:
+        _card, kid = manifest_check(manifest.card, signing_keys=signing_keys(agent_id=manifest.agent_id))
+    except ManifestInvalid as exc:
+        return {"verifies": False, "kid": None, "reason": exc.extras["reason"], "field": exc.extras["field"]}
+    except PayloadTooLarge:  # AGENTS_MANIFEST_MAX_BYTES lowered since it was registered
+        return {"verifies": False, "kid": None, "reason": "schema", "field": "manifest"}
+    return {"verifies": True, "kid": kid, "reason": None, "field": None}
 
 
 def manifest_key_status(manifest: AgentManifest) -> str:

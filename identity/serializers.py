@@ -188,13 +188,23 @@ class ManifestIn(_Strict):
     manifest = serializers.JSONField(help_text="the signed A2A agent card (proto3 JSON, with signatures)")
 
 
+class ManifestVerificationOut(serializers.Serializer):
+    """The platform's check of a stored manifest now, with the agent's current and in-grace signing keys."""
+
+    verifies = serializers.BooleanField(help_text="one signature verifies with a current or in-grace signing key of the agent")
+    kid = serializers.CharField(allow_null=True, help_text="the key id that verified (null when none did)")
+    reason = serializers.CharField(allow_null=True, help_text="why it does not verify (a manifest_invalid reason, e.g. bad_signature)")
+    field = serializers.CharField(allow_null=True, help_text="the JSON path at fault (e.g. signatures)")
+
+
 class ManifestOut(serializers.Serializer):
-    """An identity agent's registered capability manifest and the status of the key that signed it."""
+    """An identity agent's registered capability manifest, the status of the key that signed it and whether it verifies now."""
 
     agent_id = serializers.CharField()
     manifest = serializers.JSONField()
     signing_kid = serializers.CharField()
     signing_key_status = serializers.ChoiceField(choices=KeyStatus.values)
+    verification = ManifestVerificationOut()
     registered_at = serializers.CharField()
 
 

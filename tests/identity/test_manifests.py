@@ -51,8 +51,10 @@ def test_every_valid_vector_is_registered_and_read_back(org_a, vector):
     assert created.status_code == 201, created.content
     body = created.json()
     assert (body["signing_kid"], body["signing_key_status"], body["manifest"]) == (vector["kid"], "current", vector["manifest"])
+    assert body["verification"] == {"verifies": True, "kid": vector["kid"], "reason": None, "field": None}
     read = org_a.client.get(f"/v1/identity/agents/{agent['agent_id']}/manifest")
     assert read.status_code == 200 and read.json()["manifest"] == vector["manifest"]
+    assert read.json()["verification"]["verifies"] is True
     assert register(org_a, agent, token, vector["manifest"]).status_code == 200  # the same again replaces it
     assert [m.signing_kid for m in stored(org_a)] == [vector["kid"]]
 
@@ -155,4 +157,34 @@ def test_after_an_emergency_rotation_the_manifest_reads_as_signed_by_a_revoked_k
     rotated = post(org_a.client, f"/v1/identity/agents/{agent['agent_id']}/token/regenerate", {"emergency": True})
 
     assert rotated.status_code == 200
-    assert org_a.client.get(f"/v1/identity/agents/{agent['agent_id']}/manifest").json()["signing_key_status"] == "revoked"
+    read = org_a.client.get(f"/v1/identity/agents/{agent['agent_id']}/manifest").json()
+    assert read["signing_key_status"] == "revoked"
+    assert read["verification"] == {"verifies": False, "kid": None, "reason": "bad_signature", "field": "signatures"}
+    assert [m.signing_kid for m in stored(org_a)] == [VECTORS["agent_keys"][0]["kid"]]  # kept, read as not verifying
+
+
+def test_after_the_agent_registers_new_keys_its_old_manifest_no_longer_verifies(org_a):
+    agent, token = agent_with_vector_key(org_a)
+    register(org_a, agent, token, copy.deepcopy(VECTORS["valid"][0]["manifest"]))
+    new_keys = AgentKeys()
+    assert post(org_a.client, f"/v1/identity/agents/{agent['agent_id']}/keys/register", new_keys.body(webhook=True),
+                **bearer(token)).status_code == 200  # the previous set is superseded at once
+
+    read = org_a.client.get(f"/v1/identity/agents/{agent['agent_id']}/manifest").json()
+
+    assert (read["signing_key_status"], read["verification"]["verifies"], read["verification"]["reason"]) == ("revoked", False, "bad_signature")
+    resigned = register(org_a, agent, token, sign_manifest(_signed(), new_keys.ed25519))
+    assert resigned.status_code == 200 and resigned.json()["verification"]["verifies"] is True
+
+
+def test_a_stored_card_changed_after_registration_does_not_verify(org_a):
+    agent, token = agent_with_vector_key(org_a)
+    register(org_a, agent, token, copy.deepcopy(VECTORS["valid"][0]["manifest"]))
+    with org_a.context():  # a write around the API (a restored backup, a hand edit): the signature no longer covers it
+        row = AgentManifest.objects.get()
+        row.card = {**row.card, "description": "Now says something else"}
+        row.save()
+
+    read = org_a.client.get(f"/v1/identity/agents/{agent['agent_id']}/manifest").json()
+
+    assert (read["signing_key_status"], read["verification"]["verifies"], read["verification"]["field"]) == ("current", False, "signatures")
