@@ -6,6 +6,8 @@ Writes go through `agents.services` (the API's own services): the console shows 
 
 from __future__ import annotations
 
+import json
+
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
@@ -14,11 +16,14 @@ from agents import selectors, services
 from runs import selectors as run_selectors
 from agents.inference import inference_configured, model_catalog, output_token_cap
 from agents.tools.registry import tool_choices
-from agents_site.errors import ApiError, InvalidRequest
+from agents_site.errors import ApiError, InvalidRequest, NotFound
 from agents_site.vocabulary import AgentHosting
 from console.access import member_required, org_admin_required
 from console.forms import AgentForm, RunForm
 from console.selectors import run_history_page
+from identity import selectors as identity_selectors
+from identity.manifest_format import REASONS as MANIFEST_REASONS
+from identity.presenters import manifest_summary
 
 
 def _catalog() -> list[str]:
@@ -93,9 +98,34 @@ def reach(request, agent) -> list[dict]:
     ]
 
 
+def identity_manifest(agent) -> dict:
+    """Return what the page shows of identity agent `agent`'s capability manifest (docs/manifests.md).
+
+    `{"registered": False, "register_url"}` when it has registered none; else `{"registered": True,
+    "summary": identity.presenters.manifest_summary, "card": <the signed card, indented JSON>,
+    "signing_kid", "key_status" (KeyStatus of that key now), "verification"
+    (`identity.selectors.manifest_verification`: the API's own check, run now), "problem" (the
+    sentence of a failed check, "" when it verifies), "registered_at"}`.
+    """
+    register_url = f"/v1/identity/agents/{agent.id}/manifest"
+    try:
+        manifest = identity_selectors.manifest_get(agent_id=agent.id)
+    except NotFound:
+        return {"registered": False, "register_url": register_url}
+    verification = identity_selectors.manifest_verification(manifest)
+    return {
+        "registered": True, "register_url": register_url, "summary": manifest_summary(manifest.card),
+        "card": json.dumps(manifest.card, indent=2, ensure_ascii=False), "signing_kid": manifest.signing_kid,
+        "key_status": identity_selectors.manifest_key_status(manifest), "verification": verification,
+        "problem": "" if verification["verifies"] else f"{MANIFEST_REASONS[verification['reason']]}: {verification['field']}",
+        "registered_at": manifest.registered_at,
+    }
+
+
 @member_required
 def agent_detail(request, ref: str):
-    """Show one agent, how to reach it, its run form and its newest runs (spec 003: GET /v1/agents/{ref})."""
+    """Show one agent, how to reach it, its run form and its newest runs (spec 003: GET /v1/agents/{ref});
+    an identity agent also its capability manifest (`identity_manifest`)."""
     agent = selectors.agent_get(ref=ref)
     return render(
         request,
@@ -108,6 +138,7 @@ def agent_detail(request, ref: str):
             "inference_configured": inference_configured(),
             "reply_tokens": output_token_cap(agent.max_tokens),  # what a reply may hold: the agent's value, capped
             "reach": reach(request, agent),
+            "manifest": identity_manifest(agent) if agent.hosting == AgentHosting.EXTERNAL else None,
             "nav": "agents",
         },
     )

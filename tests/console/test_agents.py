@@ -318,3 +318,66 @@ def test_the_form_sets_shows_and_refuses_approval_rules(org_a, admin_client, mak
     assert 'id="id_approval-error"' in several.content.decode()
     with org_a.context():
         assert Agent.objects.get(name="careful").approval == {"tools": ["calculator", "current_*"]}
+
+
+# --- an identity agent's capability manifest (issue 55) ------------------------------------
+
+def _section(response, anchor: str = 'id="manifest"') -> str:
+    assert response.status_code == 200
+    page = response.content.decode()
+    return page.split(anchor, 1)[1].split("</section>", 1)[0]
+
+
+@pytest.mark.django_db
+def test_an_identity_agents_page_shows_its_manifest_and_that_it_verifies(org_a, admin_client):
+    from tests.identity.test_manifests import VECTORS, agent_with_vector_key, register
+
+    agent, token = agent_with_vector_key(org_a)
+    assert register(org_a, agent, token, VECTORS["valid"][1]["manifest"]).status_code == 201
+
+    section = _section(admin_client.get("/console/agents/echo_bot/"))
+
+    assert 'data-state="verifies"' in section and "Signature verifies" in section and "does not verify" not in section
+    assert f"<code>{VECTORS['agent_keys'][0]['kid']}</code>" in section
+    card = VECTORS["valid"][1]["manifest"]
+    for skill in card["skills"]:
+        assert f'data-skill="{html.escape(skill["id"])}"' in section
+    extension = card["capabilities"]["extensions"][0]["params"]
+    assert f"<code>{extension['envelopeVersion']}</code>" in section
+    assert all(f'<span class="chip">{t}</span>' in section for t in extension["transports"])
+
+
+@pytest.mark.django_db
+def test_an_identity_agent_with_no_manifest_says_none_is_registered(org_a, admin_client):
+    from tests.identity.conftest import create_agent
+
+    created = create_agent(org_a.client, display_name="Quiet", custom_id="quiet_bot").json()
+
+    section = _section(admin_client.get("/console/agents/quiet_bot/"))
+
+    assert 'data-state="none"' in section and "No manifest registered" in section
+    assert f"/v1/identity/agents/{created['agent_id']}/manifest" in section and "Signature" not in section
+
+
+@pytest.mark.django_db
+def test_a_manifest_whose_key_was_revoked_shows_it_does_not_verify(org_a, admin_client):
+    from tests.identity.conftest import post
+    from tests.identity.test_manifests import VECTORS, agent_with_vector_key, register
+
+    agent, token = agent_with_vector_key(org_a)
+    register(org_a, agent, token, VECTORS["valid"][0]["manifest"])
+    assert post(org_a.client, f"/v1/identity/agents/{agent['agent_id']}/token/regenerate", {"emergency": True}).status_code == 200
+
+    section = _section(admin_client.get("/console/agents/echo_bot/"))
+
+    assert 'data-state="does-not-verify"' in section and "Signature does not verify" in section
+    assert "no signature of the manifest verifies with a signing key of the agent: signatures" in section and "now revoked" in section
+
+
+@pytest.mark.django_db
+def test_a_platform_agents_page_has_no_manifest_section(org_a, admin_client, make_agent):
+    make_agent(org_a, "writer")
+
+    response = admin_client.get("/console/agents/writer/")
+
+    assert response.status_code == 200 and b'id="manifest"' not in response.content
