@@ -1,7 +1,8 @@
 """The Claude Code plugin (issue 54 item 3): its manifest's shape, and its local stdio MCP server
 (`agents-identity mcp`) driven by the `mcp` SDK's client against a live daphne — the user's keys
-stay in a local file, a sealed message round-trips with the SDK's echo agent, and the server
-stores no plaintext."""
+stay in a local file, a sealed message round-trips with the SDK's echo agent, the server
+stores no plaintext, and read_manifest checks an agent's signed manifest on the user's machine
+(issue 55)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,14 @@ import sys
 import time
 import tomllib
 
+import httpx
 import pytest
 from mcp import Client, StdioServerParameters
 
+from agents_identity.envelope import kid
+from agents_identity.manifest import build_manifest, sign_manifest
 from identity.models import Envelope
-from tests.identity.conftest import create_agent, post
+from tests.identity.conftest import AgentKeys, bearer, create_agent, post
 from tests.sdk.example_agents import ROOT, EchoAgent, new_credentials
 from tests.support.live import LiveServer
 
@@ -97,3 +101,38 @@ def test_the_stdio_server_seals_here_and_opens_the_echo_agents_reply_here(live, 
     with org.context():  # the platform holds sealed envelopes only
         bodies = [e.body for e in Envelope.objects.all()]
     assert len(bodies) == 2 and not any("hello from claude" in b for b in bodies)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_read_manifest_returns_the_signed_manifest_verified_here_and_says_when_it_no_longer_verifies(live, make_org, tmp_path):
+    org = make_org("plugm")
+    created = create_agent(org.client, display_name="Echo", custom_id=f"echo_mf_{secrets.token_hex(3)}", connection_mode="websocket").json()
+    keys = AgentKeys()
+    assert post(org.client, f"/v1/identity/agents/{created['agent_id']}/keys/register", keys.body(webhook=False),
+                **bearer(created["agent_token"])).status_code == 200
+    signed = sign_manifest(build_manifest(name=created["custom_id"], description="Echoes", transports=["websocket"],
+                                          messages_url=f"{live.url}/v1/identity/agents/{created['agent_id']}/messages"), keys.ed25519)
+    assert post(org.client, f"/v1/identity/agents/{created['agent_id']}/manifest", {"manifest": signed},
+                **bearer(created["agent_token"])).status_code == 201
+
+    async def go():
+        async with Client(server_parameters(live, org.key, tmp_path / "user-keys.json"), read_timeout_seconds=60) as client:
+            before = await client.call_tool("read_manifest", {"agent": created["custom_id"]})
+            async with httpx.AsyncClient(base_url=live.url, headers={"Authorization": f"Bearer {org.key}"}, timeout=60) as http:
+                rotated = await http.post(f"/v1/identity/agents/{created['agent_id']}/token/regenerate", json={"emergency": True})
+            after = await client.call_tool("read_manifest", {"agent": created["agent_id"]})
+            return before, rotated, after
+
+    before, rotated, after = asyncio.run(go())
+
+    assert not before.is_error, before.content
+    read = json.loads(before.content[0].text)
+    assert read["manifest"] == signed and read["signing_kid"] == kid(keys.ed25519)
+    assert read["verified_here"] == {"verifies": True, "kid": kid(keys.ed25519), "error": None}
+    assert read["verification"]["verifies"] is True  # the platform's own check agrees
+    assert rotated.status_code == 200  # an emergency rotation revokes the key that signed it
+    assert not after.is_error, after.content
+    stale = json.loads(after.content[0].text)
+    assert stale["manifest"] == signed and stale["signing_key_status"] == "revoked"
+    assert stale["verified_here"]["verifies"] is False and "no signature of the manifest verifies" in stale["verified_here"]["error"]
+    assert stale["verification"] == {"verifies": False, "kid": None, "reason": "bad_signature", "field": "signatures"}

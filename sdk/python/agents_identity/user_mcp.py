@@ -6,7 +6,7 @@ user's machine and gives an MCP client (Claude Code, Claude Desktop, Cursor…) 
 | tool | what it does |
 |---|---|
 | `list_agents` | the identity agents the user has added (active relations), and the ones the user created |
-| `read_manifest` | an agent's capability manifest, as the agent signed and registered it (docs/manifests.md) |
+| `read_manifest` | an agent's capability manifest, as the agent signed and registered it (docs/manifests.md), its signature checked HERE with the agent's current keys |
 | `send_message` | seal a text to the agent's current X25519 key, sign it with the user's Ed25519 key, send it |
 | `read_inbox` | the user's inbox, each envelope opened and its signature verified HERE, with the user's private key |
 
@@ -32,10 +32,12 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from agents_identity.envelope import EnvelopeError, Party, Receiver, SignerKey, seal, text_body
 from agents_identity.keys import KeyPairs, jwk_of, key_from_jwk
+from agents_identity.manifest import ManifestError, public_key, verify_manifest
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 DEFAULT_KEYS = Path("~/.config/agents-identity/user-keys.json")
 INBOX_LIMIT = 50
+VALID_KEY_STATUSES = ("current", "grace")  # the key statuses whose signatures count (docs/manifests.md)
 
 
 class ToolFailure(Exception):
@@ -105,8 +107,19 @@ class UserSide:
         return list(found.values())
 
     def manifest(self, agent: str) -> dict:
-        """Return agent `agent`'s registered manifest (`{manifest, card, key_status, …}` as the platform lists it)."""
-        return self._json("GET", f"/v1/identity/agents/{agent}/manifest")
+        """Return agent `agent`'s registered manifest as the platform lists it (`{agent_id, manifest, signing_kid,
+        signing_key_status, verification, registered_at}`, docs/manifests.md) plus `verified_here`:
+        `{"verifies": bool, "kid": str | None, "error": str | None}`, its signatures checked on THIS machine
+        (`agents_identity.manifest.verify_manifest`) with the agent's current and in-grace signing keys
+        (`GET …/keys`), so a reader need not take the platform's word for it. 404 (a `ToolFailure`) when none."""
+        listed = self._json("GET", f"/v1/identity/agents/{agent}/manifest")
+        keys = {k["signing_kid"]: public_key(k["signing_public_key"]) for k in self._agent_keys(agent).get("keys", [])
+                if k.get("status") in VALID_KEY_STATUSES and k.get("signing_kid") and k.get("signing_public_key")}
+        try:
+            listed["verified_here"] = {"verifies": True, "kid": verify_manifest(listed.get("manifest"), keys), "error": None}
+        except ManifestError as exc:
+            listed["verified_here"] = {"verifies": False, "kid": None, "error": str(exc)}
+        return listed
 
     def _agent_keys(self, agent: str) -> dict:
         return self._json("GET", f"/v1/identity/agents/{agent}/keys")
@@ -179,7 +192,8 @@ def build_server(side: UserSide):
 
     @server.tool()
     def read_manifest(agent: str) -> dict:
-        """Read an identity agent's capability manifest (its A2A card, signed by the agent). `agent`: its id or custom_id."""
+        """Read an identity agent's capability manifest (its A2A card, signed by the agent) and whether its signature
+        verifies here with the agent's current keys (`verified_here`). `agent`: its id or custom_id."""
         return guarded(side.manifest, agent)
 
     @server.tool()
