@@ -14,10 +14,11 @@ from django.utils import timezone
 
 from agents.models import Agent
 from agents_site.errors import InvalidRequest
-from agents_site.vocabulary import ChatRole, ControlCommand, RunKind
+from agents_site.vocabulary import AgentHosting, ChatRole, ControlCommand, RunKind
 from a2a_server.models import PublicCard
 from chat.rounds import RoundStart, chat_round_start
 from chat.services import conversation_exists
+from runs.lifecycle import AgentExternal
 from runs.models import Run
 from sessions.control import control_send
 from tenancy import stores
@@ -54,7 +55,14 @@ def task_cancel(*, run: Run, actor: str) -> None:
 
 
 def card_list(*, agent: Agent, actor: str) -> bool:
-    """List `agent` in the org's public directory; return True when it was not listed before."""
+    """List `agent` in the org's public directory; return True when it was not listed before.
+
+    Raises 409 `agent_external` for an identity agent (nothing stored): its card is the manifest it
+    signed, read by the org's members only, and the directory would never show it (decision 1556).
+    """
+    if agent.hosting == AgentHosting.EXTERNAL:
+        raise AgentExternal("an identity agent's card is the manifest it signed, for the org's members: "
+                            "it is not listed in the public directory")
     if PublicCard.objects.filter(agent_id=agent.id).exists():
         return False
     try:

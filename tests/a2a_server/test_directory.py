@@ -9,6 +9,7 @@ import pytest
 from a2a_server.models import PublicCard
 from agents.models import McpServer
 from tests.a2a_server.conftest import make_agent
+from tests.identity.conftest import create_agent
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_stores]
 
@@ -68,3 +69,15 @@ def test_only_an_admin_lists_and_an_unknown_org_is_404(live, org, make_org):
         assert missing.status_code == 404 and missing.json()["code"] == "not_found"
     # Another org's agent cannot be listed from here: it is not in this org (404).
     assert org.client.put("/v1/agents/mine/a2a/public").status_code == 404
+
+
+def test_an_identity_agent_is_not_listed_in_the_public_directory(live, org):
+    created = create_agent(org.client, display_name="Echo", custom_id="echo_public").json()
+
+    refused = org.client.put("/v1/agents/echo_public/a2a/public")
+
+    assert refused.status_code == 409 and refused.json()["code"] == "agent_external"
+    assert org.client.get("/v1/agents/echo_public/a2a/public").json()["public"] is False
+    with org.context():
+        assert PublicCard.objects.filter(agent_id=created["agent_id"]).count() == 0
+    assert httpx.get(f"{live.url}/v1/agents/a2a/public/{org.slug}/echo_public/.well-known/agent-card.json").status_code == 404

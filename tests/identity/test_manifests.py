@@ -128,6 +128,10 @@ def test_only_the_agents_own_token_registers_and_a_foreign_agent_is_404(org_a, o
     assert register(org_a, agent, token, manifest).status_code == 201
     assert org_b.client.get(f"/v1/identity/agents/{agent['agent_id']}/manifest").status_code == 404
     assert org_b.client.get("/v1/agents/echo_bot/a2a/.well-known/agent-card.json").status_code == 404
+    for ref in ("agent_nope", "no_such_bot"):  # an unknown agent: the same 404, in the one error shape
+        unknown = org_a.client.get(f"/v1/identity/agents/{ref}/manifest")
+        assert unknown.status_code == 404 and unknown.json()["code"] == "not_found"
+        assert register(org_a, {"agent_id": ref}, token, manifest).status_code == 403  # never confirms an id (issue 50)
 
 
 def test_a_credential_in_the_manifest_is_refused(org_a):

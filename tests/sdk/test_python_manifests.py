@@ -59,3 +59,19 @@ def test_jcs_matches_rfc_8785_on_numbers_strings_and_key_order():
         assert jcs(value) == canonicalize(value)
     with pytest.raises(ValueError):
         jcs(2**53)
+
+
+def test_the_committed_vectors_are_what_the_script_writes(tmp_path, monkeypatch):
+    """docs/manifests.md says a rerun of scripts/make_manifest_vectors.py writes the same file: hold it."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("make_manifest_vectors", root / "scripts" / "make_manifest_vectors.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    monkeypatch.setattr(script, "ROOT", tmp_path)
+    monkeypatch.setattr(script, "OUT", tmp_path / "manifests-v1-vectors.json")
+
+    script.main()
+
+    assert (tmp_path / "manifests-v1-vectors.json").read_text() == (root / "docs" / "manifests-v1-vectors.json").read_text()
