@@ -19,6 +19,10 @@ A JSON column is masked value by value (object keys too), so it stays the same J
 holds a JSON document (an event's payload) is masked the same way and written back compactly only when
 something was masked. Strings shorter than 12 characters hold no credential any rule knows and are
 passed as they are.
+
+`AGENTS_BENCH_STORAGE_GUARD_OFF=1` leaves the guard out of the process (`install()` wraps nothing and logs a
+warning): for `bench/guard_ab.py`'s "before" side only, which measures the same code with and without the
+guard. Never in a deployment: with it set, nothing masks what a writer missed.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import contextlib
 import contextvars
 import json
 import logging
+import os
 from pathlib import Path
 
 from django.apps import apps
@@ -148,7 +153,11 @@ def install() -> int:
     """Wrap every text and JSON field of the project's models not in `STORED_ON_PURPOSE`; return how many.
 
     Idempotent. Runs from `sessions.apps.AgentSessionsConfig.ready()` (the registry is complete then).
+    Returns 0 and wraps nothing under `AGENTS_BENCH_STORAGE_GUARD_OFF=1` (benches only; see the module doc).
     """
+    if os.environ.get("AGENTS_BENCH_STORAGE_GUARD_OFF") == "1":
+        logger.warning("the storage guard is OFF (AGENTS_BENCH_STORAGE_GUARD_OFF=1): for a bench's 'before' side only")
+        return 0
     count = 0
     for field in guarded_fields():
         if is_guarded(field) or field_label(field) in STORED_ON_PURPOSE:

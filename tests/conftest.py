@@ -145,11 +145,13 @@ def _postgres_pass_cleanup():
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _suite_end_credential_scan(_postgres_pass_cleanup):
+def _suite_end_credential_scan(_postgres_pass_cleanup, tmp_path_factory):
     """After the pass, scan every store it created for raw credentials; fail the pass on a finding (issue 49).
 
-    Torn down before `_postgres_pass_cleanup` drops the PostgreSQL databases. See tests/support/store_scan.py;
-    `AGENTS_TEST_STORE_SCAN=0` skips it."""
+    Torn down before `_postgres_pass_cleanup` drops the PostgreSQL databases. The Litestream replicas the
+    pass made are looked for under this process's pytest temporary root (where the tests' `AGENTS_BACKUP_URL`
+    directories are) and the data directory. See tests/support/store_scan.py; `AGENTS_TEST_STORE_SCAN=0`
+    skips it."""
     import os
 
     yield
@@ -160,8 +162,9 @@ def _suite_end_credential_scan(_postgres_pass_cleanup):
     from tests.support.store_scan import report, scan_pass_stores
 
     connections.close_all()
-    findings, figures = scan_pass_stores()
-    print(f"\nsuite-end store scan: {figures['bytes']} bytes, {figures['seconds']} s, {len(findings)} finding(s)")
+    findings, figures = scan_pass_stores(replica_roots=[tmp_path_factory.getbasetemp()])
+    print(f"\nsuite-end store scan: {figures['bytes']} bytes, {figures['seconds']} s (replicas: {figures['replicaBytes']} bytes, "
+          f"{figures['replicaSeconds']} s), {len(findings)} finding(s)")
     if findings:
         pytest.fail(report(findings, figures), pytrace=False)
 

@@ -294,6 +294,8 @@ VARIABLES: tuple[Var, ...] = (
         'envelopes and their delivery logs are deleted after this'),
     Var('AGENTS_SECRETS_KEY', 'derived from `DJANGO_SECRET_KEY`',
         'Fernet key(s), comma-separated, first encrypts: webhook secrets at rest (rotate by prepending a new key)'),
+    Var('AGENTS_BENCH_STORAGE_GUARD_OFF', 'unset',
+        "bench only, never in a deployment: `1` leaves the credential guard at the storage boundary out of the process (`sessions/storage_guard.py`), so `bench/guard_ab.py` measures the same code without it", setting=''),
     Var('AGENTS_WEBHOOK_ALLOW_HOSTS', 'empty',
         'hosts webhooks and health probes may reach although private/loopback/link-local/CGNAT/metadata, also over plain http (local set-ups, tests); every attempt connects to the address it checked (`toolkit.outbound`)'),
     Var('AGENTS_WEBHOOK_TIMEOUT_SECONDS', '`10`',
