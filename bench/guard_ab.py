@@ -11,9 +11,14 @@ each side, with the 1-minute load average before each measurement:
 * append: `bench/request_path.py` — single event appends over HTTP, 1 and 8 keep-alive clients (appends/s
   and p50), and 500-event batches (events/s);
 * scanning: `bench/scanner.py --guard` — µs/KiB at 4 KiB and 4 MiB (fresh texts) and the guard's cost per
-  write of an event payload and of a run row, in process (no before/after: the scanner is the same).
+  write of an event payload and of a run row, in process (no before/after: the scanner is the same);
+* share (`--part share`, in this process, Django's test client, no network): the guard's own time inside
+  the same requests — `guard_value` wrapped with a clock — against each request's whole time, for a run
+  (instant upstream), a single append and a 500-event batch. A share measured inside one request is not
+  moved by the machine's load the way two separate measurements are.
 
     .venv/bin/python bench/guard_ab.py [--pairs 5] [--part run,append,scan]
+    .venv/bin/python bench/guard_ab.py --part share [--pairs 5]
 """
 
 from __future__ import annotations
@@ -93,12 +98,91 @@ PARTS = {
 }
 
 
+def share(rounds: int, n: int = 100) -> None:
+    """Print the guard's share of a run, an append and a batch append, in process (see the module doc)."""
+    import tempfile
+
+    for name in ("INFERENCE_BASE_URL", "INFERENCE_API_KEY", "REDIS_URL", "DATABASE_URL", "AGENTS_ORG_DATABASE", "CLOUD_AGENT_FEE_CENTS",
+                 SWITCH):
+        os.environ.pop(name, None)
+    os.environ.update({"AGENTS_DATA_DIR": tempfile.mkdtemp(prefix="agents-bench-guard-"), "DJANGO_SETTINGS_MODULE": "agents_site.settings"})
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.test import Client
+
+    from billing.services import credit_add
+    from sessions import storage_guard
+    from sessions.services import session_create
+    from tenancy import stores
+    from tenancy.services import api_key_create, membership_set, org_create
+    from tests.support.upstream import Upstream
+
+    call_command("migrate", verbosity=0, interactive=False)
+    upstream = Upstream().start()
+    upstream.models = ["bench-model"]
+    from django.conf import settings
+
+    settings.INFERENCE_BASE_URL, settings.AGENTS_DEFAULT_MODEL = upstream.base_url, "bench-model"
+    org = org_create(slug="bench", name="bench")
+    member = membership_set(org=org, username="bench", is_admin=True)
+    _, key = api_key_create(org=org, user=member.user)
+    credit_add(org=org, cents=10**9, actor="bench")
+    with stores.org_context("bench"):
+        session = session_create(agent="bench", actor="bench").id
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert client.post("/v1/agents", {"name": "bench", "model": "bench-model"}, content_type="application/json").status_code == 201
+
+    spent = [0.0, 0]
+    original = storage_guard.guard_value
+
+    def clocked(value, *, where=""):
+        start = time.perf_counter()
+        try:
+            return original(value, where=where)
+        finally:
+            spent[0] += time.perf_counter() - start
+            spent[1] += 1
+
+    storage_guard.guard_value = clocked  # the wrapped fields look the name up at each write
+    batch = {"events": [{"kind": "log", "payload": {"n": i, "text": "a turn of a run"}} for i in range(500)]}
+    kinds = {
+        "a run (instant upstream)": ("/v1/agents/bench/run", {"input": "Summarise the benefits of per-org SQLite files."}, 200, n),
+        "a single append": (f"/v1/agents/sessions/{session}/events", {"kind": "log", "payload": {"n": 1, "text": "a turn"}}, 201, n),
+        "a 500-event batch": (f"/v1/agents/sessions/{session}/events", batch, 201, max(3, n // 20)),
+    }
+    print(f"# the guard's share, in process — load average {os.getloadavg()[0]:.1f}")
+    figures: dict[str, list[tuple[float, float, float]]] = {k: [] for k in kinds}
+    for _ in range(rounds):
+        for label, (path, body, status, count) in kinds.items():
+            assert client.post(path, body, content_type="application/json").status_code == status  # warm
+            spent[:] = [0.0, 0]
+            start = time.perf_counter()
+            for _ in range(count):
+                response = client.post(path, body, content_type="application/json")
+                assert response.status_code == status, response.content[:300]
+            whole = time.perf_counter() - start
+            figures[label].append((spent[0] / whole, whole / count * 1e3, spent[1] / count))
+    for label, rows in figures.items():
+        shares = [r[0] for r in rows]
+        print(f"  {label:<26} guard {statistics.median(shares) * 100:5.1f} % of the request (each round: "
+              f"{', '.join(f'{x * 100:.1f}' for x in shares)}); {statistics.median(r[1] for r in rows):.2f} ms a request, "
+              f"{statistics.median(r[2] for r in rows):.0f} guarded values a request")
+    print(f"  load average {os.getloadavg()[0]:.1f} at the end")
+    upstream.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=5)
-    parser.add_argument("--part", default="run,append,scan", help="comma-separated: run, append, scan")
+    parser.add_argument("--part", default="run,append,scan", help="comma-separated: run, append, scan; or share alone")
     args = parser.parse_args()
     parts = [p.strip() for p in args.part.split(",") if p.strip()]
+    if parts == ["share"]:
+        share(args.pairs)
+        return
     results: dict[tuple[str, str], list[dict]] = {}
     loads: list[float] = []
     print(f"# bench/guard_ab.py — {os.cpu_count()} CPUs, {args.pairs} pairs, load average {os.getloadavg()[0]:.1f} at start", flush=True)
