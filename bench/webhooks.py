@@ -135,6 +135,7 @@ flaky_up = [False]
 lock = threading.Lock()
 def serve(name, latency):
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keeps a connection open between requests, as a receiver's web server does
         def log_message(self, *args):
             pass
         def do_GET(self):
@@ -156,6 +157,8 @@ def serve(name, latency):
             with lock:
                 log[name].append([self.headers.get("webhook-id"), time.time(), code])
             self.send_response(code)
+            if code != 204:
+                self.send_header("content-length", "0")
             self.end_headers()
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True

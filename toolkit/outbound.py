@@ -29,7 +29,9 @@ The API:
 - `Policy(allow_hosts=(…), https_only=False)` — what one kind of request may reach;
   `policy.check_url(url)`, `policy.address(host, port)` (resolve once and check: the IP to
   connect to; git pins it with `http.curloptResolve`).
-- `request(policy, method, url, …) -> Response` — one bounded exchange (blocking).
+- `request(policy, method, url, …) -> Response` — one bounded exchange (blocking);
+  `keep_alive=True` sends it on a connection kept open for the address the request checked
+  (`KeepAlive`: webhook drains), never one opened to another answer.
 - `async_client(policy, …) -> httpx2.AsyncClient` — for an SDK that makes its own requests
   (the MCP SDK): every connection it opens is checked and pinned the same way.
 - `Refused` (the destination is not allowed: say so, send nothing; `Unresolved` when the
@@ -44,12 +46,14 @@ itself). An entry admits exactly the host it names, whatever that host resolves 
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 import socket
 import ssl
 import threading
 import time
 import unicodedata
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import unquote_to_bytes, urlsplit
@@ -542,36 +546,189 @@ class Response:
 
 def request(policy: Policy, method: str, url: str, *, headers: Mapping[str, str] | None = None, content: bytes | None = None,
             timeout: float = DEFAULT_TIMEOUT_SECONDS, max_bytes: int = DEFAULT_MAX_BYTES, follow_redirects: bool = False,
-            verify=True) -> Response:
+            verify=True, keep_alive: bool = False) -> Response:
     """Make one request under `policy` and return the `Response` (blocking).
 
     `timeout` (seconds) bounds the whole exchange, redirects included; the body is read up to
     `max_bytes` bytes (`truncated` says more was sent). With `follow_redirects`, up to
     `MAX_REDIRECTS` hops are followed, each checked again; otherwise a 3xx is returned as is.
+    `keep_alive` (no redirects followed): the name is resolved and checked now, and the request
+    goes on an idle connection already open to that very address (scheme, host, port), or a new
+    one to it that is kept for the next request (`KeepAlive`); a different answer next time
+    never reuses a connection to the old address.
     Raises `Refused` (nothing sent to a refused address), `TimedOut` or `Failed`.
     """
-    policy.check_url(url)
+    scheme, host, port = policy.check_url(url)
     deadline = time.monotonic() + max(float(timeout), 0.1)
+    if keep_alive and not follow_redirects and not isinstance(verify, ssl.SSLContext):
+        address = policy.address(host, port)  # resolved and checked once, before anything is sent
+        with kept.client(scheme, host, port, address, verify) as client:
+            return _exchange(client, method, url, headers=headers, content=content, timeout=timeout, max_bytes=max_bytes,
+                             deadline=deadline)
+    with httpx2.Client(transport=PinnedTransport(policy, verify=verify), trust_env=False, follow_redirects=follow_redirects,
+                       max_redirects=MAX_REDIRECTS, timeout=max(float(timeout), 0.1),
+                       headers={"user-agent": USER_AGENT, "accept-encoding": "identity"},
+                       event_hooks={"request": [_hook(policy)]}) as client:
+        return _exchange(client, method, url, headers=headers, content=content, timeout=timeout, max_bytes=max_bytes, deadline=deadline)
+
+
+def _exchange(client: httpx2.Client, method: str, url: str, *, headers, content, timeout: float, max_bytes: int,
+              deadline: float) -> Response:
+    """Send one request on `client`, read at most `max_bytes` of the answer by `deadline` (monotonic s)."""
     try:
-        with httpx2.Client(transport=PinnedTransport(policy, verify=verify), trust_env=False, follow_redirects=follow_redirects,
-                           max_redirects=MAX_REDIRECTS, timeout=max(float(timeout), 0.1),
-                           headers={"user-agent": USER_AGENT, "accept-encoding": "identity"},
-                           event_hooks={"request": [_hook(policy)]}) as client:
-            with client.stream(method, url, headers=dict(headers or {}), content=content) as answer:
-                body = bytearray()
-                truncated = False
-                for chunk in answer.iter_bytes():
-                    body.extend(chunk[: max_bytes - len(body)])
-                    if len(body) >= max_bytes:
-                        truncated = True
-                        break
-                    if time.monotonic() > deadline:
-                        raise TimedOut(f"no complete answer within {timeout:g} s")
-                return Response(status_code=answer.status_code, headers={k.lower(): v for k, v in answer.headers.items()},
-                                content=bytes(body), truncated=truncated, url=str(answer.url), encoding=answer.encoding or "utf-8")
+        with client.stream(method, url, headers=dict(headers or {}), content=content, timeout=max(float(timeout), 0.1)) as answer:
+            body = bytearray()
+            truncated = False
+            for chunk in answer.iter_bytes():
+                body.extend(chunk[: max_bytes - len(body)])
+                if len(body) >= max_bytes:
+                    truncated = True  # the rest is unread: the connection is closed, never reused
+                    break
+                if time.monotonic() > deadline:
+                    raise TimedOut(f"no complete answer within {timeout:g} s")
+            return Response(status_code=answer.status_code, headers={k.lower(): v for k, v in answer.headers.items()},
+                            content=bytes(body), truncated=truncated, url=str(answer.url), encoding=answer.encoding or "utf-8")
     except httpx2.TimeoutException as exc:
         raise TimedOut(f"no answer within {timeout:g} s") from exc
     except httpx2.TooManyRedirects as exc:
         raise Failed(f"more than {MAX_REDIRECTS} redirects") from exc
     except httpx2.HTTPError as exc:
         raise Failed(f"{type(exc).__name__}: {exc}"[:300]) from exc
+
+
+# --- connections kept open to a checked address ------------------------------------------------
+
+#: An idle kept connection is closed after this many seconds (under the 2 s of the shortest common
+#: server keep-alive, gunicorn's; one the receiver closed sooner is seen closed and not reused).
+KEEPALIVE_SECONDS = 1.5
+KEEPALIVE_PER_ADDRESS = 4  # idle connections kept to one (scheme, host, port, address)
+KEEPALIVE_DESTINATIONS = 64  # destinations with kept connections in one process (least recently used out)
+MAX_CONNECTIONS_PER_ADDRESS = 8  # open at once to one destination through `KeepAlive` (more wait, within the timeout)
+
+
+class _FixedBackend(httpcore2.NetworkBackend):
+    """httpcore's network backend of one destination: every connection goes to `address`, the
+    answer checked for (`host`, `port`); a connection asked for another host or port is refused."""
+
+    def __init__(self, host: str, port: int, address: str) -> None:
+        self.host, self.port, self.address = host, port, address
+        self.inner = httpcore2.SyncBackend()
+
+    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        if _bare(host) != self.host or port != self.port:
+            raise Refused(f"a connection kept for {self.host}:{self.port} is not one to {host}:{port}")
+        return self.inner.connect_tcp(self.address, port, timeout, local_address, socket_options)
+
+    def connect_unix_socket(self, path, timeout=None, socket_options=None):  # pragma: no cover - never configured
+        raise Refused("unix sockets are not an outbound destination")
+
+    def sleep(self, seconds: float) -> None:
+        self.inner.sleep(seconds)
+
+
+class _Kept:
+    """One destination's client, how many requests use it now, and whether it is to close when they end."""
+
+    def __init__(self, client: httpx2.Client) -> None:
+        self.client, self.users, self.retired = client, 0, False
+
+
+class KeepAlive:
+    """Connections kept open per checked destination `(scheme, host, port, address, verify)`.
+
+    `client(scheme, host, port, address, verify)` is a context manager yielding the `httpx2.Client`
+    of that destination, whose every connection goes to `address` (`_FixedBackend`; Host and SNI
+    keep the name). A destination's idle connections are reused (at most `KEEPALIVE_PER_ADDRESS`,
+    for `KEEPALIVE_SECONDS`; one the receiver closed is seen closed and replaced). When the same
+    (scheme, host, port) is checked to another address, the old address's client is retired:
+    closed once no request uses it, never handed out again. Thread-safe; emptied in a forked
+    child (the parent's sockets are not the child's to use).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: OrderedDict[tuple, _Kept] = OrderedDict()
+        self._current: dict[tuple, str] = {}  # (scheme, host, port, verify) → the address last checked
+
+    def client(self, scheme: str, host: str, port: int, address: str, verify=True):
+        return _Lease(self, scheme, host, port, address, verify)
+
+    def _take(self, scheme: str, host: str, port: int, address: str, verify) -> _Kept:
+        destination = (scheme, host, port, verify)
+        closing = []
+        with self._lock:
+            if self._current.get(destination, address) != address:
+                for key in [k for k in self._kept if k[:4] == destination and k[4] != address]:
+                    closing += self._retire(key)
+            self._current[destination] = address
+            key = (*destination, address)
+            entry = self._kept.get(key)
+            if entry is None:
+                entry = self._kept[key] = _Kept(self._new_client(scheme, host, port, address, verify))
+            self._kept.move_to_end(key)
+            entry.users += 1
+            while len(self._kept) > KEEPALIVE_DESTINATIONS:
+                closing += self._retire(next(iter(self._kept)))
+        for client in closing:
+            client.close()
+        return entry
+
+    def _give(self, entry: _Kept) -> None:
+        with self._lock:
+            entry.users -= 1
+            close = entry.retired and entry.users == 0
+        if close:
+            entry.client.close()
+
+    def _retire(self, key: tuple) -> list[httpx2.Client]:
+        """Drop `key`'s client (`_lock` held); return it to close now when no request uses it."""
+        entry = self._kept.pop(key)
+        entry.retired = True
+        return [entry.client] if entry.users == 0 else []
+
+    @staticmethod
+    def _new_client(scheme: str, host: str, port: int, address: str, verify) -> httpx2.Client:
+        context = ssl_context(verify)
+        transport = httpx2.HTTPTransport(verify=context, trust_env=False)
+        transport._pool = httpcore2.ConnectionPool(  # see _pool_options: the pool is rebuilt with our backend
+            network_backend=_FixedBackend(host, port, address), ssl_context=context, max_connections=MAX_CONNECTIONS_PER_ADDRESS,
+            max_keepalive_connections=KEEPALIVE_PER_ADDRESS, keepalive_expiry=KEEPALIVE_SECONDS)
+        return httpx2.Client(transport=transport, trust_env=False, follow_redirects=False,
+                             headers={"user-agent": USER_AGENT, "accept-encoding": "identity"})
+
+    def destinations(self) -> list[tuple]:
+        """Return the kept `(scheme, host, port, verify, address)` keys, least recently used first (tests)."""
+        with self._lock:
+            return list(self._kept)
+
+    def close(self) -> None:
+        """Close every kept connection (tests; a request still running finishes on its own)."""
+        with self._lock:
+            keys = list(self._kept)
+            closing = [client for key in keys for client in self._retire(key)]
+            self._current.clear()
+        for client in closing:
+            client.close()
+
+    def forget(self) -> None:
+        """Drop every kept connection without closing it (a forked child: the sockets are the parent's)."""
+        self._lock = threading.Lock()
+        self._kept = OrderedDict()
+        self._current = {}
+
+
+class _Lease:
+    def __init__(self, pool: KeepAlive, *destination) -> None:
+        self.pool, self.destination, self.entry = pool, destination, None
+
+    def __enter__(self) -> httpx2.Client:
+        self.entry = self.pool._take(*self.destination)
+        return self.entry.client
+
+    def __exit__(self, *exc) -> None:
+        self.pool._give(self.entry)
+
+
+#: The process's kept connections (`request(…, keep_alive=True)`).
+kept = KeepAlive()
+os.register_at_fork(after_in_child=kept.forget)

@@ -218,7 +218,8 @@ def _post(*, url: str, secret: str | None, message_id: str, body: str, started: 
     }
     try:
         response = outbound.request(webhook_policy(), "POST", url, headers=headers, content=body.encode(),
-                                    timeout=_setting("AGENTS_WEBHOOK_TIMEOUT_SECONDS", 10), max_bytes=MAX_ANSWER_BYTES)
+                                    timeout=_setting("AGENTS_WEBHOOK_TIMEOUT_SECONDS", 10), max_bytes=MAX_ANSWER_BYTES,
+                                    keep_alive=True)
     except outbound.Refused as exc:
         return done(None, f"refused destination: {exc}")
     except outbound.TimedOut:
@@ -282,6 +283,7 @@ def attempt(channel_name: str, delivery_id: str, *, force: bool = False):
     if row is None:
         return None
     result = post(url=row.url, secret=ch.secret(row), message_id=row.public_id, body=row.payload, event_type=row.event_type)
+    _request_ended()  # the receiver is done with it: its origin's next attempt starts while this one is recorded
     at = now()
     retry_in = None
     with stores.org_atomic():
@@ -403,9 +405,9 @@ _lock = threading.Condition()  # guards the pool, the queues, the counts and the
 _pool: ThreadPoolExecutor | None = None
 _queues: dict[str, deque] = {}  # origin → deque of (org, channel, delivery id), due order
 _queued: set[tuple[str, str, str]] = set()  # in some origin's queue of this process
-_running: set[tuple[str, str, str]] = set()  # being attempted on a webhook thread of this process
+_running: dict[tuple[str, str, str], str] = {}  # being attempted on a webhook thread of this process → its origin
 _again: set[tuple[str, str, str]] = set()  # handed on again while running: queued once it ends
-_in_flight: dict[str, int] = {}  # origin → attempts running
+_in_flight: dict[str, int] = {}  # origin → requests in flight (an attempt's slot, given back when its request ends)
 _timers: list[tuple[datetime, int, str, str, str, bool]] = []  # heap of (due, seq, org, channel, id, local)
 _timer_thread: threading.Thread | None = None
 _timer_seq = itertools.count()
@@ -514,30 +516,49 @@ def _pump(origin: str) -> None:
     while _pool is not None and queue and _in_flight.get(origin, 0) < MAX_IN_FLIGHT_PER_ORIGIN:
         key = queue.popleft()
         _queued.discard(key)
-        _running.add(key)
+        _running[key] = origin
         _in_flight[origin] = _in_flight.get(origin, 0) + 1
         _pool.submit(_in_thread, key, origin)
     if queue is not None and not queue:
         del _queues[origin]
 
 
+def _request_ended() -> None:
+    """Give back the origin slot this webhook thread's attempt holds, and start the origin's next
+    queued attempt (no-op off the webhook threads, or when given back already).
+
+    `attempt` calls it the moment its request ends: the slot bounds the requests a receiver has in
+    flight from this process (a stalled one holds two threads), while the attempt's record — a
+    few milliseconds of store work, never waiting on the receiver — overlaps the next request.
+    """
+    origin = getattr(_on_webhook_thread, "slot", None)
+    if origin is None:
+        return
+    _on_webhook_thread.slot = None
+    with _lock:
+        _in_flight[origin] = _in_flight.get(origin, 1) - 1
+        if _in_flight[origin] <= 0:
+            del _in_flight[origin]
+        _pump(origin)
+        _lock.notify_all()
+
+
 def _in_thread(key: tuple[str, str, str], origin: str) -> None:
     org, channel_name, delivery_id = key
     close_old_connections()
     _on_webhook_thread.active = True
+    _on_webhook_thread.slot = origin
     try:
         with stores.org_context(org, create=False):
             attempt(channel_name, delivery_id)
     except Exception:
         logger.exception("webhook delivery %s of org %s failed", delivery_id, org)
     finally:
+        _request_ended()  # not given back yet when nothing was attempted (not due, taken elsewhere) or it raised
         _on_webhook_thread.active = False
         close_old_connections()
         with _lock:
-            _running.discard(key)
-            _in_flight[origin] = _in_flight.get(origin, 1) - 1
-            if _in_flight[origin] <= 0:
-                del _in_flight[origin]
+            _running.pop(key, None)
             if key in _again:  # handed on again while it ran (its fast retry, the tick): queued now
                 _again.discard(key)
                 _queued.add(key)
@@ -600,8 +621,8 @@ def queued_count() -> dict[str, int]:
     """Return `{origin: attempts queued or running}` of this process (the bench and tests read it)."""
     with _lock:
         out = {origin: len(queue) for origin, queue in _queues.items()}
-        for origin, n in _in_flight.items():
-            out[origin] = out.get(origin, 0) + n
+        for origin in _running.values():
+            out[origin] = out.get(origin, 0) + 1
         return out
 
 
