@@ -10,6 +10,7 @@ unless `AGENTS_WEBHOOK_ALLOW_HOSTS` admits the host).
 from __future__ import annotations
 
 import base64
+import functools
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
@@ -251,8 +252,18 @@ def _hold(delivery: EventDelivery) -> bool:
 
 
 def _secret(delivery: EventDelivery) -> str | None:
-    endpoint = Endpoint.objects.filter(pk=delivery.endpoint_id).first()
-    return endpoint_secret(endpoint) if endpoint is not None else None
+    """Return the signing secret of `delivery`'s endpoint (None: the endpoint is gone, or no deployment key opens it)."""
+    token = next(iter(Endpoint.objects.filter(pk=delivery.endpoint_id).values_list("secret_encrypted", flat=True)[:1]), None)
+    if token is None:
+        return None
+    return _opened(token, str(getattr(settings, "AGENTS_SECRETS_KEY", "") or ""), settings.SECRET_KEY)
+
+
+@functools.lru_cache(maxsize=256)
+def _opened(token: str, keys: str, secret_key: str) -> str | None:
+    """`decrypt_secret(token)`, remembered per token and deployment keys (the keys are part of the
+    cache key, so a changed key is never answered from the cache): each attempt decrypted it anew."""
+    return decrypt_secret(token)
 
 
 def channel() -> engine.Channel:
