@@ -280,3 +280,136 @@ async def test_the_async_client_for_sdks_is_pinned_and_checked(servers, connecti
         with pytest.raises(Refused, match="loopback"):
             await client.get(f"http://127.0.0.1:{first.port}/sdk")
     assert first.requests == [("/sdk", f"sdk.test:{first.port}")]
+
+
+# --- connections kept open (`keep_alive=True`: webhook drains, issue 52) ------------------------
+
+
+class KeepAliveServer(http.server.ThreadingHTTPServer):
+    """A loopback HTTP/1.1 server recording (client port, Host header) of each request.
+
+    `closing`: answer and then close the connection (without saying so in a header, as a server
+    ending an idle keep-alive does); `closed` is set each time it has closed one.
+    """
+
+    daemon_threads = True
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0):
+        self.requests: list[tuple[int, str]] = []
+        self.closing = False
+        self.closed = threading.Event()
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                server.requests.append((self.client_address[1], self.headers.get("Host", "")))
+                body = f"served by {server.server_address[0]}".encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                if server.closing:
+                    self.close_connection = True
+
+            def log_message(self, *args):
+                pass
+
+        super().__init__((host, port), Handler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    def shutdown_request(self, request):
+        super().shutdown_request(request)
+        self.closed.set()
+
+    @property
+    def port(self) -> int:
+        return self.server_address[1]
+
+    def close(self) -> None:
+        self.shutdown()
+        self.server_close()
+
+
+@pytest.fixture
+def kept_servers():
+    outbound.kept.close()
+    started: list[KeepAliveServer] = []
+
+    def start(host: str = "127.0.0.1", port: int = 0) -> KeepAliveServer:
+        server = KeepAliveServer(host, port)
+        started.append(server)
+        return server
+
+    yield start
+    outbound.kept.close()
+    for server in started:
+        server.close()
+
+
+def _post(policy: Policy, url: str) -> outbound.Response:
+    return outbound.request(policy, "POST", url, content=b"{}", keep_alive=True)
+
+
+def test_a_kept_connection_is_reused_and_stays_on_the_checked_address(kept_servers, connections):
+    server = kept_servers("127.0.0.1")
+    resolver = Rebinding(["127.0.0.1"], ["127.0.0.1"])
+    policy = Policy(allow_hosts=("hooks.test",), resolver=resolver)
+    url = f"http://hooks.test:{server.port}/hook"
+
+    answers = [_post(policy, url) for _ in range(3)]
+
+    assert [a.status_code for a in answers] == [200, 200, 200] and answers[0].text() == "served by 127.0.0.1"
+    assert connections == [("127.0.0.1", server.port)]  # one connection, to the checked address
+    assert len({port for port, _ in server.requests}) == 1  # all three on it
+    assert [host for _, host in server.requests] == [f"hooks.test:{server.port}"] * 3  # the name kept in Host
+    assert resolver.lookups == ["hooks.test"] * 3  # resolved and checked for every request
+    assert outbound.kept.destinations() == [("http", "hooks.test", server.port, True, "127.0.0.1")]
+
+
+def test_a_connection_the_receiver_closed_is_replaced_by_a_new_one(kept_servers, connections):
+    server = kept_servers("127.0.0.1")
+    server.closing = True
+    policy = Policy(allow_hosts=("127.0.0.1",))
+    url = f"http://127.0.0.1:{server.port}/hook"
+
+    assert _post(policy, url).status_code == 200
+    assert server.closed.wait(30)  # the receiver has closed the kept connection
+    assert _post(policy, url).status_code == 200  # sent on a new one, not failed on the closed one
+
+    assert connections == [("127.0.0.1", server.port)] * 2
+    assert len({port for port, _ in server.requests}) == 2
+
+
+def test_a_changed_dns_answer_never_reuses_the_connection_to_the_old_address(kept_servers, connections):
+    first = kept_servers("127.0.0.1")
+    for _ in range(20):  # a port free on both loopback addresses
+        try:
+            second = kept_servers("127.0.0.2", first.port)
+            break
+        except OSError:
+            first = kept_servers("127.0.0.1")
+    resolver = Rebinding(["127.0.0.1"], ["127.0.0.2"])
+    policy = Policy(allow_hosts=("moving.test",), resolver=resolver)
+    url = f"http://moving.test:{first.port}/hook"
+
+    assert _post(policy, url).text() == "served by 127.0.0.1"
+    assert _post(policy, url).text() == "served by 127.0.0.2"  # the new answer, though a connection to the old one is open
+
+    assert connections == [("127.0.0.1", first.port), ("127.0.0.2", first.port)]
+    assert len(first.requests) == 1 and len(second.requests) == 1
+    assert outbound.kept.destinations() == [("http", "moving.test", first.port, True, "127.0.0.2")]  # the old one dropped
+
+
+def test_a_kept_connection_does_not_skip_the_address_check(kept_servers, connections):
+    server = kept_servers("127.0.0.1")
+    resolver = lambda host, port: ["127.0.0.1"]  # noqa: E731
+    url = f"http://hooks.test:{server.port}/hook"
+    assert _post(Policy(allow_hosts=("hooks.test",), resolver=resolver), url).status_code == 200
+
+    with pytest.raises(Refused, match="hooks.test resolves to 127.0.0.1, a loopback address"):
+        _post(Policy(resolver=resolver), url)  # a policy that does not admit the name: refused, the open connection unused
+
+    assert len(server.requests) == 1 and connections == [("127.0.0.1", server.port)]

@@ -27,6 +27,7 @@ class Got:
     body: bytes
     verified: dict | None
     error: str | None
+    peer: int = 0  # the client's port: requests on one kept connection share it
 
 
 class Receiver:
@@ -36,9 +37,11 @@ class Receiver:
     `received` (with its path). `mode`: "ok" (204), "down" (503, recorded in `refused`),
     "slow" (answers after `slow_seconds`), "body" (500 with `answer` as its body), "gone" (410), "hold" (answers
     204 once `release` is set). `max_active` is the most requests it held open at once.
+    `keep_alive`: speak HTTP/1.1 and keep each connection open between requests (else HTTP/1.0:
+    one request per connection).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_alive: bool = False) -> None:
         self.mode = "ok"
         self.secret: str | None = None
         self.slow_seconds = 2.0
@@ -52,6 +55,8 @@ class Receiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
+
             def log_message(self, *args):
                 pass
 
@@ -70,14 +75,17 @@ class Receiver:
                 if receiver.mode == "down":
                     receiver.refused += 1
                     self.send_response(503)
+                    self.send_header("Content-Length", "0")
                     self.end_headers()
                     return
                 if receiver.mode == "gone":
                     self.send_response(410)
+                    self.send_header("Content-Length", "0")
                     self.end_headers()
                     return
                 if receiver.mode == "body":
                     self.send_response(500)
+                    self.send_header("Content-Length", str(len(receiver.answer)))
                     self.end_headers()
                     self.wfile.write(receiver.answer)
                     return
@@ -87,7 +95,7 @@ class Receiver:
                     verified = Webhook(receiver.secret).verify(body, headers)
                 except Exception as exc:  # noqa: BLE001 - recorded for the test to assert on
                     error = f"{type(exc).__name__}: {exc}"
-                receiver.received.append(Got(self.path, headers, body, verified, error))
+                receiver.received.append(Got(self.path, headers, body, verified, error, self.client_address[1]))
                 if receiver.mode == "slow":
                     time.sleep(receiver.slow_seconds)  # a receiver slow on purpose (the behaviour under test), not a wait
                 if receiver.mode == "hold":
@@ -96,6 +104,7 @@ class Receiver:
                 self.end_headers()
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = keep_alive  # a kept connection's handler waits for a next request: never joined at the end
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property

@@ -14,7 +14,8 @@ import pytest
 
 from agents_site.vocabulary import DeliveryStatus
 from tests.support.waiting import wait_until
-from tests.webhooks.conftest import create_endpoint
+from tests.webhooks.conftest import Receiver, create_endpoint
+from toolkit import outbound
 from webhooks import engine, services
 from webhooks.models import Endpoint, EventAttempt, EventDelivery
 from webhooks.tasks import due_tick
@@ -68,6 +69,24 @@ def test_more_deliveries_than_the_cap_all_go_at_once_never_more_than_two_in_flig
     assert receiver.max_active <= engine.MAX_IN_FLIGHT_PER_ORIGIN
     assert engine.queued_count() == {} and threads == []  # nothing waits, nothing went back to the task queue
     assert due_tick()["done"] == 0  # the tick finds nothing to catch up
+
+
+def test_an_origins_attempts_go_on_kept_connections_each_signed(org_a, settings, threads):
+    """A receiver keeping connections open gets a drain on a few connections, not one per delivery."""
+    settings.AGENTS_WEBHOOK_ALLOW_HOSTS = ["127.0.0.1"]
+    kept = Receiver(keep_alive=True).start()
+    try:
+        endpoint = _endpoint(org_a, kept)
+        ids = _deliveries(org_a, endpoint, 12)
+        assert engine.dispatch(org_a.slug, "org", ids) == 12
+        assert engine.idle(timeout=60)
+        assert sorted(_received_ids(kept)) == sorted(ids)  # each once, each verified
+        assert {row.status for row in _rows(org_a, ids).values()} == {DeliveryStatus.SUCCEEDED}
+        assert len({got.peer for got in kept.received}) < len(ids)  # connections were reused
+        assert kept.max_active <= engine.MAX_IN_FLIGHT_PER_ORIGIN
+    finally:
+        outbound.kept.close()
+        kept.stop()
 
 
 def test_one_origins_deliveries_start_in_the_order_they_were_handed_on(org_a, receiver, threads, monkeypatch):
