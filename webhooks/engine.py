@@ -31,9 +31,11 @@ task (`webhooks.tasks.deliver`) that claims the attempt (a conditional update, s
 never make the same one) and makes the HTTP request on a small thread pool of the worker
 process (`AGENTS_WEBHOOK_THREADS`), so a stalled receiver holds a webhook thread, never a run's
 worker. **One queue per receiver origin** in each process (`dispatch`): at most
-`MAX_IN_FLIGHT_PER_ORIGIN` attempts to one origin at once, the next queued one started the moment
-one ends, so a backlog drains at the receiver's pace and a stalled receiver holds two threads,
-never another origin's turn. A retry due within `AGENTS_WEBHOOK_FAST_RETRY_SECONDS` goes back to
+`MAX_IN_FLIGHT_PER_ORIGIN` requests to one origin at once, the next queued attempt started the
+moment one's request ends (its record overlaps the next request: `_request_ended`), so a backlog
+drains at the receiver's pace and a stalled receiver holds two threads, never another origin's
+turn. Requests go on connections kept open per checked address (`toolkit.outbound` `keep_alive`):
+a drain does not open a connection per delivery, and a new DNS answer never reuses the old one. A retry due within `AGENTS_WEBHOOK_FAST_RETRY_SECONDS` goes back to
 its origin's queue at its due time by the process's timer thread (`enqueue_later`); later ones,
 and whatever a lost process held, are queued by the minute tick (`due_tick`), since the row says
 when it is due — the tick is the catch-up, not the pace.
