@@ -608,14 +608,16 @@ MAX_CONNECTIONS_PER_ADDRESS = 8  # open at once to one destination through `Keep
 
 class _FixedBackend(httpcore2.NetworkBackend):
     """httpcore's network backend of one destination: every connection goes to `address`, the
-    answer checked for (`host`, `port`); a connection asked for another host or port is refused."""
+    answer checked for (`host`, `port`). `KeepAlive` hands its client only to requests for that
+    destination; a connection asked for another port is refused all the same (the host is not
+    compared: httpcore names it in its IDNA form, the check in its Unicode one)."""
 
     def __init__(self, host: str, port: int, address: str) -> None:
         self.host, self.port, self.address = host, port, address
         self.inner = httpcore2.SyncBackend()
 
     def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
-        if _bare(host) != self.host or port != self.port:
+        if port != self.port:
             raise Refused(f"a connection kept for {self.host}:{self.port} is not one to {host}:{port}")
         return self.inner.connect_tcp(self.address, port, timeout, local_address, socket_options)
 
