@@ -413,3 +413,14 @@ def test_a_kept_connection_does_not_skip_the_address_check(kept_servers, connect
         _post(Policy(resolver=resolver), url)  # a policy that does not admit the name: refused, the open connection unused
 
     assert len(server.requests) == 1 and connections == [("127.0.0.1", server.port)]
+
+
+def test_a_kept_connection_serves_an_international_host_name(kept_servers, connections):
+    server = kept_servers("127.0.0.1")
+    policy = Policy(allow_hosts=("bücher.test",), resolver=lambda host, port: ["127.0.0.1"])
+    url = f"http://bücher.test:{server.port}/hook"
+
+    assert [_post(policy, url).status_code for _ in range(2)] == [200, 200]
+
+    assert connections == [("127.0.0.1", server.port)]
+    assert [host for _, host in server.requests] == [f"xn--bcher-kva.test:{server.port}"] * 2  # the name, IDNA-encoded
