@@ -3,6 +3,7 @@
 Imported once, from `AgentsConfig.ready()`: its imports reach models, which load after `apps.py`.
 """
 
+from agents.execution import run_execute
 from agents.execution.completion import complete, complete_async
 from agents.execution.queued import execute_queued
 from agents.execution.resume import run_resume
@@ -26,11 +27,11 @@ def _register_run_policies() -> None:
     All three run the agent loop here: they call this deployment's gateway, and a run waiting
     for approval is resumed here (`run_resume`). `run` (sync or background) answers refusals with
     the error and its background runs are executed by a worker (`execute_queued`); `tool` (an
-    agent called as a tool) is never queued; `scheduled` is always queued and records a refused
+    agent called as a tool) is never queued: it is executed at once by `run_execute` (its `execute`); `scheduled` is always queued and records a refused
     slot as a finished `error` run "not started: …" (no caller is there to hear a 402).
     """
     register_run_policy(RunPolicy(kind=RunKind.RUN, execute_queued=execute_queued, resume=run_resume))
-    register_run_policy(RunPolicy(kind=RunKind.TOOL, resume=run_resume))
+    register_run_policy(RunPolicy(kind=RunKind.TOOL, execute=run_execute, resume=run_resume))
     register_run_policy(RunPolicy(kind=RunKind.SCHEDULED, refusals=RefusalAnswer.RECORD, execute_queued=execute_queued,
                                   resume=run_resume))
 

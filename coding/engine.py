@@ -44,7 +44,6 @@ from runs.run_session import RunSession, clip
 from agents_site.vocabulary import ChatRole, ErrorCode, EventKind, FinishReason, RunStatus
 from coding import git as gitops
 from coding.models import CodingRun, Repo
-from coding.routing import coding_bounds
 from coding.remotes import RepoScheme, check_reachable, credential_value
 from coding.sandbox import default_limits
 from toolkit import commits
@@ -113,6 +112,12 @@ class CodingOutcome(Outcome):
         if self.stopped_command is not None:
             report["stoppedCommand"] = self.stopped_command
         return report
+
+
+def coding_bounds() -> commits.Bounds:
+    """Return the operator's commit bounds (`AGENTS_CODING_MAX_FILE_MB`, `…_PUSH_MB`, `…_REPO_MB`) as `toolkit.commits.Bounds`."""
+    return commits.Bounds.from_mb(file_mb=settings.AGENTS_CODING_MAX_FILE_MB, push_mb=settings.AGENTS_CODING_MAX_PUSH_MB,
+                                  tree_mb=settings.AGENTS_CODING_MAX_REPO_MB)
 
 
 def short_session_id(session_id: str) -> str:

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from runs.models import Run
 from agents_site.vocabulary import RunStatus
+from coding.engine import coding_bounds
 from coding.models import CodingRun, Repo
+from coding.replies import coding_pushed_announce, coding_reply_post
 from agents_site.errors import InvalidRequest
 from targets.selectors import target_dispatchable
-from toolkit.commits import Bounds
 from targets import mailbox
 from sessions.models import Event
 from sessions.presenters import payload_value
@@ -45,15 +46,6 @@ def routed_coding_payload(*, coding: CodingRun, repo: Repo, prompt: str) -> dict
         "branch": coding.branch, "prompt": prompt, "cloneUrl": repo.clone_url, "timeoutSeconds": coding.timeout_seconds,
         "tool": coding.tool, "limits": coding_bounds().as_wire(),
     }
-
-
-def coding_bounds():
-    """Return the operator's commit bounds (`AGENTS_CODING_MAX_FILE_MB`, `…_PUSH_MB`, `…_REPO_MB`) as `toolkit.commits.Bounds`."""
-    from django.conf import settings
-
-
-    return Bounds.from_mb(file_mb=settings.AGENTS_CODING_MAX_FILE_MB, push_mb=settings.AGENTS_CODING_MAX_PUSH_MB,
-                          tree_mb=settings.AGENTS_CODING_MAX_REPO_MB)
 
 
 def routed_coding_offer(*, run: Run, coding: CodingRun, repo: Repo) -> None:
@@ -95,8 +87,6 @@ def routed_coding_summarise(*, run_id: str, result: dict) -> dict | None:
 def routed_coding_settled(*, run: Run) -> None:
     """After a routed coding run is settled: post its summary to its `replyConversationId` (if any) and,
     when the machine pushed, emit `coding.pushed` as a server run does (`coding_pushed_announce`)."""
-    from coding.services import coding_pushed_announce, coding_reply_post  # an edge of a known import cycle (tests/test_wiring.py KNOWN_CYCLES)
-
     coding = CodingRun.objects.filter(pk=run.id).first()
     if coding is not None:
         coding_reply_post(coding=coding, run=run)

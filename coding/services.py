@@ -19,14 +19,16 @@ from runs.run_session import RunSession
 from agents_site.errors import Forbidden, InvalidRequest, NotFound
 from agents_site.vocabulary import CodingTool, RunStatus
 from coding import runs
+from coding.engine import CodingLoop, branch_for
 from coding.errors import BaseNotFound, RepoExists
 from coding.git import remote_has_branch, valid_branch
 from coding.models import CodingRun, Repo
 from coding.remotes import check_at_create, check_credential_name
+from coding.replies import coding_pushed_announce, coding_reply_post
+from coding.routing import check_target, routed_coding_offer
 from coding.selectors import NAME_RE, coding_run_by_session, repo_get_by_full_name
 from tenancy import stores
-from webhooks import events as webhook_events
-from runs.hooks import conversation_exists, conversation_post
+from runs.hooks import conversation_exists
 from agents.approval_rules import has_rules
 from agents.selectors import agent_get
 from coding.sandbox import get_sandbox, require_sandbox
@@ -181,8 +183,6 @@ def coding_start(*, principal, prompt: object, repo: object, project: object = N
     timeout = _clean_timeout(timeout_seconds)
     target = ""
     if target_id not in (None, ""):
-        from coding.routing import check_target  # an edge of a known import cycle (tests/test_wiring.py KNOWN_CYCLES)
-
         target = check_target(target_id)
     else:
         require_sandbox()
@@ -191,8 +191,6 @@ def coding_start(*, principal, prompt: object, repo: object, project: object = N
     if not target and remote_has_branch(the_repo.clone_url, start_ref) is False:
         raise BaseNotFound(f"branch {start_ref!r} does not exist in {the_repo.full_name}", base=start_ref)
     org = stores.current_org()
-    from coding.engine import branch_for  # an edge of a known import cycle (tests/test_wiring.py KNOWN_CYCLES)
-
     with runs.coding_run_starting(
         agent=agent, agent_name=agent.name if agent else f"coding-{tool}", input=prompt, actor=principal.actor,
         request_id=request_id, session_fields={"repo": the_repo.full_name, "project": project, "target": target}, target_id=target,
@@ -204,8 +202,6 @@ def coding_start(*, principal, prompt: object, repo: object, project: object = N
             target_id=target, timeout_seconds=timeout, created_at=run.created_at, reply_conversation_id=reply_to,
         )
         if target:  # a routed run is running from its offer on; the machine's report settles it
-            from coding.routing import routed_coding_offer  # an edge of a known import cycle (tests/test_wiring.py KNOWN_CYCLES)
-
             routed_coding_offer(run=runs.coding_run_begin(run_id=run.id), coding=coding, repo=the_repo)
         else:  # the queue hears of it once the run and its record are committed
             run_id = run.id
@@ -229,8 +225,6 @@ def coding_execute(*, run_id: str) -> str:
 
     A run no longer queued (cancelled, taken by another worker) is left alone. Org context required.
     """
-    from coding.engine import CodingLoop  # an edge of a known import cycle (tests/test_wiring.py KNOWN_CYCLES)
-
     run = runs.coding_run_begin(run_id=run_id)
     if run is None:
         return Run.objects.filter(pk=run_id).values_list("status", flat=True).first() or ""
@@ -263,58 +257,3 @@ def coding_execute(*, run_id: str) -> str:
     coding_reply_post(coding=final, run=finished)
     coding_pushed_announce(coding=final, run=finished or run)
     return finished.status
-
-
-def coding_pushed_announce(*, coding: CodingRun, run: Run) -> int:
-    """Emit `coding.pushed` (issue 32) for a finished coding run whose record says it pushed; return
-    how many deliveries were queued (0 when nothing was pushed or no endpoint listens).
-
-    The one place both paths announce a push: a server run after `coding_execute`, a routed run
-    after the machine's report settles it (`coding.routing.routed_coding_settled`). `coding`: the
-    run's `CodingRun` as recorded after the run (its `pushed`, `branch`, `head_sha`, `repo`).
-    Org context required.
-    """
-    if not coding.pushed:
-        return 0
-    return webhook_events.coding_pushed(run, branch=coding.branch, commit=coding.head_sha, repo=coding.repo)
-
-
-def coding_build_path(coding: CodingRun) -> str:
-    """Return where the run can be read: its build page `/builds/{org}/{project}/{sessionId}/` when it has a
-    project (shown once the session is published), else its console page `/console/coding/{runId}/`."""
-    if coding.project:
-        return f"/builds/{stores.current_org()}/{coding.project}/{coding.session_id}/"
-    return f"/console/coding/{coding.run_id}/"
-
-
-def coding_reply_text(*, coding: CodingRun, run: Run) -> str:
-    """Return the run's summary as posted into its `replyConversationId`: status, branch, head, diffstat, build link."""
-    summary = (run.output or "").strip().splitlines()[0] if run.status == RunStatus.OK and (run.output or "").strip() else ""
-    lines = [f"Coding run {run.status} on {coding.repo}" + (f": {summary}" if summary else "")]
-    if run.status != RunStatus.OK and run.error:
-        lines.append(f"error: {run.error}")
-    lines.append(f"branch: {coding.branch}" + ("" if coding.pushed else " (not pushed)"))
-    if coding.head_sha:
-        lines.append(f"head: {coding.head_sha}")
-    lines.append("")
-    lines.append(coding.diffstat or "no changes")
-    lines.append("")
-    lines.append(f"build: {coding_build_path(coding)}")
-    return "\n".join(lines).strip()
-
-
-def coding_reply_post(*, coding: CodingRun, run: Run) -> bool:
-    """Append the run's summary to its `replyConversationId` as an assistant turn; return whether it was posted.
-
-    Nothing to do without one; a conversation deleted meanwhile is skipped (logged). Never raises.
-    """
-    if not coding.reply_conversation_id:
-        return False
-    try:
-        posted = conversation_post(conversation_id=coding.reply_conversation_id, text=coding_reply_text(coding=coding, run=run), run_id=run.id)
-    except Exception:
-        logger.warning("coding run %s: its summary could not be posted to %s", run.id, coding.reply_conversation_id, exc_info=True)
-        return False
-    if not posted:
-        logger.info("coding run %s: conversation %s is gone; summary not posted", run.id, coding.reply_conversation_id)
-    return posted

@@ -73,6 +73,11 @@ class RunPolicy:
 
     Executing and resuming (each `None` when the kind never does it):
 
+    - `execute(**fields) -> Run`: execute a run of the kind now, in this thread, and return it
+      finished (an agent called as a tool: `agents.execution.run_execute`'s keywords). The tool
+      backend that starts it sits below the executor whose loop resolves that backend's tools:
+      the recursion goes through the kind's policy, not through an import cycle.
+
     - `execute_queued(run)`: execute a queued run a worker took (its lease held; `queued` still:
       the callee moves it `running` with `run_mark_running` and ends it with `run_finish`) —
       `runs.background.run_execute_queued`, for runs accepted with `RunRequest.queued`.
@@ -95,6 +100,7 @@ class RunPolicy:
     replays_in_flight: bool = False
     refusals: RefusalAnswer = RefusalAnswer.RAISE
     in_flight_limit: InFlightLimit | None = None
+    execute: Callable[..., Run] | None = None
     execute_queued: Callable[[Run], None] | None = None
     resume: Callable[[Run], str] | None = None
     resume_elsewhere: Callable[[Run], object] | None = None

@@ -15,7 +15,7 @@ REGISTRIES: dict[str, str] = {
     # The ground and tenancy, below every app.
     "agents_site.schemas.register_text_scanner":
         "the ground's request schemas scan caller text with the sessions app's scanner, two layers above the ground",
-    "tenancy.backups.restore.register_event_clock":
+    "tenancy.backups.base.register_event_clock":
         "a restore moves the sessions app's event clock, and sessions sits above tenancy",
     # sessions, below runs and every app that steers a run.
     "sessions.control.register_command_guard":

@@ -14,7 +14,7 @@ class AgentSessionsConfig(AppConfig):
         from sessions.restore_hooks import clock_head, clock_void_through  # ready(): imports models, which load after apps.py
         from sessions.services import refuse_secrets_in_fields  # ready(): imports models, which load after apps.py
         from sessions.storage_guard import install as install_storage_guard  # ready(): imports models, which load after apps.py
-        from tenancy.backups.restore import register_event_clock  # ready(): imports models, which load after apps.py
+        from tenancy.backups.base import register_event_clock  # ready(): imports models, which load after apps.py
 
         register_event_clock(head=clock_head, void_through=clock_void_through)
         register_text_scanner(refuse_secrets_in_fields)

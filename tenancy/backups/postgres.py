@@ -27,7 +27,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents_site.vocabulary import BackupState, RestoreStatus
+from tenancy import registry, stores
 from tenancy.backups import fence, litestream
+from tenancy.backups.base import OrgBackupStatus, RestoreError, event_clock, floor_above, previous_floor
 from tenancy.backends import get_backend
 from tenancy.backends.postgres import server_connection
 from tenancy.backends.base import migrate_if_behind
@@ -36,17 +38,11 @@ DUMP_SUFFIX = ".dump"
 _STAMP = "%Y%m%dT%H%M%S%fZ"
 
 
-def _restore_error(message: str):
-    from tenancy.backups.restore import RestoreError  # an edge of a known import cycle (tests/test_wiring.py KNOWN_CYCLES)
-
-    return RestoreError(message)
-
-
 def dump_dir(slug: str) -> Path:
     """Return `{AGENTS_BACKUP_URL}/pg/{slug}`; AGENTS_BACKUP_URL must be a local directory here."""
     root = litestream.local_path(litestream.base_url())
     if root is None:
-        raise _restore_error("in PostgreSQL mode AGENTS_BACKUP_URL must be a directory (dumps are files; ship them off-host yourself)")
+        raise RestoreError("in PostgreSQL mode AGENTS_BACKUP_URL must be a directory (dumps are files; ship them off-host yourself)")
     return root / "pg" / slug
 
 
@@ -90,7 +86,7 @@ def backup(slug: str) -> Path:
                           env=env, capture_output=True, text=True)
     if done.returncode != 0:
         partial.unlink(missing_ok=True)
-        raise _restore_error(f"pg_dump of org {slug!r} failed: {done.stderr.strip().splitlines()[-1] if done.stderr.strip() else done.returncode}")
+        raise RestoreError(f"pg_dump of org {slug!r} failed: {done.stderr.strip().splitlines()[-1] if done.stderr.strip() else done.returncode}")
     os.replace(partial, final)
     return final
 
@@ -104,15 +100,12 @@ def _active_elsewhere(server: dict, name: str) -> int:
 
 def restore(slug: str, moment: dt.datetime | None, record, *, wait: float, say):
     """Restore org `slug`'s database from its newest dump at or before `moment`; return `record` done."""
-    from tenancy import registry, stores  # an edge of a known import cycle (tests/test_wiring.py KNOWN_CYCLES)
-    from tenancy.backups.restore import _clock, _previous_floor, floor_above  # an edge of a known import cycle (tests/test_wiring.py KNOWN_CYCLES)
-
     available = dumps(slug)
     if not available:
-        raise _restore_error(f"org {slug!r} has no dump yet (manage.py backup_org_pg {slug})")
+        raise RestoreError(f"org {slug!r} has no dump yet (manage.py backup_org_pg {slug})")
     chosen = [d for d in available if moment is None or d[0] <= moment]
     if not chosen:
-        raise _restore_error(f"the moment {moment.isoformat()} is before the first snapshot of org {slug!r} "
+        raise RestoreError(f"the moment {moment.isoformat()} is before the first snapshot of org {slug!r} "
                              f"(its first dump holds {available[0][0].isoformat()})")
     taken, path = chosen[-1]
     server, name = _server(slug)
@@ -121,29 +114,30 @@ def restore(slug: str, moment: dt.datetime | None, record, *, wait: float, say):
     deadline = time.monotonic() + wait
     while _active_elsewhere(server, name):
         if time.monotonic() > deadline:
-            raise _restore_error(f"org {slug!r} could not be taken offline: work for it was still in progress after {wait:.0f} s; nothing was changed")
+            raise RestoreError(f"org {slug!r} could not be taken offline: work for it was still in progress after {wait:.0f} s; nothing was changed")
         time.sleep(0.05)
     say(f"org {slug} is offline (503 store_unavailable, condition restoring) in every process; restoring its database")
     alias = stores.open_store(slug)
-    live_head = _clock.head(alias) if _clock else None
+    clock = event_clock()
+    live_head = clock.head(alias) if clock else None
     env, args = _env_and_args(server)
     script = subprocess.run(["pg_restore", "--no-owner", "--no-privileges", "-f", "-", str(path)], env=env, capture_output=True)
     if script.returncode != 0:
-        raise _restore_error(f"pg_restore could not read {path}: {script.stderr.decode(errors='replace').strip()}")
+        raise RestoreError(f"pg_restore could not read {path}: {script.stderr.decode(errors='replace').strip()}")
     sql = b"DROP SCHEMA public CASCADE;\nCREATE SCHEMA public;\n" + script.stdout
     applied = subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "--single-transaction", *args, "-d", name],
                              input=sql, env=env, capture_output=True)
     if applied.returncode != 0:
-        raise _restore_error(f"restoring org {slug!r} from {path.name} failed, its database is unchanged: "
+        raise RestoreError(f"restoring org {slug!r} from {path.name} failed, its database is unchanged: "
                              f"{applied.stderr.decode(errors='replace').strip()}")
     registry.evict(alias)  # this process reconnects to the restored tables
     alias = stores.open_store(slug)
     migrate_if_behind(alias)
-    restored_head = _clock.head(alias) if _clock else 0
-    floor = floor_above(restored_head, live_head, _previous_floor(slug))
-    if _clock is not None:
+    restored_head = clock.head(alias) if clock else 0
+    floor = floor_above(restored_head, live_head, previous_floor(slug))
+    if clock is not None:
         with transaction.atomic(using=alias):
-            _clock.void_through(alias, floor)
+            clock.void_through(alias, floor)
     record.restored_head, record.position_floor = restored_head, floor
     record.status, record.finished_at = RestoreStatus.DONE, timezone.now()
     record.save(using="default")
@@ -153,8 +147,6 @@ def restore(slug: str, moment: dt.datetime | None, record, *, wait: float, say):
 
 def status(slug: str):
     """Return org `slug`'s backup status in PostgreSQL mode: its newest dump."""
-    from tenancy.backups.status import OrgBackupStatus  # an edge of a known import cycle (tests/test_wiring.py KNOWN_CYCLES)
-
     try:
         available = dumps(slug)
     except Exception as exc:  # noqa: BLE001 - AGENTS_BACKUP_URL unset or not a directory

@@ -37,6 +37,7 @@ from django.utils import timezone
 from agents_site.vocabulary import ReplicaGenerationEnd
 from tenancy.backends.sqlite import store_path
 from tenancy.backups import fence, litestream
+from tenancy.backups.base import new_generation
 from tenancy.models import Org, ReplicaGeneration
 
 logger = logging.getLogger(__name__)
@@ -57,9 +58,7 @@ def current_generation(slug: str, *, create: bool = True):
     found = ReplicaGeneration.objects.using("default").filter(slug=slug, ended_at__isnull=True).first()
     if found is not None or not create:
         return found
-    from tenancy.backups.restore import _new_generation  # an edge of a known import cycle (tests/test_wiring.py KNOWN_CYCLES)
-
-    return _new_generation(slug, end_current=None)
+    return new_generation(slug, end_current=None)
 
 
 def _last_error(log_path: Path, offset: int) -> str:
@@ -101,9 +100,7 @@ class Supervisor:
             if litestream.location(generation.replica_url) != litestream.location(target):
                 # AGENTS_BACKUP_URL changed: ship to the new replica (a full first snapshot there);
                 # the old line stays restorable at its URL until the retention ends it.
-                from tenancy.backups.restore import _new_generation
-
-                generation = _new_generation(slug, end_current=ReplicaGenerationEnd.MOVED)
+                generation = new_generation(slug, end_current=ReplicaGenerationEnd.MOVED)
                 self.say(f"AGENTS_BACKUP_URL changed: org {slug} starts a new replica at {litestream.redacted(generation.replica_url)}")
             elif generation.replica_url != target:
                 # Only the credentials changed (a rotated password): the same replica, reached and

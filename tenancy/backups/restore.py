@@ -9,7 +9,7 @@ SQLite mode, in this order, the live file untouched until the last step:
 3. The fence goes up (`fence`): the org answers 503 `store_unavailable` (`condition:
    restoring`) in every process, and the restore waits until no process acts for it.
 4. Litestream stops replicating the old file; the event clock of the new file moves past every
-   position the old one may have handed out (`register_event_clock`): a `Last-Event-ID` from
+   position the old one may have handed out (`tenancy.backups.base.register_event_clock`): a `Last-Event-ID` from
    before the moment resumes, one from after gets the stream's `reset` frame.
 5. The new file replaces the live one (its `-wal`/`-shm` and Litestream's local state removed
    first); the replica generation ends (`restored`) and a new one begins, so the old line stays
@@ -32,7 +32,6 @@ import sqlite3
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
@@ -40,48 +39,20 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents_site.vocabulary import ReplicaGenerationEnd, RestoreStatus
-from tenancy import registry
+from tenancy import registry, stores
 from tenancy.backends import get_backend
 from tenancy.backends.base import migrate_if_behind
 from tenancy.backends.sqlite import sqlite_settings, store_path
-from tenancy.backups import fence, litestream
+from tenancy.backups import fence, litestream, postgres
+from tenancy.backups.base import (  # noqa: F401 - RestoreError, POSITION_EPOCH, floor_above are this module's API too
+    POSITION_EPOCH, RestoreError, event_clock, floor_above, new_generation, previous_floor)
 from tenancy.slugs import InvalidOrg, validate_slug
 from tenancy.models import Org, OrgRestore, ReplicaGeneration
 
 logger = logging.getLogger(__name__)
 
-#: A restore moves the event clock to the next multiple of this above every position known:
-#: positions of the store it replaces (< 2**32 past its own epoch's start) are never reused.
-POSITION_EPOCH = 2**32
 #: Seconds a restore waits for work in flight for the org to end by default.
 DEFAULT_WAIT_SECONDS = 60.0
-
-
-class RestoreError(RuntimeError):
-    """A restore refused or failed; the message names the cause. The live store is unchanged.
-
-    The message never carries a replica URL's password (`litestream.hide_passwords`): it is
-    printed, stored in the org's restore row and shown to the org's admins.
-    """
-
-    def __init__(self, message: str) -> None:
-        super().__init__(litestream.hide_passwords(str(message)))
-
-
-@dataclass
-class _Clock:
-    head: Callable[[str], int]
-    void_through: Callable[[str, int], int]
-
-
-_clock: _Clock | None = None
-
-
-def register_event_clock(*, head: Callable[[str], int], void_through: Callable[[str, int], int]) -> None:
-    """Called by the sessions app (`ready()`): read a store's event head by alias, and move its
-    clock to a floor recording the positions in between as void (returns the head before)."""
-    global _clock
-    _clock = _Clock(head, void_through)
 
 
 def parse_moment(text: str | None) -> dt.datetime | None:
@@ -112,17 +83,6 @@ def _check_org(slug: str) -> None:
 def _check_moment(moment: dt.datetime | None) -> None:
     if moment is not None and moment > timezone.now():
         raise RestoreError(f"the moment {moment.isoformat()} is in the future; give a past moment, or none for the latest")
-
-
-def floor_above(*positions: int | None) -> int:
-    """Return the next multiple of `POSITION_EPOCH` strictly above every known position."""
-    top = max([p for p in positions if p is not None] or [0])
-    return (top // POSITION_EPOCH + 1) * POSITION_EPOCH
-
-
-def _previous_floor(slug: str) -> int | None:
-    return (OrgRestore.objects.using("default").filter(slug=slug, status=RestoreStatus.DONE)
-            .order_by("-position_floor").values_list("position_floor", flat=True).first())
 
 
 # --------------------------------------------------------------------------------------------
@@ -191,11 +151,12 @@ def _scratch_alias(path: Path, *, read_only: bool = False) -> str:
 
 def _live_head(path: Path) -> int | None:
     """Return the event head of the live file if it can be read at all (deleted or corrupt: None)."""
-    if not path.exists() or _clock is None:
+    clock = event_clock()
+    if not path.exists() or clock is None:
         return None
     alias = _scratch_alias(path, read_only=True)
     try:
-        return _clock.head(alias)
+        return clock.head(alias)
     except Exception as exc:  # noqa: BLE001 - a corrupt or half-deleted live file tells nothing
         logger.warning("restore: the live file %s cannot be read (%s); its head is unknown", path, exc)
         return None
@@ -207,17 +168,6 @@ def _remove_sidecars(path: Path) -> None:
     for suffix in ("-wal", "-shm", "-journal"):
         Path(str(path) + suffix).unlink(missing_ok=True)
     shutil.rmtree(path.parent / f".{path.name}-litestream", ignore_errors=True)
-
-
-def _new_generation(slug: str, *, end_current: ReplicaGenerationEnd | None):
-    now = timezone.now()
-    name = "g" + now.strftime("%Y%m%dT%H%M%S%fZ")
-    with transaction.atomic(using="default"):
-        if end_current is not None:
-            ReplicaGeneration.objects.using("default").filter(slug=slug, ended_at__isnull=True).update(
-                ended_at=now, end_reason=end_current)
-        return ReplicaGeneration.objects.using("default").create(
-            slug=slug, name=name, replica_url=litestream.join(litestream.base_url(), "orgs", slug, name), started_at=now)
 
 
 def _restore_sqlite(slug: str, moment: dt.datetime | None, record, *, wait: float, say: Callable[[str], None]):
@@ -235,7 +185,7 @@ def _restore_sqlite(slug: str, moment: dt.datetime | None, record, *, wait: floa
         alias = _scratch_alias(scratch)
         try:
             migrate_if_behind(alias)  # a backup older than this code gets this code's migrations
-            restored_head = _clock.head(alias) if _clock else 0
+            restored_head = clock.head(alias) if (clock := event_clock()) else 0
         finally:
             registry.unregister(alias)
         say(f"restored file ready (Litestream txid {summary.get('txid', '?')} in {summary.get('duration_ms', '?')} ms, "
@@ -266,13 +216,13 @@ def _restore_sqlite(slug: str, moment: dt.datetime | None, record, *, wait: floa
                         raise RestoreError(f"replication of org {slug!r} could not be stopped for the restore: {exc}") from exc
                     say(f"replication of the old file stopped ({exc})")
             lap("replication stopped")
-            floor = floor_above(restored_head, _live_head(live), _previous_floor(slug))
+            floor = floor_above(restored_head, _live_head(live), previous_floor(slug))
             lap("old head read")
             alias = _scratch_alias(scratch)
             try:
-                if _clock is not None:
+                if (clock := event_clock()) is not None:
                     with transaction.atomic(using=alias):
-                        _clock.void_through(alias, floor)
+                        clock.void_through(alias, floor)
             finally:
                 registry.unregister(alias)
             with contextlib.closing(sqlite3.connect(scratch)) as conn:
@@ -288,11 +238,9 @@ def _restore_sqlite(slug: str, moment: dt.datetime | None, record, *, wait: floa
             finally:
                 os.close(fd)
             with contextlib.suppress(Exception):
-                from tenancy import stores  # an edge of a known import cycle (tests/test_wiring.py KNOWN_CYCLES)
-
                 stores.close_store(slug)  # this process's alias, if any, is registered afresh
             lap("file swapped")
-            _new_generation(slug, end_current=ReplicaGenerationEnd.RESTORED)
+            new_generation(slug, end_current=ReplicaGenerationEnd.RESTORED)
             record.restored_head, record.position_floor = restored_head, floor
             record.status, record.finished_at = RestoreStatus.DONE, timezone.now()
             record.save(using="default")
@@ -323,8 +271,6 @@ def restore_org(slug: str, moment: dt.datetime | None = None, *, wait: float = D
     record = OrgRestore.objects.using("default").create(slug=slug, moment=moment, status=RestoreStatus.RUNNING)
     try:
         if get_backend().kind == "postgres":
-            from tenancy.backups import postgres  # an edge of a known import cycle (tests/test_wiring.py KNOWN_CYCLES)
-
             return postgres.restore(slug, moment, record, wait=wait, say=say)
         if not getattr(settings, "AGENTS_BACKUP_URL", ""):
             raise RestoreError("AGENTS_BACKUP_URL is not set: there is no replica to restore from")

@@ -10,30 +10,16 @@ image). PostgreSQL mode: the newest `pg_dump` file of the org.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
 
 from django.conf import settings
 from django.utils import timezone
 
 from agents_site.vocabulary import BackupState
 from tenancy.backends.sqlite import store_path
-from tenancy.backups import fence, litestream
+from tenancy.backups import fence, litestream, postgres
+from tenancy.backups.base import OrgBackupStatus
+from tenancy.backups.replication import current_generation
 from tenancy.models import Org
-
-
-@dataclass
-class OrgBackupStatus:
-    """One org's backup: `state` (`replicating`, `not replicating`, `restoring`, `no backup`,
-    `unreachable`, `off`), lag (seconds, None if unknown), last snapshot and newest shipped
-    change (UTC, None if none), the replica URL and a `detail` sentence."""
-
-    slug: str
-    state: BackupState
-    lag_seconds: float | None = None
-    last_snapshot: dt.datetime | None = None
-    newest_change: dt.datetime | None = None
-    replica_url: str = ""
-    detail: str = ""
 
 
 def _daemon_view() -> tuple[dict, dict]:
@@ -53,13 +39,9 @@ def _replica_max_txid(files: list[litestream.LtxFile]) -> int:
 def org_status(slug: str, *, daemon: tuple[dict, dict] | None = None) -> OrgBackupStatus:
     """Return org `slug`'s backup status (reads the replica and asks the running daemon)."""
     if getattr(settings, "AGENTS_ORG_DATABASE", "sqlite") == "postgres":
-        from tenancy.backups import postgres  # an edge of a known import cycle (tests/test_wiring.py KNOWN_CYCLES)
-
         return postgres.status(slug)
     if not getattr(settings, "AGENTS_BACKUP_URL", ""):
         return OrgBackupStatus(slug, BackupState.OFF, detail="AGENTS_BACKUP_URL is not set")
-    from tenancy.backups.replication import current_generation  # an edge of a known import cycle (tests/test_wiring.py KNOWN_CYCLES)
-
     if fence.restoring(slug):
         return OrgBackupStatus(slug, BackupState.RESTORING, detail="restore_org is replacing its store")
     generation = current_generation(slug, create=False)

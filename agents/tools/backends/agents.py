@@ -1,6 +1,7 @@
 """Other agents of the org as tools, named `agent_<name>` (never the calling agent itself).
 
-Calling one is a run of that agent through the one run path (`run_execute`), as the calling
+Calling one is a run of that agent through the one run path (`run_execute`, the `tool` kind's
+`RunPolicy.execute`: this backend sits below the executor whose loop resolves it), as the calling
 run's actor, one level deeper, with its session a child of the calling run's session: it is
 gated, recorded and debited like any run. Its output (or its error) is the tool's result.
 A stop of the calling run stops the child run too (its stop signal is the parent's child).
@@ -12,6 +13,7 @@ from agents.models import Agent
 from agents.tools.backends.base import Resolution, Tool, ToolBackend, ToolContext, ToolError
 from agents_site.errors import ApiError, InvalidRequest
 from agents_site.vocabulary import RunKind, RunStatus, ToolSource
+from runs.policies import run_policy
 
 PREFIX = "agent_"
 PARAMETERS = {
@@ -23,13 +25,11 @@ PARAMETERS = {
 
 def _invoker(agent_name: str):
     def invoke(arguments: dict, context: ToolContext) -> str:
-        from agents.execution import run_execute  # an edge of a known import cycle (tests/test_wiring.py KNOWN_CYCLES)
-
         agent = Agent.objects.filter(name=agent_name).first()
         if agent is None:
             raise ToolError(f"agent {agent_name!r} no longer exists")
         try:
-            run = run_execute(
+            run = run_policy(RunKind.TOOL).execute(
                 agent=agent,
                 input=str(arguments.get("input") or ""),
                 actor=context.actor,
