@@ -25,8 +25,6 @@ repos_router = Router(tags=["coding"])
 coding_router = Router(tags=["coding"])
 
 _ERRORS = {400: ErrorOut, 403: ErrorOut, 404: ErrorOut}
-# The public implementation's Slack/desktop narration fields (reference §8.2): refused, not ignored.
-UNSUPPORTED_FIELDS = ("desktop", "replyChannel", "replyThread")
 
 
 def _request_id(request) -> str:
@@ -101,8 +99,7 @@ def start_coding(request, payload: CodingIn):
         run, coding = services.coding_start(
             principal=principal, prompt=payload.prompt, repo=payload.repo, project=payload.project, base=payload.base,
             after=payload.after, agent_ref=payload.agentRef, target_id=payload.targetId, timeout_seconds=payload.timeoutSeconds,
-            tool=payload.tool, reply_conversation_id=payload.replyConversationId,
-            unsupported=tuple(name for name in UNSUPPORTED_FIELDS if name in payload.model_fields_set), request_id=_request_id(request),
+            tool=payload.tool, reply_conversation_id=payload.replyConversationId, request_id=_request_id(request),
         )
     body = {"sessionId": coding.session_id, "runId": run.id, "branch": coding.branch, "repo": coding.repo,
             "routed": bool(coding.target_id), "targetId": coding.target_id}

@@ -26,6 +26,7 @@ from coding.models import CodingRun, Repo
 from coding.remotes import check_at_create, check_credential_name
 from coding.replies import coding_pushed_announce, coding_reply_post
 from coding.routing import check_target, routed_coding_offer
+from coding.schemas import max_timeout_seconds
 from coding.selectors import NAME_RE, coding_run_by_session, repo_get_by_full_name
 from tenancy import stores
 from runs.hooks import conversation_exists
@@ -35,7 +36,6 @@ from coding.sandbox import get_sandbox, require_sandbox
 
 logger = logging.getLogger(__name__)
 
-MAX_PROMPT_BYTES = 128 * 1024
 EXECUTE_TASK = "coding.tasks.execute_coding_run"
 UNSET = object()
 
@@ -106,17 +106,40 @@ def repo_delete(*, principal, repo: Repo) -> None:
 # -- coding runs -------------------------------------------------------------------------------
 
 
-def max_timeout_seconds() -> int:
-    """Return the longest time a coding run may ask for (the task queue's timeout less 60 s)."""
-    return max(settings.AGENTS_RUN_TIMEOUT_SECONDS - 60, 30)
+def _timeout_or_default(value: int | None) -> int:
+    """Return the run's timeout in seconds: `value` (checked by `CodingIn`), else `AGENTS_CODING_TIMEOUT_SECONDS` capped."""
+    return value or min(settings.AGENTS_CODING_TIMEOUT_SECONDS, max_timeout_seconds())
 
 
-def _clean_timeout(value: object) -> int:
-    if value is None:
-        return min(settings.AGENTS_CODING_TIMEOUT_SECONDS, max_timeout_seconds())
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= max_timeout_seconds():
-        raise InvalidRequest(f"timeoutSeconds must be an integer from 1 to {max_timeout_seconds()}")
-    return value
+def _earlier_run(after: str, *, repo: Repo) -> CodingRun | None:
+    """Return the coding run whose session `after` names (None for ""): 404 unknown, 400 another repo or nothing pushed."""
+    if not after:
+        return None
+    earlier = coding_run_by_session(session_id=after)
+    if earlier is None:
+        raise NotFound("after: no coding run with that session id")
+    if earlier.repo_id != repo.id:
+        raise InvalidRequest("after: that coding run worked on another repo")
+    if not earlier.pushed:
+        raise InvalidRequest("after: that coding run pushed no branch to continue from")
+    return earlier
+
+
+def _driving_agent(agent_ref: str | None) -> Agent | None:
+    """Return the agent `agent_ref` names (None for none): 404 unknown, 400 one with approval rules."""
+    agent = agent_get(ref=agent_ref) if agent_ref else None
+    if has_rules(agent):  # issue 28: approvals are for agent runs and chat rounds; a coding run cannot wait for one yet
+        raise InvalidRequest(f"agentRef: agent {agent.name!r} has approval rules, which coding runs do not support; "
+                             "remove its approval rules or run it with POST /v1/agents/{ref}/run")
+    return agent
+
+
+def _where_it_runs(target_id: str | None) -> str:
+    """Return the machine id a routed run goes to (it must pass the dispatch gate), or "" after checking the sandbox here."""
+    if target_id:
+        return check_target(target_id)
+    require_sandbox()
+    return ""
 
 
 def _clean_reply_conversation(value: object) -> str:
@@ -128,17 +151,16 @@ def _clean_reply_conversation(value: object) -> str:
     return value
 
 
-def coding_start(*, principal, prompt: object, repo: object, project: object = None, base: object = None, after: object = None,
-                 agent_ref: object = None, target_id: object = None, timeout_seconds: object = None, tool: object = None,
-                 reply_conversation_id: object = None, unsupported: tuple[str, ...] = (),
-                 request_id: str = "") -> tuple[Run, CodingRun]:
+def coding_start(*, principal, prompt: str, repo: str, project: str = "", base: str = "", after: str | None = None,
+                 agent_ref: str | None = None, target_id: str | None = None, timeout_seconds: int | None = None,
+                 tool: str = CodingTool.DEV, reply_conversation_id: str | None = None, request_id: str = "") -> tuple[Run, CodingRun]:
     """Admit one coding run (spec 000; reference §8.2) and queue it; return `(run, coding run)`.
 
-    Order: `unsupported` fields the request carried (`desktop`, `replyChannel`, `replyThread`:
-    400 "not supported here") → tool (`dev` only, else 400 naming what is supported) → prompt (required, ≤ 128 KiB)
-    → repo `owner/name` of this org (404) → `base` (a branch name, not a ref such as `refs/heads/main`: 400) → `after` (an earlier
+    The fields arrive checked by the request schema (`coding.schemas.CodingIn`: unsupported
+    fields, `tool`, `prompt`, `project`, `base`, `timeoutSeconds`, each a 400 there); here, in
+    this order, what needs the org's data: repo `owner/name` of this org (404) → `after` (an earlier
     coding run's session of this org on the same repo that pushed its branch: 404 / 400) →
-    `agentRef` (404; 400 for an agent with approval rules) → `timeoutSeconds` (400) → `targetId` (routed: the machine must pass the
+    `agentRef` (404; 400 for an agent with approval rules) → `targetId` (routed: the machine must pass the
     dispatch gate) → `replyConversationId` (a conversation of this org, else 404) → for a run
     here, the start branch on the remote (`git ls-remote`, ≤ 10 s; 400 `base_not_found` naming
     it when the remote answers without it) → the sandbox (503 `sandbox_unavailable`) for a run here
@@ -148,44 +170,11 @@ def coding_start(*, principal, prompt: object, repo: object, project: object = N
     coding runs in flight (429 at `AGENTS_CODING_MAX_CONCURRENT`), the balance gate (402/503), the
     run, its session and this record; the task is queued once that commits. `base` wins over `after`.
     """
-    for name in unsupported:
-        raise InvalidRequest(f"{name} is not supported here: this platform does not narrate runs into Slack or a desktop; "
-                             "use replyConversationId to have the result posted into a conversation")
-    tool = CodingTool.DEV if tool in (None, "") else tool
-    if tool not in CodingTool.values:
-        raise InvalidRequest(f"tool {tool!r} is not supported; supported: {', '.join(CodingTool.values)}")
-    if not isinstance(prompt, str) or not prompt.strip():
-        raise InvalidRequest("prompt is required")
-    if len(prompt.encode()) > MAX_PROMPT_BYTES:
-        raise InvalidRequest("prompt too large")
     the_repo = repo_get_by_full_name(repo)
-    project = project.strip() if isinstance(project, str) else ""
-    if project and len(project) > 128:
-        raise InvalidRequest("project too long")
-    base = _clean_branch(base, "base") if base not in (None, "") else ""
-    if base.startswith("refs/"):  # a ref, not a branch name: git would look for refs/heads/refs/heads/… (also on a machine)
-        short = base.removeprefix("refs/heads/")
-        raise InvalidRequest(f"base is a branch name: write {short!r}, not the ref {base!r}" if short != base
-                             else f"base is a branch name, not the ref {base!r}")
-    earlier = None
-    if after not in (None, ""):
-        earlier = coding_run_by_session(session_id=after) if isinstance(after, str) else None
-        if earlier is None:
-            raise NotFound("after: no coding run with that session id")
-        if earlier.repo_id != the_repo.id:
-            raise InvalidRequest("after: that coding run worked on another repo")
-        if not earlier.pushed:
-            raise InvalidRequest("after: that coding run pushed no branch to continue from")
-    agent: Agent | None = agent_get(ref=agent_ref) if agent_ref not in (None, "") else None
-    if has_rules(agent):  # issue 28: approvals are for agent runs and chat rounds; a coding run cannot wait for one yet
-        raise InvalidRequest(f"agentRef: agent {agent.name!r} has approval rules, which coding runs do not support; "
-                             "remove its approval rules or run it with POST /v1/agents/{ref}/run")
-    timeout = _clean_timeout(timeout_seconds)
-    target = ""
-    if target_id not in (None, ""):
-        target = check_target(target_id)
-    else:
-        require_sandbox()
+    earlier = _earlier_run(after or "", repo=the_repo)
+    agent = _driving_agent(agent_ref)
+    timeout = _timeout_or_default(timeout_seconds)
+    target = _where_it_runs(target_id)
     reply_to = _clean_reply_conversation(reply_conversation_id)
     start_ref = base or (earlier.branch if earlier else "") or the_repo.default_branch
     if not target and remote_has_branch(the_repo.clone_url, start_ref) is False:
