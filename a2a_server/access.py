@@ -18,25 +18,19 @@ from __future__ import annotations
 from agents.models import Agent
 from agents.selectors import agent_get
 from agents_site.errors import Forbidden, NotFound
-from agents_site.vocabulary import PrincipalVia
-from tenancy.principal import Principal, require_org
+from tenancy.authenticate import bearer_principal, org_principal
+from tenancy.principal import Principal
 
 
 def member(request) -> Principal:
-    """Return the caller's principal acting for an org (any credential); raise 403 `Forbidden`."""
-    error = getattr(request, "principal_error", None)
-    if error is not None:
-        raise error
-    return require_org(getattr(request, "principal", None))
+    """Return the caller's principal acting for an org (any credential); raise 403 `Forbidden` (`tenancy.authenticate`)."""
+    return org_principal(request)
 
 
 def bearer(request) -> Principal:
     """Return the caller's principal if it came with a bearer credential (API key or gateway JWT);
     raise 403 for none, a refused one, or a console login (the JSON-RPC endpoint takes no cookie)."""
-    principal = member(request)
-    if principal.via == PrincipalVia.SESSION:
-        raise Forbidden("the A2A endpoint takes a bearer credential: 'Authorization: Bearer ak_…' (an API key of the org)")
-    return principal
+    return bearer_principal(request, face="the A2A endpoint")
 
 
 def admin(request) -> Principal:

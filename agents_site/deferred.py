@@ -22,8 +22,7 @@ from concurrent.futures import Future
 
 from django.http import HttpResponse, JsonResponse
 
-from agents_site.errors import ApiError, error_response
-from agents_site.vocabulary import ErrorCode
+from agents_site.errors import ApiError, InternalError, error_response
 
 logger = logging.getLogger(__name__)
 
@@ -88,4 +87,4 @@ class DeferredResponse(HttpResponse):
         if isinstance(exc, ApiError):
             return error_response(exc)
         logger.error("a deferred answer failed", exc_info=exc)
-        return JsonResponse({"status": 500, "code": str(ErrorCode.INTERNAL), "error": "internal error"}, status=500)
+        return JsonResponse(InternalError("internal error").body(), status=500)

@@ -3,6 +3,14 @@
 Services raise a subclass of `ApiError`; the API's handler renders every one as
 `{"status": <int>, "code": "<snake_case>", "error": "<one sentence>"}` plus the error's named
 extras (e.g. `findings`). In app code, just raise.
+
+This module builds every `{"status", "code", "error"}` body of the project (`ApiError.body`):
+the `/v1/agents` envelope, DRF's identity API, the identity WebSocket's error frame, the MCP
+server's structured tool error and a stream's `event: error` all take theirs from here, and a
+status no class names is `error_with(status=…, code=…, message=…)`. The faces with a wire shape
+of their own render from an `ApiError` too: OpenAI's error object (`openai_api.errors`), A2A's
+JSON-RPC error (`a2a_server.handler.a2a_error`). tests/test_one_error_builder.py fails on a body
+built by hand anywhere else.
 """
 
 from typing import Any
@@ -45,6 +53,24 @@ def error_response(error: ApiError):
     response = JsonResponse(error.body(), status=error.status, headers=error.headers())
     response.agents_error = error
     return response
+
+
+def error_with(*, status: int, code: str, message: str) -> ApiError:
+    """Return an `ApiError` answering `status` with `code` and `message`, for a status no class names.
+
+    Example: `error_with(status=405, code=ErrorCode.METHOD_NOT_ALLOWED, message="Method \"PUT\" not allowed.")`.
+    """
+    error = ApiError(message)
+    error.status, error.code = status, code
+    return error
+
+
+class InternalError(ApiError):
+    """An unexpected fault (500 `internal_error`): the request's writes were rolled back."""
+
+    status = 500
+    code = ErrorCode.INTERNAL
+    default_message = "internal error; nothing was half-written"
 
 
 class InvalidRequest(ApiError):

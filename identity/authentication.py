@@ -14,7 +14,7 @@ from rest_framework.authentication import BaseAuthentication, CSRFCheck
 from agents_site.errors import Forbidden
 from agents_site.vocabulary import PrincipalVia
 from identity.tokens import TOKEN_PREFIX, authenticate_token
-from tenancy.principal import require_org
+from tenancy.authenticate import org_principal
 
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
@@ -35,10 +35,7 @@ class UserPrincipalAuthentication(BaseAuthentication):
 
     def authenticate(self, request):
         django_request = request._request
-        error = getattr(django_request, "principal_error", None)
-        if error is not None:
-            raise error
-        principal = require_org(getattr(django_request, "principal", None))
+        principal = org_principal(django_request)
         if principal.via == PrincipalVia.SESSION and request.method not in SAFE_METHODS:
             _enforce_csrf(django_request)
         return (principal, principal)

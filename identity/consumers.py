@@ -37,8 +37,8 @@ import re
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from agents_site.errors import ApiError, InvalidRequest
-from agents_site.vocabulary import ErrorCode, SystemMessageCode, WsFrameType
+from agents_site.errors import ApiError, InternalError, InvalidRequest
+from agents_site.vocabulary import SystemMessageCode, WsFrameType
 from agents_site.wire import rfc3339, unstorable_text
 from identity import live, messaging, selectors
 from identity.tokens import AgentCaller, authenticate_token, credential_still_valid
@@ -189,7 +189,7 @@ class IdentityAgentConsumer(AsyncJsonWebsocketConsumer):
             await self.receive_json(content)
         except Exception:  # a fault answers this frame; the connection stays (never a 1011 close)
             logger.exception("identity WebSocket frame failed")
-            await self.send_json({"type": WsFrameType.ERROR, "status": 500, "code": str(ErrorCode.INTERNAL), "error": "internal error; nothing was half-written"})
+            await self.send_json({"type": WsFrameType.ERROR, **InternalError().body()})
 
     async def receive_json(self, content, **kwargs):
         """Act on one read frame: `ack` → `acked`, `message` → `sent` or an error frame."""

@@ -18,7 +18,7 @@ from django.http import Http404
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
-from agents_site.errors import ApiError, Forbidden, InvalidRequest, NotFound, PayloadTooLarge, UnsupportedMediaType
+from agents_site.errors import ApiError, Forbidden, InternalError, InvalidRequest, NotFound, PayloadTooLarge, UnsupportedMediaType, error_with
 from agents_site.vocabulary import ErrorCode
 from identity.errors import RateLimited
 from tenancy import stores
@@ -60,9 +60,7 @@ def _as_api_error(exc: Exception) -> ApiError | None:
     if isinstance(exc, (drf.NotFound, Http404)):
         return NotFound()
     if isinstance(exc, drf.MethodNotAllowed):
-        error = ApiError(str(exc.detail))
-        error.status, error.code = 405, ErrorCode.METHOD_NOT_ALLOWED
-        return error
+        return error_with(status=405, code=ErrorCode.METHOD_NOT_ALLOWED, message=str(exc.detail))
     if isinstance(exc, drf.UnsupportedMediaType):
         return UnsupportedMediaType()
     if isinstance(exc, drf.ParseError):
@@ -79,7 +77,7 @@ def exception_handler(exc: Exception, context) -> Response:
     error = _as_api_error(exc)
     if error is None:
         logger.exception("unexpected error in the identity API", exc_info=exc)
-        return Response({"status": 500, "code": str(ErrorCode.INTERNAL), "error": "internal error; nothing was half-written"}, status=500)
+        return Response(InternalError().body(), status=500)
     response = Response(error.body(), status=error.status)
     if error.status == 429 and "retry_after" in error.extras:
         response["Retry-After"] = str(error.extras["retry_after"])

@@ -31,7 +31,7 @@ from agents_site.vocabulary import InboxStreamFrame
 from identity import live, selectors
 from identity.presenters import inbox_item_view
 from sessions.stream import parse_last_event_id, read_store
-from tenancy.principal import require_org
+from tenancy.authenticate import org_principal
 
 FRAME_KIND = InboxStreamFrame.INBOX
 
@@ -90,9 +90,7 @@ async def inbox_stream(*, org: str, user_id: str, last_event_id: int | None) -> 
 async def inbox_stream_view(request):
     """GET /v1/identity/inbox/stream: the caller's inbox as SSE (user principal); errors in the one shape."""
     try:
-        if getattr(request, "principal_error", None) is not None:
-            raise request.principal_error
-        principal = require_org(getattr(request, "principal", None))
+        principal = org_principal(request)
         last = parse_last_event_id(request.headers.get("Last-Event-ID"), request.GET.get("lastEventId"))
     except ApiError as exc:
         return JsonResponse(exc.body(), status=exc.status)

@@ -14,21 +14,16 @@ from __future__ import annotations
 
 from agents.models import Agent
 from agents.selectors import agent_get
-from agents_site.errors import Forbidden, NotFound
-from agents_site.vocabulary import AgentHosting, PrincipalVia
-from tenancy.principal import Principal, require_org
+from agents_site.errors import NotFound
+from agents_site.vocabulary import AgentHosting
+from tenancy.authenticate import bearer_principal
+from tenancy.principal import Principal
 
 
 def bearer(request) -> Principal:
     """Return the caller's principal if it came with a bearer credential (API key or gateway JWT) of
     an org; raise 403 `Forbidden` for none, a refused one, or a console login."""
-    error = getattr(request, "principal_error", None)
-    if error is not None:
-        raise error
-    principal = require_org(getattr(request, "principal", None))
-    if principal.via == PrincipalVia.SESSION:
-        raise Forbidden("the MCP server takes a bearer credential: 'Authorization: Bearer ak_…' (an API key of the org)")
-    return principal
+    return bearer_principal(request, face="the MCP server")
 
 
 def may_call(principal: Principal, agent: Agent) -> bool:

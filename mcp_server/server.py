@@ -118,7 +118,7 @@ def _request_id(ctx) -> str:
 
 def error_result(error: ApiError) -> types.CallToolResult:
     """Return a platform refusal as a tool error: its sentence as text, `{status, code, error}` structured."""
-    body = {"status": error.status, "code": str(error.code), "error": error.message}
+    body = {key: value for key, value in error.body().items() if key in ("status", "code", "error")}
     return types.CallToolResult(content=[types.TextContent(type="text", text=error.message)], structured_content=body,
                                 is_error=True)
 

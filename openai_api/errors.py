@@ -12,13 +12,24 @@ Services still raise the typed `ApiError`s; only the rendering differs.
 from __future__ import annotations
 
 import json
+import logging
 import re
 
 from django.http import HttpResponse
 
 from agents.inference import refused_param
+from agents_site import errors
 from agents_site.errors import ApiError, InvalidRequest, NotFound
 from agents_site.vocabulary import ErrorCode, OpenAIErrorType
+from tenancy.faults import store_fault
+
+logger = logging.getLogger(__name__)
+
+
+class InternalError(errors.InternalError):
+    """500: an unexpected fault; nothing was half-written (the run, if any, is recorded by its lifecycle)."""
+
+    default_message = "internal error"
 
 
 class InvalidParam(InvalidRequest):
@@ -175,6 +186,28 @@ def error_object(error: ApiError) -> dict:
             **error.extras,
         }
     }
+
+
+def stream_error_event(error: ApiError) -> dict:
+    """Return the Responses API's streamed `error` event for `error`: `{"type": "error", "sequence_number": -1,
+    "code", "message", "param": None}` (its `code` and `message` those of `error_object`)."""
+    failure = error_object(error)["error"]
+    return {"type": "error", "sequence_number": -1, "code": failure["code"], "message": failure["message"], "param": None}
+
+
+def error_answer(exc: Exception, *, fault_log: str) -> HttpResponse:
+    """Render anything an OpenAI-compatible view (chat completions, Responses) raised as OpenAI's error object.
+
+    An `ApiError` as itself; a store's overload or refusal as its 503 (`tenancy.faults`); anything
+    else, logged with its traceback under `fault_log`, as 500 `internal_error` "internal error".
+    """
+    if isinstance(exc, ApiError):
+        return error_response(exc)
+    fault = store_fault(exc)
+    if fault is not None:
+        return error_response(fault)
+    logger.error(fault_log, exc_info=exc)
+    return error_response(InternalError())
 
 
 def error_response(error: ApiError) -> HttpResponse:

@@ -24,10 +24,10 @@ from agents.execution import WholeAnswer
 from runs.streaming import QueueListener, answer_later, render_frame, run_stream
 from agents_site.errors import ApiError, PayloadTooLarge
 from agents_site.schemas import scan_caller_text
-from agents_site.vocabulary import ChatRole, ErrorCode, PrincipalVia, ReplyFrame, RunStatus
+from agents_site.vocabulary import ChatRole, ErrorCode, ReplyFrame, RunStatus
 from openai_api import selectors, services, wire
-from openai_api.errors import InvalidApiKey, error_object, error_response, run_failure
-from tenancy.faults import store_fault
+from openai_api.errors import InternalError, InvalidApiKey, error_answer, error_object, error_response, run_failure
+from tenancy.authenticate import bearer_principal
 from tenancy.principal import Principal
 
 logger = logging.getLogger(__name__)
@@ -50,13 +50,6 @@ class MethodNotAllowed(ApiError):
         return {"Allow": ", ".join(self.allowed)}
 
 
-class InternalError(ApiError):
-    """500: an unexpected fault; nothing was half-written (the run, if any, is recorded by its lifecycle)."""
-
-    status = 500
-    code = ErrorCode.INTERNAL
-    default_message = "internal error"
-
 
 def openai_view(*methods: str):
     """Decorate a view of this endpoint: CSRF-exempt (Bearer keys only), `methods` only (405),
@@ -70,16 +63,10 @@ def openai_view(*methods: str):
                 if request.method not in methods:
                     raise MethodNotAllowed(request.method, methods)
                 return view(request, *args, **kwargs)
-            except ApiError as exc:
-                return error_response(exc)
             except RequestDataTooBig:
                 return error_response(PayloadTooLarge())
             except Exception as exc:
-                fault = store_fault(exc)
-                if fault is not None:
-                    return error_response(fault)
-                logger.exception("unexpected error on %s %s", request.method, request.path)
-                return error_response(InternalError())
+                return error_answer(exc, fault_log=f"unexpected error on {request.method} {request.path}")
 
         return wrapper
 
@@ -89,15 +76,7 @@ def openai_view(*methods: str):
 def principal_of(request) -> Principal:
     """Return the caller's principal: an API key or gateway JWT acting for an org; else raise 401
     `InvalidApiKey` (no credential, an unknown or revoked key, a console session login)."""
-    error = getattr(request, "principal_error", None)
-    if error is not None:
-        raise InvalidApiKey(error.message)
-    principal = getattr(request, "principal", None)
-    if principal is None or principal.via == PrincipalVia.SESSION:
-        raise InvalidApiKey()
-    if not principal.org_slug or not principal.subject:
-        raise InvalidApiKey("the credential acts for no org")
-    return principal
+    return bearer_principal(request, face="the OpenAI-compatible endpoint", refused=InvalidApiKey)
 
 
 def refuse_credentials_in_query(request) -> None:
@@ -166,13 +145,7 @@ def chat_completions(request):
 
 def _error_answer(exc: Exception):
     """Render what a deferred completion raised as OpenAI's error object (as `openai_view` does)."""
-    if isinstance(exc, ApiError):
-        return error_response(exc)
-    fault = store_fault(exc)
-    if fault is not None:
-        return error_response(fault)
-    logger.error("a completion failed unexpectedly", exc_info=exc)
-    return error_response(InternalError())
+    return error_answer(exc, fault_log="a completion failed unexpectedly")
 
 
 def _stream(started: services.StartedCompletion, *, include_usage: bool, org: str, sent: dict[str, str]):

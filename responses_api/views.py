@@ -23,9 +23,8 @@ import time
 from django.conf import settings
 from django.http import JsonResponse
 
-from agents_site.errors import ApiError
 from agents_site.vocabulary import ReplyFrame, RunStatus
-from openai_api.errors import InvalidParam, error_object, error_response
+from openai_api.errors import InvalidParam, error_answer, stream_error_event
 from openai_api.views import InternalError, _request_id, openai_view, principal_of, refuse_credentials_in_query
 from openai_api.wire import parse_body
 from responses_api import selectors, services, wire
@@ -33,7 +32,6 @@ from responses_api.errors import ResponseNotFound
 from responses_api.models import StoredResponse
 from runs.streaming import QueueListener, answer_later, render_frame, run_stream, stream_response
 from sessions.stream import read_store
-from tenancy.faults import store_fault
 
 logger = logging.getLogger(__name__)
 
@@ -86,13 +84,7 @@ def responses(request):
 
 def _error_answer(exc: Exception):
     """Render what a deferred response raised as OpenAI's error object (as `openai_view` does)."""
-    if isinstance(exc, ApiError):
-        return error_response(exc)
-    fault = store_fault(exc)
-    if fault is not None:
-        return error_response(fault)
-    logger.error("a response failed unexpectedly", exc_info=exc)
-    return error_response(InternalError())
+    return error_answer(exc, fault_log="a response failed unexpectedly")
 
 
 def _stream(started: services.StartedResponse, *, org: str):
@@ -102,9 +94,7 @@ def _stream(started: services.StartedResponse, *, org: str):
         if event == "event":
             return render_frame(data["type"], data)
         if event == ReplyFrame.ERROR:
-            failure = error_object(InternalError(data.get("error") or None))["error"]
-            return render_frame("error", {"type": "error", "sequence_number": -1, "code": failure["code"],
-                                          "message": failure["message"], "param": None})
+            return render_frame("error", stream_error_event(InternalError(data.get("error") or None)))
         return None
 
     def work(listener: QueueListener):

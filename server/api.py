@@ -15,13 +15,13 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 from ninja.utils import check_csrf
 
-from agents_site.errors import ApiError, Forbidden, InvalidRequest, NotFound, PayloadTooLarge, error_response
+from agents_site.errors import ApiError, Forbidden, InternalError, InvalidRequest, NotFound, PayloadTooLarge, error_response, error_with
 from agents_site.schemas import UNKNOWN_FIELD
 from agents_site.vocabulary import ErrorCode, PrincipalVia
 from agents_site.wire import json_object_body, unstorable_text
 from tenancy import stores
 from tenancy.faults import store_fault
-from tenancy.principal import require_org
+from tenancy.authenticate import org_principal
 from agents.api import router as agents_router
 from agents.api_runs import router as runs_router
 from chat.api import router as chat_router
@@ -51,10 +51,7 @@ class OrgPrincipalAuth:
     }
 
     def __call__(self, request):
-        error = getattr(request, "principal_error", None)
-        if error is not None:
-            raise error
-        principal = require_org(getattr(request, "principal", None))
+        principal = org_principal(request)
         if principal.via == PrincipalVia.SESSION and request.method not in ("GET", "HEAD", "OPTIONS"):
             if check_csrf(request) is not None:
                 raise Forbidden("CSRF check failed")
@@ -147,8 +144,8 @@ def _http_error(request, exc: HttpError):
     code = {404: ErrorCode.NOT_FOUND, 403: ErrorCode.FORBIDDEN, 405: ErrorCode.METHOD_NOT_ALLOWED}.get(
         exc.status_code, ErrorCode.INVALID_REQUEST
     )
-    body = {"status": exc.status_code, "code": str(code), "error": str(exc.message) if hasattr(exc, "message") else str(exc)}
-    return JsonResponse(body, status=exc.status_code)
+    error = error_with(status=exc.status_code, code=str(code), message=str(exc.message) if hasattr(exc, "message") else str(exc))
+    return JsonResponse(error.body(), status=exc.status_code)
 
 
 @api.exception_handler(RequestDataTooBig)
@@ -183,9 +180,7 @@ def _unexpected(request, exc):
         logger.warning("%s on %s %s: %s", fault.code, request.method, request.path, exc)
         return error_response(fault)
     logger.exception("unexpected error on %s %s", request.method, request.path)
-    return JsonResponse(
-        {"status": 500, "code": str(ErrorCode.INTERNAL), "error": "internal error; nothing was half-written"}, status=500
-    )
+    return JsonResponse(InternalError().body(), status=500)
 
 
 def _mount() -> None:
