@@ -3,12 +3,18 @@
 Models, API schemas, the admin, templates and JS read these words here and nowhere else
 (templates and JS get them through `vocabulary_for_js()` and `json_script`). A string literal
 such as `"done"` anywhere else is a bug waiting. Terminal sets sit beside their enums.
+
+The words the runner and the shared core speak too (run statuses and kinds, finish reasons, chat
+roles, session statuses, event kinds, control verbs, target kinds, machine sandboxes) are spelled
+once in the Django-free `toolkit.wire`; their `TextChoices` here take each value from there.
 """
 
 import json
 from enum import StrEnum
 
 from django.db import models
+
+from toolkit import wire
 
 
 class AgentStatus(models.TextChoices):
@@ -27,11 +33,11 @@ class ExecutionMode(models.TextChoices):
 class RunStatus(models.TextChoices):
     """The status of a run. History routes list only FINISHED runs."""
 
-    QUEUED = "queued", "queued"  # background run accepted, not yet started
-    RUNNING = "running", "running"  # executing now
-    WAITING = "waiting", "waiting"  # suspended until a person answers its approval requests (holds its fee, holds nothing else)
-    OK = "ok", "ok"  # finished and answered
-    ERROR = "error", "error"  # finished and failed; its `error` says why
+    QUEUED = wire.RunStatus.QUEUED.value, "queued"  # background run accepted, not yet started
+    RUNNING = wire.RunStatus.RUNNING.value, "running"  # executing now
+    WAITING = wire.RunStatus.WAITING.value, "waiting"  # suspended until a person answers its approval requests (holds its fee, holds nothing else)
+    OK = wire.RunStatus.OK.value, "ok"  # finished and answered
+    ERROR = wire.RunStatus.ERROR.value, "error"  # finished and failed; its `error` says why
 
 
 RunStatus.FINISHED = frozenset({RunStatus.OK, RunStatus.ERROR})
@@ -52,27 +58,27 @@ class FinishReason(models.TextChoices):
     run that has not finished or ended before any model reply was read.
     """
 
-    STOP = "stop", "stop"  # the model ended its reply
-    LENGTH = "length", "truncated"  # cut by the token limit (maxTokens)
-    CONTENT_FILTER = "content_filter", "content filter"  # cut by the gateway's content filter
-    TOOL_CALLS = "tool_calls", "tool calls"  # the reply handed tool calls to the client
-    STOPPED = "stopped", "stopped"  # a stop command ended the run
-    ERROR = "error", "error"  # the run failed
+    STOP = wire.FinishReason.STOP.value, "stop"  # the model ended its reply
+    LENGTH = wire.FinishReason.LENGTH.value, "truncated"  # cut by the token limit (maxTokens)
+    CONTENT_FILTER = wire.FinishReason.CONTENT_FILTER.value, "content filter"  # cut by the gateway's content filter
+    TOOL_CALLS = wire.FinishReason.TOOL_CALLS.value, "tool calls"  # the reply handed tool calls to the client
+    STOPPED = wire.FinishReason.STOPPED.value, "stopped"  # a stop command ended the run
+    ERROR = wire.FinishReason.ERROR.value, "error"  # the run failed
 
 
 class RunKind(models.TextChoices):
     """What started a run. Every kind starts and finishes through the one run lifecycle."""
 
-    RUN = "run", "run"  # POST /v1/agents/{ref}/run, answered at once or in the background
-    SCHEDULED = "scheduled", "scheduled"  # fired by a long-running agent's cron
-    ROUTED = "routed", "routed"  # executed on a registered machine (targetId)
-    TOOL = "tool", "agent as tool"  # another agent called it as `agent_<name>`
-    CHAT = "chat", "chat round"  # one round of POST /v1/agents/chat
-    OPENAI = "openai", "OpenAI-compatible call"  # POST /v1/agents/openai/v1/chat/completions
-    CODING = "coding", "coding run"  # POST /v1/agents/coding
-    A2A = "a2a", "A2A task"  # SendMessage / SendStreamingMessage on POST /v1/agents/{ref}/a2a (A2A JSON-RPC)
-    MCP = "mcp", "MCP tool call"  # tools/call of an agent's tool on /v1/agents/mcp (the MCP server)
-    RESPONSES = "responses", "OpenAI response"  # POST /v1/agents/openai/v1/responses (the Responses API)
+    RUN = wire.RunKind.RUN.value, "run"  # POST /v1/agents/{ref}/run, answered at once or in the background
+    SCHEDULED = wire.RunKind.SCHEDULED.value, "scheduled"  # fired by a long-running agent's cron
+    ROUTED = wire.RunKind.ROUTED.value, "routed"  # executed on a registered machine (targetId)
+    TOOL = wire.RunKind.TOOL.value, "agent as tool"  # another agent called it as `agent_<name>`
+    CHAT = wire.RunKind.CHAT.value, "chat round"  # one round of POST /v1/agents/chat
+    OPENAI = wire.RunKind.OPENAI.value, "OpenAI-compatible call"  # POST /v1/agents/openai/v1/chat/completions
+    CODING = wire.RunKind.CODING.value, "coding run"  # POST /v1/agents/coding
+    A2A = wire.RunKind.A2A.value, "A2A task"  # SendMessage / SendStreamingMessage on POST /v1/agents/{ref}/a2a (A2A JSON-RPC)
+    MCP = wire.RunKind.MCP.value, "MCP tool call"  # tools/call of an agent's tool on /v1/agents/mcp (the MCP server)
+    RESPONSES = wire.RunKind.RESPONSES.value, "OpenAI response"  # POST /v1/agents/openai/v1/responses (the Responses API)
 
 
 class RefusalAnswer(models.TextChoices):
@@ -87,10 +93,10 @@ class ChatRole(models.TextChoices):
     """Who wrote one message of a conversation or a prompt (POST /v1/agents/chat, the
     OpenAI-compatible endpoint; OpenAI's roles)."""
 
-    SYSTEM = "system", "system"  # an instruction to the model
-    USER = "user", "user"  # the person talking
-    ASSISTANT = "assistant", "assistant"  # the model's reply
-    TOOL = "tool", "tool"  # a tool's result the caller sends back
+    SYSTEM = wire.ChatRole.SYSTEM.value, "system"  # an instruction to the model
+    USER = wire.ChatRole.USER.value, "user"  # the person talking
+    ASSISTANT = wire.ChatRole.ASSISTANT.value, "assistant"  # the model's reply
+    TOOL = wire.ChatRole.TOOL.value, "tool"  # a tool's result the caller sends back
 
 
 class MultitaskStrategy(models.TextChoices):
@@ -119,10 +125,10 @@ class SlotOutcome(models.TextChoices):
 class SessionStatus(models.TextChoices):
     """The status of a live session (spec 003: sessions). Terminal statuses never reopen."""
 
-    RUNNING = "running", "running"  # live, working
-    PAUSED = "paused", "paused"  # live, held by its surface
-    DONE = "done", "done"  # finished well (terminal)
-    ERROR = "error", "error"  # finished badly (terminal)
+    RUNNING = wire.SessionStatus.RUNNING.value, "running"  # live, working
+    PAUSED = wire.SessionStatus.PAUSED.value, "paused"  # live, held by its surface
+    DONE = wire.SessionStatus.DONE.value, "done"  # finished well (terminal)
+    ERROR = wire.SessionStatus.ERROR.value, "error"  # finished badly (terminal)
 
 
 SessionStatus.TERMINAL = frozenset({SessionStatus.DONE, SessionStatus.ERROR})
@@ -132,14 +138,14 @@ SessionStatus.LIVE = frozenset({SessionStatus.RUNNING, SessionStatus.PAUSED})
 class EventKind(models.TextChoices):
     """The kind of one turn in a session's ordered log (spec 003: POST …/events)."""
 
-    MESSAGE = "message", "message"  # a prompt or a reply
-    TOOL_CALL = "tool-call", "tool-call"  # a tool invocation and its result
-    SPAWN = "spawn", "spawn"  # a subagent was started
-    LOG = "log", "log"  # bookkeeping, e.g. the run summary
-    STATUS = "status", "status"  # a status report from the running surface
-    CONTROL = "control", "control"  # a steering command (pause/resume/stop/message)
-    COMMIT = "commit", "commit"  # a coding run committed its working copy (sha, subject, diffstat)
-    APPROVAL = "approval", "approval"  # a run asks a person to approve one tool call (recorded by the platform only)
+    MESSAGE = wire.EventKind.MESSAGE.value, "message"  # a prompt or a reply
+    TOOL_CALL = wire.EventKind.TOOL_CALL.value, "tool-call"  # a tool invocation and its result
+    SPAWN = wire.EventKind.SPAWN.value, "spawn"  # a subagent was started
+    LOG = wire.EventKind.LOG.value, "log"  # bookkeeping, e.g. the run summary
+    STATUS = wire.EventKind.STATUS.value, "status"  # a status report from the running surface
+    CONTROL = wire.EventKind.CONTROL.value, "control"  # a steering command (pause/resume/stop/message)
+    COMMIT = wire.EventKind.COMMIT.value, "commit"  # a coding run committed its working copy (sha, subject, diffstat)
+    APPROVAL = wire.EventKind.APPROVAL.value, "approval"  # a run asks a person to approve one tool call (recorded by the platform only)
 
 
 #: The kinds a caller may append (POST …/events): an `approval` is recorded only by the run that asks.
@@ -163,12 +169,12 @@ class RepoScheme(models.TextChoices):
 class ControlCommand(models.TextChoices):
     """A steering command recorded as a `control` event (spec 003: POST …/{id}/{command})."""
 
-    PAUSE = "pause", "pause"  # hold before the next step
-    RESUME = "resume", "resume"  # carry on after a pause
-    STOP = "stop", "stop"  # end the run for good
-    MESSAGE = "message", "message"  # add a user turn before the next step
-    APPROVE = "approve", "approve"  # approve a pending tool call (its own route: POST …/{id}/approve)
-    DENY = "deny", "deny"  # deny a pending tool call; the model gets the reason (POST …/{id}/deny)
+    PAUSE = wire.ControlCommand.PAUSE.value, "pause"  # hold before the next step
+    RESUME = wire.ControlCommand.RESUME.value, "resume"  # carry on after a pause
+    STOP = wire.ControlCommand.STOP.value, "stop"  # end the run for good
+    MESSAGE = wire.ControlCommand.MESSAGE.value, "message"  # add a user turn before the next step
+    APPROVE = wire.ControlCommand.APPROVE.value, "approve"  # approve a pending tool call (its own route: POST …/{id}/approve)
+    DENY = wire.ControlCommand.DENY.value, "deny"  # deny a pending tool call; the model gets the reason (POST …/{id}/deny)
 
 
 #: The commands POST …/{id}/{pause|resume|stop|message} record through `control_send`.
@@ -262,19 +268,19 @@ SecretSeverity.RANK = {SecretSeverity.CRITICAL: 0, SecretSeverity.HIGH: 1, Secre
 class TargetKind(models.TextChoices):
     """The kind of a registered machine (spec 003: POST /v1/agents/targets)."""
 
-    LAPTOP = "laptop", "laptop"
-    CLOUD = "cloud", "cloud"
-    GPU = "gpu", "gpu"
-    CLUSTER = "cluster", "cluster"
-    MACHINE = "machine", "machine"
+    LAPTOP = wire.TargetKind.LAPTOP.value, "laptop"
+    CLOUD = wire.TargetKind.CLOUD.value, "cloud"
+    GPU = wire.TargetKind.GPU.value, "gpu"
+    CLUSTER = wire.TargetKind.CLUSTER.value, "cluster"
+    MACHINE = wire.TargetKind.MACHINE.value, "machine"
 
 
 class MachineSandbox(models.TextChoices):
     """How a machine's runner confines a routed coding run's commands (`spec.sandbox`)."""
 
-    BUBBLEWRAP = "bubblewrap", "bubblewrap"  # in bubblewrap, like the server
-    NONE = "none", "none"  # unconfined: the owner started the runner with --allow-unsandboxed-commands
-    UNAVAILABLE = "unavailable", "unavailable"  # no sandbox: the `run` tool is refused there
+    BUBBLEWRAP = wire.MachineSandbox.BUBBLEWRAP.value, "bubblewrap"  # in bubblewrap, like the server
+    NONE = wire.MachineSandbox.NONE.value, "none"  # unconfined: the owner started the runner with --allow-unsandboxed-commands
+    UNAVAILABLE = wire.MachineSandbox.UNAVAILABLE.value, "unavailable"  # no sandbox: the `run` tool is refused there
 
 
 class TargetStatus(models.TextChoices):

@@ -19,8 +19,9 @@ from pathlib import Path
 
 from runner.daemon import EXIT_FATAL, Config, Daemon
 from toolkit.verify_build import main as verify_main
+from toolkit.wire import TargetKind
 
-KINDS = ("laptop", "cloud", "gpu", "cluster", "machine")
+KINDS = tuple(TargetKind)
 
 
 def parse(argv: list[str] | None = None) -> Config:
@@ -30,7 +31,7 @@ def parse(argv: list[str] | None = None) -> Config:
     parser.add_argument("--server", default=env.get("AGENTS_SERVER", ""), help="the Agents server, e.g. http://127.0.0.1:8000")
     parser.add_argument("--api-key", default=env.get("AGENTS_API_KEY", ""), help="your API key (ak_…) in the machine's org")
     parser.add_argument("--label", default=env.get("RUNNER_LABEL", ""), help="the machine's name in the console (default: host name)")
-    parser.add_argument("--kind", default="machine", choices=KINDS)
+    parser.add_argument("--kind", default=TargetKind.MACHINE, choices=KINDS)
     parser.add_argument("--host", default="", help="the re-link key (default: this host's name)")
     parser.add_argument("--allow-shell", metavar="DIR", default=env.get("RUNNER_ALLOW_SHELL", ""),
                         help="offer the shell tool, confined to DIR (off by default)")

@@ -41,10 +41,11 @@ from toolkit.codingloop import Answered, CodingTool, MakeCommit, MeasureTree, Pl
 from toolkit.events import clip, coding_call_payload, commit_payload
 from toolkit.sandbox import CommandCancelled, Limits, SandboxBackend, Unavailable
 from toolkit.toolloop import awaited_through
+from toolkit.wire import ChatRole, EventKind, RunKind
 
 logger = logging.getLogger(__name__)
 
-CODING_KIND = "coding"
+CODING_KIND = RunKind.CODING
 BASE_NOT_FOUND = "base_not_found"  # the server's error code for a start branch the remote lacks
 MAX_TURNS = 40
 SYSTEM_PROMPT = (
@@ -150,7 +151,7 @@ class CodingExecution(Execution):
         patch = await self._git("show", "--format=", "--no-ext-diff", "--no-textconv", "--no-color", sha)
         commit = {"sha": sha, "subject": op.subject, "turn": turn, "diffstat": stat}
         self.commits.append(commit)
-        await self.event("commit", commit_payload(subject=op.subject, sha=sha, diffstat=stat, turn=turn, branch=self.claim.branch, patch=patch,
+        await self.event(EventKind.COMMIT, commit_payload(subject=op.subject, sha=sha, diffstat=stat, turn=turn, branch=self.claim.branch, patch=patch,
                                                   run_id=self.claim.run_id))
         await self.flush()  # each commit reaches the session as it is made
 
@@ -171,7 +172,7 @@ class CodingExecution(Execution):
             except GitFailed as exc:
                 raise RunEnded(f"clone failed: {exc}") from exc
             self.start_sha = await asyncio.to_thread(self.git.head)
-            await self.event("log", {"text": f"cloned {self.claim.repo} at {self.claim.base} ({self.start_sha[:12]}); working on {self.claim.branch}",
+            await self.event(EventKind.LOG, {"text": f"cloned {self.claim.repo} at {self.claim.base} ({self.start_sha[:12]}); working on {self.claim.branch}",
                                      "branch": self.claim.branch, "base": self.claim.base, "baseCommit": self.start_sha})
             try:
                 await self._turns()
@@ -203,8 +204,8 @@ class CodingExecution(Execution):
         """Drive the shared coding turns (`toolkit.codingloop.coding_turns`) with this machine's effects (`_perform`)."""
         self.toolbox = ToolBox(root=self.git.work, sandbox=self.sandbox or Unavailable(NO_SANDBOX), limits=Limits(timeout_seconds=120),
                                seconds_left=lambda: max(self.deadline - time.monotonic(), 0.1))
-        messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": self.claim.prompt}]
-        await self.event("message", {"role": "user", "text": clip(self.claim.prompt)})
+        messages = [{"role": ChatRole.SYSTEM, "content": SYSTEM_PROMPT}, {"role": ChatRole.USER, "content": self.claim.prompt}]
+        await self.event(EventKind.MESSAGE, {"role": ChatRole.USER, "text": clip(self.claim.prompt)})
         end = await awaited_through(coding_turns(messages=messages, definitions=tool_definitions(), turns=MAX_TURNS, bounds=self.bounds),
                                     self._perform)
         if not isinstance(end, Answered):  # out of turns, or the tree stayed over its cap
@@ -220,7 +221,7 @@ class CodingExecution(Execution):
         if isinstance(op, RecordCall):
             self.outcome.tool_calls += 1
             await self.flush()  # the turn's queued events (its message) land before its tool call, as on the server
-            stored = await self.server.append_event(session_id=self.claim.session_id, kind="tool-call", payload=coding_call_payload(
+            stored = await self.server.append_event(session_id=self.claim.session_id, kind=EventKind.TOOL_CALL, payload=coding_call_payload(
                 name=op.name, raw_arguments=op.raw, result=op.result, failed=op.failed, turn_no=op.turn_no, run_id=self.claim.run_id))
             return stored["seq"] if stored and isinstance(stored.get("seq"), int) else None
         if isinstance(op, MeasureTree):
@@ -232,7 +233,7 @@ class CodingExecution(Execution):
         if isinstance(op, MakeCommit):
             return await self._make_commit(op)
         if isinstance(op, Tell):
-            await self.event("log", {"text": op.text, **op.extra})
+            await self.event(EventKind.LOG, {"text": op.text, **op.extra})
             return None
         return await super()._perform(op)
 
@@ -245,7 +246,7 @@ class CodingExecution(Execution):
             except GitFailed as exc:
                 raise RunEnded(f"push of {self.claim.branch} was rejected: {exc}") from exc
             self.pushed = True
-            await self.event("log", {"text": f"pushed {self.claim.branch} ({self.head[:12]})", "branch": self.claim.branch, "head": self.head})
+            await self.event(EventKind.LOG, {"text": f"pushed {self.claim.branch} ({self.head[:12]})", "branch": self.claim.branch, "head": self.head})
 
     async def _acall(self, toolbox: ToolBox, name: str, raw: str) -> tuple[str, bool]:
         """Run one coding tool; a killed command's output so far is recorded with the stop."""

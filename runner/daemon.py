@@ -33,6 +33,7 @@ from runner.coding import CODING_KIND, CodingExecution
 from toolkit.builtin import async_tools
 from toolkit.sandbox import machine_sandbox
 from toolkit.shell import Shell
+from toolkit.wire import MachineSandbox, TargetKind
 
 logger = logging.getLogger("runner")
 
@@ -46,7 +47,7 @@ class Config:
     server: str
     api_key: str
     label: str
-    kind: str = "machine"
+    kind: str = TargetKind.MACHINE
     host: str = ""
     key_dir: Path | None = None
     shell_root: Path | None = None
@@ -156,7 +157,7 @@ class Daemon:
         config = self.config
         target = await self._call(
             self.client.register, label=config.label, kind=config.kind, host=config.host or machine.hostname(),
-            spec={**machine.spec(), "sandbox": self.sandbox.name if self.sandbox else "unavailable"}, metrics=machine.metrics(),
+            spec={**machine.spec(), "sandbox": self.sandbox.name if self.sandbox else MachineSandbox.UNAVAILABLE}, metrics=machine.metrics(),
         )
         self.target_id = target["id"]
         logger.info("registered machine %s (%s) with %s", self.target_id, target.get("label"), config.server)

@@ -49,13 +49,14 @@ from toolkit.retry import MODEL_ATTEMPTS, RETRY_BASE_SECONDS, RETRY_MAX_SECONDS,
 from toolkit.sandbox import CommandCancelled
 from toolkit.toolloop import (DEFAULT_TOOL_ROUNDS, Answered, AskModel, CheckStop, NoAnswer, Reply, RunTool, Said, Steer, Waits, awaited_through,
                               command_text, opening_messages, parsed_arguments, tool_loop, tool_turn)
+from toolkit.wire import ChatRole, ControlCommand, EventKind, FinishReason, RunStatus, SessionStatus
 
 logger = logging.getLogger(__name__)
 
-OK, ERROR, WAITING = "ok", "error", "waiting"  # the server's run statuses, as its report route reads them
+OK, ERROR, WAITING = RunStatus.OK, RunStatus.ERROR, RunStatus.WAITING  # the server's run statuses, as its report route reads them
 PAUSE_POLL_SECONDS = 1.0
 WATCH_POLL_SECONDS = 0.5  # how often the control channel is read while a model call or command runs
-STOPPED = "stopped"  # the server's FinishReason of a run its stop ended
+STOPPED = FinishReason.STOPPED  # the server's FinishReason of a run its stop ended
 
 
 class EmptyAnswer(Exception):
@@ -100,7 +101,7 @@ class RoutedRun:
     instructions: str
     tools: list[str]
     input: str
-    instructions_role: str = "system"
+    instructions_role: str = ChatRole.SYSTEM
     tool_rounds: int = DEFAULT_TOOL_ROUNDS
     tool_call_timeout: float = 30.0
     timeout_seconds: float = 600.0
@@ -119,7 +120,7 @@ class RoutedRun:
             instructions=str(agent.get("instructions") or ""),
             tools=[str(t) for t in agent.get("tools") or []],
             input=str(body.get("input") or ""),
-            instructions_role="user" if body.get("instructionsRole") == "user" else "system",
+            instructions_role=ChatRole.USER if body.get("instructionsRole") == ChatRole.USER else ChatRole.SYSTEM,
             tool_rounds=max(int(body.get("toolRounds") or DEFAULT_TOOL_ROUNDS), 1),
             tool_call_timeout=float(body.get("toolCallTimeoutSeconds") or 30),
             timeout_seconds=float(body.get("timeoutSeconds") or 600),
@@ -255,22 +256,22 @@ class Execution:
             commands, self.held = [*self.held, *fetched], []
             for command in commands:
                 verb = command.get("command")
-                if verb == "stop":
+                if verb == ControlCommand.STOP:
                     raise _stopped(command)
-                if verb == "message":
+                if verb == ControlCommand.MESSAGE:
                     text = command_text(command)
                     if text:  # a message with no text adds no turn, as on the server
-                        messages.append({"role": "user", "content": text})
+                        messages.append({"role": ChatRole.USER, "content": text})
                         added = True
-                        await self.event("message", {"role": "user", "text": clip(text), "steered": True})
-                elif verb == "pause" and not paused:
+                        await self.event(EventKind.MESSAGE, {"role": ChatRole.USER, "text": clip(text), "steered": True})
+                elif verb == ControlCommand.PAUSE and not paused:
                     paused = True
-                    await self.server.set_session_status(session_id=self.run.session_id, status="paused")
-                    await self.event("log", {"text": "run paused"})
-                elif verb == "resume" and paused:
+                    await self.server.set_session_status(session_id=self.run.session_id, status=SessionStatus.PAUSED)
+                    await self.event(EventKind.LOG, {"text": "run paused"})
+                elif verb == ControlCommand.RESUME and paused:
                     paused = False
-                    await self.server.set_session_status(session_id=self.run.session_id, status="running")
-                    await self.event("log", {"text": "run resumed"})
+                    await self.server.set_session_status(session_id=self.run.session_id, status=SessionStatus.RUNNING)
+                    await self.event(EventKind.LOG, {"text": "run resumed"})
             await self.flush()
             if not paused:
                 return added
@@ -285,7 +286,7 @@ class Execution:
             await asyncio.sleep(WATCH_POLL_SECONDS)
             fetched, self.cursor = await self.server.control(session_id=self.run.session_id, after=self.cursor)
             for command in fetched:
-                if command.get("command") == "stop" and self.stop_command is None:
+                if command.get("command") == ControlCommand.STOP and self.stop_command is None:
                     self.stop_command = command
                     task.cancel()
                 else:
@@ -371,7 +372,7 @@ class Execution:
                 result = valid_text(await self._tool(SimpleNamespace(id=call_id, function=function), offered, round_no))
             else:
                 result = valid_text(str(call.get("result") or ""))
-                await self.event("tool-call", tool_call_payload(name=name, raw_arguments=str(call.get("arguments") or ""), result=result,
+                await self.event(EventKind.TOOL_CALL, tool_call_payload(name=name, raw_arguments=str(call.get("arguments") or ""), result=result,
                                                                 failed=True, round_no=round_no, call_id=call_id, run_id=self.run.run_id))
             messages.append(tool_turn(call_id, result))
         return messages, round_no + 1
@@ -387,9 +388,9 @@ class Execution:
                                                      instructions_role=self.run.instructions_role), 1
             for name in self.run.tools:
                 if name not in offered:
-                    await self.event("log", {"text": f"tool {name} not offered: this machine has no such tool"})
+                    await self.event(EventKind.LOG, {"text": f"tool {name} not offered: this machine has no such tool"})
             if self.run.input.strip():
-                await self.event("message", {"role": "user", "text": clip(self.run.input)})
+                await self.event(EventKind.MESSAGE, {"role": ChatRole.USER, "text": clip(self.run.input)})
         self.offered = offered
         loop = tool_loop(messages=messages, definitions=[tool.definition() for tool in offered.values()], rounds=self.run.tool_rounds,
                          first_round=first_round, local=offered, ruled=lambda name: needs_approval(self.run.approval, name))
@@ -411,7 +412,7 @@ class Execution:
             return Reply(valid_text(message.content) if message.content is not None else None, calls,
                          [call.model_dump(mode="json", exclude_none=True) for call in calls], self.outcome.model)
         if isinstance(op, Said):
-            await self.event("message", {"role": "assistant", "text": clip(op.text), "model": op.model})
+            await self.event(EventKind.MESSAGE, {"role": ChatRole.ASSISTANT, "text": clip(op.text), "model": op.model})
             return None
         if isinstance(op, CheckStop):
             self._check_stop()
@@ -436,7 +437,7 @@ class Execution:
 
         result, failed = await self._watched(call())
         self.outcome.tool_calls += 1
-        await self.event("tool-call", tool_call_payload(name=name, raw_arguments=raw, result=valid_text(result), failed=failed, round_no=round_no,
+        await self.event(EventKind.TOOL_CALL, tool_call_payload(name=name, raw_arguments=raw, result=valid_text(result), failed=failed, round_no=round_no,
                                                         call_id=call_id, run_id=self.run.run_id))
         return result
 

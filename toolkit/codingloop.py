@@ -23,6 +23,7 @@ from toolkit import commits
 from toolkit.coding import FINISH, WRITING_TOOLS
 from toolkit.events import valid_text
 from toolkit.toolloop import Answered, AskModel, CheckStop, Reply, Said, Steer, assistant_turn, parsed_arguments, tool_turn, wire_name
+from toolkit.wire import ChatRole
 
 __all__ = ["Answered", "AskModel", "CheckStop", "CodingTool", "MakeCommit", "MeasureTree", "OutOfTurns", "PlanCommit", "RecordCall", "Reply", "Said", "Stage", "Steer", "Tell", "TreeStaysLarge",
            "coding_turns", "platform_turn"]
@@ -30,7 +31,7 @@ __all__ = ["Answered", "AskModel", "CheckStop", "CodingTool", "MakeCommit", "Mea
 
 def platform_turn(text: str) -> dict:
     """Return the user turn in which the platform tells the model `text` ("[platform] <text>")."""
-    return {"role": "user", "content": f"[platform] {text}"}
+    return {"role": ChatRole.USER, "content": f"[platform] {text}"}
 
 
 @dataclass
@@ -163,7 +164,7 @@ def _commit_turn(*, content: str, finished: str | None, seq: int | None, turn_no
         return False
     refused = yield Stage(plan)
     if refused:
-        messages.append({"role": "user", "content": f"The platform {refused}"})
+        messages.append({"role": ChatRole.USER, "content": f"The platform {refused}"})
         return True
     yield MakeCommit(commits.commit_subject(content=content, finished=finished, plan=plan), seq, turn_no, plan)
     books.committed_bytes += plan.bytes

@@ -26,6 +26,8 @@ import threading
 from collections.abc import Awaitable, Callable, Iterator
 from typing import TypeVar
 
+from toolkit.wire import ControlCommand
+
 T = TypeVar("T")
 
 
@@ -81,7 +83,7 @@ class StopSignal:
     def child(self) -> StopSignal:
         """Return a new signal set whenever this one is (a child run stops with its parent)."""
         child = StopSignal()
-        self.on_stop(lambda: child.set({"command": "stop", "parent": True, **(self.command or {})}))
+        self.on_stop(lambda: child.set({"command": ControlCommand.STOP, "parent": True, **(self.command or {})}))
         return child
 
 

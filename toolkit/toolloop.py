@@ -22,6 +22,8 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolkit.wire import ChatRole
+
 #: The rounds a run may take when its caller names none (the server's `AGENTS_TOOL_ROUNDS` default).
 DEFAULT_TOOL_ROUNDS = 8
 #: A run whose model asks for tools in the last round (offered none) and writes no text ends with this error.
@@ -41,7 +43,7 @@ def parsed_arguments(raw: str | None) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def opening_messages(*, instructions: str | None, text: str | None, instructions_role: str = "system") -> list[dict]:
+def opening_messages(*, instructions: str | None, text: str | None, instructions_role: str = ChatRole.SYSTEM) -> list[dict]:
     """Return a run's opening messages: the instructions trimmed (as `instructions_role`, "system"
     or "user"), then the input trimmed as a user turn (omitted when empty; a run with neither
     sends one empty user turn).
@@ -55,7 +57,7 @@ def opening_messages(*, instructions: str | None, text: str | None, instructions
         messages.append({"role": instructions_role, "content": instructions})
     text = (text or "").strip()
     if text or not messages:
-        messages.append({"role": "user", "content": text})
+        messages.append({"role": ChatRole.USER, "content": text})
     return messages
 
 
@@ -84,12 +86,12 @@ def offered_tools(definitions: list[dict], *, round_no: int, rounds: int) -> lis
 def assistant_turn(content: str | None, tool_calls: list[dict]) -> dict:
     """Return the assistant message that asked for `tool_calls` (each the call's JSON, as sent back
     to the model), its `content` "" rather than null: strict gateways (llama-cpp-python) refuse null."""
-    return {"role": "assistant", "content": content or "", "tool_calls": tool_calls}
+    return {"role": ChatRole.ASSISTANT, "content": content or "", "tool_calls": tool_calls}
 
 
 def tool_turn(call_id: str, result: str) -> dict:
     """Return the message handing the model the `result` text of tool call `call_id`."""
-    return {"role": "tool", "tool_call_id": call_id, "content": result}
+    return {"role": ChatRole.TOOL, "tool_call_id": call_id, "content": result}
 
 
 # -- the loop itself ---------------------------------------------------------------------------------
@@ -265,7 +267,7 @@ def tool_loop(*, messages: list[dict], definitions: list[dict], rounds: int, fir
             return NoAnswer()
         yield Said(text, reply.model, final=True)
         if steer_after_answer:
-            followup = [{"role": "assistant", "content": text}]
+            followup = [{"role": ChatRole.ASSISTANT, "content": text}]
             if (yield Steer(followup, after_answer=True)) and round_no < rounds:
                 messages.extend(followup)
                 continue

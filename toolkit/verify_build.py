@@ -47,6 +47,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
+from toolkit.wire import EventKind
+
 NOTES_REF = "refs/notes/agents-provenance"
 VERIFY_COMMAND = f"git log --format='%x00%H%n%B%n%N' --notes={NOTES_REF}"
 SESSION_TRAILER = "Agents-Session"
@@ -159,7 +161,7 @@ def _from_build(build: dict) -> Published:
     for turn in build.get("turns") or []:
         if not isinstance(turn, dict) or not isinstance(turn.get("commit"), str) or not turn["commit"]:
             continue
-        owner = turn.get("forTurn") if turn.get("kind") == "commit" else turn.get("turn")
+        owner = turn.get("forTurn") if turn.get("kind") == EventKind.COMMIT else turn.get("turn")
         if isinstance(owner, int):
             published.commits.append((turn["commit"].lower(), owner))
     return published
@@ -169,9 +171,9 @@ def _from_events(events: list[dict], session_id: str) -> Published:
     published = Published(session=session_id)
     for event in events:
         payload = event.get("payload") if isinstance(event.get("payload"), dict) else {}
-        if event.get("kind") == "commit" and isinstance(payload.get("commit"), str) and isinstance(payload.get("turn"), int):
+        if event.get("kind") == EventKind.COMMIT and isinstance(payload.get("commit"), str) and isinstance(payload.get("turn"), int):
             published.commits.append((payload["commit"].lower(), payload["turn"]))
-        elif event.get("kind") == "log" and isinstance(payload.get("branch"), str) and "commitSha" in payload:
+        elif event.get("kind") == EventKind.LOG and isinstance(payload.get("branch"), str) and "commitSha" in payload:
             published.branch, published.head = payload["branch"], str(payload.get("commitSha") or "")
     return published
 

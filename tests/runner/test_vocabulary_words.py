@@ -1,10 +1,20 @@
-"""The runner's words are the server's vocabulary (issue 27 item 5).
+"""The runner's words are the server's vocabulary (issue 27 item 5; issue 48 item 6: 0 literals).
 
 The runner imports nothing of the server (the import contract), and neither does the shared core
-(`toolkit`) both sides import, so they spell the words they send — event kinds, chat roles,
-control verbs, session statuses, run statuses, finish reasons, target kinds, sandbox names — as
-literals. This test reads the source of `runner/` and `toolkit/` and ties every such literal to
-`agents_site/vocabulary.py`: a word the server does not know fails here, naming file and line.
+(`toolkit`) both sides import. The words they send — event kinds, chat roles, control verbs,
+session statuses, run statuses, finish reasons, run kinds, target kinds, sandbox names — are
+spelled once, in the Django-free `toolkit.wire`, and `agents_site/vocabulary.py` builds its enums
+of the same names from it. This test reads the source of `runner/` and `toolkit/` and counts the
+vocabulary words still spelled as literals (0: each is a `toolkit.wire` member), naming file and
+line; and it ties `toolkit.wire` to the server's vocabulary, member for member.
+
+Counting rule (the forms the scan below reads): an event kind given to `event(…)` or `kind=`; a
+session status given to `set_session_status(status=…)`; a chat role as a `"role"` value, a
+`*role` keyword, default, class field or comparison; a control verb as a `"command"` value or
+compared with `verb`/`command`; an event kind compared with `kind`; a target kind as `--kind`'s
+default, a class field `kind` or the module constant `KINDS`; run statuses, a finish reason and a
+run kind as the module constants `OK`/`ERROR`/`WAITING`, `STOPPED`, `*_KIND`. Each occurrence
+counts once.
 """
 
 from __future__ import annotations
@@ -12,8 +22,12 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
+from agents_site import vocabulary
 from agents_site.vocabulary import (ChatRole, ControlCommand, EventKind, FinishReason, MachineSandbox, RunKind, RunStatus, SessionStatus,
                                     TargetKind)
+from toolkit import wire
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNNER = sorted((ROOT / "runner").glob("*.py"))
@@ -132,16 +146,29 @@ VOCABULARY = {
 }
 
 
-def test_the_scan_reads_the_runner():
-    kinds = {vocabulary for path in RUNNER for vocabulary, _, _ in _words(path)}
-    assert {"EventKind", "ChatRole", "ControlCommand", "SessionStatus", "RunStatus", "FinishReason", "RunKind", "TargetKind"} <= kinds
+#: Measured on main at ada07f5 by the rule above: 55 literal words in runner/ and toolkit/ (0 since: `toolkit.wire`).
+MAX_LITERAL_WORDS = 0
 
 
-def test_the_scan_reads_the_words_the_runner_takes_from_the_shared_core():
-    """The tool loop's rules (`toolkit.toolloop`) spell the chat roles; a child's stop (`toolkit.stopping`) a control verb."""
-    words = {(path.name, vocabulary, word) for path in TOOLKIT for vocabulary, word, _ in _words(path)}
-    assert {("toolloop.py", "ChatRole", "system"), ("toolloop.py", "ChatRole", "user"), ("toolloop.py", "ChatRole", "assistant"),
-            ("toolloop.py", "ChatRole", "tool"), ("stopping.py", "ControlCommand", "stop")} <= words
+def test_the_runner_and_the_shared_core_spell_no_vocabulary_word_as_a_literal():
+    literals = [f"{path.relative_to(ROOT)}:{line}: {vocabulary} {word!r}" for path in RUNNER + TOOLKIT if path.name != "wire.py"
+                for vocabulary, word, line in _words(path)]
+    assert len(literals) <= MAX_LITERAL_WORDS, literals
+
+
+def test_the_scan_reads_the_runner_and_the_shared_core():
+    assert len(RUNNER) > 5 and {"toolloop.py", "stopping.py", "wire.py"} <= {path.name for path in TOOLKIT}
+    # The words spelled through `toolkit.wire` are where the literals were: the tool loop's roles, a child's stop.
+    toolloop, stopping = (ROOT / "toolkit" / "toolloop.py").read_text(), (ROOT / "toolkit" / "stopping.py").read_text()
+    assert "ChatRole.ASSISTANT" in toolloop and "ChatRole.TOOL" in toolloop and "ControlCommand.STOP" in stopping
+
+
+@pytest.mark.parametrize("name", ["RunStatus", "FinishReason", "RunKind", "ChatRole", "SessionStatus", "EventKind", "ControlCommand",
+                                  "TargetKind", "MachineSandbox"])
+def test_the_server_vocabulary_is_built_from_the_wire_words(name):
+    server, shared = getattr(vocabulary, name), getattr(wire, name)
+    assert [(m.name, m.value) for m in server] == [(m.name, m.value) for m in shared]
+    assert all(type(m.value) is str for m in server)  # a plain word in migrations and the admin, not a wire member
 
 
 def test_the_scan_finds_every_form_a_word_takes():
@@ -173,12 +200,6 @@ def opening(*, instructions_role: str = "sistem"):
         ("ChatRole", "uzer"), ("EventKind", "tool_call"), ("ChatRole", "bot"), ("EventKind", "tool_cal"), ("SessionStatus", "sleeping"),
         ("ControlCommand", "halt"), ("ControlCommand", "pauze"), ("ControlCommand", "resum"), ("EventKind", "comit"),
     ])
-
-
-def test_every_word_the_runner_spells_is_in_the_vocabulary():
-    unknown = [f"{path.relative_to(ROOT)}:{line}: {word!r} is not a {vocabulary} word"
-               for path in RUNNER + TOOLKIT for vocabulary, word, line in _words(path) if word not in VOCABULARY[vocabulary]]
-    assert unknown == []
 
 
 def test_the_sandbox_names_the_daemon_reports_are_machine_sandbox_words():

@@ -30,6 +30,7 @@ import threading
 from pathlib import Path
 
 from toolkit.sandbox.backends.base import Invocation, Limits, SandboxBackend, prlimit_argv
+from toolkit.wire import MachineSandbox
 
 SANDBOX_ROOT = "/workspace"
 _ETC_FILES = (
@@ -45,7 +46,7 @@ _CHUNK = 8192
 class BubblewrapSandbox(SandboxBackend):
     """Run commands under bubblewrap; unavailable when `bwrap` is missing or cannot unshare."""
 
-    name = "bubblewrap"
+    name = MachineSandbox.BUBBLEWRAP
     _probe: tuple[bool, str] | None = None
     _probe_lock = threading.Lock()
 

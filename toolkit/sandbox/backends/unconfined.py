@@ -14,12 +14,13 @@ import shutil
 from pathlib import Path
 
 from toolkit.sandbox.backends.base import Invocation, Limits, SandboxBackend, prlimit_argv
+from toolkit.wire import MachineSandbox
 
 
 class UnconfinedCommands(SandboxBackend):
     """Run commands unconfined in the working copy (the owner's explicit choice); always available."""
 
-    name = "none"
+    name = MachineSandbox.NONE
 
     def available(self) -> bool:
         """Return True: nothing needs to be set up."""
