@@ -8,8 +8,9 @@ executor of a queued run) are `runs.hooks`.
 * `register_agent_delete_handler(fn)`: `fn(agent)` is called by `agents.services.agent_delete`
   inside the delete's org-store transaction, before the agent row goes, for every agent deleted
   (whatever route deleted it). A handler that raises aborts the delete (nothing is written).
-* `register_schedule(name, func, cron)`: a django-q2 schedule `manage.py ensure_schedules`
-  installs beside the platform's own (`func` is a dotted path, `cron` 5 fields).
+
+An app's django-q2 schedules are no registry: each app declares `tasks.SCHEDULES` and the
+composition root's `manage.py ensure_schedules` (`server`) imports them.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 _delete_handlers: list[Callable] = []
-_schedules: dict[str, tuple[str, str]] = {}
 
 
 def register_agent_delete_handler(fn: Callable) -> None:
@@ -33,13 +33,3 @@ def run_agent_delete_handlers(agent) -> None:
     """
     for fn in list(_delete_handlers):
         fn(agent)
-
-
-def register_schedule(name: str, func: str, cron: str) -> None:
-    """Add django-q2 schedule `name` (dotted `func`, 5-field `cron`) to `ensure_schedules`."""
-    _schedules[name] = (func, cron)
-
-
-def extra_schedules() -> dict[str, tuple[str, str]]:
-    """Return the schedules registered by higher apps: `{name: (func, cron)}`."""
-    return dict(_schedules)

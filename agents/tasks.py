@@ -18,6 +18,13 @@ from agents.scheduling.ticker import scheduler_tick as tick
 
 logger = logging.getLogger(__name__)
 
+#: This app's django-q2 schedules, name → (task, cron): `manage.py ensure_schedules` (the composition root)
+#: installs them. Both tick every minute; their work is idempotent.
+SCHEDULES = {
+    "agents: scheduler tick": ("agents.tasks.scheduler_tick", "* * * * *"),
+    "agents: sweep": ("runs.tasks.sweep", "* * * * *"),
+}
+
 
 def scheduler_tick() -> dict:
     """Decide every due slot of every long-running agent (schedule `agents: scheduler tick`).

@@ -6,14 +6,11 @@ Imported once, from `ChatConfig.ready()`: its imports reach models, which load a
 from agents.execution.resume import run_resume
 from agents_site.vocabulary import RunKind
 from chat.rounds import round_resume_prompt, round_resumed
-from chat.services import conversation_exists, conversation_post_assistant
-from runs.hooks import register_conversation_replies
 from runs.policies import RunPolicy, register_run_policy
 
 
 def wire() -> None:
-    """Let runs of lower layers post their result into a conversation (`runs.hooks`); register the `chat` run kind."""
-    register_conversation_replies(exists=conversation_exists, append=conversation_post_assistant)
+    """Register the `chat` run kind (a coding run posts its reply into a conversation by importing `chat.services`)."""
     # A round calls this deployment's gateway (a preset's fixed reply calls no model: its
     # request says so, and billing's fee for it is 0); a busy or unpaid round is refused. A
     # round waiting for approval resumes here on the prompt it opened with, and its reply is

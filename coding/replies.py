@@ -8,7 +8,7 @@ import logging
 
 from agents_site.vocabulary import RunStatus
 from coding.models import CodingRun
-from runs.hooks import conversation_post
+from chat.services import conversation_post_assistant
 from runs.models import Run
 from tenancy import stores
 from webhooks import events as webhook_events
@@ -62,7 +62,7 @@ def coding_reply_post(*, coding: CodingRun, run: Run) -> bool:
     if not coding.reply_conversation_id:
         return False
     try:
-        posted = conversation_post(conversation_id=coding.reply_conversation_id, text=coding_reply_text(coding=coding, run=run), run_id=run.id)
+        posted = conversation_post_assistant(conversation_id=coding.reply_conversation_id, text=coding_reply_text(coding=coding, run=run), run_id=run.id)
     except Exception:
         logger.warning("coding run %s: its summary could not be posted to %s", run.id, coding.reply_conversation_id, exc_info=True)
         return False

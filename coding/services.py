@@ -29,7 +29,7 @@ from coding.routing import check_target, routed_coding_offer
 from coding.schemas import max_timeout_seconds
 from coding.selectors import NAME_RE, coding_run_by_session, repo_get_by_full_name
 from tenancy import stores
-from runs.hooks import conversation_exists
+from chat.services import conversation_exists
 from agents.approval_rules import has_rules
 from agents.selectors import agent_get
 from coding.sandbox import get_sandbox, require_sandbox

@@ -5,8 +5,8 @@ class IdentityConfig(AppConfig):
     """Agent identity (spec 001): identity agents, tokens, keys, relations, envelopes, deliveries.
 
     Its models live in each org's store. `ready()` registers the cascade delete with the agents
-    layer (which never imports this app), its deliveries' channel with the webhook engine and the
-    app's django-q2 schedules.
+    layer (which never imports this app) and its deliveries' channel with the webhook engine; its
+    django-q2 schedules are `identity.tasks.SCHEDULES`.
     """
 
     name = "identity"
@@ -14,7 +14,7 @@ class IdentityConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from agents.hooks import register_agent_delete_handler, register_schedule  # ready(): imports models, which load after apps.py
+        from agents.hooks import register_agent_delete_handler  # ready(): imports models, which load after apps.py
         from identity import openapi  # noqa: F401  (registers the OpenAPI auth schemes)
         from identity.delivery import channel  # ready(): imports models, which load after apps.py
         from identity.services import identity_cascade_delete  # ready(): imports models, which load after apps.py
@@ -23,5 +23,3 @@ class IdentityConfig(AppConfig):
         register_channel(channel())
 
         register_agent_delete_handler(identity_cascade_delete)
-        register_schedule("identity: health probes", "identity.tasks.health_probes", "*/5 * * * *")
-        register_schedule("identity: retention", "identity.tasks.retention", "17 * * * *")

@@ -2,7 +2,7 @@
 
 Plain arguments (an org slug, a delivery id); each acts for its org only inside
 `tenancy.stores.org_context(slug)` and is safe to run twice (attempts are claimed).
-Schedules (installed by `manage.py ensure_schedules` through `agents.hooks.register_schedule`):
+Schedules (`SCHEDULES`, installed by `manage.py ensure_schedules`):
 `identity: health probes` every 5 minutes,
 `identity: retention` hourly.
 """
@@ -19,6 +19,12 @@ from identity.health import health_probe_all
 from identity.messaging import envelopes_purge
 
 logger = logging.getLogger(__name__)
+
+#: This app's django-q2 schedules, name → (task, cron): `manage.py ensure_schedules` (the composition root) installs them.
+SCHEDULES = {
+    "identity: health probes": ("identity.tasks.health_probes", "*/5 * * * *"),
+    "identity: retention": ("identity.tasks.retention", "17 * * * *"),
+}
 
 
 def deliver(org: str, delivery_id: str) -> str:

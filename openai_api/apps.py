@@ -10,7 +10,7 @@ class OpenaiApiConfig(AppConfig):
     def ready(self) -> None:
         """Register the rules of the `openai` runs this app starts (`runs.policies`): they
         call this deployment's gateway and answer a refusal with the error."""
-        from runs.policies import RunPolicy, register_run_policy
-        from agents_site.vocabulary import RunKind
+        from runs.policies import RunPolicy, register_run_policy  # ready(): imports models, which load after apps.py
+        from agents_site.vocabulary import RunKind  # ready(): beside the policy it names (apps.py imports nothing at module level)
 
         register_run_policy(RunPolicy(kind=RunKind.OPENAI))

@@ -431,7 +431,7 @@ def run_rewait(*, run_id: str) -> bool:
 def approval_guard(*, session, command: str) -> None:
     """Refuse a `resume` command while the session's run waits for an approval (409 `approval_pending`).
 
-    Registered with `sessions.control` (`register_command_guard`). Org context required.
+    The run machinery's session observer calls it (`runs.wiring`, `sessions.hooks`). Org context required.
     """
     if command == ControlCommand.RESUME and Approval.objects.filter(session_id=session.id, state=ApprovalState.PENDING).exists():
         raise ApprovalPending()
@@ -479,7 +479,7 @@ def approvals_sweep(*, now: datetime | None = None) -> list[str]:
     A run with a request unanswered since before the cutoff ends `error` "approval timed out"
     (unbilled; its requests `expired`). A `waiting` run with nothing pending whose last answer is
     older than a minute lost its resume task (a broker down, a restart): it is queued again.
-    Returns the ids of the runs ended. Registered as the `approvalsExpired` sweep (`runs.sweeps`).
+    Returns the ids of the runs ended. Run as the `approvalsExpired` sweep (`runs.sweeps`).
     """
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=settings.AGENTS_APPROVAL_TIMEOUT_SECONDS)

@@ -3,28 +3,24 @@
 runs sits below the apps built on it (agents, chat, coding, targets, webhooks, …): it never names
 them, not even in a function-level import (`.importlinter`; `tests/runs/test_layering.py`). A
 higher app registers its handler here from its `AppConfig.ready()`, the way `django.contrib.admin`
-collects `ModelAdmin`s.
+collects `ModelAdmin`s (each registry is listed in `server/registries.py` with why it cannot be an import).
 
-* `register_conversation_replies(exists, append)`: the chat app's `exists(conversation_id) -> bool`
-  and `append(*, conversation_id, text, run_id) -> bool` (an assistant turn), used by runs that
-  post their result into a conversation (`replyConversationId` of a coding run). Org context.
-* `register_run_started_handler(fn)`: `fn(run)` is called by the run lifecycle's `run_start`
-  inside its transaction, once the run row is inserted (every kind of run). A handler that
-  raises aborts the start (nothing is written).
-* `register_run_finishing_handler(fn)`: `fn(run)` is called by the run lifecycle's `run_finish`
-  inside its transaction, once the outcome is recorded (every kind of run), in a savepoint of its
-  own: its writes commit with the finish or not at all, and what it raises is logged and never
-  undoes the finish. For what must be durable exactly when the finish is (the `run.finished`
-  webhook deliveries); queue side effects with `transaction.on_commit`.
-* `register_run_finished_handler(fn)`: `fn(run, org_slug)` is called once a finished run's row
-  has committed and it was debited (`runs.lifecycle._after_finish`), in org context. What
-  it raises is logged; it never undoes the finish.
-* `register_run_waiting_handler(fn)`: `fn(run, approvals, org_slug)` is called once a run's move
-  to `waiting` has committed (issue 28), with the wire views of its waiting turn's calls. What it
-  raises is logged.
-* `register_callback_resolver(fn)` / `with request_callback(url):`: a run request's own callback URL
-  (`webhook` of POST …/{ref}/run): `fn(url)` checks it (raising a 400) and returns what the
-  run-started handler needs; `with request_callback(url):` keeps that for the run the block starts first.
+* `register_run_observer(observer)`: a `RunObserver` — what an app above runs does at every run's
+  transitions, whatever its kind (webhooks: the `run.finished` and `run.waiting` deliveries, a
+  request's own callback). One object per observing app, as a kind of run is one `RunPolicy`:
+  - `started(run)`: called by the run lifecycle's `run_start` inside its transaction, once the
+    run row is inserted. What it raises aborts the start (nothing is written).
+  - `finishing(run)`: called by `run_finish` inside its transaction, once the outcome is recorded,
+    in a savepoint of its own (after the kind's own `RunPolicy.finishing`): its writes commit with
+    the finish or not at all, and what it raises is logged and never undoes the finish. For what
+    must be durable exactly when the finish is; queue side effects with `transaction.on_commit`.
+  - `finished(run, org_slug)`: called once a finished run's row has committed and it was debited
+    (`runs.lifecycle._after_finish`), in org context. What it raises is logged.
+  - `waiting(run, approvals, org_slug)`: called once a run's move to `waiting` has committed
+    (issue 28), with the wire views of its waiting turn's calls. What it raises is logged.
+  - `resolve_callback(url)`: checks a run request's own callback URL (`webhook` of POST
+    …/{ref}/run; raising a 400) and returns what `started` needs, or None when this observer
+    takes no callbacks; `with request_callback(url):` keeps it for the run the block starts first.
 
 What differs by kind of run — who executes a queued run, who resumes a waiting one and how, its
 in-flight limit — is not registered here: it is the kind's `RunPolicy` (`runs.policies`).
@@ -52,52 +48,49 @@ from tenancy import stores
 
 logger = logging.getLogger(__name__)
 
-_conversations: dict[str, Callable] = {}
-_started_handlers: list[Callable] = []
-_finishing_handlers: list[Callable] = []
-_finished_handlers: list[Callable] = []
-_callback_resolver: list[Callable] = []
+
+class RunObserver:
+    """What an app above runs does at every run's transitions (a subclass overrides what it needs)."""
+
+    def started(self, run) -> None:
+        """Act inside `run_start`'s transaction for `run` (raising aborts the start)."""
+
+    def finishing(self, run) -> None:
+        """Act inside `run`'s finish transaction (in a savepoint; what it raises is logged)."""
+
+    def finished(self, run, org_slug: str) -> None:
+        """Act once `run`'s finish has committed and it was debited (in org context)."""
+
+    def waiting(self, run, approvals: list[dict], org_slug: str) -> None:
+        """Act once `run`'s move to `waiting` has committed; `approvals`: the wire views of its calls."""
+
+    def resolve_callback(self, url: str) -> object | None:
+        """Return the checked form of callback `url` (raise a 400 for a bad one); None: no callbacks here."""
+        return None
+
+
+_observers: list[RunObserver] = []
 #: The checked callback of the run this request (or task) starts next; taken by the first run started.
 requested_callback: ContextVar[object | None] = ContextVar("agents_requested_callback", default=None)
 
 
-def register_conversation_replies(*, exists: Callable[[str], bool], append: Callable[..., bool]) -> None:
-    """Register how a run checks a conversation of the org and appends an assistant turn to it."""
-    _conversations["exists"], _conversations["append"] = exists, append
-
-
-def conversation_exists(conversation_id: str) -> bool:
-    """Return True when `conversation_id` is a conversation of the current org (False without a chat app)."""
-    exists = _conversations.get("exists")
-    return bool(exists and exists(conversation_id))
-
-
-def conversation_post(*, conversation_id: str, text: str, run_id: str = "") -> bool:
-    """Append `text` as an assistant turn of conversation `conversation_id`; return whether it was stored."""
-    append = _conversations.get("append")
-    return bool(append and append(conversation_id=conversation_id, text=text, run_id=run_id))
-def register_run_started_handler(fn: Callable) -> None:
-    """Call `fn(run)` inside `run_start`'s transaction for every run started (idempotent per function)."""
-    if fn not in _started_handlers:
-        _started_handlers.append(fn)
+def register_run_observer(observer: RunObserver) -> None:
+    """Let `observer` hear every run's transitions (from its app's `AppConfig.ready`; idempotent per object)."""
+    if observer not in _observers:
+        _observers.append(observer)
 
 
 def run_started_handlers(run) -> None:
-    """Call every registered run-started handler with `run` (inside the start's transaction)."""
-    for fn in list(_started_handlers):
-        fn(run)
+    """Call every observer's `started(run)` (inside the start's transaction)."""
+    for observer in list(_observers):
+        observer.started(run)
 
 
-def register_run_finishing_handler(fn: Callable) -> None:
-    """Call `fn(run)` inside every run's finish transaction (idempotent per function)."""
-    if fn not in _finishing_handlers:
-        _finishing_handlers.append(fn)
-
-
-def run_finishing_handlers(run) -> None:
-    """Call every registered run-finishing handler with `run`, each in a savepoint of the finish's
-    org transaction; log (never raise) what one raises (its savepoint is rolled back)."""
-    for fn in list(_finishing_handlers):
+def run_finishing_handlers(run, kind_finishing: Callable | None = None) -> None:
+    """Call `kind_finishing(run)` (the kind's `RunPolicy.finishing`), then every observer's `finishing(run)`,
+    each in a savepoint of the finish's org transaction; log (never raise) what one raises (its savepoint is rolled back)."""
+    handlers = [observer.finishing for observer in list(_observers)]
+    for fn in [kind_finishing, *handlers] if kind_finishing is not None else handlers:
         try:
             with stores.org_atomic():
                 fn(run)
@@ -105,58 +98,39 @@ def run_finishing_handlers(run) -> None:
             logger.exception("run %s: a run-finishing handler failed", getattr(run, "id", "?"))
 
 
-def register_run_finished_handler(fn: Callable) -> None:
-    """Call `fn(run, org_slug)` after every run's finish commits (idempotent per function)."""
-    if fn not in _finished_handlers:
-        _finished_handlers.append(fn)
-
-
 def run_finished_handlers(run, org_slug: str) -> None:
-    """Call every registered run-finished handler; log (never raise) what one raises."""
-    for fn in list(_finished_handlers):
+    """Call every observer's `finished(run, org_slug)`; log (never raise) what one raises."""
+    for observer in list(_observers):
         try:
-            fn(run, org_slug)
+            observer.finished(run, org_slug)
         except Exception:
             logger.exception("run %s: a run-finished handler failed", getattr(run, "id", "?"))
 
 
-_waiting_handlers: list[Callable] = []
-
-
-def register_run_waiting_handler(fn: Callable) -> None:
-    """Call `fn(run, approvals, org_slug)` after every run's move to `waiting` commits (idempotent per function)."""
-    if fn not in _waiting_handlers:
-        _waiting_handlers.append(fn)
-
-
 def run_waiting_handlers(run, approvals: list[dict], org_slug: str) -> None:
-    """Call every registered run-waiting handler; log (never raise) what one raises."""
-    for fn in list(_waiting_handlers):
+    """Call every observer's `waiting(run, approvals, org_slug)`; log (never raise) what one raises."""
+    for observer in list(_observers):
         try:
-            fn(run, approvals, org_slug)
+            observer.waiting(run, approvals, org_slug)
         except Exception:
             logger.exception("run %s: a run-waiting handler failed", getattr(run, "id", "?"))
-
-
-def register_callback_resolver(fn: Callable) -> None:
-    """Use `fn(url) -> checked` to check a run request's callback URL (the last registration wins)."""
-    _callback_resolver[:] = [fn]
 
 
 @contextmanager
 def request_callback(url: str | None) -> Iterator[None]:
     """Check `url` (None: nothing asked) and keep it, while the block runs, for the run it starts next.
 
-    Raises what the resolver raises (400 `invalid_request` for a URL outside the org's webhook
-    endpoints) before anything is written, and `InvalidRequest` when no resolver is registered.
+    Raises what the observer resolving it raises (400 `invalid_request` for a URL outside the org's
+    webhook endpoints) before anything is written, and `InvalidRequest` when no observer takes callbacks.
     Org context required.
     """
     if url is None:
         yield
         return
-    if not _callback_resolver:
+    checked = next((c for observer in list(_observers) if (c := observer.resolve_callback(url)) is not None), None)
+    if checked is None:
         raise InvalidRequest("webhook: callbacks are not available")
-    token = requested_callback.set(_callback_resolver[0](url))
+    token = requested_callback.set(checked)
     try:
         yield
     finally:

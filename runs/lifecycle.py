@@ -49,7 +49,7 @@ from runs import hooks, queries, tracing
 from runs.idempotency import clean_key, replay, request_hash, reserve
 from agents_site.ids import mint_id
 from runs.models import Run
-from runs.policies import RunPolicy, run_policy
+from runs.policies import RunPolicy, UnknownRunKind, run_policy
 from runs.request import RunRequest
 from runs.run_session import RunSession, clip, session_title
 from runs.selectors import runs_in_flight
@@ -496,7 +496,7 @@ def run_finishing(
     In the same transaction, after the body, the session gets the one summary `log` event and
     ends `done`/`error` (through the run's `RunSession` when the executor holds one, closing
     its inbox; `summary` adds fields to that event, e.g. a coding run's branch), and the
-    run-finishing handlers (`runs.hooks.register_run_finishing_handler`: the `run.finished`
+    run-finishing handlers (the kind's `RunPolicy.finishing`, then `runs.hooks.RunObserver.finishing`: the `run.finished`
     webhook deliveries) write, each in a savepoint of its own. Once the row commits (with the
     caller's transaction, if any): the `agent.run` span gets the outcome (`span`, else a new
     span with `span_attributes`), and an `ok` run is debited its `fee_cents` once, for the
@@ -545,14 +545,23 @@ def run_finishing(
             # The session's summary and its end commit with the outcome: one transaction, not three
             # (each session write is its own savepoint and never undoes the finish).
             _close_session(run, session=session, extra=summary)
-            # Writes that must be durable exactly when the finish is (the run.finished deliveries).
-            hooks.run_finishing_handlers(run)
+            # Writes that must be durable exactly when the finish is: the kind's own (a routed run's offer
+            # withdrawn), then the observers' (the run.finished deliveries).
+            hooks.run_finishing_handlers(run, _kind_finishing(run.kind))
             transaction.on_commit(lambda: _after_finish(run, org_slug=org_slug, span=span, span_attributes=span_attributes),
                                   using=alias, robust=True)
     except Exception as exc:
         if own_transaction and not in_body:
             _finish_failed(run_id=run_id, from_statuses=from_statuses, session=session, cause=exc, at=now)
         raise
+
+
+def _kind_finishing(kind: str):
+    """Return the `finishing` of `kind`'s `RunPolicy` (None: it has none, or no app registered the kind)."""
+    try:
+        return run_policy(kind).finishing
+    except UnknownRunKind:
+        return None
 
 
 #: The error of a run whose finish failed to commit (issue 51: recorded by the same request).

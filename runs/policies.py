@@ -73,6 +73,8 @@ class RunPolicy:
 
     Executing and resuming (each `None` when the kind never does it):
 
+    - `start(**fields) -> Run`: start a run of the kind that the agents' run route hands over
+      (`runs.routed.routed_start`; routed runs: offered to a machine, `targets.routing`).
     - `execute(**fields) -> Run`: execute a run of the kind now, in this thread, and return it
       finished (an agent called as a tool: `agents.execution.run_execute`'s keywords). The tool
       backend that starts it sits below the executor whose loop resolves that backend's tools:
@@ -89,6 +91,11 @@ class RunPolicy:
       it must be idempotent. The run stays `waiting` until that executor takes it.
     - `resume_prompt(run, agent) -> messages | None`: the opening messages a resumed run is
       rebuilt on (a chat round: the conversation as the round opened); None: the agent's own.
+    - `finishing(run)`: called inside a run's finish transaction, in a savepoint of its own, once
+      the outcome is recorded (a routed run: its offer withdrawn). What it raises is logged.
+    - `sweep() -> list`: called each minute in every org's context by the `agents: sweep` task
+      (`runs.sweeps`), it ends what it finds overdue and returns it (routed runs whose machine
+      never reported); the sweep counts it as `<kind>Expired`.
     - `resumed(run)`: called once a run resumed here has finished (a chat round: its reply
       posted to the conversation). What it raises is logged.
 
@@ -100,12 +107,15 @@ class RunPolicy:
     replays_in_flight: bool = False
     refusals: RefusalAnswer = RefusalAnswer.RAISE
     in_flight_limit: InFlightLimit | None = None
+    start: Callable[..., Run] | None = None
     execute: Callable[..., Run] | None = None
     execute_queued: Callable[[Run], None] | None = None
     resume: Callable[[Run], str] | None = None
     resume_elsewhere: Callable[[Run], object] | None = None
     resume_prompt: Callable[[Run, Agent], list[dict] | None] | None = None
     resumed: Callable[[Run], None] | None = None
+    finishing: Callable[[Run], None] | None = None
+    sweep: Callable[[], list] | None = None
 
     def __post_init__(self) -> None:
         if self.resume is not None and self.resume_elsewhere is not None:
@@ -151,6 +161,11 @@ def register_run_policy(policy: RunPolicy) -> None:
     if current is not None and current != policy:
         raise ImproperlyConfigured(f"run kind {policy.kind!r} already has a policy: {current!r}")
     _policies[policy.kind] = policy
+
+
+def run_policies() -> list[RunPolicy]:
+    """Return every registered `RunPolicy`, in registration order."""
+    return list(_policies.values())
 
 
 def run_policy(kind: str) -> RunPolicy:

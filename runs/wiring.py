@@ -9,12 +9,10 @@ import logging
 from django_q.signals import post_spawn
 from django_q.tasks import async_task
 
-from runs.approvals import approval_guard, approvals_sweep, pending_views, waiting_command
+from runs.approvals import approval_guard, pending_views, waiting_command
 from runs.background import task_command
 from runs.shutdown import install_worker_handler
-from runs.sweeps import register_sweep
-from sessions.control import register_command_guard, register_command_handler
-from sessions.hooks import register_pending_approvals
+from sessions.hooks import SessionObserver, register_session_observer
 
 logger = logging.getLogger(__name__)
 
@@ -42,11 +40,22 @@ def _recover_on_spawn(sender, proc_name=None, **kwargs) -> None:
         logger.warning("could not queue the start-up recovery sweep", exc_info=True)
 
 
+class RunSessions(SessionObserver):
+    """How the run machinery hears a session's commands and read (`sessions.hooks.SessionObserver`)."""
+
+    def guard_command(self, *, session, command: str) -> None:
+        approval_guard(session=session, command=command)  # resume while an approval is pending → 409
+
+    def take_command(self, *, session, command: str, message: str | None) -> bool:
+        # A queued run's task takes it; a stop ends a run waiting for approval at once.
+        return (task_command(session=session, command=command, message=message)
+                or waiting_command(session=session, command=command, message=message))
+
+    def pending_approvals(self, session_id: str) -> list[dict]:
+        return pending_views(session_id)  # GET …/sessions/{id} shows what its run waits on
+
+
 def wire() -> None:
-    """Connect the worker-start hook and register the run machinery's steering and sweep code in sessions."""
+    """Connect the worker-start hook and register the run machinery's steering code in sessions."""
     post_spawn.connect(_on_worker_spawn, dispatch_uid="agents.recover_on_spawn")
-    register_command_handler(task_command)
-    register_command_handler(waiting_command)  # a stop ends a run waiting for approval at once
-    register_command_guard(approval_guard)  # resume while an approval is pending → 409
-    register_sweep("approvalsExpired", approvals_sweep)
-    register_pending_approvals(pending_views)  # GET …/sessions/{id} shows what its run waits on
+    register_session_observer(RunSessions())

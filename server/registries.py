@@ -18,44 +18,24 @@ REGISTRIES: dict[str, str] = {
     "tenancy.backups.base.register_event_clock":
         "a restore moves the sessions app's event clock, and sessions sits above tenancy",
     # sessions, below runs and every app that steers a run.
-    "sessions.control.register_command_guard":
-        "a steering command is refused by the run machinery's approval state (runs), which sits above sessions",
-    "sessions.control.register_command_handler":
-        "a command no executor receives is answered by runs or targets, both above sessions",
-    "sessions.hooks.register_session_published_handler":
-        "webhooks announces every published session and sits above sessions",
-    "sessions.hooks.register_pending_approvals":
-        "a session's read shows its run's pending approvals, which the runs app above sessions owns",
+    "sessions.hooks.register_session_observer":
+        "runs (approval guard, queued and waiting runs' commands, pending approvals), targets (a routed run's "
+        "unclaimed offer) and webhooks (session.published) sit above sessions: one SessionObserver object per app",
     # agents, below identity and webhooks.
     "agents.hooks.register_agent_delete_handler":
         "identity cascades an agent's deletion to its profile and relations, and identity sits above agents",
-    "agents.hooks.register_schedule":
-        "ensure_schedules (agents) installs the periodic tasks identity and webhooks declare, both above agents",
     # runs, below every app that starts runs.
     "runs.policies.register_run_policy":
         "a run kind is one RunPolicy owned by the app above runs that starts that kind (decision 1480)",
-    "runs.hooks.register_conversation_replies":
-        "a coding run posts its reply into a chat conversation, and chat sits above runs and coding's engine",
-    "runs.hooks.register_run_started_handler":
-        "webhooks records a request's callback when a run starts, and webhooks sits above runs",
-    "runs.hooks.register_run_finishing_handler":
-        "webhooks and targets act inside a run's finish transaction, both above runs",
-    "runs.hooks.register_run_finished_handler":
-        "webhooks delivers run.finished after the finish commits, and webhooks sits above runs",
-    "runs.hooks.register_run_waiting_handler":
-        "webhooks delivers run.waiting when a run waits for a person, and webhooks sits above runs",
-    "runs.hooks.register_callback_resolver":
-        "a run request's callback URL is checked by webhooks' outbound rules, above runs",
+    "runs.hooks.register_run_observer":
+        "webhooks records a request's callback at a run's start and delivers run.finished and run.waiting, "
+        "and webhooks sits above runs (one RunObserver object for every transition, as a kind is one RunPolicy)",
     "runs.hooks.register_inference_check":
         "the model gateway lives in agents above runs until inference is its own app below runs (item 3)",
     "runs.hooks.register_completion":
         "a run's Ask step waits on agents' completion until inference is its own app below runs (item 3)",
     "runs.hooks.register_tool_schema":
         "an approver's edited arguments are checked against a tool's schema from agents' tool registry above runs",
-    "runs.routed.register_routed_start":
-        "a routed run is started by targets' mailbox, and targets sits above runs",
-    "runs.sweeps.register_sweep":
-        "the per-org sweep task (runs) runs the expiry sweeps of runs' approvals and targets' offers, targets above",
     # targets, below coding.
     "targets.settle.register_report_handler":
         "a routed coding run's report is summarised by coding, which sits above targets",

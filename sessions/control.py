@@ -10,7 +10,7 @@ Two sides, one bus (`sessions.bus.get_bus()`: the Channels layer, or in-process)
   failed send → 502 `forward_failed` "control recorded but forward failed: …" (the event
   stays recorded). A `stop` is sent with no `reply_to` and never waited on: `forwarded` is
   whether the bus took it, and the answer is 200 whatever the executor does (issue 25). A session with no executor yet is offered to the handlers higher layers
-  register (`register_command_handler`): a task-backed session's queued run takes it (`stop`
+  register (`sessions.hooks.SessionObserver.take_command`): a task-backed session's queued run takes it (`stop`
   cancels a run not started, other commands are replayed when its executor attaches), a
   routed run no machine has claimed yet is withdrawn on `stop` — `forwarded` True. No
   executor and no handler → `forwarded` False: the running surface polls `GET …/{id}/control`.
@@ -37,7 +37,7 @@ from django.db import connections
 from agents_site import permissions
 from agents_site.errors import Forbidden, InvalidRequest
 from agents_site.vocabulary import ControlCommand, EventKind, SessionStatus
-from sessions import fields, services
+from sessions import fields, hooks, services
 from sessions.backends.base import BusError
 from sessions.bus import get_bus
 from sessions.errors import ForwardFailed, SessionFinished, SessionNotFound
@@ -50,34 +50,6 @@ logger = logging.getLogger(__name__)
 
 STOP_REFUSED = "only the user who started the run or an org admin may stop it"
 COMMAND_MESSAGE = "command must be " + "|".join(sorted(ControlCommand.STEERING, key=list(ControlCommand.values).index))
-
-
-#: Handlers of commands for sessions with no live executor, registered by the apps that own
-#: runs (`AppConfig.ready`): `handler(*, session, command, message) -> bool` (True = taken).
-_command_handlers: list = []
-
-
-#: Guards consulted before a command is recorded, registered by higher apps: `guard(*, session,
-#: command) -> None`, raising the refusal (agents: `resume` while an approval is pending → 409).
-_command_guards: list = []
-
-
-def register_command_guard(guard) -> None:
-    """Register `guard(*, session, command)`, called before a steering command is recorded; what
-    it raises (an `ApiError`) refuses the command and nothing is stored. Idempotent."""
-    if guard not in _command_guards:
-        _command_guards.append(guard)
-
-
-def register_command_handler(handler) -> None:
-    """Register `handler(*, session, command, message) -> bool` for commands no executor receives.
-
-    A higher layer that owns the run behind a session (agents: a queued run's task; targets: a
-    routed run's offer) registers here, so this lower layer reaches it without importing it.
-    A handler returns True when it took the command (answered `forwarded: true`). Idempotent.
-    """
-    if handler not in _command_handlers:
-        _command_handlers.append(handler)
 
 
 def _forward_timeout() -> float:
@@ -98,9 +70,9 @@ def control_send(*, session_id: str, command: str, message: str | None = None, p
     command → 409 `SessionFinished` ("session is done; cannot pause a finished session") →
     400 "message too long" (16 KiB) → 400 "payload too large" (64 KiB) / invalid JSON →
     422 `SecretInTranscript` (the payload and the message are scanned)
-    → 400 for `message` without a non-empty message or a payload → the registered guards
-    (`register_command_guard`: 409 `approval_pending` for a `resume` while an approval is
-    pending) → append → forward.
+    → 400 for `message` without a non-empty message or a payload → the session observers' guards
+    (`sessions.hooks.SessionObserver.guard_command`: 409 `approval_pending` for a `resume` while an
+    approval is pending) → append → forward.
     Raises `ForwardFailed` (502, extras `command` and `event`) when an executor is registered
     but did not acknowledge a `pause`, `resume` or `message`; the event is recorded regardless.
     A `stop` never waits for an ack and never raises it (issue 25 item 4): it is sent to the
@@ -118,8 +90,8 @@ def control_send(*, session_id: str, command: str, message: str | None = None, p
     services.refuse_secrets(message)  # stricter than spec 003: a credential is stored nowhere
     if command == ControlCommand.MESSAGE and not message and payload is None:
         raise InvalidRequest("message requires a 'message' or 'payload'")
-    for guard in list(_command_guards):
-        guard(session=session, command=command)
+    for observer in hooks.observers():
+        observer.guard_command(session=session, command=command)
     body: dict = {"command": command}
     if message is not None:
         body["message"] = message
@@ -139,8 +111,8 @@ def control_send(*, session_id: str, command: str, message: str | None = None, p
     if not channel:
         # No live executor: a higher layer may own the run behind this session (a queued
         # background run's task, a routed run's unclaimed offer) and take the command.
-        for handler in list(_command_handlers):
-            if handler(session=session, command=command, message=message):
+        for observer in hooks.observers():
+            if observer.take_command(session=session, command=command, message=message):
                 return event, True
         channel = executor_channel(session_id=session.id)  # its executor attached meanwhile
     if not channel:

@@ -211,9 +211,7 @@ def turn_settled(*, run_id: str) -> None:
 
 def routed_run_finishing(run) -> None:
     """Withdraw the offer of a routed run that finished while it waited or was offered again
-    (a stop, the approval timeout): no machine claims a finished run. A run-finishing handler."""
-    if run.kind != RunKind.ROUTED:
-        return
+    (a stop, the approval timeout): no machine claims a finished run. The `routed` kind's `RunPolicy.finishing`."""
     RoutedRun.objects.filter(pk=run.id, state__in=(RoutedRunState.WAITING, RoutedRunState.OFFERED)).update(
         state=RoutedRunState.WITHDRAWN, withdrawn_at=timezone.now(), result={"status": run.status, "error": run.error or ""})
 

@@ -15,12 +15,9 @@ class WebhooksConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from agents.hooks import register_schedule
-        from webhooks import events
-        from webhooks.engine import register_channel
-        from webhooks.services import channel
+        from webhooks import events  # ready(): imports models, which load after apps.py
+        from webhooks.engine import register_channel  # ready(): imports models, which load after apps.py
+        from webhooks.services import channel  # ready(): imports models, which load after apps.py
 
         register_channel(channel())
         events.register_handlers()
-        register_schedule("webhooks: deliveries", "webhooks.tasks.due_tick", "* * * * *")
-        register_schedule("webhooks: target sweep", "webhooks.tasks.target_sweep", "* * * * *")

@@ -5,7 +5,7 @@ also to the run's own callback, `webhooks.callbacks`), as `{"type", "timestamp",
 `data` is the public shape the API answers for the thing — never a credential:
 
 * `run.finished` (every run kind, ok or error): the run record (`GET /v1/agents/runs/{id}`),
-  written by the run lifecycle's finishing handler (`runs.hooks.register_run_finishing_handler`)
+  written by the run observer's `finishing` (`runs.hooks.RunObserver`)
   in the finish's own transaction — a finished run always has its deliveries, and the run's
   thread pays one bulk insert of them (no transaction of its own, no HTTP) and, after the
   commit, one task enqueued for all of them;
@@ -13,11 +13,11 @@ also to the run's own callback, `webhooks.callbacks`), as `{"type", "timestamp",
   balance below `AGENTS_WEBHOOK_BALANCE_LOW_CENTS` (once per crossing);
 * `coding.pushed`: the coding run's record plus `{branch, commitSha, repo}` (`coding` calls
   `coding_pushed`);
-* `session.published`: the session view (`sessions.hooks`);
+* `session.published`: the session view (the session observer's `published`, `sessions.hooks`);
 * `target.offline`: the machine's view plus `previousStatus`, one event per change of its
   computed status (online ↔ offline, …), emitted by the minute sweep `target_status_sweep`;
 * `run.waiting`: the run record plus `approvals` (the calls it waits on, arguments masked) when
-  a run suspends for approval (`runs.hooks.register_run_waiting_handler`; issue 28).
+  a run suspends for approval (the run observer's `waiting`; issue 28).
 
 Org context required.
 """
@@ -31,6 +31,12 @@ from django.conf import settings
 from runs import hooks
 from agents.presenters import run_view
 from agents_site.vocabulary import RunStatus, WebhookEventType
+from billing.selectors import org_balance_cents
+from sessions.hooks import SessionObserver, register_session_observer
+from sessions.presenters import session_view
+from targets.models import Target
+from targets.presenters import target_view
+from targets.selectors import effective_status
 from tenancy import stores
 from webhooks import callbacks, engine, queries, selectors, services
 from webhooks.models import Endpoint, RunCallback, TargetStatusSeen
@@ -43,16 +49,40 @@ logger = logging.getLogger(__name__)
 BALANCE_LOW_HEARD = "_webhooks_balance_low_heard"
 
 
-def register_handlers() -> None:
-    """Register the handlers through which the lower apps emit events (from `WebhooksConfig.ready`)."""
-    from sessions.hooks import register_session_published_handler
+class WebhookRunObserver(hooks.RunObserver):
+    """How the webhooks hear every run (`runs.hooks.RunObserver`): a request's own callback, `run.finished`,
+    `balance.low` and `run.waiting`."""
 
-    hooks.register_callback_resolver(callbacks.resolve)
-    hooks.register_run_started_handler(_run_started)
-    hooks.register_run_finishing_handler(_run_finishing)
-    hooks.register_run_finished_handler(_run_finished)
-    hooks.register_run_waiting_handler(_run_waiting)
-    register_session_published_handler(_session_published)
+    def started(self, run) -> None:
+        _run_started(run)
+
+    def finishing(self, run) -> None:
+        _run_finishing(run)
+
+    def finished(self, run, org_slug: str) -> None:
+        _run_finished(run, org_slug)
+
+    def waiting(self, run, approvals: list[dict], org_slug: str) -> None:
+        _run_waiting(run, approvals, org_slug)
+
+    def resolve_callback(self, url: str) -> callbacks.Callback:
+        return callbacks.resolve(url)
+
+
+class WebhookSessionObserver(SessionObserver):
+    """How the webhooks hear a session published (`sessions.hooks.SessionObserver`): `session.published`."""
+
+    def published(self, session) -> None:
+        _session_published(session)
+
+
+RUN_OBSERVER, SESSION_OBSERVER = WebhookRunObserver(), WebhookSessionObserver()
+
+
+def register_handlers() -> None:
+    """Register how the lower apps emit events (from `WebhooksConfig.ready`): the run and session observers."""
+    hooks.register_run_observer(RUN_OBSERVER)
+    register_session_observer(SESSION_OBSERVER)
 
 
 def emit(event_type: str, data: dict, *, extra: list[tuple[Endpoint, str]] | None = None) -> int:
@@ -109,8 +139,6 @@ def _balance_check(run, org_slug: str, *, heard: bool | None = None) -> None:
     threshold = _balance_low_threshold()
     if threshold <= 0 or not (heard or selectors.endpoints_for(WebhookEventType.BALANCE_LOW)):
         return
-    from billing.selectors import org_balance_cents
-
     after = org_balance_cents(org_slug=org_slug)
     if after is not None and after < threshold <= after + run.fee_cents:
         emit(WebhookEventType.BALANCE_LOW, {"balanceCents": after, "thresholdCents": threshold, "runId": run.id})
@@ -122,8 +150,6 @@ def coding_pushed(run, *, branch: str, commit: str = "", repo: str = "") -> int:
 
 
 def _session_published(session) -> None:
-    from sessions.presenters import session_view
-
     emit(WebhookEventType.SESSION_PUBLISHED, session_view(session, org=stores.current_org()))
 
 
@@ -132,10 +158,6 @@ def target_status_sweep() -> int:
 
     A machine seen for the first time is remembered without an event.
     """
-    from targets.models import Target
-    from targets.presenters import target_view
-    from targets.selectors import effective_status
-
     at = engine.now()
     seen = {row.target_id: row for row in TargetStatusSeen.objects.all()}
     emitted = 0

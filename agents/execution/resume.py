@@ -38,6 +38,7 @@ from runs import approvals
 from runs.lifecycle import Outcome, run_finish, run_mark_resumed
 from runs.models import RunTask
 from runs.policies import run_policy
+from sessions.selectors import log_before
 from agents_site.vocabulary import ApprovalState, ChatRole, ControlCommand, EventKind, RunStatus, SessionStatus
 from tenancy import stores
 
@@ -51,8 +52,6 @@ def rebuild(run: Run, agent, *, before: int) -> list[dict]:
     assistant {tool_calls: [call]}, tool {tool_call_id, content}]`. The run's own input turn is
     the prompt's (not read back clipped); incomplete replies and bookkeeping are left out.
     """
-    from sessions.selectors import log_before
-
     messages = run_policy(run.kind).opening_messages(run, agent) or compose_prompt(agent, run.input)
     group: dict | None = None  # the assistant message whose tool calls are being collected
     group_round = None

@@ -40,10 +40,10 @@ def test_ensure_schedules_creates_the_minute_tick_and_sweep_once(db):
     assert rows == {
         "agents: scheduler tick": ("agents.tasks.scheduler_tick", Schedule.CRON, "* * * * *", -1),
         "agents: sweep": ("runs.tasks.sweep", Schedule.CRON, "* * * * *", -1),
-        # registered by the identity app through agents.hooks.register_schedule
+        # declared by the identity app (identity.tasks.SCHEDULES)
         "identity: health probes": ("identity.tasks.health_probes", Schedule.CRON, "*/5 * * * *", -1),
         "identity: retention": ("identity.tasks.retention", Schedule.CRON, "17 * * * *", -1),
-        # registered by the webhooks app (the one delivery engine: identity and org deliveries)
+        # declared by the webhooks app (webhooks.tasks.SCHEDULES: the one delivery engine)
         "webhooks: deliveries": ("webhooks.tasks.due_tick", Schedule.CRON, "* * * * *", -1),
         "webhooks: target sweep": ("webhooks.tasks.target_sweep", Schedule.CRON, "* * * * *", -1),
     }

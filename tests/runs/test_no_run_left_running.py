@@ -53,7 +53,11 @@ def test_a_run_whose_finish_cannot_commit_is_recorded_error_by_its_own_request(o
         # endpoint-delete race left behind, and any commit a store refuses, looks like this.
         RunCallback.objects.create(run_id=run.id, endpoint_id=10**9, url="https://example.com/x", created_at=timezone.now())
 
-    monkeypatch.setattr(hooks, "_finishing_handlers", [*hooks._finishing_handlers, dangling])
+    class Dangling(hooks.RunObserver):
+        def finishing(self, run):
+            dangling(run)
+
+    monkeypatch.setattr(hooks, "_observers", [*hooks._observers, Dangling()])
     response = _client(org_a).post("/v1/agents/helper/run", json.dumps({"input": "hi"}), content_type="application/json")
     assert response.status_code == 500, response.content
     assert response.json()["code"] == "internal_error"

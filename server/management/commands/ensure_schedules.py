@@ -8,14 +8,13 @@ run recomputed; an unchanged one is left alone (its next run is kept).
 from django.core.management.base import BaseCommand
 from django.db import DEFAULT_DB_ALIAS, transaction
 
-from agents.hooks import extra_schedules
+from agents import tasks as agents_tasks
+from identity import tasks as identity_tasks
+from webhooks import tasks as webhooks_tasks
 
-#: name → (function, cron). Both tick every minute; their work is idempotent. Higher apps add
-#: theirs with `agents.hooks.register_schedule` (identity: webhook retries, health probes).
-SCHEDULES = {
-    "agents: scheduler tick": ("agents.tasks.scheduler_tick", "* * * * *"),
-    "agents: sweep": ("runs.tasks.sweep", "* * * * *"),
-}
+#: name → (function, cron): every app's `tasks.SCHEDULES`. The composition root imports each app
+#: (a plain downward import), so no app registers its schedules with a lower one at run time.
+SCHEDULES = {**agents_tasks.SCHEDULES, **webhooks_tasks.SCHEDULES, **identity_tasks.SCHEDULES}
 
 
 def ensure_schedules() -> dict[str, str]:
@@ -24,7 +23,7 @@ def ensure_schedules() -> dict[str, str]:
 
     result: dict[str, str] = {}
     with transaction.atomic(using=DEFAULT_DB_ALIAS):  # django-q2's schedules live in default
-        for name, (func, cron) in {**SCHEDULES, **extra_schedules()}.items():
+        for name, (func, cron) in SCHEDULES.items():
             rows = list(Schedule.objects.select_for_update().filter(name=name).order_by("id"))
             for extra in rows[1:]:  # a duplicate from an older, non-idempotent setup
                 extra.delete()
