@@ -22,6 +22,7 @@ Counting rules (written once, here), over every module of the project's server p
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,8 +39,11 @@ KNOWN_BODIES = {
 }
 
 
-def _modules() -> list[Path]:
-    return sorted(p for package in SERVER for p in (ROOT / package).rglob("*.py") if "migrations" not in p.parts)
+@cache
+def _trees() -> dict[str, ast.AST]:
+    """Every server module (migrations aside), parsed once: `{path relative to the repository: tree}`."""
+    paths = sorted(p for package in SERVER for p in (ROOT / package).rglob("*.py") if "migrations" not in p.parts)
+    return {str(p.relative_to(ROOT)): ast.parse(p.read_text(), filename=str(p)) for p in paths}
 
 
 def _keys(node: ast.Dict) -> set[str]:
@@ -69,12 +73,7 @@ def hand_authentication(tree: ast.AST) -> list[int]:
 
 
 def _found(rule, allowed: set[str]) -> list[str]:
-    found = []
-    for path in _modules():
-        name = str(path.relative_to(ROOT))
-        if name not in allowed:
-            found += [f"{name}:{line}" for line in rule(ast.parse(path.read_text(), filename=name))]
-    return found
+    return [f"{name}:{line}" for name, tree in _trees().items() if name not in allowed for line in rule(tree)]
 
 
 def test_the_rules_find_what_they_look_for():

@@ -169,6 +169,7 @@ def test_no_import_cycle():
     assert _cycles() == []
 
 
+@cache
 def _registries() -> dict[str, int]:
     """`module.register_x` → line of every registry (the counting rule of the module docstring)."""
     found = {}
@@ -196,6 +197,7 @@ def test_registries_are_at_most_eight():
     assert len(_registries()) <= MAX_REGISTRIES
 
 
+@cache
 def _function_level_imports() -> list[tuple[str, int, bool]]:
     """`(file, line, has_reason)` of every function-level import of a project module (rule above)."""
     found = []
