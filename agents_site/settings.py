@@ -335,6 +335,9 @@ AGENTS_SESSION_MAX_SECONDS = _env_int("AGENTS_SESSION_MAX_SECONDS", 86400)
 
 # Gateway-minted JWTs (HS256) are accepted only when this key is set.
 AGENTS_GATEWAY_JWT_KEY = os.environ.get("AGENTS_GATEWAY_JWT_KEY", "")
+# A process keeps an API key's validated principal this many seconds (keyed by the key's hash);
+# a revocation reaches it through the revocation broadcast at once (tenancy.principal). 0: off.
+AGENTS_API_KEY_CACHE_SECONDS = min(30.0, max(0.0, _env_float("AGENTS_API_KEY_CACHE_SECONDS", 5.0)))
 
 # Inference (an OpenAI-compatible gateway).
 INFERENCE_BASE_URL = os.environ.get("INFERENCE_BASE_URL", "").strip()

@@ -8,24 +8,30 @@ Resolution order (first credential present wins):
    membership (the one it acted through) was removed is logged out on its next request.
 
 A credential that is present but unknown, revoked, expired or forged raises `Forbidden`; it
-never falls through to the next kind. The org is never taken from a body, query or path.
+never falls through to the next kind. A valid API key's principal is kept a few seconds per
+process (`_from_api_key`); revocation reaches that cache at once through `tenancy.revocation`. The org is never taken from a body, query or path.
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
+import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import timedelta
 
 import jwt
 from django.conf import settings
-from django.contrib.auth import logout
+from django.contrib.auth import get_user_model, logout
+from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 
 from agents_site.errors import Forbidden
 from agents_site.vocabulary import ApiKeyScope, PrincipalVia
+from tenancy import revocation
 from tenancy.models import ApiKey, Membership, Org
-from tenancy.queries import ApiKeyRow, api_key_row
+from tenancy.queries import api_key_row
 from tenancy.stores import InvalidOrg, validate_slug
 
 API_KEY_PREFIX = "ak_"
@@ -80,26 +86,98 @@ def _bearer(request) -> str | None:
     return token.strip()
 
 
-def _api_key_row(token: str, *, now) -> ApiKeyRow | None:
-    """Return the key of `token` with its user, org and the membership's admin flag (`tenancy.queries`).
+# The validated principals of API keys this process answered lately (issue 59): key hash →
+# (monotonic expiry, `revocation.position()` taken before the read, revocation keys, principal).
+_cache: OrderedDict[str, tuple[float, tuple, frozenset, Principal]] = OrderedDict()
+_cache_lock = threading.Lock()
+CACHE_MAX_KEYS = 4096
 
-    Every request reads the row, so a revocation, a removed membership or a deactivated user
-    takes effect on the very next request in every process. `stale_stamp` is True when
-    `last_used_at` is unset or older than `LAST_USED_RESOLUTION` before `now`.
+
+def _cached_principal(key_hash: str) -> Principal | None:
+    """Return the principal cached for `key_hash` if it is fresh and nothing revoked it since, else None."""
+    entry = _cache.get(key_hash)
+    if entry is None:
+        return None
+    expires, since, keys, principal = entry
+    if time.monotonic() >= expires or revocation.revoked_since(keys, since):
+        with _cache_lock:
+            if _cache.get(key_hash) is entry:
+                del _cache[key_hash]
+        return None
+    return principal
+
+
+def _remember(key_hash: str, principal: Principal, since: tuple) -> None:
+    seconds = settings.AGENTS_API_KEY_CACHE_SECONDS
+    if seconds <= 0:
+        return
+    keys = revocation.principal_keys(principal) | {revocation.credential_changed(principal.user_id)}
+    with _cache_lock:
+        _cache[key_hash] = (time.monotonic() + seconds, since, keys, principal)
+        _cache.move_to_end(key_hash)
+        while len(_cache) > CACHE_MAX_KEYS:
+            _cache.popitem(last=False)
+
+
+def forget_cached_principals() -> None:
+    """Drop every API-key principal this process keeps (a key, membership or user row changed here).
+
+    Model signals call it (`tenancy.apps`) the moment such a row is saved or deleted, committed or
+    not; other processes learn it from `revocation.credential_changed` once the change commits.
     """
-    return api_key_row(key_hash=hash_api_key(token), stale_before=now - LAST_USED_RESOLUTION)
+    with _cache_lock:
+        _cache.clear()
+
+
+def _credential_row_changed(sender, instance, created: bool = False, update_fields=None, using: str = "default", **kwargs) -> None:
+    """Drop this process's cached API-key principals now; tell every process once the change commits.
+
+    A new row cannot be behind a cached principal, nor can a login's `last_login` stamp: both are skipped.
+    """
+    if created or (update_fields is not None and set(update_fields) <= {"last_login", "last_used_at"}):
+        return
+    forget_cached_principals()
+    user_id = getattr(instance, "user_id", instance.pk)  # a key or a membership names its user; a user is one
+    if user_id is not None:
+        revocation.revoke_on_commit([revocation.credential_changed(user_id)], using=using)
+
+
+def connect_cache_signals() -> None:
+    """Connect `_credential_row_changed` to every save and delete of a key, a membership and a user.
+
+    Why signals: such a row may change through any code path (a service, the admin, a shell) and
+    the cache must hear of each; only model signals see them all. Called by `TenancyConfig.ready`.
+    """
+    for model in (ApiKey, Membership, get_user_model()):
+        label = model._meta.label
+        post_save.connect(_credential_row_changed, sender=model, dispatch_uid=f"principal-cache-save-{label}")
+        post_delete.connect(_credential_row_changed, sender=model, dispatch_uid=f"principal-cache-delete-{label}")
 
 
 def _from_api_key(token: str) -> Principal:
+    """Return the principal of API key `token`; raise `Forbidden` for an unknown, revoked or orphaned key.
+
+    A valid key's principal is kept `AGENTS_API_KEY_CACHE_SECONDS` per process, keyed by the key's
+    SHA-256 (at most `CACHE_MAX_KEYS`, the least recently used dropped first). A revocation of the
+    key, of its user's membership or of its org, and a change to the user's keys, memberships or
+    account, reach the cache through the revocation broadcast (`tenancy.revocation.revoked_since`):
+    the very next request reads the row again and is refused. Refusals are never cached.
+    `last_used_at` is stamped when the row is read and stale (at most once a minute per key).
+    """
+    key_hash = hash_api_key(token)
+    cached = _cached_principal(key_hash)
+    if cached is not None:
+        return cached
+    since = revocation.position()  # before the read: a revocation racing it is not missed
     now = timezone.now()
-    key = _api_key_row(token, now=now)
+    key = api_key_row(key_hash=key_hash, stale_before=now - LAST_USED_RESOLUTION)
     if key is None or key.revoked or not key.user_active:
         raise Forbidden("the API key is unknown or revoked")
     if key.member_admin is None:
         raise Forbidden("the API key's user is no longer a member of its org")
     if key.stale_stamp:  # at most one write a minute per key
         ApiKey.objects.filter(pk=key.key_id).update(last_used_at=now)
-    return Principal(
+    principal = Principal(
         subject=key.username,
         via=PrincipalVia.API_KEY,
         org_slug=key.org_slug,
@@ -109,6 +187,8 @@ def _from_api_key(token: str) -> Principal:
         scope=key.scope,
         allowed_agents=tuple(str(name) for name in (key.allowed_agents or [])),
     )
+    _remember(key_hash, principal, since)
+    return principal
 
 
 def _from_jwt(token: str, secret: str) -> Principal:

@@ -12,7 +12,9 @@ authorised as (`principal_keys`), and a revocation fires the connection's callba
 
 `revoke(keys)` fires the callbacks of this process at once and broadcasts the keys over the
 channel layer (group `tenancy.revocations`) to every other process, whose listener fires its
-own. On the in-memory layer (the embedded default) there is one process and no broadcast.
+own. On the in-memory layer (the embedded default) there is no broadcast; a revocation appends
+to a stamp file in `AGENTS_DATA_DIR` instead, which caches of credentials (`revoked_since`) in
+every process sharing that directory compare.
 Callers revoke after their transaction committed (`revoke_on_commit`): a client that reconnects
 then finds the credential refused.
 
@@ -73,6 +75,15 @@ def member_removed(org_slug: str, user_id: int) -> Key:
 def org_deleted(org_slug: str) -> Key:
     """Return the key of every connection acting for org `org_slug`."""
     return ("org", str(org_slug))
+
+
+def credential_changed(user_id: int) -> Key:
+    """Return the key a change to user `user_id`'s keys, memberships or account is announced by.
+
+    No connection registers it (a role change does not close connections); the API-key
+    principal cache (`tenancy.principal`) does: the next request re-reads the key.
+    """
+    return ("credential", int(user_id))
 
 
 def principal_keys(principal) -> frozenset:
@@ -183,6 +194,75 @@ def revoke_local(keys: Iterable) -> int:
     return len(hit)
 
 
+def position() -> tuple:
+    """Return where revocations stand now, for `revoked_since` (take it before reading a credential).
+
+    `(this process's position, the shared stamp)`; the stamp is read only on the in-memory layer
+    (see `revoked_since`), else None.
+    """
+    return mark(), (_stamp() if _is_process_local() else None)
+
+
+def revoked_since(keys: Iterable, since: tuple) -> bool:
+    """Return True when something cached at `since` (`position()`) under `keys` may be stale now.
+
+    True when one of `keys` was revoked after `since` in this process or (through the broadcast)
+    another; on the in-memory layer, when any process sharing `AGENTS_DATA_DIR` revoked anything
+    since (the stamp file: that layer carries no broadcast); on the Redis layer, whenever this
+    process's listener is not in the group (a broadcast could be missed); and when the record
+    reaching back to `since` was pruned (`RECENT_SECONDS`). Cheap when nothing was revoked:
+    one comparison (Redis layer) or one `stat` (in-memory layer).
+    """
+    seq, stamp = since
+    if _is_process_local():
+        if _stamp() != stamp:
+            return True
+    else:
+        broadcaster = _broadcaster_instance or _broadcaster()
+        if broadcaster is None or not broadcaster.joined.is_set():
+            return True
+    if _last_seq == seq:
+        return False
+    wanted = frozenset(tuple(key) for key in keys)
+    with _lock:
+        if not _recent or _recent[0][0] > seq + 1:
+            return True  # the record after `since` is gone: assume the worst
+        return any(at > seq and not wanted.isdisjoint(revoked) for at, _, revoked in _recent)
+
+
+STAMP_NAME = "revocations.stamp"
+STAMP_MAX_BYTES = 65536
+
+
+def _stamp_path():
+    from django.conf import settings
+
+    return settings.AGENTS_DATA_DIR / STAMP_NAME
+
+
+def _stamp() -> tuple | None:
+    """Return the identity of the shared stamp file now (inode, size, mtime), or None if absent."""
+    try:
+        st = _stamp_path().stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _touch_stamp() -> None:
+    """Append a line to the shared stamp file (replaced by a fresh file, a new inode, past `STAMP_MAX_BYTES`)."""
+    path = _stamp_path()
+    try:
+        if path.exists() and path.stat().st_size >= STAMP_MAX_BYTES:
+            fresh = path.with_name(f"{STAMP_NAME}.{_ORIGIN}")
+            fresh.write_bytes(b"")
+            fresh.replace(path)
+        with open(path, "ab") as handle:
+            handle.write(f"{time.time_ns()} {_ORIGIN}\n".encode())
+    except OSError:
+        logger.warning("could not stamp a revocation for other processes", exc_info=True)
+
+
 def revoke(keys: Iterable) -> int:
     """Close every connection registered under any of `keys`, here and in every other process.
 
@@ -195,6 +275,8 @@ def revoke(keys: Iterable) -> int:
     broadcaster = _broadcaster()
     if broadcaster is not None:
         broadcaster.publish(keys)
+    else:  # the in-memory layer carries nothing between processes: the stamp file tells the caches
+        _touch_stamp()
     return closed
 
 

@@ -78,6 +78,8 @@ VARIABLES: tuple[Var, ...] = (
         'how long a request waits for a pooled connection; past it the answer is 503 `store_busy` with `Retry-After`'),
     Var('AGENTS_GATEWAY_JWT_KEY', 'unset',
         'HS256 key of gateway-minted JWTs (claims `sub`, `org`, `org_admin`, `exp`); JWTs are refused while unset'),
+    Var('AGENTS_API_KEY_CACHE_SECONDS', '`5`',
+        "how long one process keeps an API key's validated principal (at most 30; 0: every request reads the key); a revocation, a removed membership or a changed role or user refuses or re-reads it on the next request through the revocation broadcast"),
     Var('REDIS_URL', 'unset',
         'Redis for the channel layer and the django-q2 broker (in-memory layer and ORM broker while unset)'),
     Var('INFERENCE_BASE_URL', 'unset',

@@ -162,23 +162,28 @@ def test_gateway_jwt_org_admin_claim_is_true_only_when_it_says_true(db, jwt_key,
     assert principal.org_slug == "jwt-org" and principal.is_org_admin is is_admin
 
 
-def test_an_api_key_is_resolved_in_one_query_and_written_at_most_once_a_minute(org_a):
+def test_an_api_key_is_resolved_in_one_query_then_cached_and_written_at_most_once_a_minute(org_a):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
     from django.utils import timezone
 
     from django.test import RequestFactory
 
-    from tenancy.principal import resolve_principal
+    from tenancy.principal import forget_cached_principals, resolve_principal
 
     request = RequestFactory().get("/v1/agents", HTTP_AUTHORIZATION=f"Bearer {org_a.key}")
     ApiKey.objects.filter(org=org_a.org).update(last_used_at=None)
+    forget_cached_principals()
     with CaptureQueriesContext(connection) as first:
         principal = resolve_principal(request)
     assert principal.org_slug == org_a.slug and principal.is_org_admin is True
     assert len(first.captured_queries) == 2  # the read, then the first last_used_at stamp
     stamped = ApiKey.objects.get(org=org_a.org).last_used_at
     assert stamped is not None and (timezone.now() - stamped).total_seconds() < 60
+    with CaptureQueriesContext(connection) as cached:
+        assert resolve_principal(request) == principal
+    assert len(cached.captured_queries) == 0  # this process keeps the principal (tests/tenancy/test_principal_cache.py)
+    forget_cached_principals()
     with CaptureQueriesContext(connection) as again:
         assert resolve_principal(request) == principal
     assert len(again.captured_queries) == 1 and again.captured_queries[0]["sql"].lstrip().upper().startswith("SELECT")

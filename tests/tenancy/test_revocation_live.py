@@ -145,7 +145,7 @@ def test_revoking_a_key_in_the_console_closes_its_stream_and_long_poll_on_the_em
 @pytest.fixture(scope="module")
 def _redis_pair(django_db_setup, django_db_blocker):
     redis.Redis.from_url(REDIS_URL).flushdb()
-    env = {**SLOW, "REDIS_URL": REDIS_URL}
+    env = {**SLOW, "REDIS_URL": REDIS_URL, "AGENTS_API_KEY_CACHE_SECONDS": "30"}  # a cached principal outlives a slow test
     servers = [LiveServer(env).start(), LiveServer(env).start()]
     yield servers
     for server in servers:
@@ -196,3 +196,22 @@ def test_removing_a_member_or_deleting_the_org_closes_their_streams_on_both_daph
     assert [f.id for f in admin_stream.collect(events=2, timeout=60)][-1] == live.position
     org_delete(org=org.org)
     _ends_revoked(admin_stream)
+
+
+def test_a_cached_key_is_refused_on_both_daphnes_on_the_first_request_after_the_broadcast(redis_pair, make_org):
+    """Issue 59: each daphne keeps the key's principal; only the Redis broadcast tells it of the revocation."""
+    from django.utils import timezone
+
+    org = make_org("ck")
+    headers = {"Authorization": f"Bearer {org.key}"}
+    streams = [_opened(open_stream(server.url, org.key)) for server in redis_pair]
+    row = ApiKey.objects.get(org=org.org, name="")
+    ApiKey.objects.filter(pk=row.pk).update(revoked_at=timezone.now())  # behind the caches' back: no signal, no broadcast
+    for server in redis_pair:  # so a 200 here is each daphne's cached principal answering
+        assert httpx.get(server.url + "/v1/agents", headers=headers, timeout=30).status_code == 200
+    revocation.revoke([revocation.key_revoked(row.pk)])  # made in this process: only Redis reaches the daphnes
+    for stream in streams:
+        _ends_revoked(stream)  # the broadcast has arrived in that daphne
+    for server in redis_pair:
+        refused = httpx.get(server.url + "/v1/agents", headers=headers, timeout=30)
+        assert refused.status_code == 403 and refused.json()["error"] == "the API key is unknown or revoked"
