@@ -22,7 +22,14 @@ its share of the CPU, while the server's CPU is read apart), `--rounds` times af
 latency, the server's CPU per request (from `/proc`), and the wall ÷ the baseline's; the load
 average before and after. The temporary data directory is removed at the end.
 
-    .venv/bin/python bench/burst_floor.py [--n 500] [--rounds 3]
+`--cache-pairs N` measures instead the API-key principal cache (issue 59): two daphnes side by
+side, one with `AGENTS_API_KEY_CACHE_SECONDS=0` (every request reads the key: before) and one
+with the default (after); N interleaved pairs (the order flips each pair), each pair a
+`/bench/minimal` burst then an authenticated `GET /v1/agents` burst on each daphne. Printed per
+pair: each daphne's server CPU per request for both kinds and their ratio (GET ÷ minimal, the
+same daphne in the same moment), then after ÷ before of the GET's CPU; medians last.
+
+    .venv/bin/python bench/burst_floor.py [--n 500] [--rounds 3] [--cache-pairs 5]
 """
 
 from __future__ import annotations
@@ -75,6 +82,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--cache-pairs", type=int, default=0, help="compare the API-key cache off/on instead (see above)")
     args = parser.parse_args()
 
     for name in ("REDIS_URL", "DATABASE_URL", "AGENTS_ORG_DATABASE"):
@@ -85,6 +93,8 @@ def main() -> None:
 
     daphne = None
     load_before = os.getloadavg()[0]
+    if args.cache_pairs:
+        return _cache_pairs(args, data_dir, load_before)
     try:
         key, sessions = _setup()
         daphne, port = serve(data_dir)  # the Procfile's listen backlog
@@ -94,6 +104,69 @@ def main() -> None:
             stop(daphne)
         shutil.rmtree(data_dir, ignore_errors=True)
     _print(args, rows, load_before)
+
+
+def _listening(port: int) -> None:
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise SystemExit("daphne did not listen; see its log") from None
+            time.sleep(0.1)
+
+
+def _cpu_per_request(daphne, port: int, n: int, path: str, key: str | None, expect: int) -> float:
+    cpu = _cpu_seconds(daphne.pid)
+    asyncio.run(_burst(port, n, "GET", [path], key, None, expect))
+    return (_cpu_seconds(daphne.pid) - cpu) / n
+
+
+def _cache_pairs(args, data_dir: str, load_before: float) -> None:
+    """Before/after of the API-key cache in interleaved pairs on two daphnes (see module doc)."""
+    from bench.request_path import _setup, serve, stop
+
+    servers = {}
+    try:
+        key, _ = _setup()
+        for label, seconds in (("before", "0"), ("after", "5")):
+            servers[label] = serve(data_dir, {"AGENTS_API_KEY_CACHE_SECONDS": seconds}, f"daphne-{label}.log")
+        for daphne, port in servers.values():
+            _listening(port)
+            for path, auth, expect in (("/bench/minimal", None, 200), ("/v1/agents", key, 200)):
+                asyncio.run(_burst(port, 50, "GET", [path], auth, None, expect))  # warm-up
+        pairs = []
+        for pair in range(args.cache_pairs):
+            order = ("before", "after") if pair % 2 == 0 else ("after", "before")
+            row = {}
+            for label in order:
+                daphne, port = servers[label]
+                minimal = _cpu_per_request(daphne, port, args.n, "/bench/minimal", None, 200)
+                keyed = _cpu_per_request(daphne, port, args.n, "/v1/agents", key, 200)
+                row[label] = (minimal, keyed)
+            pairs.append((row, os.getloadavg()[0]))
+    finally:
+        for daphne, _ in servers.values():
+            stop(daphne)
+        shutil.rmtree(data_dir, ignore_errors=True)
+    print(f"burst_floor.py --cache-pairs {args.cache_pairs}: {args.n} requests at once per burst, two daphnes "
+          f"(AGENTS_API_KEY_CACHE_SECONDS=0 before, 5 after), SQLite, {os.cpu_count()} CPUs, load average {load_before:.1f} → "
+          f"{os.getloadavg()[0]:.1f}; server CPU per request")
+    print(f"{'pair':<6}{'before: minimal':>17}{'GET key':>10}{'ratio':>8}{'after: minimal':>17}{'GET key':>10}{'ratio':>8}"
+          f"{'GET after÷before':>18}{'load':>7}")
+    ratios_before, ratios_after, gains = [], [], []
+    for i, (row, load) in enumerate(pairs, 1):
+        (bm, bk), (am, ak) = row["before"], row["after"]
+        ratios_before.append(bk / bm)
+        ratios_after.append(ak / am)
+        gains.append(ak / bk)
+        print(f"{i:<6}{bm * 1000:>14.2f} ms{bk * 1000:>7.2f} ms{bk / bm:>7.1f}×{am * 1000:>14.2f} ms{ak * 1000:>7.2f} ms"
+              f"{ak / am:>7.1f}×{ak / bk:>17.2f}{load:>7.1f}")
+    med = statistics.median
+    print(f"median: GET ÷ minimal before {med(ratios_before):.1f}×, after {med(ratios_after):.1f}×; "
+          f"the GET's CPU after ÷ before {med(gains):.2f} (range {min(gains):.2f}–{max(gains):.2f})")
 
 
 def _measure(args, daphne, port: int, key: str, sessions: list[str]) -> list[tuple]:

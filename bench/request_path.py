@@ -50,19 +50,20 @@ if os.environ.get("BENCH_REQUEST_PATH_SERVER"):  # imported by daphne: `bench.re
     application = _server_app()
 
 
-def serve(data_dir: str):
+def serve(data_dir: str, env: dict | None = None, log_name: str = "daphne.log"):
     """Start one daphne serving `application` (the site and `/bench/minimal`) on a free loopback
     port with the Procfile's listen backlog (`AGENTS_LISTEN_BACKLOG`, 2048), its output in
-    `data_dir`/daphne.log; return `(process, port)`. Stop it with `stop`."""
+    `data_dir`/`log_name`, `env` added to this process's environment; return `(process, port)`.
+    Stop it with `stop`."""
     import socket
     import subprocess
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCH_REQUEST_PATH_SERVER": "1"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCH_REQUEST_PATH_SERVER": "1", **(env or {})}
     backlog = os.environ.get("AGENTS_LISTEN_BACKLOG", "2048")
-    with open(Path(data_dir) / "daphne.log", "wb") as log:  # the child keeps its own descriptor
+    with open(Path(data_dir) / log_name, "wb") as log:  # the child keeps its own descriptor
         process = subprocess.Popen([sys.executable, "-m", "daphne", "-e", f"tcp:port={port}:interface=127.0.0.1:backlog={backlog}",
                                     "bench.request_path:application"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     return process, port

@@ -5,6 +5,7 @@ waiting together.
 Run in its own process, so its work does not share the test's interpreter:
 
     python -m tests.support.slow_gateway 2.0     # prints its port on the first line, then serves
+    python -m tests.support.slow_gateway 10 fast-model slow-model   # "fast-model" at once; GET /models lists both
 
 Each answer is one `chat.completion.chunk` with the content "ok", `[DONE]`, and the chunked
 body's end; connections are kept alive. It stops when its standard input closes.
@@ -13,6 +14,7 @@ body's end; connections are kept alive. It stops when its standard input closes.
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 
 CHUNK = ('{"id":"c","object":"chat.completion.chunk","created":0,"model":"m",'
@@ -22,14 +24,25 @@ ANSWER = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encod
           + ("".join(f"{len(f):x}\r\n{f}\r\n" for f in FRAMES) + "0\r\n\r\n").encode())
 
 
-async def serve(delay: float) -> None:
+async def serve(delay: float, instant_model: str | None = None, models: tuple[str, ...] = ()) -> None:
+    instant = instant_model.encode() if instant_model else None
+    listed = [name for name in (instant_model, *models) if name]
+    catalog = json.dumps({"object": "list", "data": [{"id": name, "object": "model", "created": 0, "owned_by": "bench"}
+                                                     for name in listed]}).encode()
+    catalog_answer = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(catalog), catalog)
+
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
                 length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")), 0)
-                await reader.readexactly(length)
-                await asyncio.sleep(delay)
+                body = await reader.readexactly(length)
+                if listed and head.startswith(b"GET ") and b"/models" in head.split(b"\r\n", 1)[0]:
+                    writer.write(catalog_answer)  # the model list (only when models were named)
+                    await writer.drain()
+                    continue
+                if not (instant and _model(body) == instant):
+                    await asyncio.sleep(delay)
                 writer.write(ANSWER)
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
@@ -44,5 +57,12 @@ async def serve(delay: float) -> None:
     server.close()
 
 
+def _model(body: bytes) -> bytes | None:
+    try:
+        return str(json.loads(body).get("model") or "").encode()
+    except (ValueError, AttributeError):
+        return None
+
+
 if __name__ == "__main__":
-    asyncio.run(serve(float(sys.argv[1])))
+    asyncio.run(serve(float(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else None, tuple(sys.argv[3:])))
