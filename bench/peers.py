@@ -254,6 +254,41 @@ async def _burst(post, n: int) -> tuple[float, int]:
     return time.perf_counter() - start, sum(results)
 
 
+PLUMBING = ("(events.py", "(base_events.py", "(threading.py", "(<frozen runpy>", "(__main__.py", "(cli.py", "(server.py",
+            "(asyncioreactor.py", "(thread.py", "(selector_events.py", "(selectors.py", "(tasks.py")
+
+
+def top_frames(path: Path, limit: int = 14) -> str:
+    """Return the inclusive and self shares of the hottest functions in py-spy's collapsed stacks at `path`."""
+    inclusive: dict[str, int] = {}
+    own: dict[str, int] = {}
+    total = 0
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return "(no profile: py-spy wrote nothing)"
+    for line in lines:
+        stack, _, count = line.rpartition(" ")
+        if not count.isdigit():
+            continue
+        samples = int(count)
+        total += samples
+        frames = [frame.split(" (")[0] + " (" + frame.split(" (")[-1].split("/")[-1].split(":")[0] if " (" in frame else frame
+                  for frame in stack.split(";")]
+        for frame in set(frames):
+            inclusive[frame] = inclusive.get(frame, 0) + samples
+        own[frames[-1]] = own.get(frames[-1], 0) + samples
+    if not total:
+        return "(no samples)"
+    rows = [f"   {total} GIL samples at 200 Hz; top by self share, then by inclusive share (thread roots left out)"]
+    for title, table in (("self", own), ("inclusive", inclusive)):
+        ranked = sorted(table.items(), key=lambda item: -item[1])
+        if title == "inclusive":  # the loop, the threads and the server's entry frames hold everything: left out
+            ranked = [item for item in ranked if not item[0].endswith(PLUMBING)]
+        rows += [f"   {title:>9} {count / total:6.1%}  {frame}" for frame, count in ranked[:limit]]
+    return "\n".join(rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--peer", choices=["langgraph"], required=True)
@@ -265,6 +300,7 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=10.0)
     parser.add_argument("--skip-burst", action="store_true")
     parser.add_argument("--venv", default=str(ROOT / "data" / "bench-peers" / "langgraph"))
+    parser.add_argument("--py-spy", default="", help="a py-spy binary: profile our daphne (GIL samples) in the first concurrent phase")
     args = parser.parse_args()
 
     import asyncio
@@ -329,8 +365,18 @@ def main() -> None:
                                      timeout=httpx.Timeout(600, pool=600), limits=limits)
 
         async def concurrent(kind: str):
+            spy = None
+            if kind == "ours" and args.py_spy and "profile" not in result:
+                result["profile"] = Path(os.environ["AGENTS_DATA_DIR"]) / "ours.collapsed"
+                spy = subprocess.Popen([args.py_spy, "record", "--pid", str(server.proc.pid), "--duration", str(int(args.seconds)),
+                                        "--rate", "200", "--gil", "--format", "raw", "--output", str(result["profile"])],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             async with client_for(kind, args.clients) as client:
-                return await _concurrent(poster(kind, client, FAST), args.clients, args.seconds)
+                got = await _concurrent(poster(kind, client, FAST), args.clients, args.seconds)
+            if spy is not None:
+                spy.wait(timeout=120)
+                result["profile_text"] = top_frames(result["profile"])
+            return got
 
         async def burst(kind: str):
             async with client_for(kind, args.burst) as client:
@@ -394,6 +440,8 @@ def report(args, result: dict) -> None:
             print(f"   LangGraph {t_wall:6.1f} s = {t_wall / args.delay:.2f}× one call, {t_ok}/{args.burst} ok, "
                   f"{t_hold[0]} threads, {t_hold[1]} fds, {t_hold[2]:.0f} MiB   ours ÷ LangGraph {burst_ratios[-1]:.2f}   load {load:.1f}")
         print()
+    if result.get("profile_text"):
+        print(f"   where our daphne's GIL time went in the first {args.clients}-client phase (py-spy):\n{result['profile_text']}\n")
     idle = result["idle"]
     print(f"   idle after warm-up: ours {idle['ours'][0]} threads, {idle['ours'][1]} fds, {idle['ours'][2]:.0f} MiB; "
           f"LangGraph {idle['theirs'][0]} threads, {idle['theirs'][1]} fds, {idle['theirs'][2]:.0f} MiB\n")
