@@ -23,7 +23,7 @@ from datetime import timedelta
 
 import jwt
 from django.conf import settings
-from django.contrib.auth import get_user_model, logout
+from django.contrib.auth import logout
 from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 
@@ -146,12 +146,12 @@ def connect_cache_signals() -> None:
     """Connect `_credential_row_changed` to every save and delete of a key, a membership and a user.
 
     Why signals: such a row may change through any code path (a service, the admin, a shell) and
-    the cache must hear of each; only model signals see them all. Called by `TenancyConfig.ready`.
+    the cache must hear of each; only model signals see them all. Called when this module is
+    imported (below): the cache is empty until then, so no change before can matter.
     """
-    for model in (ApiKey, Membership, get_user_model()):
-        label = model._meta.label
-        post_save.connect(_credential_row_changed, sender=model, dispatch_uid=f"principal-cache-save-{label}")
-        post_delete.connect(_credential_row_changed, sender=model, dispatch_uid=f"principal-cache-delete-{label}")
+    for label in ("tenancy.ApiKey", "tenancy.Membership", settings.AUTH_USER_MODEL):
+        post_save.connect(_credential_row_changed, sender=label, dispatch_uid=f"principal-cache-save-{label}")
+        post_delete.connect(_credential_row_changed, sender=label, dispatch_uid=f"principal-cache-delete-{label}")
 
 
 def _from_api_key(token: str) -> Principal:
@@ -286,3 +286,6 @@ def require_org(principal: Principal | None) -> Principal:
     if not principal.org_slug:
         raise Forbidden("an org scope is required")
     return principal
+
+
+connect_cache_signals()
