@@ -9,7 +9,8 @@ Resolution order (first credential present wins):
 
 A credential that is present but unknown, revoked, expired or forged raises `Forbidden`; it
 never falls through to the next kind. A valid API key's principal is kept a few seconds per
-process (`_from_api_key`); revocation reaches that cache at once through `tenancy.revocation`. The org is never taken from a body, query or path.
+process (`_from_api_key`); revocation reaches that cache at once through `tenancy.revocation`.
+The org is never taken from a body, query or path.
 """
 
 from __future__ import annotations
@@ -122,8 +123,8 @@ def _remember(key_hash: str, principal: Principal, since: tuple) -> None:
 def forget_cached_principals() -> None:
     """Drop every API-key principal this process keeps (a key, membership or user row changed here).
 
-    Model signals call it (`tenancy.apps`) the moment such a row is saved or deleted, committed or
-    not; other processes learn it from `revocation.credential_changed` once the change commits.
+    Model signals call it (`connect_cache_signals`) the moment such a row is saved or deleted,
+    committed or not; other processes learn it from `revocation.credential_changed` once the change commits.
     """
     with _cache_lock:
         _cache.clear()
