@@ -15,7 +15,7 @@ from runs.hooks import request_callback
 from agents import dashboards, selectors
 from runs import selectors as run_selectors
 from runs.background import run_submit
-from agents.execution import run_open
+from agents.execution import WholeAnswer, run_open
 from runs.drive import at_once
 from agents.execution.service import run_execute_opened_steps, run_execute_steps
 from agents.presenters import overflowed, run_view
@@ -252,8 +252,9 @@ def _run(request, agent, payload: RunIn, principal):
     request_id, key = _request_id(request), request.headers.get("Idempotency-Key", "")
 
     def work():  # run steps: the wait on the model is on the event loop when the handler serves this request
+        # The caller waits for the whole answer: the gateway is asked not streamed (its usage; issue 53, decision 1533).
         run = yield from run_execute_steps(agent=agent, input=payload.input, actor=principal.actor, request_id=request_id,
-                                           idempotency_key=key)
+                                           idempotency_key=key, listener=WholeAnswer())
         return _answer(run)
 
     return answer_later(org=principal.org_slug, work=work)
@@ -283,6 +284,8 @@ def _streamed(request, agent, payload: RunIn, principal):
     # The stream opens with `start` (run and session ids) and says them in headers too, as the chat
     # and OpenAI-compatible streams do: a client can watch or stop the run while it streams (issue 31).
     opening = {"runId": run.id, "sessionId": run.session_id or None}
+    if run.replayed and overflowed(run):  # the 400 the first answer was (issue 53), again
+        return run_headers(_answer(run), run)
     if run.replayed:  # the recorded run again, as the stream's final frame
         response = run_stream(org=principal.org_slug, work=lambda listener: at_once((ReplyFrame.RUN, run_view(run))), start=opening)
         response["Idempotent-Replayed"] = "true"
@@ -296,7 +299,12 @@ def _streamed(request, agent, payload: RunIn, principal):
             return ReplyFrame.RUN, {**run_view(done), "code": str(ErrorCode.CONTEXT_LENGTH_EXCEEDED)}
         return ReplyFrame.RUN, run_view(done)
 
-    return run_headers(run_stream(org=principal.org_slug, work=work, start=opening), run)
+    def refuse(event, data):  # the overflow before the first frame: the 400 the call without `stream` answers (issue 53)
+        if event == ReplyFrame.RUN and data.get("code") == ErrorCode.CONTEXT_LENGTH_EXCEEDED:
+            return JsonResponse(data, status=400)
+        return None
+
+    return run_headers(run_stream(org=principal.org_slug, work=work, start=opening, refuse=refuse), run)
 
 
 def _routed(request, agent, payload: RunIn, principal):

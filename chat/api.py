@@ -13,11 +13,12 @@ from ninja import Router
 from ninja.responses import Status
 
 from runs.hooks import request_callback
+from agents.execution import WholeAnswer
 from agents.presenters import overflowed, run_view
 from runs.streaming import answer_later, run_headers, run_stream
 from agents_site.pagination import cursor_param, limit_param
 from agents_site.schemas import ErrorOut, sse_frame, stream_schema
-from agents_site.vocabulary import ReplyFrame, RunStatus
+from agents_site.vocabulary import ErrorCode, ReplyFrame, RunStatus
 from chat import rounds, selectors, services
 from chat.errors import RoundFailed, RoundOverflowed
 from chat.presenters import conversation_detail_view, conversation_view, preset_view
@@ -112,11 +113,16 @@ def chat(request, payload: ChatIn):
                 return ReplyFrame.CHAT, {**rounds.chat_round_body(start, run), "run": run_view(run)}
             return ReplyFrame.ERROR, {**_failed(start, run).body(), "run": run_view(run)}
 
+        def refuse(event, data):  # the overflow before the first frame: the 400 the round without `stream` answers (issue 53)
+            if event == ReplyFrame.ERROR and data.get("code") == ErrorCode.CONTEXT_LENGTH_EXCEEDED:
+                return JsonResponse({name: value for name, value in data.items() if name != "run"}, status=400)
+            return None
+
         opening = {"runId": start.run.id, "sessionId": start.run.session_id or None, "conversationId": start.conversation_id}
-        return run_headers(run_stream(org=principal.org_slug, work=work, start=opening), start.run)
+        return run_headers(run_stream(org=principal.org_slug, work=work, start=opening, refuse=refuse), start.run)
 
     def answer():  # run steps: the wait on the model is on the event loop when the handler serves this request
-        run = yield from rounds.chat_round_steps(start)
+        run = yield from rounds.chat_round_steps(start, listener=WholeAnswer())  # the gateway asked not streamed (decision 1533)
         if run.status == RunStatus.WAITING:  # the agent asked to approve a tool call (issue 28)
             response = JsonResponse(_waiting_body(start, run), status=202)
             response["Location"] = f"/v1/agents/runs/{run.id}"

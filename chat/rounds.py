@@ -77,6 +77,11 @@ class _ExpandingListener(RunListener):
     def __init__(self, inner: RunListener | None, expand):
         self.inner, self.expand, self.expanded = inner, expand, None
 
+    @property
+    def streamed(self) -> bool:
+        """Whether the gateway is asked streamed: as the inner listener says (`WholeAnswer`: not)."""
+        return getattr(self.inner, "streamed", True)
+
     def rewrite(self, ops: list[dict]) -> list[dict]:
         if self.expanded is None:
             try:

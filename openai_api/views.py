@@ -151,8 +151,10 @@ def _error_answer(exc: Exception):
 def _stream(started: services.StartedCompletion, *, include_usage: bool, org: str, sent: dict[str, str]):
     """Answer the started completion as OpenAI chunks: the role chunk, a content chunk per
     delta, the caller's tool calls, the final chunk with its finish reason, the usage chunk
-    (with `include_usage`), `[DONE]`. A run that fails after the stream began sends an error
-    chunk (`{"error": {…, "code": "run_failed", "run_id"}}`) and then `[DONE]`."""
+    (with `include_usage`), `[DONE]`. The headers wait for the first chunk of the reply (`run_stream`'s
+    `refuse`): a run the gateway refused before it — a context overflow, a field it refused — is
+    answered 400 as the call without `stream` is, nothing streamed. A run that fails otherwise, or
+    after the stream began, sends an error chunk (`{"error": {…, "code", "run_id"}}`) and then `[DONE]`."""
     run = started.run
     created = int(run.created_at.timestamp())
 
@@ -185,4 +187,11 @@ def _stream(started: services.StartedCompletion, *, include_usage: bool, org: st
         listener.put(ReplyFrame.START, None)
         return ReplyFrame.RUN, (yield from services.completion_steps(started, listener=listener))
 
-    return run_stream(org=org, work=work, frame=frame)
+    def refuse(event, data):  # a gateway's refusal before the first chunk: the 400 the call without `stream` answers (issue 53)
+        if event == ReplyFrame.RUN and data.status != RunStatus.OK:
+            failed = run_failure(data, sent=sent)
+            if failed.status == 400:  # context_length_exceeded, gateway_refused; a 502 stays the stream's error chunk
+                return error_response(failed)
+        return None
+
+    return run_stream(org=org, work=work, frame=frame, refuse=refuse)

@@ -15,6 +15,13 @@ way it acts inside the org context, and what its `RunListener` hears becomes fra
 * then one final frame the work returns (e.g. `event: run` with the recorded run), after which
   the stream ends. `: ping` comments keep an idle connection open.
 
+A stream given `refuse` holds its headers (issue 53): nothing is sent until the work puts its
+first frame other than `start` (a piece of the reply, a tool call, handed-back ops: the gateway
+answered) or its final frame, at most `AGENTS_SSE_PING_SECONDS` (then the stream opens and pings,
+as any stream does). A final frame that comes first is offered to `refuse(event, data)`: the
+`HttpResponse` it returns is the answer instead of the stream (a gateway's refusal — a context
+overflow, a refused field — as the 400 the same request without `stream` answers); None streams it.
+
 `answer_later` is the same for an answer that is not streamed: the view returns a
 `DeferredResponse` the handler awaits on its loop (`agents_site.deferred`).
 
@@ -33,10 +40,11 @@ import json
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import Future
 
 from django.conf import settings
 from django.db import close_old_connections
-from django.http import StreamingHttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 
 from runs.drive import Steps, drive, drive_async, start_on_loop
 from agents_site.deferred import DeferredResponse, serving_loop
@@ -66,10 +74,13 @@ class _Channel:
         self._buffer: list = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._queue: asyncio.Queue | None = None
+        self.first: Future = Future()  # the first item that is not `start` (a held stream's answer waits on it)
 
     def put(self, item) -> None:
         """Hand one `(event, data)` item on (thread-safe; dropped once the response's loop is gone)."""
         with self._lock:
+            if item[0] != ReplyFrame.START and not self.first.done():
+                self.first.set_result(item)
             if self._loop is None:
                 self._buffer.append(item)
                 return
@@ -143,7 +154,8 @@ def run_stream(
     frame: Callable[[str, object], str | None] = render_frame,
     also=None,
     start: dict | None = None,
-) -> StreamingHttpResponse:
+    refuse: Callable[[str, object], HttpResponse | None] | None = None,
+) -> HttpResponse:
     """Answer `text/event-stream` while `work(listener)` executes a started run.
 
     In: the org slug (from the principal; the work acts inside `stores.org_context(org)`),
@@ -152,8 +164,12 @@ def run_stream(
     loop when the request came through its handler, else in a worker thread; `frame(event, data)` renders each frame (default
     `render_frame`; return None to send nothing for a frame); `also`, a second listener;
     `start`, the data of an opening `event: start` frame sent before anything else (the run's
-    `runId` and `sessionId`, so a client can watch or stop it while it streams).
-    Out: a 200 streaming response, not cached, not buffered. A failure inside `work` ends the
+    `runId` and `sessionId`, so a client can watch or stop it while it streams); `refuse`, given
+    the final frame when it comes before any other frame (see the module doc: the headers are held
+    until then), returns the answer to send instead of the stream, or None.
+    Out: a 200 streaming response, not cached, not buffered — with `refuse`, that or what `refuse`
+    answered, decided once the first frame is known (a `DeferredResponse` awaited on this process's
+    loop, or, under Django's test client and the stock handler, decided here). A failure inside `work` ends the
     stream with `event: error` `{"status": 500, "code": "internal_error", "error"}` (the run
     itself is recorded by its lifecycle, whatever happens here).
     """
@@ -192,6 +208,42 @@ def run_stream(
             channel.put((_FINAL, final))
 
         threading.Thread(target=execute, name="agents-stream", daemon=True).start()
+    if refuse is None:
+        return stream_response(_frames(channel=channel, frame=frame, start=start))
+    return _held(channel=channel, loop=loop, answer=lambda first: _first_answer(first, channel=channel, frame=frame, start=start,
+                                                                                 refuse=refuse))
+
+
+def _hold_seconds() -> float:
+    """Return how long a held stream waits for its first frame before it opens (the ping interval)."""
+    return max(float(getattr(settings, "AGENTS_SSE_PING_SECONDS", 25)), 0.05)
+
+
+def _held(*, channel: _Channel, loop: asyncio.AbstractEventLoop | None, answer: Callable[[tuple | None], HttpResponse]) -> HttpResponse:
+    """Return `answer(first)` once the channel's first frame that is not `start` is known (None when
+    none came within `_hold_seconds`): awaited on `loop` (a `DeferredResponse`: no thread waits), or
+    waited for here when there is no loop."""
+    if loop is None:
+        try:
+            first = channel.first.result(timeout=_hold_seconds())
+        except TimeoutError:
+            first = None
+        return answer(first)
+
+    async def main() -> HttpResponse:
+        waiting = asyncio.wrap_future(channel.first)
+        done, _ = await asyncio.wait({waiting}, timeout=_hold_seconds())  # not cancelled: the work may still put it
+        return answer(waiting.result() if done else None)
+
+    return DeferredResponse(asyncio.run_coroutine_threadsafe(main(), loop), on_error=_error_answer)
+
+
+def _first_answer(first: tuple | None, *, channel: _Channel, frame, start, refuse) -> HttpResponse:
+    """Return what `refuse` answers for a final frame that came first, else the stream."""
+    if first is not None and first[0] is _FINAL:
+        refused = refuse(*first[1])
+        if refused is not None:
+            return refused
     return stream_response(_frames(channel=channel, frame=frame, start=start))
 
 

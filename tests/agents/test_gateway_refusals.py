@@ -3,13 +3,13 @@ transcripts (`tests/support/transcripts/`: llama-cpp-python and LiteLLM recorded
 field refusals written from the servers' source and documented error bodies, each file says which).
 
 * a context overflow is a 400 `context_length_exceeded` on every surface — `/run`, chat, chat
-  completions, with tools or not — and the prompt is never re-sent (no retry, no failover; a
-  streamed call's one-token probe is the only other request; a chat completion not streamed is
-  asked not streamed and needs none). A streamed chat completion has
-  already answered 200: its error chunk carries the same code (docs/guides/openai-compatible.md);
+  completions, plain and streamed, with tools or not — and the prompt is never re-sent (no retry,
+  no failover; a streamed call's one-token probe is the only other request; a call not streamed is
+  asked not streamed and needs none). A streamed call holds its headers until the first piece of
+  the reply, so a refusal before it is the same 400 as the call without `stream` (decision 1533);
 * a gateway refusing a field the caller sent to chat completions is the caller's 400
-  `gateway_refused` naming it (`param`), asked once, no failover; a refusal of what the platform
-  composed (the agent's model) stays the 502 `run_failed`.
+  `gateway_refused` naming it (`param`), asked once, no failover, streamed or not; a refusal of
+  what the platform composed (the agent's model) stays the 502 `run_failed`.
 """
 
 from __future__ import annotations
@@ -56,10 +56,11 @@ def _chunks(response) -> list:
 def _call(org, server: str, surface: str, **fields):
     tools = surface.endswith("+tools")
     make_agent(org, "long", model=MODELS[server], **({"tools": ["calculator"]} if tools else {}))
+    streamed = {"stream": True} if "stream" in surface else {}
     if surface.startswith("run"):
-        return run(org, "long", LONG)
+        return org.client.post("/v1/agents/long/run", {"input": LONG, **streamed}, content_type="application/json")
     if surface.startswith("chat round"):
-        return org.client.post("/v1/agents/chat", {"messages": [{"role": "user", "content": LONG}], "agent": "long"},
+        return org.client.post("/v1/agents/chat", {"messages": [{"role": "user", "content": LONG}], "agent": "long", **streamed},
                                content_type="application/json")
     body = {"model": "long", "messages": [{"role": "user", "content": fields.pop("content", LONG)}], **fields}
     if "stream" in surface:
@@ -75,12 +76,9 @@ def _full_requests(replay) -> list[dict]:
 
 
 def _overflow_named(response, surface: str) -> dict:
-    """Assert the answer of `surface` names the overflow as a 400 `context_length_exceeded`; return its error."""
-    if "stream" in surface:  # chat completions streamed: the 200 is sent; the error chunk names it
-        chunks = _chunks(response)
-        error = chunks[-1]["error"]
-        assert response.status_code == 200 and error["type"] == "invalid_request_error" and error["param"] == "messages"
-        return {"code": error["code"], "error": error["message"], "run": error["run_id"]}
+    """Assert the answer of `surface` names the overflow as a 400 `context_length_exceeded`, streamed
+    or not (a streamed one before any byte of its stream, in the surface's error shape); return its error."""
+    assert not response.streaming and response["Content-Type"] == "application/json"
     body = response.json()
     assert response.status_code == 400, body
     if surface.startswith("chat completions"):
@@ -93,16 +91,17 @@ def _overflow_named(response, surface: str) -> dict:
     return {"code": body["code"], "error": body["error"], "run": body["id"]}
 
 
-SURFACES = ["run", "run+tools", "chat round", "chat round+tools", "chat completions", "chat completions+tools",
-            "chat completions stream", "chat completions stream+tools"]
+SURFACES = ["run", "run+tools", "run stream", "run stream+tools", "chat round", "chat round+tools", "chat round stream",
+            "chat round stream+tools", "chat completions", "chat completions+tools", "chat completions stream",
+            "chat completions stream+tools"]
 
 
 def _play_overflow(replay, server: str, surface: str) -> None:
-    """Queue the recorded overflow: the streamed request's empty answer and its probe's 400; a chat
-    completion not streamed is asked not streamed (issue 53 item 3), and the server's answer to the
-    prompt not streamed is the probe's recorded 400 (recorded with `max_tokens` 1: its message says
-    "1 in the completion")."""
-    if surface.startswith("chat completions") and "stream" not in surface:
+    """Queue the recorded overflow: the streamed request's empty answer and its probe's 400; a call
+    not streamed is asked not streamed (issue 53 item 3), and the server's answer to the prompt not
+    streamed is the probe's recorded 400 (recorded with `max_tokens` 1: its message says "1 in the
+    completion")."""
+    if "stream" not in surface:
         replay.play(server, "context_overflow_probe")
     else:
         replay.play(server, "context_overflow_stream", "context_overflow_probe")
@@ -121,7 +120,8 @@ def test_recorded_llama_cpp_python_an_overflow_is_a_400_context_length_exceeded_
     assert (stored.id, stored.status, stored.error) == (named["run"], "error", named["error"])
 
 
-@pytest.mark.parametrize("surface", ["run+tools", "chat round", "chat completions", "chat completions stream+tools"])
+@pytest.mark.parametrize("surface", ["run+tools", "run stream", "chat round", "chat round stream+tools", "chat completions",
+                                     "chat completions stream+tools"])
 def test_recorded_litellm_an_overflow_is_a_400_context_length_exceeded_everywhere_never_resent(funded, replay, surface):
     _play_overflow(replay, "litellm-proxy-recorded", surface)
 
@@ -132,7 +132,7 @@ def test_recorded_litellm_an_overflow_is_a_400_context_length_exceeded_everywher
 
 
 @pytest.mark.parametrize(("exchange", "asked", "window"), [("context_overflow_legacy", 5120, 4096), ("context_overflow", None, 4096)])
-@pytest.mark.parametrize("surface", ["run", "chat completions+tools", "chat completions stream"])
+@pytest.mark.parametrize("surface", ["run", "run stream+tools", "chat round stream", "chat completions+tools", "chat completions stream"])
 def test_vllm_an_overflow_in_either_error_shape_is_a_400_context_length_exceeded(funded, replay, surface, exchange, asked, window):
     replay.play("vllm", exchange)  # vLLM refuses before generating, streamed or not: no probe follows
 
@@ -163,12 +163,8 @@ def test_a_gateway_refusing_a_field_the_caller_sent_is_the_callers_400_naming_it
 
     response = _call(funded, server, "chat completions stream" if stream else "chat completions", content="hi", **fields)
 
-    if stream:
-        assert response.status_code == 200
-        error = _chunks(response)[-1]["error"]
-    else:
-        assert response.status_code == 400, response.content
-        error = response.json()["error"]
+    assert response.status_code == 400 and not response.streaming, response.content  # streamed too: before any byte
+    error = response.json()["error"]
     assert (error["type"], error["code"], error["param"]) == ("invalid_request_error", "gateway_refused", param)
     assert error["message"].startswith(f"the model's gateway refused '{param}': upstream answered ")
     assert len(replay.chat_requests) == 1  # not retried (a 500 too), no failover
