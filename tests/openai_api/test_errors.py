@@ -216,3 +216,91 @@ def test_an_agent_with_approval_rules_is_refused_with_400_approval_unsupported(o
     assert (refused.value.status_code, error["code"], error["param"]) == (400, "approval_unsupported", "model")
     assert "approve" in error["message"]
     assert_nothing_happened(org, upstream)
+
+
+# -- a gateway's refusal of a streamed call is the same 400 (issue 53, decision 1533) ----------------
+
+#: A prompt over the context window (its bytes ≥ `agents.inference.PROBE_MIN_BYTES`: an empty stream is probed).
+LONG = [{"role": "user", "content": "word " * 3000}]
+
+
+def recorded(server: str, exchange: str) -> dict:
+    """Return the error body a gateway transcript's exchange answered (tests/support/transcripts/)."""
+    from tests.support.replay import transcript
+
+    return transcript(server)["exchanges"][exchange]["response"]["json"]
+
+
+def overflow_script(upstream) -> None:
+    """llama-cpp-python 0.3.36 over its context, as recorded: the streamed request answered 200 with an
+    empty body, the one-token probe its 400 `context_length_exceeded` (the recorded body)."""
+    upstream.script(Reply(empty=True), Reply(status=400, error_body=recorded("llama-cpp-python-recorded", "context_overflow_probe")))
+
+
+def test_a_streamed_call_over_the_context_raises_the_sdks_bad_request_error_with_nothing_streamed(org, client, upstream):
+    overflow_script(upstream)
+
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.chat.completions.create(model="writer", messages=LONG, stream=True)
+
+    error = error_of(refused.value)
+    [run] = stored_runs(org)
+    assert (refused.value.status_code, error["code"], error["type"], error["param"]) == (
+        400, "context_length_exceeded", "invalid_request_error", "messages")
+    assert refused.value.response.headers["content-type"] == "application/json"
+    assert (error["run_id"], refused.value.response.headers["x-agents-run-id"]) == (run.id, run.id)
+    assert error["message"] == run.error and run.error.startswith(
+        "context_length_exceeded: the prompt (3011 tokens) is over the model's context window of 2048 tokens")
+    assert (run.kind, run.status, run.attempts) == ("openai", "error", 1)
+    assert [r.get("max_tokens") for r in upstream.chat_requests][1:] == [1]  # the prompt asked once, then the one-token probe
+    assert debits(org) == []
+
+
+def test_a_streamed_call_whose_field_the_gateway_refuses_raises_bad_request_naming_it(org, client, upstream):
+    upstream.script(Reply(status=500, error_body=recorded("llama-cpp-python", "response_format_refused")))
+
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.chat.completions.create(model="writer", messages=HI, stream=True,
+                                       response_format={"type": "json_schema", "json_schema": {"name": "a", "schema": {"type": "object"}}})
+
+    error = error_of(refused.value)
+    [run] = stored_runs(org)
+    assert (error["code"], error["param"], error["run_id"]) == ("gateway_refused", "response_format.type", run.id)
+    assert len(upstream.chat_requests) == 1 and upstream.chat_requests[0]["stream"] is True  # a 500, yet not retried
+    assert debits(org) == []
+
+
+@pytest.mark.parametrize("surface", ["run", "chat"])
+def test_a_streamed_run_or_round_over_the_context_is_the_400_of_the_call_without_stream(org, live, upstream, surface):
+    """The same on the platform's own streams, served by daphne (the held answer awaited on its loop)."""
+    overflow_script(upstream)
+    url, body = ((f"/v1/agents/writer/run", {"input": LONG[0]["content"], "stream": True}) if surface == "run" else
+                 ("/v1/agents/chat", {"agent": "writer", "messages": LONG, "stream": True}))
+
+    answer = httpx.post(live.url + url, json=body, headers={"Authorization": f"Bearer {org.key}"}, timeout=60)
+
+    [run] = stored_runs(org)
+    assert (answer.status_code, answer.headers["content-type"], answer.headers["x-agents-run-id"]) == (400, "application/json", run.id)
+    got = answer.json()
+    assert got["code"] == "context_length_exceeded" and got["error"] == run.error
+    if surface == "run":  # the failed run with its code, as the call without `stream` answers
+        assert (got["id"], got["status"]) == (run.id, "error")
+    else:
+        assert (got["status"], got["runId"]) == (400, run.id) and "conversationId" in got and "run" not in got
+    assert (run.status, run.attempts) == ("error", 1) and debits(org) == []
+
+
+def test_a_failure_after_the_first_chunk_stays_an_error_chunk_of_the_200(org, client, upstream):
+    upstream.script(Reply(content="first part of the answer and more", chunk_size=6, fail_after=3))
+
+    stream = client.chat.completions.create(model="writer", messages=HI, stream=True)
+    received = []
+    with pytest.raises(openai.APIError) as failed:
+        for chunk in stream:
+            received.append(chunk)
+
+    written = "".join(c.choices[0].delta.content or "" for c in received if c.choices)
+    assert stream.response.status_code == 200 and written and "first part of the answer".startswith(written)
+    [run] = stored_runs(org)
+    assert (run.status, run.output, len(upstream.chat_requests)) == ("error", written, 1)
+    assert "while the reply was being written" in run.error and run.error in str(failed.value)
