@@ -83,7 +83,7 @@ class Reply:
     first_chunk_delay: float = 0.0  # seconds before the first piece (time to first token)
     fail_after: int | None = None  # send this many content pieces, then fail
     fail_with: str = "drop"  # "drop": close the connection mid-body; "error": an SSE error frame, then close
-    pause_after: int | None = None  # send this many pieces, then wait for `pause` (≤ HOLD_SECONDS)
+    pause_after: int | None = None  # send this many pieces, then wait for `pause` (≤ HOLD_SECONDS); not streamed: wait, then answer
     pause: threading.Event | None = None
     finish: str | None = None  # the finish reason sent (None: tool_calls with tool calls, else stop)
     usage: bool = True  # False: no usage, whatever the request asks
@@ -423,6 +423,8 @@ class Upstream:
                         followed.client_closed = True
                         self.close_connection = True
                     return
+                if reply.pause_after is not None and reply.pause is not None:  # the whole answer waits as a stream's rest would
+                    reply.pause.wait(HOLD_SECONDS)
                 if reply.empty:
                     self._send(200, {**base, "choices": [], "usage": None})
                     return

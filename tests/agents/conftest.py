@@ -3,6 +3,8 @@ long-running agents defined at a chosen instant, PostgreSQL org stores."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 from datetime import datetime, timezone
 
 import pytest
@@ -44,6 +46,38 @@ def run(org, ref: str, text: str = "hello", **headers):
     """POST /v1/agents/{ref}/run with `text` as input; return the response."""
     extra = {f"HTTP_{k.upper().replace('-', '_')}": v for k, v in headers.items()}
     return org.client.post(f"/v1/agents/{ref}/run", {"input": text}, content_type="application/json", **extra)
+
+
+class StreamedRun:
+    """A streamed run's answer read whole: `status_code`, `streaming`, `json()` — the final frame's
+    data (the recorded run), or the JSON answered before any stream (a gateway's refusal: its 400)."""
+
+    def __init__(self, response) -> None:
+        self.status_code, self.streaming = response.status_code, response.streaming
+        if not response.streaming:
+            self.frames, self.body = [], response.json()
+            return
+        async def read() -> bytes:
+            return b"".join([c if isinstance(c, bytes) else c.encode() async for c in response.streaming_content])
+
+        self.frames = []
+        for block in asyncio.run(read()).decode().split("\n\n"):
+            lines = [line for line in block.split("\n") if line and not line.startswith(":")]
+            if lines:
+                event = next((line[7:] for line in lines if line.startswith("event: ")), None)
+                self.frames.append((event, json.loads(next(line[6:] for line in lines if line.startswith("data: ")))))
+        event, self.body = self.frames[-1]
+        assert event == "run", self.frames
+
+    def json(self) -> dict:
+        return self.body
+
+
+def run_streamed(org, ref: str, text: str = "hello") -> StreamedRun:
+    """POST /v1/agents/{ref}/run with `stream: true`: the gateway is asked streamed (a call without
+    `stream` is asked not streamed, decision 1534); return the answer read whole."""
+    response = org.client.post(f"/v1/agents/{ref}/run", {"input": text, "stream": True}, content_type="application/json")
+    return StreamedRun(response)
 
 
 def debits(org) -> list[LedgerEntry]:

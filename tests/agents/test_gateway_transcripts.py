@@ -4,6 +4,9 @@ tool, chat and OpenAI-compatible paths (issue 31 item 5).
 The transcripts (`tests/support/transcripts/*.json`) say how they were made: both are WRITTEN
 FROM THE SERVERS' SOURCE AND DOCUMENTATION, not recorded (see each file's `provenance`); the
 real server is exercised by `make test-gateways` (scripts/test-gateways.sh).
+
+A transcript's streamed answers are replayed to streamed calls: `run` below is `POST …/run` with
+`stream: true` (a call without `stream` asks the gateway not streamed: decision 1534).
 """
 
 from __future__ import annotations
@@ -12,10 +15,15 @@ import pytest
 
 from agents import inference
 from billing.services import credit_add
-from tests.agents.conftest import make_agent, run, stored_runs
+from tests.agents.conftest import make_agent, run_streamed, stored_runs
 from tests.support.replay import Replay, transcript
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.django_db(transaction=True)  # a streamed run executes in a worker thread: it must see the committed org
+
+
+def run(org, ref: str, text: str = "hello"):
+    """POST /v1/agents/{ref}/run with `stream: true` (the transcripts' answers are streamed ones)."""
+    return run_streamed(org, ref, text)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.agents.conftest import make_agent, run, stored_runs
+from tests.agents.conftest import make_agent, run, run_streamed, stored_runs
 from tests.support.upstream import Reply
 
 pytestmark = pytest.mark.django_db
@@ -117,6 +117,8 @@ def test_unknown_token_counts_stay_null_never_zero(funded, upstream):
 
 
 # -- timeouts that fit slow models (issue 31 item 4) ------------------------------------------
+# The first-token and between-tokens timeouts are a stream's: shown on streamed runs (a run without
+# `stream` asks the gateway not streamed, bounded by the run's deadline: decision 1534).
 
 
 @pytest.fixture
@@ -130,7 +132,7 @@ def test_no_first_token_within_its_timeout_ends_the_run_saying_so(funded, upstre
     make_agent(funded, "mute")
     upstream.script(Reply(content="late", first_chunk_delay=3))
 
-    body = run(funded, "mute").json()
+    body = run_streamed(funded, "mute").json()
 
     assert body["status"] == "error"
     assert body["error"].startswith("upstream timed out: no first token within 0.5 s (INFERENCE_FIRST_TOKEN_TIMEOUT_SECONDS)")
@@ -142,7 +144,7 @@ def test_a_slow_first_token_is_waited_for_under_a_short_between_tokens_timeout(f
     make_agent(funded, "thinker")
     upstream.script(Reply(content="at last", first_chunk_delay=0.8, chunks=["at", " last"]))
 
-    body = run(funded, "thinker").json()
+    body = run_streamed(funded, "thinker").json()
 
     assert (body["status"], body["output"]) == ("ok", "at last")
 
@@ -155,7 +157,7 @@ def test_a_stream_that_stalls_between_tokens_ends_at_the_between_tokens_timeout(
     release = threading.Event()
     upstream.script(Reply(content="abcdef", chunk_size=2, pause_after=1, pause=release))
     try:
-        body = run(funded, "staller").json()
+        body = run_streamed(funded, "staller").json()
     finally:
         release.set()
 
@@ -168,7 +170,7 @@ def test_the_run_deadline_bounds_a_reply_that_keeps_streaming(funded, upstream, 
     make_agent(funded, "chatty")
     upstream.script(Reply(content="abcdefghijklmnop", chunk_size=1, chunk_delay=0.2))
 
-    body = run(funded, "chatty").json()
+    body = run_streamed(funded, "chatty").json()
 
     assert body["status"] == "error" and "the run's deadline passed" in body["error"]
     assert "abcdefghijklmnop".startswith(body.get("output", "")) and len(body.get("output", "")) < 16
@@ -179,7 +181,7 @@ def test_the_deprecated_inference_timeout_still_bounds_one_completion(funded, up
     make_agent(funded, "legacy")
     upstream.script(Reply(content="abcdefghijklmnop", chunk_size=1, chunk_delay=0.2))
 
-    body = run(funded, "legacy").json()
+    body = run_streamed(funded, "legacy").json()
 
     assert body["status"] == "error"
     assert body["error"].startswith("upstream timed out: the completion took over 1 s (INFERENCE_TIMEOUT_SECONDS)")

@@ -5,6 +5,8 @@ Each test checks the cause and the order, never a duration: the fake gateway saw
 close its stream before the last chunk, no second upstream request followed, and after the
 stop's `control` event the session holds only the run's end (the partial reply as an
 `incomplete` turn, written with the summary, then the summary). Timings live in bench/stop.py.
+What a stop does to a streamed completion is shown on streamed runs (`run_streamed`); a run
+without `stream` asks the gateway not streamed (decision 1534), and its stop cancels that request.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import threading
 
 import pytest
 
-from tests.agents.conftest import debits, make_agent, run
+from tests.agents.conftest import debits, make_agent, run, run_streamed
 from tests.runs.test_run_session import Steer, events, session_status
 from tests.support.qcluster import wait_for
 from tests.support.upstream import Reply
@@ -57,7 +59,7 @@ def closed_early(upstream) -> None:
     assert stream.client_closed and not stream.finished and stream.sent < stream.pieces
 
 
-def test_a_stop_closes_the_streamed_completion_of_a_sync_run_and_keeps_the_partial_reply_once(funded, upstream):
+def test_a_stop_closes_the_streamed_completion_of_a_streamed_run_and_keeps_the_partial_reply_once(funded, upstream):
     make_agent(funded, "talker")
     upstream.script(long_reply())
 
@@ -67,12 +69,12 @@ def test_a_stop_closes_the_streamed_completion_of_a_sync_run_and_keeps_the_parti
 
     steer = Steer(funded, script)
     steer.start()
-    response = run(funded, "talker")
+    response = run_streamed(funded, "talker")
     steer.finish()
 
     closed_early(upstream)
     assert len(upstream.chat_requests) == 1  # no retry, no failover after the stop
-    assert response.status_code == 502
+    assert response.status_code == 200
     body = response.json()
     assert body["status"] == "error" and body["error"] == f"stopped by {funded.slug}/{funded.user.username}: enough"
     assert body["finishReason"] == "stopped"
@@ -102,14 +104,39 @@ def test_a_stop_before_the_first_piece_cancels_the_request_and_records_no_reply(
 
     steer = Steer(funded, script)
     steer.start()
-    response = run(funded, "thinker")
+    response = run_streamed(funded, "thinker")
     steer.finish()
     held.set()
 
     body = response.json()
-    assert response.status_code == 502 and body["finishReason"] == "stopped" and not body.get("output")
+    assert response.status_code == 200 and body["finishReason"] == "stopped" and not body.get("output")
     assert [r["model"] for r in upstream.chat_requests] == ["test-model"]  # no retry, no failover after the stop
     assert_only_the_end_after_the_stop(funded, body["sessionId"], partial=None)
+
+
+def test_a_stop_cancels_the_request_of_a_run_asked_not_streamed_and_records_no_reply(funded, upstream, settings):
+    settings.AGENTS_FAILOVER_MODEL = "best"
+    make_agent(funded, "whole")
+    gate = threading.Event()  # the upstream holds its whole answer until this is set (at most HOLD_SECONDS)
+    upstream.script(Reply(content="the whole answer", hold=gate))
+
+    def script(sid, steer):
+        wait_for(lambda: upstream.chat_requests, timeout=30, message="the request")
+        steer.post(sid, "stop")
+
+    steer = Steer(funded, script)
+    steer.start()
+    response = run(funded, "whole")
+    answered_while_held = not gate.is_set()
+    steer.finish()
+    gate.set()
+
+    body = response.json()
+    assert answered_while_held and response.status_code == 502  # the request was cancelled, not waited for
+    assert body["finishReason"] == "stopped" and not body.get("output")
+    assert "stream" not in upstream.chat_requests[0] and [r["model"] for r in upstream.chat_requests] == ["test-model"]
+    assert_only_the_end_after_the_stop(funded, body["sessionId"], partial=None)
+    assert debits(funded) == []
 
 
 def _cluster_env(upstream) -> dict:
@@ -157,10 +184,10 @@ def test_an_agent_called_as_a_tool_stops_with_its_parent(funded, upstream):
 
     steer = Steer(funded, script)
     steer.start()
-    response = run(funded, "parent")
+    response = run_streamed(funded, "parent")
     steer.finish()
 
-    assert response.status_code == 502 and response.json()["finishReason"] == "stopped"
+    assert response.status_code == 200 and response.json()["finishReason"] == "stopped"
     wait_for(lambda: upstream.streams[1].client_closed or upstream.streams[1].finished, timeout=40, message="the child's stream to end")
     assert upstream.streams[1].client_closed and not upstream.streams[1].finished
     assert len(upstream.chat_requests) == 2  # the parent never asked again
@@ -192,7 +219,7 @@ def test_pause_lets_the_reply_being_streamed_finish_and_holds_before_the_next_st
 
     steer = Steer(funded, script)
     steer.start()
-    response = run(funded, "pausable")
+    response = run_streamed(funded, "pausable")
     steer.finish()
 
     assert response.status_code == 200 and response.json()["output"] == "two" and response.json()["finishReason"] == "stop"

@@ -1,8 +1,8 @@
 """Waiting on a model costs no thread and no connection (issue 26 item 1), on a real daphne.
 
 Sync runs, streamed chat rounds and streamed OpenAI-compatible calls are started at once
-against an upstream that sends the first piece of each reply and then holds the rest until the
-test lets it go. While every one of them is waiting on its model: daphne runs a bounded number
+against an upstream that sends the first piece of each streamed reply and then holds the rest
+(a sync run's request, asked not streamed, the whole answer) until the test lets it go. While every one of them is waiting on its model: daphne runs a bounded number
 of threads (one per waiting run before: 1 per sync run, 2 per stream), and on PostgreSQL none
 of its connections is held — in a transaction or checked out — for a waiting run. Then every
 one finishes `ok`, recorded and answered.
@@ -98,12 +98,14 @@ def load(server: LiveServer, key: str, upstream, *, per_kind: int, while_waiting
     for worker in workers:
         worker.start()
     try:
+        def waiting() -> int:  # streams that sent their first piece, and sync runs' requests (asked not streamed: decision 1534)
+            return sum(1 for s in list(upstream.streams) if s.sent >= 1) + sum(1 for r in upstream.chat_requests if not r.get("stream"))
+
         try:
-            wait_until(lambda: sum(1 for s in list(upstream.streams) if s.sent >= 1) >= 3 * per_kind, timeout=120,
-                       what="every run to be waiting on its model")
+            wait_until(lambda: waiting() >= 3 * per_kind, timeout=120, what="every run to be waiting on its model")
         except AssertionError:
-            waiting = sum(1 for s in list(upstream.streams) if s.sent >= 1)
-            raise AssertionError(f"{waiting} of {3 * per_kind} runs waiting; answered: {sorted(results.items())[:6]}; "
+            count = waiting()
+            raise AssertionError(f"{count} of {3 * per_kind} runs waiting; answered: {sorted(results.items())[:6]}; "
                                  f"log: {server.log_path.read_text()[-3000:]}") from None
         while_waiting()
     finally:
