@@ -2,6 +2,7 @@
 daphne: the button's answer shows "stopping…" until the session reports a terminal status, then
 "stopped" — never an error banner for the user's own stop — at 1280 and 390 px."""
 
+import json
 import threading
 
 import httpx
@@ -32,7 +33,9 @@ def test_stop_on_the_session_page_shows_stopping_then_stopped_and_no_error(page,
     upstream_server.script(Reply(content="word " * 300, chunk_size=5, chunk_delay=0.1))
     api = httpx.Client(base_url=console_server.url, headers={"Authorization": f"Bearer {org.key}"}, timeout=60)
     answered: dict = {}
-    caller = threading.Thread(target=lambda: answered.update(response=api.post("/v1/agents/talker/run", json={"input": "talk"})), daemon=True)
+    # Streamed: the gateway is asked streamed, so the stop lands mid-reply (decision 1534).
+    caller = threading.Thread(target=lambda: answered.update(response=api.post("/v1/agents/talker/run", json={"input": "talk", "stream": True})),
+                              daemon=True)
     caller.start()
     session_id = running_session(org, timeout=30)
 
@@ -49,6 +52,6 @@ def test_stop_on_the_session_page_shows_stopping_then_stopped_and_no_error(page,
     assert page.locator("#control-result .alert.error").count() == 0 and page.is_hidden("#session-error")
     assert page.inner_text("#stop-state") == "stopped"
     assert page.locator("button[data-command=pause]").is_disabled()
-    assert answered["response"].json()["finishReason"] == "stopped"
+    assert json.loads(answered["response"].text.rstrip().split("\n")[-1][len("data: "):])["finishReason"] == "stopped"  # the final `run` frame
     with org.context():
         assert Run.objects.get().finish_reason == "stopped"

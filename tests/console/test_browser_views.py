@@ -173,7 +173,7 @@ def test_a_stopped_run_on_the_agent_page_reads_stopped_not_error(page, make_org,
 
     org = make_org("sp")
     make_agent(org, "talker")
-    upstream_server.script(Reply(content="word " * 300, chunk_size=5, chunk_delay=0.1))
+    upstream_server.script(Reply(content="word " * 300, delay=30))  # the run form's /run is asked not streamed: a slow whole answer
     login(page, org)
     page.goto("/console/agents/talker/")
     page.fill("#run-input", "talk")

@@ -62,8 +62,8 @@ def test_a_dashboard_watching_the_session_sees_the_reply_being_written(inference
     stream = open_stream(inference_daphne.url, live_org.key)
     answer: dict = {}
 
-    def call() -> None:
-        answer["response"] = httpx.post(f"{inference_daphne.url}/v1/agents/writer/run", json={"input": "say hello"},
+    def call() -> None:  # streamed: the gateway is asked streamed (a run without `stream` is asked not streamed, decision 1534)
+        answer["response"] = httpx.post(f"{inference_daphne.url}/v1/agents/writer/run", json={"input": "say hello", "stream": True},
                                         headers={"Authorization": f"Bearer {live_org.key}"}, timeout=60)
 
     caller = threading.Thread(target=call)
@@ -85,7 +85,7 @@ def test_a_dashboard_watching_the_session_sees_the_reply_being_written(inference
     frames = early + rest
     deltas = [f for f in frames if f.event == "delta"]
     assert "".join(f.data["text"] for f in deltas) == "".join(REPLY)
-    body = answer["response"].json()
+    body = json.loads(answer["response"].text.rstrip().split("\n")[-1][len("data: "):])  # the final `run` frame
     assert answer["response"].status_code == 200 and body["output"] == "".join(REPLY)
     assert {(f.data["sessionId"], f.data["runId"]) for f in deltas} == {(body["sessionId"], body["id"])}
     assert rest[-1].data["event"]["payload"]["text"] == "".join(REPLY)  # the stored turn is the whole message
