@@ -249,3 +249,32 @@ def test_a_lone_surrogate_in_the_models_answer_is_replaced_and_the_run_recorded_
     with funded.context():
         texts = [e.payload for e in Event.objects.filter(session_id=stored.session_id, kind="message")]
     assert any("bad ? output" in t for t in texts) and any("thinking ?" in t for t in texts)
+
+
+# -- usage: a run without `stream` asks the gateway not streamed (issue 53 item 3, decision 1534) -----
+
+
+def test_a_run_without_stream_asks_the_gateway_not_streamed_and_records_its_usage_summed_over_its_rounds(funded, upstream):
+    make_agent(funded, "counter", tools=["calculator"])
+    upstream.script(Reply(tool_calls=[("calculator", {"expression": "6*7"})], prompt_tokens=20, completion_tokens=5),
+                    Reply(content="42", prompt_tokens=30, completion_tokens=2))
+
+    response = run(funded, "counter", "6*7?")
+
+    body = response.json()
+    assert response.status_code == 200 and (body["output"], body["promptTokens"], body["completionTokens"]) == ("42", 50, 7)
+    assert [("stream" in sent, "stream_options" in sent) for sent in upstream.chat_requests] == [(False, False)] * 2
+    assert upstream.streams == []
+    [stored] = stored_runs(funded)
+    assert (stored.prompt_tokens, stored.completion_tokens) == (50, 7)
+
+
+def test_a_run_without_stream_whose_gateway_gives_no_usage_records_none(funded, upstream):
+    make_agent(funded, "quiet")
+    upstream.script(Reply(content="no usage", usage=False))
+
+    body = run(funded, "quiet").json()
+
+    assert (body["status"], body["promptTokens"], body["completionTokens"]) == ("ok", None, None)  # never zeros, never a guess
+    [stored] = stored_runs(funded)
+    assert (stored.prompt_tokens, stored.completion_tokens) == (None, None)

@@ -130,6 +130,18 @@ def test_llama_cpp_python_a_call_not_streamed_is_asked_not_streamed_and_has_its_
     assert (stored.prompt_tokens, stored.completion_tokens) == (10, 4)
 
 
+def test_llama_cpp_python_a_run_without_stream_is_asked_not_streamed_and_has_its_usage(funded, replay):
+    replay.play("llama-cpp-python", "plain_answer")  # the server reports usage only when not streamed
+    _agent(funded, "gem", "gemma-3-270m")
+
+    body = funded.client.post("/v1/agents/gem/run", {"input": "hi"}, content_type="application/json").json()
+
+    assert (body["status"], body["output"], body["promptTokens"], body["completionTokens"]) == ("ok", "Hi there!", 10, 4)
+    assert "stream" not in replay.chat_requests[0] and "stream_options" not in replay.chat_requests[0]
+    [stored] = stored_runs(funded)
+    assert (stored.prompt_tokens, stored.completion_tokens) == (10, 4)
+
+
 def test_llama_cpp_python_the_openai_path_streams_without_inventing_usage(org_a, replay):
     from tests.openai_api.test_gateways import PATH, _chunks
 

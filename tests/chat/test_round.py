@@ -287,3 +287,19 @@ def test_agents_are_untouched_by_a_preset_round(funded, upstream):
     chat(funded, {"messages": user("hi")})
     with funded.context():
         assert Agent.objects.count() == 0
+
+
+# -- usage: a round without `stream` asks the gateway not streamed (issue 53 item 3, decision 1534) ---
+
+
+def test_a_round_without_stream_asks_the_gateway_not_streamed_and_records_its_usage(funded, upstream):
+    upstream.script(Reply(content="counted", prompt_tokens=12, completion_tokens=4))
+
+    response = chat(funded, {"messages": user("count me")})
+
+    body = response.json()
+    assert response.status_code == 200 and body["reply"] == "counted"
+    sent = upstream.chat_requests[0]
+    assert "stream" not in sent and "stream_options" not in sent and upstream.streams == []
+    run = funded.client.get(f"/v1/agents/runs/{body['runId']}").json()
+    assert (run["kind"], run["promptTokens"], run["completionTokens"]) == ("chat", 12, 4)

@@ -85,3 +85,13 @@ def test_a_refused_streamed_round_is_plain_json(org_a, upstream):
     response = chat(org_a, {"messages": user("hi"), "stream": True})  # no balance
     assert response.status_code == 402 and response["Content-Type"].startswith("application/json")
     assert stored(org_a) == {"conversations": [], "messages": [], "runs": []}
+
+
+@pytest.mark.parametrize("usage", [True, False])
+def test_a_streamed_round_reports_only_the_usage_the_gateways_stream_gave(funded, upstream, usage):
+    upstream.script(Reply(content="streamed", chunk_size=3, usage=usage, prompt_tokens=8, completion_tokens=2))
+
+    *_, (event, data) = frames(chat(funded, {"messages": user("hi"), "stream": True}))
+
+    assert event == "chat" and upstream.chat_requests[0]["stream"] is True
+    assert (data["run"].get("promptTokens"), data["run"].get("completionTokens")) == ((8, 2) if usage else (None, None))

@@ -146,3 +146,15 @@ def test_a_replayed_idempotency_key_streams_the_recorded_run_once(funded, upstre
     assert again.status_code == 200 and again["Idempotent-Replayed"] == "true"
     assert frames_of(again) == [("start", {"runId": first[-1][1]["id"], "sessionId": first[-1][1]["sessionId"]}), ("run", first[-1][1])]
     assert len(upstream.chat_requests) == 1 and len(debits(funded)) == 1
+
+
+def test_a_streamed_run_reports_only_the_usage_the_gateways_stream_gave(funded, upstream):
+    make_agent(funded, "quiet")
+    upstream.script(Reply(content="streamed without usage", chunk_size=6, usage=False))  # llama-cpp-python streams none
+
+    event, final = frames_of(post_run(funded, "quiet", {"input": "hi", "stream": True}))[-1]
+
+    assert upstream.chat_requests[0]["stream"] is True and upstream.chat_requests[0]["stream_options"] == {"include_usage": True}
+    assert (event, final["status"], final.get("promptTokens"), final.get("completionTokens")) == ("run", "ok", None, None)
+    [stored] = stored_runs(funded)
+    assert (stored.prompt_tokens, stored.completion_tokens) == (None, None)  # never zeros, never an estimate
