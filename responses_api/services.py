@@ -208,8 +208,9 @@ def _keep(response_id: str):
 class _WriterListener(RunListener):
     """Turn what the agent loop hears into stream events (`EventWriter`): deltas and the caller's calls."""
 
-    def __init__(self, writer: EventWriter) -> None:
+    def __init__(self, writer: EventWriter, *, streamed: bool = True) -> None:
         self.writer = writer
+        self.streamed = streamed  # False: a response answered whole, asked of the gateway not streamed (decision 1534)
 
     def delta(self, text: str) -> None:
         self.writer.delta(text)
@@ -228,12 +229,13 @@ def response_steps(started: StartedResponse, *, writer: EventWriter | None = Non
     response's row, the reply posted to its conversation and the conversation released; with
     `durable` (a background response, whose events are kept) the closing event too, so a reader
     that finds the run finished finds its last event. A live stream's closing event is emitted
-    after the commit. The run ends `ok` or `error`; only `ok` is debited.
+    after the commit. The run ends `ok` or `error`; only `ok` is debited. Without `writer` (a
+    response answered whole) the gateway is asked not streamed, its usage with it (decision 1534).
     """
     run = started.run
     record = started.record
-    writer = writer or EventWriter(emit=lambda event: None)
-    listener = _WriterListener(writer)
+    listener = _WriterListener(writer or EventWriter(emit=lambda event: None), streamed=writer is not None)
+    writer = listener.writer
     released = False
     finished: Run | None = None
     try:
