@@ -37,6 +37,7 @@ def test_create_answers_a_completed_response_recorded_as_one_billed_run(live, or
     assert response.model == "writer"
     assert response.metadata == {"ticket": "T-1"}
     assert response.usage.input_tokens == 11 and response.usage.output_tokens == 7
+    assert "stream" not in upstream.chat_requests[0] and upstream.streams == []  # answered whole: asked not streamed (decision 1534)
     [run] = stored_runs(org)
     assert (run.id, run.kind, run.status, run.input, run.output) == (response.id, RunKind.RESPONSES, RunStatus.OK,
                                                                       "Say hello", "Hello there")
