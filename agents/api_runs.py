@@ -210,7 +210,9 @@ def run_agent(request, ref: str, payload: RunIn):
     With `"stream": true` the same checks answer their JSON errors first; then the answer is
     200 `text/event-stream` (headers `X-Agents-Run-Id`, `X-Agents-Session-Id`): a `start` frame
     `{runId, sessionId}`, `delta` frames as the reply is written, `tool` frames, and a final
-    `run` frame carrying the recorded run (a failed run too: its `error` says why). A client
+    `run` frame carrying the recorded run (a failed run too: its `error` says why). The headers
+    wait for the model's first piece of the reply: a prompt over its context window found before it
+    is the same 400 as without `stream`, not a stream. A client
     that leaves does not stop the run. `stream` with `background` or `targetId` is 400.
 
     When the model calls a tool the agent's `approval` rules name, the run suspends (`waiting`,

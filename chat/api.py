@@ -92,7 +92,8 @@ def chat(request, payload: ChatIn):
     `agent_external`, or `conversation_busy` while a round of the conversation is in flight
     (`multitaskStrategy: enqueue` waits for it instead); 402/503 balance; 503 no inference;
     502 `run_failed` when the run failed (`runId`, `conversationId`; your message stays stored);
-    400 `context_length_exceeded` (same extras) when it failed because the prompt is over the model's window.
+    400 `context_length_exceeded` (same extras) when it failed because the prompt is over the model's window
+    (with `stream` too: the stream's headers wait for the model's first piece of the reply).
     `webhook`: the round's own `run.finished` callback, a URL under one of the org's webhook
     endpoints (else 400).
     """
