@@ -47,8 +47,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
-from toolkit.wire import EventKind
-
 NOTES_REF = "refs/notes/agents-provenance"
 VERIFY_COMMAND = f"git log --format='%x00%H%n%B%n%N' --notes={NOTES_REF}"
 SESSION_TRAILER = "Agents-Session"
@@ -56,6 +54,10 @@ TURN_TRAILER = "Agents-Turn"
 MAX_SESSION_ID = 128
 
 EXIT_OK, EXIT_MISMATCH, EXIT_UNUSABLE = 0, 1, 2
+# The event kinds this file reads, spelled here because it imports nothing of the platform (it runs
+# from a clone of any repository): toolkit.wire's EventKind.COMMIT and EventKind.LOG, held equal to
+# them by tests/runner/test_vocabulary_words.py.
+COMMIT_KIND, LOG_KIND = "commit", "log"
 LOG_FORMAT = "--format=%x00%H%n%B"
 TIMEOUT_SECONDS = 30.0
 MAX_ANSWER_BYTES = 64 * 1024 * 1024  # a build's JSON is far smaller; a bigger answer is not a build
@@ -161,7 +163,7 @@ def _from_build(build: dict) -> Published:
     for turn in build.get("turns") or []:
         if not isinstance(turn, dict) or not isinstance(turn.get("commit"), str) or not turn["commit"]:
             continue
-        owner = turn.get("forTurn") if turn.get("kind") == EventKind.COMMIT else turn.get("turn")
+        owner = turn.get("forTurn") if turn.get("kind") == COMMIT_KIND else turn.get("turn")
         if isinstance(owner, int):
             published.commits.append((turn["commit"].lower(), owner))
     return published
@@ -171,9 +173,9 @@ def _from_events(events: list[dict], session_id: str) -> Published:
     published = Published(session=session_id)
     for event in events:
         payload = event.get("payload") if isinstance(event.get("payload"), dict) else {}
-        if event.get("kind") == EventKind.COMMIT and isinstance(payload.get("commit"), str) and isinstance(payload.get("turn"), int):
+        if event.get("kind") == COMMIT_KIND and isinstance(payload.get("commit"), str) and isinstance(payload.get("turn"), int):
             published.commits.append((payload["commit"].lower(), payload["turn"]))
-        elif event.get("kind") == EventKind.LOG and isinstance(payload.get("branch"), str) and "commitSha" in payload:
+        elif event.get("kind") == LOG_KIND and isinstance(payload.get("branch"), str) and "commitSha" in payload:
             published.branch, published.head = payload["branch"], str(payload.get("commitSha") or "")
     return published
 
