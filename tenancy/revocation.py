@@ -41,7 +41,9 @@ from collections import deque
 from collections.abc import Callable, Iterable
 
 from channels import DEFAULT_CHANNEL_LAYER
+import redis
 from channels.layers import channel_layers
+from django.conf import settings as django_settings
 from django.db import transaction
 
 logger = logging.getLogger(__name__)
@@ -198,9 +200,9 @@ def position() -> tuple:
     """Return where revocations stand now, for `revoked_since` (take it before reading a credential).
 
     `(this process's position, the shared stamp)`; the stamp is read only on the in-memory layer
-    (see `revoked_since`), else None.
+    (see `revoked_since`), else the shared counter in Redis.
     """
-    return mark(), (_stamp() if _is_process_local() else None)
+    return mark(), (_stamp() if _is_process_local() else _shared_stamp())
 
 
 def revoked_since(keys: Iterable, since: tuple) -> bool:
@@ -208,10 +210,11 @@ def revoked_since(keys: Iterable, since: tuple) -> bool:
 
     True when one of `keys` was revoked after `since` in this process or (through the broadcast)
     another; on the in-memory layer, when any process sharing `AGENTS_DATA_DIR` revoked anything
-    since (the stamp file: that layer carries no broadcast); on the Redis layer, whenever this
-    process's listener is not in the group (a broadcast could be missed); and when the record
+    since (the stamp file: that layer carries no broadcast); on the Redis layer, when any process
+    revoked anything since (the shared counter `SHARED_STAMP_KEY`, one GET) or this process's
+    listener is not in the group (a broadcast could be missed); and when the record
     reaching back to `since` was pruned (`RECENT_SECONDS`). Cheap when nothing was revoked:
-    one comparison (Redis layer) or one `stat` (in-memory layer).
+    one Redis GET (Redis layer) or one `stat` (in-memory layer).
     """
     seq, stamp = since
     if _is_process_local():
@@ -221,6 +224,10 @@ def revoked_since(keys: Iterable, since: tuple) -> bool:
         broadcaster = _broadcaster_instance or _broadcaster()
         if broadcaster is None or not broadcaster.joined.is_set():
             return True
+        # The broadcast arrives milliseconds after the commit; the shared counter is bumped before
+        # it is sent, so the next request anywhere after `revoke()` returned sees the change.
+        if stamp is None or _shared_stamp() != stamp:
+            return True
     if _last_seq == seq:
         return False
     wanted = frozenset(tuple(key) for key in keys)
@@ -228,6 +235,50 @@ def revoked_since(keys: Iterable, since: tuple) -> bool:
         if not _recent or _recent[0][0] > seq + 1:
             return True  # the record after `since` is gone: assume the worst
         return any(at > seq and not wanted.isdisjoint(revoked) for at, _, revoked in _recent)
+
+
+#: The Redis layer's shared revocation counter, a plain key of `REDIS_URL`'s database (no cache or
+#: channel prefix, so every process of the deployment reads the same one whatever its prefixes):
+#: bumped by every `revoke()` before its broadcast, compared by `revoked_since`, so a cached
+#: credential is refused on the very next request after a revocation in any process, not only once
+#: the broadcast arrives (issue 59). Deployments sharing one Redis database share it too, which only
+#: makes their caches read a row again more often.
+SHARED_STAMP_KEY = "agents:revocations:stamp"
+_shared_client: redis.Redis | None = None
+
+
+def _shared() -> redis.Redis | None:
+    """Return a client of `REDIS_URL` (made once per process), or None without one."""
+    global _shared_client
+    url = getattr(django_settings, "REDIS_URL", "")
+    if not url:
+        return None
+    if _shared_client is None:
+        _shared_client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+    return _shared_client
+
+
+def _shared_stamp():
+    """Return the shared revocation counter now; None (never trusted) when it cannot be read."""
+    client = _shared()
+    if client is None:
+        return None
+    try:
+        return int(client.get(SHARED_STAMP_KEY) or 0)
+    except (redis.RedisError, ValueError):  # unreadable: caches serve nothing (revoked_since answers True)
+        logger.warning("could not read the shared revocation counter", exc_info=True)
+        return None
+
+
+def _bump_shared_stamp() -> None:
+    """Add one to the shared revocation counter."""
+    client = _shared()
+    if client is None:
+        return
+    try:
+        client.incr(SHARED_STAMP_KEY)
+    except redis.RedisError:
+        logger.warning("could not bump the shared revocation counter", exc_info=True)
 
 
 STAMP_NAME = "revocations.stamp"
@@ -274,6 +325,7 @@ def revoke(keys: Iterable) -> int:
     closed = revoke_local(keys)
     broadcaster = _broadcaster()
     if broadcaster is not None:
+        _bump_shared_stamp()  # before the broadcast: a cache elsewhere stops serving at the next request
         broadcaster.publish(keys)
     else:  # the in-memory layer carries nothing between processes: the stamp file tells the caches
         _touch_stamp()

@@ -160,3 +160,26 @@ def test_a_removed_members_console_login_is_logged_out_on_its_next_request(make_
     response = client.get("/console/")
     assert response.status_code == 302 and "/login" in response["Location"]
     assert "_auth_user_id" not in client.session
+
+
+def test_a_revocation_is_seen_through_the_shared_counter_before_any_broadcast_arrives(settings, monkeypatch):
+    """Issue 59: a cached credential must be refused on the very next request after `revoke()` returns.
+
+    The broadcast reaches other processes milliseconds later (or never, for a process whose channel
+    prefix differs: the test process and the daphnes of make test's PostgreSQL pass). The counter in
+    `REDIS_URL`'s database is bumped before the broadcast is sent; a position taken before it is stale
+    after it, whatever the broadcast does.
+    """
+    import redis as redis_client
+
+    url = "redis://127.0.0.1:6379/0"
+    redis_client.Redis.from_url(url).ping()
+    settings.REDIS_URL = url
+    monkeypatch.setattr(revocation, "_shared_client", None)
+    before = revocation._shared_stamp()
+    assert isinstance(before, int)
+    revocation._bump_shared_stamp()
+    assert revocation._shared_stamp() != before  # so `revoked_since` answers True for every entry read before
+    settings.REDIS_URL = ""
+    monkeypatch.setattr(revocation, "_shared_client", None)
+    assert revocation._shared_stamp() is None  # no Redis: nothing is trusted on that layer
