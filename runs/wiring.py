@@ -6,6 +6,7 @@ Imported once, from `RunsConfig.ready()`: its imports reach models, which load a
 
 import logging
 
+from django_q.conf import Conf
 from django_q.signals import post_spawn
 from django_q.tasks import async_task
 
@@ -23,7 +24,15 @@ def _on_worker_spawn(sender, proc_name=None, **kwargs) -> None:
     It answers the cluster's stop signal gracefully (`runs.shutdown`), and a recovery sweep
     is queued: a cluster restarted after a crash then finishes the runs its dead workers left
     `running` within seconds, instead of waiting for the next minute's sweep.
+
+    Not in django-q2's sync mode (`Q_CLUSTER["sync"]`; the identity tests' `sync_tasks`): there
+    each task runs inline through django-q2's worker function, which sends `post_spawn` per task
+    although no process was spawned. The recovery task queued here then ran inline as well, sent
+    `post_spawn` again and queued another: every task recursed ~150 deep until a RecursionError
+    (logged and swallowed), 7-25 s a task, and a stop handler was installed in the caller's process.
     """
+    if Conf.SYNC:
+        return
     install_worker_handler()
     _recover_on_spawn(sender, proc_name=proc_name)
 
