@@ -452,9 +452,11 @@ def enqueue_later(org: str, channel_name: str, delivery_id: str, delay: float) -
     made on one of its webhook threads, else (an attempt made inline: the console's test, the
     inline mode) to the task queue (`enqueue`), so a web process never makes webhook attempts on
     its own threads. Lost with the process, the row still says when it is due: the minute tick
-    queues it.
+    queues it. `AGENTS_WEBHOOK_FAST_RETRY_SECONDS` <= 0: no timer at all (the tick alone; the
+    tests drive the schedule so — a retry due at once on the timer thread raced the test's tick).
     """
-    if delay > _setting("AGENTS_WEBHOOK_FAST_RETRY_SECONDS", 60):
+    fast = _setting("AGENTS_WEBHOOK_FAST_RETRY_SECONDS", 60)
+    if fast <= 0 or delay > fast:
         return
     global _timer_thread
     due = now() + timedelta(seconds=max(0.0, delay))

@@ -313,7 +313,7 @@ VARIABLES: tuple[Var, ...] = (
     Var('AGENTS_WEBHOOK_THREADS', '`4`',
         'threads per process making webhook attempts, at most 2 at once per receiver origin, the rest queued per origin (0: inline in the task)'),
     Var('AGENTS_WEBHOOK_FAST_RETRY_SECONDS', '`60`',
-        "retries due within this go back to their origin's queue by the process's timer at their due time; later ones by the minute tick"),
+        "retries due within this go back to their origin's queue by the process's timer at their due time; later ones by the minute tick (0: no timer, the tick alone)"),
     Var('AGENTS_WEBHOOK_BALANCE_LOW_CENTS', '`500`',
         '`balance.low` fires when a debit takes the balance below this (0: never)'),
     Var('AGENTS_SERVER', 'unset',
