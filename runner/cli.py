@@ -46,6 +46,8 @@ def parse(argv: list[str] | None = None) -> Config:
     parser.add_argument("--key-dir", metavar="DIR", default="", help="where the claim key file lives (default ~/.config/agents-runner)")
     parser.add_argument("--model", default=env.get("RUNNER_MODEL", ""), help="use this model instead of the agent's")
     parser.add_argument("--heartbeat", type=float, default=30.0, help="seconds between heartbeats (default 30)")
+    parser.add_argument("--backoff-max", type=float, default=30.0,
+                        help="the longest pause, in seconds, between retries while the server is unreachable or failing (default 30)")
     parser.add_argument("--stop-grace", type=float, default=10.0, help="seconds a run may take to reach its next step after SIGTERM")
     parser.add_argument("--log-level", default=env.get("RUNNER_LOG_LEVEL", "INFO"))
     args = parser.parse_args(argv)
@@ -73,6 +75,8 @@ def parse(argv: list[str] | None = None) -> Config:
         inference_api_key=env.get("INFERENCE_API_KEY", "").strip(),
         model_override=args.model.strip(),
         stop_grace=max(args.stop_grace, 0.0),
+        backoff_initial=min(1.0, max(args.backoff_max, 0.05)),
+        backoff_max=max(args.backoff_max, 0.05),
         allow_unsandboxed=bool(args.allow_unsandboxed_commands),
         coding_work_dir=str(Path(args.coding_work_dir).expanduser()) if args.coding_work_dir else None,
     )

@@ -9,7 +9,7 @@ the daemon holds nothing for it and goes back to claiming; once a person answers
 offered again and whichever claim wins it resumes it from the claim's `resume`.
 
 Backoff: every call that fails transiently (network, 429, 5xx) is retried with exponential
-backoff and jitter (tenacity; 1 s doubling to 30 s), forever for claims, until a stop. On stop
+backoff and jitter (tenacity; 1 s doubling to 30 s, `--backoff-max`), forever for claims, until a stop. On stop
 the waiting claim is abandoned at once; a run in progress ends at its next step (or after
 `stop_grace` seconds) and is reported as an error, so the server never waits on a dead run.
 """

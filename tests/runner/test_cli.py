@@ -29,6 +29,22 @@ def test_flags_make_the_config(tmp_path):
     assert config.allow_unsandboxed is True and config.coding_work_dir == str(tmp_path / "w")
 
 
+def test_backoff_max_caps_the_pause_between_retries():
+    default = cli.parse(["--server", "http://x", "--api-key", "k"])
+    assert (default.backoff_initial, default.backoff_max) == (1.0, 30.0)
+    short = cli.parse(["--server", "http://x", "--api-key", "k", "--backoff-max", "0.5"])
+    assert (short.backoff_initial, short.backoff_max) == (0.5, 0.5)
+    waits = Daemon(short)._retrying().wait
+    assert all(waits(_State(n)) <= 0.5 for n in range(1, 12))
+
+
+class _State:
+    """The one field tenacity's wait reads from a retry state."""
+
+    def __init__(self, attempt_number: int) -> None:
+        self.attempt_number = attempt_number
+
+
 def test_the_environment_stands_in_for_flags(monkeypatch, tmp_path):
     monkeypatch.setenv("AGENTS_SERVER", "http://127.0.0.1:9")
     monkeypatch.setenv("AGENTS_API_KEY", "ak_env")

@@ -140,7 +140,9 @@ def test_a_refused_api_key_exits_with_code_2_and_registers_nothing(org_a, daphne
 
 def test_the_runner_backs_off_while_the_server_is_down_then_registers(org_a, runner_factory):
     port = free_port()
-    runner = runner_factory(f"http://127.0.0.1:{port}", org_a.key)
+    # Pauses of at most 1 s: registering then waits on the server being up, not on where the
+    # default schedule (doubling to 30 s) stood when daphne answered (a daphne start under load).
+    runner = runner_factory(f"http://127.0.0.1:{port}", org_a.key, "--backoff-max", "1")
     runner.wait_for("retrying in")
     assert targets_of(org_a) == []
     server = LiveServer({"AGENTS_CLAIM_WAIT_SECONDS": "1"})
