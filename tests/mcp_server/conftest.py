@@ -13,9 +13,8 @@ from django.db import connections
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from billing.models import LedgerEntry
-from billing.services import credit_add
 from runs.models import Run
+from tests.support.faces import debits, funded_org, make_agent, stored_runs, upstream_env  # noqa: F401 (the tests import them from here)
 from tests.support.live import LiveServer
 
 FEE_CENTS = 100
@@ -24,15 +23,7 @@ FEE_CENTS = 100
 @pytest.fixture(scope="package")
 def live(django_db_setup, django_db_blocker, upstream_server):
     """One daphne for every test here: inference is the loopback upstream; a run costs 100 cents."""
-    server = LiveServer({
-        "INFERENCE_BASE_URL": upstream_server.base_url,
-        "INFERENCE_API_KEY": "test-key",
-        "AGENTS_DEFAULT_MODEL": "test-model",
-        "CLOUD_AGENT_FEE_CENTS": str(FEE_CENTS),
-        "AGENTS_RETRY_BASE_SECONDS": "0.001",
-        "AGENTS_RETRY_MAX_SECONDS": "0.004",
-        "AGENTS_SSE_PING_SECONDS": "5",
-    }).start()
+    server = LiveServer(upstream_env(upstream_server, fee_cents=FEE_CENTS)).start()
     yield server
     server.stop()
 
@@ -40,17 +31,7 @@ def live(django_db_setup, django_db_blocker, upstream_server):
 @pytest.fixture
 def org(make_org, upstream):
     """A funded org (1000 cents) with agent `writer` (instructions "Be brief.", a description)."""
-    handle = make_org("mcp")
-    credit_add(org=handle.org, cents=1000, actor="test")
-    make_agent(handle, "writer", instructions="Be brief.", description="Writes short answers")
-    return handle
-
-
-def make_agent(org, name: str, **fields) -> dict:
-    """Create an agent through POST /v1/agents; return its view."""
-    response = org.client.post("/v1/agents", {"name": name, **fields}, content_type="application/json")
-    assert response.status_code == 201, response.content
-    return response.json()
+    return funded_org(make_org, "mcp", description="Writes short answers")
 
 
 def endpoint(live) -> str:
@@ -70,15 +51,6 @@ async def mcp_client(live, key: str, *, mode: str = "auto"):
         async with Client(streamable_http_client(endpoint(live), http_client=http), read_timeout_seconds=60,
                           mode=mode) as client:
             yield client
-
-
-def stored_runs(org) -> list[Run]:
-    with org.context():
-        return list(Run.objects.order_by("created_at"))
-
-
-def debits(org) -> list[LedgerEntry]:
-    return list(LedgerEntry.objects.filter(org=org.org, amount_cents__lt=0).order_by("id"))
 
 
 async def until(condition, *, timeout: float = 30.0) -> None:

@@ -6,10 +6,7 @@ from __future__ import annotations
 import openai
 import pytest
 
-from runs.models import Run
-from billing.models import LedgerEntry
-from billing.services import credit_add
-from agents_site.vocabulary import LedgerKind
+from tests.support.faces import debits, funded_org, make_agent, stored_runs, upstream_env  # noqa: F401 (the tests import them from here)
 from tests.support.live import LiveServer
 
 OPENAI_FEE_CENTS = 7
@@ -19,16 +16,7 @@ BASE_PATH = "/v1/agents/openai/v1"
 @pytest.fixture(scope="package")
 def live(django_db_setup, django_db_blocker, upstream_server):
     """One daphne for every test here: inference is the loopback upstream, a call costs 7 cents."""
-    server = LiveServer({
-        "INFERENCE_BASE_URL": upstream_server.base_url,
-        "INFERENCE_API_KEY": "test-key",
-        "AGENTS_DEFAULT_MODEL": "test-model",
-        "CLOUD_AGENT_FEE_CENTS": "100",
-        "AGENTS_OPENAI_FEE_CENTS": str(OPENAI_FEE_CENTS),
-        "AGENTS_RETRY_BASE_SECONDS": "0.001",
-        "AGENTS_RETRY_MAX_SECONDS": "0.004",
-        "AGENTS_SSE_PING_SECONDS": "5",
-    }).start()
+    server = LiveServer(upstream_env(upstream_server, AGENTS_OPENAI_FEE_CENTS=str(OPENAI_FEE_CENTS))).start()
     yield server
     server.stop()
 
@@ -47,25 +35,4 @@ def client(live, org):
 @pytest.fixture
 def org(make_org, upstream):
     """A funded org (1000 cents) with agent `writer` (instructions "Be brief.")."""
-    handle = make_org("oai")
-    credit_add(org=handle.org, cents=1000, actor="test")
-    make_agent(handle, "writer", instructions="Be brief.")
-    return handle
-
-
-def make_agent(org, name: str, **fields) -> dict:
-    """Create an agent through POST /v1/agents; return its view."""
-    response = org.client.post("/v1/agents", {"name": name, **fields}, content_type="application/json")
-    assert response.status_code == 201, response.content
-    return response.json()
-
-
-def stored_runs(org) -> list[Run]:
-    """Return every run row in the org's store, oldest first."""
-    with org.context():
-        return list(Run.objects.order_by("created_at", "id"))
-
-
-def debits(org) -> list[LedgerEntry]:
-    """Return the org's run debits, oldest first."""
-    return list(LedgerEntry.objects.filter(org=org.org, kind=LedgerKind.AGENT).order_by("id"))
+    return funded_org(make_org, "oai")

@@ -15,10 +15,7 @@ import pytest
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from agents_site.vocabulary import LedgerKind
-from billing.models import LedgerEntry
-from billing.services import credit_add
-from runs.models import Run
+from tests.support.faces import debits, funded_org, make_agent, stored_runs, upstream_env  # noqa: F401 (the tests import them from here)
 from tests.support.live import ROOT, LiveServer
 from tests.support.qcluster import QCluster
 
@@ -32,18 +29,7 @@ REFERENCE_NAME = "openai-openapi-2.3.0.json"
 def live(django_db_setup, django_db_blocker, upstream_server):
     """One daphne and one worker cluster for every test here: inference is the loopback upstream,
     a response costs 7 cents (`AGENTS_OPENAI_FEE_CENTS`)."""
-    env = {
-        "INFERENCE_BASE_URL": upstream_server.base_url,
-        "INFERENCE_API_KEY": "test-key",
-        "AGENTS_DEFAULT_MODEL": "test-model",
-        "CLOUD_AGENT_FEE_CENTS": "100",
-        "AGENTS_OPENAI_FEE_CENTS": str(FEE_CENTS),
-        "AGENTS_RETRY_BASE_SECONDS": "0.001",
-        "AGENTS_RETRY_MAX_SECONDS": "0.004",
-        "AGENTS_SSE_PING_SECONDS": "5",
-        "AGENTS_Q_WORKERS": "1",
-        "AGENTS_Q_POLL_SECONDS": "0.05",
-    }
+    env = upstream_env(upstream_server, AGENTS_OPENAI_FEE_CENTS=str(FEE_CENTS), AGENTS_Q_WORKERS="1", AGENTS_Q_POLL_SECONDS="0.05")
     server = LiveServer(env).start()
     cluster = QCluster(env, name="qcluster-responses").start()
     server.cluster = cluster
@@ -60,34 +46,13 @@ def sdk(live, key: str) -> openai.OpenAI:
 @pytest.fixture
 def org(make_org, upstream):
     """A funded org (1000 cents) with agent `writer` (instructions "Be brief.")."""
-    handle = make_org("rsp")
-    credit_add(org=handle.org, cents=1000, actor="test")
-    make_agent(handle, "writer", instructions="Be brief.")
-    return handle
+    return funded_org(make_org, "rsp")
 
 
 @pytest.fixture
 def client(live, org):
     """The SDK as `org`'s API key sees the endpoint."""
     return sdk(live, org.key)
-
-
-def make_agent(org, name: str, **fields) -> dict:
-    """Create an agent through POST /v1/agents; return its view."""
-    response = org.client.post("/v1/agents", {"name": name, **fields}, content_type="application/json")
-    assert response.status_code == 201, response.content
-    return response.json()
-
-
-def stored_runs(org) -> list[Run]:
-    """Return every run row in the org's store, oldest first."""
-    with org.context():
-        return list(Run.objects.order_by("created_at", "id"))
-
-
-def debits(org) -> list[LedgerEntry]:
-    """Return the org's run debits, oldest first."""
-    return list(LedgerEntry.objects.filter(org=org.org, kind=LedgerKind.AGENT).order_by("id"))
 
 
 def reference_path() -> Path:
